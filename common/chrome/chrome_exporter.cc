@@ -1,0 +1,278 @@
+#include "common/chrome/chrome_exporter.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/str_util.h"
+#include "common/str_util.h"
+#include "common/file_io.h"
+#include "common/json_writer.h"
+#include "common/status_macros.h"
+
+namespace podscope::common {
+namespace {
+
+constexpr size_t kFlushBytes = 1 << 20;
+
+std::string_view HostSpanCat(HostSpanCategory c) {
+  switch (c) {
+    case HostSpanCategory::kOp: return "cpu_op";
+    case HostSpanCategory::kPython: return "python_function";
+    case HostSpanCategory::kGpuAnnotation: return "gpu_user_annotation";
+    case HostSpanCategory::kAnnotation:
+    case HostSpanCategory::kInput:      // re-derived from the name on import
+    case HostSpanCategory::kOptimizer:  // likewise
+      return "user_annotation";
+  }
+  return "user_annotation";
+}
+
+// Writes the events of one worker. Owned by WriteChromeTrace; single-threaded.
+class WorkerWriter {
+ public:
+  WorkerWriter(const WorkerTrace& w, int64_t pid, const ExportOptions& options, JsonWriter* out,
+               uint64_t* events, uint64_t* next_flow_id)
+      : w_(w), pid_(pid), options_(options), out_(*out), events_(*events),
+        next_flow_id_(*next_flow_id) {}
+
+  // Calls `flush` between events so the buffer stays bounded.
+  template <typename Flush>
+  absl::Status Write(Flush&& flush) {
+    WriteMetadata();
+    RETURN_IF_ERROR(flush());
+    absl::flat_hash_map<int64_t, size_t> launch_of;  // correlation -> runtime call row
+    if (options_.flows) {
+      for (size_t i = 0; i < w_.runtime_calls.size(); ++i) {
+        if (w_.runtime_calls.correlation[i] >= 0) launch_of.emplace(w_.runtime_calls.correlation[i], i);
+      }
+    }
+    absl::flat_hash_map<int64_t, size_t> collective_of;  // kernel correlation -> collective row
+    for (size_t i = 0; i < w_.collectives.size(); ++i) {
+      if (w_.collectives.correlation[i] >= 0) collective_of.emplace(w_.collectives.correlation[i], i);
+    }
+    const KernelTable& k = w_.kernels;
+    for (size_t i = 0; i < k.size(); ++i) {
+      WriteKernel(i, collective_of);
+      MaybeFlow(k.correlation[i], k.start[i], StreamTrackId(k.device[i], k.stream[i]), launch_of);
+      if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
+    }
+    const MemcpyTable& m = w_.memcpys;
+    for (size_t i = 0; i < m.size(); ++i) {
+      WriteMemcpy(i);
+      MaybeFlow(m.correlation[i], m.start[i], StreamTrackId(m.device[i], m.stream[i]), launch_of);
+      if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
+    }
+    const RuntimeCallTable& r = w_.runtime_calls;
+    for (size_t i = 0; i < r.size(); ++i) {
+      BeginEvent('X', r.api_kind[i] == ApiKind::kDriver ? "cuda_driver" : "cuda_runtime",
+                 w_.strings.Get(r.name[i]), r.thread[i], r.start[i], r.end[i]);
+      out_.Raw(",\"args\":{\"correlation\":").Int(r.correlation[i]);
+      if (r.external_id[i] >= 0) out_.Raw(",\"External id\":").Int(r.external_id[i]);
+      out_.Raw("}}");
+      if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
+    }
+    const HostSpanTable& h = w_.host_spans;
+    for (size_t i = 0; i < h.size(); ++i) {
+      const bool on_gpu = h.category[i] == HostSpanCategory::kGpuAnnotation;
+      BeginEvent('X', HostSpanCat(h.category[i]), w_.strings.Get(h.name[i]),
+                 on_gpu ? StreamTrackId(0, h.thread[i]) : h.thread[i], h.start[i], h.end[i]);
+      out_.Raw(",\"args\":{");
+      bool first = true;
+      if (on_gpu) {
+        out_.Raw("\"stream\":").Int(h.thread[i]);
+        first = false;
+      }
+      if (h.external_id[i] >= 0) out_.Raw(first ? "" : ",").Raw("\"External id\":").Int(h.external_id[i]);
+      out_.Raw("}}");
+      if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  void Separator() {
+    if (events_ > 0) out_.Raw(",\n");
+    ++events_;
+  }
+
+  void BeginEvent(char ph, std::string_view cat, std::string_view name, int64_t tid, TimeNs start,
+                  TimeNs end) {
+    Separator();
+    const TimeNs a = w_.clock.ToAligned(start);
+    const TimeNs b = w_.clock.ToAligned(end);
+    out_.Raw("{\"ph\":\"").Char(ph).Raw("\",\"cat\":").String(cat).Raw(",\"name\":").String(name);
+    out_.Raw(",\"pid\":").Int(pid_).Raw(",\"tid\":").Int(tid).Raw(",\"ts\":").MicrosFromNanos(a);
+    out_.Raw(",\"dur\":").MicrosFromNanos(b - a);
+  }
+
+  void Metadata(std::string_view name, int64_t tid, std::string_view key, std::string_view text,
+                int64_t number, bool is_text) {
+    Separator();
+    out_.Raw("{\"ph\":\"M\",\"name\":").String(name).Raw(",\"pid\":").Int(pid_);
+    out_.Raw(",\"tid\":").Int(tid).Raw(",\"args\":{").Key(key);
+    if (is_text) {
+      out_.String(text);
+    } else {
+      out_.Int(number);
+    }
+    out_.Raw("}}");
+  }
+
+  void WriteMetadata() {
+    Metadata("process_name", 0, "name", w_.info.DisplayName(), 0, true);
+    Metadata("process_sort_index", 0, "sort_index", {}, w_.info.rank, false);
+    std::set<int64_t> threads;
+    for (int64_t t : w_.runtime_calls.thread) threads.insert(t);
+    for (size_t i = 0; i < w_.host_spans.size(); ++i) {
+      if (w_.host_spans.category[i] != HostSpanCategory::kGpuAnnotation) threads.insert(w_.host_spans.thread[i]);
+    }
+    int64_t sort = 0;
+    for (int64_t t : threads) {
+      std::string name = StrCat("thread ", t);
+      for (const TrackName& track : w_.info.tracks) {
+        if (!track.is_stream && track.id == t) name = track.name;
+      }
+      Metadata("thread_name", t, "name", name, 0, true);
+      Metadata("thread_sort_index", t, "sort_index", {}, sort++, false);
+    }
+    std::set<std::pair<int32_t, int64_t>> streams;
+    for (size_t i = 0; i < w_.kernels.size(); ++i) streams.emplace(w_.kernels.device[i], w_.kernels.stream[i]);
+    for (size_t i = 0; i < w_.memcpys.size(); ++i) streams.emplace(w_.memcpys.device[i], w_.memcpys.stream[i]);
+    for (size_t i = 0; i < w_.host_spans.size(); ++i) {
+      if (w_.host_spans.category[i] == HostSpanCategory::kGpuAnnotation) streams.emplace(0, w_.host_spans.thread[i]);
+    }
+    for (const auto& [device, stream] : streams) {
+      const int64_t tid = StreamTrackId(device, stream);
+      Metadata("thread_name", tid, "name", StrCat("GPU ", device, " stream ", stream), 0, true);
+      Metadata("thread_sort_index", tid, "sort_index", {}, sort++, false);
+    }
+  }
+
+  void WriteKernel(size_t i, const absl::flat_hash_map<int64_t, size_t>& collective_of) {
+    const KernelTable& k = w_.kernels;
+    const std::string_view cat = k.kernel_class[i] == KernelClass::kSync ? "cuda_sync" : "kernel";
+    BeginEvent('X', cat, w_.strings.Get(k.name[i]), StreamTrackId(k.device[i], k.stream[i]),
+               k.start[i], k.end[i]);
+    out_.Raw(",\"args\":{\"device\":").Int(k.device[i]).Raw(",\"stream\":").Int(k.stream[i]);
+    out_.Raw(",\"correlation\":").Int(k.correlation[i]);
+    if (k.kernel_class[i] != KernelClass::kSync) {
+      out_.Raw(",\"grid\":[").Uint(k.grid_x[i]).Char(',').Uint(k.grid_y[i]).Char(',').Uint(k.grid_z[i]);
+      out_.Raw("],\"block\":[").Uint(k.block_x[i]).Char(',').Uint(k.block_y[i]).Char(',').Uint(k.block_z[i]);
+      out_.Raw("],\"registers per thread\":").Int(k.registers_per_thread[i]);
+      out_.Raw(",\"shared memory\":").Int(k.shared_memory_bytes[i]);
+    }
+    auto c = k.correlation[i] >= 0 ? collective_of.find(k.correlation[i]) : collective_of.end();
+    if (c != collective_of.end()) WriteCollectiveArgs(c->second);
+    out_.Raw("}}");
+  }
+
+  // The collective's metadata under the keys PyTorch uses, plus podscope's own, so that
+  // re-importing the export rebuilds the same collective rows.
+  void WriteCollectiveArgs(size_t i) {
+    const CollectiveTable& c = w_.collectives;
+    out_.Raw(",\"Collective name\":").String(CollectiveOpName(c.op[i]));
+    out_.Raw(",\"In msg nelems\":").Int(c.count[i]).Raw(",\"Out msg nelems\":").Int(c.count[i]);
+    out_.Raw(",\"dtype\":").String(w_.strings.Get(c.dtype[i]));
+    out_.Raw(",\"Group size\":").Int(c.nranks[i]);
+    if (c.sequence[i] != kUnknownSequence) out_.Raw(",\"Seq\":").Int(c.sequence[i]);
+    out_.Raw(",\"communicator\":").String(w_.strings.Get(c.communicator[i]));
+    out_.Raw(",\"algorithm\":").String(w_.strings.Get(c.algorithm[i]));
+    out_.Raw(",\"protocol\":").String(w_.strings.Get(c.protocol[i]));
+    out_.Raw(",\"channels\":").Int(c.channels[i]);
+  }
+
+  void WriteMemcpy(size_t i) {
+    const MemcpyTable& m = w_.memcpys;
+    const bool memset = m.kind[i] == MemcpyKind::kMemset;
+    BeginEvent('X', memset ? "gpu_memset" : "gpu_memcpy", w_.strings.Get(m.name[i]),
+               StreamTrackId(m.device[i], m.stream[i]), m.start[i], m.end[i]);
+    out_.Raw(",\"args\":{\"device\":").Int(m.device[i]).Raw(",\"stream\":").Int(m.stream[i]);
+    out_.Raw(",\"correlation\":").Int(m.correlation[i]).Raw(",\"bytes\":").Int(m.bytes[i]).Raw("}}");
+  }
+
+  void MaybeFlow(int64_t correlation, TimeNs device_start, int64_t device_tid,
+                 const absl::flat_hash_map<int64_t, size_t>& launch_of) {
+    if (!options_.flows || correlation < 0) return;
+    auto it = launch_of.find(correlation);
+    if (it == launch_of.end()) return;
+    const uint64_t id = ++next_flow_id_;
+    const RuntimeCallTable& r = w_.runtime_calls;
+    Separator();
+    out_.Raw("{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":").Uint(id);
+    out_.Raw(",\"pid\":").Int(pid_).Raw(",\"tid\":").Int(r.thread[it->second]);
+    out_.Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(r.start[it->second])).Char('}');
+    Separator();
+    out_.Raw("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":").Uint(id);
+    out_.Raw(",\"pid\":").Int(pid_).Raw(",\"tid\":").Int(device_tid);
+    out_.Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(device_start)).Char('}');
+  }
+
+  const WorkerTrace& w_;
+  int64_t pid_;
+  const ExportOptions& options_;
+  JsonWriter& out_;
+  uint64_t& events_;
+  uint64_t& next_flow_id_;
+};
+
+}  // namespace
+
+int64_t StreamTrackId(int32_t device, int64_t stream) {
+  return kStreamTrackBase + (static_cast<int64_t>(device & 0xff) << 20) + (stream & 0xfffff);
+}
+
+absl::StatusOr<ExportStats> WriteChromeTrace(
+    const CaptureView& capture, const ExportOptions& options,
+    const std::function<absl::Status(std::string_view)>& sink,
+    const std::function<void(size_t)>& progress) {
+  ExportStats stats;
+  JsonWriter out;
+  auto flush = [&]() -> absl::Status {
+    stats.bytes += out.size();
+    absl::Status status = sink(out.buffer());
+    out.Clear();
+    return status;
+  };
+  // Worker descriptions come first so an importer can route events by pid in one pass.
+  out.Raw("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"podscope\":{\"format\":1,\"workers\":[");
+  for (size_t i = 0; i < capture.size(); ++i) {
+    const WorkerInfo& info = capture.worker(i).info;
+    const ClockModel& clock = capture.worker(i).clock;
+    if (i > 0) out.Char(',');
+    out.Raw("{\"pid\":").Int(static_cast<int64_t>(i) + 1).Raw(",\"rank\":").Int(info.rank);
+    out.Raw(",\"world_size\":").Int(info.world_size).Raw(",\"host\":").String(info.host);
+    out.Raw(",\"job\":").String(info.job).Raw(",\"process_name\":").String(info.process_name);
+    out.Raw(",\"original_pid\":").Int(info.pid).Raw(",\"backend\":").String(info.backend);
+    out.Raw(",\"clock\":{\"offset_ns\":").Int(clock.offset_ns).Raw(",\"drift_ppb\":").Int(clock.drift_ppb);
+    out.Raw(",\"error_bound_ns\":").Int(clock.error_bound_ns).Raw(",\"source\":").String(ClockSourceName(clock.source));
+    out.Raw("}}");
+  }
+  out.Raw("]},\"traceEvents\":[\n");
+  uint64_t next_flow_id = 0;
+  for (size_t i = 0; i < capture.size(); ++i) {
+    WorkerWriter writer(capture.worker(i), static_cast<int64_t>(i) + 1, options, &out, &stats.events,
+                        &next_flow_id);
+    RETURN_IF_ERROR(writer.Write(flush));
+    if (progress) progress(i + 1);
+  }
+  out.Raw("\n]}\n");
+  RETURN_IF_ERROR(flush());
+  return stats;
+}
+
+absl::StatusOr<ExportStats> ExportChromeTraceFile(const CaptureView& capture, const std::string& path,
+                                                  const ExportOptions& options,
+                                                  const std::function<void(size_t)>& progress) {
+  ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file, OutputFile::Open(path, std::string_view(path).ends_with(".gz")));
+  ASSIGN_OR_RETURN(ExportStats stats,
+                   WriteChromeTrace(capture, options,
+                                    [&file](std::string_view data) { return file->Write(data); },
+                                    progress));
+  RETURN_IF_ERROR(file->Close());
+  return stats;
+}
+
+}  // namespace podscope::common

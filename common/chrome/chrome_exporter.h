@@ -1,0 +1,43 @@
+// Writes a capture as one Chrome Trace Event Format JSON (loads in Perfetto UI and
+// chrome://tracing): one process per worker named "rank N (host)", a thread per host thread
+// and per GPU stream, launch->kernel flow arrows, all on each worker's aligned clock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/capture.h"
+
+namespace podscope::common {
+
+struct ExportOptions {
+  bool flows = true;  // launch -> kernel / copy arrows
+};
+
+struct ExportStats {
+  uint64_t events = 0;  // trace events written (including metadata and flows)
+  uint64_t bytes = 0;   // uncompressed JSON bytes
+};
+
+// GPU stream tracks get thread ids above any Linux tid (pid_max <= 2^22).
+inline constexpr int64_t kStreamTrackBase = int64_t{1} << 30;
+int64_t StreamTrackId(int32_t device, int64_t stream);
+
+// Streams the JSON to `sink` in pieces of about 1 MiB. `progress` (optional) is called after
+// each worker with the number of workers written. Runs on the calling thread.
+absl::StatusOr<ExportStats> WriteChromeTrace(
+    const CaptureView& capture, const ExportOptions& options,
+    const std::function<absl::Status(std::string_view)>& sink,
+    const std::function<void(size_t workers_done)>& progress = {});
+
+// Writes to `path`; gzip-compressed when the path ends in ".gz". The file is complete only
+// when OK is returned.
+absl::StatusOr<ExportStats> ExportChromeTraceFile(
+    const CaptureView& capture, const std::string& path, const ExportOptions& options = {},
+    const std::function<void(size_t workers_done)>& progress = {});
+
+}  // namespace podscope::common

@@ -1,0 +1,208 @@
+#include "common/file_io.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/str_util.h"
+
+namespace podscope::common {
+namespace {
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+struct FileCloser {
+  void operator()(FILE* f) const {
+    if (f != nullptr) std::fclose(f);
+  }
+};
+using FilePtr = std::unique_ptr<FILE, FileCloser>;
+
+class PlainOutputFile : public OutputFile {
+ public:
+  PlainOutputFile(std::string path, FilePtr file) : path_(std::move(path)), file_(std::move(file)) {}
+  absl::Status Write(std::string_view data) override {
+    if (std::fwrite(data.data(), 1, data.size(), file_.get()) != data.size()) {
+      return absl::InternalError(StrCat("writing ", path_, ": ", ErrnoText()));
+    }
+    bytes_ += data.size();
+    return absl::OkStatus();
+  }
+  absl::Status Close() override {
+    FILE* f = file_.release();
+    if (f == nullptr) return absl::OkStatus();
+    if (std::fclose(f) != 0) {
+      return absl::InternalError(StrCat("closing ", path_, ": ", ErrnoText()));
+    }
+    return absl::OkStatus();
+  }
+  uint64_t bytes_written() const override { return bytes_; }
+
+ private:
+  std::string path_;
+  FilePtr file_;
+  uint64_t bytes_ = 0;
+};
+
+class GzipOutputFile : public OutputFile {
+ public:
+  GzipOutputFile(std::string path, FilePtr file) : path_(std::move(path)), file_(std::move(file)) {
+    std::memset(&stream_, 0, sizeof(stream_));
+    // 15 + 16: gzip wrapper; level 6 is zlib's default speed/size trade-off.
+    initialized_ = deflateInit2(&stream_, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+    buffer_.resize(1 << 18);
+  }
+  ~GzipOutputFile() override {
+    if (initialized_) deflateEnd(&stream_);
+  }
+  absl::Status Write(std::string_view data) override {
+    bytes_ += data.size();
+    return Deflate(data, Z_NO_FLUSH);
+  }
+  absl::Status Close() override {
+    if (file_ == nullptr) return absl::OkStatus();
+    absl::Status status = Deflate({}, Z_FINISH);
+    FILE* f = file_.release();
+    if (std::fclose(f) != 0 && status.ok()) {
+      status = absl::InternalError(StrCat("closing ", path_, ": ", ErrnoText()));
+    }
+    return status;
+  }
+  uint64_t bytes_written() const override { return bytes_; }
+
+ private:
+  absl::Status Deflate(std::string_view data, int flush) {
+    if (!initialized_) return absl::InternalError("zlib deflateInit2 failed");
+    stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+    stream_.avail_in = static_cast<uInt>(data.size());
+    int rc;
+    do {
+      stream_.next_out = reinterpret_cast<Bytef*>(buffer_.data());
+      stream_.avail_out = static_cast<uInt>(buffer_.size());
+      rc = deflate(&stream_, flush);
+      if (rc == Z_STREAM_ERROR) return absl::InternalError("zlib deflate failed");
+      const size_t produced = buffer_.size() - stream_.avail_out;
+      if (produced > 0 && std::fwrite(buffer_.data(), 1, produced, file_.get()) != produced) {
+        return absl::InternalError(StrCat("writing ", path_, ": ", ErrnoText()));
+      }
+    } while (stream_.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+    return absl::OkStatus();
+  }
+
+  std::string path_;
+  FilePtr file_;
+  z_stream stream_;
+  bool initialized_ = false;
+  std::vector<char> buffer_;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace
+
+bool LooksGzipped(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std::string* out) {
+  z_stream stream;
+  std::memset(&stream, 0, sizeof(stream));
+  if (inflateInit2(&stream, 15 + 32) != Z_OK) return absl::InternalError("zlib inflateInit2 failed");
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  out->clear();
+  // Start at 8x the compressed size (typical for JSON traces) and grow geometrically.
+  size_t capacity = std::min<uint64_t>(std::max<size_t>(compressed.size() * 8, 1 << 16),
+                                       max_output_bytes + 1);
+  out->resize(capacity);
+  size_t produced = 0;
+  absl::Status status;
+  while (true) {
+    if (produced == out->size()) {
+      if (out->size() > max_output_bytes) {
+        status = absl::ResourceExhaustedError(StrCat(
+            "decompressed size exceeds the limit of ", max_output_bytes, " bytes"));
+        break;
+      }
+      out->resize(std::min<uint64_t>(out->size() * 2, max_output_bytes + 1));
+    }
+    stream.next_out = reinterpret_cast<Bytef*>(out->data() + produced);
+    stream.avail_out = static_cast<uInt>(std::min<size_t>(out->size() - produced, 1u << 30));
+    const uInt before = stream.avail_out;
+    const int rc = inflate(&stream, Z_NO_FLUSH);
+    produced += before - stream.avail_out;
+    if (rc == Z_STREAM_END) {
+      if (stream.avail_in == 0) break;
+      // Another gzip member follows (concatenated gzip files are valid gzip).
+      if (inflateReset(&stream) != Z_OK) {
+        status = absl::InternalError("zlib inflateReset failed");
+        break;
+      }
+      continue;
+    }
+    if (rc == Z_BUF_ERROR && stream.avail_in == 0) {
+      status = absl::DataLossError(StrCat("gzip stream is truncated after ",
+                                                compressed.size(), " compressed bytes"));
+      break;
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      status = absl::DataLossError(StrCat(
+          "not valid gzip data at compressed offset ", stream.total_in, ": ",
+          stream.msg != nullptr ? stream.msg : "inflate failed"));
+      break;
+    }
+  }
+  inflateEnd(&stream);
+  if (!status.ok()) return status;
+  out->resize(produced);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path, const ReadLimits& limits) {
+  FilePtr file(std::fopen(path.c_str(), "rb"));
+  if (file == nullptr) {
+    return absl::NotFoundError(StrCat("cannot open ", path, ": ", ErrnoText()));
+  }
+  if (std::fseek(file.get(), 0, SEEK_END) != 0) {
+    return absl::InvalidArgumentError(StrCat(path, ": not a regular file"));
+  }
+  const long size = std::ftell(file.get());
+  if (size < 0) return absl::InvalidArgumentError(StrCat(path, ": cannot size: ", ErrnoText()));
+  if (static_cast<uint64_t>(size) > limits.max_file_bytes) {
+    return absl::ResourceExhaustedError(StrCat(path, ": ", size, " bytes exceeds the limit of ",
+                                                     limits.max_file_bytes, " bytes"));
+  }
+  std::rewind(file.get());
+  std::string raw;
+  raw.reserve(static_cast<size_t>(size) + kReadPadding);
+  raw.resize(static_cast<size_t>(size));
+  if (size > 0 && std::fread(raw.data(), 1, raw.size(), file.get()) != raw.size()) {
+    return absl::DataLossError(StrCat("reading ", path, ": ", ErrnoText()));
+  }
+  if (!LooksGzipped(raw)) {
+    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+      return absl::InvalidArgumentError(
+          StrCat(path, ": named .gz but is not gzip data (no gzip magic at offset 0)"));
+    }
+    return raw;
+  }
+  std::string plain;
+  absl::Status status = Gunzip(raw, limits.max_decompressed_bytes, &plain);
+  if (!status.ok()) return absl::Status(status.code(), StrCat(path, ": ", status.message()));
+  plain.reserve(plain.size() + kReadPadding);
+  return plain;
+}
+
+absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path, bool gzip) {
+  FilePtr file(std::fopen(path.c_str(), "wb"));
+  if (file == nullptr) {
+    return absl::PermissionDeniedError(StrCat("cannot create ", path, ": ", ErrnoText()));
+  }
+  std::setvbuf(file.get(), nullptr, _IOFBF, 1 << 20);
+  if (gzip) return std::make_unique<GzipOutputFile>(path, std::move(file));
+  return std::make_unique<PlainOutputFile>(path, std::move(file));
+}
+
+}  // namespace podscope::common

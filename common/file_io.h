@@ -1,0 +1,45 @@
+// Bounded file reading (with transparent gzip) and buffered, optionally gzip-compressed
+// writing. Trace inputs come from users and peers, so every read has a size bound.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace podscope::common {
+
+// Extra zeroed bytes kept after file contents so SIMD parsers may read past the end.
+inline constexpr size_t kReadPadding = 64;
+
+struct ReadLimits {
+  uint64_t max_file_bytes = 4ull << 30;          // compressed or plain size on disk
+  uint64_t max_decompressed_bytes = 16ull << 30;  // after gunzip
+};
+
+bool LooksGzipped(std::string_view bytes);
+
+// Reads `path` whole; gunzips it when it starts with the gzip magic. The result has at least
+// kReadPadding bytes of spare capacity after size(). Errors name the file and the reason.
+absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path,
+                                              const ReadLimits& limits = {});
+
+// Gunzips `compressed` (which may hold several gzip members) into `out`.
+absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std::string* out);
+
+// A buffered output file; gzip-compressed when asked. Not thread-safe.
+class OutputFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<OutputFile>> Open(const std::string& path, bool gzip);
+  virtual ~OutputFile() = default;
+  virtual absl::Status Write(std::string_view data) = 0;
+  // Flushes and closes; the file is complete only when this returns OK.
+  virtual absl::Status Close() = 0;
+  virtual uint64_t bytes_written() const = 0;  // uncompressed bytes handed to Write
+};
+
+}  // namespace podscope::common

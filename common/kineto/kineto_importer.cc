@@ -1,0 +1,645 @@
+#include "common/kineto/kineto_importer.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/str_util.h"
+#include "common/kineto/decimal_time.h"
+#include "common/status_macros.h"
+
+namespace podscope::common {
+namespace od = simdjson::ondemand;
+
+namespace {
+
+bool IsCommSpanNameForArgs(std::string_view name) {
+  return name == "record_param_comms" || (name.size() > 5 && name.substr(0, 5) == "nccl:") ||
+         (name.size() > 6 && name.substr(0, 6) == "c10d::");
+}
+
+}  // namespace
+
+class KinetoImporter::Impl {
+ public:
+  explicit Impl(ImportOptions options) : options_(options) {}
+  const ImportOptions& options() const { return options_; }
+
+  absl::StatusOr<ImportResult> Import(std::string_view source, const std::string& json) {
+    if (json.capacity() < json.size() + simdjson::SIMDJSON_PADDING) {
+      std::string padded;
+      padded.reserve(json.size() + simdjson::SIMDJSON_PADDING);
+      padded = json;
+      return Import(source, padded);
+    }
+    Reset(source, json);
+    absl::Status status = ParseDocument(
+        simdjson::padded_string_view(json.data(), json.size(), json.capacity()));
+    if (!status.ok()) {
+      result_ = ImportResult{};
+      builders_.clear();
+      return status;
+    }
+    for (TraceBuilder& b : builders_) b.Finish();
+    builders_.clear();
+    for (WorkerTrace& w : result_.workers) w.info.source = std::string(source);
+    result_.json_bytes = json.size();
+    return std::move(result_);
+  }
+
+ private:
+  void Reset(std::string_view source, const std::string& json) {
+    source_ = source;
+    base_ = json.data();
+    size_ = json.size();
+    event_index_ = 0;
+    podscope_export_ = false;
+    pid_to_worker_.clear();
+    result_ = ImportResult{};
+    builders_.clear();
+  }
+
+  // An error at the parser's current position, naming the file and byte offset.
+  absl::Status Fail(std::string_view what, simdjson::error_code code = simdjson::SUCCESS) {
+    size_t offset = size_;
+    const char* at = nullptr;
+    if (doc_ != nullptr && doc_->current_location().get(at) == simdjson::SUCCESS &&
+        at >= base_ && at <= base_ + size_) {
+      offset = static_cast<size_t>(at - base_);
+    }
+    std::string reason(what);
+    if (code != simdjson::SUCCESS) StrAppend(&reason, " (", simdjson::error_message(code), ")");
+    if (event_index_ > 0) reason = StrCat("traceEvents[", event_index_ - 1, "]: ", reason);
+    const absl::StatusCode status_code = code == simdjson::CAPACITY
+                                             ? absl::StatusCode::kResourceExhausted
+                                             : absl::StatusCode::kInvalidArgument;
+    return absl::Status(status_code,
+                        StrCat(source_, ": byte offset ", offset, ": ", reason));
+  }
+
+  absl::Status ParseDocument(simdjson::padded_string_view json) {
+    od::document doc;
+    if (auto err = parser_.iterate(json).get(doc); err) {
+      doc_ = nullptr;
+      return Fail("not valid JSON", err);
+    }
+    doc_ = &doc;
+    absl::Status status = ParseRoot();
+    doc_ = nullptr;
+    return status;
+  }
+
+  absl::Status ParseRoot() {
+    od::object root;
+    if (auto err = doc_->get_object().get(root); err) {
+      return Fail("the top level must be a JSON object with a traceEvents array", err);
+    }
+    bool saw_events = false;
+    for (auto field_result : root) {
+      od::field field;
+      if (auto err = std::move(field_result).get(field); err) return Fail("malformed top-level object", err);
+      od::raw_json_string key = field.key();
+      od::value value = field.value();
+      if (key.unsafe_is_equal("traceEvents")) {
+        if (saw_events) return Fail("traceEvents appears twice");
+        saw_events = true;
+        RETURN_IF_ERROR(ParseEvents(value));
+      } else if (podscope_export_) {
+        continue;  // a merged export describes its workers in "podscope" only
+      } else if (key.unsafe_is_equal("distributedInfo")) {
+        RETURN_IF_ERROR(ParseDistributedInfo(value));
+      } else if (key.unsafe_is_equal("deviceProperties")) {
+        RETURN_IF_ERROR(ParseDeviceProperties(value));
+      } else if (key.unsafe_is_equal("podscope")) {
+        if (saw_events) return Fail("podscope metadata must precede traceEvents");
+        RETURN_IF_ERROR(ParsePodscopeMetadata(value));
+      }
+    }
+    // After the root object the document must be exhausted.
+    const char* trailing = nullptr;
+    if (doc_->current_location().get(trailing) == simdjson::SUCCESS) {
+      return Fail("unexpected content after the top-level object");
+    }
+    if (!saw_events) {
+      event_index_ = 0;
+      return Fail("no traceEvents array: not a Chrome-trace / Kineto file");
+    }
+    return absl::OkStatus();
+  }
+
+  WorkerTrace& EnsureSingleWorker() {
+    if (result_.workers.empty()) {
+      result_.workers.emplace_back();
+      builders_.emplace_back(&result_.workers.back());
+    }
+    return result_.workers.front();
+  }
+
+  // ---- values -------------------------------------------------------------------------
+
+  absl::Status GetString(od::value& v, std::string_view what, std::string_view* out) {
+    if (auto err = v.get_string().get(*out); err) return Fail(StrCat(what, ": expected a string"), err);
+    if (out->size() > options_.max_string_bytes) {
+      return Fail(StrCat(what, ": string of ", out->size(), " bytes exceeds the limit of ",
+                               options_.max_string_bytes));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status GetInt(od::value& v, std::string_view what, int64_t* out) {
+    od::json_type type;
+    if (auto err = v.type().get(type); err) return Fail(StrCat(what, ": bad value"), err);
+    if (type != od::json_type::number) return Fail(StrCat(what, ": expected a number"));
+    if (v.get_int64().get(*out) == simdjson::SUCCESS) return absl::OkStatus();
+    double d = 0;
+    if (auto err = v.get_double().get(d); err) return Fail(StrCat(what, ": bad number"), err);
+    if (!(std::fabs(d) < 9.2e18)) return Fail(StrCat(what, ": number out of range"));
+    *out = std::llround(d);
+    return absl::OkStatus();
+  }
+
+  // pid / tid: numbers, or strings (Kineto's "Spans" pseudo-process) which map to kAbsent.
+  absl::Status GetId(od::value& v, std::string_view what, int64_t* out) {
+    od::json_type type;
+    if (auto err = v.type().get(type); err) return Fail(StrCat(what, ": bad value"), err);
+    if (type == od::json_type::string) {
+      *out = kAbsent;
+      return absl::OkStatus();
+    }
+    return GetInt(v, what, out);
+  }
+
+  absl::Status GetMicros(od::value& v, std::string_view what, int64_t* out) {
+    od::json_type type;
+    if (auto err = v.type().get(type); err) return Fail(StrCat(what, ": bad value"), err);
+    if (type != od::json_type::number) return Fail(StrCat(what, ": expected a number of microseconds"));
+    const std::string_view token = v.raw_json_token();
+    if (!ParseMicrosAsNanos(token, out)) {
+      return Fail(StrCat(what, ": ", token.substr(0, 40), " is not a representable time"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status GetIntArray3(od::value& v, std::string_view what, int64_t out[3]) {
+    od::array array;
+    if (auto err = v.get_array().get(array); err) return Fail(StrCat(what, ": expected an array"), err);
+    int i = 0;
+    for (auto element : array) {
+      od::value item;
+      if (auto err = std::move(element).get(item); err) return Fail(what, err);
+      int64_t n = 0;
+      RETURN_IF_ERROR(GetInt(item, what, &n));
+      if (i < 3) out[i] = n;
+      ++i;
+    }
+    return absl::OkStatus();
+  }
+
+  // Kineto writes "Process Group Ranks" as a string "[0, 1]"; accept a real array too.
+  absl::Status GetRankList(od::value& v, std::string_view* out) {
+    od::json_type type;
+    if (auto err = v.type().get(type); err) return Fail("Process Group Ranks: bad value", err);
+    if (type == od::json_type::array) {
+      od::array array;
+      if (auto err = v.get_array().get(array); err) return Fail("Process Group Ranks", err);
+      if (auto err = array.raw_json().get(*out); err) return Fail("Process Group Ranks", err);
+      return absl::OkStatus();
+    }
+    return GetString(v, "Process Group Ranks", out);
+  }
+
+  // "Input Dims": [[2048], []] and "Input type": ["float", "Scalar"]: the element count and
+  // type of the first non-scalar input, which is the tensor a collective moves.
+  absl::Status ParseInputDims(od::value& v, RawCollectiveArgs* c, int* first_tensor) {
+    od::array outer;
+    if (auto err = v.get_array().get(outer); err) return Fail("Input Dims: expected an array", err);
+    int index = 0;
+    for (auto element : outer) {
+      od::value item;
+      if (auto err = std::move(element).get(item); err) return Fail("Input Dims", err);
+      od::array dims;
+      if (item.get_array().get(dims) != simdjson::SUCCESS) {
+        ++index;
+        continue;
+      }
+      int64_t product = 1;
+      bool any = false;
+      for (auto dim_result : dims) {
+        od::value dim;
+        if (auto err = std::move(dim_result).get(dim); err) return Fail("Input Dims", err);
+        int64_t n = 0;
+        if (dim.get_int64().get(n) != simdjson::SUCCESS) continue;
+        product *= n;
+        any = true;
+      }
+      if (any && *first_tensor < 0) {
+        *first_tensor = index;
+        c->input_elements = product;
+      }
+      ++index;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseInputTypes(od::value& v, std::string_view* types, int capacity) {
+    od::array array;
+    if (auto err = v.get_array().get(array); err) return Fail("Input type: expected an array", err);
+    int index = 0;
+    for (auto element : array) {
+      od::value item;
+      if (auto err = std::move(element).get(item); err) return Fail("Input type", err);
+      if (index < capacity && item.get_string().get(types[index]) != simdjson::SUCCESS) {
+        types[index] = {};
+      }
+      ++index;
+    }
+    return absl::OkStatus();
+  }
+
+  // ---- events -------------------------------------------------------------------------
+
+  absl::Status ParseArgs(od::value& v, bool comm_span, RawArgs* a) {
+    od::object args;
+    if (auto err = v.get_object().get(args); err) return Fail("args: expected an object", err);
+    RawCollectiveArgs& c = a->collective;
+    constexpr int kMaxTypes = 8;
+    std::string_view input_types[kMaxTypes];
+    int first_tensor = -1;
+    for (auto field_result : args) {
+      od::field field;
+      if (auto err = std::move(field_result).get(field); err) return Fail("malformed args", err);
+      od::raw_json_string key = field.key();
+      od::value value = field.value();
+      switch (key.raw()[0]) {
+        case 'E':
+          if (key.unsafe_is_equal("External id")) RETURN_IF_ERROR(GetInt(value, "External id", &a->external_id));
+          break;
+        case 'd':
+          if (key.unsafe_is_equal("device")) RETURN_IF_ERROR(GetInt(value, "device", &a->device));
+          else if (key.unsafe_is_equal("dtype")) RETURN_IF_ERROR(GetString(value, "dtype", &c.dtype));
+          break;
+        case 's':
+          if (key.unsafe_is_equal("stream")) RETURN_IF_ERROR(GetInt(value, "stream", &a->stream));
+          else if (key.unsafe_is_equal("shared memory")) RETURN_IF_ERROR(GetInt(value, "shared memory", &a->shared_memory));
+          break;
+        case 'c':
+          if (key.unsafe_is_equal("correlation")) RETURN_IF_ERROR(GetInt(value, "correlation", &a->correlation));
+          else if (key.unsafe_is_equal("communicator")) RETURN_IF_ERROR(GetString(value, "communicator", &c.communicator));
+          else if (key.unsafe_is_equal("channels")) RETURN_IF_ERROR(GetInt(value, "channels", &c.channels));
+          break;
+        case 'b':
+          if (key.unsafe_is_equal("bytes")) RETURN_IF_ERROR(GetInt(value, "bytes", &a->bytes));
+          else if (key.unsafe_is_equal("block")) RETURN_IF_ERROR(GetIntArray3(value, "block", a->block));
+          break;
+        case 'g':
+          if (key.unsafe_is_equal("grid")) RETURN_IF_ERROR(GetIntArray3(value, "grid", a->grid));
+          break;
+        case 'r':
+          if (key.unsafe_is_equal("registers per thread")) RETURN_IF_ERROR(GetInt(value, "registers per thread", &a->registers));
+          break;
+        case 'n':
+          if (key.unsafe_is_equal("name")) {
+            // Only metadata events carry a string name in args; ignore other shapes.
+            od::json_type type;
+            if (value.type().get(type) == simdjson::SUCCESS && type == od::json_type::string) {
+              RETURN_IF_ERROR(GetString(value, "args.name", &a->name));
+            }
+          }
+          break;
+        case 'l':
+          if (key.unsafe_is_equal("labels")) {
+            od::json_type type;
+            if (value.type().get(type) == simdjson::SUCCESS && type == od::json_type::string) {
+              RETURN_IF_ERROR(GetString(value, "labels", &a->labels));
+            }
+          }
+          break;
+        case 'a':
+          if (key.unsafe_is_equal("algorithm")) RETURN_IF_ERROR(GetString(value, "algorithm", &c.algorithm));
+          break;
+        case 'p':
+          if (key.unsafe_is_equal("protocol")) RETURN_IF_ERROR(GetString(value, "protocol", &c.protocol));
+          break;
+        case 'C':
+          if (key.unsafe_is_equal("Collective name")) RETURN_IF_ERROR(GetString(value, "Collective name", &c.collective_name));
+          break;
+        case 'I':
+          if (key.unsafe_is_equal("In msg nelems")) {
+            RETURN_IF_ERROR(GetInt(value, "In msg nelems", &c.in_nelems));
+          } else if (comm_span && key.unsafe_is_equal("Input Dims")) {
+            RETURN_IF_ERROR(ParseInputDims(value, &c, &first_tensor));
+          } else if (comm_span && key.unsafe_is_equal("Input type")) {
+            RETURN_IF_ERROR(ParseInputTypes(value, input_types, kMaxTypes));
+          }
+          break;
+        case 'O':
+          if (key.unsafe_is_equal("Out msg nelems")) RETURN_IF_ERROR(GetInt(value, "Out msg nelems", &c.out_nelems));
+          break;
+        case 'G':
+          if (key.unsafe_is_equal("Group size")) RETURN_IF_ERROR(GetInt(value, "Group size", &c.group_size));
+          break;
+        case 'P':
+          if (key.unsafe_is_equal("Process Group Name")) {
+            od::json_type type;
+            if (value.type().get(type) == simdjson::SUCCESS && type == od::json_type::number) {
+              const std::string_view token = value.raw_json_token();
+              c.group_name = token.substr(0, token.find_first_of(" \t\r\n,}"));
+            } else {
+              RETURN_IF_ERROR(GetString(value, "Process Group Name", &c.group_name));
+            }
+          } else if (key.unsafe_is_equal("Process Group Description")) {
+            RETURN_IF_ERROR(GetString(value, "Process Group Description", &c.group_desc));
+          } else if (key.unsafe_is_equal("Process Group Ranks")) {
+            RETURN_IF_ERROR(GetRankList(value, &c.group_ranks));
+          }
+          break;
+        case 'S':
+          if (key.unsafe_is_equal("Seq")) RETURN_IF_ERROR(GetInt(value, "Seq", &c.seq));
+          break;
+        default:
+          break;
+      }
+    }
+    if (first_tensor >= 0 && first_tensor < kMaxTypes) c.input_type = input_types[first_tensor];
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseEvent(od::object& object, RawEvent* e) {
+    for (auto field_result : object) {
+      od::field field;
+      if (auto err = std::move(field_result).get(field); err) return Fail("malformed event", err);
+      od::raw_json_string key = field.key();
+      od::value value = field.value();
+      switch (key.raw()[0]) {
+        case 'p':
+          if (key.unsafe_is_equal("ph")) {
+            std::string_view ph;
+            RETURN_IF_ERROR(GetString(value, "ph", &ph));
+            if (ph.size() != 1) return Fail(StrCat("ph: \"", ph.substr(0, 16), "\" is not an event phase"));
+            e->ph = ph[0];
+          } else if (key.unsafe_is_equal("pid")) {
+            RETURN_IF_ERROR(GetId(value, "pid", &e->pid));
+          }
+          break;
+        case 'c':
+          if (key.unsafe_is_equal("cat")) RETURN_IF_ERROR(GetString(value, "cat", &e->cat));
+          break;
+        case 'n':
+          if (key.unsafe_is_equal("name")) RETURN_IF_ERROR(GetString(value, "name", &e->name));
+          break;
+        case 't':
+          if (key.unsafe_is_equal("ts")) RETURN_IF_ERROR(GetMicros(value, "ts", &e->ts));
+          else if (key.unsafe_is_equal("tid")) RETURN_IF_ERROR(GetId(value, "tid", &e->tid));
+          break;
+        case 'd':
+          if (key.unsafe_is_equal("dur")) RETURN_IF_ERROR(GetMicros(value, "dur", &e->dur));
+          break;
+        case 'a':
+          if (key.unsafe_is_equal("args")) {
+            RETURN_IF_ERROR(ParseArgs(value, IsCommSpanNameForArgs(e->name), &e->args));
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    if (e->ph == 0) return Fail("event has no ph (phase)");
+    if (e->ph == 'X') {
+      if (e->ts == kAbsent) return Fail("complete event has no ts");
+      if (e->dur == kAbsent) return Fail("complete event has no dur");
+      if (e->dur < 0) return Fail("complete event has a negative dur");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseEvents(od::value& value) {
+    od::array events;
+    if (auto err = value.get_array().get(events); err) return Fail("traceEvents must be an array", err);
+    if (!podscope_export_) EnsureSingleWorker();
+    for (auto element : events) {
+      ++event_index_;
+      if (event_index_ > options_.max_events) {
+        return absl::ResourceExhaustedError(StrCat(source_, ": more than ", options_.max_events,
+                                                         " events (the per-file limit)"));
+      }
+      od::value item;
+      if (auto err = std::move(element).get(item); err) return Fail("malformed event", err);
+      od::object object;
+      if (auto err = item.get_object().get(object); err) return Fail("event must be an object", err);
+      RawEvent event;
+      RETURN_IF_ERROR(ParseEvent(object, &event));
+      size_t worker = 0;
+      if (podscope_export_ && event.ph != 'M') {
+        auto it = pid_to_worker_.find(event.pid);
+        if (it == pid_to_worker_.end()) {
+          return Fail(StrCat("pid ", event.pid == kAbsent ? std::string("(string)") : StrCat(event.pid),
+                                   " is not one of the workers declared in podscope.workers"));
+        }
+        worker = it->second;
+      } else if (podscope_export_) {
+        auto it = pid_to_worker_.find(event.pid);
+        if (it == pid_to_worker_.end()) continue;  // metadata of unknown pids carries nothing
+        worker = it->second;
+      }
+      builders_[worker].Add(event, &result_.stats);
+    }
+    event_index_ = 0;
+    return absl::OkStatus();
+  }
+
+  // ---- top-level metadata -------------------------------------------------------------
+
+  absl::Status ParseDistributedInfo(od::value& value) {
+    od::object info;
+    if (auto err = value.get_object().get(info); err) return Fail("distributedInfo must be an object", err);
+    WorkerInfo& w = EnsureSingleWorker().info;
+    for (auto field_result : info) {
+      od::field field;
+      if (auto err = std::move(field_result).get(field); err) return Fail("malformed distributedInfo", err);
+      od::raw_json_string key = field.key();
+      od::value v = field.value();
+      int64_t n = 0;
+      if (key.unsafe_is_equal("rank")) {
+        RETURN_IF_ERROR(GetInt(v, "distributedInfo.rank", &n));
+        w.rank = static_cast<int32_t>(n);
+      } else if (key.unsafe_is_equal("world_size")) {
+        RETURN_IF_ERROR(GetInt(v, "distributedInfo.world_size", &n));
+        w.world_size = static_cast<int32_t>(n);
+      } else if (key.unsafe_is_equal("backend")) {
+        std::string_view s;
+        RETURN_IF_ERROR(GetString(v, "distributedInfo.backend", &s));
+        w.backend = std::string(s);
+      } else if (key.unsafe_is_equal("pg_config")) {
+        RETURN_IF_ERROR(ParseProcessGroups(v, &w));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseProcessGroups(od::value& value, WorkerInfo* w) {
+    od::array groups;
+    if (value.get_array().get(groups) != simdjson::SUCCESS) return absl::OkStatus();  // older dict form
+    for (auto element : groups) {
+      od::object group;
+      if (auto err = element.get_object().get(group); err) return Fail("pg_config entry must be an object", err);
+      ProcessGroupInfo pg;
+      for (auto field_result : group) {
+        od::field field;
+        if (auto err = std::move(field_result).get(field); err) return Fail("malformed pg_config", err);
+        od::raw_json_string key = field.key();
+        od::value v = field.value();
+        std::string_view s;
+        if (key.unsafe_is_equal("pg_name")) {
+          RETURN_IF_ERROR(GetString(v, "pg_name", &s));
+          pg.name = std::string(s);
+        } else if (key.unsafe_is_equal("pg_desc")) {
+          RETURN_IF_ERROR(GetString(v, "pg_desc", &s));
+          pg.description = std::string(s);
+        } else if (key.unsafe_is_equal("ranks")) {
+          od::array ranks;
+          if (v.get_array().get(ranks) != simdjson::SUCCESS) continue;
+          for (auto r : ranks) {
+            int64_t n = 0;
+            if (r.get_int64().get(n) == simdjson::SUCCESS) pg.ranks.push_back(static_cast<int32_t>(n));
+          }
+        }
+      }
+      w->process_groups.push_back(std::move(pg));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseDeviceProperties(od::value& value) {
+    od::array devices;
+    if (auto err = value.get_array().get(devices); err) return Fail("deviceProperties must be an array", err);
+    WorkerInfo& w = EnsureSingleWorker().info;
+    for (auto element : devices) {
+      od::object device;
+      if (auto err = element.get_object().get(device); err) return Fail("deviceProperties entry must be an object", err);
+      DeviceInfo d;
+      for (auto field_result : device) {
+        od::field field;
+        if (auto err = std::move(field_result).get(field); err) return Fail("malformed deviceProperties", err);
+        od::raw_json_string key = field.key();
+        od::value v = field.value();
+        int64_t n = 0;
+        if (key.unsafe_is_equal("id")) {
+          RETURN_IF_ERROR(GetInt(v, "deviceProperties.id", &n));
+          d.id = static_cast<int32_t>(n);
+        } else if (key.unsafe_is_equal("name")) {
+          std::string_view s;
+          RETURN_IF_ERROR(GetString(v, "deviceProperties.name", &s));
+          d.name = std::string(s);
+        } else if (key.unsafe_is_equal("totalGlobalMem")) {
+          RETURN_IF_ERROR(GetInt(v, "deviceProperties.totalGlobalMem", &d.total_memory_bytes));
+        } else if (key.unsafe_is_equal("computeMajor")) {
+          RETURN_IF_ERROR(GetInt(v, "deviceProperties.computeMajor", &n));
+          d.compute_major = static_cast<int32_t>(n);
+        } else if (key.unsafe_is_equal("computeMinor")) {
+          RETURN_IF_ERROR(GetInt(v, "deviceProperties.computeMinor", &n));
+          d.compute_minor = static_cast<int32_t>(n);
+        } else if (key.unsafe_is_equal("numSms")) {
+          RETURN_IF_ERROR(GetInt(v, "deviceProperties.numSms", &n));
+          d.sm_count = static_cast<int32_t>(n);
+        }
+      }
+      w.devices.push_back(std::move(d));
+    }
+    return absl::OkStatus();
+  }
+
+  // {"format": 1, "workers": [{"pid", "rank", "world_size", "host", "job", "process_name",
+  //  "original_pid", "backend"}]}: written by podscope's Chrome-trace exporter.
+  absl::Status ParsePodscopeMetadata(od::value& value) {
+    od::object meta;
+    if (auto err = value.get_object().get(meta); err) return Fail("podscope metadata must be an object", err);
+    if (!result_.workers.empty()) return Fail("podscope metadata must come before distributedInfo");
+    podscope_export_ = true;
+    for (auto field_result : meta) {
+      od::field field;
+      if (auto err = std::move(field_result).get(field); err) return Fail("malformed podscope metadata", err);
+      if (!field.key().unsafe_is_equal("workers")) continue;
+      od::value v = field.value();
+      od::array workers;
+      if (auto err = v.get_array().get(workers); err) return Fail("podscope.workers must be an array", err);
+      for (auto element : workers) {
+        od::object worker;
+        if (auto err = element.get_object().get(worker); err) return Fail("podscope.workers entry", err);
+        if (result_.workers.size() >= options_.max_workers_per_file) {
+          return Fail(StrCat("more than ", options_.max_workers_per_file, " workers"));
+        }
+        WorkerInfo info;
+        int64_t pid = kAbsent;
+        for (auto wf : worker) {
+          od::field f;
+          if (auto err = std::move(wf).get(f); err) return Fail("malformed podscope.workers entry", err);
+          od::raw_json_string key = f.key();
+          od::value fv = f.value();
+          int64_t n = 0;
+          std::string_view s;
+          if (key.unsafe_is_equal("pid")) {
+            RETURN_IF_ERROR(GetInt(fv, "podscope.workers.pid", &pid));
+          } else if (key.unsafe_is_equal("rank")) {
+            RETURN_IF_ERROR(GetInt(fv, "podscope.workers.rank", &n));
+            info.rank = static_cast<int32_t>(n);
+          } else if (key.unsafe_is_equal("world_size")) {
+            RETURN_IF_ERROR(GetInt(fv, "podscope.workers.world_size", &n));
+            info.world_size = static_cast<int32_t>(n);
+          } else if (key.unsafe_is_equal("original_pid")) {
+            RETURN_IF_ERROR(GetInt(fv, "podscope.workers.original_pid", &info.pid));
+          } else if (key.unsafe_is_equal("host")) {
+            RETURN_IF_ERROR(GetString(fv, "podscope.workers.host", &s));
+            info.host = std::string(s);
+          } else if (key.unsafe_is_equal("job")) {
+            RETURN_IF_ERROR(GetString(fv, "podscope.workers.job", &s));
+            info.job = std::string(s);
+          } else if (key.unsafe_is_equal("process_name")) {
+            RETURN_IF_ERROR(GetString(fv, "podscope.workers.process_name", &s));
+            info.process_name = std::string(s);
+          } else if (key.unsafe_is_equal("backend")) {
+            RETURN_IF_ERROR(GetString(fv, "podscope.workers.backend", &s));
+            info.backend = std::string(s);
+          }
+        }
+        if (pid == kAbsent) return Fail("podscope.workers entry without pid");
+        if (!pid_to_worker_.emplace(pid, result_.workers.size()).second) {
+          return Fail(StrCat("podscope.workers declares pid ", pid, " twice"));
+        }
+        result_.workers.emplace_back().info = std::move(info);
+      }
+    }
+    // Builders point into result_.workers, which no longer grows.
+    for (WorkerTrace& w : result_.workers) builders_.emplace_back(&w);
+    return absl::OkStatus();
+  }
+
+  ImportOptions options_;
+  od::parser parser_;
+  od::document* doc_ = nullptr;
+  std::string_view source_;
+  const char* base_ = nullptr;
+  size_t size_ = 0;
+  uint64_t event_index_ = 0;
+  bool podscope_export_ = false;
+  absl::flat_hash_map<int64_t, size_t> pid_to_worker_;
+  ImportResult result_;
+  std::vector<TraceBuilder> builders_;
+};
+
+KinetoImporter::KinetoImporter(ImportOptions options)
+    : impl_(std::make_unique<Impl>(options)) {}
+KinetoImporter::~KinetoImporter() = default;
+
+absl::StatusOr<ImportResult> KinetoImporter::ImportFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string json, ReadFileMaybeGzip(path, impl_->options().read));
+  return impl_->Import(path, json);
+}
+
+absl::StatusOr<ImportResult> KinetoImporter::ImportJson(std::string_view source_name,
+                                                        const std::string& json) {
+  return impl_->Import(source_name, json);
+}
+
+}  // namespace podscope::common

@@ -1,0 +1,70 @@
+// Turns raw Kineto events into rows of one WorkerTrace, then links what only makes sense
+// once every event is in: collectives (kernel + launch + the op that issued it), process and
+// thread names, step markers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/kineto/raw_event.h"
+#include "common/worker_trace.h"
+
+namespace podscope::common {
+
+struct ImportStats {
+  uint64_t events = 0;         // trace events seen
+  uint64_t kept = 0;           // became rows
+  uint64_t flows = 0;          // ac2g flow events (correlation is taken from args instead)
+  uint64_t metadata = 0;       // "M" events
+  uint64_t profiler_spans = 0; // cat "Trace" spans, dropped as HTA does
+  uint64_t skipped = 0;        // other phases / categories podscope does not model
+};
+
+// Owned by the importer for the duration of one file; single-threaded.
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(WorkerTrace* trace) : trace_(trace) {}
+
+  // Adds one complete ("X") or metadata ("M") event. Flow/instant events are only counted.
+  void Add(const RawEvent& event, ImportStats* stats);
+  // Links collectives and names; call once after the last Add, while the raw events' strings
+  // are still alive.
+  void Finish();
+
+ private:
+  struct CommSpan {
+    int64_t thread;
+    TimeNs start, end;
+    std::string_view name;
+    RawCollectiveArgs args;
+  };
+  struct CommKernel {
+    size_t row;
+    RawCollectiveArgs args;
+  };
+  struct NamedThing {
+    int64_t pid, tid;
+    std::string_view name;
+  };
+
+  void AddKernel(const RawEvent& e, KernelClass kernel_class);
+  void AddMemcpy(const RawEvent& e, bool memset);
+  void AddRuntimeCall(const RawEvent& e, ApiKind api_kind);
+  void AddHostSpan(const RawEvent& e, HostSpanCategory category);
+  void AddMetadata(const RawEvent& e);
+  void NoteHostPid(int64_t pid);
+  void LinkCollectives();
+  int32_t RankInGroup(const RawCollectiveArgs& args);
+
+  WorkerTrace* trace_;
+  int64_t host_pid_ = kAbsent;
+  std::vector<CommSpan> comm_spans_;
+  std::vector<CommKernel> comm_kernels_;
+  std::vector<NamedThing> process_names_, thread_names_;
+};
+
+// "ProfilerStep#551" -> 551; -1 when `name` is not a step marker.
+int64_t ProfilerStepNumber(std::string_view name);
+
+}  // namespace podscope::common

@@ -1,0 +1,23 @@
+// The podscope command-line tool. Offline subcommands work on trace files; later issues add
+// the online ones that talk to a coordinator (--server).
+#include <cstdio>
+
+#include "CLI/CLI.hpp"
+#include "coordinator/cli/export_command.h"
+#include "coordinator/cli/inspect_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"podscope: distributed profiler for multi-GPU, multi-node training"};
+  app.set_version_flag("--version", "podscope 0.1.0");
+  app.require_subcommand(1);
+
+  podscope::coordinator::InspectCommandOptions inspect;
+  podscope::coordinator::ExportCommandOptions export_options;
+  CLI::App* inspect_cmd = podscope::coordinator::AddInspectCommand(app, inspect);
+  CLI::App* export_cmd = podscope::coordinator::AddExportCommand(app, export_options);
+
+  CLI11_PARSE(app, argc, argv);
+  if (inspect_cmd->parsed()) return podscope::coordinator::RunInspectCommand(inspect);
+  if (export_cmd->parsed()) return podscope::coordinator::RunExportCommand(export_options);
+  return 2;
+}

@@ -1,0 +1,57 @@
+# Sourced by scripts/test.sh and scripts/demo.sh: installs what is missing (Debian 12)
+# and builds podscope into build/ with ccache. Idempotent: a second run installs
+# nothing and rebuilds only what changed.
+
+PODSCOPE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PODSCOPE_BUILD_DIR="${PODSCOPE_BUILD_DIR:-$PODSCOPE_ROOT/build}"
+
+# Debian packages podscope builds against. Boost: headers (Asio, Beast) plus Boost.JSON,
+# not libboost-all-dev, which drags in MPI and Python for nothing.
+PODSCOPE_DEBIAN_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config zlib1g-dev
+  libboost1.81-dev libboost-json1.81-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  librocksdb-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+podscope_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+podscope_install_deps() {
+  local missing=()
+  local pkg
+  for pkg in "${PODSCOPE_DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return 0
+  fi
+  podscope_log "installing ${#missing[@]} missing Debian packages: ${missing[*]}"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+# podscope_build [extra cmake args...]: configure (once) and build everything.
+podscope_build() {
+  local werror=OFF
+  if [ "${CI:-}" = "true" ]; then
+    werror=ON
+  fi
+  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-2G}"
+  if [ ! -f "$PODSCOPE_BUILD_DIR/build.ninja" ]; then
+    podscope_log "configuring into $PODSCOPE_BUILD_DIR"
+    cmake -S "$PODSCOPE_ROOT" -B "$PODSCOPE_BUILD_DIR" -G Ninja \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPODSCOPE_WERROR="$werror" "$@" >/dev/null
+  else
+    cmake "$PODSCOPE_BUILD_DIR" -DPODSCOPE_WERROR="$werror" "$@" >/dev/null
+  fi
+  podscope_log "building ($(nproc) jobs)"
+  cmake --build "$PODSCOPE_BUILD_DIR" -j "$(nproc)"
+}

@@ -1,0 +1,85 @@
+// Runs the real `podscope` binary as a user would.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "tests/test_paths.h"
+
+namespace podscope::coordinator {
+namespace {
+
+using podscope::testing::KinetoFixture;
+using podscope::testing::ScratchDir;
+
+struct RunResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+RunResult RunCli(const std::string& args) {
+  const std::string command = std::string(PODSCOPE_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  return {WEXITSTATUS(status), output};
+}
+
+TEST(CliTest, InspectJsonReportsCountsStepsAndCollectives) {
+  RunResult r = RunCli("inspect --format json " + KinetoFixture("trace_filter"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(R"("rank":0,"world_size":128)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(R"("kernels":1154,"communication_kernels":10)"), std::string::npos);
+  EXPECT_NE(r.output.find(R"("steps":[551,552])"), std::string::npos);
+  EXPECT_NE(r.output.find(R"("collectives_by_op":{"AllGather":2,"AllReduce":4,"AllToAll":4})"),
+            std::string::npos);
+}
+
+TEST(CliTest, InspectTableIsReadable) {
+  RunResult r = RunCli("inspect " + KinetoFixture("trace_filter"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("551-552"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1 collectives: AllGather x2 AllReduce x4 AllToAll x4"), std::string::npos);
+}
+
+TEST(CliTest, ExportThenInspectTheExportGivesTheSameCounts) {
+  ScratchDir dir;
+  const std::string merged = dir.File("merged.json.gz");
+  RunResult exported = RunCli("export " + KinetoFixture("dlrm_8rank") + " -o " + merged);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_NE(exported.output.find("8 ranks"), std::string::npos) << exported.output;
+  RunResult original = RunCli("inspect --format json " + KinetoFixture("dlrm_8rank"));
+  RunResult again = RunCli("inspect --format json " + merged);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  // Same counts per rank; only "source" (and the process field) differ.
+  auto counts = [](const std::string& json) {
+    std::string all;
+    for (size_t at = json.find("\"counts\""); at != std::string::npos; at = json.find("\"counts\"", at + 1)) {
+      all += json.substr(at, json.find('}', at) - at) + "\n";
+    }
+    return all;
+  };
+  EXPECT_EQ(counts(original.output), counts(again.output));
+  EXPECT_EQ(std::count(again.output.begin(), again.output.end(), '\n'), 1);
+}
+
+TEST(CliTest, BadInputExitsNonZeroWithTheFileInTheMessage) {
+  ScratchDir dir;
+  const std::string bad = dir.Write("rank-0.json", "{\"traceEvents\": [{\"ph\": \"X\", \"ts\": ");
+  RunResult r = RunCli("inspect " + bad);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("rank-0.json: byte offset"), std::string::npos) << r.output;
+  RunResult missing = RunCli("inspect " + dir.File("missing"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("no such file or directory"), std::string::npos) << missing.output;
+  RunResult usage = RunCli("export " + bad);
+  EXPECT_NE(usage.exit_code, 0);
+  EXPECT_NE(usage.output.find("--output is required"), std::string::npos) << usage.output;
+}
+
+}  // namespace
+}  // namespace podscope::coordinator

@@ -1,0 +1,39 @@
+#include "tests/test_paths.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace podscope::testing {
+
+std::string SharedDataDir() {
+  if (const char* env = std::getenv("PODSCOPE_SHARED_DATA"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return PODSCOPE_SHARED_DATA_DIR;
+}
+
+std::string KinetoFixture(const std::string& relative) {
+  return SharedDataDir() + "/kineto/" + relative;
+}
+
+ScratchDir::ScratchDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "podscope-test-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string ScratchDir::Write(const std::string& name, const std::string& contents) const {
+  const std::string path = File(name);
+  std::ofstream out(path, std::ios::binary);
+  out << contents;
+  return path;
+}
+
+}  // namespace podscope::testing
