@@ -10,6 +10,33 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 }  // namespace
 
 bool ParseMicrosAsNanos(std::string_view token, int64_t* nanos) {
+  // Fast path for what profilers write: up to 15 integer digits and up to 3 decimals,
+  // followed by the end or a delimiter. Everything else takes the general path below.
+  {
+    const char* p = token.data();
+    const char* end = p + token.size();
+    int64_t value = 0;
+    const char* digits_start = p;
+    while (p < end && IsDigit(*p) && p - digits_start < 15) value = value * 10 + (*p++ - '0');
+    if (p > digits_start && (p == digits_start + 1 || *digits_start != '0')) {
+      int frac = 0;
+      bool ok = true;
+      if (p < end && *p == '.') {
+        ++p;
+        while (p < end && IsDigit(*p) && frac < 3) {
+          value = value * 10 + (*p++ - '0');
+          ++frac;
+        }
+        ok = frac > 0 && (p == end || !IsDigit(*p));
+      }
+      if (ok && (p == end || *p == ' ' || *p == ',' || *p == '}' || *p == ']' || *p == '\n' ||
+                 *p == '\r' || *p == '\t')) {
+        static constexpr int64_t kScale[] = {1000, 100, 10, 1};
+        *nanos = value * kScale[frac];
+        return true;
+      }
+    }
+  }
   while (!token.empty() && (token.back() == ' ' || token.back() == '\n' ||
                             token.back() == '\r' || token.back() == '\t')) {
     token.remove_suffix(1);

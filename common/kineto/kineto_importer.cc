@@ -149,10 +149,11 @@ class KinetoImporter::Impl {
   }
 
   absl::Status GetInt(od::value& v, std::string_view what, int64_t* out) {
+    // The common case first: an integer. Only on failure look at what the value is.
+    if (v.get_int64().get(*out) == simdjson::SUCCESS) return absl::OkStatus();
     od::json_type type;
     if (auto err = v.type().get(type); err) return Fail(StrCat(what, ": bad value"), err);
     if (type != od::json_type::number) return Fail(StrCat(what, ": expected a number"));
-    if (v.get_int64().get(*out) == simdjson::SUCCESS) return absl::OkStatus();
     double d = 0;
     if (auto err = v.get_double().get(d); err) return Fail(StrCat(what, ": bad number"), err);
     if (!(std::fabs(d) < 9.2e18)) return Fail(StrCat(what, ": number out of range"));
@@ -162,6 +163,7 @@ class KinetoImporter::Impl {
 
   // pid / tid: numbers, or strings (Kineto's "Spans" pseudo-process) which map to kAbsent.
   absl::Status GetId(od::value& v, std::string_view what, int64_t* out) {
+    if (v.get_int64().get(*out) == simdjson::SUCCESS) return absl::OkStatus();
     od::json_type type;
     if (auto err = v.type().get(type); err) return Fail(StrCat(what, ": bad value"), err);
     if (type == od::json_type::string) {
@@ -172,12 +174,14 @@ class KinetoImporter::Impl {
   }
 
   absl::Status GetMicros(od::value& v, std::string_view what, int64_t* out) {
-    od::json_type type;
-    if (auto err = v.type().get(type); err) return Fail(StrCat(what, ": bad value"), err);
-    if (type != od::json_type::number) return Fail(StrCat(what, ": expected a number of microseconds"));
+    // Straight from the number's text: exact, and cheaper than a double round trip. A token
+    // that is not a number (string, object, ...) fails the decimal parser.
     const std::string_view token = v.raw_json_token();
     if (!ParseMicrosAsNanos(token, out)) {
-      return Fail(StrCat(what, ": ", token.substr(0, 40), " is not a representable time"));
+      if (!token.empty() && (token[0] == '-' || (token[0] >= '0' && token[0] <= '9'))) {
+        return Fail(StrCat(what, ": ", token.substr(0, 40), " is not a representable time"));
+      }
+      return Fail(StrCat(what, ": expected a number of microseconds"));
     }
     return absl::OkStatus();
   }

@@ -112,7 +112,7 @@ void TraceBuilder::Add(const RawEvent& e, ImportStats* stats) {
   }
   const std::string_view cat = e.cat;
   if (cat == "kernel") {
-    AddKernel(e, IsNcclKernelName(e.name) ? KernelClass::kCommunication : KernelClass::kCompute);
+    AddKernel(e, KernelClass::kCompute);  // refined from the name in AddKernel
   } else if (cat == "cpu_op") {
     AddHostSpan(e, HostSpanCategory::kOp);
   } else if (cat == "cuda_runtime") {
@@ -142,13 +142,18 @@ void TraceBuilder::Add(const RawEvent& e, ImportStats* stats) {
 }
 
 void TraceBuilder::AddKernel(const RawEvent& e, KernelClass kernel_class) {
+  // Kernels arrive as kCompute or kSync; NCCL kernels are recognised by name here.
   KernelTable& k = trace_->kernels;
   const RawArgs& a = e.args;
   k.start.push_back(e.ts);
   k.end.push_back(e.ts + e.dur);
   k.device.push_back(static_cast<int32_t>(OrDefault(a.device, OrDefault(e.pid, 0))));
   k.stream.push_back(static_cast<int32_t>(OrDefault(a.stream, OrDefault(e.tid, 0))));
-  k.name.push_back(trace_->strings.Intern(e.name));
+  const NameId name = trace_->strings.Intern(e.name);
+  if (kernel_class == KernelClass::kCompute && KernelClassOf(name) == 1) {
+    kernel_class = KernelClass::kCommunication;
+  }
+  k.name.push_back(name);
   k.correlation.push_back(OrDefault(a.correlation, -1));
   k.grid_x.push_back(static_cast<uint32_t>(a.grid[0]));
   k.grid_y.push_back(static_cast<uint32_t>(a.grid[1]));
@@ -198,8 +203,9 @@ void TraceBuilder::AddHostSpan(const RawEvent& e, HostSpanCategory category) {
   h.start.push_back(e.ts);
   h.end.push_back(e.ts + e.dur);
   h.thread.push_back(thread);
-  h.name.push_back(trace_->strings.Intern(e.name));
-  h.category.push_back(ClassifyHostSpan(e.name, category));
+  const NameId name = trace_->strings.Intern(e.name);
+  h.name.push_back(name);
+  h.category.push_back(static_cast<HostSpanCategory>(HostCategoryOf(name, category)));
   h.step.push_back(step >= 0 ? step : kNoStep);
   h.external_id.push_back(OrDefault(e.args.external_id, -1));
   if (step >= 0) {
@@ -212,6 +218,23 @@ void TraceBuilder::AddHostSpan(const RawEvent& e, HostSpanCategory category) {
   if (!on_gpu && IsCommSpanName(e.name)) {
     comm_spans_.push_back(CommSpan{thread, e.ts, e.ts + e.dur, e.name, e.args.collective});
   }
+}
+
+int8_t TraceBuilder::KernelClassOf(NameId name) {
+  if (name >= nccl_kernel_name_.size()) nccl_kernel_name_.resize(trace_->strings.size(), -1);
+  int8_t& cached = nccl_kernel_name_[name];
+  if (cached < 0) cached = IsNcclKernelName(trace_->strings.Get(name)) ? 1 : 0;
+  return cached;
+}
+
+int8_t TraceBuilder::HostCategoryOf(NameId name, HostSpanCategory by_category) {
+  std::vector<int8_t>& cache = host_category_by_name_[static_cast<int>(by_category)];
+  if (name >= cache.size()) cache.resize(trace_->strings.size(), -1);
+  int8_t& cached = cache[name];
+  if (cached < 0) {
+    cached = static_cast<int8_t>(ClassifyHostSpan(trace_->strings.Get(name), by_category));
+  }
+  return cached;
 }
 
 void TraceBuilder::AddMetadata(const RawEvent& e) {

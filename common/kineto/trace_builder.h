@@ -57,7 +57,14 @@ class TraceBuilder {
   void LinkCollectives();
   int32_t RankInGroup(const RawCollectiveArgs& args);
 
+  // Per-name classification caches (indexed by NameId): names repeat heavily, so each
+  // distinct name is classified once. -1 = not yet classified.
+  int8_t KernelClassOf(NameId name);
+  int8_t HostCategoryOf(NameId name, HostSpanCategory by_category);
+
   WorkerTrace* trace_;
+  std::vector<int8_t> nccl_kernel_name_;
+  std::vector<int8_t> host_category_by_name_[kHostSpanCategoryCount];
   int64_t host_pid_ = kAbsent;
   std::vector<CommSpan> comm_spans_;
   std::vector<CommKernel> comm_kernels_;
