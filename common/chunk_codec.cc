@@ -1,5 +1,6 @@
 #include "common/chunk_codec.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "common/str_util.h"
@@ -46,6 +47,14 @@ void PutBytes(const std::vector<Enum>& values, std::string* out) {
   for (size_t i = 0; i < values.size(); ++i) (*out)[i] = static_cast<char>(values[i]);
 }
 
+// Makes room for `extra` more values, growing geometrically so that appending many chunks
+// stays linear while a single chunk allocates exactly once.
+template <typename T>
+void Grow(std::vector<T>* out, size_t extra) {
+  const size_t needed = out->size() + extra;
+  if (needed > out->capacity()) out->reserve(std::max(needed, out->capacity() * 2));
+}
+
 // Decoding: every column must have exactly `rows` entries; the checks run before anything
 // is appended (see Reader).
 class ColumnReader {
@@ -87,6 +96,7 @@ class ColumnReader {
 
   template <typename Field>
   static void AppendDeltas(const Field& field, std::vector<int64_t>* out) {
+    Grow(out, field.size());
     int64_t value = 0;
     for (int64_t d : field) {
       value = WrapAdd(value, d);
@@ -96,18 +106,22 @@ class ColumnReader {
   template <typename Field>
   static void AppendEnds(const Field& durations, const std::vector<int64_t>& starts,
                          size_t first, std::vector<int64_t>* out) {
+    Grow(out, durations.size());
     for (int i = 0; i < durations.size(); ++i) out->push_back(WrapAdd(starts[first + i], durations[i]));
   }
   template <typename T, typename Field>
   static void AppendValues(const Field& field, std::vector<T>* out) {
+    Grow(out, field.size());
     out->insert(out->end(), field.begin(), field.end());
   }
   void AppendNames(const google::protobuf::RepeatedField<uint32_t>& field,
                    std::vector<NameId>* out) const {
+    Grow(out, field.size());
     for (uint32_t id : field) out->push_back(name_map_[id]);
   }
   template <typename Enum>
   static void AppendEnums(const std::string& field, std::vector<Enum>* out) {
+    Grow(out, field.size());
     for (char c : field) out->push_back(static_cast<Enum>(static_cast<unsigned char>(c)));
   }
 

@@ -55,3 +55,14 @@ podscope_build() {
   podscope_log "building ($(nproc) jobs)"
   cmake --build "$PODSCOPE_BUILD_DIR" -j "$(nproc)"
 }
+
+# podscope_build_sanitized: the asan preset's configuration, test binaries only, in build-asan/.
+podscope_build_sanitized() {
+  local dir="$PODSCOPE_ROOT/build-asan"
+  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$PODSCOPE_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+      -DPODSCOPE_SANITIZE=ON -DPODSCOPE_WERROR=ON -DPODSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
+  fi
+  cmake --build "$dir" -j "$(nproc)" --target podscope podscope_common_tests podscope_cli_tests
+}

@@ -54,8 +54,8 @@ void PrintTable(const common::Capture& capture) {
   for (const WorkerTrace& w : capture.workers) {
     std::string line;
     for (const auto& [op, n] : CollectivesByOp(w)) line += fmt::format(" {} x{}", op, n);
-    std::printf("rank %d collectives:%s\n", w.info.rank, line.empty() ? " none" : line.c_str());
-    std::printf("rank %d source: %s\n", w.info.rank, w.info.source.c_str());
+    std::printf("rank %d collectives:%s  (%s)\n", w.info.rank, line.empty() ? " none" : line.c_str(),
+                w.info.source.c_str());
   }
 }
 

@@ -72,7 +72,10 @@ TEST_P(TraceFilterFixtureTest, ExactCountsStepsAndCollectives) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TraceFilterFixtureTest,
                          ::testing::Values(Expected{0, 1154, 50, 1204, 2402},
-                                           Expected{1, 1104, 50, 1154, 2367}));
+                                           Expected{1, 1104, 50, 1154, 2367}),
+                         [](const ::testing::TestParamInfo<Expected>& info) {
+                           return "rank" + std::to_string(info.param.rank);
+                         });
 
 TEST(TraceFilterFixtureTest, AllReduceBytesFromInputDims) {
   KinetoImporter importer;
