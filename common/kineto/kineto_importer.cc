@@ -327,7 +327,14 @@ class KinetoImporter::Impl {
           if (key.unsafe_is_equal("protocol")) RETURN_IF_ERROR(GetString(value, "protocol", &c.protocol));
           break;
         case 'C':
-          if (key.unsafe_is_equal("Collective name")) RETURN_IF_ERROR(GetString(value, "Collective name", &c.collective_name));
+          if (key.unsafe_is_equal("Collective name")) {
+            RETURN_IF_ERROR(GetString(value, "Collective name", &c.collective_name));
+          } else if (key.unsafe_is_equal("Comms Id")) {
+            // NCCL communicator hash (a number, or a string in some versions): identifies the
+            // communicator when no process group name is given.
+            c.comms_id = StripWhitespace(value.raw_json_token());
+            if (c.comms_id.size() >= 2 && c.comms_id.front() == '"') c.comms_id = c.comms_id.substr(1, c.comms_id.size() - 2);
+          }
           break;
         case 'I':
           if (key.unsafe_is_equal("In msg nelems")) {

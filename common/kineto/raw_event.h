@@ -17,6 +17,7 @@ struct RawCollectiveArgs {
   std::string_view group_name;       // "Process Group Name"
   std::string_view group_desc;       // "Process Group Description"
   std::string_view group_ranks;      // "Process Group Ranks", e.g. "[0, 1, 2, 3]"
+  std::string_view comms_id;         // "Comms Id": the NCCL communicator's hash
   int64_t in_nelems = kAbsent;       // "In msg nelems"
   int64_t out_nelems = kAbsent;      // "Out msg nelems"
   int64_t group_size = kAbsent;      // "Group size"
@@ -27,12 +28,6 @@ struct RawCollectiveArgs {
   // podscope's own export: NCCL algorithm, protocol, channels, communicator.
   std::string_view algorithm, protocol, communicator;
   int64_t channels = kAbsent;
-
-  bool Empty() const {
-    return collective_name.empty() && dtype.empty() && group_name.empty() &&
-           in_nelems == kAbsent && out_nelems == kAbsent && seq == kAbsent &&
-           input_elements == kAbsent && communicator.empty();
-  }
 };
 
 struct RawArgs {

@@ -54,6 +54,7 @@ void MergeMissing(const RawCollectiveArgs& from, RawCollectiveArgs* into) {
   fill_sv(from.group_name, &into->group_name);
   fill_sv(from.group_desc, &into->group_desc);
   fill_sv(from.group_ranks, &into->group_ranks);
+  fill_sv(from.comms_id, &into->comms_id);
   fill_int(from.in_nelems, &into->in_nelems);
   fill_int(from.out_nelems, &into->out_nelems);
   fill_int(from.group_size, &into->group_size);
@@ -353,6 +354,8 @@ void TraceBuilder::LinkCollectives() {
       communicator = std::string(args.communicator);
     } else if (!args.group_name.empty()) {
       communicator = StrCat("pg:", args.group_name);
+    } else if (!args.comms_id.empty()) {
+      communicator = StrCat("comm:", args.comms_id);
     } else {
       // Without process group names, PyTorch runs each communicator on its own stream.
       communicator = StrCat("stream:", k.device[row], ":", k.stream[row]);

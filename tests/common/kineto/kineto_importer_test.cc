@@ -179,6 +179,21 @@ TEST(KinetoImporterTest, OlderSchemaTakesShapeAndTypeFromTheEnclosingAnnotation)
   EXPECT_EQ(w.collectives.channels[0], 2);
 }
 
+TEST(KinetoImporterTest, CommsIdIdentifiesTheCommunicatorWithoutAProcessGroupName) {
+  const std::string json = R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(x)", "pid": 0, "tid": 9, "ts": 5, "dur": 1,
+     "args": {"device": 0, "stream": 9, "correlation": 1, "Comms Id": 1311768467463790320,
+              "Collective name": "_allgather_base", "In msg nelems": 8, "Out msg nelems": 64, "dtype": "BFloat16"}}]})json";
+  ImportResult r = MustImport(json);
+  const WorkerTrace& w = r.workers.at(0);
+  ASSERT_EQ(w.collectives.size(), 1u);
+  EXPECT_EQ(w.strings.Get(w.collectives.communicator[0]), "comm:1311768467463790320");
+  EXPECT_EQ(w.collectives.op[0], CollectiveOp::kAllGather);
+  // AllGather moves the output size: 64 elements of 2 bytes.
+  EXPECT_EQ(w.collectives.bytes[0], 128);
+  EXPECT_EQ(w.collectives.enqueue[0], 5'000);  // no launch in the trace: the kernel start
+}
+
 // Pulls "byte offset N" out of an error message.
 size_t OffsetIn(const absl::Status& status) {
   std::smatch m;
