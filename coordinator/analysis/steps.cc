@@ -1,0 +1,169 @@
+#include "coordinator/analysis/steps.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace podscope::coordinator::analysis {
+namespace {
+
+using common::WorkerTrace;
+
+std::vector<StepSpan> StepsFromMarkers(const WorkerTrace& w) {
+  std::vector<StepSpan> steps;
+  for (size_t i = 0; i < w.steps.size(); ++i) {
+    steps.push_back(StepSpan{w.steps.number[i], {w.steps.start[i], w.steps.end[i]}, {}});
+  }
+  return steps;
+}
+
+std::vector<StepSpan> StepsFromPattern(const WorkerTrace& w, const std::string& pattern) {
+  std::regex re;
+  try {
+    re = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error&) {
+    return {};
+  }
+  // Names repeat: match each distinct name once.
+  absl::flat_hash_map<common::NameId, int64_t> number_of;  // -1: no match, -2: match w/o number
+  std::vector<StepSpan> steps;
+  for (size_t i = 0; i < w.host_spans.size(); ++i) {
+    if (w.host_spans.category[i] == common::HostSpanCategory::kGpuAnnotation) continue;
+    const common::NameId name = w.host_spans.name[i];
+    auto it = number_of.find(name);
+    if (it == number_of.end()) {
+      const std::string text(w.strings.Get(name));
+      std::smatch m;
+      int64_t number = -1;
+      if (std::regex_search(text, m, re)) {
+        number = -2;
+        if (m.size() > 1 && m[1].matched) {
+          try {
+            number = std::stoll(m[1].str());
+          } catch (const std::exception&) {
+          }
+        }
+      }
+      it = number_of.emplace(name, number).first;
+    }
+    if (it->second == -1) continue;
+    steps.push_back(StepSpan{it->second == -2 ? static_cast<int64_t>(steps.size()) : it->second,
+                             {w.host_spans.start[i], w.host_spans.end[i]}, {}});
+  }
+  return steps;
+}
+
+// No markers: the collectives of the busiest communicator repeat once per step. The period
+// is the smallest P for which the (op, bytes) sequence repeats with period P for at least 90%
+// of positions; step k runs on the host from the enqueue of collective k*P to that of (k+1)*P.
+std::vector<StepSpan> StepsFromCollectivePeriod(const WorkerTrace& w) {
+  const common::CollectiveTable& c = w.collectives;
+  std::map<common::NameId, std::vector<size_t>> by_comm;
+  for (size_t i = 0; i < c.size(); ++i) by_comm[c.communicator[i]].push_back(i);
+  const std::vector<size_t>* busiest = nullptr;
+  for (const auto& [comm, rows] : by_comm) {
+    if (busiest == nullptr || rows.size() > busiest->size()) busiest = &rows;
+  }
+  if (busiest == nullptr || busiest->size() < 4) return {};
+  std::vector<size_t> rows = *busiest;
+  std::sort(rows.begin(), rows.end(), [&c](size_t a, size_t b) { return c.enqueue[a] < c.enqueue[b]; });
+  const size_t n = rows.size();
+  auto same = [&](size_t a, size_t b) { return c.op[rows[a]] == c.op[rows[b]] && c.bytes[rows[a]] == c.bytes[rows[b]]; };
+  size_t period = 0;
+  for (size_t p = 1; p <= n / 2 && period == 0; ++p) {
+    size_t matches = 0;
+    for (size_t i = 0; i + p < n; ++i) matches += same(i, i + p);
+    if (matches * 10 >= (n - p) * 9) period = p;
+  }
+  if (period == 0) return {};
+  std::vector<StepSpan> steps;
+  for (size_t k = 0; (k + 1) * period < n; ++k) {
+    steps.push_back(StepSpan{static_cast<int64_t>(k),
+                             {c.enqueue[rows[k * period]], c.enqueue[rows[(k + 1) * period]]}, {}});
+  }
+  return steps;
+}
+
+}  // namespace
+
+std::string_view StepSourceName(StepSource source) {
+  switch (source) {
+    case StepSource::kNone: return "none";
+    case StepSource::kMarkers: return "markers";
+    case StepSource::kPattern: return "pattern";
+    case StepSource::kInferred: return "inferred";
+  }
+  return "unknown";
+}
+
+LaunchTimes FindLaunchTimes(const WorkerTrace& w) {
+  absl::flat_hash_map<int64_t, TimeNs> launch;
+  launch.reserve(w.runtime_calls.size());
+  for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
+    if (w.runtime_calls.correlation[i] >= 0) launch.emplace(w.runtime_calls.correlation[i], w.runtime_calls.start[i]);
+  }
+  LaunchTimes times;
+  times.kernel.resize(w.kernels.size());
+  for (size_t i = 0; i < w.kernels.size(); ++i) {
+    auto it = w.kernels.correlation[i] >= 0 ? launch.find(w.kernels.correlation[i]) : launch.end();
+    times.kernel[i] = it != launch.end() ? it->second : w.kernels.start[i];
+  }
+  times.memcpy.resize(w.memcpys.size());
+  for (size_t i = 0; i < w.memcpys.size(); ++i) {
+    auto it = w.memcpys.correlation[i] >= 0 ? launch.find(w.memcpys.correlation[i]) : launch.end();
+    times.memcpy[i] = it != launch.end() ? it->second : w.memcpys.start[i];
+  }
+  return times;
+}
+
+WorkerSteps FindSteps(const WorkerTrace& w, const StepOptions& options) {
+  WorkerSteps result;
+  if (!options.marker_pattern.empty()) {
+    result.steps = StepsFromPattern(w, options.marker_pattern);
+    result.source = StepSource::kPattern;
+  }
+  if (result.steps.empty() && w.steps.size() > 0) {
+    result.steps = StepsFromMarkers(w);
+    result.source = StepSource::kMarkers;
+  }
+  if (result.steps.empty()) {
+    result.steps = StepsFromCollectivePeriod(w);
+    result.source = result.steps.empty() ? StepSource::kNone : StepSource::kInferred;
+  }
+  std::sort(result.steps.begin(), result.steps.end(),
+            [](const StepSpan& a, const StepSpan& b) { return a.host.start < b.host.start; });
+
+  // Assign each device event to the step whose host span contains its launch.
+  const LaunchTimes launch = FindLaunchTimes(w);
+  auto step_of = [&result](TimeNs t) -> int32_t {
+    const auto& s = result.steps;
+    auto it = std::upper_bound(s.begin(), s.end(), t,
+                               [](TimeNs v, const StepSpan& step) { return v < step.host.start; });
+    if (it == s.begin()) return -1;
+    --it;
+    return t < it->host.end ? static_cast<int32_t>(it - s.begin()) : -1;
+  };
+  std::vector<TimeNs> lo(result.steps.size(), INT64_MAX), hi(result.steps.size(), INT64_MIN);
+  auto assign = [&](const std::vector<TimeNs>& launches, const std::vector<TimeNs>& starts,
+                    const std::vector<TimeNs>& ends, std::vector<int32_t>* out) {
+    out->resize(launches.size());
+    for (size_t i = 0; i < launches.size(); ++i) {
+      const int32_t s = step_of(launches[i]);
+      (*out)[i] = s;
+      if (s >= 0) {
+        lo[s] = std::min(lo[s], starts[i]);
+        hi[s] = std::max(hi[s], ends[i]);
+      }
+    }
+  };
+  assign(launch.kernel, w.kernels.start, w.kernels.end, &result.kernel_step);
+  assign(launch.memcpy, w.memcpys.start, w.memcpys.end, &result.memcpy_step);
+  for (size_t s = 0; s < result.steps.size(); ++s) {
+    if (lo[s] < hi[s]) result.steps[s].device = {lo[s], hi[s]};
+  }
+  return result;
+}
+
+}  // namespace podscope::coordinator::analysis

@@ -1,0 +1,48 @@
+// Training steps per worker (DESIGN §7 "Step span"): from step markers (ProfilerStep#N,
+// explicit step events, or annotations matching a pattern), else inferred from the period of
+// the collective sequence. Each step gets its host span and its device span.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/worker_trace.h"
+#include "coordinator/analysis/intervals.h"
+
+namespace podscope::coordinator::analysis {
+
+enum class StepSource : uint8_t { kNone = 0, kMarkers = 1, kPattern = 2, kInferred = 3 };
+std::string_view StepSourceName(StepSource source);
+
+struct StepSpan {
+  int64_t number = 0;
+  Interval host;
+  Interval device;  // empty (start == end) when no device activity was launched in the step
+  bool has_device() const { return device.end > device.start; }
+};
+
+struct StepOptions {
+  // When set, annotations whose name matches this ECMAScript regex are the step markers; the
+  // first capture group, if any, is the step number (else markers are numbered in order).
+  std::string marker_pattern;
+};
+
+struct WorkerSteps {
+  StepSource source = StepSource::kNone;
+  std::vector<StepSpan> steps;  // by host start
+  // For every kernel / memcpy row: index into `steps` of the step that launched it, or -1.
+  std::vector<int32_t> kernel_step, memcpy_step;
+};
+
+// Pure; any thread. An invalid marker_pattern is treated as no pattern (validated by callers).
+WorkerSteps FindSteps(const common::WorkerTrace& trace, const StepOptions& options = {});
+
+// Launch time of every kernel / memcpy row (start of the runtime call with the same
+// correlation id), or the row's own start when its launch is not in the trace.
+struct LaunchTimes {
+  std::vector<TimeNs> kernel, memcpy;
+};
+LaunchTimes FindLaunchTimes(const common::WorkerTrace& trace);
+
+}  // namespace podscope::coordinator::analysis

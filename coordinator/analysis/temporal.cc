@@ -1,0 +1,192 @@
+#include "coordinator/analysis/temporal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+
+namespace podscope::coordinator::analysis {
+namespace {
+
+using common::KernelClass;
+using common::WorkerTrace;
+
+enum class HtaClass : uint8_t { kComputation, kCommunication, kMemory, kOther };
+
+// HTA's kernel classes, first match wins: communication `^nccl|ncclKernel|^hip|^hccl`;
+// memory `^(hip)?Memcpy|^(hip)?Memset|^dma`; computation: everything that is not
+// nccl / Memcpy / Memset / dma / *Sync / Stream Wait Event / cuda*LaunchKernel / runFunction.
+HtaClass ClassifyLikeHta(std::string_view name) {
+  if (name.starts_with("nccl") || name.find("ncclKernel") != std::string_view::npos ||
+      name.starts_with("hip") || name.starts_with("hccl")) {
+    // "^hip" also catches hipMemcpy; HTA tests communication first.
+    return HtaClass::kCommunication;
+  }
+  if (name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("hipMemcpy") ||
+      name.starts_with("hipMemset") || name.starts_with("dma")) {
+    return HtaClass::kMemory;
+  }
+  const bool not_computation =
+      name.find("nccl") != std::string_view::npos || name.find("Memcpy") != std::string_view::npos ||
+      name.find("Memset") != std::string_view::npos || name.find("dma") != std::string_view::npos ||
+      name.ends_with("Sync") || name.find("Stream Wait Event") != std::string_view::npos ||
+      name.find("runFunction") != std::string_view::npos ||
+      (name.starts_with("cuda") && name.find("LaunchKernel") != std::string_view::npos);
+  return not_computation ? HtaClass::kOther : HtaClass::kComputation;
+}
+
+// One device event as the temporal summary sees it.
+struct DeviceEvent {
+  TimeNs start, end;
+  int32_t device, stream;
+  int64_t correlation;
+  HtaClass hta_class;
+  KernelClass kernel_class;
+  bool is_kernel_like;  // kernel, memcpy or memset (what HTA's idle split walks)
+};
+
+TimeNs FloorMicro(TimeNs t) { return t >= 0 ? t / 1000 * 1000 : -((-t + 999) / 1000 * 1000); }
+TimeNs CeilMicro(TimeNs t) { return -FloorMicro(-t); }
+
+bool AnyFractionalMicros(const WorkerTrace& w) {
+  auto fractional = [](const std::vector<TimeNs>& v) {
+    return std::any_of(v.begin(), v.end(), [](TimeNs t) { return t % 1000 != 0; });
+  };
+  return fractional(w.kernels.start) || fractional(w.memcpys.start) ||
+         fractional(w.runtime_calls.start) || fractional(w.host_spans.start);
+}
+
+double RoundTo2(double v) { return std::round(v * 100.0) / 100.0; }
+
+}  // namespace
+
+WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions& options) {
+  WorkerTemporal out;
+  out.rank = w.info.rank;
+  const bool hta = options.window == WindowMode::kHta;
+  // HTA: when any timestamp has a fractional microsecond, every event becomes
+  // [ceil(ts), floor(ts + dur)] in whole microseconds.
+  const bool round = hta && AnyFractionalMicros(w);
+  auto start_of = [round](TimeNs t) { return round ? CeilMicro(t) : t; };
+  auto end_of = [round](TimeNs t) { return round ? FloorMicro(t) : t; };
+
+  // Launch time per correlation id (HTA's GPU events must match a kept CPU event).
+  absl::flat_hash_map<int64_t, TimeNs> launch;
+  for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
+    if (w.runtime_calls.correlation[i] >= 0) {
+      launch.emplace(w.runtime_calls.correlation[i], start_of(w.runtime_calls.start[i]));
+    }
+  }
+
+  std::vector<DeviceEvent> events;
+  events.reserve(w.kernels.size() + w.memcpys.size());
+  for (size_t i = 0; i < w.kernels.size(); ++i) {
+    const std::string_view name = w.strings.Get(w.kernels.name[i]);
+    events.push_back({start_of(w.kernels.start[i]), end_of(w.kernels.end[i]), w.kernels.device[i],
+                      w.kernels.stream[i], w.kernels.correlation[i], ClassifyLikeHta(name),
+                      w.kernels.kernel_class[i], w.kernels.kernel_class[i] != KernelClass::kSync});
+  }
+  for (size_t i = 0; i < w.memcpys.size(); ++i) {
+    const std::string_view name = w.strings.Get(w.memcpys.name[i]);
+    events.push_back({start_of(w.memcpys.start[i]), end_of(w.memcpys.end[i]), w.memcpys.device[i],
+                      w.memcpys.stream[i], w.memcpys.correlation[i], ClassifyLikeHta(name),
+                      KernelClass::kSync, true});
+  }
+
+  if (hta) {
+    // A GPU event has a stream and a correlation id (HTA: args.stream >= 0, correlation >= 0).
+    std::erase_if(events, [](const DeviceEvent& e) { return e.stream < 0 || e.correlation < 0; });
+    // Window: with at least two distinct ProfilerSteps, keep what was launched before the
+    // start of the last one.
+    absl::flat_hash_set<int64_t> numbers(w.steps.number.begin(), w.steps.number.end());
+    if (numbers.size() >= 2) {
+      TimeNs last_start = INT64_MIN;
+      for (TimeNs s : w.steps.start) last_start = std::max(last_start, start_of(s));
+      std::erase_if(events, [&](const DeviceEvent& e) {
+        auto it = launch.find(e.correlation);
+        return it == launch.end() || it->second >= last_start;
+      });
+    }
+  } else {
+    // podscope's window: device activity launched inside the capture's steps (all of it when
+    // there are no steps).
+    const WorkerSteps steps = FindSteps(w, options.steps);
+    if (!steps.steps.empty()) {
+      std::vector<DeviceEvent> kept;
+      for (size_t i = 0; i < w.kernels.size(); ++i) {
+        if (steps.kernel_step[i] >= 0) kept.push_back(events[i]);
+      }
+      for (size_t i = 0; i < w.memcpys.size(); ++i) {
+        if (steps.memcpy_step[i] >= 0) kept.push_back(events[w.kernels.size() + i]);
+      }
+      events = std::move(kept);
+    }
+  }
+  if (events.empty()) return out;
+
+  IntervalSet all, computation, communication;
+  all.reserve(events.size());
+  for (const DeviceEvent& e : events) {
+    all.push_back({e.start, e.end});
+    const bool is_compute = hta ? e.hta_class == HtaClass::kComputation
+                                : (e.is_kernel_like && e.kernel_class == KernelClass::kCompute &&
+                                   e.hta_class != HtaClass::kMemory);
+    const bool is_comm = hta ? e.hta_class == HtaClass::kCommunication
+                             : e.kernel_class == KernelClass::kCommunication;
+    if (is_compute) computation.push_back({e.start, e.end});
+    if (is_comm) communication.push_back({e.start, e.end});
+  }
+  Normalize(&all);
+  Normalize(&computation);
+  Normalize(&communication);
+  out.kernel_time_ns = all.back().end - all.front().start;
+  out.idle_ns = out.kernel_time_ns - TotalLength(all);
+  out.compute_ns = TotalLength(computation);
+  out.non_compute_ns = out.kernel_time_ns - out.compute_ns - out.idle_ns;
+  const TimeNs comm_total = TotalLength(communication);
+  if (comm_total > 0) {
+    const double pct = 100.0 * static_cast<double>(IntersectionLength(computation, communication)) /
+                       static_cast<double>(comm_total);
+    out.overlap_pct = hta ? RoundTo2(pct) : pct;
+  }
+
+  // Idle split per stream, over kernels / copies / memsets in start order.
+  std::map<std::pair<int32_t, int32_t>, std::vector<const DeviceEvent*>> by_stream;
+  for (const DeviceEvent& e : events) {
+    if (e.is_kernel_like) by_stream[{e.device, e.stream}].push_back(&e);
+  }
+  for (auto& [key, list] : by_stream) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const DeviceEvent* a, const DeviceEvent* b) { return a->start < b->start; });
+    StreamIdle idle{key.first, key.second};
+    for (size_t i = 1; i < list.size(); ++i) {
+      const TimeNs previous_end = list[i - 1]->end;
+      const TimeNs gap = list[i]->start - previous_end;
+      auto it = launch.find(list[i]->correlation);
+      if (it != launch.end() && it->second > previous_end) {
+        idle.host_wait_ns += gap;
+      } else if (gap < options.kernel_wait_threshold_ns) {
+        idle.kernel_wait_ns += gap;
+      } else {
+        idle.other_ns += gap;
+      }
+    }
+    out.idle_by_stream.push_back(idle);
+  }
+  return out;
+}
+
+TemporalReport ComputeTemporal(const common::CaptureView& capture, const TemporalOptions& options) {
+  TemporalReport report;
+  report.window = options.window;
+  report.workers.reserve(capture.size());
+  for (size_t i = 0; i < capture.size(); ++i) {
+    report.workers.push_back(ComputeWorkerTemporal(capture.worker(i), options));
+  }
+  return report;
+}
+
+}  // namespace podscope::coordinator::analysis
