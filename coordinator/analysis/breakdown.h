@@ -1,0 +1,56 @@
+// Per-step breakdown (DESIGN §7): within a worker's step span every instant belongs to exactly
+// one category, chosen by what is active on the device then (and, when the device is idle, by
+// what the host is doing). The categories sum to the span exactly.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/capture.h"
+#include "coordinator/analysis/communication.h"
+#include "coordinator/analysis/steps.h"
+
+namespace podscope::coordinator::analysis {
+
+struct StepBreakdown {
+  int64_t step = 0;
+  Interval span;  // the step's device span (own clock)
+  TimeNs span_ns = 0;
+  TimeNs compute_ns = 0;        // only computation kernels
+  TimeNs overlap_ns = 0;        // computation and communication kernels together
+  TimeNs communication_ns = 0;  // only communication kernels = comm_wait + comm_transfer
+  TimeNs comm_wait_ns = 0;
+  TimeNs comm_transfer_ns = 0;
+  TimeNs memcpy_ns = 0;  // only copies / memsets = the four below
+  TimeNs memcpy_h2d_ns = 0, memcpy_d2h_ns = 0, memcpy_d2d_ns = 0, memcpy_other_ns = 0;
+  TimeNs idle_input_ns = 0;   // device idle, host in an input / dataloader span
+  TimeNs idle_launch_ns = 0;  // device idle, host in a CUDA call or a launch in flight
+  TimeNs idle_host_ns = 0;    // device idle, host busy in other work
+  TimeNs idle_other_ns = 0;
+
+  TimeNs Sum() const {
+    return compute_ns + overlap_ns + communication_ns + memcpy_ns + idle_input_ns +
+           idle_launch_ns + idle_host_ns + idle_other_ns;
+  }
+  // Share of communication-kernel time hidden behind computation, in percent.
+  double OverlapPercent() const {
+    const TimeNs comm = overlap_ns + communication_ns;
+    return comm > 0 ? 100.0 * static_cast<double>(overlap_ns) / static_cast<double>(comm) : 0.0;
+  }
+};
+
+struct WorkerBreakdown {
+  int32_t rank = 0;
+  StepSource step_source = StepSource::kNone;
+  std::vector<StepBreakdown> steps;  // steps with device activity, by start
+};
+
+// `communication` supplies each collective's wait (nullptr: all communication is transfer).
+// Pure; any thread.
+std::vector<WorkerBreakdown> ComputeBreakdown(const common::CaptureView& capture,
+                                              const StepOptions& step_options,
+                                              const CommunicationReport* communication);
+WorkerBreakdown ComputeWorkerBreakdown(const common::WorkerTrace& trace, const WorkerSteps& steps,
+                                       const std::vector<TimeNs>* collective_wait);
+
+}  // namespace podscope::coordinator::analysis
