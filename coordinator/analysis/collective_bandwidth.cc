@@ -1,0 +1,89 @@
+#include "coordinator/analysis/collective_bandwidth.h"
+
+#include <algorithm>
+#include <map>
+
+#include "coordinator/analysis/steps.h"
+
+namespace podscope::coordinator::analysis {
+
+double BusBandwidthFactor(common::CollectiveOp op, int32_t nranks) {
+  const double n = std::max(nranks, 1);
+  switch (op) {
+    case common::CollectiveOp::kAllReduce: return 2.0 * (n - 1) / n;
+    case common::CollectiveOp::kAllGather:
+    case common::CollectiveOp::kReduceScatter: return (n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
+                                 const CommunicationReport& communication,
+                                 const BandwidthOptions& options) {
+  BandwidthReport report;
+  report.link_gbps = options.link_gbps;
+  const double link_bytes_per_s = options.link_gbps * 1e9 / 8;
+  std::vector<WorkerSteps> steps(capture.size());
+  for (size_t w = 0; w < capture.size(); ++w) steps[w] = FindSteps(capture.worker(w));
+  std::map<int64_t, StepCollectiveTime> by_step;
+  std::map<int64_t, double> busbw_weight;
+  int32_t allreduce_ranks = 0;
+  for (const MatchedCollective& m : communication.collectives) {
+    CollectiveBandwidth c;
+    c.communicator = m.communicator;
+    c.op = m.op;
+    c.sequence = m.sequence;
+    c.bytes = m.bytes;
+    c.nranks = std::max<int32_t>(m.nranks, static_cast<int32_t>(m.participants.size()));
+    std::vector<TimeNs> transfers;
+    for (const Participant& p : m.participants) transfers.push_back(p.transfer);
+    std::nth_element(transfers.begin(), transfers.begin() + transfers.size() / 2, transfers.end());
+    c.transfer_ns = transfers[transfers.size() / 2];
+    if (c.transfer_ns > 0) {
+      c.algbw_gbps = static_cast<double>(c.bytes) / static_cast<double>(c.transfer_ns);  // B/ns = GB/s
+      c.busbw_gbps = c.algbw_gbps * BusBandwidthFactor(c.op, c.nranks);
+      if (link_bytes_per_s > 0) c.efficiency = c.busbw_gbps * 1e9 / link_bytes_per_s;
+    }
+    const Participant& first = m.participants.front();
+    const common::WorkerTrace& trace = capture.worker(first.worker);
+    const TimeNs at = trace.collectives.enqueue[first.row];
+    for (const StepSpan& s : steps[first.worker].steps) {
+      if (s.host.start <= at && at < s.host.end) c.step = s.number;
+    }
+    if (c.step >= 0) {
+      StepCollectiveTime& st = by_step[c.step];
+      st.step = c.step;
+      st.bytes += c.bytes;
+      st.transfer_ns += c.transfer_ns;
+      busbw_weight[c.step] += c.busbw_gbps * static_cast<double>(c.bytes);
+      if (c.op == common::CollectiveOp::kAllReduce) {
+        st.allreduce_transfer_ns += c.transfer_ns;
+        st.allreduce_bytes += c.bytes;
+        allreduce_ranks = std::max(allreduce_ranks, c.nranks);
+      }
+    }
+    report.collectives.push_back(std::move(c));
+  }
+  std::vector<TimeNs> allreduce_per_step;
+  for (auto& [step, st] : by_step) {
+    if (st.bytes > 0) st.busbw_gbps = busbw_weight[step] / static_cast<double>(st.bytes);
+    if (st.allreduce_bytes > 0) allreduce_per_step.push_back(st.allreduce_transfer_ns);
+    report.steps.push_back(st);
+  }
+  if (!allreduce_per_step.empty()) {
+    std::nth_element(allreduce_per_step.begin(), allreduce_per_step.begin() + allreduce_per_step.size() / 2,
+                     allreduce_per_step.end());
+    report.measured_allreduce_ns = allreduce_per_step[allreduce_per_step.size() / 2];
+  }
+  if (options.params > 0 && link_bytes_per_s > 0) {
+    // A ring AllReduce of B bytes puts 2(n-1)/n * B on every link.
+    const int32_t n = allreduce_ranks > 0 ? allreduce_ranks
+                                          : (capture.size() > 0 ? capture.worker(0).info.world_size : 1);
+    const double bytes = static_cast<double>(options.params) * options.bytes_per_param *
+                         BusBandwidthFactor(common::CollectiveOp::kAllReduce, std::max(n, 2));
+    report.expected_allreduce_ns = static_cast<TimeNs>(bytes / link_bytes_per_s * 1e9);
+  }
+  return report;
+}
+
+}  // namespace podscope::coordinator::analysis

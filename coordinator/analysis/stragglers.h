@@ -1,0 +1,68 @@
+// Stragglers (DESIGN §7): per collective the last arriver and the delay it caused (its
+// arrival minus the second-last arrival), summed per worker over the window; plus a robust
+// z-score on per-step compute time. Decided on caused delay, never on median lag alone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/capture.h"
+#include "coordinator/analysis/breakdown.h"
+#include "coordinator/analysis/communication.h"
+
+namespace podscope::coordinator::analysis {
+
+struct StragglerOptions {
+  // A worker is a straggler by caused delay when all three hold:
+  double min_share_of_caused_delay = 0.2;   // of all caused delay (at least 1.5/N, max 0.6)
+  double min_share_of_step_time = 0.005;    // of the median worker's summed step time
+  double min_last_arriver_share = 0.05;     // of its collectives
+  // ... or when its per-step compute time is an outlier among workers:
+  double compute_z_threshold = 3.5;  // robust z-score (median absolute deviation)
+  double min_compute_excess = 0.02;  // and at least 2% above the median worker
+};
+
+struct WorkerLateness {
+  int32_t rank = 0;
+  std::string host;
+  TimeNs caused_delay_ns = 0;
+  size_t last_arrivals = 0;
+  size_t collectives = 0;
+  double last_arriver_share = 0;
+  double compute_z = 0;          // robust z-score of mean per-step compute time
+  TimeNs mean_step_ns = 0;
+};
+
+struct Straggler {
+  int32_t rank = 0;
+  std::string host;
+  TimeNs caused_delay_ns = 0;
+  double last_arriver_share = 0;
+  std::vector<int64_t> steps;  // steps in which it caused delay
+  std::string category;        // where its extra time went: compute, input, launch, host
+  std::string reason;          // "caused_delay" or "compute_outlier"
+  TimeNs clock_error_bound_ns = 0;
+  double compute_z = 0;
+  // Host evidence, when the worker has host samples in the window (-1: none).
+  double max_cpu_percent = -1;
+  int32_t min_gpu_sm_clock_mhz = -1;
+  uint64_t gpu_throttle_reasons = 0;
+};
+
+struct StragglerReport {
+  bool aligned = false;
+  TimeNs clock_error_bound_ns = 0;
+  TimeNs total_caused_delay_ns = 0;
+  TimeNs window_step_time_ns = 0;
+  std::vector<Straggler> stragglers;     // most severe first
+  std::vector<WorkerLateness> workers;   // every worker, by rank
+};
+
+// Pure; any thread.
+StragglerReport FindStragglers(const common::CaptureView& capture,
+                               const CommunicationReport& communication,
+                               const std::vector<WorkerBreakdown>& breakdown,
+                               const StragglerOptions& options = {});
+
+}  // namespace podscope::coordinator::analysis
