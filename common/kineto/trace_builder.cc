@@ -357,8 +357,9 @@ void TraceBuilder::LinkCollectives() {
     } else if (!args.comms_id.empty()) {
       communicator = StrCat("comm:", args.comms_id);
     } else {
-      // Without process group names, PyTorch runs each communicator on its own stream.
-      communicator = StrCat("stream:", k.device[row], ":", k.stream[row]);
+      // Without process group names, PyTorch runs each communicator on its own stream, and
+      // every rank of a job numbers its streams alike (the device differs: one per rank).
+      communicator = StrCat("stream:", k.stream[row]);
     }
     const int32_t nranks = static_cast<int32_t>(
         args.group_size != kAbsent ? args.group_size

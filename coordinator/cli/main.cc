@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "CLI/CLI.hpp"
+#include "coordinator/cli/analyze_command.h"
 #include "coordinator/cli/export_command.h"
 #include "coordinator/cli/inspect_command.h"
 
@@ -11,12 +12,15 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "podscope 0.1.0");
   app.require_subcommand(1);
 
+  podscope::coordinator::AnalyzeCommandOptions analyze;
   podscope::coordinator::InspectCommandOptions inspect;
   podscope::coordinator::ExportCommandOptions export_options;
+  CLI::App* analyze_cmd = podscope::coordinator::AddAnalyzeCommand(app, analyze);
   CLI::App* inspect_cmd = podscope::coordinator::AddInspectCommand(app, inspect);
   CLI::App* export_cmd = podscope::coordinator::AddExportCommand(app, export_options);
 
   CLI11_PARSE(app, argc, argv);
+  if (analyze_cmd->parsed()) return podscope::coordinator::RunAnalyzeCommand(analyze);
   if (inspect_cmd->parsed()) return podscope::coordinator::RunInspectCommand(inspect);
   if (export_cmd->parsed()) return podscope::coordinator::RunExportCommand(export_options);
   return 2;

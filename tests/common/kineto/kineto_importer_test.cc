@@ -172,7 +172,7 @@ TEST(KinetoImporterTest, OlderSchemaTakesShapeAndTypeFromTheEnclosingAnnotation)
   EXPECT_EQ(w.collectives.op[0], CollectiveOp::kAllReduce);
   EXPECT_EQ(w.collectives.count[0], 19618307);
   EXPECT_EQ(w.collectives.bytes[0], 4 * 19618307);
-  EXPECT_EQ(w.strings.Get(w.collectives.communicator[0]), "stream:0:24");
+  EXPECT_EQ(w.strings.Get(w.collectives.communicator[0]), "stream:24");
   EXPECT_EQ(w.collectives.sequence[0], kUnknownSequence);
   EXPECT_EQ(w.collectives.nranks[0], 8);
   EXPECT_EQ(w.collectives.rank[0], 0);

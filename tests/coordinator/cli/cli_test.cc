@@ -83,3 +83,45 @@ TEST(CliTest, BadInputExitsNonZeroWithTheFileInTheMessage) {
 
 }  // namespace
 }  // namespace podscope::coordinator
+
+namespace podscope::coordinator {
+namespace {
+
+TEST(CliAnalyzeTest, HtaTemporalJsonReproducesHtaFigures) {
+  RunResult r = RunCli("analyze --window hta --report temporal --format json " + KinetoFixture("trace_filter"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(R"({"rank":0,"idle_ns":321378000,"compute_ns":106252000,"non_compute_ns":172428000,"kernel_time_ns":600058000,"overlap_pct":11.81)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(R"({"rank":1,"idle_ns":328671000,"compute_ns":135548000,"non_compute_ns":136455000,"kernel_time_ns":600674000,"overlap_pct":20.05)"),
+            std::string::npos);
+  EXPECT_NE(r.output.find(R"({"device":0,"stream":7,"host_wait_ns":213825000,"kernel_wait_ns":1985000,"other_ns":261740000})"),
+            std::string::npos);
+}
+
+TEST(CliAnalyzeTest, AllReportsNestUnderTheirNames) {
+  RunResult r = RunCli("analyze --format json " + KinetoFixture("dlrm_8rank"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* key : {"{\"steps\":{\"workers\":[", ",\"pod\":{\"steps\":[", ",\"overlap\":{", ",\"communication\":{",
+                          ",\"stragglers\":{\"stragglers\":[", ",\"allreduce\":{", ",\"kernels\":{\"pod\":[",
+                          ",\"temporal\":{\"window\":\"steps\""}) {
+    EXPECT_NE(r.output.find(key), std::string::npos) << key;
+  }
+  EXPECT_NE(r.output.find("\"comm_wait_ns\""), std::string::npos);
+}
+
+TEST(CliAnalyzeTest, TablesAndBadOptions) {
+  RunResult tables = RunCli("analyze --report steps --report stragglers " + KinetoFixture("trace_filter"));
+  ASSERT_EQ(tables.exit_code, 0) << tables.output;
+  EXPECT_NE(tables.output.find("== steps"), std::string::npos);
+  EXPECT_NE(tables.output.find("== stragglers"), std::string::npos);
+  RunResult bad_report = RunCli("analyze --report nonsense " + KinetoFixture("trace_filter"));
+  EXPECT_EQ(bad_report.exit_code, 2);
+  EXPECT_NE(bad_report.output.find("unknown report \"nonsense\""), std::string::npos) << bad_report.output;
+  RunResult bad_regex = RunCli("analyze --step-pattern '([' " + KinetoFixture("trace_filter"));
+  EXPECT_EQ(bad_regex.exit_code, 2);
+  EXPECT_NE(bad_regex.output.find("not a valid regex"), std::string::npos) << bad_regex.output;
+}
+
+}  // namespace
+}  // namespace podscope::coordinator

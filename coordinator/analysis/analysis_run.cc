@@ -1,0 +1,70 @@
+#include "coordinator/analysis/analysis_run.h"
+
+#include <algorithm>
+#include <regex>
+
+#include "common/str_util.h"
+
+namespace podscope::coordinator::analysis {
+
+bool Wants(const AnalysisRequest& request, std::string_view report) {
+  return std::find(request.reports.begin(), request.reports.end(), report) != request.reports.end();
+}
+
+absl::Status ValidateRequest(AnalysisRequest* request) {
+  if (request->reports.empty()) request->reports = {"all"};
+  std::vector<std::string> expanded;
+  for (const std::string& name : request->reports) {
+    if (name == "all") {
+      for (std::string_view n : kReportNames) expanded.emplace_back(n);
+      continue;
+    }
+    if (std::find(std::begin(kReportNames), std::end(kReportNames), name) == std::end(kReportNames)) {
+      return absl::InvalidArgumentError(common::StrCat(
+          "unknown report \"", name, "\" (steps, pod, overlap, communication, stragglers, allreduce, kernels, temporal, all)"));
+    }
+    if (std::find(expanded.begin(), expanded.end(), name) == expanded.end()) expanded.push_back(name);
+  }
+  request->reports = std::move(expanded);
+  if (!request->steps.marker_pattern.empty()) {
+    try {
+      std::regex re(request->steps.marker_pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return absl::InvalidArgumentError(
+          common::StrCat("step pattern \"", request->steps.marker_pattern, "\" is not a valid regex: ", e.what()));
+    }
+  }
+  if (request->bandwidth.link_gbps < 0) return absl::InvalidArgumentError("link bandwidth must be >= 0");
+  if (request->bandwidth.params < 0) return absl::InvalidArgumentError("parameter count must be >= 0");
+  if (request->bandwidth.bytes_per_param <= 0 || request->bandwidth.bytes_per_param > 16) {
+    return absl::InvalidArgumentError("bytes per parameter must be in 1..16");
+  }
+  return absl::OkStatus();
+}
+
+AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRequest& request) {
+  AnalysisResults results;
+  const bool need_breakdown = Wants(request, "steps") || Wants(request, "pod") ||
+                              Wants(request, "overlap") || Wants(request, "stragglers");
+  const bool need_comm = need_breakdown || Wants(request, "communication") || Wants(request, "allreduce");
+  if (need_comm) results.communication = ComputeCommunication(capture, request.communication);
+  if (need_breakdown) {
+    results.breakdown = ComputeBreakdown(capture, request.steps, &*results.communication);
+  }
+  if (Wants(request, "pod")) {
+    results.pod = ComputePodView(*results.breakdown, request.first_step, request.last_step);
+  }
+  if (Wants(request, "stragglers")) {
+    results.stragglers = FindStragglers(capture, *results.communication, *results.breakdown, request.stragglers);
+  }
+  if (Wants(request, "allreduce")) {
+    results.bandwidth = ComputeBandwidth(capture, *results.communication, request.bandwidth);
+  }
+  if (Wants(request, "kernels")) results.kernels = ComputeTopKernels(capture, request.top_kernels);
+  if (Wants(request, "temporal")) {
+    results.temporal = ComputeTemporal(capture, {.window = request.window, .steps = request.steps});
+  }
+  return results;
+}
+
+}  // namespace podscope::coordinator::analysis

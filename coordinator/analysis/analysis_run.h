@@ -1,0 +1,53 @@
+// Runs the requested analyses over one capture, computing shared inputs (wait vs transfer,
+// the breakdown) once. Used by `podscope analyze` and, later, the REST API.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/analysis/breakdown.h"
+#include "coordinator/analysis/collective_bandwidth.h"
+#include "coordinator/analysis/communication.h"
+#include "coordinator/analysis/pod_view.h"
+#include "coordinator/analysis/stragglers.h"
+#include "coordinator/analysis/temporal.h"
+#include "coordinator/analysis/top_kernels.h"
+
+namespace podscope::coordinator::analysis {
+
+// Report names, in the order `all` lists them.
+inline constexpr std::string_view kReportNames[] = {
+    "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"};
+
+struct AnalysisRequest {
+  std::vector<std::string> reports;  // names from kReportNames
+  WindowMode window = WindowMode::kSteps;
+  StepOptions steps;
+  CommunicationOptions communication;
+  BandwidthOptions bandwidth;
+  StragglerOptions stragglers;
+  size_t top_kernels = 20;
+  int64_t first_step = -1, last_step = -1;
+};
+
+struct AnalysisResults {
+  std::optional<CommunicationReport> communication;
+  std::optional<std::vector<WorkerBreakdown>> breakdown;
+  std::optional<PodView> pod;
+  std::optional<StragglerReport> stragglers;
+  std::optional<BandwidthReport> bandwidth;
+  std::optional<KernelReport> kernels;
+  std::optional<TemporalReport> temporal;
+};
+
+// Expands "all" and checks names and options; errors are InvalidArgument naming the problem.
+absl::Status ValidateRequest(AnalysisRequest* request);
+bool Wants(const AnalysisRequest& request, std::string_view report);
+
+// Pure; any thread. The request must be validated.
+AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRequest& request);
+
+}  // namespace podscope::coordinator::analysis

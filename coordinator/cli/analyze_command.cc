@@ -1,0 +1,65 @@
+#include "coordinator/cli/analyze_command.h"
+
+#include <cstdio>
+
+#include "coordinator/analysis/analysis_run.h"
+#include "coordinator/cli/load_inputs.h"
+#include "coordinator/report/report_json.h"
+#include "coordinator/report/report_table.h"
+
+namespace podscope::coordinator {
+
+CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
+  CLI::App* cmd = app.add_subcommand("analyze", "Step breakdown, overlap, wait vs transfer, stragglers, "
+                                                "AllReduce time, pod view, top kernels, temporal summary");
+  cmd->add_option("inputs", o.inputs, "Trace directories or files (*.json, *.json.gz)")->required();
+  cmd->add_option("--report", o.reports,
+                  "steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all (repeatable)")
+      ->capture_default_str();
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  cmd->add_option("--window", o.window, "Temporal window: the capture's steps, or HTA's rules")
+      ->check(CLI::IsMember({"steps", "hta"}))
+      ->capture_default_str();
+  cmd->add_option("--clocks", o.clocks, "Compare arrivals across ranks: auto, aligned, unaligned")
+      ->check(CLI::IsMember({"auto", "aligned", "unaligned"}))
+      ->capture_default_str();
+  cmd->add_option("--step-pattern", o.step_pattern, "Regex for step marker annotations (group 1: step number)");
+  cmd->add_option("--link-gbps", o.link_gbps, "Link bandwidth in Gbit/s, for AllReduce efficiency")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--params", o.params, "Model parameter count, for the expected AllReduce time")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--bytes-per-param", o.bytes_per_param, "Gradient bytes per parameter")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  cmd->add_option("--top", o.top, "Kernels listed per worker and pod-wide (0: all)")->capture_default_str();
+  return cmd;
+}
+
+int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
+  analysis::AnalysisRequest request;
+  request.reports = o.reports;
+  request.window = o.window == "hta" ? analysis::WindowMode::kHta : analysis::WindowMode::kSteps;
+  request.steps.marker_pattern = o.step_pattern;
+  request.communication.clocks = o.clocks == "aligned"     ? analysis::ClockTrust::kAligned
+                                 : o.clocks == "unaligned" ? analysis::ClockTrust::kUnaligned
+                                                           : analysis::ClockTrust::kAuto;
+  request.bandwidth = {o.link_gbps, o.params, o.bytes_per_param};
+  request.top_kernels = o.top;
+  if (absl::Status status = analysis::ValidateRequest(&request); !status.ok()) {
+    std::fprintf(stderr, "podscope analyze: %s\n", std::string(status.message()).c_str());
+    return 2;
+  }
+  absl::StatusOr<common::Capture> capture = LoadInputsWithProgress(o.inputs);
+  if (!capture.ok()) {
+    std::fprintf(stderr, "podscope analyze: %s\n", std::string(capture.status().message()).c_str());
+    return 1;
+  }
+  const common::CaptureView view(*capture);
+  const analysis::AnalysisResults results = analysis::RunAnalyses(view, request);
+  const std::string text = o.format == "json" ? RenderJson(view, request, results)
+                                              : RenderTables(view, request, results);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+}  // namespace podscope::coordinator

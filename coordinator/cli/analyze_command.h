@@ -1,0 +1,27 @@
+// `podscope analyze <dir|files>`: every analysis offline, as tables or JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+
+namespace podscope::coordinator {
+
+struct AnalyzeCommandOptions {
+  std::vector<std::string> inputs;
+  std::vector<std::string> reports = {"all"};
+  std::string format = "table";
+  std::string window = "steps";
+  std::string clocks = "auto";
+  std::string step_pattern;
+  double link_gbps = 0;
+  int64_t params = 0;
+  int32_t bytes_per_param = 4;
+  size_t top = 20;
+};
+
+CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& options);
+int RunAnalyzeCommand(const AnalyzeCommandOptions& options);
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,234 @@
+#include "coordinator/report/report_json.h"
+
+#include "common/json_writer.h"
+
+namespace podscope::coordinator {
+namespace {
+
+using common::JsonWriter;
+using namespace analysis;
+
+void BreakdownFields(JsonWriter& w, const StepBreakdown& s) {
+  w.Key("span_ns").Int(s.span_ns).Char(',').Key("compute_ns").Int(s.compute_ns);
+  w.Char(',').Key("overlap_ns").Int(s.overlap_ns).Char(',').Key("communication_ns").Int(s.communication_ns);
+  w.Char(',').Key("comm_wait_ns").Int(s.comm_wait_ns).Char(',').Key("comm_transfer_ns").Int(s.comm_transfer_ns);
+  w.Char(',').Key("memcpy_ns").Int(s.memcpy_ns).Char(',').Key("memcpy_h2d_ns").Int(s.memcpy_h2d_ns);
+  w.Char(',').Key("memcpy_d2h_ns").Int(s.memcpy_d2h_ns).Char(',').Key("memcpy_d2d_ns").Int(s.memcpy_d2d_ns);
+  w.Char(',').Key("memcpy_other_ns").Int(s.memcpy_other_ns);
+  w.Char(',').Key("idle_input_ns").Int(s.idle_input_ns).Char(',').Key("idle_launch_ns").Int(s.idle_launch_ns);
+  w.Char(',').Key("idle_host_ns").Int(s.idle_host_ns).Char(',').Key("idle_other_ns").Int(s.idle_other_ns);
+}
+
+void Steps(JsonWriter& w, const std::vector<WorkerBreakdown>& b) {
+  w.Raw("{\"workers\":[");
+  for (size_t i = 0; i < b.size(); ++i) {
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(b[i].rank);
+    w.Raw(",\"step_source\":").String(StepSourceName(b[i].step_source)).Raw(",\"steps\":[");
+    for (size_t s = 0; s < b[i].steps.size(); ++s) {
+      w.Raw(s ? "," : "").Raw("{\"step\":").Int(b[i].steps[s].step).Char(',');
+      BreakdownFields(w, b[i].steps[s]);
+      w.Char('}');
+    }
+    w.Raw("]}");
+  }
+  w.Raw("]}");
+}
+
+void Overlap(JsonWriter& w, const std::vector<WorkerBreakdown>& b) {
+  w.Raw("{\"workers\":[");
+  for (size_t i = 0; i < b.size(); ++i) {
+    TimeNs overlap = 0, comm = 0;
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(b[i].rank).Raw(",\"steps\":[");
+    for (size_t s = 0; s < b[i].steps.size(); ++s) {
+      const StepBreakdown& st = b[i].steps[s];
+      overlap += st.overlap_ns;
+      comm += st.overlap_ns + st.communication_ns;
+      w.Raw(s ? "," : "").Raw("{\"step\":").Int(st.step).Raw(",\"computation_ns\":").Int(st.compute_ns);
+      w.Raw(",\"communication_ns\":").Int(st.communication_ns).Raw(",\"overlap_ns\":").Int(st.overlap_ns);
+      w.Raw(",\"overlap_pct\":").Fixed(st.OverlapPercent(), 2).Char('}');
+    }
+    w.Raw("],\"overlap_pct\":").Fixed(comm > 0 ? 100.0 * overlap / comm : 0.0, 2).Char('}');
+  }
+  w.Raw("]}");
+}
+
+void Communication(JsonWriter& w, const CommunicationReport& c, const common::CaptureView& capture) {
+  w.Raw("{\"aligned\":").Bool(c.aligned).Raw(",\"clock_error_bound_ns\":").Int(c.clock_error_bound_ns);
+  w.Raw(",\"workers\":[");
+  for (size_t i = 0; i < c.workers.size(); ++i) {
+    const auto& t = c.workers[i];
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(t.rank).Raw(",\"collectives\":").Uint(t.collectives);
+    w.Raw(",\"wait_ns\":").Int(t.wait_ns).Raw(",\"transfer_ns\":").Int(t.transfer_ns).Char('}');
+  }
+  w.Raw("],\"collectives\":[");
+  for (size_t i = 0; i < c.collectives.size(); ++i) {
+    const MatchedCollective& m = c.collectives[i];
+    w.Raw(i ? "," : "").Raw("{\"communicator\":").String(m.communicator);
+    w.Raw(",\"op\":").String(common::CollectiveOpName(m.op)).Raw(",\"sequence\":").Int(m.sequence);
+    w.Raw(",\"bytes\":").Int(m.bytes).Raw(",\"nranks\":").Int(m.nranks).Raw(",\"ranks\":[");
+    for (size_t p = 0; p < m.participants.size(); ++p) {
+      const Participant& q = m.participants[p];
+      w.Raw(p ? "," : "").Raw("{\"rank\":").Int(capture.worker(q.worker).info.rank);
+      w.Raw(",\"arrival_ns\":").Int(q.arrival).Raw(",\"duration_ns\":").Int(q.duration);
+      w.Raw(",\"wait_ns\":").Int(q.wait).Raw(",\"transfer_ns\":").Int(q.transfer).Char('}');
+    }
+    w.Raw("]}");
+  }
+  w.Raw("]}");
+}
+
+void Stragglers(JsonWriter& w, const StragglerReport& r) {
+  w.Raw("{\"stragglers\":[");
+  for (size_t i = 0; i < r.stragglers.size(); ++i) {
+    const Straggler& s = r.stragglers[i];
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(s.rank).Raw(",\"host\":").String(s.host);
+    w.Raw(",\"caused_delay_ns\":").Int(s.caused_delay_ns);
+    w.Raw(",\"last_arriver_share\":").Fixed(s.last_arriver_share, 4).Raw(",\"steps\":[");
+    for (size_t k = 0; k < s.steps.size(); ++k) w.Raw(k ? "," : "").Int(s.steps[k]);
+    w.Raw("],\"category\":").String(s.category).Raw(",\"reason\":").String(s.reason);
+    w.Raw(",\"clock_error_bound_ns\":").Int(s.clock_error_bound_ns).Raw(",\"compute_z\":").Fixed(s.compute_z, 2);
+    if (s.max_cpu_percent >= 0) {
+      w.Raw(",\"host_evidence\":{\"max_cpu_percent\":").Fixed(s.max_cpu_percent, 1);
+      w.Raw(",\"min_gpu_sm_clock_mhz\":").Int(s.min_gpu_sm_clock_mhz);
+      w.Raw(",\"gpu_throttle_reasons\":").Uint(s.gpu_throttle_reasons).Char('}');
+    }
+    w.Char('}');
+  }
+  w.Raw("],\"aligned\":").Bool(r.aligned).Raw(",\"clock_error_bound_ns\":").Int(r.clock_error_bound_ns);
+  w.Raw(",\"total_caused_delay_ns\":").Int(r.total_caused_delay_ns);
+  w.Raw(",\"window_step_time_ns\":").Int(r.window_step_time_ns).Raw(",\"workers\":[");
+  for (size_t i = 0; i < r.workers.size(); ++i) {
+    const WorkerLateness& l = r.workers[i];
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(l.rank).Raw(",\"caused_delay_ns\":").Int(l.caused_delay_ns);
+    w.Raw(",\"last_arrivals\":").Uint(l.last_arrivals).Raw(",\"collectives\":").Uint(l.collectives);
+    w.Raw(",\"last_arriver_share\":").Fixed(l.last_arriver_share, 4);
+    w.Raw(",\"compute_z\":").Fixed(l.compute_z, 2).Raw(",\"mean_step_ns\":").Int(l.mean_step_ns).Char('}');
+  }
+  w.Raw("]}");
+}
+
+void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
+  w.Raw("{\"link_gbps\":").Double(r.link_gbps).Raw(",\"expected_allreduce_ns\":");
+  if (r.expected_allreduce_ns) {
+    w.Int(*r.expected_allreduce_ns);
+  } else {
+    w.Raw("null");
+  }
+  w.Raw(",\"measured_allreduce_ns\":").Int(r.measured_allreduce_ns).Raw(",\"steps\":[");
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const StepCollectiveTime& s = r.steps[i];
+    w.Raw(i ? "," : "").Raw("{\"step\":").Int(s.step).Raw(",\"bytes\":").Int(s.bytes);
+    w.Raw(",\"transfer_ns\":").Int(s.transfer_ns).Raw(",\"allreduce_bytes\":").Int(s.allreduce_bytes);
+    w.Raw(",\"allreduce_transfer_ns\":").Int(s.allreduce_transfer_ns);
+    w.Raw(",\"busbw_gbps\":").Fixed(s.busbw_gbps, 3).Char('}');
+  }
+  w.Raw("],\"collectives\":[");
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    const CollectiveBandwidth& c = r.collectives[i];
+    w.Raw(i ? "," : "").Raw("{\"communicator\":").String(c.communicator);
+    w.Raw(",\"op\":").String(common::CollectiveOpName(c.op)).Raw(",\"sequence\":").Int(c.sequence);
+    w.Raw(",\"step\":").Int(c.step).Raw(",\"bytes\":").Int(c.bytes).Raw(",\"nranks\":").Int(c.nranks);
+    w.Raw(",\"transfer_ns\":").Int(c.transfer_ns).Raw(",\"algbw_gbps\":").Fixed(c.algbw_gbps, 3);
+    w.Raw(",\"busbw_gbps\":").Fixed(c.busbw_gbps, 3).Raw(",\"efficiency\":").Fixed(c.efficiency, 4).Char('}');
+  }
+  w.Raw("]}");
+}
+
+void Pod(JsonWriter& w, const PodView& v) {
+  w.Raw("{\"steps\":[");
+  for (size_t i = 0; i < v.steps.size(); ++i) {
+    const PodStep& s = v.steps[i];
+    w.Raw(i ? "," : "").Raw("{\"step\":").Int(s.step).Raw(",\"median_step_ns\":").Int(s.median_step_ns);
+    w.Raw(",\"rows\":[");
+    for (size_t r = 0; r < s.rows.size(); ++r) {
+      const PodRow& row = s.rows[r];
+      w.Raw(r ? "," : "").Raw("{\"rank\":").Int(row.rank).Raw(",\"step_ns\":").Int(row.step_ns);
+      w.Raw(",\"deviation_ns\":").Int(row.deviation_ns).Raw(",\"deviation_pct\":").Fixed(row.deviation_pct, 2).Char(',');
+      BreakdownFields(w, row.breakdown);
+      w.Char('}');
+    }
+    w.Raw("]}");
+  }
+  w.Raw("],\"matrix\":{\"ranks\":[");
+  for (size_t i = 0; i < v.ranks.size(); ++i) w.Raw(i ? "," : "").Int(v.ranks[i]);
+  w.Raw("],\"steps\":[");
+  for (size_t i = 0; i < v.step_numbers.size(); ++i) w.Raw(i ? "," : "").Int(v.step_numbers[i]);
+  w.Raw("],\"step_time_ns\":[");
+  for (size_t i = 0; i < v.step_time_ns.size(); ++i) {
+    w.Raw(i ? ",[" : "[");
+    for (size_t j = 0; j < v.step_time_ns[i].size(); ++j) w.Raw(j ? "," : "").Int(v.step_time_ns[i][j]);
+    w.Char(']');
+  }
+  w.Raw("]}}");
+}
+
+void KernelList(JsonWriter& w, const std::vector<KernelStats>& list) {
+  w.Char('[');
+  for (size_t i = 0; i < list.size(); ++i) {
+    const KernelStats& k = list[i];
+    w.Raw(i ? "," : "").Raw("{\"name\":").String(k.name).Raw(",\"class\":").String(k.kernel_class);
+    w.Raw(",\"count\":").Uint(k.count).Raw(",\"total_ns\":").Int(k.total_ns).Raw(",\"mean_ns\":").Int(k.mean_ns());
+    w.Raw(",\"min_ns\":").Int(k.min_ns).Raw(",\"max_ns\":").Int(k.max_ns).Raw(",\"share\":").Fixed(k.share, 4).Char('}');
+  }
+  w.Char(']');
+}
+
+void Kernels(JsonWriter& w, const KernelReport& r) {
+  w.Raw("{\"pod\":");
+  KernelList(w, r.pod);
+  w.Raw(",\"workers\":[");
+  for (size_t i = 0; i < r.workers.size(); ++i) {
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(r.workers[i].rank).Raw(",\"top\":");
+    KernelList(w, r.workers[i].top);
+    w.Char('}');
+  }
+  w.Raw("]}");
+}
+
+void Temporal(JsonWriter& w, const TemporalReport& r) {
+  w.Raw("{\"window\":").String(r.window == WindowMode::kHta ? "hta" : "steps").Raw(",\"workers\":[");
+  for (size_t i = 0; i < r.workers.size(); ++i) {
+    const WorkerTemporal& t = r.workers[i];
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(t.rank).Raw(",\"idle_ns\":").Int(t.idle_ns);
+    w.Raw(",\"compute_ns\":").Int(t.compute_ns).Raw(",\"non_compute_ns\":").Int(t.non_compute_ns);
+    w.Raw(",\"kernel_time_ns\":").Int(t.kernel_time_ns).Raw(",\"overlap_pct\":").Fixed(t.overlap_pct, 2);
+    w.Raw(",\"idle_by_stream\":[");
+    for (size_t s = 0; s < t.idle_by_stream.size(); ++s) {
+      const StreamIdle& idle = t.idle_by_stream[s];
+      w.Raw(s ? "," : "").Raw("{\"device\":").Int(idle.device).Raw(",\"stream\":").Int(idle.stream);
+      w.Raw(",\"host_wait_ns\":").Int(idle.host_wait_ns).Raw(",\"kernel_wait_ns\":").Int(idle.kernel_wait_ns);
+      w.Raw(",\"other_ns\":").Int(idle.other_ns).Char('}');
+    }
+    w.Raw("]}");
+  }
+  w.Raw("]}");
+}
+
+}  // namespace
+
+std::string RenderJson(const common::CaptureView& capture, const AnalysisRequest& request,
+                       const AnalysisResults& results) {
+  JsonWriter w;
+  const bool nested = request.reports.size() > 1;
+  if (nested) w.Char('{');
+  bool first = true;
+  for (const std::string& name : request.reports) {
+    if (nested) {
+      w.Raw(first ? "" : ",").Key(name);
+      first = false;
+    }
+    if (name == "steps") Steps(w, *results.breakdown);
+    if (name == "overlap") Overlap(w, *results.breakdown);
+    if (name == "communication") Communication(w, *results.communication, capture);
+    if (name == "stragglers") Stragglers(w, *results.stragglers);
+    if (name == "allreduce") Bandwidth(w, *results.bandwidth);
+    if (name == "pod") Pod(w, *results.pod);
+    if (name == "kernels") Kernels(w, *results.kernels);
+    if (name == "temporal") Temporal(w, *results.temporal);
+  }
+  if (nested) w.Char('}');
+  w.Char('\n');
+  return std::move(w.buffer());
+}
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,142 @@
+#include "coordinator/report/report_table.h"
+
+#include "fmt/format.h"
+
+namespace podscope::coordinator {
+namespace {
+
+using namespace analysis;
+
+double Ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
+
+std::string Truncate(std::string_view s, size_t n) {
+  return s.size() <= n ? std::string(s) : std::string(s.substr(0, n - 3)) + "...";
+}
+
+void Steps(std::string& out, const std::vector<WorkerBreakdown>& b) {
+  out += "== steps: per-step breakdown (ms; the categories sum to the span)\n";
+  out += fmt::format("{:>5} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "rank",
+                     "step", "span", "compute", "overlap", "comm_wait", "comm_xfer", "memcpy", "idle_in",
+                     "idle_lch", "idle_hst", "idle_oth");
+  for (const WorkerBreakdown& w : b) {
+    for (const StepBreakdown& s : w.steps) {
+      out += fmt::format("{:>5} {:>7} {:>9.3f} {:>9.3f} {:>8.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f}\n",
+                         w.rank, s.step, Ms(s.span_ns), Ms(s.compute_ns), Ms(s.overlap_ns), Ms(s.comm_wait_ns),
+                         Ms(s.comm_transfer_ns), Ms(s.memcpy_ns), Ms(s.idle_input_ns), Ms(s.idle_launch_ns),
+                         Ms(s.idle_host_ns), Ms(s.idle_other_ns));
+    }
+    if (w.steps.empty()) out += fmt::format("{:>5} (no steps: {})\n", w.rank, StepSourceName(w.step_source));
+  }
+}
+
+void Overlap(std::string& out, const std::vector<WorkerBreakdown>& b) {
+  out += "== overlap: computation / communication (ms); overlap% = share of communication hidden\n";
+  out += fmt::format("{:>5} {:>7} {:>12} {:>14} {:>9} {:>9}\n", "rank", "step", "computation", "communication",
+                     "overlap", "overlap%");
+  for (const WorkerBreakdown& w : b) {
+    for (const StepBreakdown& s : w.steps) {
+      out += fmt::format("{:>5} {:>7} {:>12.3f} {:>14.3f} {:>9.3f} {:>9.2f}\n", w.rank, s.step, Ms(s.compute_ns),
+                         Ms(s.communication_ns), Ms(s.overlap_ns), s.OverlapPercent());
+    }
+  }
+}
+
+void Communication(std::string& out, const CommunicationReport& c) {
+  out += fmt::format("== communication: wait vs transfer ({}; clock error bound {:.3f} ms)\n",
+                     c.aligned ? "aligned arrivals" : "min-duration fallback, clocks not comparable",
+                     Ms(c.clock_error_bound_ns));
+  out += fmt::format("{:>5} {:>12} {:>10} {:>12} {:>7}\n", "rank", "collectives", "wait", "transfer", "wait%");
+  for (const auto& w : c.workers) {
+    const TimeNs total = w.wait_ns + w.transfer_ns;
+    out += fmt::format("{:>5} {:>12} {:>10.3f} {:>12.3f} {:>7.1f}\n", w.rank, w.collectives, Ms(w.wait_ns),
+                       Ms(w.transfer_ns), total > 0 ? 100.0 * w.wait_ns / total : 0.0);
+  }
+}
+
+void Stragglers(std::string& out, const StragglerReport& r) {
+  out += fmt::format("== stragglers ({}; clock error bound {:.3f} ms; total caused delay {:.3f} ms over {:.3f} ms of steps)\n",
+                     r.aligned ? "aligned arrivals" : "min-duration fallback", Ms(r.clock_error_bound_ns),
+                     Ms(r.total_caused_delay_ns), Ms(r.window_step_time_ns));
+  if (r.stragglers.empty()) out += "no straggler found\n";
+  for (const Straggler& s : r.stragglers) {
+    std::string steps;
+    for (size_t i = 0; i < s.steps.size() && i < 12; ++i) steps += fmt::format("{}{}", i ? "," : "", s.steps[i]);
+    if (s.steps.size() > 12) steps += ",...";
+    out += fmt::format("rank {}{}: caused {:.3f} ms of waiting, last to arrive in {:.0f}% of collectives, "
+                       "extra time in {}, steps [{}] ({}, compute z={:.1f})\n",
+                       s.rank, s.host.empty() ? "" : " (" + s.host + ")", Ms(s.caused_delay_ns),
+                       100 * s.last_arriver_share, s.category, steps, s.reason, s.compute_z);
+    if (s.max_cpu_percent >= 0) {
+      out += fmt::format("  host: max CPU {:.0f}%, min SM clock {} MHz, throttle reasons 0x{:x}\n", s.max_cpu_percent,
+                         s.min_gpu_sm_clock_mhz, s.gpu_throttle_reasons);
+    }
+  }
+}
+
+void Bandwidth(std::string& out, const BandwidthReport& r) {
+  out += "== allreduce: collective time and bandwidth per step\n";
+  out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>14} {:>10}\n", "step", "bytes", "transfer_ms",
+                     "allreduce_MB", "allreduce_ms", "busbw_GB/s");
+  for (const StepCollectiveTime& s : r.steps) {
+    out += fmt::format("{:>7} {:>12} {:>12.3f} {:>14.1f} {:>14.3f} {:>10.2f}\n", s.step, s.bytes, Ms(s.transfer_ns),
+                       s.allreduce_bytes / 1e6, Ms(s.allreduce_transfer_ns), s.busbw_gbps);
+  }
+  out += fmt::format("measured gradient AllReduce per step (median): {:.3f} ms\n", Ms(r.measured_allreduce_ns));
+  if (r.expected_allreduce_ns) {
+    out += fmt::format("expected at {:.0f} Gbit/s: {:.3f} ms\n", r.link_gbps, Ms(*r.expected_allreduce_ns));
+  }
+}
+
+void Pod(std::string& out, const PodView& v) {
+  out += "== pod: step time per worker (ms), deviation from the median worker\n";
+  for (const PodStep& s : v.steps) {
+    out += fmt::format("step {} (median {:.3f} ms)\n", s.step, Ms(s.median_step_ns));
+    out += fmt::format("{:>7} {:>10} {:>8} {:>10} {:>10} {:>10}\n", "rank", "step", "dev%", "compute", "comm", "idle");
+    for (const PodRow& r : s.rows) {
+      const StepBreakdown& b = r.breakdown;
+      out += fmt::format("{:>7} {:>10.3f} {:>+8.2f} {:>10.3f} {:>10.3f} {:>10.3f}\n", r.rank, Ms(r.step_ns),
+                         r.deviation_pct, Ms(b.compute_ns + b.overlap_ns), Ms(b.communication_ns),
+                         Ms(b.idle_input_ns + b.idle_launch_ns + b.idle_host_ns + b.idle_other_ns));
+    }
+  }
+}
+
+void Kernels(std::string& out, const KernelReport& r) {
+  out += "== kernels: top kernels pod-wide\n";
+  out += fmt::format("{:<60} {:>6} {:>8} {:>10} {:>10} {:>7}\n", "name", "class", "count", "total_ms", "mean_us", "share%");
+  for (const KernelStats& k : r.pod) {
+    out += fmt::format("{:<60} {:>6} {:>8} {:>10.3f} {:>10.1f} {:>7.2f}\n", Truncate(k.name, 60),
+                       k.kernel_class.substr(0, 6), k.count, Ms(k.total_ns), k.mean_ns() / 1e3, 100 * k.share);
+  }
+}
+
+void Temporal(std::string& out, const TemporalReport& r) {
+  out += fmt::format("== temporal ({} window; ms)\n", r.window == WindowMode::kHta ? "HTA" : "steps");
+  out += fmt::format("{:>5} {:>12} {:>10} {:>10} {:>12} {:>9}\n", "rank", "kernel_time", "idle", "compute",
+                     "non_compute", "overlap%");
+  for (const WorkerTemporal& t : r.workers) {
+    out += fmt::format("{:>5} {:>12.3f} {:>10.3f} {:>10.3f} {:>12.3f} {:>9.2f}\n", t.rank, Ms(t.kernel_time_ns),
+                       Ms(t.idle_ns), Ms(t.compute_ns), Ms(t.non_compute_ns), t.overlap_pct);
+  }
+}
+
+}  // namespace
+
+std::string RenderTables(const common::CaptureView& capture, const AnalysisRequest& request,
+                         const AnalysisResults& results) {
+  std::string out;
+  for (const std::string& name : request.reports) {
+    if (!out.empty()) out += '\n';
+    if (name == "steps") Steps(out, *results.breakdown);
+    if (name == "overlap") Overlap(out, *results.breakdown);
+    if (name == "communication") Communication(out, *results.communication);
+    if (name == "stragglers") Stragglers(out, *results.stragglers);
+    if (name == "allreduce") Bandwidth(out, *results.bandwidth);
+    if (name == "pod") Pod(out, *results.pod);
+    if (name == "kernels") Kernels(out, *results.kernels);
+    if (name == "temporal") Temporal(out, *results.temporal);
+  }
+  return out;
+}
+
+}  // namespace podscope::coordinator
