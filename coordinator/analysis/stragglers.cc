@@ -37,18 +37,46 @@ MeanBreakdown MeanOf(const WorkerBreakdown& b) {
   if (b.steps.empty()) return m;
   for (const StepBreakdown& s : b.steps) {
     m.compute += static_cast<double>(s.compute_ns + s.overlap_ns);
-    m.input += static_cast<double>(s.idle_input_ns);
-    m.launch += static_cast<double>(s.idle_launch_ns);
-    m.host += static_cast<double>(s.idle_host_ns);
     m.step += static_cast<double>(s.span_ns);
   }
   const double n = static_cast<double>(b.steps.size());
   m.compute /= n;
-  m.input /= n;
-  m.launch /= n;
-  m.host /= n;
   m.step /= n;
   return m;
+}
+
+// Host-side time per step, averaged over the worker's steps: input (dataloader spans), launch
+// (CUDA calls that launch work; synchronisation calls are waiting, not work) and other host
+// work (operator spans minus the two). Measured over the host step, since input-bound time
+// usually lies before the step's first device activity.
+void AddHostProfile(const common::WorkerTrace& w, const WorkerSteps& steps, MeanBreakdown* m) {
+  if (steps.steps.empty()) return;
+  IntervalSet input, launch, ops;
+  for (size_t i = 0; i < w.host_spans.size(); ++i) {
+    const common::HostSpanCategory c = w.host_spans.category[i];
+    if (c == common::HostSpanCategory::kInput) input.push_back({w.host_spans.start[i], w.host_spans.end[i]});
+    if (c == common::HostSpanCategory::kOp || c == common::HostSpanCategory::kOptimizer ||
+        c == common::HostSpanCategory::kPython) {
+      ops.push_back({w.host_spans.start[i], w.host_spans.end[i]});
+    }
+  }
+  for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
+    if (w.runtime_calls.correlation[i] >= 0) launch.push_back({w.runtime_calls.start[i], w.runtime_calls.end[i]});
+  }
+  Normalize(&input);
+  Normalize(&launch);
+  Normalize(&ops);
+  const IntervalSet other = Subtract(Subtract(ops, input), launch);
+  double in = 0, la = 0, ho = 0;
+  for (const StepSpan& s : steps.steps) {
+    in += static_cast<double>(TotalLength(Clip(input, s.host.start, s.host.end)));
+    la += static_cast<double>(TotalLength(Clip(launch, s.host.start, s.host.end)));
+    ho += static_cast<double>(TotalLength(Clip(other, s.host.start, s.host.end)));
+  }
+  const double n = static_cast<double>(steps.steps.size());
+  m->input = in / n;
+  m->launch = la / n;
+  m->host = ho / n;
 }
 
 }  // namespace
@@ -105,6 +133,7 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
   std::vector<double> compute(n), step_sum(n);
   for (size_t w = 0; w < n && w < breakdown.size(); ++w) {
     mean[w] = MeanOf(breakdown[w]);
+    AddHostProfile(capture.worker(w), steps[w], &mean[w]);
     compute[w] = mean[w].compute;
     for (const StepBreakdown& s : breakdown[w].steps) step_sum[w] += static_cast<double>(s.span_ns);
     report.workers[w].mean_step_ns = static_cast<TimeNs>(mean[w].step);

@@ -1,0 +1,78 @@
+// A simulated data-parallel training job: N ranks x S steps with a dataloader, forward and
+// backward kernels, bucketed gradient AllReduce overlapping backward, and an optimizer.
+// Collectives are causal: a collective's transfer starts only when the last rank arrives, so
+// waiting emerges from the model. Per-rank slowdowns make stragglers; per-host clock offsets
+// and drift put each rank's events in its own clock. Deterministic for a seed.
+//
+// Used by tests and benchmarks now, and by the agent's simulated ranks later.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/capture.h"
+
+namespace podscope::agent::sim {
+
+using common::TimeNs;
+
+enum class SlowdownKind : uint8_t { kCompute, kInput, kLaunch };
+std::string_view SlowdownKindName(SlowdownKind kind);
+
+// "RANK:FACTOR[:compute|input|launch]", e.g. "5:1.05" (5% slower compute) or "3:4:input".
+struct Slowdown {
+  int32_t rank = 0;
+  double factor = 1.0;
+  SlowdownKind kind = SlowdownKind::kCompute;
+};
+absl::StatusOr<Slowdown> ParseSlowdown(std::string_view spec);
+
+struct WorkloadOptions {
+  int32_t ranks = 8;
+  int32_t steps = 10;
+  uint64_t seed = 1;
+  int32_t ranks_per_host = 8;
+  std::string job = "sim";
+  // Model and network.
+  int64_t params = 1'000'000'000;
+  int32_t bytes_per_param = 2;
+  int32_t buckets = 8;
+  double link_gbps = 800;  // per-rank bus bandwidth, Gbit/s
+  TimeNs collective_latency_ns = 30'000;
+  // Per step work on every rank.
+  int32_t forward_kernels = 60, backward_kernels = 120, optimizer_kernels = 20;
+  TimeNs forward_ns = 30'000'000, backward_ns = 60'000'000, optimizer_ns = 4'000'000;
+  TimeNs dataloader_ns = 3'000'000;
+  TimeNs launch_ns = 4'000;
+  double jitter = 0.02;  // relative standard deviation of kernel and dataloader times
+  std::vector<Slowdown> slowdowns;
+  // Clocks: each host's offset is uniform in +-clock_offset_ms, its drift in +-drift_ppm.
+  double clock_offset_ms = 0;
+  double drift_ppm = 0;
+  TimeNs epoch_ns = 1'700'000'000'000'000'000;
+};
+
+// What really happened in one collective (true time).
+struct CollectiveTruth {
+  int64_t step = 0;
+  int32_t bucket = 0;
+  std::vector<TimeNs> arrival;  // per rank
+  std::vector<TimeNs> wait;     // per rank: last arrival - own arrival
+  TimeNs transfer_ns = 0;       // the same on every rank
+};
+
+struct Workload {
+  common::Capture capture;  // one worker per rank, events in that rank's own clock
+  // The exact local -> true mapping of each rank (what a perfect clock sync would fit).
+  std::vector<common::ClockModel> true_clocks;
+  std::vector<CollectiveTruth> truth;
+};
+
+absl::Status ValidateOptions(const WorkloadOptions& options);
+// Options must be valid. Pure; any thread.
+Workload SimulateJob(const WorkloadOptions& options);
+
+}  // namespace podscope::agent::sim

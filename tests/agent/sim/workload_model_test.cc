@@ -1,0 +1,152 @@
+// The simulated job, and the analyses run against its ground truth: injected stragglers are
+// found, clean jobs name nobody, measured wait/transfer match the model.
+#include "agent/sim/workload_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "coordinator/analysis/analysis_run.h"
+
+namespace podscope::agent::sim {
+namespace {
+
+using coordinator::analysis::AnalysisRequest;
+using coordinator::analysis::AnalysisResults;
+
+// Applies the perfect clock models, as an agent's clock sync would.
+void AlignClocks(Workload& job) {
+  for (size_t r = 0; r < job.capture.workers.size(); ++r) job.capture.workers[r].clock = job.true_clocks[r];
+}
+
+AnalysisResults Analyze(const Workload& job, std::vector<std::string> reports) {
+  AnalysisRequest request;
+  request.reports = std::move(reports);
+  EXPECT_TRUE(coordinator::analysis::ValidateRequest(&request).ok());
+  return coordinator::analysis::RunAnalyses(common::CaptureView(job.capture), request);
+}
+
+WorkloadOptions Small(int32_t ranks, uint64_t seed) {
+  WorkloadOptions o;
+  o.ranks = ranks;
+  o.steps = 4;
+  o.seed = seed;
+  o.forward_kernels = 20;
+  o.backward_kernels = 40;
+  o.optimizer_kernels = 5;
+  o.buckets = 4;
+  o.clock_offset_ms = 50;
+  o.drift_ppm = 20;
+  return o;
+}
+
+TEST(SlowdownTest, Parses) {
+  EXPECT_EQ(ParseSlowdown("5:1.05")->rank, 5);
+  EXPECT_DOUBLE_EQ(ParseSlowdown("5:1.05")->factor, 1.05);
+  EXPECT_EQ(ParseSlowdown("3:4:input")->kind, SlowdownKind::kInput);
+  EXPECT_EQ(ParseSlowdown("3:4:launch")->kind, SlowdownKind::kLaunch);
+  for (const char* bad : {"5", "x:1.1", "1:0.5", "1:abc", "1:2:disk", "-1:2"}) {
+    EXPECT_FALSE(ParseSlowdown(bad).ok()) << bad;
+  }
+}
+
+TEST(WorkloadModelTest, DeterministicForASeed) {
+  const Workload a = SimulateJob(Small(8, 42));
+  const Workload b = SimulateJob(Small(8, 42));
+  const Workload c = SimulateJob(Small(8, 43));
+  ASSERT_EQ(a.capture.workers.size(), 8u);
+  EXPECT_EQ(a.capture.workers[3].kernels.start, b.capture.workers[3].kernels.start);
+  EXPECT_EQ(a.capture.workers[3].kernels.end, b.capture.workers[3].kernels.end);
+  EXPECT_NE(a.capture.workers[3].kernels.end, c.capture.workers[3].kernels.end);
+  EXPECT_TRUE(a.capture.workers[3].Validate().ok());
+  EXPECT_EQ(a.capture.workers[0].steps.size(), 4u);
+  EXPECT_EQ(a.capture.workers[0].collectives.size(), 16u);
+}
+
+TEST(WorkloadModelTest, CollectivesAreCausal) {
+  const Workload job = SimulateJob(Small(8, 7));
+  for (const CollectiveTruth& t : job.truth) {
+    TimeNs last = INT64_MIN;
+    for (TimeNs a : t.arrival) last = std::max(last, a);
+    for (size_t r = 0; r < t.arrival.size(); ++r) EXPECT_EQ(t.wait[r], last - t.arrival[r]);
+    EXPECT_EQ(*std::min_element(t.wait.begin(), t.wait.end()), 0);
+  }
+}
+
+TEST(WorkloadModelTest, MeasuredWaitAndTransferMatchTheModelWithin1Percent) {
+  WorkloadOptions o = Small(16, 3);
+  o.slowdowns.push_back({5, 1.05, SlowdownKind::kCompute});
+  Workload job = SimulateJob(o);
+  AlignClocks(job);
+  const AnalysisResults r = Analyze(job, {"communication"});
+  ASSERT_TRUE(r.communication->aligned);
+  std::vector<TimeNs> truth_wait(16, 0), truth_transfer(16, 0);
+  for (const CollectiveTruth& t : job.truth) {
+    for (int rank = 0; rank < 16; ++rank) {
+      truth_wait[rank] += t.wait[rank];
+      truth_transfer[rank] += t.transfer_ns;
+    }
+  }
+  for (int rank = 0; rank < 16; ++rank) {
+    const auto& measured = r.communication->workers[rank];
+    EXPECT_NEAR(measured.transfer_ns, truth_transfer[rank], truth_transfer[rank] * 0.01) << rank;
+    // Drift makes the aligned clock off by well under a microsecond per collective.
+    EXPECT_NEAR(measured.wait_ns, truth_wait[rank], std::max<double>(truth_wait[rank] * 0.01, 20'000)) << rank;
+  }
+}
+
+void ExpectStraggler(int32_t ranks, int32_t straggler, uint64_t seed, SlowdownKind kind, double factor,
+                     const std::string& category) {
+  WorkloadOptions o = Small(ranks, seed);
+  o.slowdowns.push_back({straggler, factor, kind});
+  Workload job = SimulateJob(o);
+  AlignClocks(job);
+  const AnalysisResults r = Analyze(job, {"stragglers"});
+  ASSERT_FALSE(r.stragglers->stragglers.empty()) << ranks << " ranks, seed " << seed;
+  EXPECT_EQ(r.stragglers->stragglers.size(), 1u) << ranks << " ranks, seed " << seed;
+  const auto& s = r.stragglers->stragglers[0];
+  EXPECT_EQ(s.rank, straggler) << ranks << " ranks, seed " << seed;
+  EXPECT_EQ(s.category, category) << ranks << " ranks, seed " << seed;
+  EXPECT_GT(s.caused_delay_ns, 0);
+  EXPECT_FALSE(s.steps.empty());
+}
+
+TEST(StragglerDetectionTest, FivePercentComputeStragglerFrom8To1024Ranks) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    ExpectStraggler(8, static_cast<int32_t>(seed % 8), seed, SlowdownKind::kCompute, 1.05, "compute");
+    ExpectStraggler(64, static_cast<int32_t>(seed * 3 % 64), seed, SlowdownKind::kCompute, 1.05, "compute");
+  }
+  ExpectStraggler(256, 200, 3, SlowdownKind::kCompute, 1.05, "compute");
+  ExpectStraggler(1024, 1000, 4, SlowdownKind::kCompute, 1.05, "compute");
+}
+
+TEST(StragglerDetectionTest, InputBoundStragglerIsAttributedToInput) {
+  ExpectStraggler(8, 6, 5, SlowdownKind::kInput, 4.0, "input");
+  ExpectStraggler(64, 9, 6, SlowdownKind::kInput, 4.0, "input");
+}
+
+TEST(StragglerDetectionTest, LaunchBoundStragglerIsAttributedToLaunch) {
+  // 500 x 4 us = 2 ms per launch, longer than the 1.5 ms kernels it launches: the device starves.
+  ExpectStraggler(8, 2, 7, SlowdownKind::kLaunch, 500.0, "launch");
+}
+
+TEST(StragglerDetectionTest, CleanJobsNameNobodyAcross20Seeds) {
+  {
+    Workload job = SimulateJob(Small(1024, 99));
+    AlignClocks(job);
+    EXPECT_TRUE(Analyze(job, {"stragglers"}).stragglers->stragglers.empty()) << "1024 ranks";
+  }
+  for (uint64_t seed = 100; seed < 120; ++seed) {
+    for (int32_t ranks : {8, 64, 256}) {
+      Workload job = SimulateJob(Small(ranks, seed));
+      AlignClocks(job);
+      const AnalysisResults r = Analyze(job, {"stragglers"});
+      EXPECT_TRUE(r.stragglers->stragglers.empty())
+          << ranks << " ranks, seed " << seed << ": named rank " << r.stragglers->stragglers[0].rank << " ("
+          << r.stragglers->stragglers[0].reason << ")";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace podscope::agent::sim
