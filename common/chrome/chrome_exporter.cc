@@ -56,13 +56,13 @@ class WorkerWriter {
     const KernelTable& k = w_.kernels;
     for (size_t i = 0; i < k.size(); ++i) {
       WriteKernel(i, collective_of);
-      MaybeFlow(k.correlation[i], k.start[i], StreamTrackId(k.device[i], k.stream[i]), launch_of);
+      MaybeFlow(k.correlation[i], k.start[i], DeviceTrack(k.device[i], k.stream[i]), launch_of);
       if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
     }
     const MemcpyTable& m = w_.memcpys;
     for (size_t i = 0; i < m.size(); ++i) {
       WriteMemcpy(i);
-      MaybeFlow(m.correlation[i], m.start[i], StreamTrackId(m.device[i], m.stream[i]), launch_of);
+      MaybeFlow(m.correlation[i], m.start[i], DeviceTrack(m.device[i], m.stream[i]), launch_of);
       if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
     }
     const RuntimeCallTable& r = w_.runtime_calls;
@@ -77,8 +77,9 @@ class WorkerWriter {
     const HostSpanTable& h = w_.host_spans;
     for (size_t i = 0; i < h.size(); ++i) {
       const bool on_gpu = h.category[i] == HostSpanCategory::kGpuAnnotation;
-      BeginEvent('X', HostSpanCat(h.category[i]), w_.strings.Get(h.name[i]),
-                 on_gpu ? StreamTrackId(0, h.thread[i]) : h.thread[i], h.start[i], h.end[i]);
+      BeginEventOn('X', HostSpanCat(h.category[i]), w_.strings.Get(h.name[i]),
+                   on_gpu ? DeviceTrack(0, h.thread[i]) : std::make_pair(pid_, h.thread[i]), h.start[i],
+                   h.end[i]);
       out_.Raw(",\"args\":{");
       bool first = true;
       if (on_gpu) {
@@ -93,6 +94,13 @@ class WorkerWriter {
   }
 
  private:
+  // Where a device event goes: a thread of the worker's process (merged), or Kineto's
+  // pid = device, tid = stream.
+  std::pair<int64_t, int64_t> DeviceTrack(int32_t device, int64_t stream) const {
+    if (options_.layout == ExportLayout::kKineto) return {device, stream};
+    return {pid_, StreamTrackId(device, stream)};
+  }
+
   void Separator() {
     if (events_ > 0) out_.Raw(",\n");
     ++events_;
@@ -100,18 +108,26 @@ class WorkerWriter {
 
   void BeginEvent(char ph, std::string_view cat, std::string_view name, int64_t tid, TimeNs start,
                   TimeNs end) {
+    BeginEventOn(ph, cat, name, {pid_, tid}, start, end);
+  }
+  void BeginEventOn(char ph, std::string_view cat, std::string_view name,
+                    std::pair<int64_t, int64_t> track, TimeNs start, TimeNs end) {
     Separator();
     const TimeNs a = w_.clock.ToAligned(start);
     const TimeNs b = w_.clock.ToAligned(end);
     out_.Raw("{\"ph\":\"").Char(ph).Raw("\",\"cat\":").String(cat).Raw(",\"name\":").String(name);
-    out_.Raw(",\"pid\":").Int(pid_).Raw(",\"tid\":").Int(tid).Raw(",\"ts\":").MicrosFromNanos(a);
+    out_.Raw(",\"pid\":").Int(track.first).Raw(",\"tid\":").Int(track.second).Raw(",\"ts\":").MicrosFromNanos(a);
     out_.Raw(",\"dur\":").MicrosFromNanos(b - a);
   }
 
   void Metadata(std::string_view name, int64_t tid, std::string_view key, std::string_view text,
                 int64_t number, bool is_text) {
+    MetadataOn(pid_, name, tid, key, text, number, is_text);
+  }
+  void MetadataOn(int64_t pid, std::string_view name, int64_t tid, std::string_view key,
+                  std::string_view text, int64_t number, bool is_text) {
     Separator();
-    out_.Raw("{\"ph\":\"M\",\"name\":").String(name).Raw(",\"pid\":").Int(pid_);
+    out_.Raw("{\"ph\":\"M\",\"name\":").String(name).Raw(",\"pid\":").Int(pid);
     out_.Raw(",\"tid\":").Int(tid).Raw(",\"args\":{").Key(key);
     if (is_text) {
       out_.String(text);
@@ -122,7 +138,8 @@ class WorkerWriter {
   }
 
   void WriteMetadata() {
-    Metadata("process_name", 0, "name", w_.info.DisplayName(), 0, true);
+    Metadata("process_name", 0, "name",
+             options_.layout == ExportLayout::kKineto ? w_.info.process_name : w_.info.DisplayName(), 0, true);
     Metadata("process_sort_index", 0, "sort_index", {}, w_.info.rank, false);
     std::set<int64_t> threads;
     for (int64_t t : w_.runtime_calls.thread) threads.insert(t);
@@ -144,18 +161,27 @@ class WorkerWriter {
     for (size_t i = 0; i < w_.host_spans.size(); ++i) {
       if (w_.host_spans.category[i] == HostSpanCategory::kGpuAnnotation) streams.emplace(0, w_.host_spans.thread[i]);
     }
+    std::set<int32_t> devices;
+    for (const auto& [device, stream] : streams) devices.insert(device);
+    if (options_.layout == ExportLayout::kKineto) {
+      for (int32_t device : devices) {
+        MetadataOn(device, "process_name", 0, "name", w_.info.process_name, 0, true);
+        MetadataOn(device, "process_labels", 0, "labels", StrCat("GPU ", device), 0, true);
+        MetadataOn(device, "process_sort_index", 0, "sort_index", {}, 0x1000000 + device, false);
+      }
+    }
     for (const auto& [device, stream] : streams) {
-      const int64_t tid = StreamTrackId(device, stream);
-      Metadata("thread_name", tid, "name", StrCat("GPU ", device, " stream ", stream), 0, true);
-      Metadata("thread_sort_index", tid, "sort_index", {}, sort++, false);
+      const auto [pid, tid] = DeviceTrack(device, stream);
+      MetadataOn(pid, "thread_name", tid, "name", StrCat("GPU ", device, " stream ", stream), 0, true);
+      MetadataOn(pid, "thread_sort_index", tid, "sort_index", {}, sort++, false);
     }
   }
 
   void WriteKernel(size_t i, const absl::flat_hash_map<int64_t, size_t>& collective_of) {
     const KernelTable& k = w_.kernels;
     const std::string_view cat = k.kernel_class[i] == KernelClass::kSync ? "cuda_sync" : "kernel";
-    BeginEvent('X', cat, w_.strings.Get(k.name[i]), StreamTrackId(k.device[i], k.stream[i]),
-               k.start[i], k.end[i]);
+    BeginEventOn('X', cat, w_.strings.Get(k.name[i]), DeviceTrack(k.device[i], k.stream[i]),
+                 k.start[i], k.end[i]);
     out_.Raw(",\"args\":{\"device\":").Int(k.device[i]).Raw(",\"stream\":").Int(k.stream[i]);
     out_.Raw(",\"correlation\":").Int(k.correlation[i]);
     if (k.kernel_class[i] != KernelClass::kSync) {
@@ -187,13 +213,13 @@ class WorkerWriter {
   void WriteMemcpy(size_t i) {
     const MemcpyTable& m = w_.memcpys;
     const bool memset = m.kind[i] == MemcpyKind::kMemset;
-    BeginEvent('X', memset ? "gpu_memset" : "gpu_memcpy", w_.strings.Get(m.name[i]),
-               StreamTrackId(m.device[i], m.stream[i]), m.start[i], m.end[i]);
+    BeginEventOn('X', memset ? "gpu_memset" : "gpu_memcpy", w_.strings.Get(m.name[i]),
+                 DeviceTrack(m.device[i], m.stream[i]), m.start[i], m.end[i]);
     out_.Raw(",\"args\":{\"device\":").Int(m.device[i]).Raw(",\"stream\":").Int(m.stream[i]);
     out_.Raw(",\"correlation\":").Int(m.correlation[i]).Raw(",\"bytes\":").Int(m.bytes[i]).Raw("}}");
   }
 
-  void MaybeFlow(int64_t correlation, TimeNs device_start, int64_t device_tid,
+  void MaybeFlow(int64_t correlation, TimeNs device_start, std::pair<int64_t, int64_t> device_track,
                  const absl::flat_hash_map<int64_t, size_t>& launch_of) {
     if (!options_.flows || correlation < 0) return;
     auto it = launch_of.find(correlation);
@@ -206,7 +232,7 @@ class WorkerWriter {
     out_.Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(r.start[it->second])).Char('}');
     Separator();
     out_.Raw("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":").Uint(id);
-    out_.Raw(",\"pid\":").Int(pid_).Raw(",\"tid\":").Int(device_tid);
+    out_.Raw(",\"pid\":").Int(device_track.first).Raw(",\"tid\":").Int(device_track.second);
     out_.Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(device_start)).Char('}');
   }
 
@@ -236,25 +262,44 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     out.Clear();
     return status;
   };
-  // Worker descriptions come first so an importer can route events by pid in one pass.
-  out.Raw("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"podscope\":{\"format\":1,\"workers\":[");
-  for (size_t i = 0; i < capture.size(); ++i) {
-    const WorkerInfo& info = capture.worker(i).info;
-    const ClockModel& clock = capture.worker(i).clock;
-    if (i > 0) out.Char(',');
-    out.Raw("{\"pid\":").Int(static_cast<int64_t>(i) + 1).Raw(",\"rank\":").Int(info.rank);
-    out.Raw(",\"world_size\":").Int(info.world_size).Raw(",\"host\":").String(info.host);
-    out.Raw(",\"job\":").String(info.job).Raw(",\"process_name\":").String(info.process_name);
-    out.Raw(",\"original_pid\":").Int(info.pid).Raw(",\"backend\":").String(info.backend);
-    out.Raw(",\"clock\":{\"offset_ns\":").Int(clock.offset_ns).Raw(",\"drift_ppb\":").Int(clock.drift_ppb);
-    out.Raw(",\"error_bound_ns\":").Int(clock.error_bound_ns).Raw(",\"source\":").String(ClockSourceName(clock.source));
-    out.Raw("}}");
+  if (options.layout == ExportLayout::kKineto) {
+    if (capture.size() != 1) {
+      return absl::InvalidArgumentError(
+          StrCat("the Kineto layout holds exactly one worker, not ", capture.size()));
+    }
+    const WorkerInfo& info = capture.worker(0).info;
+    out.Raw("{\"schemaVersion\":1,\"distributedInfo\":{\"backend\":").String(info.backend);
+    out.Raw(",\"rank\":").Int(info.rank).Raw(",\"world_size\":").Int(info.world_size).Raw("}");
+    out.Raw(",\"deviceProperties\":[");
+    for (size_t d = 0; d < info.devices.size(); ++d) {
+      const DeviceInfo& dev = info.devices[d];
+      out.Raw(d ? "," : "").Raw("{\"id\":").Int(dev.id).Raw(",\"name\":").String(dev.name);
+      out.Raw(",\"totalGlobalMem\":").Int(dev.total_memory_bytes).Raw(",\"computeMajor\":").Int(dev.compute_major);
+      out.Raw(",\"computeMinor\":").Int(dev.compute_minor).Raw(",\"numSms\":").Int(dev.sm_count).Char('}');
+    }
+    out.Raw("],\"traceEvents\":[\n");
+  } else {
+    // Worker descriptions come first so an importer can route events by pid in one pass.
+    out.Raw("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"podscope\":{\"format\":1,\"workers\":[");
+    for (size_t i = 0; i < capture.size(); ++i) {
+      const WorkerInfo& info = capture.worker(i).info;
+      const ClockModel& clock = capture.worker(i).clock;
+      if (i > 0) out.Char(',');
+      out.Raw("{\"pid\":").Int(static_cast<int64_t>(i) + 1).Raw(",\"rank\":").Int(info.rank);
+      out.Raw(",\"world_size\":").Int(info.world_size).Raw(",\"host\":").String(info.host);
+      out.Raw(",\"job\":").String(info.job).Raw(",\"process_name\":").String(info.process_name);
+      out.Raw(",\"original_pid\":").Int(info.pid).Raw(",\"backend\":").String(info.backend);
+      out.Raw(",\"clock\":{\"offset_ns\":").Int(clock.offset_ns).Raw(",\"drift_ppb\":").Int(clock.drift_ppb);
+      out.Raw(",\"error_bound_ns\":").Int(clock.error_bound_ns).Raw(",\"source\":").String(ClockSourceName(clock.source));
+      out.Raw("}}");
+    }
+    out.Raw("]},\"traceEvents\":[\n");
   }
-  out.Raw("]},\"traceEvents\":[\n");
   uint64_t next_flow_id = 0;
   for (size_t i = 0; i < capture.size(); ++i) {
-    WorkerWriter writer(capture.worker(i), static_cast<int64_t>(i) + 1, options, &out, &stats.events,
-                        &next_flow_id);
+    const int64_t pid = options.layout == ExportLayout::kKineto ? capture.worker(i).info.pid
+                                                                : static_cast<int64_t>(i) + 1;
+    WorkerWriter writer(capture.worker(i), pid, options, &out, &stats.events, &next_flow_id);
     RETURN_IF_ERROR(writer.Write(flush));
     if (progress) progress(i + 1);
   }

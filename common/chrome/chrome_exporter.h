@@ -14,8 +14,15 @@
 
 namespace podscope::common {
 
+enum class ExportLayout : uint8_t {
+  kMerged,  // many workers in one file: a process per worker, podscope metadata first
+  kKineto,  // one worker as the PyTorch profiler writes it: host pid, GPU pid = device,
+            // tid = stream, distributedInfo (what `podscope simulate` writes)
+};
+
 struct ExportOptions {
   bool flows = true;  // launch -> kernel / copy arrows
+  ExportLayout layout = ExportLayout::kMerged;
 };
 
 struct ExportStats {
@@ -27,7 +34,8 @@ struct ExportStats {
 inline constexpr int64_t kStreamTrackBase = int64_t{1} << 30;
 int64_t StreamTrackId(int32_t device, int64_t stream);
 
-// Streams the JSON to `sink` in pieces of about 1 MiB. `progress` (optional) is called after
+// Streams the JSON to `sink` in pieces of about 1 MiB. The Kineto layout takes exactly one
+// worker (InvalidArgument otherwise). `progress` (optional) is called after
 // each worker with the number of workers written. Runs on the calling thread.
 absl::StatusOr<ExportStats> WriteChromeTrace(
     const CaptureView& capture, const ExportOptions& options,

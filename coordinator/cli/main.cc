@@ -6,6 +6,7 @@
 #include "coordinator/cli/analyze_command.h"
 #include "coordinator/cli/export_command.h"
 #include "coordinator/cli/inspect_command.h"
+#include "coordinator/cli/simulate_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"podscope: distributed profiler for multi-GPU, multi-node training"};
@@ -14,14 +15,17 @@ int main(int argc, char** argv) {
 
   podscope::coordinator::AnalyzeCommandOptions analyze;
   podscope::coordinator::InspectCommandOptions inspect;
+  podscope::coordinator::SimulateCommandOptions simulate;
   podscope::coordinator::ExportCommandOptions export_options;
   CLI::App* analyze_cmd = podscope::coordinator::AddAnalyzeCommand(app, analyze);
   CLI::App* inspect_cmd = podscope::coordinator::AddInspectCommand(app, inspect);
   CLI::App* export_cmd = podscope::coordinator::AddExportCommand(app, export_options);
+  CLI::App* simulate_cmd = podscope::coordinator::AddSimulateCommand(app, simulate);
 
   CLI11_PARSE(app, argc, argv);
   if (analyze_cmd->parsed()) return podscope::coordinator::RunAnalyzeCommand(analyze);
   if (inspect_cmd->parsed()) return podscope::coordinator::RunInspectCommand(inspect);
+  if (simulate_cmd->parsed()) return podscope::coordinator::RunSimulateCommand(simulate);
   if (export_cmd->parsed()) return podscope::coordinator::RunExportCommand(export_options);
   return 2;
 }

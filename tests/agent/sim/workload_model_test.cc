@@ -6,7 +6,11 @@
 
 #include <cmath>
 
+#include "common/chrome/chrome_exporter.h"
+#include "common/file_io.h"
+#include "common/kineto/kineto_importer.h"
 #include "coordinator/analysis/analysis_run.h"
+#include "tests/common/sample_trace.h"
 
 namespace podscope::agent::sim {
 namespace {
@@ -61,6 +65,30 @@ TEST(WorkloadModelTest, DeterministicForASeed) {
   EXPECT_TRUE(a.capture.workers[3].Validate().ok());
   EXPECT_EQ(a.capture.workers[0].steps.size(), 4u);
   EXPECT_EQ(a.capture.workers[0].collectives.size(), 16u);
+}
+
+TEST(WorkloadModelTest, RoundTripsThroughKinetoFiles) {
+  const Workload job = SimulateJob(Small(4, 11));
+  for (const common::WorkerTrace& w : job.capture.workers) {
+    std::string json;
+    common::ExportOptions options;
+    options.layout = common::ExportLayout::kKineto;
+    ASSERT_TRUE(common::WriteChromeTrace(common::CaptureView(std::vector<const common::WorkerTrace*>{&w}), options,
+                                         [&json](std::string_view piece) {
+                                           json.append(piece);
+                                           return absl::OkStatus();
+                                         })
+                    .ok());
+    json.reserve(json.size() + common::kReadPadding);
+    common::KinetoImporter importer;
+    absl::StatusOr<common::ImportResult> again = importer.ImportJson("rank.json", json);
+    ASSERT_TRUE(again.ok()) << again.status();
+    const common::WorkerTrace& b = again->workers.at(0);
+    EXPECT_EQ(b.info.rank, w.info.rank);
+    EXPECT_EQ(b.info.world_size, w.info.world_size);
+    EXPECT_EQ(b.info.pid, w.info.pid);
+    podscope::testing::ExpectSameEvents(w, b);
+  }
 }
 
 TEST(WorkloadModelTest, CollectivesAreCausal) {

@@ -125,3 +125,23 @@ TEST(CliAnalyzeTest, TablesAndBadOptions) {
 
 }  // namespace
 }  // namespace podscope::coordinator
+
+namespace podscope::coordinator {
+namespace {
+
+TEST(CliSimulateTest, SimulatedStragglerIsNamedByAnalyze) {
+  ScratchDir dir;
+  RunResult sim = RunCli("simulate --ranks 8 --steps 4 --seed 9 --straggler 5:1.05 -o " + dir.File("job"));
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_NE(sim.output.find("stragglers injected: rank 5 compute x1.05"), std::string::npos) << sim.output;
+  RunResult r = RunCli("analyze --report stragglers --format json --clocks aligned " + dir.File("job"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(R"({"stragglers":[{"rank":5,"host":"")"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(R"("category":"compute","reason":"caused_delay")"), std::string::npos) << r.output;
+  RunResult bad = RunCli("simulate --ranks 4 --straggler 9:1.1 -o " + dir.File("x"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("straggler rank 9 is not below --ranks 4"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace podscope::coordinator
