@@ -3,8 +3,14 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
+#include <utility>
 #include <vector>
+
+#include "common/status_macros.h"
 
 #include "common/str_util.h"
 
@@ -106,17 +112,50 @@ bool LooksGzipped(std::string_view bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std::string* out) {
+ByteBuffer::~ByteBuffer() { std::free(data_); }
+
+ByteBuffer::ByteBuffer(ByteBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)) {}
+
+ByteBuffer& ByteBuffer::operator=(ByteBuffer&& other) noexcept {
+  if (this != &other) {
+    std::free(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+  }
+  return *this;
+}
+
+void ByteBuffer::Resize(size_t size) {
+  if (size > capacity_ || data_ == nullptr) {
+    const size_t capacity = std::max(size, capacity_ + capacity_ / 2);
+    char* grown = static_cast<char*>(std::realloc(data_, capacity + kReadPadding));
+    if (grown == nullptr) throw std::bad_alloc();
+    data_ = grown;
+    capacity_ = capacity;
+  }
+  size_ = size;
+  std::memset(data_ + size_, 0, kReadPadding);
+}
+
+absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, ByteBuffer* out) {
   z_stream stream;
   std::memset(&stream, 0, sizeof(stream));
   if (inflateInit2(&stream, 15 + 32) != Z_OK) return absl::InternalError("zlib inflateInit2 failed");
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
   stream.avail_in = static_cast<uInt>(compressed.size());
-  out->clear();
-  // Start at 8x the compressed size (typical for JSON traces) and grow geometrically.
-  size_t capacity = std::min<uint64_t>(std::max<size_t>(compressed.size() * 8, 1 << 16),
-                                       max_output_bytes + 1);
-  out->resize(capacity);
+  // The gzip trailer's ISIZE is the uncompressed size mod 2^32 (of the last member): a good
+  // first guess that usually makes this a single allocation.
+  size_t guess = std::max<size_t>(compressed.size() * 4, 1 << 16);
+  if (compressed.size() >= 18) {
+    const auto* tail = reinterpret_cast<const unsigned char*>(compressed.data() + compressed.size() - 4);
+    const uint32_t isize = tail[0] | (tail[1] << 8) | (tail[2] << 16) | (static_cast<uint32_t>(tail[3]) << 24);
+    if (isize >= compressed.size() / 2) guess = isize + 1;
+  }
+  out->Resize(std::min<uint64_t>(guess, max_output_bytes + 1));
   size_t produced = 0;
   absl::Status status;
   while (true) {
@@ -126,7 +165,7 @@ absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std:
             "decompressed size exceeds the limit of ", max_output_bytes, " bytes"));
         break;
       }
-      out->resize(std::min<uint64_t>(out->size() * 2, max_output_bytes + 1));
+      out->Resize(std::min<uint64_t>(out->size() * 2, max_output_bytes + 1));
     }
     stream.next_out = reinterpret_cast<Bytef*>(out->data() + produced);
     stream.avail_out = static_cast<uInt>(std::min<size_t>(out->size() - produced, 1u << 30));
@@ -156,11 +195,21 @@ absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std:
   }
   inflateEnd(&stream);
   if (!status.ok()) return status;
-  out->resize(produced);
+  out->Resize(produced);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path, const ReadLimits& limits) {
+absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std::string* out) {
+  ByteBuffer buffer;
+  absl::Status status = Gunzip(compressed, max_output_bytes, &buffer);
+  if (status.ok()) out->assign(buffer.data(), buffer.size());
+  return status;
+}
+
+namespace {
+
+// Reads the whole file into `out`.
+absl::Status ReadRaw(const std::string& path, const ReadLimits& limits, ByteBuffer* out) {
   FilePtr file(std::fopen(path.c_str(), "rb"));
   if (file == nullptr) {
     return absl::NotFoundError(StrCat("cannot open ", path, ": ", ErrnoText()));
@@ -175,24 +224,43 @@ absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path, const Rea
                                                      limits.max_file_bytes, " bytes"));
   }
   std::rewind(file.get());
-  std::string raw;
-  raw.reserve(static_cast<size_t>(size) + kReadPadding);
-  raw.resize(static_cast<size_t>(size));
-  if (size > 0 && std::fread(raw.data(), 1, raw.size(), file.get()) != raw.size()) {
+  out->Resize(static_cast<size_t>(size));
+  if (size > 0 && std::fread(out->data(), 1, out->size(), file.get()) != out->size()) {
     return absl::DataLossError(StrCat("reading ", path, ": ", ErrnoText()));
   }
-  if (!LooksGzipped(raw)) {
-    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+  return absl::OkStatus();
+}
+
+bool HasGzName(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+}
+
+}  // namespace
+
+absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, ByteBuffer* out) {
+  // Reads into `out` first; a gzip file is then inflated from a temporary copy of the
+  // compressed bytes (far smaller than the output).
+  RETURN_IF_ERROR(ReadRaw(path, limits, out));
+  if (!LooksGzipped(out->view())) {
+    if (HasGzName(path)) {
       return absl::InvalidArgumentError(
           StrCat(path, ": named .gz but is not gzip data (no gzip magic at offset 0)"));
     }
-    return raw;
+    return absl::OkStatus();
   }
-  std::string plain;
-  absl::Status status = Gunzip(raw, limits.max_decompressed_bytes, &plain);
+  const std::string compressed(out->view());
+  absl::Status status = Gunzip(compressed, limits.max_decompressed_bytes, out);
   if (!status.ok()) return absl::Status(status.code(), StrCat(path, ": ", status.message()));
-  plain.reserve(plain.size() + kReadPadding);
-  return plain;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path, const ReadLimits& limits) {
+  ByteBuffer buffer;
+  RETURN_IF_ERROR(ReadFileInto(path, limits, &buffer));
+  std::string out;
+  out.reserve(buffer.size() + kReadPadding);
+  out.assign(buffer.data(), buffer.size());
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path, bool gzip) {

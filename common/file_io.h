@@ -23,6 +23,39 @@ struct ReadLimits {
 
 bool LooksGzipped(std::string_view bytes);
 
+// A growable byte buffer for large inputs: growth does not zero-fill (realloc, which moves
+// big blocks by remapping rather than copying), and kReadPadding zeroed bytes always follow
+// the contents. Reused across files, it also avoids faulting fresh pages in for every file.
+// Move-only; not thread-safe.
+class ByteBuffer {
+ public:
+  ByteBuffer() = default;
+  ~ByteBuffer();
+  ByteBuffer(ByteBuffer&& other) noexcept;
+  ByteBuffer& operator=(ByteBuffer&& other) noexcept;
+  ByteBuffer(const ByteBuffer&) = delete;
+  ByteBuffer& operator=(const ByteBuffer&) = delete;
+
+  char* data() { return data_; }
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }  // usable bytes, padding excluded
+  std::string_view view() const { return {data_, size_}; }
+  // Sets the size; new bytes are uninitialised. Grows geometrically.
+  void Resize(size_t size);
+  void Clear() { Resize(0); }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+// Reads `path` whole into `out` (reusing its memory); gunzips when it starts with the gzip
+// magic. Errors name the file and the reason.
+absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, ByteBuffer* out);
+absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, ByteBuffer* out);
+
 // Reads `path` whole; gunzips it when it starts with the gzip magic. The result has at least
 // kReadPadding bytes of spare capacity after size(). Errors name the file and the reason.
 absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path,

@@ -34,9 +34,14 @@ class KinetoImporter::Impl {
       padded = json;
       return Import(source, padded);
     }
+    return ImportPadded(source, json);
+  }
+
+  // `json` must be followed by SIMDJSON_PADDING readable bytes.
+  absl::StatusOr<ImportResult> ImportPadded(std::string_view source, std::string_view json) {
     Reset(source, json);
     absl::Status status = ParseDocument(
-        simdjson::padded_string_view(json.data(), json.size(), json.capacity()));
+        simdjson::padded_string_view(json.data(), json.size(), json.size() + simdjson::SIMDJSON_PADDING));
     if (!status.ok()) {
       result_ = ImportResult{};
       builders_.clear();
@@ -49,8 +54,14 @@ class KinetoImporter::Impl {
     return std::move(result_);
   }
 
+  absl::StatusOr<ImportResult> ImportFile(const std::string& path) {
+    RETURN_IF_ERROR(ReadFileInto(path, options_.read, &file_buffer_));
+    static_assert(kReadPadding >= simdjson::SIMDJSON_PADDING);
+    return ImportPadded(path, file_buffer_.view());
+  }
+
  private:
-  void Reset(std::string_view source, const std::string& json) {
+  void Reset(std::string_view source, std::string_view json) {
     source_ = source;
     base_ = json.data();
     size_ = json.size();
@@ -637,6 +648,7 @@ class KinetoImporter::Impl {
   absl::flat_hash_map<int64_t, size_t> pid_to_worker_;
   ImportResult result_;
   std::vector<TraceBuilder> builders_;
+  ByteBuffer file_buffer_;  // reused across files: large inputs fault their pages in once
 };
 
 KinetoImporter::KinetoImporter(ImportOptions options)
@@ -644,8 +656,7 @@ KinetoImporter::KinetoImporter(ImportOptions options)
 KinetoImporter::~KinetoImporter() = default;
 
 absl::StatusOr<ImportResult> KinetoImporter::ImportFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string json, ReadFileMaybeGzip(path, impl_->options().read));
-  return impl_->Import(path, json);
+  return impl_->ImportFile(path);
 }
 
 absl::StatusOr<ImportResult> KinetoImporter::ImportJson(std::string_view source_name,
