@@ -11,19 +11,30 @@ namespace podscope::common {
 namespace {
 
 // Reorders every column of `table` by ascending `key` (stable), without touching a table
-// that is already sorted (the common case for agent-produced data).
+// that is already sorted (the common case for agent-produced data). The permutation is
+// applied in place, cycle by cycle, so sorting allocates no second copy of the columns.
 template <typename Table>
 void SortTableBy(Table& table, const std::vector<TimeNs>& key) {
   if (std::is_sorted(key.begin(), key.end())) return;
-  std::vector<uint32_t> order(key.size());
+  std::vector<uint32_t> order(key.size());  // order[destination] = source
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(),
                    [&key](uint32_t a, uint32_t b) { return key[a] < key[b]; });
-  table.ForEachColumn([&order](auto& column) {
-    std::remove_reference_t<decltype(column)> sorted;
-    sorted.reserve(column.size());
-    for (uint32_t i : order) sorted.push_back(column[i]);
-    column = std::move(sorted);
+  std::vector<bool> placed(order.size());
+  table.ForEachColumn([&order, &placed](auto& column) {
+    std::fill(placed.begin(), placed.end(), false);
+    for (size_t start = 0; start < order.size(); ++start) {
+      if (placed[start] || order[start] == start) continue;
+      auto carried = std::move(column[start]);
+      size_t dst = start;
+      for (size_t src = order[dst]; src != start; src = order[dst]) {
+        column[dst] = std::move(column[src]);
+        placed[dst] = true;
+        dst = src;
+      }
+      column[dst] = std::move(carried);
+      placed[dst] = true;
+    }
   });
 }
 

@@ -47,22 +47,26 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
   const bool need_breakdown = Wants(request, "steps") || Wants(request, "pod") ||
                               Wants(request, "overlap") || Wants(request, "stragglers");
   const bool need_comm = need_breakdown || Wants(request, "communication") || Wants(request, "allreduce");
+  const bool need_steps = need_breakdown || Wants(request, "allreduce") ||
+                          (Wants(request, "temporal") && request.window == WindowMode::kSteps);
+  std::vector<WorkerSteps> steps;
+  if (need_steps) steps = FindAllSteps(capture, request.steps);
   if (need_comm) results.communication = ComputeCommunication(capture, request.communication);
-  if (need_breakdown) {
-    results.breakdown = ComputeBreakdown(capture, request.steps, &*results.communication);
-  }
+  if (need_breakdown) results.breakdown = ComputeBreakdown(capture, steps, &*results.communication);
   if (Wants(request, "pod")) {
     results.pod = ComputePodView(*results.breakdown, request.first_step, request.last_step);
   }
   if (Wants(request, "stragglers")) {
-    results.stragglers = FindStragglers(capture, *results.communication, *results.breakdown, request.stragglers);
+    results.stragglers =
+        FindStragglers(capture, steps, *results.communication, *results.breakdown, request.stragglers);
   }
   if (Wants(request, "allreduce")) {
-    results.bandwidth = ComputeBandwidth(capture, *results.communication, request.bandwidth);
+    results.bandwidth = ComputeBandwidth(capture, steps, *results.communication, request.bandwidth);
   }
   if (Wants(request, "kernels")) results.kernels = ComputeTopKernels(capture, request.top_kernels);
   if (Wants(request, "temporal")) {
-    results.temporal = ComputeTemporal(capture, {.window = request.window, .steps = request.steps});
+    results.temporal = ComputeTemporal(capture, {.window = request.window, .steps = request.steps},
+                                       request.window == WindowMode::kSteps ? &steps : nullptr);
   }
   return results;
 }

@@ -1,6 +1,7 @@
 #include "coordinator/analysis/breakdown.h"
 
 #include "absl/container/flat_hash_map.h"
+#include "coordinator/analysis/parallel_for.h"
 
 namespace podscope::coordinator::analysis {
 namespace {
@@ -139,15 +140,13 @@ WorkerBreakdown ComputeWorkerBreakdown(const WorkerTrace& w, const WorkerSteps& 
 }
 
 std::vector<WorkerBreakdown> ComputeBreakdown(const common::CaptureView& capture,
-                                              const StepOptions& step_options,
+                                              const std::vector<WorkerSteps>& steps,
                                               const CommunicationReport* communication) {
-  std::vector<WorkerBreakdown> out;
-  out.reserve(capture.size());
-  for (size_t i = 0; i < capture.size(); ++i) {
-    const WorkerTrace& w = capture.worker(i);
-    out.push_back(ComputeWorkerBreakdown(w, FindSteps(w, step_options),
-                                         communication != nullptr ? &communication->wait[i] : nullptr));
-  }
+  std::vector<WorkerBreakdown> out(capture.size());
+  ParallelFor(capture.size(), [&](size_t i) {
+    out[i] = ComputeWorkerBreakdown(capture.worker(i), steps[i],
+                                    communication != nullptr ? &communication->wait[i] : nullptr);
+  });
   return out;
 }
 

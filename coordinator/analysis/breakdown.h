@@ -45,10 +45,10 @@ struct WorkerBreakdown {
   std::vector<StepBreakdown> steps;  // steps with device activity, by start
 };
 
-// `communication` supplies each collective's wait (nullptr: all communication is transfer).
-// Pure; any thread.
+// `steps` comes from FindAllSteps; `communication` supplies each collective's wait (nullptr:
+// all communication is transfer). Pure; parallel over workers.
 std::vector<WorkerBreakdown> ComputeBreakdown(const common::CaptureView& capture,
-                                              const StepOptions& step_options,
+                                              const std::vector<WorkerSteps>& steps,
                                               const CommunicationReport* communication);
 WorkerBreakdown ComputeWorkerBreakdown(const common::WorkerTrace& trace, const WorkerSteps& steps,
                                        const std::vector<TimeNs>* collective_wait);

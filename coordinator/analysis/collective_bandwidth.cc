@@ -18,13 +18,12 @@ double BusBandwidthFactor(common::CollectiveOp op, int32_t nranks) {
 }
 
 BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
+                                 const std::vector<WorkerSteps>& steps,
                                  const CommunicationReport& communication,
                                  const BandwidthOptions& options) {
   BandwidthReport report;
   report.link_gbps = options.link_gbps;
   const double link_bytes_per_s = options.link_gbps * 1e9 / 8;
-  std::vector<WorkerSteps> steps(capture.size());
-  for (size_t w = 0; w < capture.size(); ++w) steps[w] = FindSteps(capture.worker(w));
   std::map<int64_t, StepCollectiveTime> by_step;
   std::map<int64_t, double> busbw_weight;
   int32_t allreduce_ranks = 0;

@@ -9,6 +9,7 @@
 
 #include "common/capture.h"
 #include "coordinator/analysis/communication.h"
+#include "coordinator/analysis/steps.h"
 
 namespace podscope::coordinator::analysis {
 
@@ -55,6 +56,7 @@ struct BandwidthReport {
 
 // Pure; any thread.
 BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
+                                 const std::vector<WorkerSteps>& steps,
                                  const CommunicationReport& communication,
                                  const BandwidthOptions& options);
 

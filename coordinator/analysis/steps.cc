@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "absl/container/flat_hash_map.h"
+#include "coordinator/analysis/parallel_for.h"
 
 namespace podscope::coordinator::analysis {
 namespace {
@@ -164,6 +165,12 @@ WorkerSteps FindSteps(const WorkerTrace& w, const StepOptions& options) {
     if (lo[s] < hi[s]) result.steps[s].device = {lo[s], hi[s]};
   }
   return result;
+}
+
+std::vector<WorkerSteps> FindAllSteps(const common::CaptureView& capture, const StepOptions& options) {
+  std::vector<WorkerSteps> all(capture.size());
+  ParallelFor(capture.size(), [&](size_t i) { all[i] = FindSteps(capture.worker(i), options); });
+  return all;
 }
 
 }  // namespace podscope::coordinator::analysis

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/capture.h"
 #include "common/worker_trace.h"
 #include "coordinator/analysis/intervals.h"
 
@@ -37,6 +38,9 @@ struct WorkerSteps {
 
 // Pure; any thread. An invalid marker_pattern is treated as no pattern (validated by callers).
 WorkerSteps FindSteps(const common::WorkerTrace& trace, const StepOptions& options = {});
+
+// FindSteps for every worker of a capture, in parallel.
+std::vector<WorkerSteps> FindAllSteps(const common::CaptureView& capture, const StepOptions& options = {});
 
 // Launch time of every kernel / memcpy row (start of the runtime call with the same
 // correlation id), or the row's own start when its launch is not in the trace.

@@ -82,6 +82,7 @@ void AddHostProfile(const common::WorkerTrace& w, const WorkerSteps& steps, Mean
 }  // namespace
 
 StragglerReport FindStragglers(const common::CaptureView& capture,
+                               const std::vector<WorkerSteps>& steps,
                                const CommunicationReport& communication,
                                const std::vector<WorkerBreakdown>& breakdown,
                                const StragglerOptions& options) {
@@ -91,11 +92,9 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
   const size_t n = capture.size();
   report.workers.resize(n);
   std::vector<std::set<int64_t>> late_steps(n);
-  std::vector<WorkerSteps> steps(n);
   for (size_t w = 0; w < n; ++w) {
     report.workers[w].rank = capture.worker(w).info.rank;
     report.workers[w].host = capture.worker(w).info.host;
-    steps[w] = FindSteps(capture.worker(w));
   }
 
   // Caused delay: the last arriver held everyone else for (its arrival - the second last).

@@ -61,6 +61,7 @@ struct StragglerReport {
 
 // Pure; any thread.
 StragglerReport FindStragglers(const common::CaptureView& capture,
+                               const std::vector<WorkerSteps>& steps,
                                const CommunicationReport& communication,
                                const std::vector<WorkerBreakdown>& breakdown,
                                const StragglerOptions& options = {});

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "coordinator/analysis/parallel_for.h"
 
 namespace podscope::coordinator::analysis {
 namespace {
@@ -63,7 +64,8 @@ double RoundTo2(double v) { return std::round(v * 100.0) / 100.0; }
 
 }  // namespace
 
-WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions& options) {
+WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions& options,
+                                     const WorkerSteps* known_steps) {
   WorkerTemporal out;
   out.rank = w.info.rank;
   const bool hta = options.window == WindowMode::kHta;
@@ -113,7 +115,9 @@ WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions
   } else {
     // podscope's window: device activity launched inside the capture's steps (all of it when
     // there are no steps).
-    const WorkerSteps steps = FindSteps(w, options.steps);
+    WorkerSteps found;
+    if (known_steps == nullptr) found = FindSteps(w, options.steps);
+    const WorkerSteps& steps = known_steps != nullptr ? *known_steps : found;
     if (!steps.steps.empty()) {
       std::vector<DeviceEvent> kept;
       for (size_t i = 0; i < w.kernels.size(); ++i) {
@@ -179,13 +183,14 @@ WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions
   return out;
 }
 
-TemporalReport ComputeTemporal(const common::CaptureView& capture, const TemporalOptions& options) {
+TemporalReport ComputeTemporal(const common::CaptureView& capture, const TemporalOptions& options,
+                               const std::vector<WorkerSteps>* steps) {
   TemporalReport report;
   report.window = options.window;
-  report.workers.reserve(capture.size());
-  for (size_t i = 0; i < capture.size(); ++i) {
-    report.workers.push_back(ComputeWorkerTemporal(capture.worker(i), options));
-  }
+  report.workers.resize(capture.size());
+  ParallelFor(capture.size(), [&](size_t i) {
+    report.workers[i] = ComputeWorkerTemporal(capture.worker(i), options, steps != nullptr ? &(*steps)[i] : nullptr);
+  });
   return report;
 }
 

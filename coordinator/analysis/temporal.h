@@ -46,7 +46,11 @@ struct TemporalReport {
 };
 
 // Pure; any thread. Workers are processed independently.
-TemporalReport ComputeTemporal(const common::CaptureView& capture, const TemporalOptions& options);
-WorkerTemporal ComputeWorkerTemporal(const common::WorkerTrace& trace, const TemporalOptions& options);
+// `steps` (from FindAllSteps) is used by the steps window; nullptr finds them. Parallel over
+// workers.
+TemporalReport ComputeTemporal(const common::CaptureView& capture, const TemporalOptions& options,
+                               const std::vector<WorkerSteps>* steps = nullptr);
+WorkerTemporal ComputeWorkerTemporal(const common::WorkerTrace& trace, const TemporalOptions& options,
+                                     const WorkerSteps* steps = nullptr);
 
 }  // namespace podscope::coordinator::analysis

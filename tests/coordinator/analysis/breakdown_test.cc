@@ -91,7 +91,7 @@ TEST(BreakdownTest, CategoriesSumToTheSpanOnRealFixtures) {
     ASSERT_TRUE(capture.ok()) << capture.status();
     const common::CaptureView view(*capture);
     const CommunicationReport comm = ComputeCommunication(view);
-    const std::vector<WorkerBreakdown> all = ComputeBreakdown(view, {}, &comm);
+    const std::vector<WorkerBreakdown> all = ComputeBreakdown(view, FindAllSteps(view), &comm);
     size_t steps = 0;
     for (const WorkerBreakdown& w : all) {
       for (const StepBreakdown& s : w.steps) {

@@ -31,7 +31,7 @@ TEST(CollectiveBandwidthTest, HandComputedAllReduce) {
   }
   const common::CaptureView view(capture);
   const CommunicationReport comm = ComputeCommunication(view, {.clocks = ClockTrust::kAligned});
-  const BandwidthReport r = ComputeBandwidth(view, comm, {.link_gbps = 200, .params = 250'000'000, .bytes_per_param = 4});
+  const BandwidthReport r = ComputeBandwidth(view, FindAllSteps(view), comm, {.link_gbps = 200, .params = 250'000'000, .bytes_per_param = 4});
   ASSERT_EQ(r.collectives.size(), 1u);
   const CollectiveBandwidth& c = r.collectives[0];
   EXPECT_EQ(c.step, 3);

@@ -31,7 +31,8 @@ common::Capture Job(TimeNs slow, int slow_rank = 2) {
 StragglerReport Analyze(const common::Capture& capture) {
   const common::CaptureView view(capture);
   const CommunicationReport comm = ComputeCommunication(view, {.clocks = ClockTrust::kAligned});
-  return FindStragglers(view, comm, ComputeBreakdown(view, {}, &comm));
+  const std::vector<WorkerSteps> steps = FindAllSteps(view);
+  return FindStragglers(view, steps, comm, ComputeBreakdown(view, steps, &comm));
 }
 
 TEST(StragglersTest, CausedDelayIsLastArrivalMinusSecondLast) {
