@@ -26,6 +26,15 @@ for job in trace_filter dlrm_8rank; do
   echo
 done
 
+podscope_log "podscope analyze trace_filter --window hta (HTA-compatible temporal summary)"
+"$PODSCOPE" analyze "$DATA_DIR/kineto/trace_filter" --window hta --report temporal
+echo
+
+podscope_log "a simulated 16-rank job with a 5% slower rank 5: stragglers, wait vs transfer"
+"$PODSCOPE" simulate --ranks 16 --steps 6 --seed 7 --straggler 5:1.05 -o "$OUT_DIR/sim16"
+"$PODSCOPE" analyze "$OUT_DIR/sim16" --report stragglers --report communication --clocks aligned
+echo
+
 podscope_log "done"
 echo "Merged traces (one process per rank, launch->kernel arrows):"
 for job in trace_filter dlrm_8rank; do
