@@ -1,8 +1,12 @@
 // The podscope command-line tool. Offline subcommands work on trace files; later issues add
 // the online ones that talk to a coordinator (--server).
 #include <malloc.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "coordinator/cli/analyze_command.h"
@@ -10,7 +14,27 @@
 #include "coordinator/cli/inspect_command.h"
 #include "coordinator/cli/simulate_command.h"
 
+namespace {
+
+// glibc reads its malloc tunables only at start-up. Asking it for transparent huge pages
+// (glibc.malloc.hugetlb=1) cuts page faults ~4x on large imports (1.95 s -> 1.55 s for 3 M
+// events on the reference VM), so the CLI re-executes itself once with the tunable set.
+// PODSCOPE_NO_HUGEPAGES=1 opts out; if exec fails, it simply carries on.
+void ReexecWithHugePages(char** argv) {
+  if (std::getenv("PODSCOPE_NO_HUGEPAGES") != nullptr) return;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
+  std::string value = tunables != nullptr && *tunables != '\0' ? std::string(tunables) + ":" : "";
+  value += "glibc.malloc.hugetlb=1";
+  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GLIBC_TUNABLES");  // exec failed: run as we are
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  ReexecWithHugePages(argv);
   // A batch tool that imports and analyses gigabytes: keep freed memory for reuse instead of
   // returning it to the kernel, whose page faults cost more than the work (about 40% of an
   // analysis on the 2-core reference VM). Bounded: memory above 1 GiB is still returned.

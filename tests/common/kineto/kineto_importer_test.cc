@@ -194,6 +194,17 @@ TEST(KinetoImporterTest, CommsIdIdentifiesTheCommunicatorWithoutAProcessGroupNam
   EXPECT_EQ(w.collectives.enqueue[0], 5'000);  // no launch in the trace: the kernel start
 }
 
+TEST(KinetoImporterTest, EscapedStringsAreUnescaped) {
+  const std::string json = R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "say \"hi\" \u00b5s\ttab\\", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "plain name", "pid": 1, "tid": 1, "ts": 2, "dur": 1}]})json";
+  ImportResult r = MustImport(json);
+  const WorkerTrace& w = r.workers.at(0);
+  ASSERT_EQ(w.host_spans.size(), 2u);
+  EXPECT_EQ(w.strings.Get(w.host_spans.name[0]), "say \"hi\" \u00b5s\ttab\\");
+  EXPECT_EQ(w.strings.Get(w.host_spans.name[1]), "plain name");
+}
+
 // Pulls "byte offset N" out of an error message.
 size_t OffsetIn(const absl::Status& status) {
   std::smatch m;
