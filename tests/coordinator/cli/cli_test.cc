@@ -99,6 +99,16 @@ TEST(CliAnalyzeTest, HtaTemporalJsonReproducesHtaFigures) {
             std::string::npos);
 }
 
+TEST(CliAnalyzeTest, HtaTemporalJsonReproducesHtaFiguresOnDlrm) {
+  RunResult r = RunCli("analyze --window hta --report temporal --format json " + KinetoFixture("dlrm_8rank"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(R"({"rank":0,"idle_ns":6419000,"compute_ns":1034000,"non_compute_ns":5556000,"kernel_time_ns":13009000,"overlap_pct":4.50)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(R"({"rank":7,"idle_ns":8308000,"compute_ns":1059000,"non_compute_ns":1600000,"kernel_time_ns":10967000,"overlap_pct":9.51)"),
+            std::string::npos);
+}
+
 TEST(CliAnalyzeTest, AllReportsNestUnderTheirNames) {
   RunResult r = RunCli("analyze --format json " + KinetoFixture("dlrm_8rank"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
