@@ -1,0 +1,329 @@
+#include "storage/rocksdb_trace_store.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/table.h>
+#include <rocksdb/utilities/options_util.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/chunk_codec.h"
+#include "common/status_macros.h"
+#include "common/str_util.h"
+#include "podscope/v1/capture.pb.h"
+#include "podscope/v1/trace.pb.h"
+
+// Turns a rocksdb::Status into an absl::Status naming the call.
+#define ROCKSDB_CALL(expr)                                                                   \
+  do {                                                                                       \
+    const ::rocksdb::Status podscope_rocksdb_status_ = (expr);                               \
+    if (!podscope_rocksdb_status_.ok()) return ::podscope::storage::FromRocksDb(#expr, podscope_rocksdb_status_); \
+  } while (false)
+
+namespace podscope::storage {
+
+absl::Status FromRocksDb(std::string_view call, const rocksdb::Status& s) {
+  const std::string message = common::StrCat("rocksdb ", call, ": ", s.ToString());
+  if (s.IsNotFound()) return absl::NotFoundError(message);
+  if (s.IsCorruption()) return absl::DataLossError(message);
+  if (s.IsInvalidArgument()) return absl::FailedPreconditionError(message);
+  if (s.IsIOError() || s.IsNoSpace()) return absl::UnavailableError(message);
+  return absl::InternalError(message);
+}
+
+namespace {
+
+constexpr const char* kFamilies[] = {"default", "captures", "events", "analyses", "workers"};
+enum Family { kDefault = 0, kCaptures, kEvents, kAnalyses, kWorkers };
+constexpr const char* kFormatKey = "podscope_format_version";
+
+// capture id, then a 0 byte: ids never hold a 0 byte, so [id\0, id\1) is exactly one capture.
+std::string CapturePrefix(std::string_view id) {
+  std::string key(id);
+  key.push_back('\0');
+  return key;
+}
+std::string CaptureEnd(std::string_view id) {
+  std::string key(id);
+  key.push_back('\1');
+  return key;
+}
+
+void AppendBigEndian(std::string* out, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint64_t ReadBigEndian(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+std::string EventKey(std::string_view id, uint32_t worker, uint64_t sequence) {
+  std::string key = CapturePrefix(id);
+  AppendBigEndian(&key, worker, 4);
+  AppendBigEndian(&key, sequence, 8);
+  return key;
+}
+
+rocksdb::ColumnFamilyOptions FamilyOptions(const RocksDbOptions& options, int family) {
+  rocksdb::ColumnFamilyOptions cf;
+  if (family == kEvents) cf.OptimizeLevelStyleCompaction();
+  // LZ4 for the upper levels (fast), ZSTD for the bottommost (where most bytes end up).
+  cf.compression = rocksdb::kLZ4Compression;
+  cf.bottommost_compression = rocksdb::kZSTD;
+  return cf;
+}
+
+v1::CaptureRecord ToProto(const CaptureRecord& r) {
+  v1::CaptureRecord p;
+  p.set_id(r.id);
+  p.set_job(r.job);
+  p.set_state(static_cast<uint32_t>(r.state));
+  p.set_created_ns(r.created_ns);
+  p.set_updated_ns(r.updated_ns);
+  p.set_events(r.events);
+  p.set_stored_bytes(r.stored_bytes);
+  p.set_error(r.error);
+  p.set_generation(r.generation);
+  for (const WorkerRecord& w : r.workers) {
+    v1::WorkerRecord* o = p.add_workers();
+    o->set_worker_index(w.worker_index);
+    o->set_rank(w.rank);
+    o->set_host(w.host);
+    o->set_source(w.source);
+    o->set_events(w.events);
+    o->set_chunks(w.chunks);
+    o->set_state(w.state);
+  }
+  return p;
+}
+
+absl::StatusOr<CaptureRecord> FromProto(std::string_view bytes) {
+  v1::CaptureRecord p;
+  if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || p.state() >= kCaptureStateCount) {
+    return absl::DataLossError("a capture record in the store does not parse");
+  }
+  CaptureRecord r;
+  r.id = p.id();
+  r.job = p.job();
+  r.state = static_cast<CaptureState>(p.state());
+  r.created_ns = p.created_ns();
+  r.updated_ns = p.updated_ns();
+  r.events = p.events();
+  r.stored_bytes = p.stored_bytes();
+  r.error = p.error();
+  r.generation = p.generation();
+  for (const v1::WorkerRecord& w : p.workers()) {
+    r.workers.push_back(WorkerRecord{w.worker_index(), w.rank(), w.host(), w.source(), w.events(), w.chunks(), w.state()});
+  }
+  return r;
+}
+
+rocksdb::WriteOptions Synced() {
+  rocksdb::WriteOptions w;
+  w.sync = true;
+  return w;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> RocksDbTraceStore::Open(const RocksDbOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool exists = fs::exists(fs::path(options.path) / "CURRENT", ec);
+  if (!exists && fs::exists(options.path, ec) && !fs::is_empty(options.path, ec)) {
+    return absl::FailedPreconditionError(common::StrCat(
+        options.path, " is not empty and holds no RocksDB store: refusing to create a podscope store there"));
+  }
+  if (exists) {
+    std::vector<std::string> families;
+    ROCKSDB_CALL(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), options.path, &families));
+    for (const char* name : kFamilies) {
+      if (std::find(families.begin(), families.end(), name) == families.end()) {
+        return absl::FailedPreconditionError(common::StrCat(
+            options.path, " is a RocksDB database but not a podscope store (no column family \"", name, "\")"));
+      }
+    }
+  } else if (!options.create_if_missing) {
+    return absl::NotFoundError(common::StrCat("no podscope store at ", options.path));
+  }
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = options.create_if_missing;
+  db_options.create_missing_column_families = !exists;
+  db_options.paranoid_checks = true;
+  db_options.IncreaseParallelism(2);
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (int i = 0; i < 5; ++i) descriptors.emplace_back(kFamilies[i], FamilyOptions(options, i));
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  ROCKSDB_CALL(rocksdb::DB::Open(db_options, options.path, descriptors, &handles, &db));
+  std::unique_ptr<RocksDbTraceStore> store(new RocksDbTraceStore(db, std::move(handles)));
+
+  std::string version;
+  const rocksdb::Status s = db->Get(rocksdb::ReadOptions(), store->handles_[kDefault], kFormatKey, &version);
+  if (s.IsNotFound()) {
+    if (exists) {
+      return absl::DataLossError(common::StrCat(options.path, ": podscope store without a format version (corrupt?)"));
+    }
+    ROCKSDB_CALL(db->Put(Synced(), store->handles_[kDefault], kFormatKey, std::to_string(kStoreFormatVersion)));
+  } else {
+    ROCKSDB_CALL(s);
+    int found = 0;
+    try {
+      found = std::stoi(version);
+    } catch (const std::exception&) {
+      return absl::DataLossError(common::StrCat(options.path, ": unreadable store format version \"", version, "\""));
+    }
+    if (found > kStoreFormatVersion) {
+      return absl::FailedPreconditionError(common::StrCat(options.path, " was written by a newer podscope (store format ",
+                                                          found, "; this build reads up to ", kStoreFormatVersion, ")"));
+    }
+  }
+  return store;
+}
+
+RocksDbTraceStore::RocksDbTraceStore(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles)
+    : db_(db), handles_(std::move(handles)) {}
+
+RocksDbTraceStore::~RocksDbTraceStore() {
+  for (rocksdb::ColumnFamilyHandle* h : handles_) db_->DestroyColumnFamilyHandle(h);
+  db_->Close();
+  delete db_;
+}
+
+absl::Status RocksDbTraceStore::PutCapture(const CaptureRecord& record) {
+  RETURN_IF_ERROR(ValidateCaptureId(record.id));
+  // Synced: the WAL is sequential, so this also makes every chunk written before it durable.
+  ROCKSDB_CALL(db_->Put(Synced(), handles_[kCaptures], record.id, ToProto(record).SerializeAsString()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CaptureRecord> RocksDbTraceStore::GetCapture(std::string_view id) {
+  RETURN_IF_ERROR(ValidateCaptureId(id));
+  std::string value;
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kCaptures], rocksdb::Slice(id.data(), id.size()), &value);
+  if (s.IsNotFound()) return absl::NotFoundError(common::StrCat("no capture \"", id, "\""));
+  ROCKSDB_CALL(s);
+  return FromProto(value);
+}
+
+absl::StatusOr<std::vector<CaptureRecord>> RocksDbTraceStore::ListCaptures(const CaptureFilter& filter) {
+  std::vector<CaptureRecord> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kCaptures]));
+  if (filter.after_id.empty()) {
+    it->SeekToFirst();
+  } else {
+    it->Seek(filter.after_id);
+    if (it->Valid() && it->key().ToStringView() == filter.after_id) it->Next();
+  }
+  for (; it->Valid() && out.size() < filter.limit; it->Next()) {
+    ASSIGN_OR_RETURN(CaptureRecord record, FromProto(it->value().ToStringView()));
+    if (!filter.job.empty() && record.job != filter.job) continue;
+    if (filter.state && record.state != *filter.state) continue;
+    out.push_back(std::move(record));
+  }
+  ROCKSDB_CALL(it->status());
+  return out;
+}
+
+absl::Status RocksDbTraceStore::PutChunk(std::string_view capture_id, uint32_t worker_index, uint64_t sequence,
+                                         const common::WorkerTrace& chunk) {
+  RETURN_IF_ERROR(ValidateCaptureId(capture_id));
+  const std::string bytes =
+      common::EncodeChunkToBytes(chunk, common::ChunkHeader{std::string(capture_id), worker_index, sequence});
+  ROCKSDB_CALL(db_->Put(rocksdb::WriteOptions(), handles_[kEvents], EventKey(capture_id, worker_index, sequence), bytes));
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbTraceStore::ReadWorkers(
+    std::string_view capture_id, const std::function<absl::Status(uint32_t, common::WorkerTrace)>& visit) {
+  RETURN_IF_ERROR(ValidateCaptureId(capture_id));
+  const std::string prefix = CapturePrefix(capture_id);
+  const std::string end = CaptureEnd(capture_id);
+  rocksdb::ReadOptions read;
+  const rocksdb::Slice upper(end);
+  read.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read, handles_[kEvents]));
+  std::optional<uint32_t> current;
+  common::WorkerTrace trace;
+  v1::TraceChunk chunk;
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    const std::string_view key = it->key().ToStringView();
+    if (key.size() != prefix.size() + 12) return absl::DataLossError("malformed event key in the store");
+    const auto worker = static_cast<uint32_t>(ReadBigEndian(key.data() + prefix.size(), 4));
+    if (current && *current != worker) {
+      trace.SortByTime();
+      RETURN_IF_ERROR(visit(*current, std::move(trace)));
+      trace = common::WorkerTrace();
+    }
+    current = worker;
+    const std::string_view value = it->value().ToStringView();
+    if (!chunk.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+      return absl::DataLossError(common::StrCat("capture ", capture_id, " worker ", worker, ": a stored chunk does not parse"));
+    }
+    RETURN_IF_ERROR(common::AppendChunk(chunk, &trace));
+  }
+  ROCKSDB_CALL(it->status());
+  if (current) {
+    trace.SortByTime();
+    RETURN_IF_ERROR(visit(*current, std::move(trace)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbTraceStore::PutAnalysis(std::string_view capture_id, std::string_view kind, std::string_view value) {
+  RETURN_IF_ERROR(ValidateCaptureId(capture_id));
+  ROCKSDB_CALL(db_->Put(rocksdb::WriteOptions(), handles_[kAnalyses], common::StrCat(CapturePrefix(capture_id), kind),
+                        rocksdb::Slice(value.data(), value.size())));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::string>> RocksDbTraceStore::GetAnalysis(std::string_view capture_id,
+                                                                          std::string_view kind) {
+  RETURN_IF_ERROR(ValidateCaptureId(capture_id));
+  std::string value;
+  const rocksdb::Status s =
+      db_->Get(rocksdb::ReadOptions(), handles_[kAnalyses], common::StrCat(CapturePrefix(capture_id), kind), &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  ROCKSDB_CALL(s);
+  return std::optional<std::string>(std::move(value));
+}
+
+absl::Status RocksDbTraceStore::DeleteCapture(std::string_view id) {
+  RETURN_IF_ERROR(ValidateCaptureId(id));
+  rocksdb::WriteBatch batch;
+  ROCKSDB_CALL(batch.Delete(handles_[kCaptures], rocksdb::Slice(id.data(), id.size())));
+  ROCKSDB_CALL(batch.DeleteRange(handles_[kEvents], CapturePrefix(id), CaptureEnd(id)));
+  ROCKSDB_CALL(batch.DeleteRange(handles_[kAnalyses], CapturePrefix(id), CaptureEnd(id)));
+  ROCKSDB_CALL(db_->Write(Synced(), &batch));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> RocksDbTraceStore::ApproximateEventBytes(std::string_view capture_id) {
+  RETURN_IF_ERROR(ValidateCaptureId(capture_id));
+  const std::string start = CapturePrefix(capture_id);
+  const std::string end = CaptureEnd(capture_id);
+  rocksdb::Range range(start, end);
+  uint64_t size = 0;
+  rocksdb::SizeApproximationOptions options;
+  options.include_memtables = true;
+  options.include_files = true;
+  ROCKSDB_CALL(db_->GetApproximateSizes(options, handles_[kEvents], &range, 1, &size));
+  return size;
+}
+
+size_t RocksDbTraceStore::CountCaptureKeysForTesting(std::string_view capture_id) {
+  size_t n = 0;
+  for (int family : {kEvents, kAnalyses}) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[family]));
+    const std::string prefix = CapturePrefix(capture_id);
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) ++n;
+  }
+  return n;
+}
+
+}  // namespace podscope::storage

@@ -1,0 +1,50 @@
+#include "storage/trace_store.h"
+
+#include "common/status_macros.h"
+#include "common/str_util.h"
+
+namespace podscope::storage {
+
+namespace {
+constexpr std::string_view kStateNames[kCaptureStateCount] = {
+    "pending", "armed", "capturing", "uploading", "complete", "partial", "failed", "cancelled", "importing"};
+}  // namespace
+
+std::string_view CaptureStateName(CaptureState state) {
+  const auto i = static_cast<size_t>(state);
+  return i < kCaptureStateCount ? kStateNames[i] : "unknown";
+}
+
+std::optional<CaptureState> CaptureStateFromName(std::string_view name) {
+  for (int i = 0; i < kCaptureStateCount; ++i) {
+    if (kStateNames[i] == name) return static_cast<CaptureState>(i);
+  }
+  return std::nullopt;
+}
+
+absl::Status ValidateCaptureId(std::string_view id) {
+  if (id.empty() || id.size() > 64) {
+    return absl::InvalidArgumentError(common::StrCat("capture id must be 1-64 characters, got ", id.size()));
+  }
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-' || c == '.';
+    if (!ok) return absl::InvalidArgumentError("capture id may only hold letters, digits, '_', '-' and '.'");
+  }
+  if (id == "." || id == "..") return absl::InvalidArgumentError("capture id may not be '.' or '..'");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<common::Capture> LoadCapture(TraceStore& store, std::string_view capture_id) {
+  ASSIGN_OR_RETURN(CaptureRecord record, store.GetCapture(capture_id));
+  common::Capture capture;
+  capture.id = record.id;
+  capture.job = record.job;
+  RETURN_IF_ERROR(store.ReadWorkers(capture_id, [&capture](uint32_t, common::WorkerTrace trace) {
+    capture.workers.push_back(std::move(trace));
+    return absl::OkStatus();
+  }));
+  return capture;
+}
+
+}  // namespace podscope::storage

@@ -1,0 +1,104 @@
+// The trace store (DESIGN §6): capture records, columnar event chunks, cached analyses.
+// The coordinator owns one; any thread may call it (implementations are thread-safe).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/capture.h"
+
+namespace podscope::storage {
+
+enum class CaptureState : uint8_t {
+  kPending = 0,
+  kArmed = 1,
+  kCapturing = 2,
+  kUploading = 3,
+  kComplete = 4,
+  kPartial = 5,
+  kFailed = 6,
+  kCancelled = 7,
+  kImporting = 8,
+};
+inline constexpr int kCaptureStateCount = 9;
+std::string_view CaptureStateName(CaptureState state);
+std::optional<CaptureState> CaptureStateFromName(std::string_view name);
+
+struct WorkerRecord {
+  uint32_t worker_index = 0;
+  int32_t rank = 0;
+  std::string host;
+  std::string source;
+  uint64_t events = 0;
+  uint64_t chunks = 0;
+  std::string state;
+  friend bool operator==(const WorkerRecord&, const WorkerRecord&) = default;
+};
+
+struct CaptureRecord {
+  std::string id;
+  std::string job;
+  CaptureState state = CaptureState::kPending;
+  int64_t created_ns = 0;
+  int64_t updated_ns = 0;
+  uint64_t events = 0;
+  uint64_t stored_bytes = 0;  // encoded chunk bytes
+  std::string error;
+  std::vector<WorkerRecord> workers;
+  uint64_t generation = 0;  // bumped when events or clock models change
+  friend bool operator==(const CaptureRecord&, const CaptureRecord&) = default;
+};
+
+struct CaptureFilter {
+  std::string job;                    // empty: any
+  std::optional<CaptureState> state;  // unset: any
+  std::string after_id;               // paging: ids greater than this
+  size_t limit = 100;
+};
+
+// Capture ids name keys and files: 1-64 characters of [A-Za-z0-9_.-].
+absl::Status ValidateCaptureId(std::string_view id);
+
+class TraceStore {
+ public:
+  virtual ~TraceStore() = default;
+
+  // Creates or replaces a capture record (durably: synced to the WAL).
+  virtual absl::Status PutCapture(const CaptureRecord& record) = 0;
+  // NotFound for an unknown id.
+  virtual absl::StatusOr<CaptureRecord> GetCapture(std::string_view id) = 0;
+  // Records by id, filtered and paged.
+  virtual absl::StatusOr<std::vector<CaptureRecord>> ListCaptures(const CaptureFilter& filter) = 0;
+
+  // Stores one worker's chunk. Idempotent: writing the same (capture, worker, sequence) again
+  // replaces it, so an interrupted upload can resume.
+  virtual absl::Status PutChunk(std::string_view capture_id, uint32_t worker_index, uint64_t sequence,
+                                const common::WorkerTrace& chunk) = 0;
+  // Streams a capture's workers in worker order, each decoded from all its chunks; stops at the
+  // first error (from the store or from `visit`).
+  virtual absl::Status ReadWorkers(
+      std::string_view capture_id,
+      const std::function<absl::Status(uint32_t worker_index, common::WorkerTrace trace)>& visit) = 0;
+
+  // Cached analysis results, keyed by capture and kind (e.g. "steps?window=hta").
+  virtual absl::Status PutAnalysis(std::string_view capture_id, std::string_view kind,
+                                   std::string_view value) = 0;
+  virtual absl::StatusOr<std::optional<std::string>> GetAnalysis(std::string_view capture_id,
+                                                                 std::string_view kind) = 0;
+
+  // Removes the record, all events and cached analyses of a capture (range deletes).
+  virtual absl::Status DeleteCapture(std::string_view id) = 0;
+  // Bytes of event chunks on disk for a capture (approximate, from the store's index).
+  virtual absl::StatusOr<uint64_t> ApproximateEventBytes(std::string_view capture_id) = 0;
+};
+
+// Loads a whole capture through ReadWorkers.
+absl::StatusOr<common::Capture> LoadCapture(TraceStore& store, std::string_view capture_id);
+
+}  // namespace podscope::storage

@@ -1,0 +1,168 @@
+#include "storage/rocksdb_trace_store.h"
+
+#include <gtest/gtest.h>
+
+#include <rocksdb/db.h>
+
+#include <filesystem>
+
+#include "common/trace_files.h"
+#include "storage/retention.h"
+#include "tests/common/sample_trace.h"
+#include "tests/test_paths.h"
+
+namespace podscope::storage {
+namespace {
+
+using podscope::testing::ScratchDir;
+
+std::unique_ptr<RocksDbTraceStore> OpenStore(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> store = RocksDbTraceStore::Open({.path = path});
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+CaptureRecord Record(const std::string& id, const std::string& job, CaptureState state, int64_t created,
+                     uint64_t bytes = 0) {
+  CaptureRecord r;
+  r.id = id;
+  r.job = job;
+  r.state = state;
+  r.created_ns = created;
+  r.updated_ns = created + 1;
+  r.stored_bytes = bytes;
+  r.workers.push_back(WorkerRecord{0, 3, "node-1", "rank-3.json", 42, 1, "complete"});
+  return r;
+}
+
+TEST(RocksDbTraceStoreTest, CaptureRecordsRoundTripFilterAndPage) {
+  ScratchDir dir;
+  auto store = OpenStore(dir.File("db"));
+  ASSERT_TRUE(store->PutCapture(Record("c1", "jobA", CaptureState::kComplete, 10)).ok());
+  ASSERT_TRUE(store->PutCapture(Record("c2", "jobB", CaptureState::kFailed, 20)).ok());
+  ASSERT_TRUE(store->PutCapture(Record("c3", "jobA", CaptureState::kImporting, 30)).ok());
+  absl::StatusOr<CaptureRecord> c1 = store->GetCapture("c1");
+  ASSERT_TRUE(c1.ok());
+  EXPECT_EQ(*c1, Record("c1", "jobA", CaptureState::kComplete, 10));
+  EXPECT_EQ(store->GetCapture("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->GetCapture("../etc").status().code(), absl::StatusCode::kInvalidArgument);
+
+  EXPECT_EQ(store->ListCaptures({.job = "jobA"})->size(), 2u);
+  EXPECT_EQ(store->ListCaptures({.state = CaptureState::kFailed})->at(0).id, "c2");
+  auto page1 = store->ListCaptures({.limit = 2});
+  ASSERT_EQ(page1->size(), 2u);
+  auto page2 = store->ListCaptures({.after_id = page1->back().id, .limit = 2});
+  ASSERT_EQ(page2->size(), 1u);
+  EXPECT_EQ(page2->at(0).id, "c3");
+}
+
+TEST(RocksDbTraceStoreTest, ChunksStreamBackWorkerByWorkerAndSurviveReopen) {
+  ScratchDir dir;
+  absl::StatusOr<common::Capture> fixture = common::LoadCapture(
+      *common::ExpandTraceInputs({podscope::testing::KinetoFixture("trace_filter")}));
+  ASSERT_TRUE(fixture.ok());
+  {
+    auto store = OpenStore(dir.File("db"));
+    ASSERT_TRUE(store->PutCapture(Record("cap", "j", CaptureState::kComplete, 1)).ok());
+    // Worker 1 first, and worker 0 in two chunks (kernels, then the rest), to check ordering.
+    ASSERT_TRUE(store->PutChunk("cap", 1, 0, fixture->workers[1]).ok());
+    common::WorkerTrace kernels_only = fixture->workers[0];
+    common::WorkerTrace rest = fixture->workers[0];
+    kernels_only.memcpys = {};
+    kernels_only.runtime_calls = {};
+    kernels_only.host_spans = {};
+    kernels_only.collectives = {};
+    kernels_only.steps = {};
+    rest.kernels = {};
+    ASSERT_TRUE(store->PutChunk("cap", 0, 0, kernels_only).ok());
+    ASSERT_TRUE(store->PutChunk("cap", 0, 1, rest).ok());
+    ASSERT_TRUE(store->PutChunk("cap", 0, 1, rest).ok());  // a resumed upload repeats a chunk
+  }
+  auto store = OpenStore(dir.File("db"));
+  std::vector<uint32_t> order;
+  absl::StatusOr<common::Capture> loaded = LoadCapture(*store, "cap");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->workers.size(), 2u);
+  podscope::testing::ExpectSameEvents(fixture->workers[0], loaded->workers[0]);
+  podscope::testing::ExpectSameEvents(fixture->workers[1], loaded->workers[1]);
+  EXPECT_EQ(loaded->workers[1].info.rank, 1);
+  absl::StatusOr<uint64_t> bytes = store->ApproximateEventBytes("cap");
+  ASSERT_TRUE(bytes.ok());
+}
+
+TEST(RocksDbTraceStoreTest, DeleteRemovesRecordEventsAndAnalyses) {
+  ScratchDir dir;
+  auto store = OpenStore(dir.File("db"));
+  ASSERT_TRUE(store->PutCapture(Record("a", "j", CaptureState::kComplete, 1)).ok());
+  ASSERT_TRUE(store->PutCapture(Record("ab", "j", CaptureState::kComplete, 1)).ok());
+  const common::WorkerTrace w = podscope::testing::MakeSampleTrace();
+  ASSERT_TRUE(store->PutChunk("a", 0, 0, w).ok());
+  ASSERT_TRUE(store->PutChunk("a", 1, 0, w).ok());
+  ASSERT_TRUE(store->PutChunk("ab", 0, 0, w).ok());  // shares a prefix with "a"
+  ASSERT_TRUE(store->PutAnalysis("a", "steps", "{}").ok());
+  EXPECT_EQ(store->GetAnalysis("a", "steps")->value(), "{}");
+  EXPECT_FALSE(store->GetAnalysis("a", "pod")->has_value());
+  EXPECT_EQ(store->CountCaptureKeysForTesting("a"), 3u);
+  ASSERT_TRUE(store->DeleteCapture("a").ok());
+  EXPECT_EQ(store->CountCaptureKeysForTesting("a"), 0u);
+  EXPECT_EQ(store->GetCapture("a").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->CountCaptureKeysForTesting("ab"), 1u);
+  EXPECT_TRUE(LoadCapture(*store, "ab").ok());
+}
+
+TEST(RocksDbTraceStoreTest, RefusesForeignDirectoriesAndNewerFormats) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.File("junk"));
+  dir.Write("junk/file.txt", "hello");
+  auto junk = RocksDbTraceStore::Open({.path = dir.File("junk")});
+  EXPECT_EQ(junk.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(junk.status().message().find("holds no RocksDB store"), std::string::npos) << junk.status();
+  EXPECT_EQ(RocksDbTraceStore::Open({.path = dir.File("none"), .create_if_missing = false}).status().code(),
+            absl::StatusCode::kNotFound);
+
+  // A store whose format version is newer, or unreadable, is refused and left as it is.
+  for (const auto& [version, code] : {std::pair<std::string, absl::StatusCode>{"2", absl::StatusCode::kFailedPrecondition},
+                                      {"abc", absl::StatusCode::kDataLoss}}) {
+    const std::string path = dir.File("db-" + version);
+    { auto created = OpenStore(path); }
+    {
+      std::vector<rocksdb::ColumnFamilyDescriptor> families;
+      for (const char* name : {"default", "captures", "events", "analyses", "workers"}) {
+        families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+      }
+      std::vector<rocksdb::ColumnFamilyHandle*> handles;
+      rocksdb::DB* raw = nullptr;
+      ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), path, families, &handles, &raw).ok());
+      ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), handles[0], "podscope_format_version", version).ok());
+      for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+      delete raw;
+    }
+    auto reopened = RocksDbTraceStore::Open({.path = path});
+    EXPECT_EQ(reopened.status().code(), code) << version << ": " << reopened.status();
+  }
+  auto newer = RocksDbTraceStore::Open({.path = dir.File("db-2")});
+  EXPECT_NE(newer.status().message().find("written by a newer podscope"), std::string::npos) << newer.status();
+}
+
+TEST(RetentionTest, DeletesOldAndOverBudgetFinishedCapturesOnly) {
+  ScratchDir dir;
+  auto store = OpenStore(dir.File("db"));
+  ASSERT_TRUE(store->PutCapture(Record("old", "j", CaptureState::kComplete, 100, 500)).ok());
+  ASSERT_TRUE(store->PutCapture(Record("running", "j", CaptureState::kImporting, 50, 900)).ok());
+  ASSERT_TRUE(store->PutCapture(Record("mid", "j", CaptureState::kPartial, 1000, 300)).ok());
+  ASSERT_TRUE(store->PutCapture(Record("new", "j", CaptureState::kComplete, 2000, 200)).ok());
+  // Age: older than 1500 ns at now = 2100 -> "old" (created 100) goes; "running" is in flight.
+  auto by_age = EnforceRetention(*store, {.max_age_ns = 1500}, 2100);
+  ASSERT_TRUE(by_age.ok());
+  EXPECT_EQ(by_age->deleted, std::vector<std::string>{"old"});
+  EXPECT_EQ(by_age->remaining_bytes, 1400u);
+  // Size: 1400 bytes over a 1200-byte budget -> the oldest finished one ("mid") goes.
+  auto by_size = EnforceRetention(*store, {.max_total_bytes = 1200}, 2100);
+  ASSERT_TRUE(by_size.ok());
+  EXPECT_EQ(by_size->deleted, std::vector<std::string>{"mid"});
+  EXPECT_EQ(by_size->remaining_bytes, 1100u);
+  EXPECT_TRUE(store->GetCapture("running").ok());
+}
+
+}  // namespace
+}  // namespace podscope::storage
