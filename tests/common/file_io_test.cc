@@ -2,12 +2,21 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "tests/test_paths.h"
 
 namespace podscope::common {
 namespace {
 
 using podscope::testing::ScratchDir;
+
+// The file's bytes as they are on disk.
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 std::string WriteWith(const ScratchDir& dir, const std::string& name, const std::string& text, bool gzip) {
   auto file = OutputFile::Open(dir.File(name), gzip);
@@ -51,15 +60,7 @@ TEST(FileIoTest, CorruptAndTruncatedGzipAreErrors) {
   ScratchDir dir;
   std::string text(200000, 'x');
   const std::string path = WriteWith(dir, "t.json.gz", text, true);
-  // The raw compressed bytes.
-  std::string raw;
-  {
-    FILE* f = fopen(path.c_str(), "rb");
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) raw.append(buf, n);
-    fclose(f);
-  }
+  const std::string raw = Slurp(path);  // the compressed bytes
   std::string out;
   absl::Status truncated = Gunzip(std::string_view(raw).substr(0, raw.size() / 2), 1 << 30, &out);
   EXPECT_EQ(truncated.code(), absl::StatusCode::kDataLoss) << truncated;
@@ -86,17 +87,8 @@ TEST(FileIoTest, ConcatenatedGzipMembersAreOneStream) {
   ScratchDir dir;
   const std::string a = WriteWith(dir, "a.gz", "hello ", true);
   const std::string b = WriteWith(dir, "b.gz", "world", true);
-  auto slurp = [](const std::string& p) {
-    std::string s;
-    FILE* f = fopen(p.c_str(), "rb");
-    char buf[256];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
-    fclose(f);
-    return s;
-  };
   std::string out;
-  ASSERT_TRUE(Gunzip(slurp(a) + slurp(b), 1000, &out).ok());
+  ASSERT_TRUE(Gunzip(Slurp(a) + Slurp(b), 1000, &out).ok());
   EXPECT_EQ(out, "hello world");
 }
 
