@@ -1,0 +1,349 @@
+#include "coordinator/api/rest_api.h"
+
+#include <charconv>
+#include <filesystem>
+#include <map>
+
+#include "common/chrome/chrome_exporter.h"
+#include "common/json_writer.h"
+#include "common/str_util.h"
+#include "coordinator/analysis/analysis_run.h"
+#include "coordinator/api/capture_json.h"
+#include "coordinator/report/report_json.h"
+
+namespace podscope::coordinator {
+namespace {
+
+using storage::CaptureRecord;
+using storage::CaptureState;
+
+HttpResponse FromStatus(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kNotFound: return HttpResponse::Problem(404, "Not Found", std::string(s.message()));
+    case absl::StatusCode::kInvalidArgument: return HttpResponse::Problem(400, "Bad Request", std::string(s.message()));
+    case absl::StatusCode::kResourceExhausted: return HttpResponse::Problem(413, "Payload Too Large", std::string(s.message()));
+    case absl::StatusCode::kFailedPrecondition: return HttpResponse::Problem(409, "Conflict", std::string(s.message()));
+    default: return HttpResponse::Problem(500, "Internal Server Error", std::string(s.message()));
+  }
+}
+
+template <typename T>
+bool ParseNumber(const std::string& text, T* out) {
+  if (text.empty()) return false;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && p == text.data() + text.size();
+}
+
+// Query parameters of the analysis routes: the same names as `podscope analyze` options.
+absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* request, std::string* cache_key) {
+  static const std::map<std::string, int> kKnown = {{"window", 0}, {"clocks", 0}, {"link_gbps", 0}, {"params", 0},
+                                                    {"bytes_per_param", 0}, {"step_pattern", 0}, {"top", 0}};
+  for (const auto& [key, value] : r.query) {
+    if (!kKnown.count(key)) return absl::InvalidArgumentError(common::StrCat("unknown query parameter \"", key, "\""));
+    if (value.size() > 1024) return absl::InvalidArgumentError(common::StrCat("query parameter \"", key, "\" is too long"));
+    common::StrAppend(cache_key, "&", key, "=", value);
+  }
+  const std::string window = r.Query("window", "steps");
+  if (window != "steps" && window != "hta") return absl::InvalidArgumentError("window must be steps or hta");
+  request->window = window == "hta" ? analysis::WindowMode::kHta : analysis::WindowMode::kSteps;
+  const std::string clocks = r.Query("clocks", "auto");
+  if (clocks == "aligned") {
+    request->communication.clocks = analysis::ClockTrust::kAligned;
+  } else if (clocks == "unaligned") {
+    request->communication.clocks = analysis::ClockTrust::kUnaligned;
+  } else if (clocks != "auto") {
+    return absl::InvalidArgumentError("clocks must be auto, aligned or unaligned");
+  }
+  if (r.query.count("link_gbps")) {
+    const std::string v = r.Query("link_gbps");
+    char* end = nullptr;
+    request->bandwidth.link_gbps = std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size()) return absl::InvalidArgumentError("link_gbps must be a number");
+  }
+  if (r.query.count("params") && !ParseNumber(r.Query("params"), &request->bandwidth.params)) {
+    return absl::InvalidArgumentError("params must be an integer");
+  }
+  if (r.query.count("bytes_per_param") && !ParseNumber(r.Query("bytes_per_param"), &request->bandwidth.bytes_per_param)) {
+    return absl::InvalidArgumentError("bytes_per_param must be an integer");
+  }
+  if (r.query.count("top") && !ParseNumber(r.Query("top"), &request->top_kernels)) {
+    return absl::InvalidArgumentError("top must be an integer");
+  }
+  request->steps.marker_pattern = r.Query("step_pattern");
+  return analysis::ValidateRequest(request);
+}
+
+}  // namespace
+
+RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns)
+    : store_(store), limits_(limits), now_ns_(std::move(now_ns)) {}
+
+void RestApi::Register(Router& router) {
+  auto bind = [this](HttpResponse (RestApi::*method)(HttpRequest&)) {
+    return [this, method](HttpRequest& r) { return (this->*method)(r); };
+  };
+  router.Add({"GET", "/healthz", bind(&RestApi::Health)});
+  router.Add({"GET", "/readyz", bind(&RestApi::Ready)});
+  router.Add({"GET", "/metrics", bind(&RestApi::Metrics)});
+  router.Add({"GET", "/v1/openapi.json", bind(&RestApi::OpenApi)});
+  router.Add({"GET", "/v1/captures", bind(&RestApi::ListCaptures)});
+  router.Add({"POST", "/v1/captures:import", bind(&RestApi::Import), /*heavy=*/true, /*streamed_upload=*/true});
+  router.Add({"GET", "/v1/captures/{id}", bind(&RestApi::GetCapture)});
+  router.Add({"DELETE", "/v1/captures/{id}", bind(&RestApi::DeleteCapture)});
+  router.Add({"GET", "/v1/captures/{id}/trace", bind(&RestApi::Trace), /*heavy=*/true});
+  router.Add({"GET", "/v1/captures/{id}/{report}", bind(&RestApi::Report), /*heavy=*/true});
+}
+
+absl::Status RestApi::RecoverInterruptedImports() {
+  storage::CaptureFilter filter;
+  filter.state = CaptureState::kImporting;
+  filter.limit = 100000;
+  absl::StatusOr<std::vector<CaptureRecord>> stuck = store_.ListCaptures(filter);
+  if (!stuck.ok()) return stuck.status();
+  for (CaptureRecord& r : *stuck) {
+    r.state = CaptureState::kFailed;
+    r.error = "import interrupted (coordinator restarted)";
+    r.updated_ns = now_ns_();
+    if (absl::Status s = store_.PutCapture(r); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+HttpResponse RestApi::Health(HttpRequest&) { return HttpResponse::Json(200, "{\"status\":\"ok\"}\n"); }
+
+HttpResponse RestApi::Ready(HttpRequest&) {
+  absl::StatusOr<std::vector<CaptureRecord>> probe = store_.ListCaptures({.limit = 1});
+  if (!probe.ok()) return HttpResponse::Problem(503, "Service Unavailable", std::string(probe.status().message()));
+  return HttpResponse::Json(200, "{\"status\":\"ready\"}\n");
+}
+
+HttpResponse RestApi::Metrics(HttpRequest&) {
+  std::string out;
+  if (counters_ != nullptr) {
+    common::StrAppend(&out, "# HELP podscope_http_requests_total HTTP requests received.\n",
+                      "# TYPE podscope_http_requests_total counter\n",
+                      "podscope_http_requests_total ", counters_->requests.load(), "\n",
+                      "# HELP podscope_http_responses_total HTTP responses by status class.\n",
+                      "# TYPE podscope_http_responses_total counter\n",
+                      "podscope_http_responses_total{class=\"2xx\"} ", counters_->responses_2xx.load(), "\n",
+                      "podscope_http_responses_total{class=\"4xx\"} ", counters_->responses_4xx.load(), "\n",
+                      "podscope_http_responses_total{class=\"5xx\"} ", counters_->responses_5xx.load(), "\n",
+                      "# HELP podscope_http_request_duration_seconds_sum Time spent serving requests.\n",
+                      "# TYPE podscope_http_request_duration_seconds_sum counter\n",
+                      "podscope_http_request_duration_seconds_sum ",
+                      fmt::format("{:.6f}", counters_->latency_ns_total.load() / 1e9), "\n",
+                      "# TYPE podscope_http_open_connections gauge\n",
+                      "podscope_http_open_connections ", counters_->open_connections.load(), "\n");
+  }
+  std::map<CaptureState, uint64_t> by_state;
+  uint64_t stored = 0;
+  storage::CaptureFilter page;
+  page.limit = 1000;
+  while (true) {
+    absl::StatusOr<std::vector<CaptureRecord>> batch = store_.ListCaptures(page);
+    if (!batch.ok()) return FromStatus(batch.status());
+    if (batch->empty()) break;
+    for (const CaptureRecord& r : *batch) {
+      ++by_state[r.state];
+      stored += r.stored_bytes;
+    }
+    page.after_id = batch->back().id;
+  }
+  common::StrAppend(&out, "# HELP podscope_captures Captures in the store by state.\n# TYPE podscope_captures gauge\n");
+  for (int s = 0; s < storage::kCaptureStateCount; ++s) {
+    const auto state = static_cast<CaptureState>(s);
+    common::StrAppend(&out, "podscope_captures{state=\"", storage::CaptureStateName(state), "\"} ", by_state[state], "\n");
+  }
+  common::StrAppend(&out, "# HELP podscope_store_event_bytes Encoded event bytes in the store.\n",
+                    "# TYPE podscope_store_event_bytes gauge\npodscope_store_event_bytes ", stored, "\n");
+  HttpResponse r = HttpResponse::Json(200, std::move(out));
+  r.content_type = "text/plain; version=0.0.4";
+  return r;
+}
+
+HttpResponse RestApi::OpenApi(HttpRequest&) { return HttpResponse::Json(200, std::string(OpenApiDocument())); }
+
+HttpResponse RestApi::ListCaptures(HttpRequest& r) {
+  storage::CaptureFilter filter;
+  filter.job = r.Query("job");
+  filter.after_id = r.Query("after");
+  if (r.query.count("state")) {
+    filter.state = storage::CaptureStateFromName(r.Query("state"));
+    if (!filter.state) return HttpResponse::Problem(400, "Bad Request", common::StrCat("unknown state \"", r.Query("state"), "\""));
+  }
+  if (r.query.count("limit") && (!ParseNumber(r.Query("limit"), &filter.limit) || filter.limit == 0 || filter.limit > 1000)) {
+    return HttpResponse::Problem(400, "Bad Request", "limit must be an integer in 1..1000");
+  }
+  const size_t wanted = filter.limit;
+  filter.limit = wanted + 1;  // one more tells whether there is a next page
+  absl::StatusOr<std::vector<CaptureRecord>> records = store_.ListCaptures(filter);
+  if (!records.ok()) return FromStatus(records.status());
+  const bool more = records->size() > wanted;
+  if (more) records->resize(wanted);
+  return HttpResponse::Json(200, CaptureListJson(*records, more));
+}
+
+HttpResponse RestApi::GetCapture(HttpRequest& r) {
+  absl::StatusOr<CaptureRecord> record = store_.GetCapture(r.params["id"]);
+  if (!record.ok()) return FromStatus(record.status());
+  common::JsonWriter w;
+  WriteCaptureJson(w, *record);
+  w.Char('\n');
+  return HttpResponse::Json(200, std::move(w.buffer()));
+}
+
+HttpResponse RestApi::DeleteCapture(HttpRequest& r) {
+  const std::string id = r.params["id"];
+  absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
+  if (!record.ok()) return FromStatus(record.status());
+  if (absl::Status s = store_.DeleteCapture(id); !s.ok()) return FromStatus(s);
+  HttpResponse response;
+  response.status = 204;
+  return response;
+}
+
+// POST /v1/captures:import?job=J[&capture=ID][&rank=N][&name=FILE]: the body is one trace file
+// (Kineto JSON or a podscope export, gzip or not). Repeat with the same capture id to add ranks.
+HttpResponse RestApi::Import(HttpRequest& r) {
+  const std::string content_type = r.Header("content-type");
+  if (!content_type.empty() && content_type != "application/json" && content_type != "application/gzip" &&
+      content_type != "application/octet-stream" && content_type != "application/x-gzip") {
+    return HttpResponse::Problem(415, "Unsupported Media Type",
+                                 common::StrCat("send the trace file as application/json, application/gzip or "
+                                                "application/octet-stream, not ", content_type));
+  }
+  std::string name = r.Query("name", "upload.json");
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos || name == "." || name == ".." ||
+      name.size() > 255) {
+    return HttpResponse::Problem(400, "Bad Request", "name must be a plain file name (no path)");
+  }
+  int32_t rank = -1;
+  if (r.query.count("rank") && (!ParseNumber(r.Query("rank"), &rank) || rank < 0)) {
+    return HttpResponse::Problem(400, "Bad Request", "rank must be a non-negative integer");
+  }
+  std::string id = r.Query("capture");
+  const std::string job = r.Query("job", "imported");
+  if (id.empty()) id = common::StrCat("imp-", now_ns_() / 1000, "-", next_id_++);
+  if (absl::Status s = storage::ValidateCaptureId(id); !s.ok()) return FromStatus(s);
+
+  // Parse first: a malformed file leaves the store untouched.
+  common::ImportOptions options;
+  options.max_events = limits_.max_events_per_worker;
+  options.max_string_bytes = limits_.max_string_bytes;
+  common::KinetoImporter importer(options);
+  absl::StatusOr<common::ImportResult> imported = importer.ImportFile(r.body_file);
+  if (!imported.ok()) {
+    // Name the client's file, not the staging path.
+    std::string message(imported.status().message());
+    if (message.starts_with(r.body_file)) message = name + message.substr(r.body_file.size());
+    return HttpResponse::Problem(imported.status().code() == absl::StatusCode::kResourceExhausted ? 413 : 400,
+                                 "Invalid trace file", message);
+  }
+
+  std::lock_guard<std::mutex> lock(import_mu_);
+  CaptureRecord record;
+  absl::StatusOr<CaptureRecord> existing = store_.GetCapture(id);
+  if (existing.ok()) {
+    record = *std::move(existing);
+    if (record.state != CaptureState::kComplete && record.state != CaptureState::kImporting) {
+      return HttpResponse::Problem(409, "Conflict", common::StrCat("capture ", id, " is ", storage::CaptureStateName(record.state)));
+    }
+  } else if (existing.status().code() == absl::StatusCode::kNotFound) {
+    record.id = id;
+    record.job = job;
+    record.created_ns = now_ns_();
+  } else {
+    return FromStatus(existing.status());
+  }
+  if (record.workers.size() + imported->workers.size() > limits_.max_ranks_per_capture) {
+    return HttpResponse::Problem(413, "Payload Too Large",
+                                 common::StrCat("a capture holds at most ", limits_.max_ranks_per_capture, " ranks"));
+  }
+  for (common::WorkerTrace& w : imported->workers) {
+    if (rank >= 0 && imported->workers.size() == 1) w.info.rank = rank;
+    if (w.info.rank < 0) w.info.rank = static_cast<int32_t>(record.workers.size());
+    for (const storage::WorkerRecord& k : record.workers) {
+      if (k.rank == w.info.rank) {
+        return HttpResponse::Problem(409, "Conflict", common::StrCat("capture ", id, " already has rank ", w.info.rank));
+      }
+    }
+  }
+  // Mark the capture as importing before its events land: after a crash it is marked failed.
+  record.state = CaptureState::kImporting;
+  record.updated_ns = now_ns_();
+  if (absl::Status s = store_.PutCapture(record); !s.ok()) return FromStatus(s);
+  for (common::WorkerTrace& w : imported->workers) {
+    w.info.source = name;
+    const auto index = static_cast<uint32_t>(record.workers.size());
+    if (absl::Status s = store_.PutChunk(id, index, 0, w); !s.ok()) return FromStatus(s);
+    const uint64_t events = w.Counts().Total();
+    record.workers.push_back(storage::WorkerRecord{index, w.info.rank, w.info.host, name, events, 1, "complete"});
+    record.events += events;
+  }
+  absl::StatusOr<uint64_t> bytes = store_.ApproximateEventBytes(id);
+  if (bytes.ok()) record.stored_bytes = *bytes;
+  record.state = CaptureState::kComplete;
+  record.updated_ns = now_ns_();
+  ++record.generation;  // cached analyses of the previous generation no longer apply
+  if (absl::Status s = store_.PutCapture(record); !s.ok()) return FromStatus(s);
+  common::JsonWriter w;
+  WriteCaptureJson(w, record);
+  w.Char('\n');
+  HttpResponse response = HttpResponse::Json(201, std::move(w.buffer()));
+  response.headers.emplace_back("Location", common::StrCat("/v1/captures/", id));
+  return response;
+}
+
+HttpResponse RestApi::Report(HttpRequest& r) {
+  const std::string report = r.params["report"];
+  if (std::find(std::begin(analysis::kReportNames), std::end(analysis::kReportNames), report) ==
+      std::end(analysis::kReportNames)) {
+    return HttpResponse::Problem(404, "Not Found", common::StrCat("no report \"", report, "\""));
+  }
+  const std::string id = r.params["id"];
+  absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
+  if (!record.ok()) return FromStatus(record.status());
+  if (record->state == CaptureState::kImporting) {
+    return HttpResponse::Problem(409, "Conflict", common::StrCat("capture ", id, " is still importing"));
+  }
+  analysis::AnalysisRequest request;
+  request.reports = {report};
+  std::string cache_key = common::StrCat(report, "@", record->generation);
+  if (absl::Status s = RequestFromQuery(r, &request, &cache_key); !s.ok()) return FromStatus(s);
+  absl::StatusOr<std::optional<std::string>> cached = store_.GetAnalysis(id, cache_key);
+  if (cached.ok() && cached->has_value()) {
+    HttpResponse hit = HttpResponse::Json(200, std::move(**cached));
+    hit.headers.emplace_back("X-Podscope-Cache", "hit");
+    return hit;
+  }
+  absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
+  if (!capture.ok()) return FromStatus(capture.status());
+  const common::CaptureView view(*capture);
+  std::string body = RenderJson(view, request, analysis::RunAnalyses(view, request));
+  (void)store_.PutAnalysis(id, cache_key, body);  // a failed cache write only costs a recompute
+  HttpResponse response = HttpResponse::Json(200, std::move(body));
+  response.headers.emplace_back("X-Podscope-Cache", "miss");
+  return response;
+}
+
+HttpResponse RestApi::Trace(HttpRequest& r) {
+  const std::string id = r.params["id"];
+  absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
+  if (!capture.ok()) return FromStatus(capture.status());
+  std::string body;
+  absl::StatusOr<common::ExportStats> stats =
+      common::WriteChromeTrace(common::CaptureView(*capture), {}, [&](std::string_view piece) -> absl::Status {
+        if (body.size() + piece.size() > limits_.max_export_bytes) {
+          return absl::ResourceExhaustedError(
+              common::StrCat("the trace is larger than the export limit of ", limits_.max_export_bytes, " bytes"));
+        }
+        body.append(piece);
+        return absl::OkStatus();
+      });
+  if (!stats.ok()) return FromStatus(stats.status());
+  HttpResponse response = HttpResponse::Json(200, std::move(body));
+  response.headers.emplace_back("Content-Disposition", common::StrCat("attachment; filename=\"", id, ".json\""));
+  return response;
+}
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,61 @@
+// The REST API v1 (DESIGN §8) over the trace store and the analysis engine: health, metrics,
+// captures, imports, analyses (cached per capture generation) and trace export.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "common/kineto/kineto_importer.h"
+#include "coordinator/http/http_server.h"
+#include "coordinator/http/http_types.h"
+#include "storage/trace_store.h"
+
+namespace podscope::coordinator {
+
+struct ApiLimits {
+  uint32_t max_ranks_per_capture = 65536;
+  uint64_t max_events_per_worker = 50'000'000;
+  uint64_t max_export_bytes = 2ull << 30;
+  size_t max_string_bytes = 1 << 20;
+};
+
+// Owned by the daemon's main; handlers run on the HTTP server's threads (imports are
+// serialised by a mutex).
+class RestApi {
+ public:
+  RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns);
+
+  // Adds every route to `router`.
+  void Register(Router& router);
+  // Counters for /metrics (may be set after Register).
+  void set_http_counters(const HttpCounters* counters) { counters_ = counters; }
+  // Marks captures left in "importing" by a crash as failed. Call once at start-up.
+  absl::Status RecoverInterruptedImports();
+
+ private:
+  HttpResponse Health(HttpRequest& request);
+  HttpResponse Ready(HttpRequest& request);
+  HttpResponse Metrics(HttpRequest& request);
+  HttpResponse OpenApi(HttpRequest& request);
+  HttpResponse ListCaptures(HttpRequest& request);
+  HttpResponse GetCapture(HttpRequest& request);
+  HttpResponse DeleteCapture(HttpRequest& request);
+  HttpResponse Import(HttpRequest& request);
+  HttpResponse Report(HttpRequest& request);
+  HttpResponse Trace(HttpRequest& request);
+
+  storage::TraceStore& store_;
+  ApiLimits limits_;
+  std::function<int64_t()> now_ns_;
+  const HttpCounters* counters_ = nullptr;
+  std::mutex import_mu_;  // one import at a time keeps a capture's record consistent
+  std::atomic<uint64_t> next_id_{0};
+};
+
+// The OpenAPI 3 document of the API (coordinator/api/openapi.json, embedded at build time).
+std::string_view OpenApiDocument();
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,52 @@
+// The coordinator's HTTP/1.1 server (Boost.Beast): one io_context on a small thread pool for
+// sockets, a separate pool for heavy handlers (analyses) so a long analysis never stalls the
+// API. Every body has a bound; uploads stream to disk.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "coordinator/http/http_types.h"
+
+namespace podscope::coordinator {
+
+struct HttpLimits {
+  uint64_t max_body_bytes = 1 << 20;          // JSON request bodies
+  uint64_t max_upload_bytes = 4ull << 30;     // streamed uploads
+  uint32_t max_header_bytes = 16 << 10;
+  uint32_t max_connections = 512;
+  uint32_t idle_timeout_seconds = 60;
+  int io_threads = 2;
+  int heavy_threads = 2;
+  std::string upload_dir = "/tmp";  // where streamed uploads land (removed after the handler)
+};
+
+struct HttpCounters {
+  std::atomic<uint64_t> requests{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0};
+  std::atomic<uint64_t> latency_ns_total{0};
+  std::atomic<uint64_t> open_connections{0}, rejected_connections{0};
+};
+
+// Owned by the daemon's main; Start/Stop from one thread, handlers on the pools.
+class HttpServer {
+ public:
+  HttpServer(const Router& router, HttpLimits limits);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts serving; port 0 picks a free port. Returns the bound port.
+  absl::StatusOr<uint16_t> Start(const std::string& host, uint16_t port);
+  // Stops accepting, lets in-flight requests finish (up to `grace_seconds`), joins threads.
+  void Stop(int grace_seconds = 10);
+  const HttpCounters& counters() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace podscope::coordinator

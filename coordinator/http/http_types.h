@@ -1,0 +1,67 @@
+// Requests, responses and routing for the coordinator's REST API. No Beast types here: route
+// handlers are plain functions, testable without a socket.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace podscope::coordinator {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query string, percent-decoded
+  std::map<std::string, std::string> query;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;       // small bodies
+  std::string body_file;  // streamed uploads: a temporary file the handler may consume
+  std::map<std::string, std::string> params;  // from {name} segments of the route
+
+  std::string Header(const std::string& name) const;
+  std::string Query(const std::string& name, const std::string& fallback = "") const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  static HttpResponse Json(int status, std::string body);
+  // RFC 9457 problem details: {"type", "title", "status", "detail"}.
+  static HttpResponse Problem(int status, std::string_view title, std::string_view detail);
+};
+
+using HttpHandler = std::function<HttpResponse(HttpRequest&)>;
+
+struct Route {
+  std::string method;
+  std::string pattern;  // "/v1/captures/{id}"; literal segments may hold ':' ("captures:import")
+  HttpHandler handler;
+  bool heavy = false;            // run on the analysis executor, not the I/O threads
+  bool streamed_upload = false;  // stream the body to a temporary file
+};
+
+// Owns the routes; matched in registration order. Not thread-safe to modify after start.
+class Router {
+ public:
+  void Add(Route route) { routes_.push_back(std::move(route)); }
+  // The route for (method, path) with its path parameters; nullptr when none matches.
+  // `path_matched` tells a 405 (path known, method not) from a 404.
+  const Route* Match(std::string_view method, std::string_view path, std::map<std::string, std::string>* params,
+                     bool* path_matched) const;
+  const std::vector<Route>& routes() const { return routes_; }
+
+ private:
+  std::vector<Route> routes_;
+};
+
+// Splits "a=1&b=x%20y" into decoded pairs; false on malformed percent escapes.
+bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out);
+bool PercentDecode(std::string_view in, std::string* out);
+
+}  // namespace podscope::coordinator
