@@ -127,8 +127,20 @@ class HttpServer::Impl {
         response = path_known ? HttpResponse::Problem(405, "Method Not Allowed", common::StrCat(request.method, " is not allowed on ", request.path))
                               : HttpResponse::Problem(404, "Not Found", common::StrCat("no route for ", request.path));
       }
-      // Read (or drain) the body, within its bound.
-      if (route != nullptr && route->streamed_upload) {
+      // Read the body, within its bound. A declared length over the bound is refused before
+      // reading anything (the limits set on the header parser are checked at header time).
+      const uint64_t limit = route != nullptr && route->streamed_upload ? limits_.max_upload_bytes : limits_.max_body_bytes;
+      const auto declared = header_parser.content_length();
+      if (route != nullptr && declared && *declared > limit) {
+        response = HttpResponse::Problem(413, "Payload Too Large",
+                                         common::StrCat(route->streamed_upload ? "uploads" : "request bodies",
+                                                        " are limited to ", limit, " bytes"));
+        read_body_ok = false;
+        route = nullptr;
+      }
+      if (!read_body_ok) {
+        // Nothing more is read from this connection: it is closed after the response.
+      } else if (route != nullptr && route->streamed_upload) {
         upload_path = common::StrCat(limits_.upload_dir, "/podscope-upload-", getpid(), "-", next_upload_++, ".part");
         http::request_parser<http::file_body> parser(std::move(header_parser));
         parser.body_limit(limits_.max_upload_bytes);
@@ -151,6 +163,8 @@ class HttpServer::Impl {
             request.body_file = upload_path;
           }
         }
+      } else if (route == nullptr) {
+        read_body_ok = false;  // an unrouted request's body is not read: close after answering
       } else if (header_parser.get().has_content_length() || header_parser.get().chunked()) {
         http::request_parser<http::string_body> parser(std::move(header_parser));
         parser.body_limit(limits_.max_body_bytes);

@@ -1,0 +1,44 @@
+// Every route the server registers is in the OpenAPI document, and vice versa.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <set>
+
+#include "coordinator/api/rest_api.h"
+#include "storage/rocksdb_trace_store.h"
+#include "tests/test_paths.h"
+
+namespace podscope::coordinator {
+namespace {
+
+TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
+  podscope::testing::ScratchDir dir;
+  auto store = storage::RocksDbTraceStore::Open({.path = dir.File("db")});
+  ASSERT_TRUE(store.ok());
+  RestApi api(**store, {}, [] { return int64_t{0}; });
+  Router router;
+  api.Register(router);
+  std::set<std::string> registered;
+  for (const Route& r : router.routes()) {
+    std::string method = r.method;
+    for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    registered.insert(method + " " + r.pattern);
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const std::string text(OpenApiDocument());
+  ASSERT_EQ(parser.parse(text).get(doc), simdjson::SUCCESS) << "openapi.json is not valid JSON";
+  std::set<std::string> documented;
+  simdjson::dom::object paths;
+  ASSERT_EQ(doc["paths"].get_object().get(paths), simdjson::SUCCESS);
+  for (auto [path, item] : paths) {
+    for (auto [method, operation] : item.get_object()) {
+      if (method == "parameters") continue;
+      documented.insert(std::string(method) + " " + std::string(path));
+    }
+  }
+  EXPECT_EQ(registered, documented);
+}
+
+}  // namespace
+}  // namespace podscope::coordinator

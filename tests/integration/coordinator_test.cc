@@ -1,0 +1,175 @@
+// The real podscope-coordinator on port 0 with a temporary store: imports over HTTP, every
+// analysis equal to `podscope analyze` on the same files, export, restart, delete, bad input.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "common/file_io.h"
+#include "storage/rocksdb_trace_store.h"
+#include "tests/integration/daemon.h"
+#include "tests/test_paths.h"
+
+namespace podscope::testing {
+namespace {
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string RunCli(const std::string& args) {
+  FILE* pipe = popen((std::string(PODSCOPE_CLI_PATH) + " " + args + " 2>/dev/null").c_str(), "r");
+  std::string out;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  pclose(pipe);
+  return out;
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void StartDaemon(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"--http", "127.0.0.1:0", "--data-dir", dir_.File("store")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    // A fresh log per start: the port is read from it.
+    const std::string log = dir_.File("coordinator-" + std::to_string(++starts_) + ".log");
+    daemon_ = std::make_unique<Daemon>(PODSCOPE_COORDINATOR_PATH, args, log);
+    port_ = daemon_->WaitForPort();
+    ASSERT_GT(port_, 0) << FileBytes(log);
+  }
+  HttpResult Import(const std::string& capture, int rank) {
+    const std::string file = "sampled_rank-" + std::to_string(rank) + ".json.gz";
+    return HttpCall(port_, "POST", "/v1/captures:import?job=tf&capture=" + capture + "&name=" + file,
+                    FileBytes(KinetoFixture("trace_filter/" + file)), "application/gzip");
+  }
+  size_t CaptureCount() {
+    const HttpResult r = HttpCall(port_, "GET", "/v1/captures?limit=1000");
+    size_t n = 0;
+    for (size_t at = r.body.find("\"id\":"); at != std::string::npos; at = r.body.find("\"id\":", at + 1)) ++n;
+    return n;
+  }
+
+  ScratchDir dir_;
+  std::unique_ptr<Daemon> daemon_;
+  int port_ = -1;
+  int starts_ = 0;
+};
+
+TEST_F(CoordinatorTest, ImportAnalyseExportRestartDelete) {
+  StartDaemon();
+  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(HttpCall(port_, "GET", "/readyz").status, 200);
+  const HttpResult first = Import("tf1", 0);
+  ASSERT_EQ(first.status, 201) << first.body;
+  EXPECT_EQ(first.headers.at("location"), "/v1/captures/tf1");
+  ASSERT_EQ(Import("tf1", 1).status, 201);
+
+  // Every analysis equals the CLI's on the same files.
+  const std::string files = KinetoFixture("trace_filter");
+  std::map<std::string, std::string> served;
+  for (const char* report : {"steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"}) {
+    const HttpResult r = HttpCall(port_, "GET", std::string("/v1/captures/tf1/") + report);
+    ASSERT_EQ(r.status, 200) << report << ": " << r.body;
+    EXPECT_EQ(r.body, RunCli(std::string("analyze --format json --report ") + report + " " + files)) << report;
+    served[report] = r.body;
+  }
+  const HttpResult hta = HttpCall(port_, "GET", "/v1/captures/tf1/temporal?window=hta");
+  EXPECT_EQ(hta.body, RunCli("analyze --format json --report temporal --window hta " + files));
+  EXPECT_NE(hta.body.find("\"idle_ns\":321378000"), std::string::npos);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/tf1/temporal?window=hta").headers["x-podscope-cache"], "hit");
+
+  const HttpResult trace = HttpCall(port_, "GET", "/v1/captures/tf1/trace");
+  ASSERT_EQ(trace.status, 200);
+  EXPECT_NE(trace.body.find("\"podscope\":{\"format\":1"), std::string::npos);
+  EXPECT_NE(trace.body.find("rank 1 (pyper:trainer:0:1 pid 4045)"), std::string::npos);
+
+  const HttpResult metrics = HttpCall(port_, "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("podscope_captures{state=\"complete\"} 1"), std::string::npos) << metrics.body;
+
+  // Restart: the same answers from disk.
+  EXPECT_EQ(daemon_->Terminate(), 0);
+  StartDaemon();
+  for (const auto& [report, body] : served) {
+    EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/tf1/" + report).body, body) << report;
+  }
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/tf1").status, 200);
+
+  // Delete: the record, events and cached analyses are gone.
+  EXPECT_EQ(HttpCall(port_, "DELETE", "/v1/captures/tf1").status, 204);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/tf1").status, 404);
+  EXPECT_EQ(daemon_->Terminate(), 0);
+  auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->CountCaptureKeysForTesting("tf1"), 0u);
+}
+
+TEST_F(CoordinatorTest, BadInputGetsProblemJsonAndLeavesTheStoreUnchanged) {
+  std::ofstream(dir_.File("config.json")) << R"({"limits": {"max_upload_bytes": 200000, "max_body_bytes": 1000}})";
+  StartDaemon({"--config", dir_.File("config.json")});
+  ASSERT_EQ(Import("good", 0).status, 201);
+  ASSERT_EQ(CaptureCount(), 1u);
+  auto expect_problem = [&](HttpResult r, int status, const std::string& detail) {
+    EXPECT_EQ(r.status, status) << r.body;
+    EXPECT_EQ(r.headers["content-type"], "application/problem+json") << r.body;
+    EXPECT_NE(r.body.find(detail), std::string::npos) << r.body;
+    EXPECT_EQ(CaptureCount(), 1u) << detail;
+  };
+  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=bad&name=rank-0.json", "{\"traceEvents\": [", "application/json"),
+                 400, "rank-0.json: byte offset");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/unknown"), 404, "no capture");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?window=sideways"), 400, "window must be");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?bogus=1"), 400, "unknown query parameter");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures?limit=0"), 400, "limit must be");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/nonsense"), 404, "no report");
+  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=big", std::string(300000, ' '), "application/json"),
+                 413, "uploads are limited to 200000 bytes");
+  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=x", "a=b", "application/x-www-form-urlencoded"),
+                 415, "Unsupported Media Type");
+  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=x&name=..%2F..%2Fetc%2Fpasswd", "{}", "application/json"),
+                 400, "plain file name");
+  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=..", "{}", "application/json"), 400, "capture id");
+  expect_problem(HttpCall(port_, "PUT", "/v1/captures/good"), 405, "not allowed");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?window=%zz"), 400, "percent-encoding");
+  // A truncated upload: the client promises more bytes than it sends, then hangs up.
+  const std::string body = FileBytes(KinetoFixture("trace_filter/sampled_rank-1.json.gz"));
+  const std::string truncated = "POST /v1/captures:import?capture=cut HTTP/1.1\r\nHost: x\r\nContent-Type: application/gzip\r\n"
+                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, body.size() / 2);
+  RawExchange(port_, truncated);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/cut").status, 404);
+  EXPECT_EQ(CaptureCount(), 1u);
+  // A malformed request line gets an error, and the daemon carries on.
+  RawExchange(port_, "NOT HTTP AT ALL\r\n\r\n");
+  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
+}
+
+TEST_F(CoordinatorTest, KilledDuringImportRestartsWithTheImportMarkedFailed) {
+  StartDaemon();
+  ASSERT_EQ(Import("done", 0).status, 201);
+  daemon_->Kill();
+  // Simulate a crash mid-import: a record left in "importing" with some of its events.
+  {
+    auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});
+    ASSERT_TRUE(store.ok()) << store.status();
+    storage::CaptureRecord r;
+    r.id = "interrupted";
+    r.job = "tf";
+    r.state = storage::CaptureState::kImporting;
+    ASSERT_TRUE((*store)->PutCapture(r).ok());
+  }
+  StartDaemon();
+  const HttpResult interrupted = HttpCall(port_, "GET", "/v1/captures/interrupted");
+  EXPECT_NE(interrupted.body.find("\"state\":\"failed\""), std::string::npos) << interrupted.body;
+  EXPECT_NE(interrupted.body.find("import interrupted"), std::string::npos);
+  const HttpResult done = HttpCall(port_, "GET", "/v1/captures/done/temporal?window=hta");
+  EXPECT_EQ(done.status, 200);
+  EXPECT_NE(done.body.find("\"idle_ns\":321378000"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace podscope::testing

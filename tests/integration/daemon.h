@@ -1,0 +1,42 @@
+// Starting real daemons on port 0 and talking HTTP/1.1 to them, for integration tests.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace podscope::testing {
+
+struct HttpResult {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+// One request on a fresh connection (Connection: close). status 0 when the connection failed.
+HttpResult HttpCall(int port, const std::string& method, const std::string& target, const std::string& body = "",
+                    const std::string& content_type = "");
+// Sends raw bytes and returns whatever comes back (for malformed and truncated requests).
+std::string RawExchange(int port, const std::string& bytes);
+
+// A daemon process whose output goes to a log file; killed (SIGKILL) by the destructor if
+// still running.
+class Daemon {
+ public:
+  Daemon(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path);
+  ~Daemon();
+  // Waits (up to 20 s) for "listening on http://HOST:PORT" in the log; returns the port or -1.
+  int WaitForPort();
+  // SIGTERM, then waits for exit; returns the exit status (or -1).
+  int Terminate();
+  void Kill();
+  pid_t pid() const { return pid_; }
+
+ private:
+  std::string log_path_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace podscope::testing
