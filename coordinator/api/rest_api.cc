@@ -10,6 +10,7 @@
 #include "coordinator/analysis/analysis_run.h"
 #include "coordinator/api/capture_json.h"
 #include "coordinator/report/report_json.h"
+#include "coordinator/report/report_table.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -37,7 +38,8 @@ bool ParseNumber(const std::string& text, T* out) {
 // Query parameters of the analysis routes: the same names as `podscope analyze` options.
 absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* request, std::string* cache_key) {
   static const std::map<std::string, int> kKnown = {{"window", 0}, {"clocks", 0}, {"link_gbps", 0}, {"params", 0},
-                                                    {"bytes_per_param", 0}, {"step_pattern", 0}, {"top", 0}};
+                                                    {"bytes_per_param", 0}, {"step_pattern", 0}, {"top", 0},
+                                                    {"format", 0}};
   for (const auto& [key, value] : r.query) {
     if (!kKnown.count(key)) return absl::InvalidArgumentError(common::StrCat("unknown query parameter \"", key, "\""));
     if (value.size() > 1024) return absl::InvalidArgumentError(common::StrCat("query parameter \"", key, "\" is too long"));
@@ -70,6 +72,8 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
     return absl::InvalidArgumentError("top must be an integer");
   }
   request->steps.marker_pattern = r.Query("step_pattern");
+  const std::string format = r.Query("format", "json");
+  if (format != "json" && format != "table") return absl::InvalidArgumentError("format must be json or table");
   return analysis::ValidateRequest(request);
 }
 
@@ -310,20 +314,23 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   request.reports = {report};
   std::string cache_key = common::StrCat(report, "@", record->generation);
   if (absl::Status s = RequestFromQuery(r, &request, &cache_key); !s.ok()) return FromStatus(s);
+  // `format=table` gives the terminal tables of `podscope analyze` (text/plain).
+  const bool table = r.Query("format", "json") == "table";
+  auto respond = [table](std::string body, const char* cache) {
+    HttpResponse response = HttpResponse::Json(200, std::move(body));
+    if (table) response.content_type = "text/plain; charset=utf-8";
+    response.headers.emplace_back("X-Podscope-Cache", cache);
+    return response;
+  };
   absl::StatusOr<std::optional<std::string>> cached = store_.GetAnalysis(id, cache_key);
-  if (cached.ok() && cached->has_value()) {
-    HttpResponse hit = HttpResponse::Json(200, std::move(**cached));
-    hit.headers.emplace_back("X-Podscope-Cache", "hit");
-    return hit;
-  }
+  if (cached.ok() && cached->has_value()) return respond(std::move(**cached), "hit");
   absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
   if (!capture.ok()) return FromStatus(capture.status());
   const common::CaptureView view(*capture);
-  std::string body = RenderJson(view, request, analysis::RunAnalyses(view, request));
+  const analysis::AnalysisResults results = analysis::RunAnalyses(view, request);
+  std::string body = table ? RenderTables(view, request, results) : RenderJson(view, request, results);
   (void)store_.PutAnalysis(id, cache_key, body);  // a failed cache write only costs a recompute
-  HttpResponse response = HttpResponse::Json(200, std::move(body));
-  response.headers.emplace_back("X-Podscope-Cache", "miss");
-  return response;
+  return respond(std::move(body), "miss");
 }
 
 HttpResponse RestApi::Trace(HttpRequest& r) {

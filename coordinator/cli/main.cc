@@ -12,6 +12,7 @@
 #include "coordinator/cli/analyze_command.h"
 #include "coordinator/cli/export_command.h"
 #include "coordinator/cli/inspect_command.h"
+#include "coordinator/cli/online_commands.h"
 #include "coordinator/cli/simulate_command.h"
 
 namespace {
@@ -47,15 +48,20 @@ int main(int argc, char** argv) {
   podscope::coordinator::AnalyzeCommandOptions analyze;
   podscope::coordinator::InspectCommandOptions inspect;
   podscope::coordinator::SimulateCommandOptions simulate;
+  podscope::coordinator::OnlineOptions online;
   podscope::coordinator::ExportCommandOptions export_options;
   CLI::App* analyze_cmd = podscope::coordinator::AddAnalyzeCommand(app, analyze);
   CLI::App* inspect_cmd = podscope::coordinator::AddInspectCommand(app, inspect);
   CLI::App* export_cmd = podscope::coordinator::AddExportCommand(app, export_options);
   CLI::App* simulate_cmd = podscope::coordinator::AddSimulateCommand(app, simulate);
+  const podscope::coordinator::OnlineCommands online_cmds = podscope::coordinator::AddOnlineCommands(app, online);
 
   CLI11_PARSE(app, argc, argv);
   if (analyze_cmd->parsed()) return podscope::coordinator::RunAnalyzeCommand(analyze);
   if (inspect_cmd->parsed()) return podscope::coordinator::RunInspectCommand(inspect);
+  if (online_cmds.import->parsed()) return podscope::coordinator::RunImportCommand(online);
+  if (online_cmds.captures->parsed()) return podscope::coordinator::RunCapturesCommand(online);
+  if (online_cmds.report->parsed()) return podscope::coordinator::RunReportCommand(online);
   if (simulate_cmd->parsed()) return podscope::coordinator::RunSimulateCommand(simulate);
   if (export_cmd->parsed()) return podscope::coordinator::RunExportCommand(export_options);
   return 2;

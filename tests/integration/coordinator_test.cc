@@ -148,6 +148,21 @@ TEST_F(CoordinatorTest, BadInputGetsProblemJsonAndLeavesTheStoreUnchanged) {
   EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
 }
 
+TEST_F(CoordinatorTest, CliOnlineModeImportsListsAndReportsLikeOffline) {
+  StartDaemon();
+  const std::string server = "--server http://127.0.0.1:" + std::to_string(port_) + " ";
+  const std::string imported = RunCli(server + "import " + KinetoFixture("dlrm_8rank") + " --job dlrm --capture d1");
+  EXPECT_NE(imported.find("imported 8 files"), std::string::npos) << imported;
+  const std::string listed = RunCli(server + "captures");
+  EXPECT_NE(listed.find("d1"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("complete"), std::string::npos) << listed;
+  // The same tables as offline.
+  EXPECT_EQ(RunCli(server + "report d1 --report pod --report temporal --window hta"),
+            RunCli("analyze --report pod --report temporal --window hta " + KinetoFixture("dlrm_8rank")));
+  EXPECT_EQ(RunCli(server + "report d1 --report stragglers --format json"),
+            RunCli("analyze --report stragglers --format json " + KinetoFixture("dlrm_8rank")));
+}
+
 TEST_F(CoordinatorTest, KilledDuringImportRestartsWithTheImportMarkedFailed) {
   StartDaemon();
   ASSERT_EQ(Import("done", 0).status, 201);

@@ -1,0 +1,164 @@
+#include "coordinator/cli/online_commands.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/file_io.h"
+#include "common/str_util.h"
+#include "common/trace_files.h"
+#include "coordinator/cli/http_client.h"
+#include "coordinator/cli/terminal_progress.h"
+
+namespace podscope::coordinator {
+namespace {
+
+int Fail(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "podscope %s: %s\n", command.c_str(), message.c_str());
+  return 1;
+}
+
+absl::StatusOr<ServerAddress> Server(const OnlineOptions& o) {
+  if (o.server.empty()) return absl::InvalidArgumentError("this command needs --server URL (a podscope-coordinator)");
+  return ParseServerUrl(o.server);
+}
+
+// The "detail" of a problem+json body, or the body itself.
+std::string ProblemDetail(const HttpClientResponse& r) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view detail;
+  if (parser.parse(r.body).get(doc) == simdjson::SUCCESS && doc["detail"].get_string().get(detail) == simdjson::SUCCESS) {
+    return common::StrCat("HTTP ", r.status, ": ", detail);
+  }
+  return common::StrCat("HTTP ", r.status, ": ", r.body.substr(0, 500));
+}
+
+}  // namespace
+
+OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
+  app.add_option("--server", o.server, "Coordinator URL for online commands, e.g. http://127.0.0.1:8080");
+  OnlineCommands c;
+  c.import = app.add_subcommand("import", "Upload trace files (one per rank) to the coordinator as one capture");
+  c.import->add_option("inputs", o.import_inputs, "Trace directories or files (*.json, *.json.gz)")->required();
+  c.import->add_option("--job", o.job, "Job name")->capture_default_str();
+  c.import->add_option("--capture", o.capture, "Capture id (generated when absent)");
+
+  c.captures = app.add_subcommand("captures", "List the coordinator's captures");
+  c.captures->add_option("--job", o.job, "Only this job");
+  c.captures->add_option("--state", o.state, "Only this state (complete, failed, ...)");
+  c.captures->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+
+  c.report = app.add_subcommand("report", "Analyses of a stored capture (the same reports as `analyze`)");
+  c.report->add_option("capture", o.report_capture, "Capture id")->required();
+  c.report->add_option("--report", o.reports, "steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all")
+      ->capture_default_str();
+  c.report->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  c.report->add_option("--window", o.window, "steps or hta")->check(CLI::IsMember({"steps", "hta"}))->capture_default_str();
+  c.report->add_option("--clocks", o.clocks, "auto, aligned or unaligned")
+      ->check(CLI::IsMember({"auto", "aligned", "unaligned"}))->capture_default_str();
+  c.report->add_option("--step-pattern", o.step_pattern, "Regex for step marker annotations");
+  c.report->add_option("--link-gbps", o.link_gbps, "Link bandwidth in Gbit/s")->check(CLI::NonNegativeNumber);
+  c.report->add_option("--params", o.params, "Model parameter count")->check(CLI::NonNegativeNumber);
+  c.report->add_option("--bytes-per-param", o.bytes_per_param, "Gradient bytes per parameter")->check(CLI::Range(1, 16));
+  return c;
+}
+
+int RunImportCommand(const OnlineOptions& o) {
+  absl::StatusOr<ServerAddress> server = Server(o);
+  if (!server.ok()) return Fail("import", std::string(server.status().message()));
+  absl::StatusOr<std::vector<std::string>> files = common::ExpandTraceInputs(o.import_inputs);
+  if (!files.ok()) return Fail("import", std::string(files.status().message()));
+  uint64_t total = 0;
+  for (const std::string& f : *files) total += std::filesystem::file_size(f);
+  std::string capture = o.capture;
+  TerminalProgress progress("uploading");
+  uint64_t done = 0;
+  for (size_t i = 0; i < files->size(); ++i) {
+    const std::string& path = (*files)[i];
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    const std::string body = bytes.str();
+    const std::string name = std::filesystem::path(path).filename().string();
+    std::string target = common::StrCat("/v1/captures:import?job=", UrlEncode(o.job), "&name=", UrlEncode(name));
+    if (!capture.empty()) target += "&capture=" + UrlEncode(capture);
+    const uint64_t before = done;
+    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
+        *server, "POST", target, body, common::LooksGzipped(body) ? "application/gzip" : "application/json",
+        [&](uint64_t sent) { progress.Update(before + sent, total, common::StrCat(i + 1, "/", files->size(), " files")); });
+    if (!r.ok()) return Fail("import", std::string(r.status().message()));
+    if (r->status != 201) return Fail("import", common::StrCat(path, ": ", ProblemDetail(*r)));
+    done += body.size();
+    if (capture.empty()) {
+      // The first upload created the capture; the rest join it.
+      simdjson::dom::parser parser;
+      simdjson::dom::element doc;
+      std::string_view id;
+      if (parser.parse(r->body).get(doc) != simdjson::SUCCESS || doc["id"].get_string().get(id) != simdjson::SUCCESS) {
+        return Fail("import", "the coordinator's answer has no capture id");
+      }
+      capture = std::string(id);
+    }
+  }
+  progress.Finish();
+  std::printf("imported %zu files (%s) as capture %s\n", files->size(), HumanBytes(total).c_str(), capture.c_str());
+  std::printf("next: podscope --server %s report %s --report pod\n", o.server.c_str(), capture.c_str());
+  return 0;
+}
+
+int RunCapturesCommand(const OnlineOptions& o) {
+  absl::StatusOr<ServerAddress> server = Server(o);
+  if (!server.ok()) return Fail("captures", std::string(server.status().message()));
+  std::string target = "/v1/captures?limit=1000";
+  if (o.job != "imported" && !o.job.empty()) target += "&job=" + UrlEncode(o.job);
+  if (!o.state.empty()) target += "&state=" + UrlEncode(o.state);
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", target);
+  if (!r.ok()) return Fail("captures", std::string(r.status().message()));
+  if (r->status != 200) return Fail("captures", ProblemDetail(*r));
+  if (o.format == "json") {
+    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+    return 0;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("captures", "unreadable answer");
+  std::printf("%-32s %-16s %-10s %6s %12s\n", "id", "job", "state", "ranks", "events");
+  for (simdjson::dom::element c : doc["captures"].get_array()) {
+    const std::string_view id = c["id"].get_string().value_unsafe();
+    const std::string_view job = c["job"].get_string().value_unsafe();
+    const std::string_view state = c["state"].get_string().value_unsafe();
+    std::printf("%-32.*s %-16.*s %-10.*s %6zu %12llu\n", static_cast<int>(id.size()), id.data(),
+                static_cast<int>(job.size()), job.data(), static_cast<int>(state.size()), state.data(),
+                c["workers"].get_array().size(), static_cast<unsigned long long>(c["events"].get_uint64().value_unsafe()));
+  }
+  return 0;
+}
+
+int RunReportCommand(const OnlineOptions& o) {
+  absl::StatusOr<ServerAddress> server = Server(o);
+  if (!server.ok()) return Fail("report", std::string(server.status().message()));
+  std::vector<std::string> reports = o.reports;
+  if (std::find(reports.begin(), reports.end(), "all") != reports.end()) {
+    reports = {"steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"};
+  }
+  std::string query = common::StrCat("?format=", o.format, "&window=", o.window, "&clocks=", o.clocks);
+  if (!o.step_pattern.empty()) query += "&step_pattern=" + UrlEncode(o.step_pattern);
+  if (o.link_gbps > 0) query += common::StrCat("&link_gbps=", o.link_gbps);
+  if (o.params > 0) query += common::StrCat("&params=", o.params, "&bytes_per_param=", o.bytes_per_param);
+  for (size_t i = 0; i < reports.size(); ++i) {
+    absl::StatusOr<HttpClientResponse> r =
+        HttpRequestTo(*server, "GET", common::StrCat("/v1/captures/", UrlEncode(o.report_capture), "/", reports[i], query));
+    if (!r.ok()) return Fail("report", std::string(r.status().message()));
+    if (r->status != 200) return Fail("report", ProblemDetail(*r));
+    if (i > 0 && o.format == "table") std::printf("\n");
+    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+  }
+  return 0;
+}
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,40 @@
+// The CLI's online mode: `podscope --server URL import|captures|report`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+
+namespace podscope::coordinator {
+
+struct OnlineOptions {
+  std::string server;  // global --server URL
+  // import
+  std::vector<std::string> import_inputs;
+  std::string job = "imported";
+  std::string capture;
+  // captures
+  std::string state;
+  std::string format = "table";
+  // report
+  std::string report_capture;
+  std::vector<std::string> reports = {"all"};
+  std::string window = "steps", clocks = "auto", step_pattern;
+  double link_gbps = 0;
+  int64_t params = 0;
+  int32_t bytes_per_param = 4;
+};
+
+struct OnlineCommands {
+  CLI::App* import = nullptr;
+  CLI::App* captures = nullptr;
+  CLI::App* report = nullptr;
+};
+
+OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& options);
+int RunImportCommand(const OnlineOptions& options);
+int RunCapturesCommand(const OnlineOptions& options);
+int RunReportCommand(const OnlineOptions& options);
+
+}  // namespace podscope::coordinator
