@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds and runs the benchmarks that produce the README's figures:
-#  - Google Benchmark programs (medians of 7 runs): Kineto import, chunk encode/decode;
+#  - Google Benchmark programs (medians of 7 runs): Kineto import, chunk encode/decode,
+#    trace store write/read;
 #  - end to end: `podscope analyze` (all reports, JSON out) of a simulated 32-rank job with
 #    ~3 million events, from Kineto files, as one process: wall time and peak memory.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 podscope_install_deps
 podscope_build
-for bench in podscope_import_bench podscope_chunk_bench; do
+for bench in podscope_import_bench podscope_chunk_bench podscope_store_bench; do
   podscope_log "$bench"
   "$PODSCOPE_BUILD_DIR/bench/$bench" --benchmark_min_time=0.5 --benchmark_repetitions=7 \
     --benchmark_report_aggregates_only=true | grep -E "median|^Benchmark|^---"
