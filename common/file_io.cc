@@ -263,6 +263,24 @@ absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path, const Rea
   return out;
 }
 
+absl::StatusOr<std::string> GzipCompress(std::string_view data, int level) {
+  z_stream stream;
+  std::memset(&stream, 0, sizeof(stream));
+  if (deflateInit2(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return absl::InternalError("zlib deflateInit2 failed");
+  }
+  std::string out(deflateBound(&stream, data.size()) + 32, '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  if (rc != Z_STREAM_END) return absl::InternalError("zlib deflate did not finish");
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path, bool gzip) {
   FilePtr file(std::fopen(path.c_str(), "wb"));
   if (file == nullptr) {

@@ -64,6 +64,9 @@ absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path,
 // Gunzips `compressed` (which may hold several gzip members) into `out`.
 absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std::string* out);
 
+// Gzip-compresses `data` in memory (one gzip member).
+absl::StatusOr<std::string> GzipCompress(std::string_view data, int level = 6);
+
 // A buffered output file; gzip-compressed when asked. Not thread-safe.
 class OutputFile {
  public:

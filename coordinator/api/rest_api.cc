@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/chrome/chrome_exporter.h"
+#include "common/file_io.h"
 #include "common/json_writer.h"
 #include "common/str_util.h"
 #include "coordinator/analysis/analysis_run.h"
@@ -348,6 +349,16 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
         return absl::OkStatus();
       });
   if (!stats.ok()) return FromStatus(stats.status());
+  const std::string gzip = r.Query("gzip", "false");
+  if (gzip != "true" && gzip != "false") return HttpResponse::Problem(400, "Bad Request", "gzip must be true or false");
+  if (gzip == "true") {
+    absl::StatusOr<std::string> compressed = common::GzipCompress(body);
+    if (!compressed.ok()) return FromStatus(compressed.status());
+    HttpResponse response = HttpResponse::Json(200, *std::move(compressed));
+    response.content_type = "application/gzip";
+    response.headers.emplace_back("Content-Disposition", common::StrCat("attachment; filename=\"", id, ".json.gz\""));
+    return response;
+  }
   HttpResponse response = HttpResponse::Json(200, std::move(body));
   response.headers.emplace_back("Content-Disposition", common::StrCat("attachment; filename=\"", id, ".json\""));
   return response;

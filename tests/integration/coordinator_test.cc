@@ -89,6 +89,13 @@ TEST_F(CoordinatorTest, ImportAnalyseExportRestartDelete) {
   EXPECT_NE(trace.body.find("\"podscope\":{\"format\":1"), std::string::npos);
   EXPECT_NE(trace.body.find("rank 1 (pyper:trainer:0:1 pid 4045)"), std::string::npos);
 
+  HttpResult gz = HttpCall(port_, "GET", "/v1/captures/tf1/trace?gzip=true");
+  ASSERT_EQ(gz.status, 200);
+  EXPECT_EQ(gz.headers["content-type"], "application/gzip");
+  std::string unzipped;
+  ASSERT_TRUE(common::Gunzip(gz.body, 1ull << 30, &unzipped).ok());
+  EXPECT_EQ(unzipped, trace.body);
+
   const HttpResult metrics = HttpCall(port_, "GET", "/metrics");
   EXPECT_NE(metrics.body.find("podscope_captures{state=\"complete\"} 1"), std::string::npos) << metrics.body;
 
