@@ -68,6 +68,8 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
       if (l.contains("max_connections")) s->http_limits.max_connections = l.at("max_connections").to_number<uint32_t>();
       if (l.contains("max_ranks_per_capture")) s->api_limits.max_ranks_per_capture = l.at("max_ranks_per_capture").to_number<uint32_t>();
       if (l.contains("max_events_per_worker")) s->api_limits.max_events_per_worker = l.at("max_events_per_worker").to_number<uint64_t>();
+      if (l.contains("max_string_bytes")) s->api_limits.max_string_bytes = l.at("max_string_bytes").to_number<size_t>();
+      if (l.contains("max_header_bytes")) s->http_limits.max_header_bytes = l.at("max_header_bytes").to_number<uint32_t>();
     }
     if (o.contains("retention")) {
       const boost::json::object& r = o.at("retention").as_object();

@@ -119,7 +119,8 @@ TEST_F(CoordinatorTest, ImportAnalyseExportRestartDelete) {
 }
 
 TEST_F(CoordinatorTest, BadInputGetsProblemJsonAndLeavesTheStoreUnchanged) {
-  std::ofstream(dir_.File("config.json")) << R"({"limits": {"max_upload_bytes": 200000, "max_body_bytes": 1000}})";
+  std::ofstream(dir_.File("config.json"))
+      << R"({"limits": {"max_upload_bytes": 200000, "max_body_bytes": 1000, "max_string_bytes": 4096}})";
   StartDaemon({"--config", dir_.File("config.json")});
   ASSERT_EQ(Import("good", 0).status, 201);
   ASSERT_EQ(CaptureCount(), 1u);
@@ -132,6 +133,11 @@ TEST_F(CoordinatorTest, BadInputGetsProblemJsonAndLeavesTheStoreUnchanged) {
   expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=bad&name=rank-0.json", "{\"traceEvents\": [", "application/json"),
                  400, "rank-0.json: byte offset");
   expect_problem(HttpCall(port_, "GET", "/v1/captures/unknown"), 404, "no capture");
+  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=long&name=r.json",
+                          R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")" + std::string(5000, 'n') +
+                              R"(", "ts": 1, "dur": 1}]})",
+                          "application/json"),
+                 400, "exceeds the limit of 4096");
   expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?window=sideways"), 400, "window must be");
   expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?bogus=1"), 400, "unknown query parameter");
   expect_problem(HttpCall(port_, "GET", "/v1/captures?limit=0"), 400, "limit must be");
