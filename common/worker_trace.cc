@@ -76,15 +76,6 @@ absl::Status CheckEnum(const std::vector<Enum>& values, int count, std::string_v
   return absl::OkStatus();
 }
 
-template <typename Table>
-size_t ColumnBytes(const Table& table) {
-  size_t bytes = 0;
-  table.ForEachColumn([&bytes](const auto& column) {
-    bytes += column.capacity() * sizeof(typename std::decay_t<decltype(column)>::value_type);
-  });
-  return bytes;
-}
-
 }  // namespace
 
 std::string WorkerInfo::DisplayName() const {
@@ -159,13 +150,6 @@ std::pair<TimeNs, TimeNs> WorkerTrace::TimeRange() const {
   widen(host_spans.start, host_spans.end);
   if (lo > hi) return {0, 0};
   return {lo, hi};
-}
-
-size_t WorkerTrace::MemoryBytes() const {
-  return ColumnBytes(kernels) + ColumnBytes(memcpys) + ColumnBytes(runtime_calls) +
-         ColumnBytes(host_spans) + ColumnBytes(collectives) + ColumnBytes(steps) +
-         ColumnBytes(host_samples) + strings.payload_bytes() +
-         strings.size() * (sizeof(std::string) + sizeof(std::string_view));
 }
 
 }  // namespace podscope::common

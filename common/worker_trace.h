@@ -83,8 +83,6 @@ struct WorkerTrace {
   absl::Status Validate() const;
   // Earliest start and latest end over device and host events (own clock); {0,0} if empty.
   std::pair<TimeNs, TimeNs> TimeRange() const;
-  // Bytes held by the columns and strings (decoded in-memory size).
-  size_t MemoryBytes() const;
 };
 
 }  // namespace podscope::common

@@ -14,14 +14,6 @@
 namespace podscope::common {
 namespace od = simdjson::ondemand;
 
-namespace {
-
-bool IsCommSpanNameForArgs(std::string_view name) {
-  return name == "record_param_comms" || (name.size() > 5 && name.substr(0, 5) == "nccl:") ||
-         (name.size() > 6 && name.substr(0, 6) == "c10d::");
-}
-
-}  // namespace
 
 class KinetoImporter::Impl {
  public:
@@ -337,14 +329,6 @@ class KinetoImporter::Impl {
             }
           }
           break;
-        case 'l':
-          if (key.unsafe_is_equal("labels")) {
-            od::json_type type;
-            if (value.type().get(type) == simdjson::SUCCESS && type == od::json_type::string) {
-              RETURN_IF_ERROR(GetString(value, "labels", &a->labels));
-            }
-          }
-          break;
         case 'a':
           if (key.unsafe_is_equal("algorithm")) RETURN_IF_ERROR(GetString(value, "algorithm", &c.algorithm));
           break;
@@ -434,7 +418,7 @@ class KinetoImporter::Impl {
           break;
         case 'a':
           if (key.unsafe_is_equal("args")) {
-            RETURN_IF_ERROR(ParseArgs(value, IsCommSpanNameForArgs(e->name), &e->args));
+            RETURN_IF_ERROR(ParseArgs(value, IsCommunicationOpName(e->name), &e->args));
           }
           break;
         default:

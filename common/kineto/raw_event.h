@@ -35,9 +35,8 @@ struct RawArgs {
   int64_t bytes = kAbsent;
   int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   int64_t registers = 0, shared_memory = 0;
-  // Metadata events ("M"): args.name, args.sort_index, args.labels.
+  // Metadata events ("M"): args.name (process / thread names).
   std::string_view name;
-  std::string_view labels;
   RawCollectiveArgs collective;
 };
 

@@ -36,11 +36,6 @@ HostSpanCategory ClassifyHostSpan(std::string_view name, HostSpanCategory by_cat
   return by_category;
 }
 
-bool IsCommSpanName(std::string_view name) {
-  return name == "record_param_comms" || name.starts_with("nccl:") ||
-         name.starts_with("c10d::");
-}
-
 // Fills the fields of `into` that are still absent from `from`.
 void MergeMissing(const RawCollectiveArgs& from, RawCollectiveArgs* into) {
   auto fill_sv = [](std::string_view src, std::string_view* dst) {
@@ -85,6 +80,10 @@ std::vector<int32_t> ParseRankList(std::string_view text) {
 }
 
 }  // namespace
+
+bool IsCommunicationOpName(std::string_view name) {
+  return name == "record_param_comms" || name.starts_with("nccl:") || name.starts_with("c10d::");
+}
 
 int64_t ProfilerStepNumber(std::string_view name) {
   constexpr std::string_view kPrefix = "ProfilerStep#";
@@ -216,7 +215,7 @@ void TraceBuilder::AddHostSpan(const RawEvent& e, HostSpanCategory category) {
     s.end.push_back(e.ts + e.dur);
     s.thread.push_back(thread);
   }
-  if (!on_gpu && IsCommSpanName(e.name)) {
+  if (!on_gpu && IsCommunicationOpName(e.name)) {
     comm_spans_.push_back(CommSpan{thread, e.ts, e.ts + e.dur, e.name, e.args.collective});
   }
 }

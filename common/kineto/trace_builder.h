@@ -71,6 +71,9 @@ class TraceBuilder {
   std::vector<NamedThing> process_names_, thread_names_;
 };
 
+// True for the host ops that issue collectives: record_param_comms, nccl:*, c10d::*.
+bool IsCommunicationOpName(std::string_view name);
+
 // "ProfilerStep#551" -> 551; -1 when `name` is not a step marker.
 int64_t ProfilerStepNumber(std::string_view name);
 
