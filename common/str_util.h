@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "fmt/format.h"
 
@@ -47,6 +48,18 @@ inline std::string_view StripWhitespace(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
   return s;
+}
+
+// Splits on every `sep`; "a,,b" gives {"a", "", "b"}, "" gives {""}.
+inline std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t from = 0;
+  for (size_t at = s.find(sep); at != std::string_view::npos; at = s.find(sep, from)) {
+    parts.push_back(s.substr(from, at - from));
+    from = at + 1;
+  }
+  parts.push_back(s.substr(from));
+  return parts;
 }
 
 }  // namespace podscope::common

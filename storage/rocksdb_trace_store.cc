@@ -88,6 +88,8 @@ v1::CaptureRecord ToProto(const CaptureRecord& r) {
   p.set_stored_bytes(r.stored_bytes);
   p.set_error(r.error);
   p.set_generation(r.generation);
+  p.set_window_start_ns(r.window_start_ns);
+  p.set_window_duration_ns(r.window_duration_ns);
   for (const WorkerRecord& w : r.workers) {
     v1::WorkerRecord* o = p.add_workers();
     o->set_worker_index(w.worker_index);
@@ -97,6 +99,19 @@ v1::CaptureRecord ToProto(const CaptureRecord& r) {
     o->set_events(w.events);
     o->set_chunks(w.chunks);
     o->set_state(w.state);
+    o->set_agent_id(w.agent_id);
+    if (w.clock.source != common::ClockSource::kNone) {
+      v1::ClockModel* c = o->mutable_clock();
+      c->set_offset_ns(w.clock.offset_ns);
+      c->set_drift_ppb(w.clock.drift_ppb);
+      c->set_reference_ns(w.clock.reference_ns);
+      c->set_error_bound_ns(w.clock.error_bound_ns);
+      c->set_source(static_cast<uint32_t>(w.clock.source));
+    }
+    o->set_actual_start_ns(w.actual_start_ns);
+    o->set_actual_stop_ns(w.actual_stop_ns);
+    o->set_dropped_events(w.dropped_events);
+    o->set_error(w.error);
   }
   return p;
 }
@@ -116,8 +131,29 @@ absl::StatusOr<CaptureRecord> FromProto(std::string_view bytes) {
   r.stored_bytes = p.stored_bytes();
   r.error = p.error();
   r.generation = p.generation();
+  r.window_start_ns = p.window_start_ns();
+  r.window_duration_ns = p.window_duration_ns();
   for (const v1::WorkerRecord& w : p.workers()) {
-    r.workers.push_back(WorkerRecord{w.worker_index(), w.rank(), w.host(), w.source(), w.events(), w.chunks(), w.state()});
+    WorkerRecord& o = r.workers.emplace_back();
+    o.worker_index = w.worker_index();
+    o.rank = w.rank();
+    o.host = w.host();
+    o.source = w.source();
+    o.events = w.events();
+    o.chunks = w.chunks();
+    o.state = w.state();
+    o.agent_id = w.agent_id();
+    if (w.has_clock()) {
+      if (w.clock().source() > static_cast<uint32_t>(common::ClockSource::kCollective)) {
+        return absl::DataLossError("a capture record in the store has an unknown clock source");
+      }
+      o.clock = common::ClockModel{w.clock().offset_ns(), w.clock().drift_ppb(), w.clock().reference_ns(),
+                                   w.clock().error_bound_ns(), static_cast<common::ClockSource>(w.clock().source())};
+    }
+    o.actual_start_ns = w.actual_start_ns();
+    o.actual_stop_ns = w.actual_stop_ns();
+    o.dropped_events = w.dropped_events();
+    o.error = w.error();
   }
   return r;
 }

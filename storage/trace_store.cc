@@ -40,7 +40,10 @@ absl::StatusOr<common::Capture> LoadCapture(TraceStore& store, std::string_view 
   common::Capture capture;
   capture.id = record.id;
   capture.job = record.job;
-  RETURN_IF_ERROR(store.ReadWorkers(capture_id, [&capture](uint32_t, common::WorkerTrace trace) {
+  RETURN_IF_ERROR(store.ReadWorkers(capture_id, [&capture, &record](uint32_t index, common::WorkerTrace trace) {
+    for (const WorkerRecord& w : record.workers) {
+      if (w.worker_index == index && w.clock.source != common::ClockSource::kNone) trace.clock = w.clock;
+    }
     capture.workers.push_back(std::move(trace));
     return absl::OkStatus();
   }));

@@ -38,6 +38,13 @@ struct WorkerRecord {
   uint64_t events = 0;
   uint64_t chunks = 0;
   std::string state;
+  // Live captures only.
+  std::string agent_id;
+  common::ClockModel clock;   // agent clock -> coordinator clock, frozen when the window ended
+  int64_t actual_start_ns = 0;  // when the worker really started and stopped (coordinator clock)
+  int64_t actual_stop_ns = 0;
+  uint64_t dropped_events = 0;
+  std::string error;  // why it failed, when it did
   friend bool operator==(const WorkerRecord&, const WorkerRecord&) = default;
 };
 
@@ -52,6 +59,8 @@ struct CaptureRecord {
   std::string error;
   std::vector<WorkerRecord> workers;
   uint64_t generation = 0;  // bumped when events or clock models change
+  int64_t window_start_ns = 0;  // live captures: the requested window (coordinator clock)
+  int64_t window_duration_ns = 0;
   friend bool operator==(const CaptureRecord&, const CaptureRecord&) = default;
 };
 
@@ -98,7 +107,8 @@ class TraceStore {
   virtual absl::StatusOr<uint64_t> ApproximateEventBytes(std::string_view capture_id) = 0;
 };
 
-// Loads a whole capture through ReadWorkers.
+// Loads a whole capture through ReadWorkers; a worker whose record carries a clock model (live
+// captures) gets that model, which supersedes whatever its chunks say.
 absl::StatusOr<common::Capture> LoadCapture(TraceStore& store, std::string_view capture_id);
 
 }  // namespace podscope::storage

@@ -339,7 +339,7 @@ Workload SimulateJob(const WorkloadOptions& o) {
     TimeNs previous_end = 0;
     for (int32_t b = 0; b < o.buckets; ++b) {
       CollectiveTruth truth;
-      truth.step = step;
+      truth.step = o.first_step + step;
       truth.bucket = b;
       truth.arrival.resize(n);
       TimeNs last = INT64_MIN;
@@ -357,7 +357,7 @@ Workload SimulateJob(const WorkloadOptions& o) {
         RankState& s = state[r];
         writers[r].Kernel(truth.arrival[r], end, kNcclKernel, kCommStream, s.bucket_correlation[b],
                           KernelClass::kCommunication, 16);
-        writers[r].Collective(static_cast<int64_t>(step) * o.buckets + b, bucket_bytes, n, s.bucket_launch[b],
+        writers[r].Collective((o.first_step + step) * o.buckets + b, bucket_bytes, n, s.bucket_launch[b],
                               truth.arrival[r], end, s.bucket_correlation[b]);
         s.comm = end;
       }
@@ -383,7 +383,7 @@ Workload SimulateJob(const WorkloadOptions& o) {
       const TimeNs sync_end = std::max(s.host, s.compute) + 5'000;
       wr.Runtime(s.host, sync_end, "cudaStreamSynchronize", false);
       s.host = sync_end + 10'000;
-      wr.Step(step, s.step_start, s.host);
+      wr.Step(o.first_step + step, s.step_start, s.host);
     }
   }
   for (WorkerTrace& w : out.capture.workers) w.SortByTime();

@@ -53,6 +53,9 @@ struct WorkloadOptions {
   double clock_offset_ms = 0;
   double drift_ppm = 0;
   TimeNs epoch_ns = 1'700'000'000'000'000'000;
+  // Numbering: step s of this run is first_step + s (collective sequences follow), so runs
+  // simulated back to back continue one another.
+  int64_t first_step = 0;
 };
 
 // What really happened in one collective (true time).

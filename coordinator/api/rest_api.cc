@@ -10,6 +10,7 @@
 #include "common/str_util.h"
 #include "coordinator/analysis/analysis_run.h"
 #include "coordinator/api/capture_json.h"
+#include "coordinator/api/status_response.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/report_table.h"
 
@@ -18,16 +19,6 @@ namespace {
 
 using storage::CaptureRecord;
 using storage::CaptureState;
-
-HttpResponse FromStatus(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kNotFound: return HttpResponse::Problem(404, "Not Found", std::string(s.message()));
-    case absl::StatusCode::kInvalidArgument: return HttpResponse::Problem(400, "Bad Request", std::string(s.message()));
-    case absl::StatusCode::kResourceExhausted: return HttpResponse::Problem(413, "Payload Too Large", std::string(s.message()));
-    case absl::StatusCode::kFailedPrecondition: return HttpResponse::Problem(409, "Conflict", std::string(s.message()));
-    default: return HttpResponse::Problem(500, "Internal Server Error", std::string(s.message()));
-  }
-}
 
 template <typename T>
 bool ParseNumber(const std::string& text, T* out) {
@@ -189,6 +180,15 @@ HttpResponse RestApi::ListCaptures(HttpRequest& r) {
 }
 
 HttpResponse RestApi::GetCapture(HttpRequest& r) {
+  // A capture still running is answered from the scheduler's memory, which is ahead of the store.
+  if (live_lookup_) {
+    if (std::optional<CaptureRecord> live = live_lookup_(r.params["id"])) {
+      common::JsonWriter w;
+      WriteCaptureJson(w, *live);
+      w.Char('\n');
+      return HttpResponse::Json(200, std::move(w.buffer()));
+    }
+  }
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(r.params["id"]);
   if (!record.ok()) return FromStatus(record.status());
   common::JsonWriter w;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/kineto/kineto_importer.h"
@@ -30,6 +31,11 @@ class RestApi {
 
   // Adds every route to `router`.
   void Register(Router& router);
+  // Answers GET /v1/captures/{id} for captures still running (set by the daemon when it runs
+  // the capture scheduler); returns nullopt for captures that are not live.
+  void set_live_lookup(std::function<std::optional<storage::CaptureRecord>(const std::string&)> lookup) {
+    live_lookup_ = std::move(lookup);
+  }
   // Counters for /metrics (may be set after Register).
   void set_http_counters(const HttpCounters* counters) { counters_ = counters; }
   // Marks captures left in "importing" by a crash as failed. Call once at start-up.
@@ -51,6 +57,7 @@ class RestApi {
   ApiLimits limits_;
   std::function<int64_t()> now_ns_;
   const HttpCounters* counters_ = nullptr;
+  std::function<std::optional<storage::CaptureRecord>(const std::string&)> live_lookup_;
   std::mutex import_mu_;  // one import at a time keeps a capture's record consistent
   std::atomic<uint64_t> next_id_{0};
 };

@@ -68,10 +68,18 @@ const Route* Router::Match(std::string_view method, std::string_view path,
     std::map<std::string, std::string> found;
     bool ok = true;
     for (size_t i = 0; i < parts.size() && ok; ++i) {
-      if (pattern[i].size() > 2 && pattern[i].front() == '{' && pattern[i].back() == '}') {
-        // A parameter never swallows a ':' verb ("{id}" must not match "x:cancel").
-        if (parts[i].find(':') != std::string_view::npos) ok = false;
-        found[std::string(pattern[i].substr(1, pattern[i].size() - 2))] = std::string(parts[i]);
+      const size_t close = pattern[i].find('}');
+      if (pattern[i].size() > 2 && pattern[i].front() == '{' && close != std::string_view::npos) {
+        // "{id}" or "{id}:verb". A parameter never swallows a ':' verb ("{id}" must not match
+        // "x:cancel"); "{id}:cancel" matches exactly "x:cancel".
+        const std::string_view verb = pattern[i].substr(close + 1);
+        std::string_view value = parts[i];
+        if (!verb.empty()) {
+          ok = value.size() > verb.size() && value.substr(value.size() - verb.size()) == verb;
+          value = value.substr(0, value.size() - verb.size());
+        }
+        if (value.find(':') != std::string_view::npos || value.empty()) ok = false;
+        found[std::string(pattern[i].substr(1, close - 1))] = std::string(value);
       } else {
         ok = pattern[i] == parts[i];
       }

@@ -37,7 +37,7 @@ std::string RunCli(const std::string& args) {
 class CoordinatorTest : public ::testing::Test {
  protected:
   void StartDaemon(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"--http", "127.0.0.1:0", "--data-dir", dir_.File("store")};
+    std::vector<std::string> args = {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store")};
     args.insert(args.end(), extra.begin(), extra.end());
     // A fresh log per start: the port is read from it.
     const std::string log = dir_.File("coordinator-" + std::to_string(++starts_) + ".log");

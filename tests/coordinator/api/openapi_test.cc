@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "coordinator/api/live_api.h"
 #include "coordinator/api/rest_api.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/test_paths.h"
@@ -18,6 +19,12 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   RestApi api(**store, {}, [] { return int64_t{0}; });
   Router router;
   api.Register(router);
+  auto now = [] { return int64_t{0}; };
+  AgentRegistry registry({}, now);
+  ClockAligner aligner;
+  CaptureScheduler scheduler(**store, registry, aligner, {}, now);
+  LiveApi live(registry, aligner, scheduler, now);
+  live.Register(router);
   std::set<std::string> registered;
   for (const Route& r : router.routes()) {
     std::string method = r.method;

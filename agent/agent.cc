@@ -1,0 +1,358 @@
+#include "agent/agent.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <optional>
+#include <random>
+
+#include "common/protocol_version.h"
+#include "common/str_util.h"
+#include "spdlog/spdlog.h"
+
+namespace podscope::agent {
+
+namespace {
+
+std::chrono::system_clock::time_point DeadlineIn(int64_t ns) {
+  return std::chrono::system_clock::now() + std::chrono::nanoseconds(ns);
+}
+
+std::string MachineHostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown-host";
+  return name;
+}
+
+constexpr const char* kVersion = "0.1.0";
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors)
+    : options_(std::move(options)),
+      clock_(clock),
+      collectors_(std::move(collectors)),
+      heartbeat_interval_ns_(options_.heartbeat_interval_ns),
+      clock_sync_interval_ns_(options_.clock_sync_interval_ns) {
+  if (options_.host.empty()) options_.host = MachineHostName();
+  if (options_.agent_id.empty()) options_.agent_id = common::StrCat(options_.host, "-", getpid());
+  for (const std::unique_ptr<Collector>& c : collectors_) {
+    for (const WorkerIdentity& w : c->Workers()) by_rank_.emplace(w.rank, c.get());
+  }
+}
+
+Agent::~Agent() { Stop(); }
+
+void Agent::Start() {
+  grpc::ChannelArguments args;
+  // One TCP connection per agent even when a process hosts many (the scale benchmark).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Come back quickly after a coordinator restart; our own loop adds the jittered backoff.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2'000);
+  args.SetMaxSendMessageSize(64 << 20);
+  channel_ = grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::AgentService::NewStub(channel_);
+  connection_thread_ = std::thread([this] { ConnectionLoop(); });
+  timer_thread_ = std::thread([this] { TimerLoop(); });
+}
+
+void Agent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    if (session_context_ != nullptr) session_context_->TryCancel();
+    for (grpc::ClientContext* upload : uploads_) upload->TryCancel();
+    for (auto& [id, run] : captures_) run->Cancel("agent shutting down");
+  }
+  cv_.notify_all();
+  if (connection_thread_.joinable()) connection_thread_.join();
+  if (timer_thread_.joinable()) timer_thread_.join();
+  std::map<std::string, std::unique_ptr<CaptureRun>> runs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    runs.swap(captures_);
+  }
+  runs.clear();  // joins every capture thread
+}
+
+std::string Agent::refusal() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refusal_;
+}
+
+bool Agent::WaitConnected(int64_t timeout_ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::nanoseconds(timeout_ns),
+                      [this] { return connected_.load() || stopping_ || !refusal_.empty(); }) &&
+         connected_.load();
+}
+
+bool Agent::Sleep(int64_t ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !cv_.wait_for(lock, std::chrono::nanoseconds(ns), [this] { return stopping_; });
+}
+
+void Agent::ConnectionLoop() {
+  std::mt19937_64 rng(std::hash<std::string>()(options_.agent_id) ^ static_cast<uint64_t>(HostNowNs()));
+  int64_t backoff = options_.reconnect_initial_ns;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_ || !refusal_.empty()) return;
+    }
+    const auto began = std::chrono::steady_clock::now();
+    RunSession();
+    // A session that lived a while was a real connection: start the backoff over.
+    if (std::chrono::steady_clock::now() - began > std::chrono::seconds(10)) backoff = options_.reconnect_initial_ns;
+    const int64_t wait = std::uniform_int_distribution<int64_t>(backoff / 2, backoff)(rng);
+    if (!Sleep(wait)) return;
+    backoff = std::min(backoff * 2, options_.reconnect_max_ns);
+  }
+}
+
+v1::AgentHello Agent::Hello() {
+  v1::AgentHello hello;
+  hello.set_protocol_major(common::kAgentProtocolMajor);
+  hello.set_protocol_minor(common::kAgentProtocolMinor);
+  hello.set_agent_id(options_.agent_id);
+  hello.set_host(options_.host);
+  hello.set_version(kVersion);
+  for (const std::unique_ptr<Collector>& c : collectors_) {
+    for (const WorkerIdentity& w : c->Workers()) {
+      v1::WorkerDescriptor* d = hello.add_workers();
+      d->set_rank(w.rank);
+      d->set_local_rank(w.local_rank);
+      d->set_world_size(w.world_size);
+      d->set_pid(w.pid);
+      d->set_job(w.job);
+      d->set_host(w.host);
+      d->set_device(w.device);
+      d->set_collector(std::string(c->name()));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, run] : captures_) *hello.add_captures() = run->Status();
+  return hello;
+}
+
+void Agent::RunSession() {
+  grpc::ClientContext context;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    session_context_ = &context;
+  }
+  std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>> stream = stub_->Connect(&context);
+  v1::AgentMessage hello;
+  *hello.mutable_hello() = Hello();
+  v1::CoordinatorMessage message;
+  bool welcomed = stream->Write(hello) && stream->Read(&message) && message.has_welcome();
+  if (welcomed) {
+    const v1::Welcome& w = message.welcome();
+    if (w.heartbeat_interval_ms() > 0) heartbeat_interval_ns_ = int64_t{w.heartbeat_interval_ms()} * 1'000'000;
+    if (w.clock_sync_interval_ms() > 0) clock_sync_interval_ns_ = int64_t{w.clock_sync_interval_ms()} * 1'000'000;
+    {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      stream_ = stream.get();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connected_ = true;
+      sync_wanted_ = true;  // a burst at every connect
+    }
+    cv_.notify_all();
+    spdlog::info("agent {} connected to {} (coordinator {})", options_.agent_id, options_.coordinator,
+                 w.coordinator_id());
+    while (stream->Read(&message)) {
+      switch (message.kind_case()) {
+        case v1::CoordinatorMessage::kCapture:
+          OnCapture(message.capture());
+          break;
+        case v1::CoordinatorMessage::kCancel:
+          OnCancel(message.cancel());
+          break;
+        case v1::CoordinatorMessage::kSyncClock: {
+          std::lock_guard<std::mutex> lock(mu_);
+          sync_wanted_ = true;
+          cv_.notify_all();
+          break;
+        }
+        default:
+          break;  // newer coordinators may send more; ignoring is the compatible choice
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    stream_ = nullptr;
+  }
+  connected_ = false;
+  context.TryCancel();
+  const grpc::Status status = stream->Finish();
+  std::lock_guard<std::mutex> lock(mu_);
+  session_context_ = nullptr;
+  if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+    refusal_ = status.error_message();
+    spdlog::error("agent {}: the coordinator refused this agent: {}", options_.agent_id, refusal_);
+    cv_.notify_all();
+  } else if (!stopping_) {
+    spdlog::warn("agent {}: control stream to {} ended{}{}; reconnecting", options_.agent_id, options_.coordinator,
+                 status.ok() ? "" : ": ", status.error_message());
+  }
+}
+
+bool Agent::Send(const v1::AgentMessage& message) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (stream_ == nullptr) return false;
+  return stream_->Write(message);
+}
+
+void Agent::TimerLoop() {
+  using Steady = std::chrono::steady_clock;
+  Steady::time_point next_heartbeat = Steady::now(), next_sync = Steady::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const Steady::time_point wake = std::min(next_heartbeat, next_sync);
+    cv_.wait_until(lock, wake, [this] { return stopping_ || (sync_wanted_ && connected_.load()); });
+    if (stopping_) return;
+    if (!connected_.load()) {
+      next_heartbeat = next_sync = Steady::now() + std::chrono::milliseconds(100);
+      continue;
+    }
+    const Steady::time_point now = Steady::now();
+    if (sync_wanted_ || now >= next_sync) {
+      sync_wanted_ = false;
+      lock.unlock();
+      SyncClockBurst("periodic");
+      lock.lock();
+      next_sync = Steady::now() + std::chrono::nanoseconds(clock_sync_interval_ns_.load());
+    }
+    if (now >= next_heartbeat) {
+      lock.unlock();
+      v1::AgentMessage beat;
+      beat.mutable_heartbeat()->set_agent_time_ns(clock_.Now());
+      Send(beat);
+      ForgetOldCaptures();
+      lock.lock();
+      next_heartbeat = now + std::chrono::nanoseconds(heartbeat_interval_ns_.load());
+    }
+  }
+}
+
+void Agent::SyncClockBurst(std::string_view reason) {
+  v1::AgentMessage message;
+  v1::ClockReport* report = message.mutable_clock();
+  for (int i = 0; i < options_.clock_burst; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
+    v1::SyncClockRequest request;
+    v1::SyncClockResponse response;
+    request.set_agent_id(options_.agent_id);
+    const TimeNs t1 = clock_.Now();
+    request.set_t1_ns(t1);
+    const grpc::Status status = stub_->SyncClock(&context, request, &response);
+    const TimeNs t4 = clock_.Now();
+    if (!status.ok()) {
+      spdlog::debug("agent {}: clock sync ({}) failed: {}", options_.agent_id, reason, status.error_message());
+      break;
+    }
+    v1::ClockSample* s = report->add_samples();
+    s->set_t1_ns(t1);
+    s->set_t2_ns(response.t2_ns());
+    s->set_t3_ns(response.t3_ns());
+    s->set_t4_ns(t4);
+  }
+  if (report->samples_size() > 0) Send(message);
+}
+
+void Agent::OnCapture(const v1::CaptureRequest& request) {
+  std::optional<v1::CaptureStatus> known;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    if (auto it = captures_.find(request.capture_id()); it != captures_.end()) {
+      known = it->second->Status();  // a repeat (e.g. after a coordinator restart): just report
+    } else {
+      CaptureRunHooks hooks;
+      hooks.report = [this](const v1::CaptureStatus& status) {
+        v1::AgentMessage m;
+        *m.mutable_capture() = status;
+        Send(m);
+      };
+      hooks.sync_clock = [this](std::string_view reason) { SyncClockBurst(reason); };
+      hooks.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) { return UploadOnce(chunks); };
+      auto run = std::make_unique<CaptureRun>(request, by_rank_, options_.agent_id, clock_, std::move(hooks),
+                                              options_.capture);
+      spdlog::info("agent {}: capture {} armed for {} ranks, starts in {:.1f} ms", options_.agent_id,
+                   request.capture_id(), request.ranks_size(), (request.start_agent_ns() - clock_.Now()) / 1e6);
+      run->Begin();
+      captures_.emplace(request.capture_id(), std::move(run));
+    }
+  }
+  if (known) {
+    v1::AgentMessage m;
+    *m.mutable_capture() = *known;
+    Send(m);
+  }
+}
+
+void Agent::OnCancel(const v1::CancelCapture& cancel) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = captures_.find(cancel.capture_id()); it != captures_.end()) {
+    it->second->Cancel(cancel.reason().empty() ? "cancelled by the coordinator" : cancel.reason());
+  }
+}
+
+absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(const std::vector<const v1::UploadRequest*>& chunks) {
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(300'000'000'000));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::CancelledError("agent stopping");
+    uploads_.insert(&context);
+  }
+  v1::UploadResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::UploadRequest>> writer = stub_->Upload(&context, &response);
+  for (const v1::UploadRequest* chunk : chunks) {
+    if (!writer->Write(*chunk)) break;  // Finish says why
+  }
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    uploads_.erase(&context);
+  }
+  if (!status.ok()) return absl::UnavailableError(common::StrCat("upload: ", status.error_message()));
+  return response;
+}
+
+void Agent::ForgetOldCaptures() {
+  std::vector<std::unique_ptr<CaptureRun>> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const TimeNs now = clock_.Now();
+    for (auto it = captures_.begin(); it != captures_.end();) {
+      if (!it->second->finished()) {
+        ++it;
+        continue;
+      }
+      auto [at, inserted] = finished_at_.emplace(it->first, now);
+      if (now - at->second > options_.keep_finished_ns) {
+        finished_at_.erase(at);
+        old.push_back(std::move(it->second));
+        it = captures_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  old.clear();  // joins outside the lock
+}
+
+}  // namespace podscope::agent

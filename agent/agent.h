@@ -1,0 +1,101 @@
+// The node agent (DESIGN §1, §5): keeps one control stream to the coordinator alive (reconnect
+// with jittered exponential backoff), advertises its workers, sends heartbeats, keeps its clock
+// synchronised (a burst at connect, one every clock_sync_interval, and bursts around every
+// capture), and runs the captures the coordinator asks for through its collectors.
+//
+// Threads: the connection thread (connects, reads the control stream), the timer thread
+// (heartbeats, periodic clock sync) and one thread per capture. Writes to the control stream
+// are serialised by a mutex; everything else is guarded by mu_.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent_clock.h"
+#include "agent/capture_run.h"
+#include "agent/collector.h"
+#include "podscope/v1/agent.grpc.pb.h"
+
+namespace podscope::agent {
+
+struct AgentOptions {
+  std::string coordinator = "127.0.0.1:50051";  // HOST:PORT of the coordinator's gRPC port
+  std::string agent_id;                          // empty: "<host>-<pid>"
+  std::string host;                              // empty: the machine's hostname
+  int clock_burst = 8;                           // exchanges per clock-sync burst
+  int64_t heartbeat_interval_ns = 1'000'000'000;     // until the coordinator's welcome says otherwise
+  int64_t clock_sync_interval_ns = 10'000'000'000;   // likewise
+  int64_t reconnect_initial_ns = 100'000'000;
+  int64_t reconnect_max_ns = 5'000'000'000;
+  int64_t rpc_timeout_ns = 5'000'000'000;
+  // Finished captures are remembered this long and re-reported after a reconnect.
+  int64_t keep_finished_ns = 600'000'000'000;
+  CaptureRunOptions capture;
+};
+
+class Agent {
+ public:
+  // `clock` must outlive the agent.
+  Agent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors);
+  ~Agent();
+
+  void Start();
+  // Cancels running captures, closes the stream, joins every thread. Idempotent.
+  void Stop();
+  // The coordinator refused this agent (e.g. another protocol major version); the reason.
+  // Empty while not refused. The agent stops trying once refused.
+  std::string refusal() const;
+  bool connected() const { return connected_.load(); }
+  const std::string& agent_id() const { return options_.agent_id; }
+  // Blocks until connected (and welcomed) or `timeout_ns` passes.
+  bool WaitConnected(int64_t timeout_ns);
+
+ private:
+  void ConnectionLoop();
+  void TimerLoop();
+  // One session: returns when the stream ends. Sets refusal_ on a version refusal.
+  void RunSession();
+  bool Send(const v1::AgentMessage& message);
+  void SyncClockBurst(std::string_view reason);
+  void OnCapture(const v1::CaptureRequest& request);
+  void OnCancel(const v1::CancelCapture& cancel);
+  absl::StatusOr<v1::UploadResponse> UploadOnce(const std::vector<const v1::UploadRequest*>& chunks);
+  v1::AgentHello Hello();
+  void ForgetOldCaptures();
+  // Sleeps up to `ns` unless stopping; false when stopping.
+  bool Sleep(int64_t ns);
+
+  AgentOptions options_;
+  const AgentClock& clock_;
+  std::vector<std::unique_ptr<Collector>> collectors_;
+  std::map<int32_t, Collector*> by_rank_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::AgentService::Stub> stub_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool sync_wanted_ = false;
+  std::string refusal_;
+  grpc::ClientContext* session_context_ = nullptr;  // the live Connect call, for cancelling
+  std::set<grpc::ClientContext*> uploads_;          // live Upload calls, likewise
+  std::map<std::string, std::unique_ptr<CaptureRun>> captures_;
+  std::map<std::string, TimeNs> finished_at_;
+
+  std::mutex write_mu_;
+  grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>* stream_ = nullptr;  // under write_mu_
+
+  std::atomic<bool> connected_{false};
+  std::atomic<int64_t> heartbeat_interval_ns_;
+  std::atomic<int64_t> clock_sync_interval_ns_;
+  std::thread connection_thread_, timer_thread_;
+};
+
+}  // namespace podscope::agent

@@ -1,0 +1,284 @@
+#include "agent/capture_run.h"
+
+#include <random>
+#include <set>
+
+#include "common/chunk_codec.h"
+#include "common/str_util.h"
+#include "common/trace_slice.h"
+#include "podscope/v1/trace.pb.h"
+#include "spdlog/spdlog.h"
+
+namespace podscope::agent {
+
+namespace {
+bool Terminal(v1::WorkerPhase p) {
+  return p == v1::WORKER_PHASE_UPLOADED || p == v1::WORKER_PHASE_FAILED || p == v1::WORKER_PHASE_CANCELLED;
+}
+}  // namespace
+
+CaptureRun::CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*> collectors, std::string agent_id,
+                       const AgentClock& clock, CaptureRunHooks hooks, CaptureRunOptions options)
+    : request_(std::move(request)),
+      collectors_(std::move(collectors)),
+      agent_id_(std::move(agent_id)),
+      clock_(clock),
+      hooks_(std::move(hooks)),
+      options_(options) {
+  for (int32_t rank : request_.ranks()) {
+    v1::WorkerCaptureStatus& w = workers_[rank];
+    w.set_rank(rank);
+    w.set_phase(v1::WORKER_PHASE_ARMED);
+    if (!collectors_.count(rank)) {
+      w.set_phase(v1::WORKER_PHASE_FAILED);
+      w.set_error(common::StrCat("rank ", rank, " is not served by agent ", agent_id_));
+    }
+  }
+}
+
+CaptureRun::~CaptureRun() {
+  Cancel("agent shutting down");
+  if (thread_.joinable()) thread_.join();
+}
+
+void CaptureRun::Begin() { thread_ = std::thread([this] { Run(); }); }
+
+void CaptureRun::Cancel(std::string reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_ || finished_) return;
+  cancelled_ = true;
+  cancel_reason_ = std::move(reason);
+  cv_.notify_all();
+}
+
+bool CaptureRun::Cancelled() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+v1::CaptureStatus CaptureRun::Status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::CaptureStatus status;
+  status.set_capture_id(request_.capture_id());
+  for (const auto& [rank, w] : workers_) *status.add_workers() = w;
+  return status;
+}
+
+bool CaptureRun::finished() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return finished_;
+}
+
+bool CaptureRun::WaitUntil(TimeNs deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return clock_.SleepUntil(deadline, cv_, lock, [this] { return cancelled_; });
+}
+
+void CaptureRun::SetFailed(int32_t rank, std::string error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::WorkerCaptureStatus& w = workers_[rank];
+  if (Terminal(w.phase())) return;
+  spdlog::warn("capture {} rank {}: {}", request_.capture_id(), rank, error);
+  w.set_phase(v1::WORKER_PHASE_FAILED);
+  w.set_error(std::move(error));
+}
+
+void CaptureRun::SetPhase(int32_t rank, v1::WorkerPhase phase) {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::WorkerCaptureStatus& w = workers_[rank];
+  if (!Terminal(w.phase())) w.set_phase(phase);
+}
+
+void CaptureRun::Report() {
+  if (hooks_.report) hooks_.report(Status());
+}
+
+void CaptureRun::FinishCancelled() {
+  std::set<Collector*> seen;
+  for (const auto& [rank, c] : collectors_) {
+    if (seen.insert(c).second) {
+      (void)c->Stop(request_.capture_id());
+      c->Forget(request_.capture_id());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [rank, w] : workers_) {
+      if (Terminal(w.phase())) continue;
+      w.set_phase(v1::WORKER_PHASE_CANCELLED);
+      w.set_error(cancel_reason_);
+    }
+    spool_.clear();
+    finished_ = true;
+  }
+  spdlog::info("capture {} cancelled: {}", request_.capture_id(), cancel_reason_);
+  Report();
+}
+
+void CaptureRun::Run() {
+  const std::string& id = request_.capture_id();
+  const TimeNs start = request_.start_agent_ns();
+  const TimeNs stop = start + request_.duration_ns();
+
+  // Which collector serves which of the requested ranks.
+  std::map<Collector*, std::vector<int32_t>> by_collector;
+  for (int32_t rank : request_.ranks()) {
+    if (auto it = collectors_.find(rank); it != collectors_.end()) by_collector[it->second].push_back(rank);
+  }
+  for (auto& [collector, ranks] : by_collector) {
+    CaptureWindow window{id, ranks, start, stop, request_.max_events_per_worker()};
+    if (absl::Status s = collector->Arm(window); !s.ok()) {
+      for (int32_t r : ranks) SetFailed(r, common::StrCat("arming the ", collector->name(), " collector: ", std::string(s.message())));
+    }
+  }
+  Report();
+  if (hooks_.sync_clock) hooks_.sync_clock("before capture");
+
+  if (!WaitUntil(start)) return FinishCancelled();
+  for (auto& [collector, ranks] : by_collector) {
+    const absl::Status s = collector->Start(id);
+    const TimeNs started = clock_.Now();
+    for (int32_t r : ranks) {
+      if (!s.ok()) {
+        SetFailed(r, common::StrCat("starting the ", collector->name(), " collector: ", std::string(s.message())));
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      v1::WorkerCaptureStatus& w = workers_[r];
+      if (Terminal(w.phase())) continue;
+      w.set_phase(v1::WORKER_PHASE_CAPTURING);
+      w.set_actual_start_ns(started);
+    }
+  }
+  Report();
+
+  if (!WaitUntil(stop)) return FinishCancelled();
+  for (auto& [collector, ranks] : by_collector) {
+    if (absl::Status s = collector->Stop(id); !s.ok()) {
+      for (int32_t r : ranks) SetFailed(r, common::StrCat("stopping the ", collector->name(), " collector: ", std::string(s.message())));
+    }
+  }
+  // The clock samples right after the window go up before the status that says it is over,
+  // so the coordinator fits this worker's model with them.
+  if (hooks_.sync_clock) hooks_.sync_clock("after capture");
+  DrainAndSpool();
+  for (auto& [collector, ranks] : by_collector) collector->Forget(id);
+  Report();
+  if (Cancelled()) return FinishCancelled();
+
+  UploadSpool();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    spool_.clear();
+    spool_.shrink_to_fit();
+    spool_bytes_ = 0;
+    if (cancelled_) {
+      for (auto& [rank, w] : workers_) {
+        if (!Terminal(w.phase())) w.set_phase(v1::WORKER_PHASE_CANCELLED), w.set_error(cancel_reason_);
+      }
+    }
+    finished_ = true;
+  }
+  Report();
+}
+
+void CaptureRun::DrainAndSpool() {
+  const std::string& id = request_.capture_id();
+  for (const auto& [rank, collector] : collectors_) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = workers_.find(rank);
+      if (it == workers_.end() || Terminal(it->second.phase())) continue;
+    }
+    absl::StatusOr<CollectedWorker> collected = collector->Drain(id, rank);
+    if (!collected.ok()) {
+      SetFailed(rank, common::StrCat("draining: ", std::string(collected.status().message())));
+      continue;
+    }
+    if (!collected->error.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      workers_[rank].set_dropped_events(collected->dropped_events);
+    }
+    if (!collected->error.empty()) {
+      SetFailed(rank, collected->error);
+      continue;
+    }
+    uint64_t events = 0, bytes = 0;
+    std::vector<v1::UploadRequest> chunks;
+    for (common::WorkerTrace& piece : collected->pieces) {
+      events += piece.Counts().Total();
+      for (common::WorkerTrace& part : common::SplitIntoChunks(std::move(piece), options_.chunk_events)) {
+        v1::UploadRequest& r = chunks.emplace_back();
+        r.set_capture_id(id);
+        r.set_agent_id(agent_id_);
+        r.set_rank(rank);
+        r.set_sequence(chunks.size() - 1);
+        common::EncodeChunk(part, common::ChunkHeader{id, 0, chunks.size() - 1}, r.mutable_chunk());
+        bytes += r.ByteSizeLong();
+      }
+    }
+    if (!chunks.empty()) chunks.back().set_last(true);
+    if (request_.max_upload_bytes() > 0 && bytes > request_.max_upload_bytes()) {
+      SetFailed(rank, common::StrCat(bytes, " encoded bytes exceed the upload limit of ", request_.max_upload_bytes(), " per worker"));
+      continue;
+    }
+    if (spool_bytes_ + bytes > options_.max_spool_bytes) {
+      SetFailed(rank, common::StrCat("the agent's upload spool is full (", spool_bytes_, " + ", bytes, " bytes > ",
+                                     options_.max_spool_bytes, "); raise --max-spool-bytes or capture less"));
+      continue;
+    }
+    spool_bytes_ += bytes;
+    const uint64_t count = chunks.size();
+    for (v1::UploadRequest& r : chunks) spool_.push_back(std::move(r));
+    std::lock_guard<std::mutex> lock(mu_);
+    v1::WorkerCaptureStatus& w = workers_[rank];
+    w.set_actual_start_ns(collected->actual_start_ns);
+    w.set_actual_stop_ns(collected->actual_stop_ns);
+    w.set_events(events);
+    w.set_chunks(count);
+    if (!Terminal(w.phase())) w.set_phase(v1::WORKER_PHASE_COLLECTED);
+  }
+}
+
+void CaptureRun::UploadSpool() {
+  std::mt19937_64 rng(std::hash<std::string>()(agent_id_ + request_.capture_id()));
+  int64_t backoff = options_.retry_initial_ns;
+  const TimeNs give_up = clock_.Now() + options_.upload_give_up_ns;
+  std::set<int32_t> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [rank, w] : workers_) {
+      if (w.phase() == v1::WORKER_PHASE_COLLECTED) pending.insert(rank);
+    }
+  }
+  int attempt = 0;
+  while (!pending.empty()) {
+    if (Cancelled()) return;
+    std::vector<const v1::UploadRequest*> batch;
+    for (const v1::UploadRequest& r : spool_) {
+      if (pending.count(r.rank())) batch.push_back(&r);
+    }
+    ++attempt;
+    absl::StatusOr<v1::UploadResponse> response = hooks_.upload(batch);
+    if (response.ok()) {
+      for (int32_t rank : response->ranks_complete()) {
+        if (pending.erase(rank)) SetPhase(rank, v1::WORKER_PHASE_UPLOADED);
+      }
+      if (!pending.empty() && !response->ranks_complete().empty()) Report();
+      if (pending.empty()) break;
+      // Accepted but not complete: the coordinator lost state mid-way; send everything again.
+    } else {
+      spdlog::warn("capture {}: upload attempt {} failed: {}", request_.capture_id(), attempt,
+                   std::string(response.status().message()));
+    }
+    if (clock_.Now() > give_up) {
+      for (int32_t rank : pending) SetFailed(rank, common::StrCat("upload gave up after ", attempt, " attempts"));
+      return;
+    }
+    const int64_t wait = std::uniform_int_distribution<int64_t>(backoff / 2, backoff)(rng);
+    if (!WaitUntil(clock_.Now() + wait)) return;
+    backoff = std::min(backoff * 2, options_.retry_max_ns);
+  }
+}
+
+}  // namespace podscope::agent

@@ -1,0 +1,83 @@
+// One capture on one agent (DESIGN §5): arm the collectors, start them at the coordinator's
+// start time (already converted into the agent clock), stop them after the duration, drain and
+// encode the events into a bounded in-memory spool, and upload it, retrying across broken
+// streams and coordinator restarts until every chunk is acknowledged. Status goes up after
+// every phase change. Runs on its own thread; Cancel() stops it at any phase.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/agent_clock.h"
+#include "agent/collector.h"
+#include "podscope/v1/agent.pb.h"
+
+namespace podscope::agent {
+
+struct CaptureRunOptions {
+  size_t chunk_events = 65536;               // events per uploaded chunk
+  uint64_t max_spool_bytes = 512ull << 20;   // encoded chunks held for upload, all workers
+  int64_t upload_give_up_ns = 600'000'000'000;
+  int64_t retry_initial_ns = 100'000'000;
+  int64_t retry_max_ns = 5'000'000'000;
+};
+
+struct CaptureRunHooks {
+  std::function<void(const v1::CaptureStatus&)> report;
+  std::function<void(std::string_view reason)> sync_clock;
+  // One attempt at uploading `chunks` in one Upload stream.
+  std::function<absl::StatusOr<v1::UploadResponse>(const std::vector<const v1::UploadRequest*>& chunks)> upload;
+};
+
+class CaptureRun {
+ public:
+  // `collectors` maps every rank this agent serves to its collector; requested ranks not in it
+  // fail at once. The clock and collectors must outlive the run.
+  CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*> collectors, std::string agent_id,
+             const AgentClock& clock, CaptureRunHooks hooks, CaptureRunOptions options);
+  ~CaptureRun();  // cancels and joins
+
+  void Begin();
+  void Cancel(std::string reason);
+  v1::CaptureStatus Status() const;
+  bool finished() const;
+  const std::string& id() const { return request_.capture_id(); }
+
+ private:
+  void Run();
+  // Sleeps until `deadline` on the agent clock; false when cancelled first.
+  bool WaitUntil(TimeNs deadline);
+  void SetFailed(int32_t rank, std::string error);
+  void SetPhase(int32_t rank, v1::WorkerPhase phase);
+  void Report();
+  void DrainAndSpool();
+  void UploadSpool();
+  bool Cancelled();
+  void FinishCancelled();
+
+  const v1::CaptureRequest request_;
+  const std::map<int32_t, Collector*> collectors_;
+  const std::string agent_id_;
+  const AgentClock& clock_;
+  const CaptureRunHooks hooks_;
+  const CaptureRunOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool cancelled_ = false;
+  bool finished_ = false;
+  std::string cancel_reason_;
+  std::map<int32_t, v1::WorkerCaptureStatus> workers_;
+  std::vector<v1::UploadRequest> spool_;  // only touched by the run's thread
+  uint64_t spool_bytes_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace podscope::agent

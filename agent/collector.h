@@ -1,0 +1,72 @@
+// The seam between the agent and whatever records events for a worker (DESIGN §1): simulated
+// ranks today, the in-process CUPTI/NCCL probe next. The agent's capture runner drives every
+// collector through the same calls:
+//
+//   Arm(window)      early, as soon as the coordinator's request arrives (a collector that
+//                    starts itself, like the probe, forwards the start time here)
+//   Start(id)        at the window's start on the agent clock
+//   Stop(id)         at the window's end, or on cancel
+//   Drain(id, rank)  once per rank after Stop: the events and how the worker fared
+//   Forget(id)       drop whatever is left (after upload, or on cancel)
+//
+// Collectors are called from capture threads, possibly several captures at once; each must
+// be thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/worker_trace.h"
+
+namespace podscope::agent {
+
+using common::TimeNs;
+
+// A worker (rank) as the agent advertises it to the coordinator.
+struct WorkerIdentity {
+  int32_t rank = 0;
+  int32_t local_rank = 0;
+  int32_t world_size = 0;
+  int64_t pid = 0;
+  std::string job;
+  std::string host;
+  std::string device;
+};
+
+struct CaptureWindow {
+  std::string capture_id;
+  std::vector<int32_t> ranks;  // only ranks this collector serves
+  TimeNs start_ns = 0;         // agent clock
+  TimeNs stop_ns = 0;          // agent clock
+  uint64_t max_events_per_worker = 0;
+};
+
+struct CollectedWorker {
+  int32_t rank = 0;
+  // Events in the agent's clock; several pieces when the collector gathered them in parts.
+  std::vector<common::WorkerTrace> pieces;
+  TimeNs actual_start_ns = 0;  // when recording really began (agent clock)
+  TimeNs actual_stop_ns = 0;
+  uint64_t dropped_events = 0;
+  std::string error;  // non-empty: this worker failed (the pieces may be partial)
+};
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  // Short name for logs and WorkerDescriptor.collector ("sim", "probe").
+  virtual std::string_view name() const = 0;
+  virtual std::vector<WorkerIdentity> Workers() const = 0;
+
+  virtual absl::Status Arm(const CaptureWindow& window) = 0;
+  virtual absl::Status Start(std::string_view capture_id) = 0;
+  virtual absl::Status Stop(std::string_view capture_id) = 0;
+  virtual absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) = 0;
+  virtual void Forget(std::string_view capture_id) = 0;
+};
+
+}  // namespace podscope::agent

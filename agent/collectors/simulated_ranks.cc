@@ -1,0 +1,253 @@
+#include "agent/collectors/simulated_ranks.h"
+
+#include <cmath>
+#include <functional>
+#include <list>
+
+#include "common/str_util.h"
+#include "common/trace_slice.h"
+
+namespace podscope::agent {
+
+namespace {
+
+bool ParseInt(std::string_view text, int64_t* out) {
+  if (text.empty()) return false;
+  try {
+    size_t used = 0;
+    *out = std::stoll(std::string(text), &used);
+    return used == text.size();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool ParseDouble(std::string_view text, double* out) {
+  if (text.empty()) return false;
+  try {
+    size_t used = 0;
+    *out = std::stod(std::string(text), &used);
+    return used == text.size();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Process-wide cache of simulated segments: agents of one process (the scale benchmark runs
+// many) and successive captures share them. A few segments only: each holds a whole job.
+class SegmentCache {
+ public:
+  std::shared_ptr<const sim::Workload> Get(const std::string& key, const std::function<sim::Workload()>& make) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->first == key) {
+          entries_.splice(entries_.begin(), entries_, it);
+          return it->second;
+        }
+      }
+    }
+    // Simulated outside the lock; two threads may race to make the same segment, which is
+    // harmless (deterministic) and rare.
+    auto made = std::make_shared<const sim::Workload>(make());
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.emplace_front(key, made);
+    while (entries_.size() > kCapacity) entries_.pop_back();
+    return made;
+  }
+
+ private:
+  static constexpr size_t kCapacity = 4;
+  std::mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const sim::Workload>>> entries_;
+};
+
+SegmentCache& Cache() {
+  static SegmentCache* cache = new SegmentCache();
+  return *cache;
+}
+
+}  // namespace
+
+absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
+  SimulationSpec spec;
+  bool world_given = false;
+  for (std::string_view item : common::Split(text, ',')) {
+    item = common::StripWhitespace(item);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return absl::InvalidArgumentError(common::StrCat("--simulate: \"", item, "\" is not KEY=VALUE"));
+    }
+    const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+    int64_t n = 0;
+    auto bad = [&](std::string_view what) {
+      return absl::InvalidArgumentError(common::StrCat("--simulate ", key, "=", value, ": ", what));
+    };
+    if (key == "ranks") {
+      const size_t dash = value.find('-');
+      int64_t first = 0, last = 0;
+      if (dash == std::string_view::npos) {
+        if (!ParseInt(value, &first)) return bad("expected RANK or FIRST-LAST");
+        last = first;
+      } else if (!ParseInt(value.substr(0, dash), &first) || !ParseInt(value.substr(dash + 1), &last)) {
+        return bad("expected RANK or FIRST-LAST");
+      }
+      if (first < 0 || last < first || last >= 65536) return bad("ranks must satisfy 0 <= FIRST <= LAST < 65536");
+      spec.first_rank = static_cast<int32_t>(first);
+      spec.last_rank = static_cast<int32_t>(last);
+    } else if (key == "world") {
+      if (!ParseInt(value, &n) || n < 1 || n > 65536) return bad("world must be in 1..65536");
+      spec.world = static_cast<int32_t>(n);
+      world_given = true;
+    } else if (key == "job") {
+      if (value.empty() || value.size() > 128) return bad("job must be 1-128 characters");
+      spec.job = std::string(value);
+    } else if (key == "seed") {
+      if (!ParseInt(value, &n) || n < 0) return bad("seed must be a non-negative integer");
+      spec.seed = static_cast<uint64_t>(n);
+    } else if (key == "straggler") {
+      absl::StatusOr<sim::Slowdown> slow = sim::ParseSlowdown(value);
+      if (!slow.ok()) return bad(std::string(slow.status().message()));
+      spec.stragglers.push_back(*slow);
+    } else if (key == "clock-offset-ms") {
+      if (!ParseDouble(value, &spec.clock_offset_ms) || std::abs(spec.clock_offset_ms) > 3.6e6) {
+        return bad("expected milliseconds within +-1 hour");
+      }
+    } else if (key == "drift-ppm") {
+      if (!ParseDouble(value, &spec.drift_ppm) || std::abs(spec.drift_ppm) > 500) return bad("expected ppm within +-500");
+    } else if (key == "profile") {
+      if (value != "default" && value != "light") return bad("profile is default or light");
+      spec.profile = std::string(value);
+    } else {
+      return absl::InvalidArgumentError(common::StrCat(
+          "--simulate: unknown key \"", key,
+          "\" (known: ranks, world, job, seed, straggler, clock-offset-ms, drift-ppm, profile)"));
+    }
+  }
+  if (!world_given) spec.world = spec.last_rank + 1;
+  if (spec.last_rank >= spec.world) {
+    return absl::InvalidArgumentError(
+        common::StrCat("--simulate: ranks ", spec.first_rank, "-", spec.last_rank, " do not fit in world=", spec.world));
+  }
+  for (const sim::Slowdown& s : spec.stragglers) {
+    if (s.rank >= spec.world) {
+      return absl::InvalidArgumentError(common::StrCat("--simulate: straggler rank ", s.rank, " is not below world=", spec.world));
+    }
+  }
+  return spec;
+}
+
+SimulatedRanksCollector::SimulatedRanksCollector(SimulationSpec spec, std::string host, const AgentClock& clock)
+    : spec_(std::move(spec)), host_(std::move(host)), clock_(clock) {
+  base_.ranks = spec_.world;
+  base_.ranks_per_host = spec_.world;
+  base_.job = spec_.job;
+  base_.slowdowns = spec_.stragglers;
+  if (spec_.profile == "light") {
+    base_.forward_kernels = 6, base_.backward_kernels = 12, base_.optimizer_kernels = 2, base_.buckets = 2;
+  }
+  const TimeNs nominal_step = base_.dataloader_ns + base_.forward_ns + base_.backward_ns + base_.optimizer_ns;
+  steps_per_segment_ = static_cast<int32_t>(kSegmentNs / nominal_step) + 1;
+  base_.steps = steps_per_segment_;
+}
+
+std::vector<WorkerIdentity> SimulatedRanksCollector::Workers() const {
+  std::vector<WorkerIdentity> out;
+  for (int32_t r = spec_.first_rank; r <= spec_.last_rank; ++r) {
+    out.push_back(WorkerIdentity{r, r - spec_.first_rank, spec_.world, 100000 + r, spec_.job, host_, "simulated"});
+  }
+  return out;
+}
+
+absl::Status SimulatedRanksCollector::Arm(const CaptureWindow& window) {
+  for (int32_t r : window.ranks) {
+    if (r < spec_.first_rank || r > spec_.last_rank) {
+      return absl::InvalidArgumentError(common::StrCat("rank ", r, " is not simulated here"));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (recordings_.count(window.capture_id)) {
+    return absl::AlreadyExistsError(common::StrCat("capture ", window.capture_id, " is already armed"));
+  }
+  recordings_.emplace(window.capture_id, Recording{window});
+  return absl::OkStatus();
+}
+
+absl::Status SimulatedRanksCollector::Start(std::string_view capture_id) {
+  const TimeNs now = clock_.Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = recordings_.find(capture_id);
+  if (it == recordings_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
+  it->second.actual_start = now;
+  return absl::OkStatus();
+}
+
+absl::Status SimulatedRanksCollector::Stop(std::string_view capture_id) {
+  const TimeNs now = clock_.Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = recordings_.find(capture_id);
+  if (it == recordings_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
+  if (it->second.actual_start == 0) return absl::FailedPreconditionError("stopped before it started");
+  it->second.actual_stop = now;
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const sim::Workload> SimulatedRanksCollector::Segment(int64_t k) const {
+  std::string key = common::StrCat(spec_.job, "|", spec_.seed, "|", spec_.world, "|", spec_.profile, "|", k);
+  for (const sim::Slowdown& s : spec_.stragglers) {
+    common::StrAppend(&key, "|", s.rank, ":", s.factor, ":", sim::SlowdownKindName(s.kind));
+  }
+  return Cache().Get(key, [this, k] {
+    sim::WorkloadOptions o = base_;
+    o.epoch_ns = k * kSegmentNs;
+    o.first_step = k * steps_per_segment_;
+    o.seed = spec_.seed * 1'000'003ull + static_cast<uint64_t>(k);
+    sim::Workload w = sim::SimulateJob(o);
+    // A segment ends where the next begins: steps that would overrun it are not part of it.
+    for (common::WorkerTrace& t : w.capture.workers) common::KeepWindow(o.epoch_ns, o.epoch_ns + kSegmentNs, &t);
+    return w;
+  });
+}
+
+absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view capture_id, int32_t rank) {
+  Recording rec;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = recordings_.find(capture_id);
+    if (it == recordings_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
+    rec = it->second;
+  }
+  if (rec.actual_stop == 0) return absl::FailedPreconditionError("drained before it stopped");
+  CollectedWorker out;
+  out.rank = rank;
+  out.actual_start_ns = rec.actual_start;
+  out.actual_stop_ns = rec.actual_stop;
+  // The window on true (host) time; the job's timeline lives there.
+  const TimeNs begin = clock_.ToHost(rec.actual_start), end = clock_.ToHost(rec.actual_stop);
+  uint64_t events = 0;
+  for (int64_t k = begin / kSegmentNs; k <= end / kSegmentNs; ++k) {
+    std::shared_ptr<const sim::Workload> segment = Segment(k);
+    common::WorkerTrace piece = segment->capture.workers[rank];
+    common::KeepWindow(begin, end, &piece);
+    common::MapTimes(clock_.skew(), &piece);
+    piece.info.host = host_;
+    piece.info.local_rank = rank - spec_.first_rank;
+    piece.info.pid = 100000 + rank;
+    piece.info.source = "sim";
+    events += piece.Counts().Total();
+    out.pieces.push_back(std::move(piece));
+  }
+  if (rec.window.max_events_per_worker > 0 && events > rec.window.max_events_per_worker) {
+    out.dropped_events = events - rec.window.max_events_per_worker;
+    out.error = common::StrCat(events, " events exceed the limit of ", rec.window.max_events_per_worker, " per worker");
+  }
+  return out;
+}
+
+void SimulatedRanksCollector::Forget(std::string_view capture_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = recordings_.find(capture_id); it != recordings_.end()) recordings_.erase(it);
+}
+
+}  // namespace podscope::agent

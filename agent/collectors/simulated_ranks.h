@@ -1,0 +1,70 @@
+// Simulated ranks: a collector that serves some ranks of a simulated data-parallel job
+// (agent/sim/), so the whole capture path runs without GPUs.
+//
+// Every agent of a job derives the job's timeline from the same seed on true (host) time: the
+// job runs forever in back-to-back segments of a few seconds, segment k starting at k * length
+// since the Unix epoch, each simulated whole (all world ranks, so collectives couple ranks that
+// live on different agents). A capture window is served at any moment by simulating the
+// segments it overlaps. Events are then moved into the agent's (possibly skewed) clock.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/agent_clock.h"
+#include "agent/collector.h"
+#include "agent/sim/workload_model.h"
+
+namespace podscope::agent {
+
+// --simulate ranks=0-7,world=32,job=J,seed=S,straggler=RANK:FACTOR[:kind],clock-offset-ms=X,
+//            drift-ppm=Y,profile=default|light
+struct SimulationSpec {
+  int32_t first_rank = 0, last_rank = 7;
+  int32_t world = 8;
+  std::string job = "sim";
+  uint64_t seed = 1;
+  std::vector<sim::Slowdown> stragglers;
+  double clock_offset_ms = 0;  // of this agent's clock against the host's
+  double drift_ppm = 0;
+  std::string profile = "default";  // "light": a tenth of the kernels (scale tests)
+};
+absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text);
+
+class SimulatedRanksCollector : public Collector {
+ public:
+  // `clock` must outlive the collector.
+  SimulatedRanksCollector(SimulationSpec spec, std::string host, const AgentClock& clock);
+
+  std::string_view name() const override { return "sim"; }
+  std::vector<WorkerIdentity> Workers() const override;
+  absl::Status Arm(const CaptureWindow& window) override;
+  absl::Status Start(std::string_view capture_id) override;
+  absl::Status Stop(std::string_view capture_id) override;
+  absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) override;
+  void Forget(std::string_view capture_id) override;
+
+  // Segment length of the simulated timeline.
+  static constexpr TimeNs kSegmentNs = 4'000'000'000;
+
+ private:
+  struct Recording {
+    CaptureWindow window;
+    TimeNs actual_start = 0, actual_stop = 0;
+  };
+  // The whole job over segment k (true time), shared by every collector of this process.
+  std::shared_ptr<const sim::Workload> Segment(int64_t k) const;
+
+  const SimulationSpec spec_;
+  const std::string host_;
+  const AgentClock& clock_;
+  sim::WorkloadOptions base_;
+  int32_t steps_per_segment_ = 0;
+  std::mutex mu_;
+  std::map<std::string, Recording, std::less<>> recordings_;
+};
+
+}  // namespace podscope::agent

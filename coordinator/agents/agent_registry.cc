@@ -1,0 +1,160 @@
+#include "coordinator/agents/agent_registry.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/str_util.h"
+
+namespace podscope::coordinator {
+
+std::string_view AgentHealthName(AgentHealth health) {
+  switch (health) {
+    case AgentHealth::kHealthy:
+      return "healthy";
+    case AgentHealth::kStale:
+      return "stale";
+    case AgentHealth::kDisconnected:
+      return "disconnected";
+  }
+  return "unknown";
+}
+
+AgentRegistry::AgentRegistry(AgentRegistryOptions options, std::function<TimeNs()> now)
+    : options_(options), now_(std::move(now)) {}
+
+AgentHealth AgentRegistry::HealthOf(const Entry& e, TimeNs now) const {
+  if (!e.info.connected) return AgentHealth::kDisconnected;
+  return now - e.info.last_seen_ns > options_.stale_after_heartbeats * options_.heartbeat_interval_ns
+             ? AgentHealth::kStale
+             : AgentHealth::kHealthy;
+}
+
+void AgentRegistry::ForgetOld(TimeNs now) {
+  for (auto it = agents_.begin(); it != agents_.end();) {
+    if (!it->second.info.connected && now - it->second.info.last_seen_ns > options_.forget_after_ns) {
+      it = agents_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+absl::Status AgentRegistry::Connected(const v1::AgentHello& hello, std::string peer, std::shared_ptr<AgentLink> link) {
+  std::shared_ptr<AgentLink> replaced;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const TimeNs now = now_();
+    ForgetOld(now);
+    auto it = agents_.find(hello.agent_id());
+    if (it == agents_.end()) {
+      if (agents_.size() >= options_.max_agents) {
+        return absl::ResourceExhaustedError(common::StrCat("this coordinator already holds ", agents_.size(),
+                                                           " agents (max_agents); shard by job"));
+      }
+      it = agents_.emplace(hello.agent_id(), Entry()).first;
+    }
+    Entry& e = it->second;
+    replaced = std::move(e.link);
+    e.link = std::move(link);
+    e.info.agent_id = hello.agent_id();
+    e.info.host = hello.host();
+    e.info.version = hello.version();
+    e.info.peer = std::move(peer);
+    e.info.connected = true;
+    e.info.connected_ns = e.info.last_seen_ns = now;
+    e.info.workers.assign(hello.workers().begin(), hello.workers().end());
+  }
+  if (replaced) replaced->Close();
+  return absl::OkStatus();
+}
+
+void AgentRegistry::Seen(const std::string& agent_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = agents_.find(agent_id); it != agents_.end()) it->second.info.last_seen_ns = now_();
+}
+
+void AgentRegistry::WorkersChanged(const std::string& agent_id, const v1::WorkersChanged& workers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = agents_.find(agent_id); it != agents_.end()) {
+    it->second.info.workers.assign(workers.workers().begin(), workers.workers().end());
+    it->second.info.last_seen_ns = now_();
+  }
+}
+
+void AgentRegistry::Disconnected(const std::string& agent_id, const AgentLink* link) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  if (it == agents_.end() || it->second.link.get() != link) return;
+  it->second.link.reset();
+  it->second.info.connected = false;
+  it->second.info.last_seen_ns = now_();
+}
+
+bool AgentRegistry::Send(const std::string& agent_id, const v1::CoordinatorMessage& message) {
+  std::shared_ptr<AgentLink> link;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = agents_.find(agent_id);
+    if (it == agents_.end() || !it->second.link) return false;
+    link = it->second.link;
+  }
+  return link->Send(message);
+}
+
+bool AgentRegistry::IsConnected(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  return it != agents_.end() && it->second.info.connected;
+}
+
+std::vector<AgentSnapshot> AgentRegistry::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const TimeNs now = now_();
+  std::vector<AgentSnapshot> out;
+  out.reserve(agents_.size());
+  for (const auto& [id, e] : agents_) {
+    out.push_back(e.info);
+    out.back().health = HealthOf(e, now);
+  }
+  return out;
+}
+
+size_t AgentRegistry::ConnectedCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<size_t>(std::count_if(agents_.begin(), agents_.end(), [](const auto& kv) { return kv.second.info.connected; }));
+}
+
+absl::StatusOr<std::vector<CaptureTarget>> AgentRegistry::SelectTargets(const std::string& job,
+                                                                         const std::vector<int32_t>& ranks) const {
+  const std::set<int32_t> wanted(ranks.begin(), ranks.end());
+  std::set<int32_t> found;
+  std::vector<CaptureTarget> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, e] : agents_) {
+    if (!e.info.connected) continue;
+    CaptureTarget target{id, e.info.host, {}};
+    for (const v1::WorkerDescriptor& w : e.info.workers) {
+      if (w.job() != job || (!wanted.empty() && !wanted.count(w.rank()))) continue;
+      // Two agents claiming one rank: the first (by agent id) wins, deterministically.
+      if (!found.insert(w.rank()).second) continue;
+      target.workers.push_back(w);
+    }
+    if (!target.workers.empty()) out.push_back(std::move(target));
+  }
+  if (out.empty()) {
+    return absl::NotFoundError(common::StrCat("no connected agent serves job \"", job, "\"", wanted.empty() ? "" : " with those ranks"));
+  }
+  std::string missing;
+  int listed = 0;
+  for (int32_t r : wanted) {
+    if (found.count(r)) continue;
+    if (listed++ < 10) common::StrAppend(&missing, missing.empty() ? "" : ", ", r);
+  }
+  if (!missing.empty()) {
+    return absl::NotFoundError(common::StrCat("ranks ", missing, listed > 10 ? ", ..." : "", " of job \"", job,
+                                              "\" are not served by any connected agent"));
+  }
+  return out;
+}
+
+}  // namespace podscope::coordinator

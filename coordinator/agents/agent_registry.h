@@ -1,0 +1,95 @@
+// The agents the coordinator knows (DESIGN §1): who is connected, which workers each serves,
+// and how healthy each is by its heartbeats. Thread-safe; the gRPC service updates it, the
+// scheduler and the REST API read it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/time_types.h"
+#include "podscope/v1/agent.pb.h"
+
+namespace podscope::coordinator {
+
+using common::TimeNs;
+
+// Delivers messages to one connected agent (its control stream).
+class AgentLink {
+ public:
+  virtual ~AgentLink() = default;
+  // Queues the message for sending; false when the link is gone or its queue is full.
+  virtual bool Send(const v1::CoordinatorMessage& message) = 0;
+  // Ends the stream (e.g. the agent reconnected on a new one).
+  virtual void Close() = 0;
+};
+
+enum class AgentHealth { kHealthy, kStale, kDisconnected };
+std::string_view AgentHealthName(AgentHealth health);
+
+struct AgentSnapshot {
+  std::string agent_id, host, version, peer;
+  bool connected = false;
+  TimeNs connected_ns = 0, last_seen_ns = 0;
+  AgentHealth health = AgentHealth::kDisconnected;
+  std::vector<v1::WorkerDescriptor> workers;
+};
+
+// Where a capture's workers live: one agent and the ranks it serves.
+struct CaptureTarget {
+  std::string agent_id, host;
+  std::vector<v1::WorkerDescriptor> workers;
+};
+
+struct AgentRegistryOptions {
+  int64_t heartbeat_interval_ns = 1'000'000'000;
+  // An agent silent for this many heartbeat intervals is stale.
+  int stale_after_heartbeats = 3;
+  // Disconnected agents are forgotten after this long.
+  int64_t forget_after_ns = 600'000'000'000;
+  size_t max_agents = 100'000;
+};
+
+class AgentRegistry {
+ public:
+  AgentRegistry(AgentRegistryOptions options, std::function<TimeNs()> now);
+
+  // A new session from `hello`. An older session of the same agent is closed.
+  // ResourceExhausted when the registry is full.
+  absl::Status Connected(const v1::AgentHello& hello, std::string peer, std::shared_ptr<AgentLink> link);
+  void Seen(const std::string& agent_id);
+  void WorkersChanged(const std::string& agent_id, const v1::WorkersChanged& workers);
+  // Only when `link` is still the agent's current one (a replaced session ending is ignored).
+  void Disconnected(const std::string& agent_id, const AgentLink* link);
+
+  bool Send(const std::string& agent_id, const v1::CoordinatorMessage& message);
+  bool IsConnected(const std::string& agent_id) const;
+  std::vector<AgentSnapshot> Snapshot() const;
+  size_t ConnectedCount() const;
+
+  // The connected agents serving `job`, with the requested ranks (all when `ranks` is empty).
+  // NotFound when no connected agent serves the job, or when a requested rank is not served.
+  absl::StatusOr<std::vector<CaptureTarget>> SelectTargets(const std::string& job, const std::vector<int32_t>& ranks) const;
+
+  const AgentRegistryOptions& options() const { return options_; }
+
+ private:
+  struct Entry {
+    AgentSnapshot info;
+    std::shared_ptr<AgentLink> link;
+  };
+  AgentHealth HealthOf(const Entry& e, TimeNs now) const;
+  void ForgetOld(TimeNs now);  // under mu_
+
+  const AgentRegistryOptions options_;
+  const std::function<TimeNs()> now_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> agents_;
+};
+
+}  // namespace podscope::coordinator

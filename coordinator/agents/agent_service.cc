@@ -1,0 +1,256 @@
+#include "coordinator/agents/agent_service.h"
+
+#include <deque>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "common/protocol_version.h"
+#include "common/str_util.h"
+#include "spdlog/spdlog.h"
+
+namespace podscope::coordinator {
+
+namespace {
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+absl::Status ValidateHello(const v1::AgentHello& hello, const AgentServiceOptions& options) {
+  if (hello.protocol_major() != common::kAgentProtocolMajor) {
+    return absl::FailedPreconditionError(common::StrCat(
+        "agent protocol ", hello.protocol_major(), ".", hello.protocol_minor(), " is not supported by this coordinator (protocol ",
+        common::kAgentProtocolMajor, ".", common::kAgentProtocolMinor, "); run agents and coordinator of the same major version"));
+  }
+  if (hello.agent_id().empty() || hello.agent_id().size() > 256) return absl::InvalidArgumentError("agent_id must be 1-256 bytes");
+  if (hello.host().size() > 256) return absl::InvalidArgumentError("host must be at most 256 bytes");
+  if (hello.workers_size() > options.max_workers_per_agent) {
+    return absl::InvalidArgumentError(common::StrCat("an agent may serve at most ", options.max_workers_per_agent, " workers"));
+  }
+  for (const v1::WorkerDescriptor& w : hello.workers()) {
+    if (w.job().empty() || w.job().size() > 128) return absl::InvalidArgumentError("every worker needs a job of 1-128 bytes");
+    if (w.rank() < 0) return absl::InvalidArgumentError("ranks are non-negative");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// One agent's control stream. Owns itself: deleted in OnDone. The registry reaches it through
+// a Link, which outlives it and turns into a no-op once the stream is done.
+class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+ public:
+  class Link : public AgentLink {
+   public:
+    explicit Link(ControlSession* session) : session_(session) {}
+    bool Send(const v1::CoordinatorMessage& message) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      return session_ != nullptr && session_->Enqueue(message);
+    }
+    void Close() override {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (session_ != nullptr) session_->End(grpc::Status(grpc::StatusCode::ABORTED, "replaced by a newer connection of this agent"));
+    }
+    void Detach() {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_ = nullptr;
+    }
+
+   private:
+    std::mutex mu_;
+    ControlSession* session_;
+  };
+
+  ControlSession(AgentService& service, grpc::CallbackServerContext* context)
+      : service_(service), peer_(context->peer()), link_(std::make_shared<Link>(this)) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      End(grpc::Status::OK);  // the agent closed its side, or the connection broke
+      return;
+    }
+    if (absl::Status s = Handle(in_); !s.ok()) {
+      spdlog::warn("agent {} ({}): {}", agent_id_.empty() ? "?" : agent_id_, peer_, std::string(s.message()));
+      End(ToGrpc(s));
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    out_.pop_front();
+    if (ok && !out_.empty() && !finished_) {
+      StartWrite(&out_.front());
+      return;
+    }
+    writing_ = false;
+    // A broken write leaves ending to OnReadDone(false); a pending End finishes now.
+    if (finished_ && !finish_sent_) {
+      finish_sent_ = true;
+      Finish(final_status_);
+    }
+  }
+
+  void OnDone() override {
+    link_->Detach();
+    if (!agent_id_.empty()) {
+      service_.registry_.Disconnected(agent_id_, link_.get());
+      spdlog::info("agent {} disconnected", agent_id_);
+    }
+    delete this;
+  }
+
+  bool Enqueue(const v1::CoordinatorMessage& message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || out_.size() >= service_.options_.max_queued_messages) return false;
+    out_.push_back(message);
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&out_.front());
+    }
+    return true;
+  }
+
+  // Finishes the stream, after the write in flight if there is one.
+  void End(const grpc::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+    final_status_ = status;
+    if (!writing_) {
+      finish_sent_ = true;
+      Finish(status);
+    }
+  }
+
+ private:
+  absl::Status Handle(const v1::AgentMessage& m) {
+    if (agent_id_.empty()) {
+      if (!m.has_hello()) return absl::InvalidArgumentError("the first message on the control stream must be a hello");
+      if (absl::Status s = ValidateHello(m.hello(), service_.options_); !s.ok()) return s;
+      v1::CoordinatorMessage welcome;
+      v1::Welcome* w = welcome.mutable_welcome();
+      w->set_coordinator_id(service_.options_.coordinator_id);
+      w->set_protocol_major(common::kAgentProtocolMajor);
+      w->set_protocol_minor(common::kAgentProtocolMinor);
+      w->set_heartbeat_interval_ms(service_.options_.heartbeat_interval_ms);
+      w->set_clock_sync_interval_ms(service_.options_.clock_sync_interval_ms);
+      Enqueue(welcome);
+      if (absl::Status s = service_.registry_.Connected(m.hello(), peer_, link_); !s.ok()) return s;
+      agent_id_ = m.hello().agent_id();
+      spdlog::info("agent {} connected from {} ({} workers, protocol {}.{}, version {})", agent_id_, peer_,
+                   m.hello().workers_size(), m.hello().protocol_major(), m.hello().protocol_minor(), m.hello().version());
+      for (const v1::CaptureStatus& c : m.hello().captures()) service_.scheduler_.OnCaptureStatus(agent_id_, c);
+      return absl::OkStatus();
+    }
+    service_.registry_.Seen(agent_id_);
+    switch (m.kind_case()) {
+      case v1::AgentMessage::kHeartbeat:
+        break;
+      case v1::AgentMessage::kWorkers:
+        if (m.workers().workers_size() > service_.options_.max_workers_per_agent) {
+          return absl::InvalidArgumentError("too many workers");
+        }
+        service_.registry_.WorkersChanged(agent_id_, m.workers());
+        break;
+      case v1::AgentMessage::kClock: {
+        if (m.clock().samples_size() > service_.options_.max_samples_per_report) {
+          return absl::InvalidArgumentError("too many clock samples in one report");
+        }
+        std::vector<ClockSample> samples;
+        for (const v1::ClockSample& s : m.clock().samples()) samples.push_back({s.t1_ns(), s.t2_ns(), s.t3_ns(), s.t4_ns()});
+        service_.aligner_.AddSamples(agent_id_, samples);
+        break;
+      }
+      case v1::AgentMessage::kCapture:
+        service_.scheduler_.OnCaptureStatus(agent_id_, m.capture());
+        break;
+      case v1::AgentMessage::kHello:
+        return absl::InvalidArgumentError("hello sent twice on one stream");
+      default:
+        break;  // newer agents may send more; ignoring is the compatible choice
+    }
+    return absl::OkStatus();
+  }
+
+  AgentService& service_;
+  const std::string peer_;
+  std::shared_ptr<Link> link_;
+  std::string agent_id_;  // set by the hello; only the reactor's read path touches it
+  v1::AgentMessage in_;
+  std::mutex mu_;
+  std::deque<v1::CoordinatorMessage> out_;  // front() is being written while writing_
+  bool writing_ = false;
+  bool finished_ = false;     // no more writes; Finish sent or pending
+  bool finish_sent_ = false;
+  grpc::Status final_status_;
+};
+
+// One Upload call: stores each chunk as it arrives, answers with the ranks now complete.
+class UploadSession : public grpc::ServerReadReactor<v1::UploadRequest> {
+ public:
+  UploadSession(AgentService& service, v1::UploadResponse* response) : service_(service), response_(response) {
+    StartRead(&chunk_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      for (int32_t rank : ranks_) {
+        if (service_.scheduler_.WorkerComplete(capture_id_, rank)) response_->add_ranks_complete(rank);
+      }
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (!capture_id_.empty() && chunk_.capture_id() != capture_id_) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "one Upload call carries one capture"));
+      return;
+    }
+    capture_id_ = chunk_.capture_id();
+    if (absl::Status s = service_.scheduler_.OnChunk(chunk_); !s.ok()) {
+      Finish(ToGrpc(s));
+      return;
+    }
+    ranks_.insert(chunk_.rank());
+    response_->set_chunks_stored(response_->chunks_stored() + 1);
+    StartRead(&chunk_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  AgentService& service_;
+  v1::UploadResponse* response_;
+  v1::UploadRequest chunk_;
+  std::string capture_id_;
+  std::set<int32_t> ranks_;
+};
+
+AgentService::AgentService(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler,
+                           AgentServiceOptions options, std::function<TimeNs()> now)
+    : registry_(registry), aligner_(aligner), scheduler_(scheduler), options_(std::move(options)), now_(std::move(now)) {}
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* AgentService::Connect(grpc::CallbackServerContext* context) {
+  return new ControlSession(*this, context);
+}
+
+grpc::ServerUnaryReactor* AgentService::SyncClock(grpc::CallbackServerContext* context, const v1::SyncClockRequest*,
+                                                  v1::SyncClockResponse* response) {
+  // t2 as early and t3 as late as this handler can take them; the gap between is subtracted.
+  response->set_t2_ns(now_());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  response->set_t3_ns(now_());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerReadReactor<v1::UploadRequest>* AgentService::Upload(grpc::CallbackServerContext*, v1::UploadResponse* response) {
+  return new UploadSession(*this, response);
+}
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,47 @@
+// The coordinator's side of the agent protocol (common/proto/podscope/v1/agent.proto), on
+// gRPC's callback API: no thread is parked per agent, so thousands of control streams cost
+// memory, not threads. Handlers hand everything to the registry, the clock aligner and the
+// capture scheduler.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "coordinator/agents/agent_registry.h"
+#include "coordinator/capture/capture_scheduler.h"
+#include "coordinator/clock/clock_aligner.h"
+#include "podscope/v1/agent.grpc.pb.h"
+
+namespace podscope::coordinator {
+
+struct AgentServiceOptions {
+  std::string coordinator_id = "podscope-coordinator";
+  uint32_t heartbeat_interval_ms = 1000;
+  uint32_t clock_sync_interval_ms = 10'000;
+  size_t max_queued_messages = 1024;  // per agent; a stream that falls this far behind is closed
+  int max_workers_per_agent = 4096;
+  int max_samples_per_report = 256;
+};
+
+class AgentService final : public v1::AgentService::CallbackService {
+ public:
+  AgentService(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler, AgentServiceOptions options,
+               std::function<TimeNs()> now);
+
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Connect(grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* SyncClock(grpc::CallbackServerContext* context, const v1::SyncClockRequest* request,
+                                      v1::SyncClockResponse* response) override;
+  grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* context,
+                                                     v1::UploadResponse* response) override;
+
+ private:
+  friend class ControlSession;
+  friend class UploadSession;
+  AgentRegistry& registry_;
+  ClockAligner& aligner_;
+  CaptureScheduler& scheduler_;
+  const AgentServiceOptions options_;
+  const std::function<TimeNs()> now_;
+};
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,143 @@
+#include "coordinator/api/live_api.h"
+
+#include <boost/json.hpp>
+
+#include "common/json_writer.h"
+#include "common/str_util.h"
+#include "coordinator/api/capture_json.h"
+#include "coordinator/api/status_response.h"
+
+namespace podscope::coordinator {
+
+namespace {
+
+HttpResponse BadRequest(std::string_view detail) { return HttpResponse::Problem(400, "Bad Request", detail); }
+
+// A JSON number that must be a non-negative integer (ints and integral doubles accepted).
+bool NonNegativeInteger(const boost::json::value& v, int64_t* out) {
+  if (v.is_int64()) *out = v.as_int64();
+  else if (v.is_uint64() && v.as_uint64() <= static_cast<uint64_t>(INT64_MAX)) *out = static_cast<int64_t>(v.as_uint64());
+  else if (v.is_double() && v.as_double() >= 0 && v.as_double() < 9e18 && v.as_double() == static_cast<double>(static_cast<int64_t>(v.as_double()))) *out = static_cast<int64_t>(v.as_double());
+  else return false;
+  return *out >= 0;
+}
+
+}  // namespace
+
+void LiveApi::Register(Router& router) {
+  auto bind = [this](HttpResponse (LiveApi::*method)(HttpRequest&)) {
+    return [this, method](HttpRequest& r) { return (this->*method)(r); };
+  };
+  router.Add({"GET", "/v1/workers", bind(&LiveApi::ListWorkers)});
+  router.Add({"POST", "/v1/captures", bind(&LiveApi::StartCapture)});
+  router.Add({"POST", "/v1/captures/{id}:cancel", bind(&LiveApi::CancelCapture)});
+}
+
+// GET /v1/workers[?job=J]: every known agent and the workers it serves, with health and clock.
+HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
+  const std::string job = r.Query("job");
+  const TimeNs now = now_();
+  std::vector<AgentSnapshot> agents = registry_.Snapshot();
+  common::JsonWriter w;
+  size_t connected = 0;
+  w.Raw("{\"agents\":[");
+  bool first = true;
+  for (const AgentSnapshot& a : agents) {
+    connected += a.connected;
+    if (!first) w.Char(',');
+    first = false;
+    w.Raw("{\"agent_id\":").String(a.agent_id).Raw(",\"host\":").String(a.host).Raw(",\"version\":").String(a.version);
+    w.Raw(",\"peer\":").String(a.peer).Raw(",\"health\":").String(AgentHealthName(a.health));
+    w.Raw(",\"last_seen_ms_ago\":").Int((now - a.last_seen_ns) / 1'000'000).Raw(",\"workers\":").Uint(a.workers.size());
+    w.Raw(",\"clock\":");
+    absl::StatusOr<common::ClockModel> model = aligner_.Model(a.agent_id);
+    if (model.ok()) {
+      w.Raw("{\"offset_ns\":").Int(model->offset_ns).Raw(",\"drift_ppb\":").Int(model->drift_ppb);
+      w.Raw(",\"error_bound_ns\":").Int(model->error_bound_ns).Raw(",\"samples\":").Uint(aligner_.SampleCount(a.agent_id)).Char('}');
+    } else {
+      w.Raw("null");
+    }
+    w.Char('}');
+  }
+  w.Raw("],\"workers\":[");
+  first = true;
+  size_t workers = 0;
+  for (const AgentSnapshot& a : agents) {
+    for (const v1::WorkerDescriptor& d : a.workers) {
+      if (!job.empty() && d.job() != job) continue;
+      ++workers;
+      if (!first) w.Char(',');
+      first = false;
+      w.Raw("{\"job\":").String(d.job()).Raw(",\"rank\":").Int(d.rank()).Raw(",\"local_rank\":").Int(d.local_rank());
+      w.Raw(",\"world_size\":").Int(d.world_size()).Raw(",\"pid\":").Int(d.pid()).Raw(",\"host\":").String(d.host());
+      w.Raw(",\"device\":").String(d.device()).Raw(",\"collector\":").String(d.collector());
+      w.Raw(",\"agent_id\":").String(a.agent_id).Raw(",\"health\":").String(AgentHealthName(a.health)).Char('}');
+    }
+  }
+  w.Raw("],\"connected_agents\":").Uint(connected).Raw(",\"worker_count\":").Uint(workers).Raw("}\n");
+  return HttpResponse::Json(200, std::move(w.buffer()));
+}
+
+// POST /v1/captures {"job", "ranks"?, "duration_ms", "delay_ms"?, "limits"?: {...}} -> 202.
+HttpResponse LiveApi::StartCapture(HttpRequest& r) {
+  boost::system::error_code ec;
+  boost::json::parse_options options;
+  options.max_depth = 8;
+  boost::json::value body = boost::json::parse(r.body, ec, {}, options);
+  if (ec || !body.is_object()) {
+    return BadRequest(common::StrCat("the body must be a JSON object", ec ? " (" + ec.message() + ")" : ""));
+  }
+  CaptureSpec spec;
+  for (const auto& [key, value] : body.as_object()) {
+    int64_t n = 0;
+    if (key == "job") {
+      if (!value.is_string()) return BadRequest("job must be a string");
+      spec.job = std::string(value.as_string());
+    } else if (key == "duration_ms" || key == "delay_ms") {
+      if (!NonNegativeInteger(value, &n) || n > 86'400'000) return BadRequest(common::StrCat(std::string(key), " must be an integer number of milliseconds"));
+      (key == "duration_ms" ? spec.duration_ns : spec.delay_ns) = n * 1'000'000;
+    } else if (key == "ranks") {
+      if (!value.is_array()) return BadRequest("ranks must be an array of integers");
+      for (const boost::json::value& v : value.as_array()) {
+        if (!NonNegativeInteger(v, &n) || n > INT32_MAX) return BadRequest("ranks must be an array of non-negative integers");
+        spec.ranks.push_back(static_cast<int32_t>(n));
+      }
+    } else if (key == "limits") {
+      if (!value.is_object()) return BadRequest("limits must be an object");
+      for (const auto& [lkey, lvalue] : value.as_object()) {
+        if (!NonNegativeInteger(lvalue, &n)) return BadRequest(common::StrCat("limits.", std::string(lkey), " must be a non-negative integer"));
+        if (lkey == "max_events_per_worker") spec.max_events_per_worker = static_cast<uint64_t>(n);
+        else if (lkey == "max_upload_bytes") spec.max_upload_bytes = static_cast<uint64_t>(n);
+        else return BadRequest(common::StrCat("unknown limit \"", std::string(lkey), "\" (known: max_events_per_worker, max_upload_bytes)"));
+      }
+    } else {
+      return BadRequest(common::StrCat("unknown field \"", std::string(key), "\" (known: job, ranks, duration_ms, delay_ms, limits)"));
+    }
+  }
+  if (spec.job.empty()) return BadRequest("job is required");
+  if (spec.duration_ns == 0) return BadRequest("duration_ms is required and must be positive");
+  absl::StatusOr<storage::CaptureRecord> record = scheduler_.StartCapture(spec);
+  if (!record.ok()) {
+    if (record.status().code() == absl::StatusCode::kResourceExhausted) {
+      return HttpResponse::Problem(429, "Too Many Requests", std::string(record.status().message()));
+    }
+    return FromStatus(record.status());
+  }
+  common::JsonWriter w;
+  WriteCaptureJson(w, *record);
+  w.Char('\n');
+  HttpResponse response = HttpResponse::Json(202, std::move(w.buffer()));
+  response.headers.emplace_back("Location", common::StrCat("/v1/captures/", record->id));
+  return response;
+}
+
+// POST /v1/captures/{id}:cancel[?reason=...]
+HttpResponse LiveApi::CancelCapture(HttpRequest& r) {
+  std::string reason = r.Query("reason", "cancelled through the REST API");
+  if (reason.size() > 1024) return BadRequest("reason is too long");
+  if (absl::Status s = scheduler_.Cancel(r.params["id"], reason); !s.ok()) return FromStatus(s);
+  HttpResponse response = HttpResponse::Json(202, common::StrCat("{\"id\":\"", r.params["id"], "\",\"state\":\"cancelled\"}\n"));
+  return response;
+}
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,527 @@
+#include "coordinator/capture/capture_scheduler.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/chunk_codec.h"
+#include "common/str_util.h"
+#include "podscope/v1/trace.pb.h"
+#include "spdlog/spdlog.h"
+
+namespace podscope::coordinator {
+
+using storage::CaptureRecord;
+using storage::CaptureState;
+using storage::WorkerRecord;
+
+namespace {
+constexpr std::string_view kPhaseNames[] = {"pending", "armed", "capturing", "collected", "complete", "failed", "cancelled"};
+}  // namespace
+
+std::string_view CaptureScheduler::PhaseName(Phase p) { return kPhaseNames[static_cast<int>(p)]; }
+
+std::optional<CaptureScheduler::Phase> CaptureScheduler::PhaseFromName(std::string_view name) {
+  for (size_t i = 0; i < std::size(kPhaseNames); ++i) {
+    if (kPhaseNames[i] == name) return static_cast<Phase>(i);
+  }
+  return std::nullopt;
+}
+
+CaptureScheduler::CaptureScheduler(storage::TraceStore& store, AgentRegistry& registry, ClockAligner& aligner,
+                                   SchedulerOptions options, std::function<TimeNs()> now)
+    : store_(store), registry_(registry), aligner_(aligner), options_(options), now_(std::move(now)) {}
+
+CaptureScheduler::~CaptureScheduler() { Stop(); }
+
+void CaptureScheduler::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void CaptureScheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Whatever is live stays in the store as it is; the next run's Recover() picks it up.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, c] : live_) {
+    if (absl::Status s = store_.PutCapture(c->record); !s.ok()) {
+      spdlog::error("capture {}: saving its state at shutdown: {}", id, std::string(s.message()));
+    }
+  }
+}
+
+absl::Status CaptureScheduler::Recover() {
+  for (CaptureState state : {CaptureState::kPending, CaptureState::kArmed, CaptureState::kCapturing, CaptureState::kUploading}) {
+    storage::CaptureFilter filter;
+    filter.state = state;
+    filter.limit = 100000;
+    absl::StatusOr<std::vector<CaptureRecord>> records = store_.ListCaptures(filter);
+    if (!records.ok()) return records.status();
+    for (CaptureRecord& r : *records) {
+      auto c = std::make_unique<LiveCapture>();
+      c->max_events_per_worker = options_.max_events_per_worker;
+      c->max_upload_bytes = options_.max_upload_bytes_per_worker;
+      c->workers.resize(r.workers.size());
+      for (size_t i = 0; i < r.workers.size(); ++i) {
+        c->by_rank[r.workers[i].rank] = i;
+        c->workers[i].phase = PhaseFromName(r.workers[i].state).value_or(Phase::kPending);
+      }
+      c->record = std::move(r);
+      spdlog::info("capture {}: resuming after a restart ({} workers, state {})", c->record.id, c->workers.size(),
+                   storage::CaptureStateName(c->record.state));
+      std::lock_guard<std::mutex> lock(mu_);
+      live_.emplace(c->record.id, std::move(c));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& spec) {
+  if (spec.job.empty() || spec.job.size() > 128) return absl::InvalidArgumentError("job must be 1-128 characters");
+  if (spec.duration_ns <= 0 || spec.duration_ns > options_.max_duration_ns) {
+    return absl::InvalidArgumentError(
+        common::StrCat("duration must be in (0, ", options_.max_duration_ns / 1'000'000, "] ms"));
+  }
+  if (spec.delay_ns < 0 || spec.delay_ns > options_.max_delay_ns) {
+    return absl::InvalidArgumentError(common::StrCat("delay must be in [0, ", options_.max_delay_ns / 1'000'000, "] ms"));
+  }
+  if (spec.ranks.size() > options_.max_workers_per_capture) {
+    return absl::InvalidArgumentError(common::StrCat("at most ", options_.max_workers_per_capture, " ranks per capture"));
+  }
+  const uint64_t max_events = spec.max_events_per_worker ? std::min(spec.max_events_per_worker, options_.max_events_per_worker)
+                                                         : options_.max_events_per_worker;
+  const uint64_t max_bytes = spec.max_upload_bytes ? std::min(spec.max_upload_bytes, options_.max_upload_bytes_per_worker)
+                                                   : options_.max_upload_bytes_per_worker;
+  absl::StatusOr<std::vector<CaptureTarget>> targets = registry_.SelectTargets(spec.job, spec.ranks);
+  if (!targets.ok()) return targets.status();
+  size_t worker_count = 0;
+  for (const CaptureTarget& t : *targets) worker_count += t.workers.size();
+  if (worker_count > options_.max_workers_per_capture) {
+    return absl::InvalidArgumentError(common::StrCat("job \"", spec.job, "\" has ", worker_count, " workers; at most ",
+                                                     options_.max_workers_per_capture, " per capture"));
+  }
+
+  const TimeNs now = now_();
+  const int64_t lead = std::max<int64_t>(options_.min_lead_ns, static_cast<int64_t>(targets->size()) * options_.lead_per_agent_ns);
+  auto c = std::make_unique<LiveCapture>();
+  c->max_events_per_worker = max_events;
+  c->max_upload_bytes = max_bytes;
+  CaptureRecord& r = c->record;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (live_.size() >= options_.max_live_captures) {
+      return absl::ResourceExhaustedError(common::StrCat(live_.size(), " captures are already running; wait for one to finish"));
+    }
+    r.id = common::StrCat("cap-", now / 1000, "-", next_id_++);
+  }
+  r.job = spec.job;
+  r.state = CaptureState::kPending;
+  r.created_ns = r.updated_ns = now;
+  r.window_start_ns = now + spec.delay_ns + lead;
+  r.window_duration_ns = spec.duration_ns;
+
+  // Workers in rank order; their index is their key in the store.
+  struct Placed {
+    const CaptureTarget* target;
+    const v1::WorkerDescriptor* worker;
+  };
+  std::vector<Placed> placed;
+  for (const CaptureTarget& t : *targets) {
+    for (const v1::WorkerDescriptor& w : t.workers) placed.push_back({&t, &w});
+  }
+  std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) { return a.worker->rank() < b.worker->rank(); });
+  c->workers.resize(placed.size());
+  for (size_t i = 0; i < placed.size(); ++i) {
+    WorkerRecord& w = r.workers.emplace_back();
+    w.worker_index = static_cast<uint32_t>(i);
+    w.rank = placed[i].worker->rank();
+    w.host = placed[i].worker->host().empty() ? placed[i].target->host : placed[i].worker->host();
+    w.source = common::StrCat("agent:", placed[i].target->agent_id);
+    w.agent_id = placed[i].target->agent_id;
+    w.state = PhaseName(Phase::kPending);
+    c->by_rank[w.rank] = i;
+  }
+
+  // Durable before any agent hears of it, so a restart never meets chunks of an unknown capture.
+  if (absl::Status s = store_.PutCapture(r); !s.ok()) return s;
+
+  std::lock_guard<std::mutex> lock(mu_);
+  LiveCapture& live = *c;
+  for (const CaptureTarget& t : *targets) {
+    v1::CoordinatorMessage message;
+    v1::CaptureRequest* request = message.mutable_capture();
+    request->set_capture_id(r.id);
+    request->set_job(r.job);
+    for (const v1::WorkerDescriptor& w : t.workers) request->add_ranks(w.rank());
+    request->set_duration_ns(r.window_duration_ns);
+    request->set_max_events_per_worker(max_events);
+    request->set_max_upload_bytes(max_bytes);
+    absl::StatusOr<common::ClockModel> model = aligner_.Model(t.agent_id);
+    std::string error;
+    if (!model.ok()) {
+      error = common::StrCat("cannot schedule: ", std::string(model.status().message()));
+    } else {
+      request->set_start_agent_ns(model->ToLocal(r.window_start_ns));
+      if (!registry_.Send(t.agent_id, message)) error = common::StrCat("agent ", t.agent_id, " could not be reached");
+    }
+    if (!error.empty()) {
+      for (const v1::WorkerDescriptor& w : t.workers) Fail(live, live.by_rank[w.rank()], error);
+    }
+  }
+  UpdateCaptureState(live);
+  spdlog::info("capture {}: job {} on {} workers of {} agents, starts in {:.1f} ms, {:.1f} ms long", r.id, r.job,
+               r.workers.size(), targets->size(), (r.window_start_ns - now) / 1e6, r.window_duration_ns / 1e6);
+  CaptureRecord snapshot = r;
+  live_.emplace(r.id, std::move(c));
+  cv_.notify_all();
+  return snapshot;
+}
+
+absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::string& reason) {
+  std::unique_ptr<LiveCapture> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(capture_id);
+    if (it == live_.end()) {
+      absl::StatusOr<CaptureRecord> stored = store_.GetCapture(capture_id);
+      if (!stored.ok()) return stored.status();
+      return absl::FailedPreconditionError(
+          common::StrCat("capture ", capture_id, " is already ", storage::CaptureStateName(stored->state)));
+    }
+    LiveCapture& c = *it->second;
+    std::set<std::string> agents;
+    for (size_t i = 0; i < c.workers.size(); ++i) {
+      const Phase p = c.workers[i].phase;
+      if (p == Phase::kUploaded || p == Phase::kFailed || p == Phase::kCancelled) continue;
+      agents.insert(c.record.workers[i].agent_id);
+      SetPhase(c, i, Phase::kCancelled);
+      c.record.workers[i].error = reason;
+    }
+    v1::CoordinatorMessage message;
+    message.mutable_cancel()->set_capture_id(capture_id);
+    message.mutable_cancel()->set_reason(reason);
+    for (const std::string& agent : agents) registry_.Send(agent, message);
+    c.record.state = CaptureState::kCancelled;
+    c.record.error = reason;
+    done = std::move(it->second);
+    live_.erase(it);
+  }
+  spdlog::info("capture {} cancelled: {}", capture_id, reason);
+  Finalize(std::move(done));
+  return absl::OkStatus();
+}
+
+void CaptureScheduler::Fail(LiveCapture& c, size_t i, std::string error) {
+  const Phase p = c.workers[i].phase;
+  if (p == Phase::kUploaded || p == Phase::kFailed || p == Phase::kCancelled) return;
+  WorkerRecord& w = c.record.workers[i];
+  spdlog::warn("capture {}: rank {} ({}) failed: {}", c.record.id, w.rank, w.host, error);
+  w.error = std::move(error);
+  SetPhase(c, i, Phase::kFailed);
+}
+
+void CaptureScheduler::SetPhase(LiveCapture& c, size_t i, Phase phase) {
+  c.workers[i].phase = phase;
+  c.record.workers[i].state = PhaseName(phase);
+  c.dirty = true;
+}
+
+bool CaptureScheduler::AllTerminal(const LiveCapture& c) const {
+  return std::all_of(c.workers.begin(), c.workers.end(), [](const LiveWorker& w) {
+    return w.phase == Phase::kUploaded || w.phase == Phase::kFailed || w.phase == Phase::kCancelled;
+  });
+}
+
+void CaptureScheduler::UpdateCaptureState(LiveCapture& c) {
+  // The capture is as far along as its slowest live worker, and no further than the clock says.
+  const TimeNs now = now_();
+  CaptureState state = CaptureState::kUploading;
+  bool any_live = false;
+  for (const LiveWorker& w : c.workers) {
+    if (w.phase == Phase::kPending) state = std::min(state, CaptureState::kPending);
+    if (w.phase == Phase::kArmed) state = std::min(state, CaptureState::kArmed);
+    if (w.phase == Phase::kCapturing) state = std::min(state, CaptureState::kCapturing);
+    any_live |= w.phase != Phase::kFailed && w.phase != Phase::kCancelled;
+  }
+  if (any_live && state == CaptureState::kArmed && now >= c.record.window_start_ns) state = CaptureState::kCapturing;
+  if (state != c.record.state) {
+    c.record.state = state;
+    c.record.updated_ns = now;
+    c.dirty = true;
+  }
+}
+
+void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::CaptureStatus& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(status.capture_id());
+  if (it == live_.end()) return;  // finished or unknown: nothing to update
+  LiveCapture& c = *it->second;
+  for (const v1::WorkerCaptureStatus& ws : status.workers()) {
+    auto at = c.by_rank.find(ws.rank());
+    if (at == c.by_rank.end()) continue;
+    const size_t i = at->second;
+    WorkerRecord& w = c.record.workers[i];
+    if (w.agent_id != agent_id) continue;  // another agent's worker: ignore
+    const Phase current = c.workers[i].phase;
+    if (current == Phase::kUploaded || current == Phase::kFailed || current == Phase::kCancelled) continue;
+    // Converts agent-clock instants with the agent's model (frozen once the window is over).
+    auto aligned = [&](TimeNs agent_ns) -> TimeNs {
+      if (agent_ns == 0) return 0;
+      if (w.clock.source != common::ClockSource::kNone) return w.clock.ToAligned(agent_ns);
+      absl::StatusOr<common::ClockModel> m = aligner_.Model(agent_id);
+      return m.ok() ? m->ToAligned(agent_ns) : agent_ns;
+    };
+    switch (ws.phase()) {
+      case v1::WORKER_PHASE_ARMED:
+        if (current == Phase::kPending) SetPhase(c, i, Phase::kArmed);
+        break;
+      case v1::WORKER_PHASE_CAPTURING:
+        if (current < Phase::kCapturing) {
+          w.actual_start_ns = aligned(ws.actual_start_ns());
+          SetPhase(c, i, Phase::kCapturing);
+        }
+        break;
+      case v1::WORKER_PHASE_COLLECTED:
+      case v1::WORKER_PHASE_UPLOADED:
+        if (current < Phase::kCollected) {
+          // The agent synchronised right after the window and sent the samples before this
+          // status: the model now brackets the window. Freeze it for this worker.
+          FreezeClock(c, i);
+          w.actual_start_ns = aligned(ws.actual_start_ns());
+          w.actual_stop_ns = aligned(ws.actual_stop_ns());
+          w.events = ws.events();
+          w.chunks = ws.chunks();
+          w.dropped_events = ws.dropped_events();
+          SetPhase(c, i, Phase::kCollected);
+        }
+        // UPLOADED is sent only after this coordinator (or one before a restart) acknowledged
+        // every chunk, so it is trusted.
+        if (ws.phase() == v1::WORKER_PHASE_UPLOADED) SetPhase(c, i, Phase::kUploaded);
+        break;
+      case v1::WORKER_PHASE_FAILED:
+        w.dropped_events = ws.dropped_events();
+        Fail(c, i, ws.error().empty() ? "failed on the agent" : ws.error());
+        break;
+      case v1::WORKER_PHASE_CANCELLED:
+        w.error = ws.error();
+        SetPhase(c, i, Phase::kCancelled);
+        break;
+      default:
+        break;
+    }
+  }
+  UpdateCaptureState(c);
+  cv_.notify_all();
+}
+
+absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
+  const std::string& id = chunk.capture_id();
+  uint32_t worker_index = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(id);
+    if (it == live_.end()) {
+      absl::StatusOr<CaptureRecord> stored = store_.GetCapture(id);
+      if (!stored.ok()) return absl::NotFoundError(common::StrCat("no capture \"", id, "\""));
+      if (stored->state == CaptureState::kComplete || stored->state == CaptureState::kPartial) {
+        return absl::OkStatus();  // a late re-send of something already stored
+      }
+      return absl::FailedPreconditionError(
+          common::StrCat("capture ", id, " is ", storage::CaptureStateName(stored->state), "; not accepting uploads"));
+    }
+    LiveCapture& c = *it->second;
+    auto at = c.by_rank.find(chunk.rank());
+    if (at == c.by_rank.end()) {
+      return absl::InvalidArgumentError(common::StrCat("rank ", chunk.rank(), " is not part of capture ", id));
+    }
+    const WorkerRecord& w = c.record.workers[at->second];
+    if (w.agent_id != chunk.agent_id()) {
+      return absl::PermissionDeniedError(
+          common::StrCat("rank ", chunk.rank(), " of capture ", id, " belongs to agent ", w.agent_id, ", not ", chunk.agent_id()));
+    }
+    const Phase p = c.workers[at->second].phase;
+    if (p == Phase::kFailed || p == Phase::kCancelled) {
+      return absl::FailedPreconditionError(common::StrCat("rank ", chunk.rank(), " of capture ", id, " is ", PhaseName(p)));
+    }
+    if (p == Phase::kUploaded) return absl::OkStatus();
+    if (chunk.sequence() >= (1u << 20)) return absl::InvalidArgumentError("chunk sequence out of range");
+    worker_index = w.worker_index;
+  }
+
+  // Decoding validates the chunk (columns, names, enums) before anything is stored.
+  common::WorkerTrace trace;
+  if (absl::Status s = common::AppendChunk(chunk.chunk(), &trace); !s.ok()) {
+    return absl::InvalidArgumentError(common::StrCat("capture ", id, " rank ", chunk.rank(), " chunk ", chunk.sequence(), ": ",
+                                                     std::string(s.message())));
+  }
+  const uint64_t events = trace.Counts().Total();
+  const uint64_t bytes = chunk.chunk().ByteSizeLong();
+  if (absl::Status s = store_.PutChunk(id, worker_index, chunk.sequence(), trace); !s.ok()) return s;
+
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(id);
+  if (it == live_.end()) return absl::OkStatus();
+  LiveCapture& c = *it->second;
+  const size_t i = c.by_rank[chunk.rank()];
+  LiveWorker& lw = c.workers[i];
+  if (lw.received.size() <= chunk.sequence()) lw.received.resize(chunk.sequence() + 1);
+  if (!lw.received[chunk.sequence()]) {
+    lw.received[chunk.sequence()] = true;
+    ++lw.received_count;
+    lw.received_bytes += bytes;
+    c.record.stored_bytes += bytes;
+    c.record.events += events;
+  }
+  if (chunk.last()) lw.expected = chunk.sequence() + 1;
+  if (lw.received_bytes > c.max_upload_bytes) {
+    Fail(c, i, common::StrCat("upload exceeds the limit of ", c.max_upload_bytes, " bytes per worker"));
+    return absl::ResourceExhaustedError(c.record.workers[i].error);
+  }
+  if (lw.expected && lw.received_count == *lw.expected) {
+    if (lw.phase < Phase::kCollected) {
+      // Chunks can overtake the status saying the window is over; the model is frozen now.
+      if (c.record.workers[i].clock.source == common::ClockSource::kNone) FreezeClock(c, i);
+    }
+    c.record.workers[i].chunks = *lw.expected;
+    SetPhase(c, i, Phase::kUploaded);
+    UpdateCaptureState(c);
+    cv_.notify_all();
+  }
+  c.dirty = true;
+  return absl::OkStatus();
+}
+
+bool CaptureScheduler::WorkerComplete(const std::string& capture_id, int32_t rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(capture_id);
+  if (it == live_.end()) {
+    absl::StatusOr<CaptureRecord> stored = store_.GetCapture(capture_id);
+    if (!stored.ok()) return false;
+    for (const WorkerRecord& w : stored->workers) {
+      if (w.rank == rank) return w.state == PhaseName(Phase::kUploaded);
+    }
+    return false;
+  }
+  auto at = it->second->by_rank.find(rank);
+  return at != it->second->by_rank.end() && it->second->workers[at->second].phase == Phase::kUploaded;
+}
+
+std::optional<CaptureRecord> CaptureScheduler::LiveRecord(const std::string& capture_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(capture_id);
+  if (it == live_.end()) return std::nullopt;
+  return it->second->record;
+}
+
+size_t CaptureScheduler::LiveCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_.size();
+}
+
+void CaptureScheduler::CheckDeadlines(LiveCapture& c, TimeNs now) {
+  const TimeNs start = c.record.window_start_ns;
+  const TimeNs stop = start + c.record.window_duration_ns;
+  for (size_t i = 0; i < c.workers.size(); ++i) {
+    const Phase p = c.workers[i].phase;
+    const std::string& agent = c.record.workers[i].agent_id;
+    const char* gone = registry_.IsConnected(agent) ? "" : " (disconnected)";
+    if (p == Phase::kPending && now >= start) {
+      Fail(c, i, common::StrCat("agent ", agent, gone, " did not acknowledge the capture before its start time"));
+    } else if ((p == Phase::kPending || p == Phase::kArmed || p == Phase::kCapturing) &&
+               now >= stop + options_.capture_grace_ns) {
+      Fail(c, i, common::StrCat("agent ", agent, gone, " did not report the end of the window within ",
+                                options_.capture_grace_ns / 1'000'000, " ms of it"));
+    } else if (p == Phase::kCollected && now >= stop + options_.upload_timeout_ns) {
+      Fail(c, i, common::StrCat("agent ", agent, gone, " did not finish uploading within ",
+                                options_.upload_timeout_ns / 1'000'000, " ms of the window's end (",
+                                c.workers[i].received_count, " chunks stored)"));
+    }
+  }
+  UpdateCaptureState(c);
+}
+
+void CaptureScheduler::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  TimeNs last_flush = 0;
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(20));
+    if (stopping_) break;
+    const TimeNs now = now_();
+    std::vector<std::unique_ptr<LiveCapture>> finished;
+    for (auto it = live_.begin(); it != live_.end();) {
+      CheckDeadlines(*it->second, now);
+      if (AllTerminal(*it->second)) {
+        finished.push_back(std::move(it->second));
+        it = live_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::vector<CaptureRecord> to_flush;
+    if (now - last_flush >= options_.flush_interval_ns) {
+      last_flush = now;
+      for (auto& [id, c] : live_) {
+        if (!c->dirty) continue;
+        c->dirty = false;
+        to_flush.push_back(c->record);
+      }
+    }
+    lock.unlock();
+    for (const CaptureRecord& r : to_flush) {
+      if (absl::Status s = store_.PutCapture(r); !s.ok()) {
+        spdlog::error("capture {}: saving progress: {}", r.id, std::string(s.message()));
+      }
+    }
+    for (std::unique_ptr<LiveCapture>& c : finished) Finalize(std::move(c));
+    lock.lock();
+  }
+}
+
+void CaptureScheduler::FreezeClock(LiveCapture& c, size_t i) {
+  WorkerRecord& w = c.record.workers[i];
+  absl::StatusOr<ClockFit> fit = aligner_.Fit(w.agent_id);
+  if (!fit.ok()) return;
+  w.clock = fit->model;
+  // The bound that holds over the whole window, wherever it lies against the samples.
+  const TimeNs start = fit->model.ToLocal(c.record.window_start_ns);
+  const TimeNs stop = fit->model.ToLocal(c.record.window_start_ns + c.record.window_duration_ns);
+  w.clock.error_bound_ns = std::max(fit->ErrorBoundAt(start), fit->ErrorBoundAt(stop));
+}
+
+void CaptureScheduler::Finalize(std::unique_ptr<LiveCapture> c) {
+  CaptureRecord& r = c->record;
+  // Workers whose window-end status never arrived (e.g. across a coordinator restart) take the
+  // agent's current model; its bound accounts for the distance from the samples.
+  for (size_t i = 0; i < c->workers.size(); ++i) {
+    if (c->workers[i].phase == Phase::kUploaded && r.workers[i].clock.source == common::ClockSource::kNone) {
+      FreezeClock(*c, i);
+    }
+  }
+  size_t uploaded = 0, failed = 0;
+  std::string failures;
+  for (size_t i = 0; i < c->workers.size(); ++i) {
+    WorkerRecord& w = r.workers[i];
+    if (c->workers[i].phase == Phase::kUploaded) {
+      ++uploaded;
+    } else if (c->workers[i].phase == Phase::kFailed) {
+      if (failed++ < 5) common::StrAppend(&failures, failures.empty() ? "" : "; ", "rank ", w.rank, " (", w.host, "): ", w.error);
+    }
+  }
+  if (r.state != CaptureState::kCancelled) {
+    r.state = uploaded == c->workers.size() ? CaptureState::kComplete
+              : uploaded > 0                ? CaptureState::kPartial
+                                            : CaptureState::kFailed;
+    if (failed > 0) r.error = common::StrCat(failed, " of ", c->workers.size(), " workers failed: ", failures, failed > 5 ? "; ..." : "");
+  }
+  r.updated_ns = now_();
+  ++r.generation;
+  if (absl::Status s = store_.PutCapture(r); !s.ok()) {
+    spdlog::error("capture {}: saving its final record: {}", r.id, std::string(s.message()));
+    return;
+  }
+  spdlog::info("capture {} {}: {} of {} workers uploaded, {} events{}{}", r.id, storage::CaptureStateName(r.state), uploaded,
+               c->workers.size(), r.events, r.error.empty() ? "" : "; ", r.error);
+}
+
+}  // namespace podscope::coordinator

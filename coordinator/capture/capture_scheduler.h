@@ -1,0 +1,126 @@
+// Live captures (DESIGN §5): picks the target workers, chooses a start time far enough ahead
+// for every agent to arm, sends each agent that instant in its own clock, follows every worker
+// through armed -> capturing -> collected -> uploaded, stores uploaded chunks, and finishes the
+// capture as complete, partial (some workers failed; each names why) or failed. Every phase
+// has a deadline, so a lost agent delays a capture by at most that deadline, never forever.
+//
+// State lives in memory and is flushed to the store at most every flush_interval (and at every
+// capture-level transition), so a restarted coordinator picks up captures still uploading.
+// Thread-safe; one internal thread runs deadlines and flushes.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "coordinator/agents/agent_registry.h"
+#include "coordinator/clock/clock_aligner.h"
+#include "podscope/v1/agent.pb.h"
+#include "storage/trace_store.h"
+
+namespace podscope::coordinator {
+
+struct SchedulerOptions {
+  int64_t min_lead_ns = 250'000'000;       // start = now + delay + lead
+  int64_t lead_per_agent_ns = 250'000;     // the lead grows with the number of agents
+  int64_t max_duration_ns = 600'000'000'000;
+  int64_t max_delay_ns = 3'600'000'000'000;
+  int64_t capture_grace_ns = 10'000'000'000;   // after the window: the agent must say it ended
+  int64_t upload_timeout_ns = 120'000'000'000; // after the window: every chunk must be in
+  uint64_t max_events_per_worker = 50'000'000;
+  uint64_t max_upload_bytes_per_worker = 2ull << 30;
+  uint32_t max_workers_per_capture = 65536;
+  size_t max_live_captures = 64;
+  int64_t flush_interval_ns = 100'000'000;
+};
+
+struct CaptureSpec {
+  std::string job;
+  std::vector<int32_t> ranks;  // empty: every rank of the job
+  int64_t duration_ns = 0;
+  int64_t delay_ns = 0;
+  uint64_t max_events_per_worker = 0;  // 0: the scheduler's default
+  uint64_t max_upload_bytes = 0;
+};
+
+class CaptureScheduler {
+ public:
+  CaptureScheduler(storage::TraceStore& store, AgentRegistry& registry, ClockAligner& aligner,
+                   SchedulerOptions options, std::function<TimeNs()> now);
+  ~CaptureScheduler();
+
+  // Picks up captures a previous run left before their end. Call once, before Start().
+  absl::Status Recover();
+  void Start();
+  void Stop();
+
+  // InvalidArgument for a bad spec, NotFound when no connected agent serves it,
+  // ResourceExhausted when too many captures are live.
+  absl::StatusOr<storage::CaptureRecord> StartCapture(const CaptureSpec& spec);
+  // NotFound for an unknown capture, FailedPrecondition for one already finished.
+  absl::Status Cancel(const std::string& capture_id, const std::string& reason);
+
+  // From the agents (gRPC threads).
+  void OnCaptureStatus(const std::string& agent_id, const v1::CaptureStatus& status);
+  // Validates and stores one uploaded chunk. Idempotent per (capture, rank, sequence).
+  absl::Status OnChunk(const v1::UploadRequest& chunk);
+  // Every chunk of this worker is stored.
+  bool WorkerComplete(const std::string& capture_id, int32_t rank);
+
+  // The live view of a capture still in progress; nullopt when it is not live.
+  std::optional<storage::CaptureRecord> LiveRecord(const std::string& capture_id) const;
+  size_t LiveCount() const;
+
+ private:
+  enum class Phase { kPending, kArmed, kCapturing, kCollected, kUploaded, kFailed, kCancelled };
+  struct LiveWorker {
+    Phase phase = Phase::kPending;
+    std::vector<bool> received;  // by chunk sequence
+    uint64_t received_count = 0;
+    std::optional<uint64_t> expected;  // known once the last chunk arrived
+    uint64_t received_bytes = 0;
+  };
+  struct LiveCapture {
+    storage::CaptureRecord record;
+    std::vector<LiveWorker> workers;  // parallel to record.workers
+    std::map<int32_t, size_t> by_rank;
+    uint64_t max_events_per_worker = 0, max_upload_bytes = 0;
+    bool dirty = false;
+  };
+
+  void Loop();
+  void CheckDeadlines(LiveCapture& c, TimeNs now);   // under mu_
+  void Fail(LiveCapture& c, size_t worker, std::string error);  // under mu_
+  void SetPhase(LiveCapture& c, size_t worker, Phase phase);     // under mu_
+  void UpdateCaptureState(LiveCapture& c);                       // under mu_
+  bool AllTerminal(const LiveCapture& c) const;
+  // Sets worker i's clock model from its agent's current fit, bounded over the window.
+  void FreezeClock(LiveCapture& c, size_t i);
+  // Finishes a capture whose workers are all terminal: refines clocks, writes the final record.
+  void Finalize(std::unique_ptr<LiveCapture> capture);
+  static std::string_view PhaseName(Phase p);
+  static std::optional<Phase> PhaseFromName(std::string_view name);
+
+  storage::TraceStore& store_;
+  AgentRegistry& registry_;
+  ClockAligner& aligner_;
+  const SchedulerOptions options_;
+  const std::function<TimeNs()> now_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::map<std::string, std::unique_ptr<LiveCapture>> live_;
+  uint64_t next_id_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace podscope::coordinator

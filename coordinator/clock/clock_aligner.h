@@ -1,0 +1,44 @@
+// Keeps every agent's recent clock samples and fits its clock model on demand (DESIGN §4.1).
+// Thread-safe: the gRPC service adds samples, the capture scheduler reads models.
+#pragma once
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <map>
+#include "coordinator/clock/clock_fit.h"
+
+namespace podscope::coordinator {
+
+struct ClockAlignerOptions {
+  size_t max_samples_per_agent = 256;
+  // Older samples are dropped: oscillators wander, so a drift is only linear over minutes.
+  int64_t max_sample_age_ns = 600'000'000'000;
+  ClockFitOptions fit;
+};
+
+class ClockAligner {
+ public:
+  explicit ClockAligner(ClockAlignerOptions options = {}) : options_(options) {}
+
+  void AddSamples(std::string_view agent_id, std::span<const ClockSample> samples);
+  // The agent's current model; FailedPrecondition when it has sent no usable sample yet.
+  absl::StatusOr<ClockFit> Fit(std::string_view agent_id) const;
+  absl::StatusOr<common::ClockModel> Model(std::string_view agent_id) const {
+    absl::StatusOr<ClockFit> fit = Fit(agent_id);
+    if (!fit.ok()) return fit.status();
+    return fit->model;
+  }
+  size_t SampleCount(std::string_view agent_id) const;
+  void Forget(std::string_view agent_id);
+
+ private:
+  ClockAlignerOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::deque<ClockSample>, std::less<>> samples_;
+};
+
+}  // namespace podscope::coordinator
