@@ -1,5 +1,6 @@
 #include "agent/collectors/simulated_ranks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <list>
@@ -219,13 +220,26 @@ absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view 
     rec = it->second;
   }
   if (rec.actual_stop == 0) return absl::FailedPreconditionError("drained before it stopped");
+  if (std::find(rec.window.ranks.begin(), rec.window.ranks.end(), rank) == rec.window.ranks.end()) {
+    return absl::InvalidArgumentError(common::StrCat("rank ", rank, " is not part of capture ", capture_id));
+  }
   CollectedWorker out;
   out.rank = rank;
   out.actual_start_ns = rec.actual_start;
   out.actual_stop_ns = rec.actual_stop;
   // The window on true (host) time; the job's timeline lives there.
-  const TimeNs begin = clock_.ToHost(rec.actual_start), end = clock_.ToHost(rec.actual_stop);
+  out.pieces = EventsBetween(rank, clock_.ToHost(rec.actual_start), clock_.ToHost(rec.actual_stop));
   uint64_t events = 0;
+  for (const common::WorkerTrace& piece : out.pieces) events += piece.Counts().Total();
+  if (rec.window.max_events_per_worker > 0 && events > rec.window.max_events_per_worker) {
+    out.dropped_events = events - rec.window.max_events_per_worker;
+    out.error = common::StrCat(events, " events exceed the limit of ", rec.window.max_events_per_worker, " per worker");
+  }
+  return out;
+}
+
+std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsBetween(int32_t rank, TimeNs begin, TimeNs end) const {
+  std::vector<common::WorkerTrace> pieces;
   for (int64_t k = begin / kSegmentNs; k <= end / kSegmentNs; ++k) {
     std::shared_ptr<const sim::Workload> segment = Segment(k);
     common::WorkerTrace piece = segment->capture.workers[rank];
@@ -235,14 +249,9 @@ absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view 
     piece.info.local_rank = rank - spec_.first_rank;
     piece.info.pid = 100000 + rank;
     piece.info.source = "sim";
-    events += piece.Counts().Total();
-    out.pieces.push_back(std::move(piece));
+    pieces.push_back(std::move(piece));
   }
-  if (rec.window.max_events_per_worker > 0 && events > rec.window.max_events_per_worker) {
-    out.dropped_events = events - rec.window.max_events_per_worker;
-    out.error = common::StrCat(events, " events exceed the limit of ", rec.window.max_events_per_worker, " per worker");
-  }
-  return out;
+  return pieces;
 }
 
 void SimulatedRanksCollector::Forget(std::string_view capture_id) {

@@ -47,6 +47,10 @@ class SimulatedRanksCollector : public Collector {
   absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) override;
   void Forget(std::string_view capture_id) override;
 
+  // The events of `rank` wholly inside [begin, end] on true (host) time, moved into the agent
+  // clock: one piece per segment the window overlaps. What Drain serves.
+  std::vector<common::WorkerTrace> EventsBetween(int32_t rank, TimeNs begin, TimeNs end) const;
+
   // Segment length of the simulated timeline.
   static constexpr TimeNs kSegmentNs = 4'000'000'000;
 

@@ -179,7 +179,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
 }
 
 absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::string& reason) {
-  std::unique_ptr<LiveCapture> done;
+  CaptureRecord final_record;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(capture_id);
@@ -204,11 +204,11 @@ absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::
     for (const std::string& agent : agents) registry_.Send(agent, message);
     c.record.state = CaptureState::kCancelled;
     c.record.error = reason;
-    done = std::move(it->second);
+    final_record = FinalRecord(c);
     live_.erase(it);
   }
   spdlog::info("capture {} cancelled: {}", capture_id, reason);
-  Finalize(std::move(done));
+  Store(final_record);
   return absl::OkStatus();
 }
 
@@ -323,6 +323,7 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
     auto it = live_.find(id);
     if (it == live_.end()) {
       absl::StatusOr<CaptureRecord> stored = store_.GetCapture(id);
+      if (auto r = recent_.find(id); r != recent_.end()) stored = r->second;
       if (!stored.ok()) return absl::NotFoundError(common::StrCat("no capture \"", id, "\""));
       if (stored->state == CaptureState::kComplete || stored->state == CaptureState::kPartial) {
         return absl::OkStatus();  // a late re-send of something already stored
@@ -397,6 +398,7 @@ bool CaptureScheduler::WorkerComplete(const std::string& capture_id, int32_t ran
   auto it = live_.find(capture_id);
   if (it == live_.end()) {
     absl::StatusOr<CaptureRecord> stored = store_.GetCapture(capture_id);
+    if (auto r = recent_.find(capture_id); r != recent_.end()) stored = r->second;
     if (!stored.ok()) return false;
     for (const WorkerRecord& w : stored->workers) {
       if (w.rank == rank) return w.state == PhaseName(Phase::kUploaded);
@@ -410,8 +412,9 @@ bool CaptureScheduler::WorkerComplete(const std::string& capture_id, int32_t ran
 std::optional<CaptureRecord> CaptureScheduler::LiveRecord(const std::string& capture_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(capture_id);
-  if (it == live_.end()) return std::nullopt;
-  return it->second->record;
+  if (it != live_.end()) return it->second->record;
+  if (auto r = recent_.find(capture_id); r != recent_.end()) return r->second;
+  return std::nullopt;
 }
 
 size_t CaptureScheduler::LiveCount() const {
@@ -448,11 +451,11 @@ void CaptureScheduler::Loop() {
     cv_.wait_for(lock, std::chrono::milliseconds(20));
     if (stopping_) break;
     const TimeNs now = now_();
-    std::vector<std::unique_ptr<LiveCapture>> finished;
+    std::vector<CaptureRecord> finished;
     for (auto it = live_.begin(); it != live_.end();) {
       CheckDeadlines(*it->second, now);
       if (AllTerminal(*it->second)) {
-        finished.push_back(std::move(it->second));
+        finished.push_back(FinalRecord(*it->second));
         it = live_.erase(it);
       } else {
         ++it;
@@ -473,7 +476,7 @@ void CaptureScheduler::Loop() {
         spdlog::error("capture {}: saving progress: {}", r.id, std::string(s.message()));
       }
     }
-    for (std::unique_ptr<LiveCapture>& c : finished) Finalize(std::move(c));
+    for (const CaptureRecord& r : finished) Store(r);
     lock.lock();
   }
 }
@@ -489,39 +492,40 @@ void CaptureScheduler::FreezeClock(LiveCapture& c, size_t i) {
   w.clock.error_bound_ns = std::max(fit->ErrorBoundAt(start), fit->ErrorBoundAt(stop));
 }
 
-void CaptureScheduler::Finalize(std::unique_ptr<LiveCapture> c) {
-  CaptureRecord& r = c->record;
-  // Workers whose window-end status never arrived (e.g. across a coordinator restart) take the
-  // agent's current model; its bound accounts for the distance from the samples.
-  for (size_t i = 0; i < c->workers.size(); ++i) {
-    if (c->workers[i].phase == Phase::kUploaded && r.workers[i].clock.source == common::ClockSource::kNone) {
-      FreezeClock(*c, i);
-    }
-  }
+CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
+  CaptureRecord& r = c.record;
   size_t uploaded = 0, failed = 0;
   std::string failures;
-  for (size_t i = 0; i < c->workers.size(); ++i) {
+  for (size_t i = 0; i < c.workers.size(); ++i) {
     WorkerRecord& w = r.workers[i];
-    if (c->workers[i].phase == Phase::kUploaded) {
+    if (c.workers[i].phase == Phase::kUploaded) {
       ++uploaded;
-    } else if (c->workers[i].phase == Phase::kFailed) {
+      // A worker whose window-end status never arrived (e.g. across a coordinator restart)
+      // takes its agent's current model; the bound covers the distance from the samples.
+      if (w.clock.source == common::ClockSource::kNone) FreezeClock(c, i);
+    } else if (c.workers[i].phase == Phase::kFailed) {
       if (failed++ < 5) common::StrAppend(&failures, failures.empty() ? "" : "; ", "rank ", w.rank, " (", w.host, "): ", w.error);
     }
   }
   if (r.state != CaptureState::kCancelled) {
-    r.state = uploaded == c->workers.size() ? CaptureState::kComplete
-              : uploaded > 0                ? CaptureState::kPartial
-                                            : CaptureState::kFailed;
-    if (failed > 0) r.error = common::StrCat(failed, " of ", c->workers.size(), " workers failed: ", failures, failed > 5 ? "; ..." : "");
+    r.state = uploaded == c.workers.size() ? CaptureState::kComplete
+              : uploaded > 0               ? CaptureState::kPartial
+                                           : CaptureState::kFailed;
+    if (failed > 0) r.error = common::StrCat(failed, " of ", c.workers.size(), " workers failed: ", failures, failed > 5 ? "; ..." : "");
   }
   r.updated_ns = now_();
   ++r.generation;
-  if (absl::Status s = store_.PutCapture(r); !s.ok()) {
-    spdlog::error("capture {}: saving its final record: {}", r.id, std::string(s.message()));
-    return;
-  }
+  if (recent_.size() >= kRecent) recent_.erase(recent_.begin());
+  recent_[r.id] = r;
   spdlog::info("capture {} {}: {} of {} workers uploaded, {} events{}{}", r.id, storage::CaptureStateName(r.state), uploaded,
-               c->workers.size(), r.events, r.error.empty() ? "" : "; ", r.error);
+               c.workers.size(), r.events, r.error.empty() ? "" : "; ", r.error);
+  return r;
+}
+
+void CaptureScheduler::Store(const CaptureRecord& record) {
+  if (absl::Status s = store_.PutCapture(record); !s.ok()) {
+    spdlog::error("capture {}: saving its final record: {}", record.id, std::string(s.message()));
+  }
 }
 
 }  // namespace podscope::coordinator

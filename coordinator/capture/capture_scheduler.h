@@ -75,7 +75,7 @@ class CaptureScheduler {
   // Every chunk of this worker is stored.
   bool WorkerComplete(const std::string& capture_id, int32_t rank);
 
-  // The live view of a capture still in progress; nullopt when it is not live.
+  // The scheduler's view of a capture in progress or just finished; nullopt otherwise.
   std::optional<storage::CaptureRecord> LiveRecord(const std::string& capture_id) const;
   size_t LiveCount() const;
 
@@ -104,8 +104,10 @@ class CaptureScheduler {
   bool AllTerminal(const LiveCapture& c) const;
   // Sets worker i's clock model from its agent's current fit, bounded over the window.
   void FreezeClock(LiveCapture& c, size_t i);
-  // Finishes a capture whose workers are all terminal: refines clocks, writes the final record.
-  void Finalize(std::unique_ptr<LiveCapture> capture);
+  // Turns a capture whose workers are all terminal into its final record (under mu_), which
+  // stays answerable from memory (recent_) until it is in the store.
+  storage::CaptureRecord FinalRecord(LiveCapture& c);  // under mu_
+  void Store(const storage::CaptureRecord& record);
   static std::string_view PhaseName(Phase p);
   static std::optional<Phase> PhaseFromName(std::string_view name);
 
@@ -119,6 +121,8 @@ class CaptureScheduler {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::map<std::string, std::unique_ptr<LiveCapture>> live_;
+  std::map<std::string, storage::CaptureRecord> recent_;  // finished, bounded (kRecent)
+  static constexpr size_t kRecent = 64;
   uint64_t next_id_ = 0;
   std::thread thread_;
 };

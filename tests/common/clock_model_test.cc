@@ -29,3 +29,16 @@ TEST(ClockModelTest, LargeDriftOverEpochTimesDoesNotOverflow) {
 
 }  // namespace
 }  // namespace podscope::common
+
+namespace podscope::common {
+namespace {
+
+TEST(ClockModelTest, ToLocalInvertsToAlignedToTheNanosecond) {
+  const ClockModel clock{.offset_ns = 35'000'123, .drift_ppb = -60'000, .reference_ns = 1'795'000'000'000'000'000};
+  for (TimeNs local : {TimeNs{1'795'000'000'000'000'000}, TimeNs{1'795'000'123'456'789'000}, TimeNs{1'794'999'000'000'000'001}}) {
+    EXPECT_EQ(clock.ToLocal(clock.ToAligned(local)), local);
+  }
+}
+
+}  // namespace
+}  // namespace podscope::common

@@ -1,0 +1,182 @@
+#include "agent/capture_run.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/common/sample_trace.h"
+
+namespace podscope::agent {
+namespace {
+
+// Serves ranks 0 and 1 with the sample trace, split in `pieces` parts.
+class FakeCollector : public Collector {
+ public:
+  std::string_view name() const override { return "fake"; }
+  std::vector<WorkerIdentity> Workers() const override { return {{0}, {1}}; }
+  absl::Status Arm(const CaptureWindow& w) override {
+    armed_ranks = w.ranks.size();
+    return absl::OkStatus();
+  }
+  absl::Status Start(std::string_view) override {
+    ++starts;
+    return absl::OkStatus();
+  }
+  absl::Status Stop(std::string_view) override {
+    ++stops;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<CollectedWorker> Drain(std::string_view, int32_t rank) override {
+    CollectedWorker w;
+    w.rank = rank;
+    w.actual_start_ns = 10;
+    w.actual_stop_ns = 20;
+    for (int i = 0; i < pieces; ++i) w.pieces.push_back(testing::MakeSampleTrace());
+    if (rank == failing_rank) w.error = "probe lost its buffers";
+    return w;
+  }
+  void Forget(std::string_view) override { ++forgets; }
+
+  int pieces = 1;
+  int failing_rank = -1;
+  std::atomic<size_t> armed_ranks{0};
+  std::atomic<int> starts{0}, stops{0}, forgets{0};
+};
+
+class CaptureRunTest : public ::testing::Test {
+ protected:
+  v1::CaptureRequest Request(std::vector<int32_t> ranks, int64_t start_in_ns, int64_t duration_ns) {
+    v1::CaptureRequest r;
+    r.set_capture_id("cap");
+    for (int32_t rank : ranks) r.add_ranks(rank);
+    r.set_start_agent_ns(clock_.Now() + start_in_ns);
+    r.set_duration_ns(duration_ns);
+    return r;
+  }
+  CaptureRunHooks Hooks() {
+    CaptureRunHooks h;
+    h.report = [this](const v1::CaptureStatus& s) {
+      std::lock_guard<std::mutex> lock(mu_);
+      reports_.push_back(s);
+    };
+    h.sync_clock = [this](std::string_view reason) {
+      std::lock_guard<std::mutex> lock(mu_);
+      syncs_.emplace_back(reason);
+    };
+    h.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) -> absl::StatusOr<v1::UploadResponse> {
+      std::lock_guard<std::mutex> lock(mu_);
+      uploads_.emplace_back();
+      for (const v1::UploadRequest* c : chunks) uploads_.back().push_back(*c);
+      if (uploads_.size() <= failing_uploads_) return absl::UnavailableError("coordinator restarting");
+      v1::UploadResponse response;
+      std::set<int32_t> ranks;
+      for (const v1::UploadRequest* c : chunks) ranks.insert(c->rank());
+      for (int32_t r : ranks) response.add_ranks_complete(r);
+      return response;
+    };
+    return h;
+  }
+  static void WaitFinished(const CaptureRun& run) {
+    for (int i = 0; i < 500 && !run.finished(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(run.finished());
+  }
+
+  AgentClock clock_;
+  FakeCollector collector_;
+  CaptureRunOptions options_{.chunk_events = 4, .retry_initial_ns = 1'000'000, .retry_max_ns = 2'000'000};
+  std::mutex mu_;
+  std::vector<v1::CaptureStatus> reports_;
+  std::vector<std::string> syncs_;
+  std::vector<std::vector<v1::UploadRequest>> uploads_;
+  size_t failing_uploads_ = 0;
+};
+
+TEST_F(CaptureRunTest, ArmsCapturesDrainsAndUploadsThroughAFailure) {
+  failing_uploads_ = 1;
+  collector_.pieces = 2;
+  const TimeNs before = clock_.Now();
+  CaptureRun run(Request({0, 1}, 30'000'000, 50'000'000), {{0, &collector_}, {1, &collector_}}, "agent-x", clock_, Hooks(), options_);
+  run.Begin();
+  WaitFinished(run);
+  EXPECT_GE(clock_.Now() - before, 80'000'000);  // it waited for the start and the whole window
+  EXPECT_EQ(collector_.armed_ranks, 2u);
+  EXPECT_EQ(collector_.starts, 1);
+  EXPECT_EQ(collector_.stops, 1);
+  EXPECT_EQ(collector_.forgets, 1);
+  EXPECT_EQ(syncs_, (std::vector<std::string>{"before capture", "after capture"}));
+
+  const size_t per_worker = 2 * testing::MakeSampleTrace().Counts().Total();
+  const size_t chunks_per_worker = 2 * ((testing::MakeSampleTrace().Counts().Total() + 3) / 4);
+  ASSERT_EQ(uploads_.size(), 2u);  // one broken attempt, then everything again
+  for (const auto& attempt : uploads_) {
+    ASSERT_EQ(attempt.size(), 2 * chunks_per_worker);
+    for (size_t i = 0; i < attempt.size(); ++i) {
+      const v1::UploadRequest& c = attempt[i];
+      EXPECT_EQ(c.agent_id(), "agent-x");
+      EXPECT_EQ(c.sequence(), i % chunks_per_worker);
+      EXPECT_EQ(c.last(), i % chunks_per_worker == chunks_per_worker - 1);
+    }
+  }
+  const v1::CaptureStatus final_status = run.Status();
+  ASSERT_EQ(final_status.workers_size(), 2);
+  for (const v1::WorkerCaptureStatus& w : final_status.workers()) {
+    EXPECT_EQ(w.phase(), v1::WORKER_PHASE_UPLOADED);
+    EXPECT_EQ(w.events(), per_worker);
+    EXPECT_EQ(w.chunks(), chunks_per_worker);
+  }
+  // Status went up at every phase: armed, capturing, collected, then uploaded.
+  std::vector<v1::WorkerPhase> phases;
+  for (const v1::CaptureStatus& s : reports_) phases.push_back(s.workers(0).phase());
+  EXPECT_EQ(phases.front(), v1::WORKER_PHASE_ARMED);
+  EXPECT_EQ(phases.back(), v1::WORKER_PHASE_UPLOADED);
+  EXPECT_NE(std::find(phases.begin(), phases.end(), v1::WORKER_PHASE_CAPTURING), phases.end());
+  EXPECT_NE(std::find(phases.begin(), phases.end(), v1::WORKER_PHASE_COLLECTED), phases.end());
+}
+
+TEST_F(CaptureRunTest, CancelBeforeTheStartNeverStartsTheCollector) {
+  CaptureRun run(Request({0, 1}, 5'000'000'000, 1'000'000'000), {{0, &collector_}, {1, &collector_}}, "a", clock_, Hooks(), options_);
+  run.Begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  run.Cancel("operator said so");
+  WaitFinished(run);
+  EXPECT_EQ(collector_.starts, 0);
+  EXPECT_EQ(collector_.forgets, 1);
+  EXPECT_TRUE(uploads_.empty());
+  const v1::CaptureStatus status = run.Status();
+  for (const v1::WorkerCaptureStatus& w : status.workers()) {
+    EXPECT_EQ(w.phase(), v1::WORKER_PHASE_CANCELLED);
+    EXPECT_EQ(w.error(), "operator said so");
+  }
+}
+
+TEST_F(CaptureRunTest, WorkersFailAloneWithTheirReason) {
+  collector_.failing_rank = 1;
+  // Rank 5 is not served here; rank 1's collector reports an error; rank 0 is fine.
+  CaptureRun run(Request({0, 1, 5}, 0, 10'000'000), {{0, &collector_}, {1, &collector_}}, "a", clock_, Hooks(), options_);
+  run.Begin();
+  WaitFinished(run);
+  std::map<int32_t, v1::WorkerCaptureStatus> by_rank;
+  const v1::CaptureStatus status = run.Status();
+  for (const v1::WorkerCaptureStatus& w : status.workers()) by_rank[w.rank()] = w;
+  EXPECT_EQ(by_rank[0].phase(), v1::WORKER_PHASE_UPLOADED);
+  EXPECT_EQ(by_rank[1].phase(), v1::WORKER_PHASE_FAILED);
+  EXPECT_EQ(by_rank[1].error(), "probe lost its buffers");
+  EXPECT_EQ(by_rank[5].phase(), v1::WORKER_PHASE_FAILED);
+  EXPECT_EQ(by_rank[5].error(), "rank 5 is not served by agent a");
+  for (const v1::UploadRequest& c : uploads_.at(0)) EXPECT_EQ(c.rank(), 0);
+}
+
+TEST_F(CaptureRunTest, SpoolBoundFailsWhatDoesNotFit) {
+  options_.max_spool_bytes = 100;  // less than one worker's encoded events
+  CaptureRun run(Request({0}, 0, 10'000'000), {{0, &collector_}}, "a", clock_, Hooks(), options_);
+  run.Begin();
+  WaitFinished(run);
+  const v1::WorkerCaptureStatus w = run.Status().workers(0);
+  EXPECT_EQ(w.phase(), v1::WORKER_PHASE_FAILED);
+  EXPECT_NE(w.error().find("upload spool is full"), std::string::npos) << w.error();
+  EXPECT_TRUE(uploads_.empty());
+}
+
+}  // namespace
+}  // namespace podscope::agent

@@ -1,0 +1,312 @@
+#include "coordinator/capture/capture_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "common/chunk_codec.h"
+#include "podscope/v1/trace.pb.h"
+#include "storage/rocksdb_trace_store.h"
+#include "tests/common/sample_trace.h"
+#include "tests/test_paths.h"
+
+namespace podscope::coordinator {
+namespace {
+
+constexpr TimeNs kStart = 1'795'000'000'000'000'000;
+
+// Records what the coordinator sends to one agent.
+class FakeLink : public AgentLink {
+ public:
+  bool Send(const v1::CoordinatorMessage& m) override {
+    std::lock_guard<std::mutex> lock(mu);
+    sent.push_back(m);
+    return up;
+  }
+  void Close() override { up = false; }
+  std::vector<v1::CoordinatorMessage> Sent() {
+    std::lock_guard<std::mutex> lock(mu);
+    return sent;
+  }
+  std::mutex mu;
+  std::vector<v1::CoordinatorMessage> sent;
+  std::atomic<bool> up{true};
+};
+
+class CaptureSchedulerTest : public ::testing::Test {
+ protected:
+  CaptureSchedulerTest() : registry_({}, [this] { return now_.load(); }) {
+    auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("db")});
+    EXPECT_TRUE(store.ok());
+    store_ = *std::move(store);
+    options_.capture_grace_ns = 2'000'000'000;
+    options_.upload_timeout_ns = 10'000'000'000;
+    options_.flush_interval_ns = 0;
+  }
+  void MakeScheduler() {
+    scheduler_ = std::make_unique<CaptureScheduler>(*store_, registry_, aligner_, options_, [this] { return now_.load(); });
+  }
+
+  // An agent serving `ranks` of job "j" whose clock runs `offset` ns ahead of the coordinator's.
+  std::shared_ptr<FakeLink> Connect(const std::string& id, std::vector<int32_t> ranks, std::optional<int64_t> offset) {
+    v1::AgentHello hello;
+    hello.set_agent_id(id);
+    hello.set_host("host-" + id);
+    for (int32_t r : ranks) {
+      v1::WorkerDescriptor* w = hello.add_workers();
+      w->set_rank(r);
+      w->set_job("j");
+    }
+    auto link = std::make_shared<FakeLink>();
+    EXPECT_TRUE(registry_.Connected(hello, "peer", link).ok());
+    if (offset) {
+      const TimeNs t = now_.load();
+      const std::vector<ClockSample> s = {{t + *offset, t + 10'000, t + 11'000, t + 21'000 + *offset}};
+      aligner_.AddSamples(id, s);
+    }
+    return link;
+  }
+
+  static v1::CaptureStatus Status(const std::string& capture, std::vector<int32_t> ranks, v1::WorkerPhase phase,
+                                  TimeNs start = 0, TimeNs stop = 0, uint64_t chunks = 0) {
+    v1::CaptureStatus s;
+    s.set_capture_id(capture);
+    for (int32_t r : ranks) {
+      v1::WorkerCaptureStatus* w = s.add_workers();
+      w->set_rank(r);
+      w->set_phase(phase);
+      w->set_actual_start_ns(start);
+      w->set_actual_stop_ns(stop);
+      w->set_chunks(chunks);
+      w->set_events(chunks * 10);
+    }
+    return s;
+  }
+
+  static v1::UploadRequest Chunk(const std::string& capture, const std::string& agent, int32_t rank, uint64_t seq, bool last) {
+    v1::UploadRequest r;
+    r.set_capture_id(capture);
+    r.set_agent_id(agent);
+    r.set_rank(rank);
+    r.set_sequence(seq);
+    r.set_last(last);
+    common::WorkerTrace trace = testing::MakeSampleTrace();
+    trace.info.rank = rank;
+    common::EncodeChunk(trace, common::ChunkHeader{capture, 0, seq}, r.mutable_chunk());
+    return r;
+  }
+
+  storage::CaptureRecord WaitForState(const std::string& id, storage::CaptureState state) {
+    for (int i = 0; i < 200; ++i) {
+      absl::StatusOr<storage::CaptureRecord> r = store_->GetCapture(id);
+      if (r.ok() && r->state == state) return *r;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ADD_FAILURE() << "capture " << id << " never reached " << storage::CaptureStateName(state);
+    return {};
+  }
+
+  testing::ScratchDir dir_;
+  std::unique_ptr<storage::RocksDbTraceStore> store_;
+  std::atomic<TimeNs> now_{kStart};
+  AgentRegistry registry_;
+  ClockAligner aligner_;
+  SchedulerOptions options_;
+  std::unique_ptr<CaptureScheduler> scheduler_;
+};
+
+TEST_F(CaptureSchedulerTest, SendsEachAgentTheStartInItsOwnClock) {
+  MakeScheduler();
+  auto a = Connect("a", {0, 1}, 5'000'000);
+  auto b = Connect("b", {2, 3}, -7'000'000);
+  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->window_start_ns, kStart + options_.min_lead_ns);
+  ASSERT_EQ(r->workers.size(), 4u);
+  EXPECT_EQ(r->workers[2].agent_id, "b");
+  ASSERT_EQ(a->Sent().size(), 1u);
+  const v1::CaptureRequest& ra = a->Sent()[0].capture();
+  EXPECT_EQ(ra.start_agent_ns(), r->window_start_ns + 5'000'000);
+  EXPECT_EQ(ra.ranks_size(), 2);
+  EXPECT_EQ(b->Sent()[0].capture().start_agent_ns(), r->window_start_ns - 7'000'000);
+  EXPECT_EQ(b->Sent()[0].capture().duration_ns(), 1'000'000'000);
+  // Durable at once, before any agent could answer.
+  EXPECT_EQ(store_->GetCapture(r->id)->state, storage::CaptureState::kPending);
+}
+
+TEST_F(CaptureSchedulerTest, BadSpecsAndUnknownJobsAreRefused) {
+  MakeScheduler();
+  Connect("a", {0}, 0);
+  EXPECT_EQ(scheduler_->StartCapture({.job = "j", .duration_ns = 0}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->StartCapture({.job = "", .duration_ns = 1}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->StartCapture({.job = "other", .duration_ns = 1}).status().code(), absl::StatusCode::kNotFound);
+  absl::Status missing = scheduler_->StartCapture({.job = "j", .ranks = {0, 5}, .duration_ns = 1}).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(missing.message()).find("ranks 5 of job \"j\""), std::string::npos) << missing;
+}
+
+TEST_F(CaptureSchedulerTest, HappyPathEndsCompleteWithFrozenClocks) {
+  MakeScheduler();
+  scheduler_->Start();
+  Connect("a", {0, 1}, 5'000'000);
+  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok());
+  const std::string id = r->id;
+  const TimeNs agent_start = r->window_start_ns + 5'000'000 + 300'000;  // started 0.3 ms late
+  scheduler_->OnCaptureStatus("a", Status(id, {0, 1}, v1::WORKER_PHASE_ARMED));
+  EXPECT_EQ(scheduler_->LiveRecord(id)->state, storage::CaptureState::kArmed);
+  now_ = r->window_start_ns;
+  scheduler_->OnCaptureStatus("a", Status(id, {0, 1}, v1::WORKER_PHASE_CAPTURING, agent_start));
+  EXPECT_EQ(scheduler_->LiveRecord(id)->state, storage::CaptureState::kCapturing);
+  EXPECT_EQ(scheduler_->LiveRecord(id)->workers[0].actual_start_ns - r->window_start_ns, 300'000);
+  now_ = r->window_start_ns + 1'000'000'000;
+  scheduler_->OnCaptureStatus("a", Status(id, {0, 1}, v1::WORKER_PHASE_COLLECTED, agent_start, agent_start + 1'000'000'000, 2));
+  EXPECT_EQ(scheduler_->LiveRecord(id)->state, storage::CaptureState::kUploading);
+  for (int32_t rank : {0, 1}) {
+    ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", rank, 1, true)).ok());
+    EXPECT_FALSE(scheduler_->WorkerComplete(id, rank));  // chunk 0 is still missing
+    ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", rank, 1, true)).ok());  // a re-send changes nothing
+    ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", rank, 0, false)).ok());
+    EXPECT_TRUE(scheduler_->WorkerComplete(id, rank));
+  }
+  const storage::CaptureRecord done = WaitForState(id, storage::CaptureState::kComplete);
+  const uint64_t per_chunk = testing::MakeSampleTrace().Counts().Total();
+  EXPECT_EQ(done.events, 4 * per_chunk);  // 2 workers x 2 chunks, the re-send not counted
+  EXPECT_EQ(done.generation, 1u);
+  for (const storage::WorkerRecord& w : done.workers) {
+    EXPECT_EQ(w.state, "complete");
+    EXPECT_EQ(w.chunks, 2u);
+    EXPECT_EQ(w.clock.source, common::ClockSource::kNetwork);
+    EXPECT_EQ(w.clock.offset_ns, -5'000'000);
+  }
+  // The store's capture is whole, with the frozen clock applied.
+  absl::StatusOr<common::Capture> loaded = storage::LoadCapture(*store_, id);
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->workers.size(), 2u);
+  EXPECT_EQ(loaded->workers[1].clock.offset_ns, -5'000'000);
+  EXPECT_EQ(loaded->workers[1].Counts().Total(), 2 * per_chunk);
+}
+
+TEST_F(CaptureSchedulerTest, SilentAgentMakesThePartialCaptureNameIt) {
+  MakeScheduler();
+  scheduler_->Start();
+  Connect("a", {0}, 0);
+  Connect("b", {1}, 0);
+  Connect("c", {2}, std::nullopt);  // never synchronised its clock: cannot be scheduled
+  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->workers[2].state, "failed");
+  EXPECT_NE(r->workers[2].error.find("has not synchronised its clock"), std::string::npos) << r->workers[2].error;
+  const std::string id = r->id;
+  scheduler_->OnCaptureStatus("a", Status(id, {0}, v1::WORKER_PHASE_ARMED));
+  scheduler_->OnCaptureStatus("b", Status(id, {0}, v1::WORKER_PHASE_CAPTURING));  // not b's worker: ignored
+  EXPECT_EQ(scheduler_->LiveRecord(id)->workers[0].state, "armed");
+  now_ = r->window_start_ns + 1;  // b never acknowledged
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::optional<storage::CaptureRecord> live = scheduler_->LiveRecord(id);
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->workers[1].state, "failed");
+  EXPECT_NE(live->workers[1].error.find("agent b did not acknowledge"), std::string::npos) << live->workers[1].error;
+  // a captured but never reported the end: failed once the grace period is over.
+  now_ = r->window_start_ns + r->window_duration_ns + options_.capture_grace_ns;
+  const storage::CaptureRecord done = WaitForState(id, storage::CaptureState::kFailed);
+  EXPECT_NE(done.error.find("3 of 3 workers failed"), std::string::npos) << done.error;
+  EXPECT_NE(done.error.find("did not report the end of the window"), std::string::npos) << done.error;
+}
+
+TEST_F(CaptureSchedulerTest, UploadsAreCheckedBeforeAnythingIsStored) {
+  MakeScheduler();
+  Connect("a", {0}, 0);
+  Connect("b", {1}, 0);
+  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(scheduler_->OnChunk(Chunk(r->id, "b", 0, 0, true)).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(scheduler_->OnChunk(Chunk(r->id, "a", 7, 0, true)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->OnChunk(Chunk("nope", "a", 0, 0, true)).code(), absl::StatusCode::kNotFound);
+  v1::UploadRequest ragged = Chunk(r->id, "a", 0, 0, true);
+  ragged.mutable_chunk()->mutable_kernels()->add_start_delta(5);  // one column longer than the rest
+  EXPECT_EQ(scheduler_->OnChunk(ragged).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->LiveRecord(r->id)->events, 0u);
+}
+
+TEST_F(CaptureSchedulerTest, CancelReachesEveryAgentAndEndsTheCapture) {
+  MakeScheduler();
+  auto a = Connect("a", {0}, 0);
+  auto b = Connect("b", {1}, 0);
+  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(scheduler_->Cancel(r->id, "changed my mind").ok());
+  for (auto& link : {a, b}) {
+    ASSERT_EQ(link->Sent().size(), 2u);
+    EXPECT_EQ(link->Sent()[1].cancel().capture_id(), r->id);
+    EXPECT_EQ(link->Sent()[1].cancel().reason(), "changed my mind");
+  }
+  absl::StatusOr<storage::CaptureRecord> stored = store_->GetCapture(r->id);
+  EXPECT_EQ(stored->state, storage::CaptureState::kCancelled);
+  EXPECT_EQ(stored->workers[0].state, "cancelled");
+  EXPECT_EQ(scheduler_->Cancel(r->id, "again").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->Cancel("nope", "x").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(scheduler_->LiveRecord(r->id)->state, storage::CaptureState::kCancelled);  // answered from memory
+}
+
+TEST_F(CaptureSchedulerTest, RestartResumesLiveCaptures) {
+  MakeScheduler();
+  Connect("a", {0}, 0);
+  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok());
+  scheduler_->OnCaptureStatus("a", Status(r->id, {0}, v1::WORKER_PHASE_CAPTURING, kStart));
+  scheduler_->Stop();
+  MakeScheduler();  // a new coordinator process over the same store
+  ASSERT_TRUE(scheduler_->Recover().ok());
+  std::optional<storage::CaptureRecord> live = scheduler_->LiveRecord(r->id);
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->workers[0].state, "capturing");
+  // The agent re-sends everything; the worker completes.
+  ASSERT_TRUE(scheduler_->OnChunk(Chunk(r->id, "a", 0, 0, true)).ok());
+  EXPECT_TRUE(scheduler_->WorkerComplete(r->id, 0));
+}
+
+TEST(AgentRegistryTest, TargetsHealthAndReplacedSessions) {
+  std::atomic<TimeNs> now{kStart};
+  AgentRegistry registry({.heartbeat_interval_ns = 1'000'000'000}, [&now] { return now.load(); });
+  auto hello = [](const std::string& id, std::vector<std::pair<std::string, int32_t>> workers) {
+    v1::AgentHello h;
+    h.set_agent_id(id);
+    for (auto& [job, rank] : workers) {
+      v1::WorkerDescriptor* w = h.add_workers();
+      w->set_job(job);
+      w->set_rank(rank);
+    }
+    return h;
+  };
+  auto first = std::make_shared<FakeLink>();
+  ASSERT_TRUE(registry.Connected(hello("a", {{"j", 0}, {"j", 1}, {"k", 0}}), "p", first).ok());
+  ASSERT_TRUE(registry.Connected(hello("b", {{"j", 2}}), "p", std::make_shared<FakeLink>()).ok());
+  absl::StatusOr<std::vector<CaptureTarget>> all = registry.SelectTargets("j", {});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].workers.size(), 2u);
+  absl::StatusOr<std::vector<CaptureTarget>> some = registry.SelectTargets("j", {2});
+  ASSERT_TRUE(some.ok());
+  ASSERT_EQ(some->size(), 1u);
+  EXPECT_EQ((*some)[0].agent_id, "b");
+  EXPECT_EQ(registry.SelectTargets("none", {}).status().code(), absl::StatusCode::kNotFound);
+
+  // Silent for three heartbeats: stale. A reconnect replaces (and closes) the old session.
+  now = kStart + 3'500'000'000;
+  EXPECT_EQ(registry.Snapshot()[0].health, AgentHealth::kStale);
+  auto second = std::make_shared<FakeLink>();
+  ASSERT_TRUE(registry.Connected(hello("a", {{"j", 0}}), "p", second).ok());
+  EXPECT_FALSE(first->up);
+  registry.Disconnected("a", first.get());  // the old session ending does not disconnect the new one
+  EXPECT_TRUE(registry.IsConnected("a"));
+  EXPECT_EQ(registry.Snapshot()[0].health, AgentHealth::kHealthy);
+  registry.Disconnected("a", second.get());
+  EXPECT_FALSE(registry.IsConnected("a"));
+  EXPECT_EQ(registry.ConnectedCount(), 1u);
+  EXPECT_FALSE(registry.Send("a", v1::CoordinatorMessage()));
+}
+
+}  // namespace
+}  // namespace podscope::coordinator

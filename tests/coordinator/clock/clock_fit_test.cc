@@ -1,0 +1,107 @@
+#include "coordinator/clock/clock_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "coordinator/clock/clock_aligner.h"
+
+namespace podscope::coordinator {
+namespace {
+
+constexpr TimeNs kBase = 1'795'000'000'000'000'000;
+
+// One exchange against an agent whose clock reads `agent_offset` ahead of the coordinator, with
+// the given one-way delays (ns) and `work` ns spent in the coordinator.
+ClockSample Exchange(TimeNs coordinator_t1, int64_t agent_offset, int64_t up, int64_t down, int64_t work = 1'000) {
+  ClockSample s;
+  s.t1 = coordinator_t1 + agent_offset;
+  s.t2 = coordinator_t1 + up;
+  s.t3 = s.t2 + work;
+  s.t4 = s.t3 + down + agent_offset;
+  return s;
+}
+
+TEST(ClockFitTest, SymmetricExchangeGivesTheExactOffsetAndHalfTheRoundTrip) {
+  const ClockSample s = Exchange(kBase, 5'000'000, 40'000, 40'000);
+  EXPECT_EQ(s.Offset(), -5'000'000);
+  EXPECT_EQ(s.Delay(), 80'000);
+  const std::vector<ClockSample> samples = {s};
+  absl::StatusOr<ClockFit> fit = FitClock(samples);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_EQ(fit->model.offset_ns, -5'000'000);
+  EXPECT_EQ(fit->model.drift_ppb, 0);
+  EXPECT_FALSE(fit->drift_fitted);
+  EXPECT_EQ(fit->model.error_bound_ns, 40'000);
+  EXPECT_EQ(fit->model.source, common::ClockSource::kNetwork);
+}
+
+TEST(ClockFitTest, MinimumDelaySampleOfABurstWins) {
+  // Queueing on the way up skews the slow samples; the fastest one is exact.
+  std::vector<ClockSample> burst = {Exchange(kBase, 1'000'000, 900'000, 30'000),
+                                    Exchange(kBase + 2'000'000, 1'000'000, 25'000, 25'000),
+                                    Exchange(kBase + 4'000'000, 1'000'000, 30'000, 700'000)};
+  absl::StatusOr<ClockFit> fit = FitClock(burst);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_EQ(fit->model.offset_ns, -1'000'000);
+  EXPECT_EQ(fit->model.error_bound_ns, 25'000);
+}
+
+TEST(ClockFitTest, DriftIsFittedAcrossBurstsAndPredictsBetweenThem) {
+  // The agent's clock runs 50 ppm fast: its offset grows 50 us per second.
+  std::vector<ClockSample> samples;
+  for (int burst = 0; burst < 4; ++burst) {
+    const TimeNs t = kBase + burst * 2'000'000'000LL;
+    const int64_t offset = 3'000'000 + (t - kBase) / 1'000'000 * 50;
+    samples.push_back(Exchange(t, offset, 20'000, 20'000));
+    samples.push_back(Exchange(t + 1'000'000, offset + 50, 60'000, 20'000));  // slower, filtered out
+  }
+  absl::StatusOr<ClockFit> fit = FitClock(samples);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_TRUE(fit->drift_fitted);
+  // aligned = agent + offset + drift term: drift is the coordinator-minus-agent slope.
+  EXPECT_NEAR(fit->model.drift_ppb, -50'000, 20);
+  const TimeNs mid = kBase + 3'000'000'000LL;
+  const TimeNs agent_at_mid = mid + 3'000'000 + 3'000 * 50;
+  EXPECT_NEAR(fit->model.ToAligned(agent_at_mid), mid, 200);
+  EXPECT_LE(fit->model.error_bound_ns, 20'000 + 200);
+  // Inside the sampled span the fit bound holds; ten seconds beyond, 20 ppm more per second.
+  EXPECT_EQ(fit->ErrorBoundAt(agent_at_mid), fit->model.error_bound_ns);
+  EXPECT_EQ(fit->ErrorBoundAt(fit->last_ns + 10'000'000'000LL), fit->model.error_bound_ns + 200'000);
+}
+
+TEST(ClockFitTest, ShortSpanTakesNoDrift) {
+  std::vector<ClockSample> samples = {Exchange(kBase, 7'000, 10'000, 10'000), Exchange(kBase + 300'000'000, 9'000, 10'000, 10'000)};
+  absl::StatusOr<ClockFit> fit = FitClock(samples);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_FALSE(fit->drift_fitted);
+  EXPECT_EQ(fit->model.drift_ppb, 0);
+  EXPECT_EQ(fit->model.offset_ns, -9'000);  // the newest burst
+  EXPECT_EQ(fit->ErrorBoundAt(fit->last_ns + 1'000'000'000), fit->model.error_bound_ns + 100'000);
+}
+
+TEST(ClockFitTest, BrokenSamplesAreRejected) {
+  ClockSample backwards = Exchange(kBase, 0, 10'000, 10'000);
+  backwards.t4 = backwards.t1 - 1;
+  ClockSample reply_before_request = Exchange(kBase, 0, 10'000, 10'000);
+  reply_before_request.t3 = reply_before_request.t2 - 5;
+  const std::vector<ClockSample> samples = {backwards, reply_before_request};
+  EXPECT_EQ(FitClock(samples).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FitClock({}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ClockAlignerTest, KeepsABoundedWindowPerAgent) {
+  ClockAligner aligner({.max_samples_per_agent = 4});
+  EXPECT_EQ(aligner.Model("a").status().code(), absl::StatusCode::kFailedPrecondition);
+  std::vector<ClockSample> samples;
+  for (int i = 0; i < 10; ++i) samples.push_back(Exchange(kBase + i * 1'000'000, i < 6 ? 111 : 222, 10'000, 10'000));
+  aligner.AddSamples("a", samples);
+  EXPECT_EQ(aligner.SampleCount("a"), 4u);
+  ASSERT_TRUE(aligner.Model("a").ok());
+  EXPECT_EQ(aligner.Model("a")->offset_ns, -222);  // only the newest four remain
+  aligner.Forget("a");
+  EXPECT_EQ(aligner.SampleCount("a"), 0u);
+}
+
+}  // namespace
+}  // namespace podscope::coordinator
