@@ -107,9 +107,12 @@ void Agent::ConnectionLoop() {
       if (stopping_ || !refusal_.empty()) return;
     }
     const auto began = std::chrono::steady_clock::now();
+    welcomed_ = false;
     RunSession();
-    // A session that lived a while was a real connection: start the backoff over.
-    if (std::chrono::steady_clock::now() - began > std::chrono::seconds(10)) backoff = options_.reconnect_initial_ns;
+    // A session that was welcomed and lived a while was a real connection: start the backoff over.
+    if (welcomed_ && std::chrono::steady_clock::now() - began > std::chrono::seconds(1)) {
+      backoff = options_.reconnect_initial_ns;
+    }
     const int64_t wait = std::uniform_int_distribution<int64_t>(backoff / 2, backoff)(rng);
     if (!Sleep(wait)) return;
     backoff = std::min(backoff * 2, options_.reconnect_max_ns);
@@ -148,6 +151,10 @@ void Agent::RunSession() {
     if (stopping_) return;
     session_context_ = &context;
   }
+  // Waits for the channel rather than failing fast: while the coordinator is down, the channel's
+  // own jittered reconnect backoff (at most 2 s) paces the attempts, and the session starts the
+  // moment the coordinator is back.
+  context.set_wait_for_ready(true);
   std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>> stream = stub_->Connect(&context);
   v1::AgentMessage hello;
   *hello.mutable_hello() = Hello();
@@ -169,6 +176,7 @@ void Agent::RunSession() {
     cv_.notify_all();
     spdlog::info("agent {} connected to {} (coordinator {})", options_.agent_id, options_.coordinator,
                  w.coordinator_id());
+    welcomed_ = true;
     while (stream->Read(&message)) {
       switch (message.kind_case()) {
         case v1::CoordinatorMessage::kCapture:
@@ -312,6 +320,7 @@ void Agent::OnCancel(const v1::CancelCapture& cancel) {
 absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(const std::vector<const v1::UploadRequest*>& chunks) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(300'000'000'000));
+  context.set_wait_for_ready(true);  // an upload resumes the moment the coordinator is back
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return absl::CancelledError("agent stopping");

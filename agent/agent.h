@@ -93,6 +93,7 @@ class Agent {
   grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>* stream_ = nullptr;  // under write_mu_
 
   std::atomic<bool> connected_{false};
+  bool welcomed_ = false;  // the connection thread's own
   std::atomic<int64_t> heartbeat_interval_ns_;
   std::atomic<int64_t> clock_sync_interval_ns_;
   std::thread connection_thread_, timer_thread_;

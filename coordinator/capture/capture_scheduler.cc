@@ -68,6 +68,7 @@ absl::Status CaptureScheduler::Recover() {
         c->workers[i].phase = PhaseFromName(r.workers[i].state).value_or(Phase::kPending);
       }
       c->record = std::move(r);
+      c->deadlines_from_ns = now_() + options_.capture_grace_ns;
       spdlog::info("capture {}: resuming after a restart ({} workers, state {})", c->record.id, c->workers.size(),
                    storage::CaptureStateName(c->record.state));
       std::lock_guard<std::mutex> lock(mu_);
@@ -297,7 +298,10 @@ void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::Ca
         }
         // UPLOADED is sent only after this coordinator (or one before a restart) acknowledged
         // every chunk, so it is trusted.
-        if (ws.phase() == v1::WORKER_PHASE_UPLOADED) SetPhase(c, i, Phase::kUploaded);
+        if (ws.phase() == v1::WORKER_PHASE_UPLOADED) {
+          c.workers[i].chunks_complete = true;
+          CompleteIfAligned(c, i, false);
+        }
         break;
       case v1::WORKER_PHASE_FAILED:
         w.dropped_events = ws.dropped_events();
@@ -379,13 +383,12 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
     Fail(c, i, common::StrCat("upload exceeds the limit of ", c.max_upload_bytes, " bytes per worker"));
     return absl::ResourceExhaustedError(c.record.workers[i].error);
   }
-  if (lw.expected && lw.received_count == *lw.expected) {
-    if (lw.phase < Phase::kCollected) {
-      // Chunks can overtake the status saying the window is over; the model is frozen now.
-      if (c.record.workers[i].clock.source == common::ClockSource::kNone) FreezeClock(c, i);
-    }
+  if (lw.expected && lw.received_count == *lw.expected && !lw.chunks_complete) {
+    // Chunks can overtake the status saying the window is over (e.g. after a coordinator
+    // restart): the clock model is frozen now, or as soon as the agent's samples arrive.
+    lw.chunks_complete = true;
     c.record.workers[i].chunks = *lw.expected;
-    SetPhase(c, i, Phase::kUploaded);
+    CompleteIfAligned(c, i, false);
     UpdateCaptureState(c);
     cv_.notify_all();
   }
@@ -406,7 +409,9 @@ bool CaptureScheduler::WorkerComplete(const std::string& capture_id, int32_t ran
     return false;
   }
   auto at = it->second->by_rank.find(rank);
-  return at != it->second->by_rank.end() && it->second->workers[at->second].phase == Phase::kUploaded;
+  if (at == it->second->by_rank.end()) return false;
+  const LiveWorker& w = it->second->workers[at->second];
+  return w.phase == Phase::kUploaded || w.chunks_complete;
 }
 
 std::optional<CaptureRecord> CaptureScheduler::LiveRecord(const std::string& capture_id) const {
@@ -425,8 +430,14 @@ size_t CaptureScheduler::LiveCount() const {
 void CaptureScheduler::CheckDeadlines(LiveCapture& c, TimeNs now) {
   const TimeNs start = c.record.window_start_ns;
   const TimeNs stop = start + c.record.window_duration_ns;
+  const bool may_fail = now >= c.deadlines_from_ns;
   for (size_t i = 0; i < c.workers.size(); ++i) {
     const Phase p = c.workers[i].phase;
+    if (c.workers[i].chunks_complete) {
+      CompleteIfAligned(c, i, may_fail && now >= stop + options_.upload_timeout_ns);
+      continue;
+    }
+    if (!may_fail) continue;
     const std::string& agent = c.record.workers[i].agent_id;
     const char* gone = registry_.IsConnected(agent) ? "" : " (disconnected)";
     if (p == Phase::kPending && now >= start) {
@@ -481,15 +492,29 @@ void CaptureScheduler::Loop() {
   }
 }
 
-void CaptureScheduler::FreezeClock(LiveCapture& c, size_t i) {
+bool CaptureScheduler::FreezeClock(LiveCapture& c, size_t i) {
   WorkerRecord& w = c.record.workers[i];
   absl::StatusOr<ClockFit> fit = aligner_.Fit(w.agent_id);
-  if (!fit.ok()) return;
+  if (!fit.ok()) return false;
   w.clock = fit->model;
   // The bound that holds over the whole window, wherever it lies against the samples.
   const TimeNs start = fit->model.ToLocal(c.record.window_start_ns);
   const TimeNs stop = fit->model.ToLocal(c.record.window_start_ns + c.record.window_duration_ns);
   w.clock.error_bound_ns = std::max(fit->ErrorBoundAt(start), fit->ErrorBoundAt(stop));
+  return true;
+}
+
+void CaptureScheduler::CompleteIfAligned(LiveCapture& c, size_t i, bool deadline_passed) {
+  LiveWorker& lw = c.workers[i];
+  if (!lw.chunks_complete || lw.phase == Phase::kUploaded || lw.phase == Phase::kFailed || lw.phase == Phase::kCancelled) {
+    return;
+  }
+  WorkerRecord& w = c.record.workers[i];
+  if (w.clock.source == common::ClockSource::kNone && !FreezeClock(c, i) && !deadline_passed) return;
+  if (w.clock.source == common::ClockSource::kNone) {
+    w.error = common::StrCat("agent ", w.agent_id, " never synchronised its clock; events are on its own clock");
+  }
+  SetPhase(c, i, Phase::kUploaded);
 }
 
 CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
@@ -500,9 +525,6 @@ CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
     WorkerRecord& w = r.workers[i];
     if (c.workers[i].phase == Phase::kUploaded) {
       ++uploaded;
-      // A worker whose window-end status never arrived (e.g. across a coordinator restart)
-      // takes its agent's current model; the bound covers the distance from the samples.
-      if (w.clock.source == common::ClockSource::kNone) FreezeClock(c, i);
     } else if (c.workers[i].phase == Phase::kFailed) {
       if (failed++ < 5) common::StrAppend(&failures, failures.empty() ? "" : "; ", "rank ", w.rank, " (", w.host, "): ", w.error);
     }

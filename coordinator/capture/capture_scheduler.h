@@ -87,6 +87,8 @@ class CaptureScheduler {
     uint64_t received_count = 0;
     std::optional<uint64_t> expected;  // known once the last chunk arrived
     uint64_t received_bytes = 0;
+    // Every chunk is stored; the worker is uploaded once its clock model is known too.
+    bool chunks_complete = false;
   };
   struct LiveCapture {
     storage::CaptureRecord record;
@@ -94,6 +96,9 @@ class CaptureScheduler {
     std::map<int32_t, size_t> by_rank;
     uint64_t max_events_per_worker = 0, max_upload_bytes = 0;
     bool dirty = false;
+    // After a coordinator restart, agents get a grace period to come back before any
+    // deadline counts against them: the outage was ours, not theirs.
+    TimeNs deadlines_from_ns = 0;
   };
 
   void Loop();
@@ -102,8 +107,12 @@ class CaptureScheduler {
   void SetPhase(LiveCapture& c, size_t worker, Phase phase);     // under mu_
   void UpdateCaptureState(LiveCapture& c);                       // under mu_
   bool AllTerminal(const LiveCapture& c) const;
-  // Sets worker i's clock model from its agent's current fit, bounded over the window.
-  void FreezeClock(LiveCapture& c, size_t i);
+  // Sets worker i's clock model from its agent's current fit, bounded over the window; false
+  // when the agent has no usable samples yet (e.g. just reconnected after a restart).
+  bool FreezeClock(LiveCapture& c, size_t i);
+  // A worker whose chunks are all stored becomes uploaded once it has a clock model, or at the
+  // upload deadline without one (then its events stay on the agent's clock).
+  void CompleteIfAligned(LiveCapture& c, size_t i, bool deadline_passed);  // under mu_
   // Turns a capture whose workers are all terminal into its final record (under mu_), which
   // stays answerable from memory (recent_) until it is in the store.
   storage::CaptureRecord FinalRecord(LiveCapture& c);  // under mu_

@@ -105,23 +105,36 @@ Daemon::Daemon(const std::string& binary, const std::vector<std::string>& args, 
 Daemon::~Daemon() { Kill(); }
 
 int Daemon::WaitForPort() {
-  const std::regex listening("listening on http://[^:]+:([0-9]+)");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const std::string port = WaitForLog("listening on http://[^:]+:([0-9]+)");
+  return port.empty() ? -1 : std::stoi(port);
+}
+
+std::string Daemon::WaitForLog(const std::string& pattern, int timeout_ms) {
+  const std::regex wanted(pattern);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream in(log_path_);
-    std::stringstream text;
-    text << in.rdbuf();
     std::smatch m;
-    const std::string log = text.str();
-    if (std::regex_search(log, m, listening)) return std::stoi(m[1]);
+    const std::string log = Log();
+    if (std::regex_search(log, m, wanted)) return m.size() > 1 ? std::string(m[1]) : std::string(m[0]);
     int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return -1;
+      return "";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return -1;
+  return "";
+}
+
+std::string Daemon::Log() const {
+  std::ifstream in(log_path_);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void Daemon::Signal(int signal_number) {
+  if (pid_ > 0) kill(pid_, signal_number);
 }
 
 int Daemon::Terminate() {

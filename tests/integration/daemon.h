@@ -29,6 +29,11 @@ class Daemon {
   ~Daemon();
   // Waits (up to 20 s) for "listening on http://HOST:PORT" in the log; returns the port or -1.
   int WaitForPort();
+  // Waits for `pattern` (ECMAScript regex) in the log; returns its first group (or the whole
+  // match), or "" on timeout or if the process exited.
+  std::string WaitForLog(const std::string& pattern, int timeout_ms = 20'000);
+  std::string Log() const;
+  void Signal(int signal_number);
   // SIGTERM, then waits for exit; returns the exit status (or -1).
   int Terminate();
   void Kill();

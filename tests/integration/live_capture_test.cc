@@ -1,0 +1,351 @@
+// The whole live-capture path with real processes on loopback: one podscope-coordinator,
+// several podscope-agent processes serving simulated ranks on deliberately skewed clocks.
+// Captures go through REST, agents through gRPC; results are checked in the store.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <simdjson.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include "agent/agent_clock.h"
+#include "podscope/v1/agent.grpc.pb.h"
+#include "storage/rocksdb_trace_store.h"
+#include "tests/integration/daemon.h"
+#include "tests/test_paths.h"
+
+namespace podscope::testing {
+namespace {
+
+using common::TimeNs;
+
+class LiveCaptureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = dir_.Write("coordinator.json", R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 20000},
+                                               "agents": {"heartbeat_interval_ms": 300}})");
+  }
+
+  void StartCoordinator() {
+    const std::string log = dir_.File("coordinator-" + std::to_string(++starts_) + ".log");
+    coordinator_ = std::make_unique<Daemon>(
+        PODSCOPE_COORDINATOR_PATH,
+        std::vector<std::string>{"--config", config_, "--data-dir", dir_.File("store"), "--http",
+                                 "127.0.0.1:" + std::to_string(http_port_), "--grpc", "127.0.0.1:" + std::to_string(grpc_port_)},
+        log);
+    const std::string grpc = coordinator_->WaitForLog("agents on grpc://[^:]+:([0-9]+)");
+    ASSERT_FALSE(grpc.empty()) << coordinator_->Log();
+    grpc_port_ = std::stoi(grpc);
+    http_port_ = coordinator_->WaitForPort();
+    ASSERT_GT(http_port_, 0) << coordinator_->Log();
+  }
+
+  Daemon& StartAgent(const std::string& id, const std::string& simulate) {
+    agents_.push_back(std::make_unique<Daemon>(
+        PODSCOPE_AGENT_PATH,
+        std::vector<std::string>{"--coordinator", "127.0.0.1:" + std::to_string(grpc_port_), "--agent-id", id, "--host",
+                                 "host-" + id, "--simulate", simulate},
+        dir_.File("agent-" + id + ".log")));
+    return *agents_.back();
+  }
+
+  simdjson::dom::element Json(const std::string& body) {
+    documents_.push_back(std::make_unique<simdjson::dom::parser>());
+    simdjson::dom::element e;
+    EXPECT_EQ(documents_.back()->parse(body).get(e), simdjson::SUCCESS) << body;
+    return e;
+  }
+
+  // Until `n` agents are connected and each has a clock model.
+  void WaitForAgents(size_t n) {
+    for (int i = 0; i < 300; ++i) {
+      const HttpResult r = HttpCall(http_port_, "GET", "/v1/workers");
+      if (r.status == 200) {
+        simdjson::dom::element doc = Json(r.body);
+        size_t synced = 0;
+        for (simdjson::dom::element a : doc["agents"].get_array()) {
+          if (a["health"].get_string().value() != "disconnected" && !a["clock"].is_null()) ++synced;
+        }
+        if (synced == n) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "agents never connected: " << HttpCall(http_port_, "GET", "/v1/workers").body;
+  }
+
+  std::string StartCapture(const std::string& body) {
+    const HttpResult r = HttpCall(http_port_, "POST", "/v1/captures", body, "application/json");
+    EXPECT_EQ(r.status, 202) << r.body;
+    EXPECT_EQ(r.headers.count("location"), 1u);
+    return std::string(Json(r.body)["id"].get_string().value());
+  }
+
+  std::string State(const std::string& id) {
+    const HttpResult r = HttpCall(http_port_, "GET", "/v1/captures/" + id);
+    if (r.status != 200) return "";
+    return std::string(Json(r.body)["state"].get_string().value());
+  }
+
+  std::string WaitForState(const std::string& id, const std::set<std::string>& states, int timeout_ms) {
+    std::string state;
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+      state = State(id);
+      if (states.count(state)) return state;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return state;
+  }
+
+  simdjson::dom::element Capture(const std::string& id) { return Json(HttpCall(http_port_, "GET", "/v1/captures/" + id).body); }
+
+  // The exact skew an agent's simulated clock runs with, from its log.
+  agent::AgentClock AgentSkew(Daemon& agent) {
+    const std::string line = agent.WaitForLog("simulated clock skew: (offset_ns=-?[0-9]+ drift_ppb=-?[0-9]+ reference_ns=[0-9]+)");
+    std::smatch m;
+    const std::regex numbers("offset_ns=(-?[0-9]+) drift_ppb=(-?[0-9]+) reference_ns=([0-9]+)");
+    EXPECT_TRUE(std::regex_search(line, m, numbers)) << line;
+    return agent::AgentClock(std::stoll(m[1]), std::stoll(m[2]) / 1000.0, std::stoll(m[3]));
+  }
+
+  ScratchDir dir_;
+  std::string config_;
+  int starts_ = 0;
+  int http_port_ = 0, grpc_port_ = 0;
+  std::unique_ptr<Daemon> coordinator_;
+  std::vector<std::unique_ptr<Daemon>> agents_;
+  std::vector<std::unique_ptr<simdjson::dom::parser>> documents_;
+};
+
+TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
+  StartCoordinator();
+  const int offsets_ms[] = {35, -50, 12, -20};
+  const int drifts_ppm[] = {40, -25, 10, -60};
+  for (int a = 0; a < 4; ++a) {
+    StartAgent("a" + std::to_string(a), "ranks=" + std::to_string(8 * a) + "-" + std::to_string(8 * a + 7) +
+                                            ",world=32,job=demo,seed=7,straggler=13:1.3,clock-offset-ms=" +
+                                            std::to_string(offsets_ms[a]) + ",drift-ppm=" + std::to_string(drifts_ppm[a]));
+  }
+  WaitForAgents(4);
+  const std::string id = StartCapture(R"({"job": "demo", "duration_ms": 1500})");
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 30'000), "complete") << coordinator_->Log();
+
+  simdjson::dom::element capture = Capture(id);
+  const TimeNs window_start = capture["window"]["start_ns"].get_int64().value();
+  const TimeNs window_end = window_start + capture["window"]["duration_ns"].get_int64().value();
+  const TimeNs middle = window_start + (window_end - window_start) / 2;
+  std::map<int64_t, common::ClockModel> models;  // by rank
+  std::map<int64_t, std::pair<TimeNs, TimeNs>> actual;
+  size_t workers = 0;
+  for (simdjson::dom::element w : capture["workers"].get_array()) {
+    ++workers;
+    const int64_t rank = w["rank"].get_int64().value();
+    EXPECT_EQ(w["state"].get_string().value(), "complete");
+    EXPECT_GT(w["events"].get_uint64().value(), 1000u);
+    // Every worker started within a few milliseconds of the requested instant.
+    EXPECT_LT(std::abs(w["start_skew_ns"].get_int64().value()), 5'000'000) << "rank " << rank;
+    simdjson::dom::element clock = w["clock"];
+    EXPECT_EQ(clock["source"].get_string().value(), "network");
+    common::ClockModel m{clock["offset_ns"].get_int64().value(), clock["drift_ppb"].get_int64().value(),
+                         clock["reference_ns"].get_int64().value(), clock["error_bound_ns"].get_int64().value(),
+                         common::ClockSource::kNetwork};
+    EXPECT_GT(m.error_bound_ns, 0);
+    EXPECT_LT(m.error_bound_ns, 2'000'000) << "rank " << rank;
+    models[rank] = m;
+    actual[rank] = {w["actual_start_ns"].get_int64().value(), w["actual_stop_ns"].get_int64().value()};
+  }
+  ASSERT_EQ(workers, 32u);
+
+  // The injected offsets and drifts are recovered within the reported bound: at the window's
+  // start, middle and end, the model maps each agent's reading back onto the true instant.
+  for (int a = 0; a < 4; ++a) {
+    const agent::AgentClock truth = AgentSkew(*agents_[a]);
+    for (TimeNs at : {window_start, middle, window_end}) {
+      const common::ClockModel& m = models[8 * a];
+      const int64_t error = m.ToAligned(truth.FromHost(at)) - at;
+      EXPECT_LE(std::abs(error), m.error_bound_ns) << "agent a" << a << ": " << error << " ns off, bound " << m.error_bound_ns;
+    }
+  }
+
+  // The straggler is found across agents.
+  const HttpResult stragglers = HttpCall(http_port_, "GET", "/v1/captures/" + id + "/stragglers");
+  ASSERT_EQ(stragglers.status, 200) << stragglers.body;
+  simdjson::dom::element report = Json(stragglers.body);
+  ASSERT_GE(report["stragglers"].get_array().size(), 1u) << stragglers.body;
+  EXPECT_EQ(report["stragglers"].at(0)["rank"].get_int64().value(), 13);
+  EXPECT_TRUE(report["aligned"].get_bool().value());
+
+  // In the store: every worker's events lie inside its window on the aligned clock.
+  for (auto& a : agents_) a->Terminate();
+  ASSERT_EQ(coordinator_->Terminate(), 0);
+  auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});
+  ASSERT_TRUE(store.ok());
+  absl::StatusOr<common::Capture> loaded = storage::LoadCapture(**store, id);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->workers.size(), 32u);
+  for (const common::WorkerTrace& w : loaded->workers) {
+    const auto [start, stop] = actual[w.info.rank];
+    const int64_t bound = w.clock.error_bound_ns;
+    EXPECT_EQ(w.clock, models[w.info.rank]);
+    ASSERT_GT(w.kernels.size(), 100u);
+    auto inside = [&](const std::vector<TimeNs>& times, const char* what) {
+      for (TimeNs t : times) {
+        const TimeNs aligned = w.clock.ToAligned(t);
+        ASSERT_GE(aligned, start - bound) << what << " of rank " << w.info.rank;
+        ASSERT_LE(aligned, stop + bound) << what << " of rank " << w.info.rank;
+      }
+    };
+    inside(w.kernels.start, "kernel start");
+    inside(w.kernels.end, "kernel end");
+    inside(w.runtime_calls.start, "runtime call");
+    inside(w.collectives.kernel_end, "collective end");
+    inside(w.steps.start, "step start");
+    EXPECT_LT(std::abs(start - window_start), 5'000'000);
+    EXPECT_LT(std::abs(stop - window_end), 5'000'000);
+  }
+}
+
+TEST_F(LiveCaptureTest, AgentKilledMidCaptureMakesItPartialNamingItsWorkers) {
+  StartCoordinator();
+  StartAgent("good", "ranks=0-3,world=8,job=k,profile=light");
+  Daemon& doomed = StartAgent("doomed", "ranks=4-7,world=8,job=k,profile=light");
+  WaitForAgents(2);
+  const std::string id = StartCapture(R"({"job": "k", "duration_ms": 2000})");
+  ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  doomed.Kill();
+  const auto killed = std::chrono::steady_clock::now();
+  // Within the window (2 s) plus the grace for reporting its end (4 s), and a margin.
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 9'000), "partial");
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(8));
+  simdjson::dom::element capture = Capture(id);
+  const std::string error(capture["error"].get_string().value());
+  EXPECT_NE(error.find("4 of 8 workers failed"), std::string::npos) << error;
+  for (simdjson::dom::element w : capture["workers"].get_array()) {
+    const int64_t rank = w["rank"].get_int64().value();
+    if (rank < 4) {
+      EXPECT_EQ(w["state"].get_string().value(), "complete");
+    } else {
+      EXPECT_EQ(w["state"].get_string().value(), "failed");
+      const std::string why(w["error"].get_string().value());
+      EXPECT_NE(why.find("agent doomed (disconnected) did not report the end of the window"), std::string::npos) << why;
+    }
+  }
+  // The analyses run on what arrived.
+  EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/captures/" + id + "/pod").status, 200);
+}
+
+TEST_F(LiveCaptureTest, AgentThatNeverAcknowledgesMakesItPartial) {
+  StartCoordinator();
+  StartAgent("ok", "ranks=0-1,world=4,job=s,profile=light");
+  Daemon& frozen = StartAgent("frozen", "ranks=2-3,world=4,job=s,profile=light");
+  WaitForAgents(2);
+  frozen.Signal(SIGSTOP);  // connected, but deaf
+  const std::string id = StartCapture(R"({"job": "s", "duration_ms": 500})");
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 10'000), "partial");
+  simdjson::dom::element capture = Capture(id);
+  for (simdjson::dom::element w : capture["workers"].get_array()) {
+    if (w["rank"].get_int64().value() < 2) continue;
+    const std::string why(w["error"].get_string().value());
+    EXPECT_NE(why.find("agent frozen did not acknowledge the capture before its start time"), std::string::npos) << why;
+  }
+  frozen.Signal(SIGCONT);
+}
+
+TEST_F(LiveCaptureTest, CoordinatorRestartDuringUploadLosesAndDuplicatesNothing) {
+  StartCoordinator();
+  StartAgent("a", "ranks=0-3,world=8,job=r,clock-offset-ms=8,drift-ppm=20");
+  StartAgent("b", "ranks=4-7,world=8,job=r,clock-offset-ms=-13");
+  WaitForAgents(2);
+  const std::string id = StartCapture(R"({"job": "r", "duration_ms": 1500})");
+  ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing");
+  coordinator_->Kill();  // no goodbye: the agents find out when they try to upload
+  std::this_thread::sleep_for(std::chrono::milliseconds(2'300));
+  StartCoordinator();  // same ports, same store
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 30'000), "complete") << coordinator_->Log();
+  // Both agents lost the coordinator and came back to the new one.
+  for (auto& a : agents_) {
+    const std::string log = a->Log();
+    EXPECT_NE(log.find("control stream to"), std::string::npos) << log;
+    EXPECT_NE(log.find("connected to", log.find("control stream to")), std::string::npos) << log;
+  }
+
+  simdjson::dom::element capture = Capture(id);
+  std::map<int64_t, uint64_t> reported;  // events each agent said it collected, by rank
+  uint64_t total = 0;
+  for (simdjson::dom::element w : capture["workers"].get_array()) {
+    reported[w["rank"].get_int64().value()] = w["events"].get_uint64().value();
+    total += w["events"].get_uint64().value();
+  }
+  EXPECT_EQ(capture["events"].get_uint64().value(), total);
+  for (auto& a : agents_) a->Terminate();
+  ASSERT_EQ(coordinator_->Terminate(), 0);
+  auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});
+  ASSERT_TRUE(store.ok());
+  absl::StatusOr<common::Capture> loaded = storage::LoadCapture(**store, id);
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->workers.size(), 8u);
+  for (const common::WorkerTrace& w : loaded->workers) {
+    EXPECT_GT(w.Counts().Total(), 0u);
+    EXPECT_EQ(w.Counts().Total(), reported[w.info.rank]) << "rank " << w.info.rank << " lost or duplicated events";
+    EXPECT_NE(w.clock.source, common::ClockSource::kNone);
+  }
+}
+
+TEST_F(LiveCaptureTest, CancelStopsEveryAgent) {
+  StartCoordinator();
+  Daemon& a = StartAgent("a", "ranks=0-1,world=4,job=c,profile=light");
+  Daemon& b = StartAgent("b", "ranks=2-3,world=4,job=c,profile=light");
+  WaitForAgents(2);
+  const std::string id = StartCapture(R"({"job": "c", "duration_ms": 60000})");
+  ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing");
+  const HttpResult cancel = HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel?reason=enough", "");
+  EXPECT_EQ(cancel.status, 202) << cancel.body;
+  EXPECT_EQ(State(id), "cancelled");
+  EXPECT_FALSE(a.WaitForLog("capture " + id + " cancelled: enough", 5'000).empty());
+  EXPECT_FALSE(b.WaitForLog("capture " + id + " cancelled: enough", 5'000).empty());
+  EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel", "").status, 409);
+  EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/nope:cancel", "").status, 404);
+}
+
+TEST_F(LiveCaptureTest, BadCaptureRequestsAreRefusedClearly) {
+  StartCoordinator();
+  StartAgent("a", "ranks=0,world=1,job=x,profile=light");
+  WaitForAgents(1);
+  auto post = [&](const std::string& body) { return HttpCall(http_port_, "POST", "/v1/captures", body, "application/json"); };
+  EXPECT_EQ(post("not json").status, 400);
+  EXPECT_EQ(post(R"({"job": "x"})").status, 400);
+  EXPECT_EQ(post(R"({"job": "x", "duration_ms": -5})").status, 400);
+  EXPECT_EQ(post(R"({"job": "x", "duration_ms": 10, "colour": 1})").status, 400);
+  const HttpResult unknown_job = post(R"({"job": "y", "duration_ms": 10})");
+  EXPECT_EQ(unknown_job.status, 404);
+  EXPECT_NE(unknown_job.body.find("no connected agent serves job"), std::string::npos) << unknown_job.body;
+  const HttpResult unknown_rank = post(R"({"job": "x", "ranks": [0, 3], "duration_ms": 10})");
+  EXPECT_EQ(unknown_rank.status, 404);
+  EXPECT_NE(unknown_rank.body.find("ranks 3 of job"), std::string::npos) << unknown_rank.body;
+  EXPECT_EQ(post(R"({"job": "x", "duration_ms": 999999999})").status, 400);
+}
+
+TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
+  StartCoordinator();
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials());
+  auto stub = v1::AgentService::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->Connect(&context);
+  v1::AgentMessage hello;
+  hello.mutable_hello()->set_protocol_major(99);
+  hello.mutable_hello()->set_agent_id("future");
+  ASSERT_TRUE(stream->Write(hello));
+  v1::CoordinatorMessage reply;
+  EXPECT_FALSE(stream->Read(&reply));
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(status.error_message().find("agent protocol 99.0 is not supported by this coordinator (protocol 1.0)"),
+            std::string::npos)
+      << status.error_message();
+}
+
+}  // namespace
+}  // namespace podscope::testing
