@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and runs podscope on the shared
-# multi-rank PyTorch profiler traces: what is in them, then one merged Perfetto trace.
-# (Later milestones turn this into a simulated multi-node cluster captured end to end.)
+# The main job: installs what is missing, builds, then captures a simulated multi-node cluster
+# end to end on this machine: one podscope-coordinator and 4 podscope-agent processes, each
+# serving 8 simulated ranks of one 32-rank training job on its own skewed, drifting clock, with
+# one straggler. A capture is triggered through the REST API (the CLI), the agents align their
+# clocks, capture the same window and upload; the coordinator prints the straggler report and
+# the pod view and writes one merged Perfetto trace. Then the shared Kineto traces get the same
+# analyses offline. Everything started here is stopped on exit.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 
@@ -9,35 +13,76 @@ DATA_DIR="${PODSCOPE_SHARED_DATA:-$PODSCOPE_ROOT/../shared/data}"
 OUT_DIR="${PODSCOPE_DEMO_OUT:-$PODSCOPE_ROOT/out}"
 podscope_install_deps
 podscope_build
-PODSCOPE="$PODSCOPE_BUILD_DIR/coordinator/podscope"
+BIN="$PODSCOPE_BUILD_DIR"
+PODSCOPE="$BIN/coordinator/podscope"
 
-if [ ! -d "$DATA_DIR/kineto" ]; then
-  echo "demo: no fixtures at $DATA_DIR/kineto (set PODSCOPE_SHARED_DATA)" >&2
-  exit 1
-fi
 mkdir -p "$OUT_DIR"
+RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/podscope-demo.XXXXXX")"
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$RUN_DIR"
+}
+trap cleanup EXIT
 
-for job in trace_filter dlrm_8rank; do
-  podscope_log "podscope inspect $job"
-  "$PODSCOPE" inspect "$DATA_DIR/kineto/$job"
-  echo
-  podscope_log "podscope export $job"
-  "$PODSCOPE" export "$DATA_DIR/kineto/$job" -o "$OUT_DIR/$job.merged.json.gz"
-  echo
+# Waits for a regex in a log file; prints its first group.
+wait_for_log() {
+  local file="$1" pattern="$2" i
+  for i in $(seq 1 200); do
+    if grep -qE "$pattern" "$file" 2>/dev/null; then
+      grep -oE "$pattern" "$file" | head -n1 | sed -E "s#$pattern#\\1#"
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "demo: timed out waiting for \"$pattern\" in $file:" >&2
+  cat "$file" >&2
+  return 1
+}
+
+podscope_log "starting podscope-coordinator (store in $RUN_DIR/store)"
+"$BIN/coordinator/podscope-coordinator" --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN_DIR/store" \
+  >"$RUN_DIR/coordinator.log" 2>&1 &
+PIDS+=($!)
+GRPC_PORT="$(wait_for_log "$RUN_DIR/coordinator.log" 'agents on grpc://[0-9.]+:([0-9]+)')"
+HTTP_PORT="$(wait_for_log "$RUN_DIR/coordinator.log" 'listening on http://[0-9.]+:([0-9]+)')"
+SERVER="http://127.0.0.1:$HTTP_PORT"
+
+podscope_log "starting 4 agents x 8 simulated ranks (job demo, rank 13 computes 30% slower, clocks skewed by up to 50 ms)"
+OFFSETS=(35 -50 12 -20)
+DRIFTS=(40 -25 10 -60)
+for a in 0 1 2 3; do
+  "$BIN/agent/podscope-agent" --coordinator "127.0.0.1:$GRPC_PORT" --agent-id "node-$a" --host "node-$a" \
+    --simulate "ranks=$((a * 8))-$((a * 8 + 7)),world=32,job=demo,seed=7,straggler=13:1.3,clock-offset-ms=${OFFSETS[$a]},drift-ppm=${DRIFTS[$a]}" \
+    >"$RUN_DIR/agent-$a.log" 2>&1 &
+  PIDS+=($!)
 done
-
-podscope_log "podscope analyze trace_filter --window hta (HTA-compatible temporal summary)"
-"$PODSCOPE" analyze "$DATA_DIR/kineto/trace_filter" --window hta --report temporal
+for a in 0 1 2 3; do wait_for_log "$RUN_DIR/agent-$a.log" '(connected to)' >/dev/null; done
+sleep 0.5  # the first clock-sync burst
+"$PODSCOPE" --server "$SERVER" workers
 echo
 
-podscope_log "a simulated 16-rank job with a 5% slower rank 5: stragglers, wait vs transfer"
-"$PODSCOPE" simulate --ranks 16 --steps 6 --seed 7 --straggler 5:1.05 -o "$OUT_DIR/sim16"
-"$PODSCOPE" analyze "$OUT_DIR/sim16" --report stragglers --report communication --clocks aligned
+podscope_log "podscope --server $SERVER capture --job demo --duration 2s --wait"
+# The pod view lists every step of every rank; the first step is enough here.
+"$PODSCOPE" --server "$SERVER" capture --job demo --duration 2s --wait --trace "$OUT_DIR/demo-capture.json.gz" \
+  >"$RUN_DIR/capture.out"
+awk '/^== pod/ {pod = 1} pod && /^step / {steps++} !(pod && steps > 1)' "$RUN_DIR/capture.out"
+grep -E '^(merged trace|more:)' "$RUN_DIR/capture.out"
 echo
 
-podscope_log "done"
-echo "Merged traces (one process per rank, launch->kernel arrows):"
-for job in trace_filter dlrm_8rank; do
-  echo "  $OUT_DIR/$job.merged.json.gz"
-done
+if [ -d "$DATA_DIR/kineto" ]; then
+  podscope_log "offline: the shared 8-rank DLRM Kineto traces, inspected and merged"
+  "$PODSCOPE" inspect "$DATA_DIR/kineto/dlrm_8rank"
+  "$PODSCOPE" export "$DATA_DIR/kineto/dlrm_8rank" -o "$OUT_DIR/dlrm_8rank.merged.json.gz"
+  echo
+  podscope_log "offline: podscope analyze trace_filter --window hta (HTA-compatible temporal summary)"
+  "$PODSCOPE" analyze "$DATA_DIR/kineto/trace_filter" --window hta --report temporal
+  echo
+fi
+
+podscope_log "done; stopping the coordinator and the agents"
+echo "Merged traces (one process per rank, aligned clocks):"
+echo "  $OUT_DIR/demo-capture.json.gz   (the live capture)"
+[ -d "$DATA_DIR/kineto" ] && echo "  $OUT_DIR/dlrm_8rank.merged.json.gz"
 echo "Open one at https://ui.perfetto.dev (Open trace file) or in chrome://tracing."

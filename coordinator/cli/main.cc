@@ -12,6 +12,7 @@
 #include "coordinator/cli/analyze_command.h"
 #include "coordinator/cli/export_command.h"
 #include "coordinator/cli/inspect_command.h"
+#include "coordinator/cli/live_commands.h"
 #include "coordinator/cli/online_commands.h"
 #include "coordinator/cli/simulate_command.h"
 
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
   CLI::App* export_cmd = podscope::coordinator::AddExportCommand(app, export_options);
   CLI::App* simulate_cmd = podscope::coordinator::AddSimulateCommand(app, simulate);
   const podscope::coordinator::OnlineCommands online_cmds = podscope::coordinator::AddOnlineCommands(app, online);
+  podscope::coordinator::LiveOptions live;
+  const podscope::coordinator::LiveCommands live_cmds = podscope::coordinator::AddLiveCommands(app, live);
 
   CLI11_PARSE(app, argc, argv);
   if (analyze_cmd->parsed()) return podscope::coordinator::RunAnalyzeCommand(analyze);
@@ -62,6 +65,8 @@ int main(int argc, char** argv) {
   if (online_cmds.import->parsed()) return podscope::coordinator::RunImportCommand(online);
   if (online_cmds.captures->parsed()) return podscope::coordinator::RunCapturesCommand(online);
   if (online_cmds.report->parsed()) return podscope::coordinator::RunReportCommand(online);
+  if (live_cmds.workers->parsed()) return podscope::coordinator::RunWorkersCommand(online, live);
+  if (live_cmds.capture->parsed()) return podscope::coordinator::RunCaptureCommand(online, live);
   if (simulate_cmd->parsed()) return podscope::coordinator::RunSimulateCommand(simulate);
   if (export_cmd->parsed()) return podscope::coordinator::RunExportCommand(export_options);
   return 2;

@@ -1,0 +1,257 @@
+#include "coordinator/cli/live_commands.h"
+
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "common/str_util.h"
+#include "coordinator/cli/http_client.h"
+#include "coordinator/cli/terminal_progress.h"
+
+namespace podscope::coordinator {
+namespace {
+
+int Fail(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "podscope %s: %s\n", command.c_str(), message.c_str());
+  return 1;
+}
+
+std::string Detail(const HttpClientResponse& r) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view detail;
+  if (parser.parse(r.body).get(doc) == simdjson::SUCCESS && doc["detail"].get_string().get(detail) == simdjson::SUCCESS) {
+    return common::StrCat("HTTP ", r.status, ": ", detail);
+  }
+  return common::StrCat("HTTP ", r.status, ": ", r.body.substr(0, 500));
+}
+
+std::string Str(simdjson::dom::element e) {
+  std::string_view s;
+  return e.get_string().get(s) == simdjson::SUCCESS ? std::string(s) : std::string();
+}
+int64_t Int(simdjson::dom::element e) {
+  int64_t v = 0;
+  return e.get_int64().get(v) == simdjson::SUCCESS ? v : 0;
+}
+
+// "0-3,8,10-11" from sorted ranks.
+std::string RankRanges(std::vector<int64_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    common::StrAppend(&out, out.empty() ? "" : ",", ranks[i]);
+    if (j > i) common::StrAppend(&out, "-", ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
+  std::string_view number = text;
+  double scale = 1;
+  if (text.ends_with("ms")) {
+    number = text.substr(0, text.size() - 2);
+  } else if (text.ends_with("s")) {
+    number = text.substr(0, text.size() - 1), scale = 1000;
+  } else if (text.ends_with("m")) {
+    number = text.substr(0, text.size() - 1), scale = 60'000;
+  }
+  try {
+    size_t used = 0;
+    const double v = std::stod(std::string(number), &used);
+    if (used != number.size() || !(v >= 0) || v * scale > 86'400'000) throw std::invalid_argument("range");
+    return static_cast<int64_t>(std::llround(v * scale));
+  } catch (const std::exception&) {
+    return absl::InvalidArgumentError(common::StrCat("\"", text, "\" is not a duration (e.g. 1500ms, 2s, 1.5m)"));
+  }
+}
+
+absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text) {
+  std::vector<int32_t> ranks;
+  for (std::string_view part : common::Split(text, ',')) {
+    part = common::StripWhitespace(part);
+    const size_t dash = part.find('-');
+    try {
+      size_t used = 0;
+      const int first = std::stoi(std::string(part.substr(0, dash)), &used);
+      if (used != part.substr(0, dash).size()) throw std::invalid_argument("x");
+      int last = first;
+      if (dash != std::string_view::npos) {
+        last = std::stoi(std::string(part.substr(dash + 1)), &used);
+        if (used != part.size() - dash - 1) throw std::invalid_argument("x");
+      }
+      if (first < 0 || last < first || last - first > 65536) throw std::invalid_argument("x");
+      for (int r = first; r <= last; ++r) ranks.push_back(r);
+    } catch (const std::exception&) {
+      return absl::InvalidArgumentError(common::StrCat("\"", part, "\" is not a rank or FIRST-LAST range"));
+    }
+  }
+  return ranks;
+}
+
+LiveCommands AddLiveCommands(CLI::App& app, LiveOptions& o) {
+  LiveCommands c;
+  c.workers = app.add_subcommand("workers", "The coordinator's agents and the workers they serve");
+  c.workers->add_option("--job", o.workers_job, "Only this job's workers");
+  c.workers->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  c.capture = app.add_subcommand("capture", "Capture a time window on every worker of a job (live, through the agents)");
+  c.capture->add_option("--job", o.job, "Job to capture")->required();
+  c.capture->add_option("--duration", o.duration, "Window length: 1500ms, 2s, 1m")->capture_default_str();
+  c.capture->add_option("--delay", o.delay, "Extra wait before the window starts")->capture_default_str();
+  c.capture->add_option("--ranks", o.ranks, "Only these ranks: 0-7,12 (default: all)");
+  c.capture->add_option("--max-events-per-worker", o.max_events_per_worker, "Lower the per-worker event limit");
+  c.capture->add_flag("--wait", o.wait, "Follow the capture to its end, then print the pod view and the stragglers");
+  c.capture->add_option("--trace", o.trace_path, "With --wait: write the merged Chrome/Perfetto trace here (.json or .json.gz)");
+  c.capture->add_option("--timeout", o.timeout, "With --wait: give up waiting after this long")->capture_default_str();
+  return c;
+}
+
+int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
+  if (online.server.empty()) return Fail("workers", "this command needs --server URL (a podscope-coordinator)");
+  absl::StatusOr<ServerAddress> server = ParseServerUrl(online.server);
+  if (!server.ok()) return Fail("workers", std::string(server.status().message()));
+  std::string target = "/v1/workers";
+  if (!o.workers_job.empty()) target += "?job=" + UrlEncode(o.workers_job);
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", target);
+  if (!r.ok()) return Fail("workers", std::string(r.status().message()));
+  if (r->status != 200) return Fail("workers", Detail(*r));
+  if (o.format == "json") {
+    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+    return 0;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("workers", "unreadable answer");
+  // Ranks per (agent, job).
+  std::map<std::string, std::map<std::string, std::vector<int64_t>>> ranks;
+  for (simdjson::dom::element w : doc["workers"].get_array()) ranks[Str(w["agent_id"])][Str(w["job"])].push_back(Int(w["rank"]));
+  std::printf("%-24s %-16s %-12s %7s %12s %10s  %s\n", "agent", "host", "health", "workers", "corr(ms)", "bound(us)", "job: ranks");
+  for (simdjson::dom::element a : doc["agents"].get_array()) {
+    const std::string id = Str(a["agent_id"]);
+    std::string jobs;
+    for (auto& [job, list] : ranks[id]) common::StrAppend(&jobs, jobs.empty() ? "" : "  ", job, ": ", RankRanges(list));
+    simdjson::dom::element clock = a["clock"];
+    const std::string offset = clock.is_null() ? "-" : fmt::format("{:+.3f}", Int(clock["offset_ns"]) / 1e6);
+    const std::string bound = clock.is_null() ? "-" : fmt::format("{:.1f}", Int(clock["error_bound_ns"]) / 1e3);
+    std::printf("%-24s %-16s %-12s %7lld %12s %10s  %s\n", id.c_str(), Str(a["host"]).c_str(), Str(a["health"]).c_str(),
+                static_cast<long long>(Int(a["workers"])), offset.c_str(), bound.c_str(), jobs.c_str());
+  }
+  std::printf("%lld connected agents, %lld workers\n", static_cast<long long>(Int(doc["connected_agents"])),
+              static_cast<long long>(Int(doc["worker_count"])));
+  return 0;
+}
+
+int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
+  if (online.server.empty()) return Fail("capture", "this command needs --server URL (a podscope-coordinator)");
+  absl::StatusOr<ServerAddress> server = ParseServerUrl(online.server);
+  if (!server.ok()) return Fail("capture", std::string(server.status().message()));
+  absl::StatusOr<int64_t> duration = ParseDurationMs(o.duration);
+  absl::StatusOr<int64_t> delay = ParseDurationMs(o.delay);
+  absl::StatusOr<int64_t> timeout = ParseDurationMs(o.timeout);
+  for (const auto* s : {&duration, &delay, &timeout}) {
+    if (!s->ok()) return Fail("capture", std::string(s->status().message()));
+  }
+  if (*duration == 0) return Fail("capture", "--duration must be positive");
+  std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"duration_ms\":", *duration, ",\"delay_ms\":", *delay);
+  if (o.job.find_first_of("\"\\") != std::string::npos) return Fail("capture", "job names may not hold quotes or backslashes");
+  if (!o.ranks.empty()) {
+    absl::StatusOr<std::vector<int32_t>> ranks = ParseRankList(o.ranks);
+    if (!ranks.ok()) return Fail("capture", std::string(ranks.status().message()));
+    body += ",\"ranks\":[";
+    for (size_t i = 0; i < ranks->size(); ++i) common::StrAppend(&body, i ? "," : "", (*ranks)[i]);
+    body += "]";
+  }
+  if (o.max_events_per_worker > 0) common::StrAppend(&body, ",\"limits\":{\"max_events_per_worker\":", o.max_events_per_worker, "}");
+  body += "}";
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "POST", "/v1/captures", body, "application/json");
+  if (!r.ok()) return Fail("capture", std::string(r.status().message()));
+  if (r->status != 202) return Fail("capture", Detail(*r));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("capture", "unreadable answer");
+  const std::string id = Str(doc["id"]);
+  const size_t workers = doc["workers"].get_array().size();
+  std::printf("capture %s: job %s, %zu workers, %lld ms window\n", id.c_str(), o.job.c_str(), workers,
+              static_cast<long long>(*duration));
+  if (!o.wait) {
+    std::printf("follow it: podscope --server %s captures --job %s\n", online.server.c_str(), o.job.c_str());
+    return 0;
+  }
+
+  // Follow it: one status line, redrawn on a terminal, printed on change otherwise.
+  const bool tty = isatty(STDERR_FILENO);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(*timeout);
+  std::string last_line, state;
+  simdjson::dom::parser poll_parser;
+  while (true) {
+    absl::StatusOr<HttpClientResponse> s = HttpRequestTo(*server, "GET", "/v1/captures/" + UrlEncode(id));
+    if (!s.ok()) return Fail("capture", std::string(s.status().message()));
+    if (s->status != 200) return Fail("capture", Detail(*s));
+    simdjson::dom::element c;
+    if (poll_parser.parse(s->body).get(c) != simdjson::SUCCESS) return Fail("capture", "unreadable answer");
+    state = Str(c["state"]);
+    std::map<std::string, int> by_state;
+    for (simdjson::dom::element w : c["workers"].get_array()) ++by_state[Str(w["state"])];
+    std::string line = common::StrCat("capture ", id, ": ", state, " |");
+    for (auto& [name, n] : by_state) common::StrAppend(&line, " ", name, " ", n);
+    common::StrAppend(&line, " | ", Int(c["events"]), " events");
+    if (line != last_line) {
+      if (tty) {
+        std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      } else {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+      last_line = line;
+    }
+    if (state == "complete" || state == "partial" || state == "failed" || state == "cancelled") {
+      if (tty) std::fprintf(stderr, "\n");
+      const std::string error = Str(c["error"]);
+      if (!error.empty()) std::printf("%s\n", error.c_str());
+      simdjson::dom::element window = c["window"];
+      std::printf("window start skew: max %.3f ms; clock error bound: max %.3f ms\n",
+                  window["max_start_skew_ns"].is_null() ? 0.0 : Int(window["max_start_skew_ns"]) / 1e6,
+                  Int(window["max_clock_error_bound_ns"]) / 1e6);
+      break;
+    }
+    if (std::chrono::steady_clock::now() > give_up) {
+      return Fail("capture", common::StrCat("gave up waiting after ", o.timeout, "; the capture is still ", state));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (state == "complete" || state == "partial") {
+    for (const char* report : {"stragglers", "pod"}) {
+      absl::StatusOr<HttpClientResponse> rep =
+          HttpRequestTo(*server, "GET", common::StrCat("/v1/captures/", UrlEncode(id), "/", report, "?format=table"));
+      if (!rep.ok()) return Fail("capture", std::string(rep.status().message()));
+      if (rep->status != 200) return Fail("capture", Detail(*rep));
+      std::printf("\n");
+      std::fwrite(rep->body.data(), 1, rep->body.size(), stdout);
+    }
+    if (!o.trace_path.empty()) {
+      const bool gzip = o.trace_path.ends_with(".gz");
+      absl::StatusOr<HttpClientResponse> t = HttpRequestTo(
+          *server, "GET", common::StrCat("/v1/captures/", UrlEncode(id), "/trace?gzip=", gzip ? "true" : "false"));
+      if (!t.ok()) return Fail("capture", std::string(t.status().message()));
+      if (t->status != 200) return Fail("capture", Detail(*t));
+      std::FILE* f = std::fopen(o.trace_path.c_str(), "wb");
+      if (f == nullptr || std::fwrite(t->body.data(), 1, t->body.size(), f) != t->body.size() || std::fclose(f) != 0) {
+        return Fail("capture", common::StrCat("cannot write ", o.trace_path));
+      }
+      std::printf("\nmerged trace (aligned clocks, one process per rank): %s (%s)\n", o.trace_path.c_str(),
+                  HumanBytes(t->body.size()).c_str());
+    }
+    std::printf("\nmore: podscope --server %s report %s --report all\n", online.server.c_str(), id.c_str());
+  }
+  return state == "complete" ? 0 : state == "partial" ? 3 : 1;
+}
+
+}  // namespace podscope::coordinator
