@@ -237,7 +237,7 @@ void Agent::TimerLoop() {
     if (sync_wanted_ || now >= next_sync) {
       sync_wanted_ = false;
       lock.unlock();
-      SyncClockBurst("periodic");
+      SyncClockBurst("periodic", options_.clock_burst);
       lock.lock();
       next_sync = Steady::now() + std::chrono::nanoseconds(clock_sync_interval_ns_.load());
     }
@@ -253,10 +253,14 @@ void Agent::TimerLoop() {
   }
 }
 
-void Agent::SyncClockBurst(std::string_view reason) {
+void Agent::SyncClockBurst(std::string_view reason, int exchanges) {
   v1::AgentMessage message;
   v1::ClockReport* report = message.mutable_clock();
-  for (int i = 0; i < options_.clock_burst; ++i) {
+  // Exchanges a few random milliseconds apart sample different moments of the network's and
+  // the coordinator's queues; the fit keeps the fastest.
+  std::mt19937_64 rng(std::hash<std::string>()(options_.agent_id) ^ static_cast<uint64_t>(HostNowNs()));
+  for (int i = 0; i < exchanges; ++i) {
+    if (i > 0 && !Sleep(std::uniform_int_distribution<int64_t>(0, 2'000'000)(rng))) break;
     grpc::ClientContext context;
     context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
     v1::SyncClockRequest request;
@@ -285,7 +289,10 @@ void Agent::OnCapture(const v1::CaptureRequest& request) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     if (auto it = captures_.find(request.capture_id()); it != captures_.end()) {
-      known = it->second->Status();  // a repeat (e.g. after a coordinator restart): just report
+      // A repeat: a sharper start time before the window, or (after a coordinator restart) a
+      // question about where we are.
+      it->second->MoveStart(request.start_agent_ns());
+      known = it->second->Status();
     } else {
       CaptureRunHooks hooks;
       hooks.report = [this](const v1::CaptureStatus& status) {
@@ -293,7 +300,7 @@ void Agent::OnCapture(const v1::CaptureRequest& request) {
         *m.mutable_capture() = status;
         Send(m);
       };
-      hooks.sync_clock = [this](std::string_view reason) { SyncClockBurst(reason); };
+      hooks.sync_clock = [this](std::string_view reason, int exchanges) { SyncClockBurst(reason, exchanges); };
       hooks.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) { return UploadOnce(chunks); };
       auto run = std::make_unique<CaptureRun>(request, by_rank_, options_.agent_id, clock_, std::move(hooks),
                                               options_.capture);

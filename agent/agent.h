@@ -63,7 +63,7 @@ class Agent {
   // One session: returns when the stream ends. Sets refusal_ on a version refusal.
   void RunSession();
   bool Send(const v1::AgentMessage& message);
-  void SyncClockBurst(std::string_view reason);
+  void SyncClockBurst(std::string_view reason, int exchanges);
   void OnCapture(const v1::CaptureRequest& request);
   void OnCancel(const v1::CancelCapture& cancel);
   absl::StatusOr<v1::UploadResponse> UploadOnce(const std::vector<const v1::UploadRequest*>& chunks);

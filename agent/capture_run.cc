@@ -24,7 +24,8 @@ CaptureRun::CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*>
       agent_id_(std::move(agent_id)),
       clock_(clock),
       hooks_(std::move(hooks)),
-      options_(options) {
+      options_(options),
+      start_ns_(request_.start_agent_ns()) {
   for (int32_t rank : request_.ranks()) {
     v1::WorkerCaptureStatus& w = workers_[rank];
     w.set_rank(rank);
@@ -42,6 +43,14 @@ CaptureRun::~CaptureRun() {
 }
 
 void CaptureRun::Begin() { thread_ = std::thread([this] { Run(); }); }
+
+bool CaptureRun::MoveStart(TimeNs start_agent_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_ || cancelled_ || finished_) return false;
+  start_ns_ = start_agent_ns;
+  cv_.notify_all();
+  return true;
+}
 
 void CaptureRun::Cancel(std::string reason) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -117,8 +126,7 @@ void CaptureRun::FinishCancelled() {
 
 void CaptureRun::Run() {
   const std::string& id = request_.capture_id();
-  const TimeNs start = request_.start_agent_ns();
-  const TimeNs stop = start + request_.duration_ns();
+  const TimeNs first_start = start_ns_.load();
 
   // Which collector serves which of the requested ranks.
   std::map<Collector*, std::vector<int32_t>> by_collector;
@@ -126,15 +134,42 @@ void CaptureRun::Run() {
     if (auto it = collectors_.find(rank); it != collectors_.end()) by_collector[it->second].push_back(rank);
   }
   for (auto& [collector, ranks] : by_collector) {
-    CaptureWindow window{id, ranks, start, stop, request_.max_events_per_worker()};
+    CaptureWindow window{id, ranks, first_start, first_start + request_.duration_ns(), request_.max_events_per_worker()};
     if (absl::Status s = collector->Arm(window); !s.ok()) {
       for (int32_t r : ranks) SetFailed(r, common::StrCat("arming the ", collector->name(), " collector: ", std::string(s.message())));
     }
   }
   Report();
-  if (hooks_.sync_clock) hooks_.sync_clock("before capture");
+  // Every agent of a capture hears of it at once; spreading the bursts over part of the lead
+  // (and a little after the window) keeps them from queueing behind one another, and queueing
+  // is what clock exchanges measure worst.
+  std::mt19937_64 rng(std::hash<std::string>()(agent_id_ + id));
+  const int64_t lead = std::max<int64_t>(0, first_start - clock_.Now());
+  const int64_t spread = request_.sync_spread_ns() > 0 ? request_.sync_spread_ns() : 100'000'000;
+  const int exchanges = static_cast<int>(request_.sync_exchanges());
+  if (exchanges > 0) {
+    if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(0, std::min(spread, lead / 2))(rng))) {
+      return FinishCancelled();
+    }
+    if (hooks_.sync_clock) hooks_.sync_clock("before capture", exchanges);
+  }
 
-  if (!WaitUntil(start)) return FinishCancelled();
+  // The coordinator may move the start once this burst has sharpened its model of our clock.
+  TimeNs start = 0;
+  while (true) {
+    start = start_ns_.load();
+    std::unique_lock<std::mutex> lock(mu_);
+    if (clock_.SleepUntil(start, cv_, lock, [&] { return cancelled_ || start_ns_.load() != start; })) break;
+    if (cancelled_) {
+      lock.unlock();
+      return FinishCancelled();
+    }
+  }
+  const TimeNs stop = start + request_.duration_ns();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_ = true;
+  }
   for (auto& [collector, ranks] : by_collector) {
     const absl::Status s = collector->Start(id);
     const TimeNs started = clock_.Now();
@@ -150,6 +185,11 @@ void CaptureRun::Run() {
       w.set_actual_start_ns(started);
     }
   }
+  // Every worker of every agent on a host starts at the same instant; the status can wait a
+  // few random milliseconds so that reporting does not delay the starts of the others.
+  if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(1'000'000, 20'000'000)(rng))) {
+    return FinishCancelled();
+  }
   Report();
 
   if (!WaitUntil(stop)) return FinishCancelled();
@@ -158,10 +198,12 @@ void CaptureRun::Run() {
       for (int32_t r : ranks) SetFailed(r, common::StrCat("stopping the ", collector->name(), " collector: ", std::string(s.message())));
     }
   }
-  // The clock samples right after the window go up before the status that says it is over,
-  // so the coordinator fits this worker's model with them.
-  if (hooks_.sync_clock) hooks_.sync_clock("after capture");
+  // Drain first: collectors may work hard on it (the simulated one does), and an exchange
+  // taken while the host is busy is a poor one. The clock samples after the window go up before
+  // the status that says it is over, so the coordinator fits this worker's model with them.
   DrainAndSpool();
+  if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(0, spread)(rng))) return FinishCancelled();
+  if (hooks_.sync_clock) hooks_.sync_clock("after capture", std::max(exchanges, 1));
   for (auto& [collector, ranks] : by_collector) collector->Forget(id);
   Report();
   if (Cancelled()) return FinishCancelled();

@@ -5,6 +5,7 @@
 // every phase change. Runs on its own thread; Cancel() stops it at any phase.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -31,7 +32,7 @@ struct CaptureRunOptions {
 
 struct CaptureRunHooks {
   std::function<void(const v1::CaptureStatus&)> report;
-  std::function<void(std::string_view reason)> sync_clock;
+  std::function<void(std::string_view reason, int exchanges)> sync_clock;
   // One attempt at uploading `chunks` in one Upload stream.
   std::function<absl::StatusOr<v1::UploadResponse>(const std::vector<const v1::UploadRequest*>& chunks)> upload;
 };
@@ -45,6 +46,9 @@ class CaptureRun {
   ~CaptureRun();  // cancels and joins
 
   void Begin();
+  // A sharper start time for the same instant (the coordinator refitted our clock); false
+  // once the window has started.
+  bool MoveStart(TimeNs start_agent_ns);
   void Cancel(std::string reason);
   v1::CaptureStatus Status() const;
   bool finished() const;
@@ -72,7 +76,9 @@ class CaptureRun {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool cancelled_ = false;
+  bool started_ = false;
   bool finished_ = false;
+  std::atomic<TimeNs> start_ns_;
   std::string cancel_reason_;
   std::map<int32_t, v1::WorkerCaptureStatus> workers_;
   std::vector<v1::UploadRequest> spool_;  // only touched by the run's thread

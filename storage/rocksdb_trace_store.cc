@@ -112,6 +112,7 @@ v1::CaptureRecord ToProto(const CaptureRecord& r) {
     o->set_actual_stop_ns(w.actual_stop_ns);
     o->set_dropped_events(w.dropped_events);
     o->set_error(w.error);
+    o->set_acknowledged_ns(w.acknowledged_ns);
   }
   return p;
 }
@@ -154,6 +155,7 @@ absl::StatusOr<CaptureRecord> FromProto(std::string_view bytes) {
     o.actual_stop_ns = w.actual_stop_ns();
     o.dropped_events = w.dropped_events();
     o.error = w.error();
+    o.acknowledged_ns = w.acknowledged_ns();
   }
   return r;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <list>
 
 #include "common/str_util.h"
@@ -35,32 +36,35 @@ bool ParseDouble(std::string_view text, double* out) {
 }
 
 // Process-wide cache of simulated segments: agents of one process (the scale benchmark runs
-// many) and successive captures share them. A few segments only: each holds a whole job.
+// many) and successive captures share them. A few segments only: each holds a whole job. The
+// first caller of a key simulates it; the others wait for that result instead of repeating it.
 class SegmentCache {
  public:
   std::shared_ptr<const sim::Workload> Get(const std::string& key, const std::function<sim::Workload()>& make) {
+    std::shared_future<std::shared_ptr<const sim::Workload>> future;
+    std::promise<std::shared_ptr<const sim::Workload>> promise;
+    bool mine = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (it->first == key) {
-          entries_.splice(entries_.begin(), entries_, it);
-          return it->second;
-        }
+      auto it = std::find_if(entries_.begin(), entries_.end(), [&key](const auto& e) { return e.first == key; });
+      if (it != entries_.end()) {
+        entries_.splice(entries_.begin(), entries_, it);
+        future = it->second;
+      } else {
+        future = promise.get_future().share();
+        entries_.emplace_front(key, future);
+        while (entries_.size() > kCapacity) entries_.pop_back();
+        mine = true;
       }
     }
-    // Simulated outside the lock; two threads may race to make the same segment, which is
-    // harmless (deterministic) and rare.
-    auto made = std::make_shared<const sim::Workload>(make());
-    std::lock_guard<std::mutex> lock(mu_);
-    entries_.emplace_front(key, made);
-    while (entries_.size() > kCapacity) entries_.pop_back();
-    return made;
+    if (mine) promise.set_value(std::make_shared<const sim::Workload>(make()));
+    return future.get();
   }
 
  private:
   static constexpr size_t kCapacity = 4;
   std::mutex mu_;
-  std::list<std::pair<std::string, std::shared_ptr<const sim::Workload>>> entries_;
+  std::list<std::pair<std::string, std::shared_future<std::shared_ptr<const sim::Workload>>>> entries_;
 };
 
 SegmentCache& Cache() {

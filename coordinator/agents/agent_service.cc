@@ -166,6 +166,7 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
         std::vector<ClockSample> samples;
         for (const v1::ClockSample& s : m.clock().samples()) samples.push_back({s.t1_ns(), s.t2_ns(), s.t3_ns(), s.t4_ns()});
         service_.aligner_.AddSamples(agent_id_, samples);
+        service_.scheduler_.OnClockUpdated(agent_id_);
         break;
       }
       case v1::AgentMessage::kCapture:

@@ -20,6 +20,7 @@ void WriteCaptureJson(common::JsonWriter& w, const storage::CaptureRecord& r) {
       // Live captures: who served the worker, how late it really started, how its clock was aligned.
       w.Raw(",\"agent_id\":").String(k.agent_id).Raw(",\"error\":").String(k.error);
       w.Raw(",\"dropped_events\":").Uint(k.dropped_events);
+      w.Raw(",\"acknowledged_ns\":").Int(k.acknowledged_ns);
       w.Raw(",\"actual_start_ns\":").Int(k.actual_start_ns).Raw(",\"actual_stop_ns\":").Int(k.actual_stop_ns);
       w.Raw(",\"start_skew_ns\":");
       if (k.actual_start_ns != 0) {

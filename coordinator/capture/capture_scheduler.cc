@@ -104,7 +104,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   }
 
   const TimeNs now = now_();
-  const int64_t lead = std::max<int64_t>(options_.min_lead_ns, static_cast<int64_t>(targets->size()) * options_.lead_per_agent_ns);
+  const int64_t lead = options_.min_lead_ns + static_cast<int64_t>(targets->size()) * options_.lead_per_agent_ns;
   auto c = std::make_unique<LiveCapture>();
   c->max_events_per_worker = max_events;
   c->max_upload_bytes = max_bytes;
@@ -147,24 +147,32 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   // Durable before any agent hears of it, so a restart never meets chunks of an unknown capture.
   if (absl::Status s = store_.PutCapture(r); !s.ok()) return s;
 
+  // Size the clock bursts around the window to what this coordinator can serve: within a third
+  // of the lead before it, and over the same spread after it.
+  const int64_t spread = std::max<int64_t>(lead / 3, 100'000'000);
+  const double budget = options_.clock_exchanges_per_second * static_cast<double>(spread) / 1e9;
+  c->sync_exchanges = static_cast<uint32_t>(
+      std::clamp<double>(budget / static_cast<double>(targets->size()), 1.0, options_.max_sync_exchanges));
+  c->sync_spread_ns = spread;
+  // Start times in every agent's clock, fitted outside the lock (a fit is not free).
+  std::vector<absl::StatusOr<ClockFit>> fits;
+  fits.reserve(targets->size());
+  for (const CaptureTarget& t : *targets) fits.push_back(aligner_.Fit(t.agent_id));
+
   std::lock_guard<std::mutex> lock(mu_);
   LiveCapture& live = *c;
-  for (const CaptureTarget& t : *targets) {
-    v1::CoordinatorMessage message;
-    v1::CaptureRequest* request = message.mutable_capture();
-    request->set_capture_id(r.id);
-    request->set_job(r.job);
-    for (const v1::WorkerDescriptor& w : t.workers) request->add_ranks(w.rank());
-    request->set_duration_ns(r.window_duration_ns);
-    request->set_max_events_per_worker(max_events);
-    request->set_max_upload_bytes(max_bytes);
-    absl::StatusOr<common::ClockModel> model = aligner_.Model(t.agent_id);
+  for (size_t k = 0; k < targets->size(); ++k) {
+    const CaptureTarget& t = (*targets)[k];
     std::string error;
-    if (!model.ok()) {
-      error = common::StrCat("cannot schedule: ", std::string(model.status().message()));
+    if (!fits[k].ok()) {
+      error = common::StrCat("cannot schedule: ", std::string(fits[k].status().message()));
     } else {
-      request->set_start_agent_ns(model->ToLocal(r.window_start_ns));
-      if (!registry_.Send(t.agent_id, message)) error = common::StrCat("agent ", t.agent_id, " could not be reached");
+      const TimeNs start = fits[k]->model.ToLocal(r.window_start_ns);
+      const bool sync_before = fits[k]->ErrorBoundAt(start) > options_.good_enough_bound_ns;
+      live.sent_start[t.agent_id] = start;
+      if (!registry_.Send(t.agent_id, RequestFor(live, t.agent_id, start, sync_before))) {
+        error = common::StrCat("agent ", t.agent_id, " could not be reached");
+      }
     }
     if (!error.empty()) {
       for (const v1::WorkerDescriptor& w : t.workers) Fail(live, live.by_rank[w.rank()], error);
@@ -177,6 +185,50 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   live_.emplace(r.id, std::move(c));
   cv_.notify_all();
   return snapshot;
+}
+
+v1::CoordinatorMessage CaptureScheduler::RequestFor(const LiveCapture& c, const std::string& agent_id,
+                                                   TimeNs start_agent_ns, bool sync_before) const {
+  v1::CoordinatorMessage message;
+  v1::CaptureRequest* request = message.mutable_capture();
+  request->set_capture_id(c.record.id);
+  request->set_job(c.record.job);
+  for (const WorkerRecord& w : c.record.workers) {
+    if (w.agent_id == agent_id) request->add_ranks(w.rank);
+  }
+  request->set_start_agent_ns(start_agent_ns);
+  request->set_duration_ns(c.record.window_duration_ns);
+  request->set_max_events_per_worker(c.max_events_per_worker);
+  request->set_max_upload_bytes(c.max_upload_bytes);
+  request->set_sync_exchanges(sync_before ? c.sync_exchanges : 0);
+  request->set_sync_spread_ns(c.sync_spread_ns);
+  return message;
+}
+
+void CaptureScheduler::OnClockUpdated(const std::string& agent_id) {
+  // Cheap check first: most reports concern no capture about to start.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const TimeNs now = now_();
+    const bool any = std::any_of(live_.begin(), live_.end(), [&](const auto& kv) {
+      return kv.second->sent_start.count(agent_id) && kv.second->record.window_start_ns - now >= 5'000'000;
+    });
+    if (!any) return;
+  }
+  absl::StatusOr<common::ClockModel> model = aligner_.Model(agent_id);
+  if (!model.ok()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const TimeNs now = now_();
+  for (auto& [id, c] : live_) {
+    // Too close to the start, a moved start could arrive after the old one fired.
+    if (c->record.window_start_ns - now < 5'000'000) continue;
+    auto sent = c->sent_start.find(agent_id);
+    if (sent == c->sent_start.end()) continue;
+    const TimeNs start = model->ToLocal(c->record.window_start_ns);
+    if (std::llabs(start - sent->second) < 5'000) continue;
+    sent->second = start;
+    registry_.Send(agent_id, RequestFor(*c, agent_id, start, /*sync_before=*/false));
+  }
 }
 
 absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::string& reason) {
@@ -273,6 +325,7 @@ void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::Ca
       absl::StatusOr<common::ClockModel> m = aligner_.Model(agent_id);
       return m.ok() ? m->ToAligned(agent_ns) : agent_ns;
     };
+    if (w.acknowledged_ns == 0) w.acknowledged_ns = now_();
     switch (ws.phase()) {
       case v1::WORKER_PHASE_ARMED:
         if (current == Phase::kPending) SetPhase(c, i, Phase::kArmed);

@@ -29,8 +29,10 @@
 namespace podscope::coordinator {
 
 struct SchedulerOptions {
-  int64_t min_lead_ns = 250'000'000;       // start = now + delay + lead
-  int64_t lead_per_agent_ns = 250'000;     // the lead grows with the number of agents
+  // start = now + delay + lead, lead = min_lead + agents x lead_per_agent: every agent must
+  // hear of the capture, acknowledge and (when its model is stale) sync its clock before it.
+  int64_t min_lead_ns = 250'000'000;
+  int64_t lead_per_agent_ns = 250'000;
   int64_t max_duration_ns = 600'000'000'000;
   int64_t max_delay_ns = 3'600'000'000'000;
   int64_t capture_grace_ns = 10'000'000'000;   // after the window: the agent must say it ended
@@ -40,6 +42,12 @@ struct SchedulerOptions {
   uint32_t max_workers_per_capture = 65536;
   size_t max_live_captures = 64;
   int64_t flush_interval_ns = 100'000'000;
+  // Clock exchanges this coordinator serves per second without queueing them; the bursts
+  // around a capture are sized and spread to fit. An agent whose model is already within
+  // good_enough_bound_ns at the window skips the burst before it.
+  double clock_exchanges_per_second = 20'000;
+  int64_t good_enough_bound_ns = 50'000;
+  int max_sync_exchanges = 8;
 };
 
 struct CaptureSpec {
@@ -70,6 +78,9 @@ class CaptureScheduler {
 
   // From the agents (gRPC threads).
   void OnCaptureStatus(const std::string& agent_id, const v1::CaptureStatus& status);
+  // The agent sent fresh clock samples: captures it has not started yet get a start time
+  // converted with the sharper model (its bursts right after a request make it much better).
+  void OnClockUpdated(const std::string& agent_id);
   // Validates and stores one uploaded chunk. Idempotent per (capture, rank, sequence).
   absl::Status OnChunk(const v1::UploadRequest& chunk);
   // Every chunk of this worker is stored.
@@ -99,7 +110,12 @@ class CaptureScheduler {
     // After a coordinator restart, agents get a grace period to come back before any
     // deadline counts against them: the outage was ours, not theirs.
     TimeNs deadlines_from_ns = 0;
+    std::map<std::string, TimeNs> sent_start;  // agent id -> the start (its clock) last sent
+    uint32_t sync_exchanges = 0;
+    int64_t sync_spread_ns = 0;
   };
+  v1::CoordinatorMessage RequestFor(const LiveCapture& c, const std::string& agent_id, TimeNs start_agent_ns,
+                                    bool sync_before) const;
 
   void Loop();
   void CheckDeadlines(LiveCapture& c, TimeNs now);   // under mu_

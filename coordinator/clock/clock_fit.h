@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/clock_model.h"
@@ -22,25 +23,41 @@ struct ClockSample {
 };
 
 struct ClockFitOptions {
-  // Samples closer than this on the agent's clock form one burst; each burst contributes its
-  // minimum-delay sample (queueing only ever adds delay, so the fastest exchange is the truest).
+  // Samples closer than this on the agent's clock form one burst. Queueing only ever adds
+  // delay, so within a burst only the fastest exchanges are kept: those within
+  // keep_within_fastest times the burst's minimum round trip.
   int64_t burst_gap_ns = 200'000'000;
+  double keep_within_fastest = 1.5;
   // A drift is fitted only over at least this much time; below it, drift is taken as zero.
   int64_t min_drift_span_ns = 500'000'000;
   // Fitted drifts beyond this are not physical (crystal clocks are within ~100 ppm).
   int64_t max_drift_ppb = 500'000;
+  // The true drift is within this (crystal tolerance); the anchors usually bound the model's
+  // drift error much tighter. Never trust a drift to better than min_drift_tolerance_ppb.
+  int64_t unfitted_drift_tolerance_ppb = 100'000;
+  int64_t min_drift_tolerance_ppb = 1'000;
+};
+
+// One kept exchange, as the bound sees it: at agent time x the true offset was measured
+// within `bound` (half its round trip), and the model misses that measurement by `residual`.
+struct ClockAnchor {
+  TimeNs x = 0;
+  int64_t bound = 0;
+  int64_t residual = 0;
 };
 
 struct ClockFit {
   // Maps the agent's clock onto the coordinator's: aligned = agent + offset + drift term
-  // around the newest burst. Its error bound holds between the first and last chosen samples:
-  // half the largest chosen round trip plus the largest fit residual.
-  common::ClockModel model;
-  TimeNs first_ns = 0, last_ns = 0;  // agent-clock span of the chosen samples
+  // around the newest sample. Fitted by least squares over the kept exchanges, each weighted
+  // by 1 / round trip^2, so a few fast exchanges outweigh many queued ones.
+  common::ClockModel model;  // error_bound_ns: the bound at the newest kept sample
+  TimeNs first_ns = 0, last_ns = 0;  // agent-clock span of the kept samples
   bool drift_fitted = false;
+  int64_t drift_tolerance_ppb = 0;
+  std::vector<ClockAnchor> anchors;
 
-  // The bound at an agent-clock instant: outside the sampled span an unknown drift error adds
-  // up (a fitted drift is trusted to 20 ppm, an unfitted one to 100 ppm, crystal tolerance).
+  // The bound at an agent-clock instant: the best anchor's measurement bound plus the model's
+  // miss there, plus what the drift tolerance allows between the anchor and the instant.
   int64_t ErrorBoundAt(TimeNs agent_ns) const;
 };
 

@@ -52,6 +52,8 @@ class CaptureRunTest : public ::testing::Test {
     for (int32_t rank : ranks) r.add_ranks(rank);
     r.set_start_agent_ns(clock_.Now() + start_in_ns);
     r.set_duration_ns(duration_ns);
+    r.set_sync_exchanges(4);
+    r.set_sync_spread_ns(5'000'000);
     return r;
   }
   CaptureRunHooks Hooks() {
@@ -60,7 +62,7 @@ class CaptureRunTest : public ::testing::Test {
       std::lock_guard<std::mutex> lock(mu_);
       reports_.push_back(s);
     };
-    h.sync_clock = [this](std::string_view reason) {
+    h.sync_clock = [this](std::string_view reason, int) {
       std::lock_guard<std::mutex> lock(mu_);
       syncs_.emplace_back(reason);
     };

@@ -47,6 +47,18 @@ TEST(ClockFitTest, MinimumDelaySampleOfABurstWins) {
   EXPECT_EQ(fit->model.error_bound_ns, 25'000);
 }
 
+TEST(ClockFitTest, FastExchangesOutweighQueuedOnes) {
+  // Two bursts far apart; in the second every exchange queued 2 ms on the way up.
+  std::vector<ClockSample> samples = {Exchange(kBase, 4'000, 10'000, 10'000),
+                                      Exchange(kBase + 100'000'000, 4'000, 2'000'000, 10'000)};
+  absl::StatusOr<ClockFit> fit = FitClock(samples, {.burst_gap_ns = 50'000'000});
+  ASSERT_TRUE(fit.ok());
+  // Weights (20 us + 1 us)^-2 against (2.01 ms + 1 us)^-2: the fast one dominates.
+  EXPECT_NEAR(fit->model.offset_ns, -4'000, 200);
+  // The honest bound comes from the fast exchange, 100 ms away at 100 ppm.
+  EXPECT_NEAR(fit->ErrorBoundAt(kBase + 4'000), 10'000, 300);
+}
+
 TEST(ClockFitTest, DriftIsFittedAcrossBurstsAndPredictsBetweenThem) {
   // The agent's clock runs 50 ppm fast: its offset grows 50 us per second.
   std::vector<ClockSample> samples;
@@ -65,9 +77,12 @@ TEST(ClockFitTest, DriftIsFittedAcrossBurstsAndPredictsBetweenThem) {
   const TimeNs agent_at_mid = mid + 3'000'000 + 3'000 * 50;
   EXPECT_NEAR(fit->model.ToAligned(agent_at_mid), mid, 200);
   EXPECT_LE(fit->model.error_bound_ns, 20'000 + 200);
-  // Inside the sampled span the fit bound holds; ten seconds beyond, 20 ppm more per second.
-  EXPECT_EQ(fit->ErrorBoundAt(agent_at_mid), fit->model.error_bound_ns);
-  EXPECT_EQ(fit->ErrorBoundAt(fit->last_ns + 10'000'000'000LL), fit->model.error_bound_ns + 200'000);
+  // The drift is trusted to what the farthest anchors allow: 2 x 20 us over 6 s = 6.67 ppm.
+  // The bound grows with the distance to the nearest exchange: 1 s at the middle, 10 s past
+  // the end.
+  EXPECT_NEAR(fit->drift_tolerance_ppb, 6'667, 2);
+  EXPECT_NEAR(fit->ErrorBoundAt(agent_at_mid), 20'000 + 6'667, 30);
+  EXPECT_NEAR(fit->ErrorBoundAt(fit->last_ns + 10'000'000'000LL), 20'000 + 66'670, 40);
 }
 
 TEST(ClockFitTest, ShortSpanTakesNoDrift) {
@@ -76,8 +91,11 @@ TEST(ClockFitTest, ShortSpanTakesNoDrift) {
   ASSERT_TRUE(fit.ok());
   EXPECT_FALSE(fit->drift_fitted);
   EXPECT_EQ(fit->model.drift_ppb, 0);
-  EXPECT_EQ(fit->model.offset_ns, -9'000);  // the newest burst
-  EXPECT_EQ(fit->ErrorBoundAt(fit->last_ns + 1'000'000'000), fit->model.error_bound_ns + 100'000);
+  EXPECT_EQ(fit->model.offset_ns, -8'000);  // equally good exchanges: their mean
+  // Each anchor is within 10 us + 1 us residual; 300 ms apart they pin the drift error to
+  // 22 us / 0.3 s = 73.3 ppm, tighter than crystal tolerance.
+  EXPECT_EQ(fit->model.error_bound_ns, 11'000);
+  EXPECT_NEAR(fit->ErrorBoundAt(fit->last_ns + 1'000'000'000), 11'000 + 73'334, 2);
 }
 
 TEST(ClockFitTest, BrokenSamplesAreRejected) {

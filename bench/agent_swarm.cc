@@ -1,0 +1,271 @@
+// The scale benchmark (issue 5): many podscope agents in one process, each serving simulated
+// ranks on its own skewed, drifting clock, all connected to one podscope-coordinator. Measures
+// what the README reports: capture fan-out (request -> every agent acknowledged), achieved
+// start skew across workers on the aligned clock, clock-alignment error against the injected
+// truth (optionally through a delay/jitter-injecting proxy), and the coordinator's CPU and
+// memory while idle and during the capture.
+//
+//   podscope_agent_swarm --grpc 127.0.0.1:50051 --server http://127.0.0.1:8080 \
+//       --coordinator-pid PID --agents 1024 [--jitter-ms 1 --delay-ms 0.2]
+#include <simdjson.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "agent/agent.h"
+#include "agent/collectors/simulated_ranks.h"
+#include "bench/jitter_proxy.h"
+#include "common/str_util.h"
+#include "coordinator/cli/http_client.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+using podscope::common::TimeNs;
+using Steady = std::chrono::steady_clock;
+
+// CPU seconds (user + system) and resident bytes of a process, from /proc.
+struct ProcessSample {
+  double cpu_seconds = 0;
+  uint64_t rss_bytes = 0;
+};
+ProcessSample SampleProcess(int pid) {
+  ProcessSample s;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return s;
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  std::vector<std::string> v;
+  while (fields >> f) v.push_back(f);
+  if (v.size() > 21) {
+    const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+    s.cpu_seconds = (std::stod(v[11]) + std::stod(v[12])) / tick;  // utime, stime
+    s.rss_bytes = std::stoull(v[21]) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  }
+  return s;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(std::min<double>(v.size() - 1, std::ceil(p * v.size()) - 1))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"podscope_agent_swarm: many simulated agents against one coordinator"};
+  std::string grpc = "127.0.0.1:50051", server_url = "http://127.0.0.1:8080", job = "swarm";
+  int agents = 1024, first_agent = 0, total_agents = 0, ranks_per_agent = 1, coordinator_pid = 0, duration_ms = 1000, idle_seconds = 10, clock_burst = 8;
+  double jitter_ms = 0, delay_ms = 0, max_offset_ms = 50, max_drift_ppm = 50;
+  uint64_t seed = 1;
+  app.add_option("--grpc", grpc, "the coordinator's gRPC address");
+  app.add_option("--server", server_url, "the coordinator's REST URL");
+  app.add_option("--coordinator-pid", coordinator_pid, "pid of the coordinator, for CPU and memory");
+  app.add_option("--agents", agents, "agent instances in this process");
+  app.add_option("--first-agent", first_agent, "global index of this process's first agent (several swarm processes)");
+  app.add_option("--total-agents", total_agents, "agents over all swarm processes [--agents]");
+  bool serve_only = false;
+  app.add_flag("--serve-only", serve_only, "only run the agents (until killed); another swarm process measures");
+  app.add_option("--ranks-per-agent", ranks_per_agent);
+  app.add_option("--duration-ms", duration_ms, "capture window");
+  app.add_option("--idle-seconds", idle_seconds, "how long to measure the idle coordinator");
+  app.add_option("--jitter-ms", jitter_ms, "route the agents through a proxy adding uniform(0, jitter) per chunk");
+  app.add_option("--delay-ms", delay_ms, "and this fixed one-way delay");
+  app.add_option("--clock-burst", clock_burst, "exchanges per clock-sync burst");
+  app.add_option("--max-offset-ms", max_offset_ms, "agents' clocks are offset uniformly within +-this");
+  app.add_option("--max-drift-ppm", max_drift_ppm, "and drift within +-this");
+  app.add_option("--seed", seed);
+  app.add_option("--job", job);
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+  // Serving agents stop on SIGINT/SIGTERM, waited for on the main thread only.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  if (serve_only) pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = podscope::coordinator::ParseServerUrl(server_url);
+  if (!server.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(server.status().message()).c_str());
+    return 2;
+  }
+  std::unique_ptr<podscope::bench::JitterProxy> proxy;
+  std::string target = grpc;
+  if (jitter_ms > 0 || delay_ms > 0) {
+    const size_t colon = grpc.rfind(':');
+    proxy = std::make_unique<podscope::bench::JitterProxy>(grpc.substr(0, colon), static_cast<uint16_t>(std::stoi(grpc.substr(colon + 1))),
+                                                            static_cast<int64_t>(delay_ms * 1e6), static_cast<int64_t>(jitter_ms * 1e6), seed);
+    target = "127.0.0.1:" + std::to_string(proxy->port());
+    std::printf("network: through a proxy adding %.3f ms + uniform(0, %.3f ms) per chunk and direction\n", delay_ms, jitter_ms);
+  }
+
+  if (total_agents == 0) total_agents = first_agent + agents;
+  // Every agent's clock: a known offset and drift against the host's, the same in every swarm
+  // process (seeded by the agent's global index), so the measuring process knows all of them.
+  // The reference is whole minutes, which every process computes alike.
+  const TimeNs reference = podscope::agent::HostNowNs() / 60'000'000'000 * 60'000'000'000;
+  auto clock_of = [&](int index) {
+    std::mt19937_64 rng(seed * 1'000'003ull + static_cast<uint64_t>(index));
+    std::uniform_real_distribution<double> unit(-1, 1);
+    const double offset = unit(rng), drift = unit(rng);
+    return std::make_unique<podscope::agent::AgentClock>(static_cast<int64_t>(offset * max_offset_ms * 1e6),
+                                                         drift * max_drift_ppm, reference);
+  };
+  std::vector<std::unique_ptr<podscope::agent::AgentClock>> clocks;
+  for (int i = 0; i < total_agents; ++i) clocks.push_back(clock_of(i));
+  std::vector<std::unique_ptr<podscope::agent::Agent>> swarm;
+  const int world = total_agents * ranks_per_agent;
+  const auto connect_start = Steady::now();
+  for (int i = first_agent; i < first_agent + agents; ++i) {
+    podscope::agent::SimulationSpec spec;
+    spec.first_rank = i * ranks_per_agent;
+    spec.last_rank = spec.first_rank + ranks_per_agent - 1;
+    spec.world = world;
+    spec.job = job;
+    spec.profile = "light";
+    std::vector<std::unique_ptr<podscope::agent::Collector>> collectors;
+    const std::string host = podscope::common::StrCat("sim-", i);
+    collectors.push_back(std::make_unique<podscope::agent::SimulatedRanksCollector>(spec, host, *clocks[i]));
+    podscope::agent::AgentOptions options;
+    options.coordinator = target;
+    options.agent_id = host;
+    options.host = host;
+    options.clock_burst = clock_burst;
+    swarm.push_back(std::make_unique<podscope::agent::Agent>(options, *clocks[i], std::move(collectors)));
+    swarm.back()->Start();
+    // Agents of a real cluster come up over seconds, not in one instant on one host.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+
+  if (serve_only) {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    for (auto& a : swarm) a->Stop();
+    return 0;
+  }
+
+  // Until every agent (of every swarm process) is connected and has a clock model.
+  simdjson::dom::parser parser;
+  while (true) {
+    auto r = podscope::coordinator::HttpRequestTo(*server, "GET", "/v1/workers?job=" + job);
+    size_t synced = 0;
+    simdjson::dom::element doc;
+    if (r.ok() && r->status == 200 && parser.parse(r->body).get(doc) == simdjson::SUCCESS) {
+      for (simdjson::dom::element a : doc["agents"].get_array()) {
+        if (a["health"].get_string().value() == "healthy" && !a["clock"].is_null()) ++synced;
+      }
+    }
+    if (synced >= static_cast<size_t>(total_agents)) break;
+    if (Steady::now() - connect_start > std::chrono::minutes(5)) {
+      std::fprintf(stderr, "only %zu of %d agents connected after 5 minutes\n", synced, total_agents);
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  const double connect_s = std::chrono::duration<double>(Steady::now() - connect_start).count();
+  std::printf("agents: %d (%d ranks), all connected and synchronised in %.1f s\n", total_agents, world, connect_s);
+
+  // The idle coordinator: heartbeats and periodic clock sync only.
+  ProcessSample idle_before, idle_after;
+  if (coordinator_pid > 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // let the connect bursts settle
+    idle_before = SampleProcess(coordinator_pid);
+    std::this_thread::sleep_for(std::chrono::seconds(idle_seconds));
+    idle_after = SampleProcess(coordinator_pid);
+    std::printf("coordinator idle: %.2f%% of a core, %.1f MB RSS (over %d s)\n",
+                100 * (idle_after.cpu_seconds - idle_before.cpu_seconds) / idle_seconds, idle_after.rss_bytes / 1e6,
+                idle_seconds);
+  }
+
+  // One capture of every worker.
+  const ProcessSample capture_before = coordinator_pid > 0 ? SampleProcess(coordinator_pid) : ProcessSample{};
+  const auto capture_start = Steady::now();
+  auto posted = podscope::coordinator::HttpRequestTo(
+      *server, "POST", "/v1/captures", podscope::common::StrCat("{\"job\":\"", job, "\",\"duration_ms\":", duration_ms, "}"),
+      "application/json");
+  if (!posted.ok() || posted->status != 202) {
+    std::fprintf(stderr, "POST /v1/captures failed: %s\n", posted.ok() ? posted->body.c_str() : std::string(posted.status().message()).c_str());
+    return 1;
+  }
+  simdjson::dom::element doc;
+  std::string id(parser.parse(posted->body).get(doc) == simdjson::SUCCESS ? doc["id"].get_string().value() : "");
+  std::string body, state;
+  uint64_t peak_rss = 0;
+  while (true) {
+    auto r = podscope::coordinator::HttpRequestTo(*server, "GET", "/v1/captures/" + id);
+    if (r.ok() && r->status == 200 && parser.parse(r->body).get(doc) == simdjson::SUCCESS) {
+      state = std::string(doc["state"].get_string().value());
+      body = r->body;
+    }
+    if (coordinator_pid > 0) peak_rss = std::max(peak_rss, SampleProcess(coordinator_pid).rss_bytes);
+    if (state == "complete" || state == "partial" || state == "failed" || state == "cancelled") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double capture_s = std::chrono::duration<double>(Steady::now() - capture_start).count();
+  const ProcessSample capture_after = coordinator_pid > 0 ? SampleProcess(coordinator_pid) : ProcessSample{};
+
+  if (parser.parse(body).get(doc) != simdjson::SUCCESS) return 1;
+  const TimeNs created = doc["created_ns"].get_int64().value();
+  const TimeNs window_start = doc["window"]["start_ns"].get_int64().value();
+  const TimeNs middle = window_start + doc["window"]["duration_ns"].get_int64().value() / 2;
+  std::vector<double> ack_ms, skew_us, error_us, starts_ns;
+  size_t within_bound = 0, complete = 0;
+  double max_bound_us = 0;
+  for (simdjson::dom::element w : doc["workers"].get_array()) {
+    if (w["acknowledged_ns"].get_int64().value() == 0) continue;  // never heard from
+    ack_ms.push_back((w["acknowledged_ns"].get_int64().value() - created) / 1e6);
+    if (!w["start_skew_ns"].is_null()) {
+      skew_us.push_back(std::abs(w["start_skew_ns"].get_int64().value()) / 1e3);
+      starts_ns.push_back(static_cast<double>(w["start_skew_ns"].get_int64().value()));
+    }
+    if (w["state"].get_string().value() != "complete") continue;
+    ++complete;
+    const int64_t rank = w["rank"].get_int64().value();
+    simdjson::dom::element c = w["clock"];
+    const podscope::common::ClockModel model{c["offset_ns"].get_int64().value(), c["drift_ppb"].get_int64().value(),
+                                             c["reference_ns"].get_int64().value(), c["error_bound_ns"].get_int64().value(),
+                                             podscope::common::ClockSource::kNetwork};
+    const podscope::agent::AgentClock& truth = *clocks[rank / ranks_per_agent];
+    const int64_t error = model.ToAligned(truth.FromHost(middle)) - middle;
+    error_us.push_back(std::abs(error) / 1e3);
+    within_bound += std::abs(error) <= model.error_bound_ns;
+    max_bound_us = std::max(max_bound_us, model.error_bound_ns / 1e3);
+  }
+  const double lead_ms = (window_start - created) / 1e6;
+  const size_t workers = doc["workers"].get_array().size();
+  std::printf("capture %s: %s, %zu/%zu workers complete, %.2f s from request to stored\n", id.c_str(), state.c_str(), complete,
+              workers, capture_s);
+  std::printf("fan-out (request -> agent acknowledged): p50 %.2f ms, p99 %.2f ms, max %.2f ms; lead %.1f ms: %s\n",
+              Percentile(ack_ms, 0.5), Percentile(ack_ms, 0.99), Percentile(ack_ms, 1.0), lead_ms,
+              Percentile(ack_ms, 1.0) < lead_ms ? "all armed within the lead" : "NOT all armed within the lead");
+  // Skew across workers: each worker's start against the median worker's, on the aligned clock;
+  // lateness: against the requested instant (a common delay does not misalign anything).
+  const double median_start = Percentile(starts_ns, 0.5);
+  std::vector<double> spread_us;
+  for (double s : starts_ns) spread_us.push_back(std::abs(s - median_start) / 1e3);
+  std::printf("start skew across workers (vs the median worker, aligned clock): p50 %.1f us, p99 %.1f us, max %.1f us\n",
+              Percentile(spread_us, 0.5), Percentile(spread_us, 0.99), Percentile(spread_us, 1.0));
+  std::printf("start lateness vs the requested instant: p50 %.1f us, p99 %.1f us, max %.1f us\n", Percentile(skew_us, 0.5),
+              Percentile(skew_us, 0.99), Percentile(skew_us, 1.0));
+  std::printf("clock alignment error vs injected truth: p50 %.1f us, p99 %.1f us, max %.1f us; within the reported bound: "
+              "%zu/%zu (max bound %.1f us)\n",
+              Percentile(error_us, 0.5), Percentile(error_us, 0.99), Percentile(error_us, 1.0), within_bound, error_us.size(),
+              max_bound_us);
+  if (coordinator_pid > 0) {
+    std::printf("coordinator during the capture: %.1f%% of a core over %.2f s, peak %.1f MB RSS\n",
+                100 * (capture_after.cpu_seconds - capture_before.cpu_seconds) / capture_s, capture_s, peak_rss / 1e6);
+  }
+  for (auto& a : swarm) a->Stop();
+  return complete == workers ? 0 : 1;
+}
