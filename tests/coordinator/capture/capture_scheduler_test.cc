@@ -122,7 +122,8 @@ TEST_F(CaptureSchedulerTest, SendsEachAgentTheStartInItsOwnClock) {
   auto b = Connect("b", {2, 3}, -7'000'000);
   absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->window_start_ns, kStart + options_.min_lead_ns);
+  // The lead grows with the number of agents.
+  EXPECT_EQ(r->window_start_ns, kStart + options_.min_lead_ns + 2 * options_.lead_per_agent_ns);
   ASSERT_EQ(r->workers.size(), 4u);
   EXPECT_EQ(r->workers[2].agent_id, "b");
   ASSERT_EQ(a->Sent().size(), 1u);
@@ -131,6 +132,22 @@ TEST_F(CaptureSchedulerTest, SendsEachAgentTheStartInItsOwnClock) {
   EXPECT_EQ(ra.ranks_size(), 2);
   EXPECT_EQ(b->Sent()[0].capture().start_agent_ns(), r->window_start_ns - 7'000'000);
   EXPECT_EQ(b->Sent()[0].capture().duration_ns(), 1'000'000'000);
+  // Bursts sized to what the coordinator serves: 2 agents get the most exchanges.
+  EXPECT_EQ(b->Sent()[0].capture().sync_spread_ns(), 100'000'000);
+  // Its only exchange is 10 us good and 250 ms away: within 10 + 25 us at the start, good enough
+  // to skip the burst before the window.
+  EXPECT_EQ(b->Sent()[0].capture().sync_exchanges(), 0u);
+  // The agent's next samples move its start: a sharper model, a sharper start.
+  const TimeNs t = now_.load();
+  // A 2 us round trip that says the offset is 100 us off: it outweighs the 20 us one.
+  const std::vector<ClockSample> sharper = {{t - 7'000'000 + 100'000, t + 1'000, t + 1'000, t + 2'000 - 7'000'000 + 100'000}};
+  aligner_.AddSamples("b", sharper);
+  scheduler_->OnClockUpdated("b");
+  ASSERT_EQ(b->Sent().size(), 2u);
+  EXPECT_EQ(b->Sent()[1].capture().capture_id(), r->id);
+  EXPECT_NEAR(b->Sent()[1].capture().start_agent_ns() - b->Sent()[0].capture().start_agent_ns(), 100'000, 5'000);
+  scheduler_->OnClockUpdated("a");  // nothing new for a: nothing sent
+  EXPECT_EQ(a->Sent().size(), 1u);
   // Durable at once, before any agent could answer.
   EXPECT_EQ(store_->GetCapture(r->id)->state, storage::CaptureState::kPending);
 }
