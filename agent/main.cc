@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "CLI/CLI.hpp"
+#include "common/json_config.h"
 #include "agent/agent.h"
 #include "agent/collector_registry.h"
 #include "agent/collectors/simulated_ranks.h"
@@ -21,25 +22,13 @@ struct Settings {
 
 // The JSON config file; command-line flags win over it.
 bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "cannot read config " + path;
-    return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > (1 << 20)) {
-    *error = "config " + path + " is larger than 1 MiB";
-    return false;
-  }
-  boost::system::error_code ec;
-  boost::json::value root = boost::json::parse(text.str(), ec);
-  if (ec || !root.is_object()) {
-    *error = "config " + path + ": not a JSON object" + (ec ? " (" + ec.message() + ")" : "");
+  absl::StatusOr<boost::json::object> root = podscope::common::ReadJsonConfig(path);
+  if (!root.ok()) {
+    *error = std::string(root.status().message());
     return false;
   }
   try {
-    const boost::json::object& o = root.as_object();
+    const boost::json::object& o = *root;
     auto str = [&o](const char* key, std::string* out) {
       if (o.contains(key)) *out = boost::json::value_to<std::string>(o.at(key));
     };

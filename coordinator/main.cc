@@ -15,6 +15,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "CLI/CLI.hpp"
+#include "common/json_config.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/agents/agent_service.h"
 #include "coordinator/api/live_api.h"
@@ -49,25 +50,13 @@ int64_t NowNs() {
 
 // Reads the JSON config file; flags given on the command line win over it.
 bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "cannot read config " + path;
-    return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > (1 << 20)) {
-    *error = "config " + path + " is larger than 1 MiB";
-    return false;
-  }
-  boost::system::error_code ec;
-  boost::json::value root = boost::json::parse(text.str(), ec);
-  if (ec || !root.is_object()) {
-    *error = "config " + path + ": not a JSON object" + (ec ? " (" + ec.message() + ")" : "");
+  absl::StatusOr<boost::json::object> root = podscope::common::ReadJsonConfig(path);
+  if (!root.ok()) {
+    *error = std::string(root.status().message());
     return false;
   }
   try {
-    const boost::json::object& o = root.as_object();
+    const boost::json::object& o = *root;
     if (o.contains("http")) s->http = boost::json::value_to<std::string>(o.at("http"));
     if (o.contains("grpc")) s->grpc = boost::json::value_to<std::string>(o.at("grpc"));
     if (o.contains("data_dir")) s->data_dir = boost::json::value_to<std::string>(o.at("data_dir"));

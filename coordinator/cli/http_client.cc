@@ -1,5 +1,7 @@
 #include "coordinator/cli/http_client.h"
 
+#include <simdjson.h>
+
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -117,6 +119,16 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
   }
   response.body = raw.substr(header_end + 4);
   return response;
+}
+
+std::string ProblemDetail(const HttpClientResponse& r) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view detail;
+  if (parser.parse(r.body).get(doc) == simdjson::SUCCESS && doc["detail"].get_string().get(detail) == simdjson::SUCCESS) {
+    return common::StrCat("HTTP ", r.status, ": ", detail);
+  }
+  return common::StrCat("HTTP ", r.status, ": ", r.body.substr(0, 500));
 }
 
 }  // namespace podscope::coordinator

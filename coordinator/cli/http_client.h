@@ -30,6 +30,10 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
                                                  const std::string& content_type = "",
                                                  const std::function<void(uint64_t)>& progress = {});
 
+// "HTTP 404: <the problem's detail>" from a problem+json answer, else the status and the
+// start of the body.
+std::string ProblemDetail(const HttpClientResponse& response);
+
 // Percent-encodes a query value.
 std::string UrlEncode(const std::string& value);
 

@@ -20,16 +20,6 @@ int Fail(const std::string& command, const std::string& message) {
   return 1;
 }
 
-std::string Detail(const HttpClientResponse& r) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  std::string_view detail;
-  if (parser.parse(r.body).get(doc) == simdjson::SUCCESS && doc["detail"].get_string().get(detail) == simdjson::SUCCESS) {
-    return common::StrCat("HTTP ", r.status, ": ", detail);
-  }
-  return common::StrCat("HTTP ", r.status, ": ", r.body.substr(0, 500));
-}
-
 std::string Str(simdjson::dom::element e) {
   std::string_view s;
   return e.get_string().get(s) == simdjson::SUCCESS ? std::string(s) : std::string();
@@ -123,7 +113,7 @@ int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
   if (!o.workers_job.empty()) target += "?job=" + UrlEncode(o.workers_job);
   absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", target);
   if (!r.ok()) return Fail("workers", std::string(r.status().message()));
-  if (r->status != 200) return Fail("workers", Detail(*r));
+  if (r->status != 200) return Fail("workers", ProblemDetail(*r));
   if (o.format == "json") {
     std::fwrite(r->body.data(), 1, r->body.size(), stdout);
     return 0;
@@ -174,7 +164,7 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
   body += "}";
   absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "POST", "/v1/captures", body, "application/json");
   if (!r.ok()) return Fail("capture", std::string(r.status().message()));
-  if (r->status != 202) return Fail("capture", Detail(*r));
+  if (r->status != 202) return Fail("capture", ProblemDetail(*r));
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("capture", "unreadable answer");
@@ -195,7 +185,7 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
   while (true) {
     absl::StatusOr<HttpClientResponse> s = HttpRequestTo(*server, "GET", "/v1/captures/" + UrlEncode(id));
     if (!s.ok()) return Fail("capture", std::string(s.status().message()));
-    if (s->status != 200) return Fail("capture", Detail(*s));
+    if (s->status != 200) return Fail("capture", ProblemDetail(*s));
     simdjson::dom::element c;
     if (poll_parser.parse(s->body).get(c) != simdjson::SUCCESS) return Fail("capture", "unreadable answer");
     state = Str(c["state"]);
@@ -232,7 +222,7 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
       absl::StatusOr<HttpClientResponse> rep =
           HttpRequestTo(*server, "GET", common::StrCat("/v1/captures/", UrlEncode(id), "/", report, "?format=table"));
       if (!rep.ok()) return Fail("capture", std::string(rep.status().message()));
-      if (rep->status != 200) return Fail("capture", Detail(*rep));
+      if (rep->status != 200) return Fail("capture", ProblemDetail(*rep));
       std::printf("\n");
       std::fwrite(rep->body.data(), 1, rep->body.size(), stdout);
     }
@@ -241,7 +231,7 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
       absl::StatusOr<HttpClientResponse> t = HttpRequestTo(
           *server, "GET", common::StrCat("/v1/captures/", UrlEncode(id), "/trace?gzip=", gzip ? "true" : "false"));
       if (!t.ok()) return Fail("capture", std::string(t.status().message()));
-      if (t->status != 200) return Fail("capture", Detail(*t));
+      if (t->status != 200) return Fail("capture", ProblemDetail(*t));
       std::FILE* f = std::fopen(o.trace_path.c_str(), "wb");
       if (f == nullptr || std::fwrite(t->body.data(), 1, t->body.size(), f) != t->body.size() || std::fclose(f) != 0) {
         return Fail("capture", common::StrCat("cannot write ", o.trace_path));

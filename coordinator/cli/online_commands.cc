@@ -27,17 +27,6 @@ absl::StatusOr<ServerAddress> Server(const OnlineOptions& o) {
   return ParseServerUrl(o.server);
 }
 
-// The "detail" of a problem+json body, or the body itself.
-std::string ProblemDetail(const HttpClientResponse& r) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  std::string_view detail;
-  if (parser.parse(r.body).get(doc) == simdjson::SUCCESS && doc["detail"].get_string().get(detail) == simdjson::SUCCESS) {
-    return common::StrCat("HTTP ", r.status, ": ", detail);
-  }
-  return common::StrCat("HTTP ", r.status, ": ", r.body.substr(0, 500));
-}
-
 }  // namespace
 
 OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
