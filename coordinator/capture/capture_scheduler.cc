@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/chunk_codec.h"
+#include "coordinator/clock/collective_refinement.h"
 #include "common/str_util.h"
 #include "podscope/v1/trace.pb.h"
 #include "spdlog/spdlog.h"
@@ -317,7 +318,6 @@ void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::Ca
     WorkerRecord& w = c.record.workers[i];
     if (w.agent_id != agent_id) continue;  // another agent's worker: ignore
     const Phase current = c.workers[i].phase;
-    if (current == Phase::kUploaded || current == Phase::kFailed || current == Phase::kCancelled) continue;
     // Converts agent-clock instants with the agent's model (frozen once the window is over).
     auto aligned = [&](TimeNs agent_ns) -> TimeNs {
       if (agent_ns == 0) return 0;
@@ -325,6 +325,17 @@ void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::Ca
       absl::StatusOr<common::ClockModel> m = aligner_.Model(agent_id);
       return m.ok() ? m->ToAligned(agent_ns) : agent_ns;
     };
+    // Uploads travel on their own streams and can overtake the status saying the window is
+    // over: a worker already uploaded still takes its window and counts from it.
+    if (current == Phase::kUploaded && w.actual_stop_ns == 0 &&
+        (ws.phase() == v1::WORKER_PHASE_COLLECTED || ws.phase() == v1::WORKER_PHASE_UPLOADED)) {
+      w.actual_start_ns = aligned(ws.actual_start_ns());
+      w.actual_stop_ns = aligned(ws.actual_stop_ns());
+      w.events = ws.events();
+      w.dropped_events = ws.dropped_events();
+      c.dirty = true;
+    }
+    if (current == Phase::kUploaded || current == Phase::kFailed || current == Phase::kCancelled) continue;
     if (w.acknowledged_ns == 0) w.acknowledged_ns = now_();
     switch (ws.phase()) {
       case v1::WORKER_PHASE_ARMED:
@@ -540,7 +551,12 @@ void CaptureScheduler::Loop() {
         spdlog::error("capture {}: saving progress: {}", r.id, std::string(s.message()));
       }
     }
-    for (const CaptureRecord& r : finished) Store(r);
+    for (CaptureRecord& r : finished) {
+      if (options_.refine_with_collectives && (r.state == CaptureState::kComplete || r.state == CaptureState::kPartial)) {
+        RefineClocks(r);
+      }
+      Store(r);
+    }
     lock.lock();
   }
 }
@@ -590,6 +606,7 @@ CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
   }
   r.updated_ns = now_();
   ++r.generation;
+  // Answerable from memory at once (the store follows, after any clock refinement).
   if (recent_.size() >= kRecent) recent_.erase(recent_.begin());
   recent_[r.id] = r;
   spdlog::info("capture {} {}: {} of {} workers uploaded, {} events{}{}", r.id, storage::CaptureStateName(r.state), uploaded,
@@ -601,6 +618,63 @@ void CaptureScheduler::Store(const CaptureRecord& record) {
   if (absl::Status s = store_.PutCapture(record); !s.ok()) {
     spdlog::error("capture {}: saving its final record: {}", record.id, std::string(s.message()));
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (recent_.size() >= kRecent && !recent_.count(record.id)) recent_.erase(recent_.begin());
+  recent_[record.id] = record;
+}
+
+void CaptureScheduler::RefineClocks(CaptureRecord& record) {
+  std::map<uint32_t, size_t> by_index;
+  std::set<std::string> agents;
+  for (size_t i = 0; i < record.workers.size(); ++i) {
+    by_index[record.workers[i].worker_index] = i;
+    if (record.workers[i].clock.source == common::ClockSource::kNetwork) agents.insert(record.workers[i].agent_id);
+  }
+  if (agents.size() < 2) return;
+  // The stored events with this (not yet stored) record's network models.
+  common::Capture capture;
+  std::vector<std::string> domain_by_rank_order;
+  absl::Status read = store_.ReadWorkers(record.id, [&](uint32_t index, common::WorkerTrace trace) {
+    auto it = by_index.find(index);
+    if (it == by_index.end()) return absl::OkStatus();
+    trace.clock = record.workers[it->second].clock;
+    capture.workers.push_back(std::move(trace));
+    return absl::OkStatus();
+  });
+  if (!read.ok()) {
+    spdlog::warn("capture {}: clock refinement skipped: {}", record.id, std::string(read.message()));
+    return;
+  }
+  std::map<int32_t, std::string> agent_of_rank;
+  for (const WorkerRecord& w : record.workers) agent_of_rank[w.rank] = w.agent_id;
+  const common::CaptureView view(capture);
+  std::vector<std::string> domains;
+  for (size_t i = 0; i < view.size(); ++i) domains.push_back(agent_of_rank[view.worker(i).info.rank]);
+  std::map<std::string, DomainCorrection> applied;
+  for (DomainCorrection& c : RefineWithCollectives(view, domains)) {
+    if (c.applied && !c.domain.empty()) applied.emplace(c.domain, c);
+  }
+  if (applied.empty()) return;
+  ++record.generation;  // cached analyses of the network-aligned capture are stale now
+  int64_t largest = 0;
+  for (WorkerRecord& w : record.workers) {
+    auto it = applied.find(w.agent_id);
+    if (it == applied.end() || w.clock.source != common::ClockSource::kNetwork) continue;
+    const common::ClockModel network = w.clock;
+    w.clock.offset_ns += it->second.correction_ns;
+    w.clock.drift_ppb += it->second.drift_correction_ppb;
+    w.clock.source = common::ClockSource::kCollective;
+    // The window as the worker saw it, on the refined clock.
+    for (int64_t* t : {&w.actual_start_ns, &w.actual_stop_ns}) {
+      if (*t != 0) *t = w.clock.ToAligned(network.ToLocal(*t));
+    }
+    // Relative to the pod's common clock, which is what comparing workers needs; the pod as a
+    // whole stays where the network placed it.
+    w.clock.error_bound_ns = 3 * it->second.spread_ns + 1'000;
+    largest = std::max<int64_t>(largest, std::llabs(it->second.correction_ns));
+  }
+  spdlog::info("capture {}: clocks of {} agents refined from collectives (largest correction {:.1f} us)", record.id,
+               applied.size(), largest / 1e3);
 }
 
 }  // namespace podscope::coordinator

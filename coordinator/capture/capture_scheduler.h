@@ -48,6 +48,7 @@ struct SchedulerOptions {
   double clock_exchanges_per_second = 20'000;
   int64_t good_enough_bound_ns = 50'000;
   int max_sync_exchanges = 8;
+  bool refine_with_collectives = true;
 };
 
 struct CaptureSpec {
@@ -133,6 +134,9 @@ class CaptureScheduler {
   // stays answerable from memory (recent_) until it is in the store.
   storage::CaptureRecord FinalRecord(LiveCapture& c);  // under mu_
   void Store(const storage::CaptureRecord& record);
+  // Collective-based refinement of a finished capture's clocks (DESIGN §4.3), when its workers
+  // span several agents: reads the stored events, moves the record's models. Before Store().
+  void RefineClocks(storage::CaptureRecord& record);
   static std::string_view PhaseName(Phase p);
   static std::optional<Phase> PhaseFromName(std::string_view name);
 

@@ -130,8 +130,17 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
   WaitForAgents(4);
   const std::string id = StartCapture(R"({"job": "demo", "duration_ms": 1500})");
   ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 30'000), "complete") << coordinator_->Log();
-
-  simdjson::dom::element capture = Capture(id);
+  // The agents share communicators, so the collectives refine every clock (DESIGN §4.3).
+  simdjson::dom::element capture;
+  for (int i = 0; i < 200; ++i) {
+    capture = Capture(id);
+    size_t refined = 0;
+    for (simdjson::dom::element w : capture["workers"].get_array()) {
+      refined += w["clock"]["source"].get_string().value() == "collective";
+    }
+    if (refined == 32) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   const TimeNs window_start = capture["window"]["start_ns"].get_int64().value();
   const TimeNs window_end = window_start + capture["window"]["duration_ns"].get_int64().value();
   const TimeNs middle = window_start + (window_end - window_start) / 2;
@@ -143,28 +152,40 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
     const int64_t rank = w["rank"].get_int64().value();
     EXPECT_EQ(w["state"].get_string().value(), "complete");
     EXPECT_GT(w["events"].get_uint64().value(), 1000u);
-    // Every worker started within a few milliseconds of the requested instant.
-    EXPECT_LT(std::abs(w["start_skew_ns"].get_int64().value()), 5'000'000) << "rank " << rank;
+    // Every worker started close to the requested instant (generous: CI machines are loaded,
+    // and sanitizers slow the daemons; bench/scale.sh measures the real skew).
+    EXPECT_LT(std::abs(w["start_skew_ns"].get_int64().value()), 50'000'000) << "rank " << rank;
     simdjson::dom::element clock = w["clock"];
-    EXPECT_EQ(clock["source"].get_string().value(), "network");
+    EXPECT_EQ(clock["source"].get_string().value(), "collective") << "rank " << rank;
     common::ClockModel m{clock["offset_ns"].get_int64().value(), clock["drift_ppb"].get_int64().value(),
                          clock["reference_ns"].get_int64().value(), clock["error_bound_ns"].get_int64().value(),
-                         common::ClockSource::kNetwork};
+                         common::ClockSource::kCollective};
     EXPECT_GT(m.error_bound_ns, 0);
-    EXPECT_LT(m.error_bound_ns, 2'000'000) << "rank " << rank;
+    EXPECT_LT(m.error_bound_ns, 100'000) << "rank " << rank;
     models[rank] = m;
     actual[rank] = {w["actual_start_ns"].get_int64().value(), w["actual_stop_ns"].get_int64().value()};
   }
   ASSERT_EQ(workers, 32u);
 
-  // The injected offsets and drifts are recovered within the reported bound: at the window's
-  // start, middle and end, the model maps each agent's reading back onto the true instant.
-  for (int a = 0; a < 4; ++a) {
-    const agent::AgentClock truth = AgentSkew(*agents_[a]);
-    for (TimeNs at : {window_start, middle, window_end}) {
+  // The injected offsets and drifts are recovered within the reported bounds: at the window's
+  // start, middle and end, each agent's reading maps back onto the true instant up to an error
+  // common to the pod (where the network placed it, within a millisecond here), and any two
+  // agents agree within the sum of their bounds (refined bounds are relative to the pod's clock).
+  std::vector<agent::AgentClock> truths;
+  for (int a = 0; a < 4; ++a) truths.push_back(AgentSkew(*agents_[a]));
+  for (TimeNs at : {window_start, middle, window_end}) {
+    std::vector<int64_t> errors;
+    for (int a = 0; a < 4; ++a) {
       const common::ClockModel& m = models[8 * a];
-      const int64_t error = m.ToAligned(truth.FromHost(at)) - at;
-      EXPECT_LE(std::abs(error), m.error_bound_ns) << "agent a" << a << ": " << error << " ns off, bound " << m.error_bound_ns;
+      errors.push_back(m.ToAligned(truths[a].FromHost(at)) - at);
+      EXPECT_LT(std::abs(errors.back()), 1'000'000) << "agent a" << a;
+    }
+    for (int a = 0; a < 4; ++a) {
+      for (int b = a + 1; b < 4; ++b) {
+        const int64_t bound = models[8 * a].error_bound_ns + models[8 * b].error_bound_ns;
+        EXPECT_LE(std::abs(errors[a] - errors[b]), bound)
+            << "agents a" << a << " and a" << b << " disagree by " << errors[a] - errors[b] << " ns, bounds sum " << bound;
+      }
     }
   }
 
@@ -201,8 +222,8 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
     inside(w.runtime_calls.start, "runtime call");
     inside(w.collectives.kernel_end, "collective end");
     inside(w.steps.start, "step start");
-    EXPECT_LT(std::abs(start - window_start), 5'000'000);
-    EXPECT_LT(std::abs(stop - window_end), 5'000'000);
+    EXPECT_LT(std::abs(start - window_start), 50'000'000);
+    EXPECT_LT(std::abs(stop - window_end), 50'000'000);
   }
 }
 

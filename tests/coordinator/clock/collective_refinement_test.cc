@@ -1,0 +1,78 @@
+#include "coordinator/clock/collective_refinement.h"
+
+#include <gtest/gtest.h>
+
+namespace podscope::coordinator {
+namespace {
+
+using common::TimeNs;
+
+// A worker whose `collectives` AllReduces all truly end at 1 s + k ms, seen through a network
+// model that is `error` ns off (its aligned ends are late by `error`).
+common::WorkerTrace Worker(int32_t rank, int64_t error, int64_t bound, int collectives = 20) {
+  common::WorkerTrace w;
+  w.info.rank = rank;
+  w.clock = common::ClockModel{1'000'000, 0, 0, bound, common::ClockSource::kNetwork};
+  const common::NameId comm = w.strings.Intern("pg0");
+  const common::NameId none = w.strings.Intern("");
+  common::CollectiveTable& c = w.collectives;
+  for (int k = 0; k < collectives; ++k) {
+    const TimeNs end = 1'000'000'000 + k * 1'000'000 - 1'000'000 + error;  // local: aligned - offset
+    c.communicator.push_back(comm);
+    c.rank.push_back(rank);
+    c.nranks.push_back(6);
+    c.op.push_back(common::CollectiveOp::kAllReduce);
+    c.sequence.push_back(k);
+    c.count.push_back(1);
+    c.dtype.push_back(none);
+    c.bytes.push_back(4);
+    c.algorithm.push_back(none);
+    c.protocol.push_back(none);
+    c.channels.push_back(1);
+    c.enqueue.push_back(end - 500'000);
+    c.kernel_start.push_back(end - 400'000);
+    c.kernel_end.push_back(end);
+    c.correlation.push_back(k);
+  }
+  return w;
+}
+
+TEST(CollectiveRefinementTest, DomainsMoveTogetherAroundTheirMean) {
+  // Agents a, b, c with network errors 0, +40 us, -10 us; two workers each.
+  std::vector<common::WorkerTrace> workers = {Worker(0, 0, 50'000),      Worker(1, 0, 50'000),
+                                              Worker(2, 40'000, 50'000), Worker(3, 40'000, 50'000),
+                                              Worker(4, -10'000, 50'000), Worker(5, -10'000, 50'000)};
+  std::vector<const common::WorkerTrace*> pointers;
+  for (const auto& w : workers) pointers.push_back(&w);
+  const std::vector<std::string> domains = {"a", "a", "b", "b", "c", "c"};
+  std::vector<DomainCorrection> c = RefineWithCollectives(common::CaptureView(pointers), domains);
+  ASSERT_EQ(c.size(), 3u);
+  // Residuals against each collective's median end: 0, +40, -10 us; their mean, +10 us, stays.
+  EXPECT_EQ(c[0].domain, "a");
+  EXPECT_TRUE(c[0].applied);
+  EXPECT_EQ(c[0].correction_ns, 10'000);
+  EXPECT_EQ(c[1].correction_ns, -30'000);
+  EXPECT_EQ(c[2].correction_ns, 20'000);
+  EXPECT_EQ(c[1].matches, 20u);
+  EXPECT_EQ(c[1].spread_ns, 0);
+}
+
+TEST(CollectiveRefinementTest, CorrectionsBeyondTheNetworkBoundAreNotApplied) {
+  std::vector<common::WorkerTrace> workers = {Worker(0, 0, 50'000), Worker(1, 40'000, 20'000), Worker(2, -10'000, 50'000)};
+  std::vector<const common::WorkerTrace*> pointers;
+  for (const auto& w : workers) pointers.push_back(&w);
+  std::vector<DomainCorrection> c = RefineWithCollectives(common::CaptureView(pointers), {"a", "b", "c"});
+  EXPECT_TRUE(c[0].applied);
+  EXPECT_FALSE(c[1].applied);  // -30 us against a 20 us network bound: the network model stays
+  EXPECT_TRUE(c[2].applied);
+}
+
+TEST(CollectiveRefinementTest, TooFewSharedCollectivesOrOneDomainChangeNothing) {
+  std::vector<common::WorkerTrace> few = {Worker(0, 0, 50'000, 5), Worker(1, 40'000, 50'000, 5)};
+  std::vector<const common::WorkerTrace*> pointers = {&few[0], &few[1]};
+  for (const DomainCorrection& c : RefineWithCollectives(common::CaptureView(pointers), {"a", "b"})) EXPECT_FALSE(c.applied);
+  for (const DomainCorrection& c : RefineWithCollectives(common::CaptureView(pointers), {"a", "a"})) EXPECT_FALSE(c.applied);
+}
+
+}  // namespace
+}  // namespace podscope::coordinator
