@@ -5,7 +5,7 @@
 // truth (optionally through a delay/jitter-injecting proxy), and the coordinator's CPU and
 // memory while idle and during the capture.
 //
-//   podscope_agent_swarm --grpc 127.0.0.1:50051 --server http://127.0.0.1:8080 \
+//   podscope_agent_swarm --grpc 127.0.0.1:50051 --server http://127.0.0.1:8080
 //       --coordinator-pid PID --agents 1024 [--jitter-ms 1 --delay-ms 0.2]
 #include <simdjson.h>
 #include <signal.h>
