@@ -201,6 +201,16 @@ void CaptureRun::Run() {
   // Drain first: collectors may work hard on it (the simulated one does), and an exchange
   // taken while the host is busy is a poor one. The clock samples after the window go up before
   // the status that says it is over, so the coordinator fits this worker's model with them.
+  // The window is over: say so now (draining can take a while), so the coordinator holds this
+  // worker to the upload deadline rather than the end-of-window one.
+  {
+    const TimeNs stopped = clock_.Now();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [rank, w] : workers_) {
+      if (w.phase() == v1::WORKER_PHASE_CAPTURING) w.set_actual_stop_ns(stopped);
+    }
+  }
+  Report();
   DrainAndSpool();
   if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(0, spread)(rng))) return FinishCancelled();
   if (hooks_.sync_clock) hooks_.sync_clock("after capture", std::max(exchanges, 1));

@@ -346,6 +346,7 @@ void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::Ca
           w.actual_start_ns = aligned(ws.actual_start_ns());
           SetPhase(c, i, Phase::kCapturing);
         }
+        if (ws.actual_stop_ns() != 0) c.workers[i].stopped = true;
         break;
       case v1::WORKER_PHASE_COLLECTED:
       case v1::WORKER_PHASE_UPLOADED:
@@ -506,11 +507,11 @@ void CaptureScheduler::CheckDeadlines(LiveCapture& c, TimeNs now) {
     const char* gone = registry_.IsConnected(agent) ? "" : " (disconnected)";
     if (p == Phase::kPending && now >= start) {
       Fail(c, i, common::StrCat("agent ", agent, gone, " did not acknowledge the capture before its start time"));
-    } else if ((p == Phase::kPending || p == Phase::kArmed || p == Phase::kCapturing) &&
+    } else if ((p == Phase::kPending || p == Phase::kArmed || p == Phase::kCapturing) && !c.workers[i].stopped &&
                now >= stop + options_.capture_grace_ns) {
       Fail(c, i, common::StrCat("agent ", agent, gone, " did not report the end of the window within ",
                                 options_.capture_grace_ns / 1'000'000, " ms of it"));
-    } else if (p == Phase::kCollected && now >= stop + options_.upload_timeout_ns) {
+    } else if ((p == Phase::kCollected || c.workers[i].stopped) && now >= stop + options_.upload_timeout_ns) {
       Fail(c, i, common::StrCat("agent ", agent, gone, " did not finish uploading within ",
                                 options_.upload_timeout_ns / 1'000'000, " ms of the window's end (",
                                 c.workers[i].received_count, " chunks stored)"));

@@ -101,6 +101,8 @@ class CaptureScheduler {
     uint64_t received_bytes = 0;
     // Every chunk is stored; the worker is uploaded once its clock model is known too.
     bool chunks_complete = false;
+    // The agent said the window is over (it may still be draining): the upload deadline applies.
+    bool stopped = false;
   };
   struct LiveCapture {
     storage::CaptureRecord record;

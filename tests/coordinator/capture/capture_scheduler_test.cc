@@ -126,8 +126,9 @@ TEST_F(CaptureSchedulerTest, SendsEachAgentTheStartInItsOwnClock) {
   EXPECT_EQ(r->window_start_ns, kStart + options_.min_lead_ns + 2 * options_.lead_per_agent_ns);
   ASSERT_EQ(r->workers.size(), 4u);
   EXPECT_EQ(r->workers[2].agent_id, "b");
-  ASSERT_EQ(a->Sent().size(), 1u);
-  const v1::CaptureRequest& ra = a->Sent()[0].capture();
+  const std::vector<v1::CoordinatorMessage> sent_a = a->Sent();  // a copy: Sent() returns by value
+  ASSERT_EQ(sent_a.size(), 1u);
+  const v1::CaptureRequest& ra = sent_a[0].capture();
   EXPECT_EQ(ra.start_agent_ns(), r->window_start_ns + 5'000'000);
   EXPECT_EQ(ra.ranks_size(), 2);
   EXPECT_EQ(b->Sent()[0].capture().start_agent_ns(), r->window_start_ns - 7'000'000);
