@@ -65,6 +65,7 @@ double Percentile(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   CLI::App app{"podscope_agent_swarm: many simulated agents against one coordinator"};
   std::string grpc = "127.0.0.1:50051", server_url = "http://127.0.0.1:8080", job = "swarm";
+  int sim_world = 32;
   int agents = 1024, first_agent = 0, total_agents = 0, ranks_per_agent = 1, coordinator_pid = 0, duration_ms = 1000, idle_seconds = 10, clock_burst = 8;
   double jitter_ms = 0, delay_ms = 0, max_offset_ms = 50, max_drift_ppm = 50;
   uint64_t seed = 1;
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-offset-ms", max_offset_ms, "agents' clocks are offset uniformly within +-this");
   app.add_option("--max-drift-ppm", max_drift_ppm, "and drift within +-this");
   app.add_option("--seed", seed);
+  app.add_option("--sim-world", sim_world, "ranks actually simulated; rank r serves rank r mod this (0: all)");
   app.add_option("--job", job);
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
     spec.world = world;
     spec.job = job;
     spec.profile = "light";
+    spec.sim_world = sim_world;
     std::vector<std::unique_ptr<podscope::agent::Collector>> collectors;
     const std::string host = podscope::common::StrCat("sim-", i);
     collectors.push_back(std::make_unique<podscope::agent::SimulatedRanksCollector>(spec, host, *clocks[i]));

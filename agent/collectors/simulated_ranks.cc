@@ -121,13 +121,16 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
       }
     } else if (key == "drift-ppm") {
       if (!ParseDouble(value, &spec.drift_ppm) || std::abs(spec.drift_ppm) > 500) return bad("expected ppm within +-500");
+    } else if (key == "sim-world") {
+      if (!ParseInt(value, &n) || n < 1 || n > 65536) return bad("sim-world must be in 1..65536");
+      spec.sim_world = static_cast<int32_t>(n);
     } else if (key == "profile") {
       if (value != "default" && value != "light") return bad("profile is default or light");
       spec.profile = std::string(value);
     } else {
       return absl::InvalidArgumentError(common::StrCat(
           "--simulate: unknown key \"", key,
-          "\" (known: ranks, world, job, seed, straggler, clock-offset-ms, drift-ppm, profile)"));
+          "\" (known: ranks, world, job, seed, straggler, clock-offset-ms, drift-ppm, profile, sim-world)"));
     }
   }
   if (!world_given) spec.world = spec.last_rank + 1;
@@ -135,8 +138,10 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
     return absl::InvalidArgumentError(
         common::StrCat("--simulate: ranks ", spec.first_rank, "-", spec.last_rank, " do not fit in world=", spec.world));
   }
+  if (spec.sim_world > spec.world) spec.sim_world = 0;
+  const int32_t simulated = spec.sim_world > 0 ? spec.sim_world : spec.world;
   for (const sim::Slowdown& s : spec.stragglers) {
-    if (s.rank >= spec.world) {
+    if (s.rank >= simulated) {
       return absl::InvalidArgumentError(common::StrCat("--simulate: straggler rank ", s.rank, " is not below world=", spec.world));
     }
   }
@@ -145,8 +150,8 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
 
 SimulatedRanksCollector::SimulatedRanksCollector(SimulationSpec spec, std::string host, const AgentClock& clock)
     : spec_(std::move(spec)), host_(std::move(host)), clock_(clock) {
-  base_.ranks = spec_.world;
-  base_.ranks_per_host = spec_.world;
+  base_.ranks = spec_.sim_world > 0 ? spec_.sim_world : spec_.world;
+  base_.ranks_per_host = base_.ranks;
   base_.job = spec_.job;
   base_.slowdowns = spec_.stragglers;
   if (spec_.profile == "light") {
@@ -199,7 +204,7 @@ absl::Status SimulatedRanksCollector::Stop(std::string_view capture_id) {
 }
 
 std::shared_ptr<const sim::Workload> SimulatedRanksCollector::Segment(int64_t k) const {
-  std::string key = common::StrCat(spec_.job, "|", spec_.seed, "|", spec_.world, "|", spec_.profile, "|", k);
+  std::string key = common::StrCat(spec_.job, "|", spec_.seed, "|", base_.ranks, "|", spec_.profile, "|", k);
   for (const sim::Slowdown& s : spec_.stragglers) {
     common::StrAppend(&key, "|", s.rank, ":", s.factor, ":", sim::SlowdownKindName(s.kind));
   }
@@ -246,8 +251,10 @@ std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsBetween(int32_t 
   std::vector<common::WorkerTrace> pieces;
   for (int64_t k = begin / kSegmentNs; k <= end / kSegmentNs; ++k) {
     std::shared_ptr<const sim::Workload> segment = Segment(k);
-    common::WorkerTrace piece = segment->capture.workers[rank];
+    common::WorkerTrace piece = segment->capture.workers[rank % base_.ranks];
     common::KeepWindow(begin, end, &piece);
+    piece.info.rank = rank;
+    piece.info.world_size = spec_.world;
     common::MapTimes(clock_.skew(), &piece);
     piece.info.host = host_;
     piece.info.local_rank = rank - spec_.first_rank;

@@ -21,7 +21,7 @@
 namespace podscope::agent {
 
 // --simulate ranks=0-7,world=32,job=J,seed=S,straggler=RANK:FACTOR[:kind],clock-offset-ms=X,
-//            drift-ppm=Y,profile=default|light
+//            drift-ppm=Y,profile=default|light,sim-world=N
 struct SimulationSpec {
   int32_t first_rank = 0, last_rank = 7;
   int32_t world = 8;
@@ -31,6 +31,10 @@ struct SimulationSpec {
   double clock_offset_ms = 0;  // of this agent's clock against the host's
   double drift_ppm = 0;
   std::string profile = "default";  // "light": a tenth of the kernels (scale tests)
+  // Simulate a job of this many ranks and serve rank r with rank r mod sim_world's timeline
+  // (0: the whole world). For scale tests, where simulating thousands of ranks in every agent
+  // process would cost more than the agents.
+  int32_t sim_world = 0;
 };
 absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text);
 

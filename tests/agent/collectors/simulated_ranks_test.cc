@@ -135,3 +135,31 @@ TEST(SimulatedRanksTest, CaptureLifecycleAndLimits) {
 
 }  // namespace
 }  // namespace podscope::agent
+
+namespace podscope::agent {
+namespace {
+
+TEST(SimulatedRanksTest, SimWorldServesManyRanksFromASmallerJob) {
+  absl::StatusOr<SimulationSpec> spec = ParseSimulationSpec("ranks=40-41,world=64,sim-world=32,profile=light,seed=3");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->sim_world, 32);
+  EXPECT_FALSE(ParseSimulationSpec("world=64,sim-world=8,straggler=9:2").ok());  // beyond the simulated job
+  const AgentClock clock;
+  SimulatedRanksCollector big(*spec, "n", clock);
+  SimulationSpec small_spec = *spec;
+  small_spec.world = 32;
+  small_spec.sim_world = 0;
+  small_spec.first_rank = small_spec.last_rank = 8;
+  SimulatedRanksCollector small(small_spec, "n", clock);
+  const TimeNs begin = 448'750'000LL * SimulatedRanksCollector::kSegmentNs + 500'000'000, end = begin + 500'000'000;
+  std::vector<common::WorkerTrace> served = big.EventsBetween(40, begin, end);
+  std::vector<common::WorkerTrace> original = small.EventsBetween(8, begin, end);
+  ASSERT_EQ(served.size(), 1u);
+  ASSERT_EQ(original.size(), 1u);
+  EXPECT_EQ(served[0].info.rank, 40);
+  EXPECT_EQ(served[0].info.world_size, 64);
+  EXPECT_EQ(served[0].kernels.start, original[0].kernels.start);  // rank 40 runs rank 8's timeline
+}
+
+}  // namespace
+}  // namespace podscope::agent
