@@ -118,10 +118,12 @@ void CaptureRun::FinishCancelled() {
       w.set_error(cancel_reason_);
     }
     spool_.clear();
-    finished_ = true;
   }
   spdlog::info("capture {} cancelled: {}", request_.capture_id(), cancel_reason_);
+  // The last status goes up before the run counts as finished, so whoever waits for it sees it.
   Report();
+  std::lock_guard<std::mutex> lock(mu_);
+  finished_ = true;
 }
 
 void CaptureRun::Run() {
@@ -229,9 +231,10 @@ void CaptureRun::Run() {
         if (!Terminal(w.phase())) w.set_phase(v1::WORKER_PHASE_CANCELLED), w.set_error(cancel_reason_);
       }
     }
-    finished_ = true;
   }
   Report();
+  std::lock_guard<std::mutex> lock(mu_);
+  finished_ = true;
 }
 
 void CaptureRun::DrainAndSpool() {
