@@ -2,8 +2,6 @@
 #include <signal.h>
 
 #include <boost/json.hpp>
-#include <fstream>
-#include <sstream>
 
 #include "CLI/CLI.hpp"
 #include "common/json_config.h"
@@ -58,7 +56,7 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", coordinator, "the coordinator's gRPC address HOST:PORT [127.0.0.1:50051]");
   app.add_option("--simulate", simulate,
                  "serve simulated ranks: ranks=0-7,world=32,job=J,seed=S,straggler=RANK:FACTOR[:compute|input|launch],"
-                 "clock-offset-ms=X,drift-ppm=Y,profile=default|light");
+                 "clock-offset-ms=X,drift-ppm=Y,profile=default|light,sim-world=N");
   app.add_option("--agent-id", agent_id, "this agent's id [HOST-PID]");
   app.add_option("--host", host, "host name to report [the machine's]");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error [info]");
