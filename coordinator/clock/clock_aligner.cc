@@ -6,10 +6,12 @@ namespace podscope::coordinator {
 
 void ClockAligner::AddSamples(std::string_view agent_id, std::span<const ClockSample> samples) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = samples_.find(agent_id);
-  if (it == samples_.end()) it = samples_.emplace(std::string(agent_id), std::deque<ClockSample>()).first;
-  std::deque<ClockSample>& kept = it->second;
+  auto it = agents_.find(agent_id);
+  if (it == agents_.end()) it = agents_.emplace(std::string(agent_id), Agent()).first;
+  Agent& agent = it->second;
+  std::deque<ClockSample>& kept = agent.samples;
   for (const ClockSample& s : samples) kept.push_back(s);
+  ++agent.version;
   if (kept.empty()) return;
   const TimeNs newest = kept.back().t2;
   while (kept.size() > options_.max_samples_per_agent ||
@@ -20,30 +22,39 @@ void ClockAligner::AddSamples(std::string_view agent_id, std::span<const ClockSa
 
 absl::StatusOr<ClockFit> ClockAligner::Fit(std::string_view agent_id) const {
   std::vector<ClockSample> copy;
+  uint64_t version = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = samples_.find(agent_id);
-    if (it == samples_.end() || it->second.empty()) {
+    auto it = agents_.find(agent_id);
+    if (it == agents_.end() || it->second.samples.empty()) {
       return absl::FailedPreconditionError(common::StrCat("agent ", agent_id, " has not synchronised its clock yet"));
     }
-    copy.assign(it->second.begin(), it->second.end());
+    if (it->second.fit && it->second.fit_version == it->second.version) return *it->second.fit;
+    copy.assign(it->second.samples.begin(), it->second.samples.end());
+    version = it->second.version;
   }
+  // Fitted outside the lock; whoever fits the newest samples first caches it.
   absl::StatusOr<ClockFit> fit = FitClock(copy, options_.fit);
   if (!fit.ok()) {
     return absl::FailedPreconditionError(common::StrCat("agent ", agent_id, ": ", std::string(fit.status().message())));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = agents_.find(agent_id); it != agents_.end() && it->second.version == version) {
+    it->second.fit = std::make_shared<const ClockFit>(*fit);
+    it->second.fit_version = version;
   }
   return fit;
 }
 
 size_t ClockAligner::SampleCount(std::string_view agent_id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = samples_.find(agent_id);
-  return it == samples_.end() ? 0 : it->second.size();
+  auto it = agents_.find(agent_id);
+  return it == agents_.end() ? 0 : it->second.samples.size();
 }
 
 void ClockAligner::Forget(std::string_view agent_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = samples_.find(agent_id); it != samples_.end()) samples_.erase(it);
+  if (auto it = agents_.find(agent_id); it != agents_.end()) agents_.erase(it);
 }
 
 }  // namespace podscope::coordinator

@@ -3,12 +3,13 @@
 #pragma once
 
 #include <deque>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <map>
 #include "coordinator/clock/clock_fit.h"
 
 namespace podscope::coordinator {
@@ -36,9 +37,17 @@ class ClockAligner {
   void Forget(std::string_view agent_id);
 
  private:
+  struct Agent {
+    std::deque<ClockSample> samples;
+    uint64_t version = 0;  // bumped by every AddSamples
+    // The fit of `fit_version`: fits are asked for far more often (every capture, every
+    // status page, every resync check) than samples arrive.
+    std::shared_ptr<const ClockFit> fit;
+    uint64_t fit_version = 0;
+  };
   ClockAlignerOptions options_;
   mutable std::mutex mu_;
-  std::map<std::string, std::deque<ClockSample>, std::less<>> samples_;
+  mutable std::map<std::string, Agent, std::less<>> agents_;
 };
 
 }  // namespace podscope::coordinator

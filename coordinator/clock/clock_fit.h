@@ -32,8 +32,9 @@ struct ClockFitOptions {
   int64_t min_drift_span_ns = 500'000'000;
   // Fitted drifts beyond this are not physical (crystal clocks are within ~100 ppm).
   int64_t max_drift_ppb = 500'000;
-  // The true drift is within this (crystal tolerance); the anchors usually bound the model's
-  // drift error much tighter. Never trust a drift to better than min_drift_tolerance_ppb.
+  // The true drift is within this (crystal tolerance): the prior of the feasible-lines fit,
+  // and the least-squares fit's drift error when its anchors say nothing tighter. Never trust
+  // a least-squares drift to better than min_drift_tolerance_ppb.
   int64_t unfitted_drift_tolerance_ppb = 100'000;
   int64_t min_drift_tolerance_ppb = 1'000;
 };
@@ -46,22 +47,45 @@ struct ClockAnchor {
   int64_t residual = 0;
 };
 
+// One corner of the set of clock lines every exchange allows: offset `a` (ns, coordinator
+// minus agent, at the model's reference instant) and slope `b` (ns per ns of agent time).
+struct ClockLine {
+  double a = 0;
+  double b = 0;
+};
+
+enum class ClockFitMethod {
+  // The lines no exchange rules out (each exchange's request cannot arrive before it was
+  // sent, nor its reply): the model is the middle of that set, the bound its exact extent.
+  kFeasibleLines,
+  // The exchanges contradict every line (a stepped or wandering clock): weighted least
+  // squares over the fastest exchanges of each burst, bounded through anchors.
+  kLeastSquares,
+};
+
 struct ClockFit {
   // Maps the agent's clock onto the coordinator's: aligned = agent + offset + drift term
-  // around the newest sample. Fitted by least squares over the kept exchanges, each weighted
-  // by 1 / round trip^2, so a few fast exchanges outweigh many queued ones.
-  common::ClockModel model;  // error_bound_ns: the bound at the newest kept sample
-  TimeNs first_ns = 0, last_ns = 0;  // agent-clock span of the kept samples
+  // around the newest sample.
+  common::ClockModel model;  // error_bound_ns: the bound at the newest sample
+  ClockFitMethod method = ClockFitMethod::kFeasibleLines;
+  TimeNs first_ns = 0, last_ns = 0;  // agent-clock span of the samples used
   bool drift_fitted = false;
-  int64_t drift_tolerance_ppb = 0;
-  std::vector<ClockAnchor> anchors;
+  int64_t drift_tolerance_ppb = 0;  // how far the true drift may be from the model's
+  std::vector<ClockLine> corners;   // kFeasibleLines: the corners of the feasible set
+  std::vector<ClockAnchor> anchors;  // kLeastSquares
 
-  // The bound at an agent-clock instant: the best anchor's measurement bound plus the model's
-  // miss there, plus what the drift tolerance allows between the anchor and the instant.
+  // The bound at an agent-clock instant. kFeasibleLines: the farthest any allowed line is
+  // from the model there (exact, given the clock is linear over the samples' span).
+  // kLeastSquares: the best anchor's measurement bound plus the model's miss there, plus what
+  // the drift tolerance allows between the anchor and the instant.
   int64_t ErrorBoundAt(TimeNs agent_ns) const;
 };
 
+// The feasible-lines fit, falling back to least squares when the exchanges admit no line.
 // InvalidArgument when no sample is usable.
 absl::StatusOr<ClockFit> FitClock(std::span<const ClockSample> samples, const ClockFitOptions& options = {});
+// The two fits on their own. FitFeasibleLines: FailedPrecondition when no line fits.
+absl::StatusOr<ClockFit> FitFeasibleLines(std::span<const ClockSample> samples, const ClockFitOptions& options = {});
+absl::StatusOr<ClockFit> FitLeastSquares(std::span<const ClockSample> samples, const ClockFitOptions& options = {});
 
 }  // namespace podscope::coordinator
