@@ -16,6 +16,7 @@
 #include "common/json_config.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/agents/agent_service.h"
+#include "coordinator/agents/clock_keeper.h"
 #include "coordinator/api/live_api.h"
 #include "coordinator/api/rest_api.h"
 #include "coordinator/capture/capture_scheduler.h"
@@ -36,6 +37,7 @@ struct Settings {
   std::string data_dir = "podscope-data";
   podscope::coordinator::SchedulerOptions scheduler;
   podscope::coordinator::AgentServiceOptions agents;
+  podscope::coordinator::ClockKeeperOptions clock_keeper;
   HttpLimits http_limits;
   ApiLimits api_limits;
   podscope::storage::RetentionPolicy retention;
@@ -87,6 +89,9 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
       const boost::json::object& a = o.at("agents").as_object();
       if (a.contains("heartbeat_interval_ms")) s->agents.heartbeat_interval_ms = a.at("heartbeat_interval_ms").to_number<uint32_t>();
       if (a.contains("clock_sync_interval_ms")) s->agents.clock_sync_interval_ms = a.at("clock_sync_interval_ms").to_number<uint32_t>();
+      if (a.contains("clock_target_bound_us")) {
+        s->clock_keeper.target_bound_ns = static_cast<int64_t>(a.at("clock_target_bound_us").to_number<double>() * 1e3);
+      }
     }
     if (o.contains("retention")) {
       const boost::json::object& r = o.at("retention").as_object();
@@ -186,6 +191,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   scheduler.Start();
+  // Agents whose clock model is wide (a burst taken in a crowd or through jitter) sync again.
+  podscope::coordinator::ClockKeeper clock_keeper(registry, aligner, settings.clock_keeper, NowNs);
+  clock_keeper.Start();
   api.set_live_lookup([&scheduler](const std::string& id) { return scheduler.LiveRecord(id); });
   podscope::coordinator::AgentService agent_service(registry, aligner, scheduler, settings.agents, NowNs);
   grpc::ServerBuilder builder;
@@ -246,6 +254,7 @@ int main(int argc, char** argv) {
   retention.join();
   server.Stop(/*grace_seconds=*/20);
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  clock_keeper.Stop();
   scheduler.Stop();
   spdlog::info("stopped");
   return 0;

@@ -119,6 +119,15 @@ std::vector<AgentSnapshot> AgentRegistry::Snapshot() const {
   return out;
 }
 
+std::vector<std::string> AgentRegistry::ConnectedIds() const {
+  std::vector<std::string> ids;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, e] : agents_) {
+    if (e.info.connected) ids.push_back(id);
+  }
+  return ids;
+}
+
 size_t AgentRegistry::ConnectedCount() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<size_t>(std::count_if(agents_.begin(), agents_.end(), [](const auto& kv) { return kv.second.info.connected; }));

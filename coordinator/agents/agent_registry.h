@@ -70,6 +70,7 @@ class AgentRegistry {
   bool Send(const std::string& agent_id, const v1::CoordinatorMessage& message);
   bool IsConnected(const std::string& agent_id) const;
   std::vector<AgentSnapshot> Snapshot() const;
+  std::vector<std::string> ConnectedIds() const;
   size_t ConnectedCount() const;
 
   // The connected agents serving `job`, with the requested ranks (all when `ranks` is empty).
