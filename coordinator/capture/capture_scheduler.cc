@@ -66,6 +66,7 @@ absl::Status CaptureScheduler::Recover() {
       c->workers.resize(r.workers.size());
       for (size_t i = 0; i < r.workers.size(); ++i) {
         c->by_rank[r.workers[i].rank] = i;
+        c->ranks_by_agent[r.workers[i].agent_id].push_back(r.workers[i].rank);
         c->workers[i].phase = PhaseFromName(r.workers[i].state).value_or(Phase::kPending);
       }
       c->record = std::move(r);
@@ -143,6 +144,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
     w.agent_id = placed[i].target->agent_id;
     w.state = PhaseName(Phase::kPending);
     c->by_rank[w.rank] = i;
+    c->ranks_by_agent[w.agent_id].push_back(w.rank);
   }
 
   // Durable before any agent hears of it, so a restart never meets chunks of an unknown capture.
@@ -160,31 +162,60 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   fits.reserve(targets->size());
   for (const CaptureTarget& t : *targets) fits.push_back(aligner_.Fit(t.agent_id));
 
-  std::lock_guard<std::mutex> lock(mu_);
-  LiveCapture& live = *c;
-  for (size_t k = 0; k < targets->size(); ++k) {
-    const CaptureTarget& t = (*targets)[k];
-    std::string error;
-    if (!fits[k].ok()) {
-      error = common::StrCat("cannot schedule: ", std::string(fits[k].status().message()));
-    } else {
+  // The requests are made under the lock but sent outside it: agents acknowledge at once, and
+  // their acknowledgements need the lock, as do the clock reports of their bursts. Holding it
+  // over a thousand sends would stall every one of them behind the last.
+  std::vector<std::pair<const std::string*, v1::CoordinatorMessage>> outgoing;
+  outgoing.reserve(targets->size());
+  CaptureRecord snapshot;
+  const std::string id = r.id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    LiveCapture& live = *c;
+    for (size_t k = 0; k < targets->size(); ++k) {
+      const CaptureTarget& t = (*targets)[k];
+      if (!fits[k].ok()) {
+        const std::string error = common::StrCat("cannot schedule: ", std::string(fits[k].status().message()));
+        for (const v1::WorkerDescriptor& w : t.workers) Fail(live, live.by_rank[w.rank()], error);
+        continue;
+      }
       const TimeNs start = fits[k]->model.ToLocal(r.window_start_ns);
       const bool sync_before = fits[k]->ErrorBoundAt(start) > options_.good_enough_bound_ns;
       live.sent_start[t.agent_id] = start;
-      if (!registry_.Send(t.agent_id, RequestFor(live, t.agent_id, start, sync_before))) {
-        error = common::StrCat("agent ", t.agent_id, " could not be reached");
-      }
+      outgoing.emplace_back(&t.agent_id, RequestFor(live, t.agent_id, start, sync_before));
     }
-    if (!error.empty()) {
-      for (const v1::WorkerDescriptor& w : t.workers) Fail(live, live.by_rank[w.rank()], error);
+    UpdateCaptureState(live);
+    spdlog::info("capture {}: job {} on {} workers of {} agents, starts in {:.1f} ms, {:.1f} ms long", r.id, r.job,
+                 r.workers.size(), targets->size(), (r.window_start_ns - now) / 1e6, r.window_duration_ns / 1e6);
+    snapshot = r;
+    live_.emplace(r.id, std::move(c));
+    cv_.notify_all();
+  }
+  std::vector<const std::string*> unreachable;
+  for (const auto& [agent_id, message] : outgoing) {
+    if (!registry_.Send(*agent_id, message)) unreachable.push_back(agent_id);
+  }
+  std::optional<v1::CoordinatorMessage> cancel;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(id);
+    if (it == live_.end() || it->second->record.state == CaptureState::kCancelled) {
+      // Cancelled while the requests were on their way: the cancel may have overtaken them.
+      cancel.emplace();
+      cancel->mutable_cancel()->set_capture_id(id);
+      cancel->mutable_cancel()->set_reason(it == live_.end() ? "cancelled" : it->second->record.error);
+    } else if (!unreachable.empty()) {
+      LiveCapture& live = *it->second;
+      for (const std::string* agent_id : unreachable) {
+        const std::string error = common::StrCat("agent ", *agent_id, " could not be reached");
+        for (int32_t rank : live.ranks_by_agent[*agent_id]) Fail(live, live.by_rank[rank], error);
+      }
+      UpdateCaptureState(live);
     }
   }
-  UpdateCaptureState(live);
-  spdlog::info("capture {}: job {} on {} workers of {} agents, starts in {:.1f} ms, {:.1f} ms long", r.id, r.job,
-               r.workers.size(), targets->size(), (r.window_start_ns - now) / 1e6, r.window_duration_ns / 1e6);
-  CaptureRecord snapshot = r;
-  live_.emplace(r.id, std::move(c));
-  cv_.notify_all();
+  if (cancel) {
+    for (const auto& [agent_id, message] : outgoing) registry_.Send(*agent_id, *cancel);
+  }
   return snapshot;
 }
 
@@ -194,8 +225,8 @@ v1::CoordinatorMessage CaptureScheduler::RequestFor(const LiveCapture& c, const 
   v1::CaptureRequest* request = message.mutable_capture();
   request->set_capture_id(c.record.id);
   request->set_job(c.record.job);
-  for (const WorkerRecord& w : c.record.workers) {
-    if (w.agent_id == agent_id) request->add_ranks(w.rank);
+  if (auto it = c.ranks_by_agent.find(agent_id); it != c.ranks_by_agent.end()) {
+    for (int32_t rank : it->second) request->add_ranks(rank);
   }
   request->set_start_agent_ns(start_agent_ns);
   request->set_duration_ns(c.record.window_duration_ns);
@@ -652,10 +683,16 @@ void CaptureScheduler::RefineClocks(CaptureRecord& record) {
   std::vector<std::string> domains;
   for (size_t i = 0; i < view.size(); ++i) domains.push_back(agent_of_rank[view.worker(i).info.rank]);
   std::map<std::string, DomainCorrection> applied;
+  size_t few_matches = 0;
   for (DomainCorrection& c : RefineWithCollectives(view, domains)) {
     if (c.applied && !c.domain.empty()) applied.emplace(c.domain, c);
+    few_matches += c.matches < CollectiveRefinementOptions().min_matches;
   }
-  if (applied.empty()) return;
+  if (applied.empty()) {
+    spdlog::info("capture {}: network clock models kept: of {} agents, {} share too few collectives and the others' "
+                 "corrections exceed their network bounds", record.id, agents.size(), few_matches);
+    return;
+  }
   ++record.generation;  // cached analyses of the network-aligned capture are stale now
   int64_t largest = 0;
   for (WorkerRecord& w : record.workers) {

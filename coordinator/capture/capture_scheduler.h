@@ -108,6 +108,7 @@ class CaptureScheduler {
     storage::CaptureRecord record;
     std::vector<LiveWorker> workers;  // parallel to record.workers
     std::map<int32_t, size_t> by_rank;
+    std::map<std::string, std::vector<int32_t>> ranks_by_agent;
     uint64_t max_events_per_worker = 0, max_upload_bytes = 0;
     bool dirty = false;
     // After a coordinator restart, agents get a grace period to come back before any
