@@ -5,6 +5,7 @@
 # every worker: fan-out, start skew, clock-alignment error against the injected truth,
 # coordinator CPU and memory idle and during the capture.
 #   bench/scale.sh [AGENTS=1024] [PROCS=16] [extra podscope_agent_swarm flags, e.g. --jitter-ms 1]
+# SCALE_KEEP_LOGS=DIR keeps the coordinator's and the swarm processes' logs there.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/build_env.sh"
 AGENTS="${1:-1024}"
@@ -18,6 +19,7 @@ PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ -n "${SCALE_KEEP_LOGS:-}" ]; then mkdir -p "$SCALE_KEEP_LOGS" && cp "$RUN"/*.log "$SCALE_KEEP_LOGS"/; fi
   rm -rf "$RUN"
 }
 trap cleanup EXIT
