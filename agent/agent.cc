@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <deque>
 #include <optional>
 #include <random>
 
@@ -28,6 +29,74 @@ constexpr const char* kVersion = "0.1.0";
 
 }  // namespace
 
+// One session's Connect call. Reads are always pending (each message goes to the agent as it
+// arrives); writes go through a bounded queue, one in flight at a time.
+class Agent::ControlStream : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+ public:
+  static constexpr size_t kMaxQueued = 4096;
+
+  explicit ControlStream(Agent& agent) : agent_(agent) {}
+
+  void Begin(grpc::ClientContext* context, const v1::AgentMessage& hello) {
+    agent_.stub_->async()->Connect(context, this);
+    Enqueue(hello);
+    StartRead(&in_);
+    StartCall();
+  }
+  bool Enqueue(const v1::AgentMessage& message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_ || broken_ || out_.size() >= kMaxQueued) return false;
+    out_.push_back(message);
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&out_.front());
+    }
+    return true;
+  }
+  // Blocks until the call is over; its final status.
+  grpc::Status Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    return status_;
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    out_.pop_front();
+    if (ok && !out_.empty()) {
+      StartWrite(&out_.front());
+      return;
+    }
+    writing_ = false;
+    if (!ok) {
+      broken_ = true;  // the read side sees the end and the session closes
+      out_.clear();
+    }
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the call is ending: OnDone follows
+    agent_.OnMessage(*this, in_);
+    StartRead(&in_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    status_ = status;
+    cv_.notify_all();
+  }
+
+ private:
+  Agent& agent_;
+  v1::CoordinatorMessage in_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::AgentMessage> out_;  // front() is being written while writing_
+  bool writing_ = false;
+  bool broken_ = false;
+  bool done_ = false;
+  grpc::Status status_;
+};
+
 Agent::Agent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors)
     : options_(std::move(options)),
       clock_(clock),
@@ -38,6 +107,10 @@ Agent::Agent(AgentOptions options, const AgentClock& clock, std::vector<std::uni
   if (options_.agent_id.empty()) options_.agent_id = common::StrCat(options_.host, "-", getpid());
   for (const std::unique_ptr<Collector>& c : collectors_) {
     for (const WorkerIdentity& w : c->Workers()) by_rank_.emplace(w.rank, c.get());
+  }
+  if (options_.capture.start_timer == nullptr) {
+    own_start_timer_ = std::make_unique<StartTimer>();
+    options_.capture.start_timer = own_start_timer_.get();
   }
 }
 
@@ -155,54 +228,16 @@ void Agent::RunSession() {
   // own jittered reconnect backoff (at most 2 s) paces the attempts, and the session starts the
   // moment the coordinator is back.
   context.set_wait_for_ready(true);
-  std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>> stream = stub_->Connect(&context);
   v1::AgentMessage hello;
   *hello.mutable_hello() = Hello();
-  v1::CoordinatorMessage message;
-  bool welcomed = stream->Write(hello) && stream->Read(&message) && message.has_welcome();
-  if (welcomed) {
-    const v1::Welcome& w = message.welcome();
-    if (w.heartbeat_interval_ms() > 0) heartbeat_interval_ns_ = int64_t{w.heartbeat_interval_ms()} * 1'000'000;
-    if (w.clock_sync_interval_ms() > 0) clock_sync_interval_ns_ = int64_t{w.clock_sync_interval_ms()} * 1'000'000;
-    {
-      std::lock_guard<std::mutex> lock(write_mu_);
-      stream_ = stream.get();
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      connected_ = true;
-      sync_wanted_ = true;  // a burst at every connect
-    }
-    cv_.notify_all();
-    spdlog::info("agent {} connected to {} (coordinator {})", options_.agent_id, options_.coordinator,
-                 w.coordinator_id());
-    welcomed_ = true;
-    while (stream->Read(&message)) {
-      switch (message.kind_case()) {
-        case v1::CoordinatorMessage::kCapture:
-          OnCapture(message.capture());
-          break;
-        case v1::CoordinatorMessage::kCancel:
-          OnCancel(message.cancel());
-          break;
-        case v1::CoordinatorMessage::kSyncClock: {
-          std::lock_guard<std::mutex> lock(mu_);
-          sync_wanted_ = true;
-          cv_.notify_all();
-          break;
-        }
-        default:
-          break;  // newer coordinators may send more; ignoring is the compatible choice
-      }
-    }
-  }
+  ControlStream stream(*this);
+  stream.Begin(&context, hello);
+  const grpc::Status status = stream.Wait();
   {
     std::lock_guard<std::mutex> lock(write_mu_);
     stream_ = nullptr;
   }
   connected_ = false;
-  context.TryCancel();
-  const grpc::Status status = stream->Finish();
   std::lock_guard<std::mutex> lock(mu_);
   session_context_ = nullptr;
   if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
@@ -215,10 +250,53 @@ void Agent::RunSession() {
   }
 }
 
+void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& message) {
+  if (!welcomed_) {
+    if (!message.has_welcome()) {
+      spdlog::warn("agent {}: the coordinator's first message was not a welcome; reconnecting", options_.agent_id);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (session_context_ != nullptr) session_context_->TryCancel();
+      return;
+    }
+    const v1::Welcome& w = message.welcome();
+    if (w.heartbeat_interval_ms() > 0) heartbeat_interval_ns_ = int64_t{w.heartbeat_interval_ms()} * 1'000'000;
+    if (w.clock_sync_interval_ms() > 0) clock_sync_interval_ns_ = int64_t{w.clock_sync_interval_ms()} * 1'000'000;
+    {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      stream_ = &stream;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connected_ = true;
+      sync_wanted_ = true;  // a burst at every connect
+    }
+    cv_.notify_all();
+    spdlog::info("agent {} connected to {} (coordinator {})", options_.agent_id, options_.coordinator, w.coordinator_id());
+    welcomed_ = true;
+    return;
+  }
+  switch (message.kind_case()) {
+    case v1::CoordinatorMessage::kCapture:
+      OnCapture(message.capture());
+      break;
+    case v1::CoordinatorMessage::kCancel:
+      OnCancel(message.cancel());
+      break;
+    case v1::CoordinatorMessage::kSyncClock: {
+      std::lock_guard<std::mutex> lock(mu_);
+      sync_wanted_ = true;
+      cv_.notify_all();
+      break;
+    }
+    default:
+      break;  // newer coordinators may send more; ignoring is the compatible choice
+  }
+}
+
 bool Agent::Send(const v1::AgentMessage& message) {
   std::lock_guard<std::mutex> lock(write_mu_);
   if (stream_ == nullptr) return false;
-  return stream_->Write(message);
+  return stream_->Enqueue(message);
 }
 
 void Agent::TimerLoop() {
@@ -253,7 +331,7 @@ void Agent::TimerLoop() {
   }
 }
 
-void Agent::SyncClockBurst(std::string_view reason, int exchanges) {
+void Agent::SyncClockBurst(std::string_view reason, int exchanges, TimeNs until) {
   v1::AgentMessage message;
   v1::ClockReport* report = message.mutable_clock();
   // Exchanges a few random milliseconds apart sample different moments of the network's and
@@ -261,8 +339,13 @@ void Agent::SyncClockBurst(std::string_view reason, int exchanges) {
   std::mt19937_64 rng(std::hash<std::string>()(options_.agent_id) ^ static_cast<uint64_t>(HostNowNs()));
   for (int i = 0; i < exchanges; ++i) {
     if (i > 0 && !Sleep(std::uniform_int_distribution<int64_t>(0, 2'000'000)(rng))) break;
+    int64_t timeout = options_.rpc_timeout_ns;
+    if (until != 0) {
+      timeout = std::min(timeout, until - clock_.Now());
+      if (timeout <= 0) break;
+    }
     grpc::ClientContext context;
-    context.set_deadline(DeadlineIn(options_.rpc_timeout_ns));
+    context.set_deadline(DeadlineIn(timeout));
     v1::SyncClockRequest request;
     v1::SyncClockResponse response;
     request.set_agent_id(options_.agent_id);
@@ -300,7 +383,9 @@ void Agent::OnCapture(const v1::CaptureRequest& request) {
         *m.mutable_capture() = status;
         Send(m);
       };
-      hooks.sync_clock = [this](std::string_view reason, int exchanges) { SyncClockBurst(reason, exchanges); };
+      hooks.sync_clock = [this](std::string_view reason, int exchanges, TimeNs until) {
+        SyncClockBurst(reason, exchanges, until);
+      };
       hooks.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) { return UploadOnce(chunks); };
       auto run = std::make_unique<CaptureRun>(request, by_rank_, options_.agent_id, clock_, std::move(hooks),
                                               options_.capture);

@@ -3,9 +3,12 @@
 // synchronised (a burst at connect, one every clock_sync_interval, and bursts around every
 // capture), and runs the captures the coordinator asks for through its collectors.
 //
-// Threads: the connection thread (connects, reads the control stream), the timer thread
-// (heartbeats, periodic clock sync) and one thread per capture. Writes to the control stream
-// are serialised by a mutex; everything else is guarded by mu_.
+// Threads: the connection thread (runs one session after another, with backoff), the timer
+// thread (heartbeats, periodic clock sync), one thread per capture, and the start timer's
+// (which may be shared by several agents of one process). The control stream itself runs on
+// gRPC's callback API: messages from the coordinator are handled on gRPC's own threads and
+// writes are queued, so a process hosting many agents (the scale benchmark) does not wake a
+// thread per agent for every message. Everything else is guarded by mu_.
 #pragma once
 
 #include <atomic>
@@ -21,6 +24,7 @@
 #include "agent/agent_clock.h"
 #include "agent/capture_run.h"
 #include "agent/collector.h"
+#include "agent/start_timer.h"
 #include "podscope/v1/agent.grpc.pb.h"
 
 namespace podscope::agent {
@@ -37,6 +41,7 @@ struct AgentOptions {
   int64_t rpc_timeout_ns = 5'000'000'000;
   // Finished captures are remembered this long and re-reported after a reconnect.
   int64_t keep_finished_ns = 600'000'000'000;
+  // capture.start_timer may be shared by the agents of one process; null: the agent's own.
   CaptureRunOptions capture;
 };
 
@@ -58,12 +63,17 @@ class Agent {
   bool WaitConnected(int64_t timeout_ns);
 
  private:
+  class ControlStream;
+
   void ConnectionLoop();
   void TimerLoop();
   // One session: returns when the stream ends. Sets refusal_ on a version refusal.
   void RunSession();
   bool Send(const v1::AgentMessage& message);
-  void SyncClockBurst(std::string_view reason, int exchanges);
+  // A message from the coordinator on `stream` (a gRPC thread).
+  void OnMessage(ControlStream& stream, const v1::CoordinatorMessage& message);
+  // `until`: agent-clock instant by which the burst is over, 0 for none.
+  void SyncClockBurst(std::string_view reason, int exchanges, TimeNs until = 0);
   void OnCapture(const v1::CaptureRequest& request);
   void OnCancel(const v1::CancelCapture& cancel);
   absl::StatusOr<v1::UploadResponse> UploadOnce(const std::vector<const v1::UploadRequest*>& chunks);
@@ -90,12 +100,13 @@ class Agent {
   std::map<std::string, TimeNs> finished_at_;
 
   std::mutex write_mu_;
-  grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>* stream_ = nullptr;  // under write_mu_
+  ControlStream* stream_ = nullptr;  // under write_mu_: the welcomed session's stream
 
   std::atomic<bool> connected_{false};
-  bool welcomed_ = false;  // the connection thread's own
+  std::atomic<bool> welcomed_{false};
   std::atomic<int64_t> heartbeat_interval_ns_;
   std::atomic<int64_t> clock_sync_interval_ns_;
+  std::unique_ptr<StartTimer> own_start_timer_;
   std::thread connection_thread_, timer_thread_;
 };
 

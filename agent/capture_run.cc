@@ -1,6 +1,8 @@
 #include "agent/capture_run.h"
 
 #include <random>
+
+#include "agent/start_timer.h"
 #include <set>
 
 #include "common/chunk_codec.h"
@@ -131,7 +133,7 @@ void CaptureRun::Run() {
   const TimeNs first_start = start_ns_.load();
 
   // Which collector serves which of the requested ranks.
-  std::map<Collector*, std::vector<int32_t>> by_collector;
+  std::map<Collector*, std::vector<int32_t>>& by_collector = by_collector_;
   for (int32_t rank : request_.ranks()) {
     if (auto it = collectors_.find(rank); it != collectors_.end()) by_collector[it->second].push_back(rank);
   }
@@ -153,45 +155,25 @@ void CaptureRun::Run() {
     if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(0, std::min(spread, lead / 2))(rng))) {
       return FinishCancelled();
     }
-    if (hooks_.sync_clock) hooks_.sync_clock("before capture", exchanges);
+    // Done a tenth of the lead (at least 5 ms) before the start: time for the coordinator to
+    // send the start its sharper model gives.
+    const TimeNs until = first_start - std::max<int64_t>(lead / 10, 5'000'000);
+    if (hooks_.sync_clock && clock_.Now() < until) hooks_.sync_clock("before capture", exchanges, until);
   }
 
   // The coordinator may move the start once this burst has sharpened its model of our clock.
+  // Every worker of every agent on a host starts at the same instant; the run's own thread
+  // wakes a few random milliseconds later to report it, so that its waking does not delay the
+  // starts of the others.
+  const int64_t settle = std::uniform_int_distribution<int64_t>(1'000'000, 20'000'000)(rng);
   TimeNs start = 0;
-  while (true) {
-    start = start_ns_.load();
-    std::unique_lock<std::mutex> lock(mu_);
-    if (clock_.SleepUntil(start, cv_, lock, [&] { return cancelled_ || start_ns_.load() != start; })) break;
-    if (cancelled_) {
-      lock.unlock();
-      return FinishCancelled();
-    }
-  }
+  if (!AwaitStart(&start, settle)) return FinishCancelled();
   const TimeNs stop = start + request_.duration_ns();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    started_ = true;
+  if (woke_late_ns_ > 1'000'000) {
+    spdlog::warn("capture {}: started {:.1f} ms after the start time (a busy host, or the burst before the window overran it)",
+                 id, woke_late_ns_ / 1e6);
   }
-  for (auto& [collector, ranks] : by_collector) {
-    const absl::Status s = collector->Start(id);
-    const TimeNs started = clock_.Now();
-    for (int32_t r : ranks) {
-      if (!s.ok()) {
-        SetFailed(r, common::StrCat("starting the ", collector->name(), " collector: ", std::string(s.message())));
-        continue;
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      v1::WorkerCaptureStatus& w = workers_[r];
-      if (Terminal(w.phase())) continue;
-      w.set_phase(v1::WORKER_PHASE_CAPTURING);
-      w.set_actual_start_ns(started);
-    }
-  }
-  // Every worker of every agent on a host starts at the same instant; the status can wait a
-  // few random milliseconds so that reporting does not delay the starts of the others.
-  if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(1'000'000, 20'000'000)(rng))) {
-    return FinishCancelled();
-  }
+  if (!WaitUntil(start + settle)) return FinishCancelled();
   Report();
 
   if (!WaitUntil(stop)) return FinishCancelled();
@@ -215,7 +197,7 @@ void CaptureRun::Run() {
   Report();
   DrainAndSpool();
   if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(0, spread)(rng))) return FinishCancelled();
-  if (hooks_.sync_clock) hooks_.sync_clock("after capture", std::max(exchanges, 1));
+  if (hooks_.sync_clock) hooks_.sync_clock("after capture", std::max(exchanges, 1), 0);
   for (auto& [collector, ranks] : by_collector) collector->Forget(id);
   Report();
   if (Cancelled()) return FinishCancelled();
@@ -235,6 +217,72 @@ void CaptureRun::Run() {
   Report();
   std::lock_guard<std::mutex> lock(mu_);
   finished_ = true;
+}
+
+bool CaptureRun::AwaitStart(TimeNs* start, int64_t settle_ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    *start = start_ns_.load();
+    const TimeNs wanted = *start;
+    if (options_.start_timer == nullptr) {
+      if (clock_.SleepUntil(wanted, cv_, lock, [&] { return cancelled_ || start_ns_.load() != wanted; })) {
+        lock.unlock();
+        StartCollectors(wanted);
+        lock.lock();
+        if (collectors_started_) return true;
+      }
+    } else {
+      StartTimer* timer = options_.start_timer;
+      const StartTimer::Id timer_id = timer->Schedule(clock_.ToHost(wanted), [this, wanted] { StartCollectors(wanted); });
+      // Not woken by the start itself (see StartCollectors): asleep until it has settled.
+      const bool interrupted = clock_.SleepUntil(wanted + settle_ns, cv_, lock,
+                                                 [&] { return cancelled_ || start_ns_.load() != wanted; }) == false;
+      if (!interrupted && !collectors_started_) {
+        // The timer is late (a busy host): wait for it.
+        awaiting_collectors_ = true;
+        cv_.wait(lock, [&] { return collectors_started_ || cancelled_ || start_ns_.load() != wanted; });
+        awaiting_collectors_ = false;
+      }
+      if (!collectors_started_) {
+        lock.unlock();
+        timer->Cancel(timer_id);  // waits out a StartCollectors under way
+        lock.lock();
+      }
+      if (collectors_started_) return true;  // a cancel now is the window's to handle
+    }
+    if (cancelled_) return false;
+    // Moved: wait for the new start.
+  }
+}
+
+void CaptureRun::StartCollectors(TimeNs start) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_ || cancelled_ || start_ns_.load() != start) return;
+    started_ = true;
+    woke_late_ns_ = clock_.Now() - start;
+  }
+  const std::string& id = request_.capture_id();
+  for (auto& [collector, ranks] : by_collector_) {
+    const absl::Status s = collector->Start(id);
+    const TimeNs started = clock_.Now();
+    for (int32_t r : ranks) {
+      if (!s.ok()) {
+        SetFailed(r, common::StrCat("starting the ", collector->name(), " collector: ", std::string(s.message())));
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      v1::WorkerCaptureStatus& w = workers_[r];
+      if (Terminal(w.phase())) continue;
+      w.set_phase(v1::WORKER_PHASE_CAPTURING);
+      w.set_actual_start_ns(started);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  collectors_started_ = true;
+  // A thousand run threads woken here would queue for the cores behind the timer's next
+  // starts; only a run that already waits past its settle time is woken.
+  if (awaiting_collectors_ || options_.start_timer == nullptr) cv_.notify_all();
 }
 
 void CaptureRun::DrainAndSpool() {

@@ -22,7 +22,12 @@
 
 namespace podscope::agent {
 
+class StartTimer;
+
 struct CaptureRunOptions {
+  // Fires the collectors' starts; shared by every run of the agent (of the process). Null: the
+  // run's own thread waits for the start.
+  StartTimer* start_timer = nullptr;
   size_t chunk_events = 65536;               // events per uploaded chunk
   uint64_t max_spool_bytes = 512ull << 20;   // encoded chunks held for upload, all workers
   int64_t upload_give_up_ns = 600'000'000'000;
@@ -32,7 +37,9 @@ struct CaptureRunOptions {
 
 struct CaptureRunHooks {
   std::function<void(const v1::CaptureStatus&)> report;
-  std::function<void(std::string_view reason, int exchanges)> sync_clock;
+  // A clock burst of `exchanges`, none begun or still under way at `until` (agent clock; 0:
+  // no limit), so a slow network never delays the start it is sharpening.
+  std::function<void(std::string_view reason, int exchanges, TimeNs until)> sync_clock;
   // One attempt at uploading `chunks` in one Upload stream.
   std::function<absl::StatusOr<v1::UploadResponse>(const std::vector<const v1::UploadRequest*>& chunks)> upload;
 };
@@ -56,6 +63,12 @@ class CaptureRun {
 
  private:
   void Run();
+  // Waits for the start (following moves), then starts the collectors; false when cancelled
+  // before they started.
+  // With a start timer, the run's thread sleeps until `settle_ns` past the start.
+  bool AwaitStart(TimeNs* start, int64_t settle_ns);
+  // Starts every collector if the start is still `start` and nothing started or cancelled them.
+  void StartCollectors(TimeNs start);
   // Sleeps until `deadline` on the agent clock; false when cancelled first.
   bool WaitUntil(TimeNs deadline);
   void SetFailed(int32_t rank, std::string error);
@@ -76,7 +89,11 @@ class CaptureRun {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool cancelled_ = false;
-  bool started_ = false;
+  bool started_ = false;          // StartCollectors began: the start can no longer move
+  bool collectors_started_ = false;  // and returned
+  bool awaiting_collectors_ = false;  // the run's thread waits for StartCollectors to return
+  int64_t woke_late_ns_ = 0;
+  std::map<Collector*, std::vector<int32_t>> by_collector_;  // the requested ranks of each
   bool finished_ = false;
   std::atomic<TimeNs> start_ns_;
   std::string cancel_reason_;

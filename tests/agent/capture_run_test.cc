@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 
+#include "agent/start_timer.h"
 #include "tests/common/sample_trace.h"
 
 namespace podscope::agent {
@@ -21,6 +22,7 @@ class FakeCollector : public Collector {
   }
   absl::Status Start(std::string_view) override {
     ++starts;
+    started_at_host = HostNowNs();
     return absl::OkStatus();
   }
   absl::Status Stop(std::string_view) override {
@@ -42,6 +44,7 @@ class FakeCollector : public Collector {
   int failing_rank = -1;
   std::atomic<size_t> armed_ranks{0};
   std::atomic<int> starts{0}, stops{0}, forgets{0};
+  std::atomic<TimeNs> started_at_host{0};
 };
 
 class CaptureRunTest : public ::testing::Test {
@@ -62,9 +65,10 @@ class CaptureRunTest : public ::testing::Test {
       std::lock_guard<std::mutex> lock(mu_);
       reports_.push_back(s);
     };
-    h.sync_clock = [this](std::string_view reason, int) {
+    h.sync_clock = [this](std::string_view reason, int, TimeNs until) {
       std::lock_guard<std::mutex> lock(mu_);
       syncs_.emplace_back(reason);
+      sync_untils_.push_back(until);
     };
     h.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) -> absl::StatusOr<v1::UploadResponse> {
       std::lock_guard<std::mutex> lock(mu_);
@@ -90,6 +94,7 @@ class CaptureRunTest : public ::testing::Test {
   std::mutex mu_;
   std::vector<v1::CaptureStatus> reports_;
   std::vector<std::string> syncs_;
+  std::vector<TimeNs> sync_untils_;
   std::vector<std::vector<v1::UploadRequest>> uploads_;
   size_t failing_uploads_ = 0;
 };
@@ -98,9 +103,15 @@ TEST_F(CaptureRunTest, ArmsCapturesDrainsAndUploadsThroughAFailure) {
   failing_uploads_ = 1;
   collector_.pieces = 2;
   const TimeNs before = clock_.Now();
-  CaptureRun run(Request({0, 1}, 30'000'000, 50'000'000), {{0, &collector_}, {1, &collector_}}, "agent-x", clock_, Hooks(), options_);
+  const v1::CaptureRequest request = Request({0, 1}, 30'000'000, 50'000'000);
+  CaptureRun run(request, {{0, &collector_}, {1, &collector_}}, "agent-x", clock_, Hooks(), options_);
   run.Begin();
   WaitFinished(run);
+  // The burst before the window is over 5 ms (a tenth of the 30 ms lead, at least 5 ms) before
+  // the start; the one after has no limit.
+  ASSERT_EQ(sync_untils_.size(), 2u);
+  EXPECT_EQ(sync_untils_[0], request.start_agent_ns() - 5'000'000);
+  EXPECT_EQ(sync_untils_[1], 0);
   EXPECT_GE(clock_.Now() - before, 80'000'000);  // it waited for the start and the whole window
   EXPECT_EQ(collector_.armed_ranks, 2u);
   EXPECT_EQ(collector_.starts, 1);
@@ -150,6 +161,27 @@ TEST_F(CaptureRunTest, CancelBeforeTheStartNeverStartsTheCollector) {
     EXPECT_EQ(w.phase(), v1::WORKER_PHASE_CANCELLED);
     EXPECT_EQ(w.error(), "operator said so");
   }
+}
+
+TEST_F(CaptureRunTest, RunsSharingAStartTimerStartTogetherAndFollowAMovedStart) {
+  StartTimer timer;
+  options_.start_timer = &timer;
+  FakeCollector other;
+  const v1::CaptureRequest request = Request({0}, 40'000'000, 20'000'000);
+  CaptureRun a(request, {{0, &collector_}}, "a", clock_, Hooks(), options_);
+  CaptureRun b(request, {{0, &other}}, "b", clock_, Hooks(), options_);
+  a.Begin();
+  b.Begin();
+  // A sharper start for one of them, 10 ms later, before the first one came.
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(b.MoveStart(request.start_agent_ns() + 10'000'000));
+  WaitFinished(a);
+  WaitFinished(b);
+  EXPECT_EQ(collector_.starts, 1);
+  EXPECT_EQ(other.starts, 1);
+  EXPECT_GE(collector_.started_at_host.load(), clock_.ToHost(request.start_agent_ns()));
+  EXPECT_GE(other.started_at_host.load(), clock_.ToHost(request.start_agent_ns() + 10'000'000));
+  EXPECT_FALSE(b.MoveStart(request.start_agent_ns()));  // started: too late to move
 }
 
 TEST_F(CaptureRunTest, WorkersFailAloneWithTheirReason) {
