@@ -52,14 +52,13 @@ size_t ClockKeeper::Tick() {
       // over twice that.
       state.best_bound_ns = std::min(state.best_bound_ns, fit->model.error_bound_ns);
       const int64_t bound = fit->ErrorBoundAt(fit->model.ToLocal(now));
-      if (bound <= options_.target_bound_ns) state.asks = 0;
+      // The back-off starts over only once the model is within the target: an agent whose
+      // path cannot get there is asked ever more rarely (at most every max_retry, about as
+      // often as it syncs on its own), whatever its bound does between asks.
+      if (bound <= options_.target_bound_ns) state.asks = 0, state.retry_ns = 0;
       const bool wide_now = bound > options_.target_bound_ns &&
                             (state.asks < options_.asks_before_relative || bound > 2 * state.best_bound_ns);
-      if (!wide_now) {
-        state.retry_ns = 0;
-      } else if (now >= state.next_ask_ns) {
-        wide.push_back({&id, bound});
-      }
+      if (wide_now && now >= state.next_ask_ns) wide.push_back({&id, bound});
     }
     kept.emplace(id, state);
   }

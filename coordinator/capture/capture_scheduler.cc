@@ -180,7 +180,12 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
         continue;
       }
       const TimeNs start = fits[k]->model.ToLocal(r.window_start_ns);
-      const bool sync_before = fits[k]->ErrorBoundAt(start) > options_.good_enough_bound_ns;
+      // A burst helps when the model has aged (its bound at the window is mostly drift
+      // uncertainty) or is wide. One as tight as the agent's path allows, kept fresh by the
+      // clock keeper, needs none: a thousand needless bursts in one lead are what delays acks.
+      const int64_t at_window = fits[k]->ErrorBoundAt(start), at_newest = fits[k]->model.error_bound_ns;
+      const bool sync_before = at_window > options_.good_enough_bound_ns &&
+                               (at_window > 2 * at_newest || at_newest > options_.wide_bound_ns);
       live.sent_start[t.agent_id] = start;
       outgoing.emplace_back(&t.agent_id, RequestFor(live, t.agent_id, start, sync_before));
     }
@@ -514,7 +519,13 @@ std::optional<CaptureRecord> CaptureScheduler::LiveRecord(const std::string& cap
   std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(capture_id);
   if (it != live_.end()) return it->second->record;
-  if (auto r = recent_.find(capture_id); r != recent_.end()) return r->second;
+  if (auto r = recent_.find(capture_id); r != recent_.end()) {
+    CaptureRecord record = r->second;
+    // Finished but not stored yet: its clocks may still be refined, so it is not complete to
+    // anyone reading it (the analyses would change under them).
+    if (storing_.count(capture_id)) record.state = CaptureState::kUploading;
+    return record;
+  }
   return std::nullopt;
 }
 
@@ -641,6 +652,7 @@ CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
   // Answerable from memory at once (the store follows, after any clock refinement).
   if (recent_.size() >= kRecent) recent_.erase(recent_.begin());
   recent_[r.id] = r;
+  storing_.insert(r.id);
   spdlog::info("capture {} {}: {} of {} workers uploaded, {} events{}{}", r.id, storage::CaptureStateName(r.state), uploaded,
                c.workers.size(), r.events, r.error.empty() ? "" : "; ", r.error);
   return r;
@@ -653,6 +665,7 @@ void CaptureScheduler::Store(const CaptureRecord& record) {
   std::lock_guard<std::mutex> lock(mu_);
   if (recent_.size() >= kRecent && !recent_.count(record.id)) recent_.erase(recent_.begin());
   recent_[record.id] = record;
+  storing_.erase(record.id);
 }
 
 void CaptureScheduler::RefineClocks(CaptureRecord& record) {

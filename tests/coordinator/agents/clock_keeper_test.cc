@@ -101,6 +101,11 @@ TEST_F(ClockKeeperTest, AnAgentBehindASlowPathIsAskedAFewTimesThenOnlyWhenItsMod
   now_ = kStart + 22'000'000'000;
   EXPECT_EQ(keeper.Tick(), 1u);
   EXPECT_EQ(slow->syncs, 4);
+  // It never reached the target, so the back-off did not start over: the next ask is 16 s on.
+  now_ = kStart + 37'000'000'000;
+  EXPECT_EQ(keeper.Tick(), 0u);
+  now_ = kStart + 38'000'000'000;
+  EXPECT_EQ(keeper.Tick(), 1u);
 }
 
 TEST_F(ClockKeeperTest, AsksTheWidestFirstAndAFewPerTick) {
