@@ -5,7 +5,8 @@
 # every worker: fan-out, start skew, clock-alignment error against the injected truth,
 # coordinator CPU and memory idle and during the capture.
 #   bench/scale.sh [AGENTS=1024] [PROCS=16] [extra podscope_agent_swarm flags, e.g. --jitter-ms 1]
-# SCALE_KEEP_LOGS=DIR keeps the coordinator's and the swarm processes' logs there.
+# SCALE_KEEP_LOGS=DIR keeps the coordinator's and the swarm processes' logs there;
+# SCALE_COORDINATOR_CONFIG=FILE starts the coordinator with that config.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/build_env.sh"
 AGENTS="${1:-1024}"
@@ -24,7 +25,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BIN/coordinator/podscope-coordinator" --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN/store" >"$RUN/coordinator.log" 2>&1 &
+"$BIN/coordinator/podscope-coordinator" --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN/store" \
+  ${SCALE_COORDINATOR_CONFIG:+--config "$SCALE_COORDINATOR_CONFIG"} >"$RUN/coordinator.log" 2>&1 &
 COORDINATOR=$!
 PIDS+=($COORDINATOR)
 for i in $(seq 1 100); do grep -q 'listening on http' "$RUN/coordinator.log" && break; sleep 0.05; done
