@@ -42,16 +42,37 @@ CaptureRun::CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*>
 CaptureRun::~CaptureRun() {
   Cancel("agent shutting down");
   if (thread_.joinable()) thread_.join();
+  UnscheduleStart();  // the timer must not call into a run that is gone
 }
 
 void CaptureRun::Begin() { thread_ = std::thread([this] { Run(); }); }
 
 bool CaptureRun::MoveStart(TimeNs start_agent_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (started_ || cancelled_ || finished_) return false;
-  start_ns_ = start_agent_ns;
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_ || cancelled_ || finished_) return false;
+    start_ns_ = start_agent_ns;
+    cv_.notify_all();
+  }
+  // Rescheduled here, not by the run's thread: a moved start arrives close to the instant, and
+  // on a busy host that thread may not wake in time to reschedule it.
+  std::lock_guard<std::mutex> lock(timer_mu_);
+  if (timer_id_ != 0) ScheduleStartLocked();
   return true;
+}
+
+void CaptureRun::ScheduleStartLocked() {
+  StartTimer* timer = options_.start_timer;
+  if (timer_id_ != 0) timer->Cancel(timer_id_);  // may wait out a StartCollectors, which then sees the move
+  const TimeNs wanted = start_ns_.load();
+  timer_id_ = timer->Schedule(clock_.ToHost(wanted), [this, wanted] { StartCollectors(wanted); });
+}
+
+void CaptureRun::UnscheduleStart() {
+  if (options_.start_timer == nullptr) return;
+  std::lock_guard<std::mutex> lock(timer_mu_);
+  if (timer_id_ != 0) options_.start_timer->Cancel(timer_id_);
+  timer_id_ = 0;
 }
 
 void CaptureRun::Cancel(std::string reason) {
@@ -220,35 +241,42 @@ void CaptureRun::Run() {
 }
 
 bool CaptureRun::AwaitStart(TimeNs* start, int64_t settle_ns) {
+  if (options_.start_timer != nullptr) {
+    {
+      std::lock_guard<std::mutex> lock(timer_mu_);
+      ScheduleStartLocked();  // MoveStart reschedules from here on
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    // Not woken by the start itself (see StartCollectors): asleep until it has settled,
+    // following moves.
+    while (true) {
+      const TimeNs wanted = start_ns_.load();
+      if (clock_.SleepUntil(wanted + settle_ns, cv_, lock, [&] { return cancelled_ || start_ns_.load() != wanted; })) break;
+      if (cancelled_) break;
+    }
+    if (!cancelled_ && !collectors_started_) {
+      // The timer is late (a busy host): wait for it.
+      awaiting_collectors_ = true;
+      cv_.wait(lock, [&] { return collectors_started_ || cancelled_; });
+      awaiting_collectors_ = false;
+    }
+    lock.unlock();
+    UnscheduleStart();  // waits out a StartCollectors under way
+    lock.lock();
+    *start = start_ns_.load();
+    return collectors_started_;  // when cancelled after the start, the window handles it
+  }
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    *start = start_ns_.load();
-    const TimeNs wanted = *start;
-    if (options_.start_timer == nullptr) {
-      if (clock_.SleepUntil(wanted, cv_, lock, [&] { return cancelled_ || start_ns_.load() != wanted; })) {
-        lock.unlock();
-        StartCollectors(wanted);
-        lock.lock();
-        if (collectors_started_) return true;
+    const TimeNs wanted = start_ns_.load();
+    if (clock_.SleepUntil(wanted, cv_, lock, [&] { return cancelled_ || start_ns_.load() != wanted; })) {
+      lock.unlock();
+      StartCollectors(wanted);
+      lock.lock();
+      if (collectors_started_) {
+        *start = wanted;
+        return true;
       }
-    } else {
-      StartTimer* timer = options_.start_timer;
-      const StartTimer::Id timer_id = timer->Schedule(clock_.ToHost(wanted), [this, wanted] { StartCollectors(wanted); });
-      // Not woken by the start itself (see StartCollectors): asleep until it has settled.
-      const bool interrupted = clock_.SleepUntil(wanted + settle_ns, cv_, lock,
-                                                 [&] { return cancelled_ || start_ns_.load() != wanted; }) == false;
-      if (!interrupted && !collectors_started_) {
-        // The timer is late (a busy host): wait for it.
-        awaiting_collectors_ = true;
-        cv_.wait(lock, [&] { return collectors_started_ || cancelled_ || start_ns_.load() != wanted; });
-        awaiting_collectors_ = false;
-      }
-      if (!collectors_started_) {
-        lock.unlock();
-        timer->Cancel(timer_id);  // waits out a StartCollectors under way
-        lock.lock();
-      }
-      if (collectors_started_) return true;  // a cancel now is the window's to handle
     }
     if (cancelled_) return false;
     // Moved: wait for the new start.

@@ -69,6 +69,9 @@ class CaptureRun {
   bool AwaitStart(TimeNs* start, int64_t settle_ns);
   // Starts every collector if the start is still `start` and nothing started or cancelled them.
   void StartCollectors(TimeNs start);
+  // (Re)schedules StartCollectors for start_ns_ on the start timer; under timer_mu_.
+  void ScheduleStartLocked();
+  void UnscheduleStart();
   // Sleeps until `deadline` on the agent clock; false when cancelled first.
   bool WaitUntil(TimeNs deadline);
   void SetFailed(int32_t rank, std::string error);
@@ -92,6 +95,10 @@ class CaptureRun {
   bool started_ = false;          // StartCollectors began: the start can no longer move
   bool collectors_started_ = false;  // and returned
   bool awaiting_collectors_ = false;  // the run's thread waits for StartCollectors to return
+  // The start's entry in the start timer (0: none). timer_mu_ is never taken under mu_:
+  // cancelling an entry waits for a StartCollectors under way, which takes mu_.
+  std::mutex timer_mu_;
+  uint64_t timer_id_ = 0;
   int64_t woke_late_ns_ = 0;
   std::map<Collector*, std::vector<int32_t>> by_collector_;  // the requested ranks of each
   bool finished_ = false;

@@ -293,19 +293,30 @@ int main(int argc, char** argv) {
     aligned.push_back({c["source"].get_string().value() == "collective", model.ToAligned(truth.FromHost(middle)) - middle,
                        model.error_bound_ns});
   }
-  double refined_mean = 0;
-  size_t refined = 0;
+  // Refined models are checked the way they are used, against each other: a worker and the
+  // median refined worker agree within the sum of their bounds. (The pod's common clock is the
+  // mean over every agent the refinement fitted, which the benchmark cannot see exactly.)
+  std::vector<const Aligned*> refined;
   for (const Aligned& a : aligned) {
-    if (a.refined) refined_mean += static_cast<double>(a.error), ++refined;
+    if (a.refined) refined.push_back(&a);
   }
-  if (refined > 0) refined_mean /= static_cast<double>(refined);
+  std::sort(refined.begin(), refined.end(), [](const Aligned* x, const Aligned* y) { return x->error < y->error; });
+  const Aligned* median = refined.empty() ? nullptr : refined[refined.size() / 2];
+  double refined_mean = 0;
+  for (const Aligned* a : refined) refined_mean += static_cast<double>(a->error) / static_cast<double>(refined.size());
   std::vector<double> network_error_us, refined_error_us;
   size_t within_bound = 0;
   double max_bound_us = 0;
   for (const Aligned& a : aligned) {
-    const double error = a.refined ? std::abs(static_cast<double>(a.error) - refined_mean) : std::abs(static_cast<double>(a.error));
-    (a.refined ? refined_error_us : network_error_us).push_back(error / 1e3);
-    within_bound += error <= static_cast<double>(a.bound);
+    if (a.refined) {
+      const double error = std::abs(static_cast<double>(a.error - median->error));
+      refined_error_us.push_back(error / 1e3);
+      within_bound += error <= static_cast<double>(a.bound + median->bound);
+    } else {
+      const double error = std::abs(static_cast<double>(a.error));
+      network_error_us.push_back(error / 1e3);
+      within_bound += error <= static_cast<double>(a.bound);
+    }
     max_bound_us = std::max(max_bound_us, a.bound / 1e3);
   }
   const double lead_ms = (window_start - created) / 1e6;
@@ -333,12 +344,13 @@ int main(int argc, char** argv) {
                 Percentile(network_error_us, 1.0));
   }
   if (!refined_error_us.empty()) {
-    std::printf("clock alignment, %zu models refined by collectives, error vs injected truth relative to the pod: p50 %.1f us, "
+    std::printf("clock alignment, %zu models refined by collectives, error vs injected truth relative to the median one: p50 %.1f us, "
                 "p99 %.1f us, max %.1f us (the pod's common clock is %.1f us off the coordinator's)\n",
                 refined_error_us.size(), Percentile(refined_error_us, 0.5), Percentile(refined_error_us, 0.99),
                 Percentile(refined_error_us, 1.0), refined_mean / 1e3);
   }
-  std::printf("within the reported bound: %zu/%zu (max bound %.1f us)\n", within_bound, aligned.size(), max_bound_us);
+  std::printf("within the reported bound (refined: with the median one, within both bounds): %zu/%zu (max bound %.1f us)\n",
+              within_bound, aligned.size(), max_bound_us);
   if (coordinator_pid > 0) {
     std::printf("coordinator during the capture: %.1f%% of a core over %.2f s, peak %.1f MB RSS\n",
                 100 * (capture_after.cpu_seconds - capture_before.cpu_seconds) / capture_s, capture_s, peak_rss / 1e6);

@@ -1,6 +1,7 @@
 #include "coordinator/agents/clock_keeper.h"
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 namespace podscope::coordinator {
@@ -44,9 +45,15 @@ size_t ClockKeeper::Tick() {
   std::map<std::string, AgentState> kept;
   for (const std::string& id : connected) {
     auto node = state_.extract(id);
-    AgentState state = node.empty() ? AgentState{} : node.mapped();
+    AgentState state = node.empty() ? AgentState{.first_seen_ns = now} : node.mapped();
     absl::StatusOr<ClockFit> fit = aligner_.Fit(id);  // cached until new samples arrive
-    if (fit.ok()) {
+    if (!fit.ok()) {
+      // No usable exchange yet: its burst at connect failed (timed out on a crowded host, say).
+      // Once it had time for one, it is the widest of all.
+      if (now - state.first_seen_ns >= options_.first_retry_ns && now >= state.next_ask_ns) {
+        wide.push_back({&id, std::numeric_limits<int64_t>::max()});
+      }
+    } else {
       // What this agent's path allows: the tightest bound any of its fits had at its newest
       // exchange. Past its first few asks, a model above the target is wide only when it is
       // over twice that.

@@ -49,6 +49,7 @@ class ClockKeeper {
 
  private:
   struct AgentState {
+    TimeNs first_seen_ns = 0;
     TimeNs next_ask_ns = 0;
     int64_t retry_ns = 0;
     int64_t best_bound_ns = std::numeric_limits<int64_t>::max();

@@ -60,11 +60,14 @@ TEST_F(ClockKeeperTest, AsksWideAgentsAgainWithBackoffAndLeavesTightOnesAlone) {
   EXPECT_EQ(tight->syncs, 0);
   EXPECT_EQ(unsynced->syncs, 0);  // it syncs on its own at connect
 
-  // Not again before the retry interval; then at 2 s, then 4 s later.
+  // Not again before the retry interval; then at 2 s, then 4 s later. The agent with no
+  // exchange at all is asked too, once it had 2 s for its own burst at connect.
   now_ += 1'000'000'000;
   EXPECT_EQ(keeper.Tick(), 0u);
   now_ += 1'000'000'000;
-  EXPECT_EQ(keeper.Tick(), 1u);
+  EXPECT_EQ(keeper.Tick(), 2u);
+  EXPECT_EQ(unsynced->syncs, 1);
+  Sync("unsynced", 10'000);
   now_ += 3'000'000'000;
   EXPECT_EQ(keeper.Tick(), 0u);
   now_ += 1'000'000'000;
