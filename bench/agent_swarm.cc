@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   app.add_option("--ranks-per-agent", ranks_per_agent);
   app.add_option("--duration-ms", duration_ms, "capture window");
   app.add_option("--idle-seconds", idle_seconds, "how long to measure the idle coordinator");
-  int settle_seconds = 60;
+  int settle_seconds = 150;
   app.add_option("--settle-seconds", settle_seconds, "idle is measured no sooner than this after every agent connected");
   app.add_option("--jitter-ms", jitter_ms, "route the agents through a proxy adding uniform(0, jitter) per chunk");
   app.add_option("--delay-ms", delay_ms, "and this fixed one-way delay");

@@ -81,6 +81,9 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
       ms("upload_timeout_ms", &s->scheduler.upload_timeout_ns);
       ms("max_duration_ms", &s->scheduler.max_duration_ns);
       if (c.contains("max_live_captures")) s->scheduler.max_live_captures = c.at("max_live_captures").to_number<size_t>();
+      if (c.contains("refine_clocks_with_collectives")) {
+        s->scheduler.refine_with_collectives = c.at("refine_clocks_with_collectives").as_bool();
+      }
       if (c.contains("max_upload_bytes_per_worker")) {
         s->scheduler.max_upload_bytes_per_worker = c.at("max_upload_bytes_per_worker").to_number<uint64_t>();
       }
