@@ -273,6 +273,15 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
     cv_.notify_all();
     spdlog::info("agent {} connected to {} (coordinator {})", options_.agent_id, options_.coordinator, w.coordinator_id());
     welcomed_ = true;
+    // The hello carried each capture's status as it was when the session began; a capture may
+    // have moved on while the coordinator was away (finished its upload, say), and its reports
+    // then had no stream to go to. Send where every capture stands now.
+    std::vector<v1::AgentMessage> statuses;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [id, run] : captures_) *statuses.emplace_back().mutable_capture() = run->Status();
+    }
+    for (const v1::AgentMessage& m : statuses) Send(m);
     return;
   }
   switch (message.kind_case()) {
