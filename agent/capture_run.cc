@@ -28,6 +28,8 @@ CaptureRun::CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*>
       hooks_(std::move(hooks)),
       options_(options),
       start_ns_(request_.start_agent_ns()) {
+  if (options_.start_timer == nullptr) own_timer_ = std::make_unique<StartTimer>();
+  timer_ = options_.start_timer != nullptr ? options_.start_timer : own_timer_.get();
   for (int32_t rank : request_.ranks()) {
     v1::WorkerCaptureStatus& w = workers_[rank];
     w.set_rank(rank);
@@ -62,16 +64,14 @@ bool CaptureRun::MoveStart(TimeNs start_agent_ns) {
 }
 
 void CaptureRun::ScheduleStartLocked() {
-  StartTimer* timer = options_.start_timer;
-  if (timer_id_ != 0) timer->Cancel(timer_id_);  // may wait out a StartCollectors, which then sees the move
+  if (timer_id_ != 0) timer_->Cancel(timer_id_);  // may wait out a StartCollectors, which then sees the move
   const TimeNs wanted = start_ns_.load();
-  timer_id_ = timer->Schedule(clock_.ToHost(wanted), [this, wanted] { StartCollectors(wanted); });
+  timer_id_ = timer_->Schedule(clock_.ToHost(wanted), [this, wanted] { StartCollectors(wanted); });
 }
 
 void CaptureRun::UnscheduleStart() {
-  if (options_.start_timer == nullptr) return;
   std::lock_guard<std::mutex> lock(timer_mu_);
-  if (timer_id_ != 0) options_.start_timer->Cancel(timer_id_);
+  if (timer_id_ != 0) timer_->Cancel(timer_id_);
   timer_id_ = 0;
 }
 
@@ -241,46 +241,29 @@ void CaptureRun::Run() {
 }
 
 bool CaptureRun::AwaitStart(TimeNs* start, int64_t settle_ns) {
-  if (options_.start_timer != nullptr) {
-    {
-      std::lock_guard<std::mutex> lock(timer_mu_);
-      ScheduleStartLocked();  // MoveStart reschedules from here on
-    }
-    std::unique_lock<std::mutex> lock(mu_);
-    // Not woken by the start itself (see StartCollectors): asleep until it has settled,
-    // following moves.
-    while (true) {
-      const TimeNs wanted = start_ns_.load();
-      if (clock_.SleepUntil(wanted + settle_ns, cv_, lock, [&] { return cancelled_ || start_ns_.load() != wanted; })) break;
-      if (cancelled_) break;
-    }
-    if (!cancelled_ && !collectors_started_) {
-      // The timer is late (a busy host): wait for it.
-      awaiting_collectors_ = true;
-      cv_.wait(lock, [&] { return collectors_started_ || cancelled_; });
-      awaiting_collectors_ = false;
-    }
-    lock.unlock();
-    UnscheduleStart();  // waits out a StartCollectors under way
-    lock.lock();
-    *start = start_ns_.load();
-    return collectors_started_;  // when cancelled after the start, the window handles it
+  {
+    std::lock_guard<std::mutex> lock(timer_mu_);
+    ScheduleStartLocked();  // MoveStart reschedules from here on
   }
   std::unique_lock<std::mutex> lock(mu_);
+  // Not woken by the start itself (see StartCollectors): asleep until it has settled,
+  // following moves.
   while (true) {
     const TimeNs wanted = start_ns_.load();
-    if (clock_.SleepUntil(wanted, cv_, lock, [&] { return cancelled_ || start_ns_.load() != wanted; })) {
-      lock.unlock();
-      StartCollectors(wanted);
-      lock.lock();
-      if (collectors_started_) {
-        *start = wanted;
-        return true;
-      }
-    }
-    if (cancelled_) return false;
-    // Moved: wait for the new start.
+    if (clock_.SleepUntil(wanted + settle_ns, cv_, lock, [&] { return cancelled_ || start_ns_.load() != wanted; })) break;
+    if (cancelled_) break;
   }
+  if (!cancelled_ && !collectors_started_) {
+    // The timer is late (a busy host): wait for it.
+    awaiting_collectors_ = true;
+    cv_.wait(lock, [&] { return collectors_started_ || cancelled_; });
+    awaiting_collectors_ = false;
+  }
+  lock.unlock();
+  UnscheduleStart();  // waits out a StartCollectors under way
+  lock.lock();
+  *start = start_ns_.load();
+  return collectors_started_;  // when cancelled after the start, the window handles it
 }
 
 void CaptureRun::StartCollectors(TimeNs start) {
@@ -310,7 +293,7 @@ void CaptureRun::StartCollectors(TimeNs start) {
   collectors_started_ = true;
   // A thousand run threads woken here would queue for the cores behind the timer's next
   // starts; only a run that already waits past its settle time is woken.
-  if (awaiting_collectors_ || options_.start_timer == nullptr) cv_.notify_all();
+  if (awaiting_collectors_) cv_.notify_all();
 }
 
 void CaptureRun::DrainAndSpool() {

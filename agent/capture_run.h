@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,7 +27,7 @@ class StartTimer;
 
 struct CaptureRunOptions {
   // Fires the collectors' starts; shared by every run of the agent (of the process). Null: the
-  // run's own thread waits for the start.
+  // run has a timer of its own.
   StartTimer* start_timer = nullptr;
   size_t chunk_events = 65536;               // events per uploaded chunk
   uint64_t max_spool_bytes = 512ull << 20;   // encoded chunks held for upload, all workers
@@ -65,7 +66,7 @@ class CaptureRun {
   void Run();
   // Waits for the start (following moves), then starts the collectors; false when cancelled
   // before they started.
-  // With a start timer, the run's thread sleeps until `settle_ns` past the start.
+  // The start timer starts the collectors; the run's thread sleeps until `settle_ns` past it.
   bool AwaitStart(TimeNs* start, int64_t settle_ns);
   // Starts every collector if the start is still `start` and nothing started or cancelled them.
   void StartCollectors(TimeNs start);
@@ -99,6 +100,8 @@ class CaptureRun {
   // cancelling an entry waits for a StartCollectors under way, which takes mu_.
   std::mutex timer_mu_;
   uint64_t timer_id_ = 0;
+  std::unique_ptr<StartTimer> own_timer_;  // when the options bring none
+  StartTimer* timer_ = nullptr;
   int64_t woke_late_ns_ = 0;
   std::map<Collector*, std::vector<int32_t>> by_collector_;  // the requested ranks of each
   bool finished_ = false;
