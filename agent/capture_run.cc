@@ -309,7 +309,8 @@ void CaptureRun::DrainAndSpool() {
       SetFailed(rank, common::StrCat("draining: ", std::string(collected.status().message())));
       continue;
     }
-    if (!collected->error.empty()) {
+    {
+      // Dropped events are worth knowing whether or not the worker failed.
       std::lock_guard<std::mutex> lock(mu_);
       workers_[rank].set_dropped_events(collected->dropped_events);
     }

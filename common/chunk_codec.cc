@@ -267,6 +267,7 @@ absl::Status CheckSteps(const v1::StepColumns& c, const std::vector<NameId>& nam
 absl::Status CheckHostSamples(const v1::HostSampleColumns& c, const std::vector<NameId>& names) {
   ColumnReader r("host_samples", c.time_delta_size(), names);
   RETURN_IF_ERROR(r.Check(c.cpu_percent(), "cpu_percent"));
+  if (c.process_cpu_percent_size() != 0) RETURN_IF_ERROR(r.Check(c.process_cpu_percent(), "process_cpu_percent"));
   RETURN_IF_ERROR(r.Check(c.memory_used_bytes(), "memory_used_bytes"));
   RETURN_IF_ERROR(r.Check(c.net_rx_bytes(), "net_rx_bytes"));
   RETURN_IF_ERROR(r.Check(c.net_tx_bytes(), "net_tx_bytes"));
@@ -374,6 +375,7 @@ void EncodeChunk(const WorkerTrace& trace, const ChunkHeader& header, v1::TraceC
   v1::HostSampleColumns* hsc = chunk->mutable_host_samples();
   PutDeltas(hs.time, hsc->mutable_time_delta());
   PutValues(hs.cpu_percent, hsc->mutable_cpu_percent());
+  PutValues(hs.process_cpu_percent, hsc->mutable_process_cpu_percent());
   PutValues(hs.memory_used_bytes, hsc->mutable_memory_used_bytes());
   PutValues(hs.net_rx_bytes, hsc->mutable_net_rx_bytes());
   PutValues(hs.net_tx_bytes, hsc->mutable_net_tx_bytes());
@@ -503,6 +505,11 @@ absl::Status AppendChunk(const v1::TraceChunk& chunk, WorkerTrace* trace) {
   HostSampleTable& hs = trace->host_samples;
   R::AppendDeltas(hsc.time_delta(), &hs.time);
   R::AppendValues(hsc.cpu_percent(), &hs.cpu_percent);
+  if (hsc.process_cpu_percent_size() == 0) {
+    hs.process_cpu_percent.resize(hs.process_cpu_percent.size() + hsc.cpu_percent_size(), -1.0f);
+  } else {
+    R::AppendValues(hsc.process_cpu_percent(), &hs.process_cpu_percent);
+  }
   R::AppendValues(hsc.memory_used_bytes(), &hs.memory_used_bytes);
   R::AppendValues(hsc.net_rx_bytes(), &hs.net_rx_bytes);
   R::AppendValues(hsc.net_tx_bytes(), &hs.net_tx_bytes);

@@ -1,4 +1,4 @@
-// The agent <-> coordinator protocol version (common/proto/podscope/v1/agent.proto).
+// Protocol versions: agent <-> coordinator (agent.proto) and probe <-> agent (probe.proto).
 #pragma once
 
 #include <cstdint>
@@ -9,5 +9,14 @@ namespace podscope::common {
 // Bump the minor on additions both sides may ignore.
 inline constexpr uint32_t kAgentProtocolMajor = 1;
 inline constexpr uint32_t kAgentProtocolMinor = 0;
+
+}  // namespace podscope::common
+
+namespace podscope::common {
+
+// The probe <-> agent protocol (common/proto/podscope/v1/probe.proto), versioned the same way:
+// an agent refuses a probe of another major version, naming both.
+inline constexpr uint32_t kProbeProtocolMajor = 1;
+inline constexpr uint32_t kProbeProtocolMinor = 0;
 
 }  // namespace podscope::common

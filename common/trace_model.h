@@ -202,7 +202,8 @@ struct StepTable {
 // Periodic host and GPU health samples, for root-causing stragglers.
 struct HostSampleTable {
   std::vector<TimeNs> time;
-  std::vector<float> cpu_percent;
+  std::vector<float> cpu_percent;          // the whole node, 0..100
+  std::vector<float> process_cpu_percent;  // the worker's own process (100 = one core); -1: unknown
   std::vector<int64_t> memory_used_bytes, net_rx_bytes, net_tx_bytes;
   std::vector<int32_t> gpu_sm_clock_mhz, gpu_power_mw, gpu_temperature_c;
   std::vector<uint64_t> gpu_throttle_reasons;
@@ -215,7 +216,7 @@ struct HostSampleTable {
   void ForEachColumn(F&& f) const { Columns(*this, f); }
   template <typename Self, typename F>
   static void Columns(Self& t, F& f) {
-    f(t.time), f(t.cpu_percent), f(t.memory_used_bytes), f(t.net_rx_bytes), f(t.net_tx_bytes),
+    f(t.time), f(t.cpu_percent), f(t.process_cpu_percent), f(t.memory_used_bytes), f(t.net_rx_bytes), f(t.net_tx_bytes),
         f(t.gpu_sm_clock_mhz), f(t.gpu_power_mw), f(t.gpu_temperature_c), f(t.gpu_throttle_reasons);
   }
 };

@@ -194,7 +194,10 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
     const common::HostSampleTable& hs = capture.worker(w).host_samples;
     if (hs.size() > 0) {
       s.max_cpu_percent = *std::max_element(hs.cpu_percent.begin(), hs.cpu_percent.end());
-      s.min_gpu_sm_clock_mhz = *std::min_element(hs.gpu_sm_clock_mhz.begin(), hs.gpu_sm_clock_mhz.end());
+      // 0 is "not read" (no NVML on that node), not a stopped GPU.
+      for (int32_t mhz : hs.gpu_sm_clock_mhz) {
+        if (mhz > 0 && (s.min_gpu_sm_clock_mhz <= 0 || mhz < s.min_gpu_sm_clock_mhz)) s.min_gpu_sm_clock_mhz = mhz;
+      }
       for (uint64_t r : hs.gpu_throttle_reasons) s.gpu_throttle_reasons |= r;
     }
     report.stragglers.push_back(std::move(s));

@@ -90,6 +90,7 @@ inline common::WorkerTrace MakeSampleTrace() {
   HostSampleTable& hs = w.host_samples;
   hs.time = {t0, t0 + 100'000'000};
   hs.cpu_percent = {55.5f, 97.25f};
+  hs.process_cpu_percent = {101.5f, -1.0f};
   hs.memory_used_bytes = {1ll << 33, 1ll << 34};
   hs.net_rx_bytes = {10, 20};
   hs.net_tx_bytes = {30, 40};
