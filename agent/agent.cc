@@ -106,7 +106,7 @@ Agent::Agent(AgentOptions options, const AgentClock& clock, std::vector<std::uni
   if (options_.host.empty()) options_.host = MachineHostName();
   if (options_.agent_id.empty()) options_.agent_id = common::StrCat(options_.host, "-", getpid());
   for (const std::unique_ptr<Collector>& c : collectors_) {
-    for (const WorkerIdentity& w : c->Workers()) by_rank_.emplace(w.rank, c.get());
+    c->SetWorkersChangedCallback([this] { OnWorkersChanged(); });
   }
   if (options_.capture.start_timer == nullptr) {
     own_start_timer_ = std::make_unique<StartTimer>();
@@ -192,16 +192,10 @@ void Agent::ConnectionLoop() {
   }
 }
 
-v1::AgentHello Agent::Hello() {
-  v1::AgentHello hello;
-  hello.set_protocol_major(common::kAgentProtocolMajor);
-  hello.set_protocol_minor(common::kAgentProtocolMinor);
-  hello.set_agent_id(options_.agent_id);
-  hello.set_host(options_.host);
-  hello.set_version(kVersion);
+void Agent::AddWorkers(google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>* out) const {
   for (const std::unique_ptr<Collector>& c : collectors_) {
     for (const WorkerIdentity& w : c->Workers()) {
-      v1::WorkerDescriptor* d = hello.add_workers();
+      v1::WorkerDescriptor* d = out->Add();
       d->set_rank(w.rank);
       d->set_local_rank(w.local_rank);
       d->set_world_size(w.world_size);
@@ -212,6 +206,33 @@ v1::AgentHello Agent::Hello() {
       d->set_collector(std::string(c->name()));
     }
   }
+}
+
+std::map<int32_t, Collector*> Agent::CollectorsByRank() const {
+  std::map<int32_t, Collector*> by_rank;
+  for (const std::unique_ptr<Collector>& c : collectors_) {
+    for (const WorkerIdentity& w : c->Workers()) by_rank.emplace(w.rank, c.get());
+  }
+  return by_rank;
+}
+
+void Agent::OnWorkersChanged() {
+  // Probes come and go with training processes; the coordinator hears at once (and in every
+  // hello after a reconnect).
+  if (!connected_.load()) return;
+  v1::AgentMessage m;
+  AddWorkers(m.mutable_workers()->mutable_workers());
+  Send(m);
+}
+
+v1::AgentHello Agent::Hello() {
+  v1::AgentHello hello;
+  hello.set_protocol_major(common::kAgentProtocolMajor);
+  hello.set_protocol_minor(common::kAgentProtocolMinor);
+  hello.set_agent_id(options_.agent_id);
+  hello.set_host(options_.host);
+  hello.set_version(kVersion);
+  AddWorkers(hello.mutable_workers());
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, run] : captures_) *hello.add_captures() = run->Status();
   return hello;
@@ -396,7 +417,7 @@ void Agent::OnCapture(const v1::CaptureRequest& request) {
         SyncClockBurst(reason, exchanges, until);
       };
       hooks.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) { return UploadOnce(chunks); };
-      auto run = std::make_unique<CaptureRun>(request, by_rank_, options_.agent_id, clock_, std::move(hooks),
+      auto run = std::make_unique<CaptureRun>(request, CollectorsByRank(), options_.agent_id, clock_, std::move(hooks),
                                               options_.capture);
       spdlog::info("agent {}: capture {} armed for {} ranks, starts in {:.1f} ms", options_.agent_id,
                    request.capture_id(), request.ranks_size(), (request.start_agent_ns() - clock_.Now()) / 1e6);

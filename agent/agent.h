@@ -78,6 +78,10 @@ class Agent {
   void OnCancel(const v1::CancelCapture& cancel);
   absl::StatusOr<v1::UploadResponse> UploadOnce(const std::vector<const v1::UploadRequest*>& chunks);
   v1::AgentHello Hello();
+  void AddWorkers(google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>* out) const;
+  // Which collector serves each rank now (probes register and leave at any time).
+  std::map<int32_t, Collector*> CollectorsByRank() const;
+  void OnWorkersChanged();
   void ForgetOldCaptures();
   // Sleeps up to `ns` unless stopping; false when stopping.
   bool Sleep(int64_t ns);
@@ -85,7 +89,6 @@ class Agent {
   AgentOptions options_;
   const AgentClock& clock_;
   std::vector<std::unique_ptr<Collector>> collectors_;
-  std::map<int32_t, Collector*> by_rank_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,10 @@ class Collector {
   // Short name for logs and WorkerDescriptor.collector ("sim", "probe").
   virtual std::string_view name() const = 0;
   virtual std::vector<WorkerIdentity> Workers() const = 0;
+  // Collectors whose workers come and go (probes register and exit) call this after a change;
+  // the agent then re-reads Workers() and tells the coordinator. Called at most once, before
+  // the agent starts.
+  virtual void SetWorkersChangedCallback(std::function<void()> callback) {}
 
   virtual absl::Status Arm(const CaptureWindow& window) = 0;
   virtual absl::Status Start(std::string_view capture_id) = 0;

@@ -1,7 +1,10 @@
 #include "agent/collector_registry.h"
 
+#include "agent/collectors/probe_collector.h"
 #include "agent/collectors/simulated_ranks.h"
+#include "agent/host/gpu_reader.h"
 #include "common/str_util.h"
+#include "spdlog/spdlog.h"
 
 namespace podscope::agent {
 
@@ -13,9 +16,32 @@ absl::StatusOr<std::unique_ptr<Collector>> MakeSimulated(const CollectorConfig& 
   return std::unique_ptr<Collector>(new SimulatedRanksCollector(*std::move(spec), config.host, *config.clock));
 }
 
+absl::StatusOr<std::unique_ptr<Collector>> MakeProbes(const CollectorConfig& config) {
+  host::HostSamplerOptions sampling;
+  sampling.proc_root = config.proc_root;
+  sampling.interval_ns = config.host_sample_interval_ns;
+  std::unique_ptr<host::GpuReader> gpus;
+  if (absl::StatusOr<std::unique_ptr<host::GpuReader>> nvml = host::OpenNvml(); nvml.ok()) {
+    gpus = *std::move(nvml);
+  } else {
+    spdlog::warn("host collector: {}; GPU clock, power and temperature will not be sampled",
+                 std::string(nvml.status().message()));
+  }
+  ProbeCollectorOptions options;
+  options.host = config.host;
+  options.server.socket_path = config.probe_socket;
+  options.server.allowed_uids.assign(config.probe_allowed_uids.begin(), config.probe_allowed_uids.end());
+  auto sampler = std::make_unique<host::HostSampler>(sampling, std::move(gpus));
+  absl::StatusOr<std::unique_ptr<ProbeCollector>> probes = ProbeCollector::Start(options, *config.clock, std::move(sampler));
+  if (!probes.ok()) return probes.status();
+  return std::unique_ptr<Collector>(*std::move(probes));
+}
+
 constexpr CollectorKind kKinds[] = {
     {"sim", "simulated ranks of a data-parallel job (--simulate)",
      [](const CollectorConfig& c) { return !c.simulate.empty(); }, &MakeSimulated},
+    {"probe", "training processes running libpodscope_probe.so (CUPTI, NCCL, steps) plus the host collector",
+     [](const CollectorConfig& c) { return c.probes; }, &MakeProbes},
 };
 
 }  // namespace

@@ -18,6 +18,13 @@ struct CollectorConfig {
   std::string host;
   const AgentClock* clock = nullptr;
   std::string simulate;  // --simulate spec; empty: no simulated ranks
+  // Real workers: training processes with libpodscope_probe.so register on this socket.
+  bool probes = false;
+  std::string probe_socket = "/run/podscope/agent.sock";
+  std::vector<uint32_t> probe_allowed_uids;  // besides the agent's own user and root
+  // The host collector (samples during captures of probe workers).
+  std::string proc_root = "/proc";
+  int64_t host_sample_interval_ns = 100'000'000;
 };
 
 struct CollectorKind {

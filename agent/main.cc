@@ -16,6 +16,7 @@ struct Settings {
   podscope::agent::AgentOptions agent;
   std::string simulate;
   std::string log_level = "info";
+  podscope::agent::CollectorConfig collectors;
 };
 
 // The JSON config file; command-line flags win over it.
@@ -38,6 +39,18 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
     if (o.contains("chunk_events")) s->agent.capture.chunk_events = o.at("chunk_events").to_number<size_t>();
     if (o.contains("max_spool_bytes")) s->agent.capture.max_spool_bytes = o.at("max_spool_bytes").to_number<uint64_t>();
     if (o.contains("clock_burst")) s->agent.clock_burst = o.at("clock_burst").to_number<int>();
+    str("probe_socket", &s->collectors.probe_socket);
+    str("proc_root", &s->collectors.proc_root);
+    if (o.contains("probe_allowed_uids")) {
+      for (const boost::json::value& uid : o.at("probe_allowed_uids").as_array()) {
+        s->collectors.probe_allowed_uids.push_back(uid.to_number<uint32_t>());
+      }
+    }
+    if (o.contains("host_sample_interval_ms")) {
+      const int64_t ms = o.at("host_sample_interval_ms").to_number<int64_t>();
+      if (ms < 10 || ms > 60'000) throw std::invalid_argument("host_sample_interval_ms must be 10..60000");
+      s->collectors.host_sample_interval_ns = ms * 1'000'000;
+    }
   } catch (const std::exception& e) {
     *error = "config " + path + ": " + e.what();
     return false;
@@ -51,7 +64,7 @@ int main(int argc, char** argv) {
   CLI::App app{"podscope-agent: the podscope node agent (one per machine)"};
   app.set_version_flag("--version", "podscope-agent 0.1.0");
   Settings settings;
-  std::string config_path, coordinator, simulate, agent_id, host, log_level;
+  std::string config_path, coordinator, simulate, agent_id, host, log_level, probe_socket, proc_root;
   app.add_option("--config", config_path, "JSON config file (coordinator, agent_id, host, simulate, limits)");
   app.add_option("--coordinator", coordinator, "the coordinator's gRPC address HOST:PORT [127.0.0.1:50051]");
   app.add_option("--simulate", simulate,
@@ -60,6 +73,10 @@ int main(int argc, char** argv) {
   app.add_option("--agent-id", agent_id, "this agent's id [HOST-PID]");
   app.add_option("--host", host, "host name to report [the machine's]");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error [info]");
+  app.add_option("--probe-socket", probe_socket,
+                 "unix socket training processes' probes register on [/run/podscope/agent.sock]; probes are served "
+                 "unless --simulate is given without this flag");
+  app.add_option("--proc-root", proc_root, "where the host collector reads /proc [/proc]");
   CLI11_PARSE(app, argc, argv);
 
   std::string error;
@@ -88,14 +105,22 @@ int main(int argc, char** argv) {
     spdlog::info("simulated clock skew: offset_ns={} drift_ppb={} reference_ns={}", clock.skew().offset_ns,
                  clock.skew().drift_ppb, clock.skew().reference_ns);
   }
-  podscope::agent::CollectorConfig collector_config{settings.agent.host, &clock, settings.simulate};
+  podscope::agent::CollectorConfig collector_config = settings.collectors;
+  collector_config.host = settings.agent.host;
+  collector_config.clock = &clock;
+  collector_config.simulate = settings.simulate;
+  if (!probe_socket.empty()) collector_config.probe_socket = probe_socket;
+  if (!proc_root.empty()) collector_config.proc_root = proc_root;
+  // A real agent serves probes; a simulated one too when asked (several simulated agents on one
+  // machine would otherwise fight over the default socket).
+  collector_config.probes = settings.simulate.empty() || !probe_socket.empty();
   auto collectors = podscope::agent::MakeCollectors(collector_config);
   if (!collectors.ok()) {
     spdlog::error("{}", std::string(collectors.status().message()));
     return 2;
   }
   if (collectors->empty()) {
-    spdlog::error("no collector configured: give --simulate (real GPU probes come with the probe library)");
+    spdlog::error("no collector configured");
     return 2;
   }
 

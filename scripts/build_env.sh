@@ -56,6 +56,13 @@ podscope_build() {
   cmake --build "$PODSCOPE_BUILD_DIR" -j "$(nproc)"
 }
 
+# The probe's targets exist only where CMake found the CUDA toolkit (its headers).
+podscope_probe_targets() {
+  if grep -q "podscope_probe_load_test" "$1/build.ninja" 2>/dev/null; then
+    echo "podscope_probe podscope_probe_tests podscope_probe_load_test"
+  fi
+}
+
 # podscope_build_sanitized: the asan preset's configuration, test binaries only, in build-asan/.
 podscope_build_sanitized() {
   local dir="$PODSCOPE_ROOT/build-asan"
@@ -64,5 +71,6 @@ podscope_build_sanitized() {
     cmake -S "$PODSCOPE_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
       -DPODSCOPE_SANITIZE=ON -DPODSCOPE_WERROR=ON -DPODSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
   fi
-  cmake --build "$dir" -j "$(nproc)" --target podscope podscope_common_tests podscope_cli_tests podscope_analysis_tests podscope_sim_tests podscope_storage_tests podscope_api_tests podscope_agent_tests podscope_control_tests podscope_integration_tests podscope-coordinator podscope-agent podscope_kineto_fuzz
+  cmake --build "$dir" -j "$(nproc)" --target podscope podscope_common_tests podscope_cli_tests podscope_analysis_tests podscope_sim_tests podscope_storage_tests podscope_api_tests podscope_agent_tests podscope_control_tests podscope_integration_tests podscope-coordinator podscope-agent podscope_kineto_fuzz \
+    $(podscope_probe_targets "$dir")
 }

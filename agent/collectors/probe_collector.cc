@@ -1,0 +1,411 @@
+#include "agent/collectors/probe_collector.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <set>
+
+#include "common/chunk_codec.h"
+#include "common/protocol_version.h"
+#include "common/str_util.h"
+#include "common/trace_slice.h"
+#include "spdlog/spdlog.h"
+
+namespace podscope::agent {
+
+namespace {
+
+bool ProcessGone(int64_t pid) { return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+int64_t PidOf(const common::PeerCredentials& peer, const v1::ProbeRegister& r) {
+  // The kernel's pid is the one this agent's /proc knows (containers may see another).
+  return peer.pid > 0 ? peer.pid : r.pid();
+}
+
+bool InChain(const v1::ProbeRegister& r, int64_t pid) {
+  return std::find(r.ppid_chain().begin(), r.ppid_chain().end(), pid) != r.ppid_chain().end();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ProbeCollector>> ProbeCollector::Start(ProbeCollectorOptions options,
+                                                                      const AgentClock& clock,
+                                                                      std::unique_ptr<host::HostSampler> sampler) {
+  std::unique_ptr<ProbeCollector> c(new ProbeCollector(std::move(options), clock, std::move(sampler)));
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Start(c->options_.server, c.get());
+  if (!server.ok()) {
+    return absl::Status(server.status().code(), common::StrCat("probe socket ", c->options_.server.socket_path, ": ",
+                                                               std::string(server.status().message())));
+  }
+  c->server_ = *std::move(server);
+  return c;
+}
+
+ProbeCollector::ProbeCollector(ProbeCollectorOptions options, const AgentClock& clock,
+                               std::unique_ptr<host::HostSampler> sampler)
+    : options_(std::move(options)), clock_(clock), sampler_(std::move(sampler)) {}
+
+ProbeCollector::~ProbeCollector() {
+  if (server_ != nullptr) server_->Stop();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, c] : captures_) {
+    if (c.sampling && sampler_ != nullptr) sampler_->Release();
+  }
+}
+
+void ProbeCollector::SetWorkersChangedCallback(std::function<void()> callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  workers_changed_ = std::move(callback);
+}
+
+void ProbeCollector::NotifyWorkersChanged() {
+  std::function<void()> callback;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    callback = workers_changed_;
+  }
+  if (callback) callback();
+}
+
+std::vector<WorkerIdentity> ProbeCollector::Workers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<WorkerIdentity> out;
+  for (const auto& [id, p] : probes_) {
+    if (p.rank < 0) continue;
+    const v1::ProbeRegister& r = p.registration;
+    WorkerIdentity w;
+    w.rank = p.rank;
+    w.local_rank = r.local_rank() >= 0 ? r.local_rank() : 0;
+    w.world_size = std::max(r.world_size(), p.rank + 1);
+    w.pid = PidOf(p.peer, r);
+    w.job = r.job();
+    w.host = options_.host;
+    w.device = !r.device().empty() ? r.device() : common::StrCat("cuda:", w.local_rank);
+    out.push_back(std::move(w));
+  }
+  std::sort(out.begin(), out.end(), [](const WorkerIdentity& a, const WorkerIdentity& b) { return a.rank < b.rank; });
+  return out;
+}
+
+void ProbeCollector::AssignRanks() {
+  std::map<int32_t, const Probe*> served;
+  for (auto& [id, p] : probes_) {
+    p.rank = -1;
+    p.ignored.clear();
+  }
+  // Launchers' ranks first, in registration order; then the processes that have none.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto& [id, p] : probes_) {
+      const v1::ProbeRegister& r = p.registration;
+      if ((pass == 0) != (r.rank() >= 0)) continue;
+      // A process a worker started (a compile worker, a dataloader that touched CUDA) inherits
+      // the worker's environment and probe; it is not a worker of its own.
+      for (const auto& [rank, other] : served) {
+        if (InChain(r, PidOf(other->peer, other->registration))) {
+          p.ignored = common::StrCat("a child of rank ", rank, "'s process");
+          break;
+        }
+      }
+      if (!p.ignored.empty()) continue;
+      int32_t rank = r.rank();
+      if (rank >= 0 && served.contains(rank)) {
+        p.ignored = common::StrCat("rank ", rank, " is served by pid ", PidOf(served[rank]->peer, served[rank]->registration));
+        continue;
+      }
+      if (rank < 0) {
+        rank = std::max(r.local_rank(), 0);
+        while (served.contains(rank)) ++rank;
+      }
+      p.rank = rank;
+      served[rank] = &p;
+    }
+  }
+}
+
+ProbeConnectionId ProbeCollector::ProbeOfRank(int32_t rank) const {
+  for (const auto& [id, p] : probes_) {
+    if (p.rank == rank) return id;
+  }
+  return 0;
+}
+
+void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer, const v1::ProbeRegister& r) {
+  std::vector<v1::ProbeArm> rearm;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool again = probes_.contains(id);
+    Probe& p = probes_[id];
+    p.peer = peer;
+    p.registration = r;
+    AssignRanks();
+    const int64_t pid = PidOf(peer, r);
+    if (!again) {
+      std::string features;
+      for (const std::string& f : r.features()) common::StrAppend(&features, features.empty() ? "" : ",", f);
+      spdlog::info("probe registered: pid {} rank {} job '{}' features [{}]{}", pid, p.rank, r.job(), features,
+                   p.ignored.empty() ? "" : common::StrCat(" (not served: ", p.ignored, ")"));
+    }
+    if (!r.warnings().empty()) spdlog::warn("probe pid {}: {}", pid, r.warnings());
+    if (sampler_ != nullptr && p.rank >= 0) sampler_->Watch(pid, std::max(r.local_rank(), 0));
+    // A probe that reconnected is armed again for what it still owes (a repeated arm of the
+    // window under way changes nothing on its side).
+    for (auto& [capture_id, c] : captures_) {
+      auto w = c.workers.find(p.rank);
+      if (w == c.workers.end() || w->second.status.has_value() || !w->second.error.empty()) continue;
+      w->second.probe = id;
+      v1::ProbeArm& arm = rearm.emplace_back();
+      arm.set_capture_id(capture_id);
+      arm.set_start_host_ns(clock_.ToHost(c.window.start_ns));
+      arm.set_stop_host_ns(clock_.ToHost(c.window.stop_ns));
+      arm.set_max_events(c.window.max_events_per_worker);
+    }
+  }
+  v1::AgentToProbe welcome;
+  welcome.mutable_welcome()->set_protocol_major(common::kProbeProtocolMajor);
+  welcome.mutable_welcome()->set_protocol_minor(common::kProbeProtocolMinor);
+  server_->Send(id, welcome);
+  for (const v1::ProbeArm& arm : rearm) {
+    v1::AgentToProbe command;
+    *command.mutable_arm() = arm;
+    server_->Send(id, command);
+  }
+  NotifyWorkersChanged();
+}
+
+void ProbeCollector::OnDisconnect(ProbeConnectionId id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = probes_.find(id);
+    if (it == probes_.end()) return;
+    spdlog::info("probe of pid {} (rank {}) disconnected", PidOf(it->second.peer, it->second.registration), it->second.rank);
+    if (sampler_ != nullptr) sampler_->Unwatch(PidOf(it->second.peer, it->second.registration));
+    probes_.erase(it);
+    AssignRanks();
+  }
+  cv_.notify_all();
+  NotifyWorkersChanged();
+}
+
+void ProbeCollector::AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) {
+  if (!w.error.empty()) return;
+  const size_t bytes = chunk.ByteSizeLong();
+  if (w.bytes + bytes > options_.max_worker_bytes) {
+    w.error = common::StrCat("the probe sent more than ", options_.max_worker_bytes, " bytes of chunks for this capture");
+    w.pieces.clear();
+    return;
+  }
+  common::WorkerTrace piece;
+  if (absl::Status s = common::AppendChunk(chunk, &piece); !s.ok()) {
+    w.error = common::StrCat("chunk ", chunk.sequence(), " from the probe: ", std::string(s.message()));
+    w.pieces.clear();
+    return;
+  }
+  w.bytes += bytes;
+  w.pieces.push_back(std::move(piece));
+}
+
+void ProbeCollector::OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto p = probes_.find(id);
+  if (p == probes_.end()) return;
+  if (auto c = captures_.find(chunk.capture_id()); c != captures_.end()) {
+    if (auto w = c->second.workers.find(p->second.rank); w != c->second.workers.end()) {
+      AddChunk(w->second, std::move(chunk));
+      return;
+    }
+  }
+  // Not (yet) a capture of this agent: kept, within a bound, for an agent that restarted and
+  // will be asked for it again.
+  const size_t bytes = chunk.ByteSizeLong();
+  while (!unclaimed_.empty() && unclaimed_bytes_ + bytes > options_.max_unclaimed_bytes) {
+    spdlog::warn("dropping unclaimed chunks of capture {} from pid {} (the unclaimed store is full)",
+                 unclaimed_.front().capture_id, unclaimed_.front().pid);
+    unclaimed_bytes_ -= unclaimed_.front().bytes;
+    unclaimed_.erase(unclaimed_.begin());
+  }
+  if (bytes > options_.max_unclaimed_bytes) return;
+  const int64_t pid = PidOf(p->second.peer, p->second.registration);
+  auto u = std::find_if(unclaimed_.begin(), unclaimed_.end(),
+                        [&](const Unclaimed& x) { return x.capture_id == chunk.capture_id() && x.pid == pid; });
+  if (u == unclaimed_.end()) {
+    u = unclaimed_.insert(unclaimed_.end(), Unclaimed{chunk.capture_id(), pid, {}, std::nullopt, 0});
+  }
+  u->bytes += bytes;
+  unclaimed_bytes_ += bytes;
+  u->chunks.push_back(std::move(chunk));
+}
+
+void ProbeCollector::OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto p = probes_.find(id);
+    if (p == probes_.end()) return;
+    auto c = captures_.find(status.capture_id());
+    if (c != captures_.end()) {
+      if (auto w = c->second.workers.find(p->second.rank); w != c->second.workers.end()) w->second.status = status;
+    } else {
+      const int64_t pid = PidOf(p->second.peer, p->second.registration);
+      auto u = std::find_if(unclaimed_.begin(), unclaimed_.end(),
+                            [&](const Unclaimed& x) { return x.capture_id == status.capture_id() && x.pid == pid; });
+      if (u == unclaimed_.end()) u = unclaimed_.insert(unclaimed_.end(), Unclaimed{status.capture_id(), pid, {}, std::nullopt, 0});
+      u->status = status;
+    }
+  }
+  cv_.notify_all();
+}
+
+absl::Status ProbeCollector::Arm(const CaptureWindow& window) {
+  std::vector<std::pair<ProbeConnectionId, v1::AgentToProbe>> commands;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (captures_.contains(window.capture_id)) return absl::OkStatus();
+    Capture& c = captures_[window.capture_id];
+    c.window = window;
+    for (int32_t rank : window.ranks) {
+      WorkerCapture& w = c.workers[rank];
+      w.probe = ProbeOfRank(rank);
+      if (w.probe == 0) {
+        w.error = common::StrCat("no probe is registered for rank ", rank, " on this node (did the process exit?)");
+        continue;
+      }
+      const Probe& p = probes_.at(w.probe);
+      const int64_t pid = PidOf(p.peer, p.registration);
+      // What a probe sent before this agent knew the capture (it restarted) is claimed now.
+      for (auto u = unclaimed_.begin(); u != unclaimed_.end();) {
+        if (u->capture_id != window.capture_id || u->pid != pid) {
+          ++u;
+          continue;
+        }
+        for (v1::TraceChunk& chunk : u->chunks) AddChunk(w, std::move(chunk));
+        if (u->status.has_value()) w.status = u->status;
+        unclaimed_bytes_ -= u->bytes;
+        u = unclaimed_.erase(u);
+      }
+      v1::AgentToProbe command;
+      v1::ProbeArm* arm = command.mutable_arm();
+      arm->set_capture_id(window.capture_id);
+      arm->set_start_host_ns(clock_.ToHost(window.start_ns));
+      arm->set_stop_host_ns(clock_.ToHost(window.stop_ns));
+      arm->set_max_events(window.max_events_per_worker);
+      commands.emplace_back(w.probe, std::move(command));
+    }
+  }
+  for (const auto& [probe, command] : commands) {
+    if (!server_->Send(probe, command)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [rank, w] : captures_[window.capture_id].workers) {
+        if (w.probe == probe && w.error.empty()) w.error = "the probe disconnected before it could be armed";
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProbeCollector::Start(std::string_view capture_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto c = captures_.find(capture_id);
+  if (c == captures_.end() || c->second.sampling) return absl::OkStatus();
+  c->second.sampling = true;
+  if (sampler_ != nullptr) sampler_->Acquire();
+  return absl::OkStatus();
+}
+
+absl::Status ProbeCollector::Stop(std::string_view capture_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto c = captures_.find(capture_id);
+  if (c == captures_.end() || !c->second.sampling) return absl::OkStatus();
+  c->second.sampling = false;
+  if (sampler_ != nullptr) sampler_->Release();
+  // A cancel before the window's end reaches the probes too (Stop comes early on cancel).
+  if (clock_.Now() < c->second.window.stop_ns) {
+    for (const auto& [rank, w] : c->second.workers) {
+      if (w.probe == 0 || w.status.has_value()) continue;
+      v1::AgentToProbe command;
+      command.mutable_cancel()->set_capture_id(std::string(capture_id));
+      server_->Send(w.probe, command);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_id, int32_t rank) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto c = captures_.find(capture_id);
+  if (c == captures_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " was not armed here"));
+  auto wi = c->second.workers.find(rank);
+  if (wi == c->second.workers.end()) return absl::NotFoundError(common::StrCat("rank ", rank, " is not in capture ", capture_id));
+  WorkerCapture& w = wi->second;
+  const CaptureWindow window = c->second.window;
+  int64_t pid = 0;
+  if (auto p = probes_.find(w.probe); p != probes_.end()) pid = PidOf(p->second.peer, p->second.registration);
+  const TimeNs deadline = window.stop_ns + options_.drain_timeout_ns;
+  while (w.error.empty() && !w.status.has_value()) {
+    const bool connected = probes_.contains(w.probe);
+    if (!connected && (pid == 0 || ProcessGone(pid))) {
+      w.error = "the training process exited before its probe delivered the window";
+      break;
+    }
+    const TimeNs left = deadline - clock_.Now();
+    if (left <= 0) {
+      w.error = common::StrCat("the probe of rank ", rank, " sent no status within ", options_.drain_timeout_ns / 1'000'000'000,
+                               " s of the window's end", connected ? "" : " (it is disconnected)");
+      break;
+    }
+    cv_.wait_for(lock, std::chrono::nanoseconds(std::min<TimeNs>(left, 500'000'000)));
+  }
+  CollectedWorker out;
+  out.rank = rank;
+  if (!w.error.empty()) {
+    out.error = w.error;
+    return out;
+  }
+  const v1::ProbeCaptureStatus& s = *w.status;
+  out.dropped_events = s.dropped_events();
+  out.actual_start_ns = clock_.FromHost(s.actual_start_ns());
+  out.actual_stop_ns = clock_.FromHost(s.actual_stop_ns());
+  if (s.cancelled()) {
+    out.error = "cancelled";
+    return out;
+  }
+  if (!s.error().empty()) {
+    out.error = common::StrCat("probe: ", s.error());
+    return out;
+  }
+  out.pieces = std::move(w.pieces);
+  w.pieces.clear();
+  if (sampler_ != nullptr && pid > 0) {
+    common::WorkerTrace samples;
+    samples.host_samples = sampler_->SamplesFor(pid, s.actual_start_ns(), s.actual_stop_ns());
+    if (samples.host_samples.size() > 0) out.pieces.push_back(std::move(samples));
+  }
+  const bool skewed = clock_.skew().offset_ns != 0 || clock_.skew().drift_ppb != 0;
+  std::vector<WorkerIdentity> workers;
+  lock.unlock();
+  workers = Workers();
+  const auto me = std::find_if(workers.begin(), workers.end(), [rank](const WorkerIdentity& x) { return x.rank == rank; });
+  for (common::WorkerTrace& piece : out.pieces) {
+    piece.info.rank = rank;
+    piece.info.host = options_.host;
+    piece.info.source = common::StrCat("probe pid ", pid);
+    if (me != workers.end()) {
+      piece.info.world_size = me->world_size;
+      piece.info.local_rank = me->local_rank;
+      piece.info.pid = me->pid;
+      piece.info.job = me->job;
+    }
+    // Probes record on the host clock; the capture's clock model is the agent's.
+    if (skewed) common::MapTimes(clock_.skew(), &piece);
+  }
+  return out;
+}
+
+void ProbeCollector::Forget(std::string_view capture_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto c = captures_.find(capture_id);
+  if (c == captures_.end()) return;
+  if (c->second.sampling && sampler_ != nullptr) sampler_->Release();
+  captures_.erase(c);
+}
+
+}  // namespace podscope::agent

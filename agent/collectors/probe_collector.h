@@ -1,0 +1,112 @@
+// The workers of this node that run with libpodscope_probe.so (issue 6): every training process
+// whose probe registered on the agent's socket is a worker, named by the rank its launcher gave
+// it. A capture arms each probe with the window on the host clock; the probe records by itself
+// and streams its chunks and a status back, which Drain hands to the capture runner, together
+// with the host collector's samples for that worker.
+//
+// Restarts: a probe keeps recording through an agent restart and re-registers with the new
+// agent, naming the window under way; chunks that arrive before the new agent knows the capture
+// wait in a bounded unclaimed store and are claimed when the capture is armed again.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/agent_clock.h"
+#include "agent/collector.h"
+#include "agent/host/host_sampler.h"
+#include "agent/probes/probe_server.h"
+
+namespace podscope::agent {
+
+struct ProbeCollectorOptions {
+  ProbeServerOptions server;
+  // How long Drain waits past the window's end for a probe's status.
+  int64_t drain_timeout_ns = 30'000'000'000;
+  // Chunks of captures the agent does not know (yet), all probes together.
+  size_t max_unclaimed_bytes = 256u << 20;
+  // Bytes of chunks one worker may send for one capture.
+  size_t max_worker_bytes = 1u << 30;
+  std::string host;
+};
+
+class ProbeCollector : public Collector, private ProbeServer::Listener {
+ public:
+  // Listens on options.server.socket_path. `sampler` may be null (no host samples).
+  static absl::StatusOr<std::unique_ptr<ProbeCollector>> Start(ProbeCollectorOptions options, const AgentClock& clock,
+                                                               std::unique_ptr<host::HostSampler> sampler);
+  ~ProbeCollector() override;
+
+  std::string_view name() const override { return "probe"; }
+  std::vector<WorkerIdentity> Workers() const override;
+  void SetWorkersChangedCallback(std::function<void()> callback) override;
+  absl::Status Arm(const CaptureWindow& window) override;
+  absl::Status Start(std::string_view capture_id) override;
+  absl::Status Stop(std::string_view capture_id) override;
+  absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) override;
+  void Forget(std::string_view capture_id) override;
+
+  const std::string& socket_path() const { return server_->socket_path(); }
+
+ private:
+  struct Probe {
+    common::PeerCredentials peer;
+    v1::ProbeRegister registration;
+    int32_t rank = -1;     // as served; -1: not served (a duplicate or a child of a worker)
+    std::string ignored;   // why it is not served
+  };
+  struct WorkerCapture {
+    ProbeConnectionId probe = 0;
+    std::vector<common::WorkerTrace> pieces;
+    size_t bytes = 0;
+    std::optional<v1::ProbeCaptureStatus> status;
+    std::string error;  // the agent's own finding (no probe, decode failure, over the bound)
+  };
+  struct Capture {
+    CaptureWindow window;
+    bool sampling = false;
+    std::map<int32_t, WorkerCapture> workers;
+  };
+  struct Unclaimed {
+    std::string capture_id;
+    int64_t pid = 0;
+    std::vector<v1::TraceChunk> chunks;
+    std::optional<v1::ProbeCaptureStatus> status;
+    size_t bytes = 0;
+  };
+
+  ProbeCollector(ProbeCollectorOptions options, const AgentClock& clock, std::unique_ptr<host::HostSampler> sampler);
+
+  // ProbeServer::Listener (the server's thread).
+  void OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer, const v1::ProbeRegister& r) override;
+  void OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) override;
+  void OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus& status) override;
+  void OnDisconnect(ProbeConnectionId id) override;
+
+  // Requires mu_. Gives ranks to probes that registered without one, and decides duplicates.
+  void AssignRanks();
+  ProbeConnectionId ProbeOfRank(int32_t rank) const;
+  void AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk);
+  void NotifyWorkersChanged();
+
+  const ProbeCollectorOptions options_;
+  const AgentClock& clock_;
+  std::unique_ptr<host::HostSampler> sampler_;
+  std::unique_ptr<ProbeServer> server_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<ProbeConnectionId, Probe> probes_;
+  std::map<std::string, Capture, std::less<>> captures_;
+  std::vector<Unclaimed> unclaimed_;  // oldest first
+  size_t unclaimed_bytes_ = 0;
+  std::function<void()> workers_changed_;
+};
+
+}  // namespace podscope::agent

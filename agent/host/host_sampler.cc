@@ -1,0 +1,168 @@
+#include "agent/host/host_sampler.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include "spdlog/spdlog.h"
+
+namespace podscope::agent::host {
+
+namespace {
+
+TimeNs RealtimeNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<TimeNs>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+HostSampler::HostSampler(HostSamplerOptions options, std::unique_ptr<GpuReader> gpus, TimeNs (*now)())
+    : options_(std::move(options)),
+      gpus_(std::move(gpus)),
+      now_(now != nullptr ? now : &RealtimeNow),
+      ticks_per_second_(options_.ticks_per_second > 0 ? options_.ticks_per_second : sysconf(_SC_CLK_TCK)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+HostSampler::~HostSampler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void HostSampler::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++holders_;
+  }
+  cv_.notify_all();
+}
+
+void HostSampler::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (holders_ > 0) --holders_;
+  if (holders_ == 0) have_previous_ = false;  // the next capture starts from a fresh reading
+}
+
+void HostSampler::Watch(int64_t pid, int gpu_index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watched_[pid] = gpu_index;
+}
+
+void HostSampler::Unwatch(int64_t pid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watched_.erase(pid);
+  previous_ticks_.erase(pid);
+}
+
+void HostSampler::NoteProblem(const std::string& what) {
+  // Once per kind of problem: a node without NVML or a container without /proc/net says so
+  // once, then carries on with what it has.
+  if (problems_.find(what) != std::string::npos) return;
+  spdlog::warn("host collector: {} (carrying on without it)", what);
+  problems_ += problems_.empty() ? what : "; " + what;
+}
+
+void HostSampler::SampleOnce(TimeNs now) {
+  std::map<int64_t, int> watched;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watched = watched_;
+  }
+  // Read outside the lock: /proc and NVML take a while.
+  absl::StatusOr<CpuTimes> cpu = ReadCpuTimes(options_.proc_root);
+  absl::StatusOr<int64_t> memory = ReadMemoryUsedBytes(options_.proc_root);
+  absl::StatusOr<NetBytes> net = ReadNetBytes(options_.proc_root);
+  std::map<int64_t, uint64_t> ticks;
+  for (const auto& [pid, gpu] : watched) {
+    if (absl::StatusOr<uint64_t> t = ReadProcessCpuTicks(options_.proc_root, pid); t.ok()) ticks[pid] = *t;
+  }
+  std::map<int, GpuSample> gpu;
+  if (gpus_ != nullptr) {
+    for (const auto& [pid, index] : watched) {
+      if (index < 0 || gpu.contains(index)) continue;
+      if (std::optional<GpuSample> g = gpus_->Read(index); g.has_value()) gpu[index] = *g;
+    }
+  }
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!cpu.ok()) NoteProblem(std::string(cpu.status().message()));
+  if (!memory.ok()) NoteProblem(std::string(memory.status().message()));
+  if (!net.ok()) NoteProblem(std::string(net.status().message()));
+  if (have_previous_) {
+    Sample s;
+    s.time = now;
+    if (cpu.ok()) s.cpu_percent = NodeCpuPercent(previous_cpu_, *cpu);
+    if (memory.ok()) s.memory_used = *memory;
+    if (net.ok() && net->rx >= previous_net_.rx && net->tx >= previous_net_.tx) {
+      s.net_rx = static_cast<int64_t>(net->rx - previous_net_.rx);
+      s.net_tx = static_cast<int64_t>(net->tx - previous_net_.tx);
+    }
+    for (const auto& [pid, t] : ticks) {
+      auto before = previous_ticks_.find(pid);
+      if (before == previous_ticks_.end()) continue;
+      s.process_cpu[pid] = ProcessCpuPercent(before->second, t, now - previous_time_, ticks_per_second_);
+    }
+    s.gpu = std::move(gpu);
+    ring_.push_back(std::move(s));
+    while (ring_.size() > options_.max_samples) ring_.pop_front();
+  }
+  have_previous_ = true;
+  previous_time_ = now;
+  if (cpu.ok()) previous_cpu_ = *cpu;
+  if (net.ok()) previous_net_ = *net;
+  previous_ticks_ = std::move(ticks);
+}
+
+common::HostSampleTable HostSampler::SamplesFor(int64_t pid, TimeNs begin, TimeNs end) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  common::HostSampleTable t;
+  int gpu_index = -1;
+  if (auto it = watched_.find(pid); it != watched_.end()) gpu_index = it->second;
+  for (const Sample& s : ring_) {
+    if (s.time < begin || s.time > end) continue;
+    t.time.push_back(s.time);
+    t.cpu_percent.push_back(s.cpu_percent);
+    auto p = s.process_cpu.find(pid);
+    t.process_cpu_percent.push_back(p != s.process_cpu.end() ? p->second : -1.0f);
+    t.memory_used_bytes.push_back(s.memory_used);
+    t.net_rx_bytes.push_back(s.net_rx);
+    t.net_tx_bytes.push_back(s.net_tx);
+    auto g = s.gpu.find(gpu_index);
+    const GpuSample none;
+    const GpuSample& gs = g != s.gpu.end() ? g->second : none;
+    t.gpu_sm_clock_mhz.push_back(gs.sm_clock_mhz);
+    t.gpu_power_mw.push_back(gs.power_mw);
+    t.gpu_temperature_c.push_back(gs.temperature_c);
+    t.gpu_throttle_reasons.push_back(gs.throttle_reasons);
+  }
+  return t;
+}
+
+size_t HostSampler::samples() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ring_.size();
+}
+
+std::string HostSampler::problems() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return problems_;
+}
+
+void HostSampler::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait(lock, [this] { return stopping_ || holders_ > 0; });
+    if (stopping_) return;
+    lock.unlock();
+    SampleOnce(now_());
+    lock.lock();
+    cv_.wait_for(lock, std::chrono::nanoseconds(options_.interval_ns), [this] { return stopping_; });
+  }
+}
+
+}  // namespace podscope::agent::host

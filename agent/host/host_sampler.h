@@ -1,0 +1,91 @@
+// The host collector (issue 6): samples the node's CPU, memory and network, the CPU of every
+// registered worker process, and each worker's GPU (through a GpuReader), while at least one
+// capture is running, into a bounded ring. A capture's workers each get the samples of their
+// window: node-wide figures plus their own process and GPU.
+//
+// Idle costs nothing: the thread sleeps until a capture acquires the sampler.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/host/gpu_reader.h"
+#include "agent/host/proc_stats.h"
+#include "common/trace_model.h"
+
+namespace podscope::agent::host {
+
+using common::TimeNs;
+
+struct HostSamplerOptions {
+  std::string proc_root = "/proc";
+  int64_t interval_ns = 100'000'000;
+  size_t max_samples = 36'000;  // an hour at the default interval
+  int64_t ticks_per_second = 0;  // 0: sysconf(_SC_CLK_TCK)
+};
+
+class HostSampler {
+ public:
+  // `gpus` may be null (no NVML): GPU fields stay 0. `now` null: CLOCK_REALTIME.
+  HostSampler(HostSamplerOptions options, std::unique_ptr<GpuReader> gpus, TimeNs (*now)() = nullptr);
+  ~HostSampler();
+
+  // Sampling runs while the count of acquisitions is above zero (a capture window each).
+  void Acquire();
+  void Release();
+
+  // Processes whose CPU is sampled, with the GPU index each one uses (-1: none known).
+  void Watch(int64_t pid, int gpu_index);
+  void Unwatch(int64_t pid);
+
+  // Takes one sample at `now` (the thread calls it every interval; tests call it directly).
+  // The first call only reads the counters the next one differences against.
+  void SampleOnce(TimeNs now);
+
+  // The samples within [begin, end] for one worker: node figures, its process CPU, its GPU.
+  common::HostSampleTable SamplesFor(int64_t pid, TimeNs begin, TimeNs end) const;
+  size_t samples() const;
+  // Why a counter could not be read, the first time it happened (empty when all is well).
+  std::string problems() const;
+
+ private:
+  struct Sample {
+    TimeNs time = 0;
+    float cpu_percent = -1;
+    int64_t memory_used = 0;
+    int64_t net_rx = 0, net_tx = 0;  // bytes during the interval that ends here
+    std::map<int64_t, float> process_cpu;
+    std::map<int, GpuSample> gpu;
+  };
+  void Loop();
+  void NoteProblem(const std::string& what);
+
+  const HostSamplerOptions options_;
+  std::unique_ptr<GpuReader> gpus_;
+  TimeNs (*now_)();
+  int64_t ticks_per_second_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  int holders_ = 0;
+  bool stopping_ = false;
+  std::map<int64_t, int> watched_;  // pid -> GPU index
+  std::deque<Sample> ring_;
+  std::string problems_;
+  // The previous reading.
+  bool have_previous_ = false;
+  TimeNs previous_time_ = 0;
+  CpuTimes previous_cpu_;
+  NetBytes previous_net_;
+  std::map<int64_t, uint64_t> previous_ticks_;
+  std::thread thread_;
+};
+
+}  // namespace podscope::agent::host

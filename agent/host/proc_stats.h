@@ -1,0 +1,37 @@
+// Node and process counters from /proc (issue 6, DESIGN §3 HostSample). Every reader takes the
+// proc root as a parameter, so tests point it at a fake tree with known contents.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace podscope::agent::host {
+
+// /proc/stat's aggregate "cpu" line, in clock ticks since boot.
+struct CpuTimes {
+  uint64_t busy = 0;   // user + nice + system + irq + softirq + steal
+  uint64_t total = 0;  // busy + idle + iowait
+};
+absl::StatusOr<CpuTimes> ReadCpuTimes(const std::string& proc_root);
+
+// /proc/meminfo: MemTotal - MemAvailable, in bytes.
+absl::StatusOr<int64_t> ReadMemoryUsedBytes(const std::string& proc_root);
+
+// /proc/net/dev: received and sent bytes summed over every interface but loopback.
+struct NetBytes {
+  uint64_t rx = 0;
+  uint64_t tx = 0;
+};
+absl::StatusOr<NetBytes> ReadNetBytes(const std::string& proc_root);
+
+// /proc/<pid>/stat: utime + stime of the process, in clock ticks.
+absl::StatusOr<uint64_t> ReadProcessCpuTicks(const std::string& proc_root, int64_t pid);
+
+// Percent of the node's CPUs busy between two readings (0..100); -1 when no time passed.
+float NodeCpuPercent(const CpuTimes& before, const CpuTimes& after);
+// Percent of one core a process used over `elapsed_ns` (100 = one core busy); -1 if unknown.
+float ProcessCpuPercent(uint64_t ticks_before, uint64_t ticks_after, int64_t elapsed_ns, int64_t ticks_per_second);
+
+}  // namespace podscope::agent::host

@@ -1,0 +1,60 @@
+// CUPTI activity records -> the trace model (DESIGN §3). Pure: takes records as CUPTI lays
+// them out (CUDA 13's structs: Kernel10, Memcpy6, MemcpyPtoP4, Memset4, API, Synchronization2,
+// ExternalCorrelation, Marker2), keeps them on the CUPTI clock, and at Finish maps every time
+// onto the host clock, pairs NVTX range markers, and turns ranges whose names match the step
+// pattern into steps. Tests feed it hand-built records.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <functional>
+#include <regex>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "agent/probe/gpu_clock_map.h"
+#include "common/worker_trace.h"
+
+namespace podscope::agent::probe {
+
+class CuptiRecordConverter {
+ public:
+  // `callback_name(domain, cbid)` names runtime and driver API records. `step_pattern` is an
+  // ECMAScript regex; the last capture group that is all digits is the step number.
+  CuptiRecordConverter(std::function<std::string(CUpti_CallbackDomain, uint32_t)> callback_name,
+                       const std::string& step_pattern);
+
+  // Returns false for a record of a kind the probe does not ask for (it is skipped).
+  bool Add(const CUpti_Activity* record);
+  size_t records() const { return records_; }
+
+  // The window's events on the host clock; the converter starts over.
+  common::WorkerTrace Finish(const GpuClockMap& clock);
+
+ private:
+  common::NameId KernelName(const char* mangled);
+  common::NameId ApiName(CUpti_CallbackDomain domain, uint32_t cbid);
+  void AddMarker(const CUpti_ActivityMarker2& m);
+  int64_t StepNumberOf(std::string_view name) const;
+
+  std::function<std::string(CUpti_CallbackDomain, uint32_t)> callback_name_;
+  std::regex step_pattern_;
+  bool step_pattern_ok_ = true;
+
+  common::WorkerTrace trace_;  // on the CUPTI clock until Finish
+  size_t records_ = 0;
+  absl::flat_hash_map<const char*, common::NameId> kernel_names_;
+  absl::flat_hash_map<uint64_t, common::NameId> api_names_;
+  absl::flat_hash_map<uint32_t, int64_t> external_ids_;  // correlation id -> framework op id
+  absl::flat_hash_map<uint32_t, int32_t> context_devices_;
+  struct OpenRange {
+    uint64_t start = 0;
+    std::string name;
+    int64_t thread = 0;
+  };
+  absl::flat_hash_map<uint32_t, OpenRange> open_ranges_;
+  std::vector<uint32_t> sync_contexts_;  // per kernel-table row; device filled at Finish
+};
+
+}  // namespace podscope::agent::probe

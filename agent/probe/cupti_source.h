@@ -1,0 +1,76 @@
+// CUDA activity inside a capture window, through CUPTI's Activity API (issue 6, DESIGN §4.2).
+//
+// Nothing of CUPTI is on outside a window: OpenWindow subscribes (which is also how the probe
+// learns that another tool holds CUPTI: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED becomes
+// the window's error, never a crash), enables the activity kinds and the launch-related driver
+// calls, and reads a (CUPTI, host) clock pair; CloseWindow disables all of it, forces a flush,
+// reads the second pair and unsubscribes.
+//
+// CUPTI asks for buffers from its own threads; they come from a fixed pool. When the pool is
+// empty CUPTI gets none and drops records, which it counts (cuptiActivityGetNumDroppedRecords)
+// and the window reports. Records beyond the window's event budget are dropped and counted too.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/probe/cupti_api.h"
+#include "agent/probe/cupti_records.h"
+#include "agent/probe/event_source.h"
+
+namespace podscope::agent::probe {
+
+struct CuptiSourceOptions {
+  size_t buffers = 32;
+  size_t buffer_bytes = 4u << 20;
+  std::string step_pattern;
+  TimeNs (*host_now)() = nullptr;  // null: CLOCK_REALTIME
+};
+
+class CuptiSource : public EventSource {
+ public:
+  // Registers the buffer callbacks with `api` (one CuptiSource per process: CUPTI has one set
+  // of callbacks). `api` must outlive the source.
+  CuptiSource(CuptiApi* api, CuptiSourceOptions options);
+  ~CuptiSource() override;
+
+  std::string_view name() const override { return "cupti"; }
+  void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) override;
+  void CloseWindow(TimeNs host_now) override;
+  Harvest TakeHarvest() override;
+
+  // CUPTI's buffer callbacks land here (through a process-wide trampoline).
+  void RequestBuffer(uint8_t** buffer, size_t* size, size_t* max_records);
+  void CompleteBuffer(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t valid_size);
+
+  // Buffers handed to CUPTI and not returned yet; buffers CUPTI asked for and did not get.
+  size_t buffers_out() const;
+  uint64_t buffers_refused() const;
+
+ private:
+  // "cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_... (what it means)".
+  std::string Describe(const char* call, CUptiResult result);
+  void ReadClockPair(GpuClockMap* clock);
+
+  CuptiApi* api_;
+  const CuptiSourceOptions options_;
+  std::string init_error_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<CUpti_ActivityKind> enabled_;
+  std::vector<CUpti_CallbackId> driver_calls_;
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<uint8_t[]>> free_;
+  size_t allocated_ = 0;
+  size_t out_ = 0;
+  uint64_t refused_ = 0;
+  EventBudget* budget_ = nullptr;
+  GpuClockMap* gpu_clock_ = nullptr;
+  CuptiRecordConverter converter_;
+  uint64_t cupti_dropped_ = 0;
+  std::string error_;
+};
+
+}  // namespace podscope::agent::probe

@@ -1,0 +1,38 @@
+#include "agent/probe/gpu_clock_map.h"
+
+namespace podscope::agent::probe {
+
+void GpuClockMap::Add(ClockPair pair) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // A window needs two; more only come from a long-lived process re-arming, and the newest
+  // window is the one being mapped.
+  if (pairs_.size() >= 2) pairs_.erase(pairs_.begin());
+  pairs_.push_back(pair);
+}
+
+void GpuClockMap::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  pairs_.clear();
+}
+
+TimeNs GpuClockMap::ToHost(uint64_t gpu_ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto gpu = static_cast<TimeNs>(gpu_ns);
+  if (pairs_.empty()) return gpu;
+  const ClockPair& a = pairs_.front();
+  const ClockPair& b = pairs_.back();
+  const TimeNs a_gpu = static_cast<TimeNs>(a.gpu_ns);
+  const TimeNs span_gpu = static_cast<TimeNs>(b.gpu_ns) - a_gpu;
+  if (pairs_.size() == 1 || span_gpu <= 0) return gpu + (a.host_ns - a_gpu);
+  // host = a.host + (gpu - a.gpu) * span_host / span_gpu, in long double: windows are at most
+  // hours, so the product stays exact to well under a nanosecond.
+  const long double slope = static_cast<long double>(b.host_ns - a.host_ns) / static_cast<long double>(span_gpu);
+  return a.host_ns + static_cast<TimeNs>(static_cast<long double>(gpu - a_gpu) * slope);
+}
+
+std::vector<ClockPair> GpuClockMap::pairs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pairs_;
+}
+
+}  // namespace podscope::agent::probe

@@ -1,0 +1,37 @@
+// GPU timestamps -> host clock (DESIGN §4.2). CUPTI's timestamps and NCCL's kernel timer
+// (the GPU's globaltimer) both count nanoseconds on a clock the driver keeps close to, but not
+// on, the host's. The probe reads a (GPU, host) pair when a window opens and another when it
+// closes; the line through them maps every device time of the window, offset and drift both.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "common/time_types.h"
+
+namespace podscope::agent::probe {
+
+using common::TimeNs;
+
+struct ClockPair {
+  uint64_t gpu_ns = 0;
+  TimeNs host_ns = 0;
+};
+
+class GpuClockMap {
+ public:
+  // Thread-safe: pairs come from the probe's window thread, reads from any.
+  void Add(ClockPair pair);
+  void Clear();
+  // No pair: the identity (the driver starts the GPU clock on the host's epoch); one pair: its
+  // offset; two or more: the line through the first and the last (the drift over the window).
+  TimeNs ToHost(uint64_t gpu_ns) const;
+  std::vector<ClockPair> pairs() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<ClockPair> pairs_;
+};
+
+}  // namespace podscope::agent::probe

@@ -1,0 +1,200 @@
+#include "agent/probe/nccl_recorder.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+
+namespace podscope::agent::probe {
+
+namespace {
+
+TimeNs RealtimeNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<TimeNs>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// NCCL's function names (ncclFuncToString) onto the trace model's ops.
+common::CollectiveOp OpOfFunc(std::string_view func) {
+  using common::CollectiveOp;
+  static constexpr std::pair<std::string_view, CollectiveOp> kOps[] = {
+      {"AllReduce", CollectiveOp::kAllReduce},         {"AllGather", CollectiveOp::kAllGather},
+      {"ReduceScatter", CollectiveOp::kReduceScatter}, {"Broadcast", CollectiveOp::kBroadcast},
+      {"Reduce", CollectiveOp::kReduce},               {"AllToAll", CollectiveOp::kAllToAll},
+      {"AlltoAll", CollectiveOp::kAllToAll},           {"Send", CollectiveOp::kSend},
+      {"Recv", CollectiveOp::kRecv},                   {"SendRecv", CollectiveOp::kSendRecv},
+  };
+  for (const auto& [name, op] : kOps) {
+    if (func == name) return op;
+  }
+  return CollectiveOp::kUnknown;
+}
+
+// Bytes per element of NCCL's datatype names (ncclDatatypeToString); 0 when unknown.
+int DatatypeBytes(std::string_view dtype) {
+  static constexpr std::pair<std::string_view, int> kSizes[] = {
+      {"ncclInt8", 1},     {"ncclUint8", 1},    {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
+      {"ncclFloat16", 2},  {"ncclBfloat16", 2}, {"ncclInt32", 4},      {"ncclUint32", 4},
+      {"ncclFloat32", 4},  {"ncclInt64", 8},    {"ncclUint64", 8},     {"ncclFloat64", 8},
+  };
+  for (const auto& [name, size] : kSizes) {
+    if (dtype == name) return size;
+  }
+  return 0;
+}
+
+constexpr uint64_t kChannelBit = uint64_t{1} << 63;
+
+void* PackHandle(uint32_t generation, size_t row, bool channel) {
+  const uint64_t bits = (static_cast<uint64_t>(generation & 0x7fffffffu) << 32) | (static_cast<uint64_t>(row) + 1);
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(channel ? bits | kChannelBit : bits));
+}
+
+std::string_view OrEmpty(const char* s) { return s == nullptr ? std::string_view() : std::string_view(s); }
+
+}  // namespace
+
+NcclRecorder::NcclRecorder(TimeNs (*host_now)()) : host_now_(host_now != nullptr ? host_now : &RealtimeNow) {}
+
+NcclCommunicator* NcclRecorder::InitCommunicator(uint64_t comm_id, const char* name, int nranks, int rank,
+                                                 int* activation_mask) {
+  std::lock_guard<std::mutex> lock(mu_);
+  NcclCommunicator& comm = comms_.emplace_back();
+  comm.comm_id = comm_id;
+  comm.name = OrEmpty(name);
+  comm.nranks = nranks;
+  comm.rank = rank;
+  comm.activation_mask = activation_mask;
+  // A communicator made while a window is open records from the start.
+  if (activation_mask != nullptr) *activation_mask = open_ ? kWindowMask : 0;
+  return &comm;
+}
+
+void NcclRecorder::FinalizeCommunicator(NcclCommunicator* comm) {
+  if (comm == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  // The entry stays (rows of this window may point at it); only NCCL's mask goes away.
+  comm->finalized = true;
+  comm->activation_mask = nullptr;
+}
+
+size_t NcclRecorder::communicators() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const NcclCommunicator& c : comms_) n += c.finalized ? 0 : 1;
+  return n;
+}
+
+void NcclRecorder::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++generation_;
+  open_ = true;
+  budget_ = budget;
+  gpu_clock_ = gpu_clock;
+  rows_.clear();
+  rows_.reserve(4096);
+  for (NcclCommunicator& c : comms_) {
+    if (c.activation_mask != nullptr) *c.activation_mask = kWindowMask;
+  }
+}
+
+void NcclRecorder::CloseWindow(TimeNs host_now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  open_ = false;
+  // Kernel channels still running keep reporting into their rows until the harvest; new
+  // collectives are not asked for any more.
+  for (NcclCommunicator& c : comms_) {
+    if (c.activation_mask != nullptr) *c.activation_mask = 0;
+  }
+}
+
+void* NcclRecorder::StartCollective(NcclCommunicator* comm, const NcclCollectiveStart& start) {
+  if (comm == nullptr) return nullptr;
+  const TimeNs now = host_now_();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!open_ || budget_ == nullptr || !budget_->Take()) return nullptr;
+  Row& row = rows_.emplace_back();
+  row.comm = comm;
+  row.sequence = start.has_sequence ? static_cast<int64_t>(start.sequence) : common::kUnknownSequence;
+  row.func = OrEmpty(start.func);
+  row.datatype = OrEmpty(start.datatype);
+  row.algorithm = OrEmpty(start.algorithm);
+  row.protocol = OrEmpty(start.protocol);
+  row.count = static_cast<int64_t>(start.count);
+  row.channels = start.channels;
+  row.peer = start.peer;
+  row.enqueue_ns = now;
+  return PackHandle(generation_, rows_.size() - 1, false);
+}
+
+NcclRecorder::Row* NcclRecorder::RowOf(void* handle) {
+  const auto bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
+  if (bits == 0) return nullptr;
+  const uint32_t generation = static_cast<uint32_t>((bits & ~kChannelBit) >> 32);
+  const uint64_t row = (bits & 0xffffffffu);
+  if (generation != (generation_ & 0x7fffffffu) || row == 0 || row > rows_.size()) return nullptr;
+  return &rows_[row - 1];
+}
+
+void* NcclRecorder::StartKernelChannel(void* parent, uint64_t gpu_start_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Row* row = RowOf(parent);
+  if (row == nullptr) return nullptr;
+  if (gpu_start_ns != 0 && (row->gpu_start == 0 || gpu_start_ns < row->gpu_start)) row->gpu_start = gpu_start_ns;
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(parent) | kChannelBit);
+}
+
+void NcclRecorder::StopKernelChannel(void* handle, uint64_t gpu_stop_ns) {
+  const auto bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
+  if ((bits & kChannelBit) == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Row* row = RowOf(handle);
+  if (row == nullptr) return;
+  row->gpu_end = std::max(row->gpu_end, gpu_stop_ns);
+}
+
+Harvest NcclRecorder::TakeHarvest() {
+  std::vector<Row> rows;
+  GpuClockMap* gpu_clock = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rows.swap(rows_);
+    gpu_clock = gpu_clock_;
+    ++generation_;  // late kernel-channel stops now find nothing
+  }
+  Harvest out;
+  common::WorkerTrace& t = out.trace;
+  common::CollectiveTable& c = t.collectives;
+  uint64_t unfinished = 0;
+  for (const Row& row : rows) {
+    // A collective whose kernel never reported (still running at the harvest, or NCCL gave no
+    // kernel events) has no device time to analyse: counted, not invented.
+    if (row.gpu_start == 0 || row.gpu_end < row.gpu_start) {
+      ++unfinished;
+      continue;
+    }
+    char comm_name[64];
+    std::snprintf(comm_name, sizeof(comm_name), "nccl:%016llx", static_cast<unsigned long long>(row.comm->comm_id));
+    c.communicator.push_back(t.strings.Intern(comm_name));
+    c.rank.push_back(row.comm->rank);
+    c.nranks.push_back(row.comm->nranks);
+    c.op.push_back(OpOfFunc(row.func));
+    c.sequence.push_back(row.sequence);
+    c.count.push_back(row.count);
+    c.dtype.push_back(t.strings.Intern(row.datatype));
+    c.bytes.push_back(row.count * DatatypeBytes(row.datatype));
+    c.algorithm.push_back(t.strings.Intern(row.algorithm));
+    c.protocol.push_back(t.strings.Intern(row.protocol));
+    c.channels.push_back(row.channels);
+    c.enqueue.push_back(row.enqueue_ns);
+    c.kernel_start.push_back(gpu_clock != nullptr ? gpu_clock->ToHost(row.gpu_start) : static_cast<TimeNs>(row.gpu_start));
+    c.kernel_end.push_back(gpu_clock != nullptr ? gpu_clock->ToHost(row.gpu_end) : static_cast<TimeNs>(row.gpu_end));
+    c.correlation.push_back(0);
+  }
+  out.dropped = unfinished;
+  return out;
+}
+
+}  // namespace podscope::agent::probe

@@ -1,0 +1,93 @@
+// NCCL collectives, as NCCL's profiler plugin reports them (issue 6, DESIGN §3): one row per
+// collective or point-to-point call of this rank, with its communicator, sequence number,
+// size, algorithm, protocol and channels, the host time it was enqueued, and the GPU time its
+// kernel ran (the earliest channel start to the latest channel stop, from KernelCh events).
+//
+// Version-independent: nccl_plugin.cc adapts the v5 and v4 entry points onto these calls.
+// NCCL calls in from the training thread (collectives) and from its proxy thread (kernel
+// channels); everything here takes one short mutex and never allocates outside a window.
+//
+// Handles are numbers, not pointers: (window generation, row) packed into the void* NCCL
+// keeps. An event that stops after its window closed (or after the rows were harvested) finds a
+// stale generation and is ignored; nothing NCCL holds can ever dangle.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/probe/event_source.h"
+
+namespace podscope::agent::probe {
+
+// What the rows of one communicator share (NCCL's per-communicator plugin context).
+struct NcclCommunicator {
+  uint64_t comm_id = 0;  // the same on every rank of the communicator
+  std::string name;      // the user's name for it, may be empty
+  int nranks = 0;
+  int rank = 0;
+  int* activation_mask = nullptr;  // NCCL's; written only under the recorder's mutex
+  bool finalized = false;
+};
+
+struct NcclCollectiveStart {
+  uint64_t sequence = 0;
+  bool has_sequence = true;  // point-to-point calls have none
+  const char* func = nullptr;
+  uint64_t count = 0;
+  const char* datatype = nullptr;
+  int channels = 0;
+  const char* algorithm = nullptr;
+  const char* protocol = nullptr;
+  int peer = -1;  // send / recv
+};
+
+class NcclRecorder : public EventSource {
+ public:
+  // The events the probe asks NCCL for inside a window.
+  static constexpr int kWindowMask = (1 << 1) | (1 << 2) | (1 << 6);  // Coll | P2p | KernelCh
+
+  explicit NcclRecorder(TimeNs (*host_now)() = nullptr);
+
+  std::string_view name() const override { return "nccl"; }
+  void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) override;
+  void CloseWindow(TimeNs host_now) override;
+  Harvest TakeHarvest() override;
+
+  // NCCL's calls. A null return means "not recorded"; NCCL passes it back and it is ignored.
+  NcclCommunicator* InitCommunicator(uint64_t comm_id, const char* name, int nranks, int rank, int* activation_mask);
+  void FinalizeCommunicator(NcclCommunicator* comm);
+  void* StartCollective(NcclCommunicator* comm, const NcclCollectiveStart& start);
+  void* StartKernelChannel(void* parent, uint64_t gpu_start_ns);
+  void StopKernelChannel(void* handle, uint64_t gpu_stop_ns);
+
+  size_t communicators() const;
+
+ private:
+  struct Row {
+    const NcclCommunicator* comm = nullptr;
+    int64_t sequence = -1;
+    std::string func, datatype, algorithm, protocol;
+    int64_t count = 0;
+    int channels = 0;
+    int peer = -1;
+    TimeNs enqueue_ns = 0;
+    uint64_t gpu_start = 0;  // 0: no channel started yet
+    uint64_t gpu_end = 0;
+  };
+  // The row a handle names, or null when stale. Requires mu_.
+  Row* RowOf(void* handle);
+
+  TimeNs (*host_now_)();
+  mutable std::mutex mu_;
+  std::deque<NcclCommunicator> comms_;  // deque: contexts handed to NCCL keep their address
+  bool open_ = false;
+  uint32_t generation_ = 1;
+  EventBudget* budget_ = nullptr;
+  GpuClockMap* gpu_clock_ = nullptr;
+  std::vector<Row> rows_;
+};
+
+}  // namespace podscope::agent::probe

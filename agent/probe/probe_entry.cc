@@ -1,0 +1,120 @@
+// libpodscope_probe.so's entry points: what CUDA, NCCL and the step API look up by name. The
+// probe comes alive on the first of them (CUDA's injection at cuInit, or NCCL's first
+// communicator, or a step mark), once per process, and stays until the process exits: its
+// threads hold nothing a clean exit needs, so it is deliberately never torn down.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "agent/probe/cupti_loader.h"
+#include "agent/probe/cupti_source.h"
+#include "agent/probe/nccl_plugin.h"
+#include "agent/probe/probe_runtime.h"
+#include "agent/probe/step_source.h"
+
+namespace podscope::agent::probe {
+namespace {
+
+struct Probe {
+  ProbeSettings settings;
+  NcclRecorder nccl;
+  StepSource steps;
+  std::unique_ptr<CuptiApi> cupti;
+  std::unique_ptr<CuptiSource> cupti_source;
+  std::unique_ptr<ProbeRuntime> runtime;
+};
+
+Probe* TheProbe() {
+  static Probe* probe = [] {
+    std::string warnings;
+    ProbeSettings settings = SettingsFromEnvironment([](const char* n) { return std::getenv(n); }, &warnings);
+    if (settings.disabled) return static_cast<Probe*>(nullptr);
+    auto* p = new Probe;  // never freed: see above
+    p->settings = settings;
+    ProbeDescription description = DescribeThisProcess();
+    description.warnings = warnings;
+    p->runtime = std::make_unique<ProbeRuntime>(settings, std::move(description),
+                                                std::vector<EventSource*>{&p->nccl, &p->steps});
+    p->runtime->Start();
+    if (!warnings.empty()) std::fprintf(stderr, "podscope probe: %s\n", warnings.c_str());
+    return p;
+  }();
+  return probe;
+}
+
+NcclRecorder* RecorderForNccl() {
+  Probe* p = TheProbe();
+  return p != nullptr ? &p->nccl : nullptr;
+}
+
+int64_t ThreadId() { return static_cast<int64_t>(syscall(SYS_gettid)); }
+
+// CUPTI, once, at CUDA's injection point.
+int StartCupti() {
+  Probe* p = TheProbe();
+  if (p == nullptr) return 1;
+  static std::once_flag once;
+  std::call_once(once, [p] {
+    absl::StatusOr<std::unique_ptr<CuptiApi>> api = LoadCupti(p->settings.cupti_path);
+    if (!api.ok()) {
+      p->runtime->AddWarning(std::string(api.status().message()));
+      std::fprintf(stderr, "podscope probe: no GPU activity will be recorded: %s\n",
+                   std::string(api.status().message()).c_str());
+      return;
+    }
+    p->cupti = *std::move(api);
+    // NVTX ranges reach CUPTI's MARKER records only through NVTX's injection hook; a process
+    // that set it itself keeps its own.
+    if (const std::string path = LoadedCuptiPath(*p->cupti); !path.empty()) {
+      setenv("NVTX_INJECTION64_PATH", path.c_str(), /*overwrite=*/0);
+    }
+    CuptiSourceOptions options;
+    options.buffers = p->settings.cupti_buffers;
+    options.buffer_bytes = p->settings.cupti_buffer_bytes;
+    options.step_pattern = p->settings.step_pattern;
+    p->cupti_source = std::make_unique<CuptiSource>(p->cupti.get(), options);
+    p->runtime->AddSource(p->cupti_source.get());
+    p->runtime->AddFeature("cupti");
+    p->runtime->AddFeature("nvtx");
+  });
+  return 1;
+}
+
+// Wired at load: NCCL may find the plugin before CUDA's injection runs.
+[[maybe_unused]] const bool kProviderSet = [] {
+  SetNcclRecorderProvider(&RecorderForNccl);
+  return true;
+}();
+
+}  // namespace
+}  // namespace podscope::agent::probe
+
+using podscope::agent::probe::kNcclProfilerV4;
+using podscope::agent::probe::kNcclProfilerV5;
+using podscope::agent::probe::nccl_abi::ProfilerV4;
+using podscope::agent::probe::nccl_abi::ProfilerV5;
+
+extern "C" {
+
+// CUDA_INJECTION64_PATH: the driver calls this once, at cuInit. 1 means success.
+__attribute__((visibility("default"))) int InitializeInjection(void) {
+  return podscope::agent::probe::StartCupti();
+}
+
+// NCCL_PROFILER_PLUGIN: NCCL reads the newest version it knows.
+__attribute__((visibility("default"))) ProfilerV5 ncclProfiler_v5 = kNcclProfilerV5;
+__attribute__((visibility("default"))) ProfilerV4 ncclProfiler_v4 = kNcclProfilerV4;
+
+// podscope/step.h finds these with dlsym.
+__attribute__((visibility("default"))) void podscope_probe_step_begin(uint64_t step) {
+  if (auto* p = podscope::agent::probe::TheProbe(); p != nullptr) p->steps.Begin(step, podscope::agent::probe::ThreadId());
+}
+__attribute__((visibility("default"))) void podscope_probe_step_end(uint64_t step) {
+  if (auto* p = podscope::agent::probe::TheProbe(); p != nullptr) p->steps.End(step, podscope::agent::probe::ThreadId());
+}
+
+}  // extern "C"

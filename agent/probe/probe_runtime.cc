@@ -1,0 +1,281 @@
+#include "agent/probe/probe_runtime.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "common/chunk_codec.h"
+#include "common/protocol_version.h"
+#include "common/str_util.h"
+#include "common/trace_slice.h"
+
+namespace podscope::agent::probe {
+
+namespace {
+
+constexpr size_t kChunkEvents = 100'000;
+
+TimeNs RealtimeNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<TimeNs>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The parent of `pid` from /proc/<pid>/stat ("pid (comm) state ppid ..."; comm may hold spaces
+// and parentheses, so the fields are read after the last ')').
+int64_t ParentOf(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 1));
+  std::string state;
+  int64_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+}  // namespace
+
+ProbeDescription DescribeThisProcess() {
+  ProbeDescription d;
+  d.identity = IdentityFromEnvironment([](const char* name) { return std::getenv(name); });
+  d.pid = getpid();
+  int64_t pid = d.pid;
+  for (int depth = 0; depth < 32; ++depth) {
+    pid = depth == 0 ? getppid() : ParentOf(pid);
+    if (pid <= 0) break;
+    d.ppid_chain.push_back(pid);
+    if (pid == 1) break;
+  }
+  return d;
+}
+
+ProbeRuntime::ProbeRuntime(ProbeSettings settings, ProbeDescription description, std::vector<EventSource*> sources,
+                           TimeNs (*host_now)())
+    : settings_(std::move(settings)),
+      host_now_(host_now != nullptr ? host_now : &RealtimeNow),
+      link_(settings_.agent_socket, settings_.reconnect_interval_ns, settings_.max_queue_bytes, this),
+      description_(std::move(description)),
+      sources_(std::move(sources)) {}
+
+ProbeRuntime::~ProbeRuntime() { Stop(); }
+
+void ProbeRuntime::Start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { WindowLoop(); });
+  link_.Start();
+}
+
+void ProbeRuntime::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  link_.Stop();
+}
+
+void ProbeRuntime::AddSource(EventSource* source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sources_.push_back(source);
+}
+
+void ProbeRuntime::AddFeature(const std::string& feature) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& f = description_.features;
+    if (std::find(f.begin(), f.end(), feature) != f.end()) return;
+    f.push_back(feature);
+  }
+  if (link_.connected()) {
+    v1::ProbeMessage m;
+    *m.mutable_register_() = Registration();
+    link_.Send(m, /*control=*/true);
+  }
+}
+
+void ProbeRuntime::AddWarning(const std::string& warning) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    common::StrAppend(&description_.warnings, description_.warnings.empty() ? "" : "; ", warning);
+  }
+  if (link_.connected()) {
+    v1::ProbeMessage m;
+    *m.mutable_register_() = Registration();
+    link_.Send(m, /*control=*/true);
+  }
+}
+
+uint64_t ProbeRuntime::windows_done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return windows_done_;
+}
+
+v1::ProbeRegister ProbeRuntime::Registration() {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::ProbeRegister r;
+  r.set_protocol_major(common::kProbeProtocolMajor);
+  r.set_protocol_minor(common::kProbeProtocolMinor);
+  r.set_pid(description_.pid);
+  for (int64_t p : description_.ppid_chain) r.add_ppid_chain(p);
+  r.set_rank(description_.identity.rank);
+  r.set_local_rank(description_.identity.local_rank);
+  r.set_world_size(description_.identity.world_size);
+  r.set_job(description_.identity.job);
+  r.set_device(description_.device);
+  for (const std::string& f : description_.features) r.add_features(f);
+  if (!recording_.empty()) r.add_open_captures(recording_);
+  r.set_warnings(description_.warnings);
+  return r;
+}
+
+void ProbeRuntime::OnArm(const v1::ProbeArm& arm) {
+  std::string refusal;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // An agent that restarted re-arms what it lost: the window under way is the same one.
+    if (window_ != nullptr && window_->arm.capture_id() == arm.capture_id()) return;
+    if (arm.capture_id() == last_done_) return;  // already delivered
+    if (window_ != nullptr) {
+      refusal = common::StrCat("the probe is busy with capture ", window_->arm.capture_id());
+    } else if (arm.stop_host_ns() <= arm.start_host_ns()) {
+      refusal = common::StrCat("empty window: stop ", arm.stop_host_ns(), " is not after start ", arm.start_host_ns());
+    } else if (arm.stop_host_ns() <= host_now_()) {
+      refusal = "the window was over before the probe was armed";
+    } else {
+      window_ = std::make_unique<Window>();
+      window_->arm = arm;
+    }
+  }
+  if (refusal.empty()) {
+    cv_.notify_all();
+    return;
+  }
+  v1::ProbeCaptureStatus status;
+  status.set_capture_id(arm.capture_id());
+  status.set_error(refusal);
+  SendStatus(status);
+}
+
+void ProbeRuntime::OnCancel(const v1::ProbeCancel& cancel) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (window_ == nullptr || window_->arm.capture_id() != cancel.capture_id()) return;
+    window_->cancelled = true;
+  }
+  cv_.notify_all();
+}
+
+void ProbeRuntime::OnRefused(const std::string& reason) {
+  std::fprintf(stderr, "podscope probe: the agent refused this process: %s\n", reason.c_str());
+}
+
+void ProbeRuntime::SendStatus(const v1::ProbeCaptureStatus& status) {
+  v1::ProbeMessage m;
+  *m.mutable_status() = status;
+  link_.Send(m, /*control=*/true);
+}
+
+bool ProbeRuntime::SleepUntil(TimeNs deadline, std::unique_lock<std::mutex>& lock) {
+  while (!stopping_ && !window_->cancelled) {
+    const TimeNs left = deadline - host_now_();
+    if (left <= 0) return true;
+    cv_.wait_for(lock, std::chrono::nanoseconds(left));
+  }
+  return false;
+}
+
+void ProbeRuntime::WindowLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || window_ != nullptr; });
+    if (stopping_) return;
+    const v1::ProbeArm arm = window_->arm;
+    Record(arm, lock);
+    window_.reset();
+    recording_.clear();
+    last_done_ = arm.capture_id();
+    ++windows_done_;
+  }
+}
+
+void ProbeRuntime::Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>& lock) {
+  v1::ProbeCaptureStatus status;
+  status.set_capture_id(arm.capture_id());
+  if (!SleepUntil(arm.start_host_ns(), lock)) {
+    status.set_cancelled(true);
+    lock.unlock();
+    SendStatus(status);
+    lock.lock();
+    return;
+  }
+  recording_ = arm.capture_id();
+  const uint64_t max_events = arm.max_events() > 0 ? std::min(arm.max_events(), settings_.max_events_per_window)
+                                                   : settings_.max_events_per_window;
+  budget_.Reset(max_events);
+  gpu_clock_.Clear();
+  const std::vector<EventSource*> sources = sources_;
+  common::WorkerInfo info;
+  info.rank = description_.identity.rank;
+  info.world_size = std::max(description_.identity.world_size, 0);
+  info.local_rank = description_.identity.local_rank;
+  info.pid = description_.pid;
+  info.job = description_.identity.job;
+  info.source = "probe";
+  info.backend = "nccl";
+
+  lock.unlock();
+  const TimeNs start = host_now_();
+  for (EventSource* s : sources) s->OpenWindow(start, &budget_, &gpu_clock_);
+  lock.lock();
+  SleepUntil(arm.stop_host_ns(), lock);
+  const bool cancelled = stopping_ || window_->cancelled;
+  lock.unlock();
+  const TimeNs stop = host_now_();
+  for (EventSource* s : sources) s->CloseWindow(stop);
+  if (!cancelled && settings_.harvest_grace_ns > 0) {
+    timespec grace{static_cast<time_t>(settings_.harvest_grace_ns / 1'000'000'000),
+                   static_cast<long>(settings_.harvest_grace_ns % 1'000'000'000)};
+    nanosleep(&grace, nullptr);
+  }
+  status.set_actual_start_ns(start);
+  status.set_actual_stop_ns(stop);
+  uint64_t events = 0, dropped = 0, chunks = 0;
+  std::string errors;
+  for (EventSource* s : sources) {
+    Harvest h = s->TakeHarvest();
+    dropped += h.dropped;
+    if (!h.error.empty()) common::StrAppend(&errors, errors.empty() ? "" : "; ", s->name(), ": ", h.error);
+    if (cancelled || h.trace.Counts().Total() == 0) continue;
+    h.trace.info = info;
+    h.trace.SortByTime();
+    for (common::WorkerTrace& part : common::SplitIntoChunks(std::move(h.trace), kChunkEvents)) {
+      const uint64_t n = part.Counts().Total();
+      v1::ProbeMessage m;
+      common::EncodeChunk(part, common::ChunkHeader{arm.capture_id(), 0, chunks}, m.mutable_chunk());
+      if (link_.Send(m)) {
+        events += n;
+        ++chunks;
+      } else {
+        dropped += n;  // the queue to the agent is full
+      }
+    }
+  }
+  status.set_events(events);
+  status.set_dropped_events(dropped + budget_.dropped());
+  status.set_chunks(chunks);
+  status.set_cancelled(cancelled);
+  status.set_error(errors);
+  SendStatus(status);
+  lock.lock();
+}
+
+}  // namespace podscope::agent::probe

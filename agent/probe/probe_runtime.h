@@ -1,0 +1,92 @@
+// The probe inside one training process: who it is, its link to the agent, its event sources
+// and the one capture window it can be recording at a time (issue 6, DESIGN §1).
+//
+// Threads: the link's (socket I/O) and the window thread, which sleeps until an armed window's
+// start on the host clock, opens every source, sleeps until the stop (or a cancel), closes
+// them, waits a short grace for in-flight kernel events, harvests, encodes the events as
+// columnar chunks and queues them for the agent, then the window's status. Neither thread is
+// ever one of the training process's.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/probe/agent_link.h"
+#include "agent/probe/event_source.h"
+#include "agent/probe/probe_identity.h"
+#include "agent/probe/probe_settings.h"
+
+namespace podscope::agent::probe {
+
+struct ProbeDescription {
+  ProbeIdentity identity;
+  int64_t pid = 0;
+  std::vector<int64_t> ppid_chain;
+  std::string device;
+  std::vector<std::string> features;
+  std::string warnings;
+};
+
+class ProbeRuntime : public AgentLink::Handler {
+ public:
+  // `sources` must outlive the runtime. `host_now` null: CLOCK_REALTIME.
+  ProbeRuntime(ProbeSettings settings, ProbeDescription description, std::vector<EventSource*> sources,
+               TimeNs (*host_now)() = nullptr);
+  ~ProbeRuntime() override;
+
+  void Start();
+  void Stop();
+
+  void AddSource(EventSource* source);
+  // What loaded, and what did not; an agent already connected hears it at once.
+  void AddFeature(const std::string& feature);
+  void AddWarning(const std::string& warning);
+
+  // AgentLink::Handler (the link's thread).
+  v1::ProbeRegister Registration() override;
+  void OnArm(const v1::ProbeArm& arm) override;
+  void OnCancel(const v1::ProbeCancel& cancel) override;
+  void OnRefused(const std::string& reason) override;
+
+  const AgentLink& link() const { return link_; }
+  // Windows finished (delivered or not) since Start.
+  uint64_t windows_done() const;
+  GpuClockMap& gpu_clock() { return gpu_clock_; }
+
+ private:
+  struct Window {
+    v1::ProbeArm arm;
+    bool cancelled = false;
+  };
+  void WindowLoop();
+  // Sleeps until `deadline` (host clock) or until the window is cancelled / the runtime stops.
+  bool SleepUntil(TimeNs deadline, std::unique_lock<std::mutex>& lock);
+  void Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>& lock);
+  void SendStatus(const v1::ProbeCaptureStatus& status);
+
+  const ProbeSettings settings_;
+  TimeNs (*host_now_)();
+  AgentLink link_;
+  GpuClockMap gpu_clock_;
+  EventBudget budget_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  ProbeDescription description_;
+  std::vector<EventSource*> sources_;
+  std::unique_ptr<Window> window_;  // armed or recording; null when idle
+  std::string recording_;           // the capture being recorded, if any
+  std::string last_done_;           // the last capture delivered (a repeated arm is answered, not re-run)
+  uint64_t windows_done_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// The description of this process: pid, parents, identity from the environment.
+ProbeDescription DescribeThisProcess();
+
+}  // namespace podscope::agent::probe

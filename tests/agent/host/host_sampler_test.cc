@@ -1,0 +1,166 @@
+// The host collector against a fake /proc tree with known counters.
+#include "agent/host/host_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/test_paths.h"
+
+namespace podscope::agent::host {
+namespace {
+
+class FakeProc {
+ public:
+  FakeProc() { std::filesystem::create_directories(dir_.File("net")); }
+  const std::string& root() const { return dir_.path(); }
+
+  void Stat(uint64_t user, uint64_t nice, uint64_t system, uint64_t idle, uint64_t iowait, uint64_t irq,
+            uint64_t softirq, uint64_t steal) {
+    dir_.Write("stat", "cpu  " + std::to_string(user) + " " + std::to_string(nice) + " " + std::to_string(system) + " " +
+                           std::to_string(idle) + " " + std::to_string(iowait) + " " + std::to_string(irq) + " " +
+                           std::to_string(softirq) + " " + std::to_string(steal) + " 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n");
+  }
+  void MemInfo(int64_t total_kb, int64_t available_kb) {
+    dir_.Write("meminfo", "MemTotal:       " + std::to_string(total_kb) + " kB\nMemFree:         1000 kB\n"
+                          "MemAvailable:   " + std::to_string(available_kb) + " kB\nBuffers:  10 kB\n");
+  }
+  void NetDev(uint64_t eth_rx, uint64_t eth_tx, uint64_t ib_rx, uint64_t ib_tx) {
+    auto row = [](const char* name, uint64_t rx, uint64_t tx) {
+      return std::string(name) + ": " + std::to_string(rx) + " 10 0 0 0 0 0 0 " + std::to_string(tx) + " 20 0 0 0 0 0 0\n";
+    };
+    dir_.Write("net/dev", "Inter-|   Receive                                                |  Transmit\n"
+                          " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n" +
+                              row("    lo", 999999, 999999) + row("  eth0", eth_rx, eth_tx) + row("  ib0", ib_rx, ib_tx));
+  }
+  void Process(int64_t pid, uint64_t utime, uint64_t stime) {
+    std::filesystem::create_directories(dir_.File(std::to_string(pid)));
+    // A command name with a space and a parenthesis, as a python process may have.
+    dir_.Write(std::to_string(pid) + "/stat", std::to_string(pid) + " (pt_main (th) S 1 2 3 4 5 6 7 8 9 10 " +
+                                                  std::to_string(utime) + " " + std::to_string(stime) + " 0 0 20 0\n");
+  }
+
+ private:
+  podscope::testing::ScratchDir dir_;
+};
+
+class FakeGpus : public GpuReader {
+ public:
+  std::optional<GpuSample> Read(int index) override {
+    if (index != 1) return std::nullopt;
+    return GpuSample{1980, 612'000, 71, 0x4};
+  }
+};
+
+TEST(ProcStatsTest, ReadsExactCounters) {
+  FakeProc proc;
+  proc.Stat(100, 5, 50, 800, 20, 3, 2, 1);
+  proc.MemInfo(1'000'000, 250'000);
+  proc.NetDev(1000, 2000, 30000, 40000);
+  proc.Process(4242, 700, 300);
+  absl::StatusOr<CpuTimes> cpu = ReadCpuTimes(proc.root());
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(cpu->busy, 161u);
+  EXPECT_EQ(cpu->total, 981u);
+  EXPECT_EQ(*ReadMemoryUsedBytes(proc.root()), 750'000 * 1024);
+  absl::StatusOr<NetBytes> net = ReadNetBytes(proc.root());
+  ASSERT_TRUE(net.ok()) << net.status();
+  EXPECT_EQ(net->rx, 31'000u) << "loopback is not network";
+  EXPECT_EQ(net->tx, 42'000u);
+  EXPECT_EQ(*ReadProcessCpuTicks(proc.root(), 4242), 1000u);
+  EXPECT_FLOAT_EQ(NodeCpuPercent({100, 1000}, {400, 2000}), 30.0f);
+  EXPECT_FLOAT_EQ(ProcessCpuPercent(1000, 1150, 1'000'000'000, 100), 150.0f);
+}
+
+TEST(ProcStatsTest, MalformedFilesAreClearErrors) {
+  podscope::testing::ScratchDir dir;
+  EXPECT_EQ(ReadCpuTimes(dir.path()).status().code(), absl::StatusCode::kNotFound);
+  dir.Write("stat", "intr 1 2 3\n");
+  EXPECT_NE(std::string(ReadCpuTimes(dir.path()).status().message()).find("aggregate"), std::string::npos);
+  dir.Write("meminfo", "MemTotal: 10 kB\n");
+  EXPECT_NE(std::string(ReadMemoryUsedBytes(dir.path()).status().message()).find("MemAvailable"), std::string::npos);
+  std::filesystem::create_directories(dir.File("7"));
+  dir.Write("7/stat", "7 (x) S 1 2 3 4 5 6 7 8 9 10 abc 4\n");
+  EXPECT_NE(std::string(ReadProcessCpuTicks(dir.path(), 7).status().message()).find("not a tick count"),
+            std::string::npos);
+}
+
+TEST(HostSamplerTest, SamplesNodeProcessAndGpuBetweenReadings) {
+  FakeProc proc;
+  proc.Stat(100, 0, 100, 800, 0, 0, 0, 0);
+  proc.MemInfo(2'000'000, 500'000);
+  proc.NetDev(1000, 1000, 0, 0);
+  proc.Process(10, 50, 50);
+  proc.Process(11, 0, 0);
+  HostSamplerOptions options;
+  options.proc_root = proc.root();
+  options.ticks_per_second = 100;
+  HostSampler sampler(options, std::make_unique<FakeGpus>());
+  sampler.Watch(10, 1);
+  sampler.Watch(11, 0);
+  sampler.SampleOnce(1'000'000'000);  // the baseline: no sample yet
+  EXPECT_EQ(sampler.samples(), 0u);
+
+  // Half a second later: 300 of 1000 ticks busy, pid 10 used 40 ticks (80% of a core).
+  proc.Stat(300, 0, 200, 1500, 0, 0, 0, 0);
+  proc.NetDev(1500, 3000, 100, 0);
+  proc.Process(10, 80, 60);
+  proc.MemInfo(2'000'000, 400'000);
+  sampler.SampleOnce(1'500'000'000);
+  ASSERT_EQ(sampler.samples(), 1u);
+
+  common::HostSampleTable s = sampler.SamplesFor(10, 1'000'000'000, 2'000'000'000);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s.time[0], 1'500'000'000);
+  EXPECT_FLOAT_EQ(s.cpu_percent[0], 30.0f);
+  EXPECT_FLOAT_EQ(s.process_cpu_percent[0], 80.0f);
+  EXPECT_EQ(s.memory_used_bytes[0], 1'600'000 * 1024);
+  EXPECT_EQ(s.net_rx_bytes[0], 600);
+  EXPECT_EQ(s.net_tx_bytes[0], 2000);
+  EXPECT_EQ(s.gpu_sm_clock_mhz[0], 1980);
+  EXPECT_EQ(s.gpu_power_mw[0], 612'000);
+  EXPECT_EQ(s.gpu_temperature_c[0], 71);
+  EXPECT_EQ(s.gpu_throttle_reasons[0], 0x4u);
+  // Pid 11 used nothing, on a GPU NVML does not answer for.
+  common::HostSampleTable other = sampler.SamplesFor(11, 0, 2'000'000'000);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_FLOAT_EQ(other.process_cpu_percent[0], 0.0f);
+  EXPECT_EQ(other.gpu_sm_clock_mhz[0], 0);
+  // Outside the window: nothing.
+  EXPECT_EQ(sampler.SamplesFor(10, 1'600'000'000, 2'000'000'000).size(), 0u);
+  EXPECT_EQ(sampler.problems(), "");
+}
+
+TEST(HostSamplerTest, WithoutNvmlOrProcItSaysSoAndCarriesOn) {
+  podscope::testing::ScratchDir empty;
+  HostSamplerOptions options;
+  options.proc_root = empty.path();
+  HostSampler sampler(options, nullptr);
+  sampler.SampleOnce(1);
+  sampler.SampleOnce(2);
+  EXPECT_EQ(sampler.samples(), 1u);
+  common::HostSampleTable s = sampler.SamplesFor(1, 0, 10);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_FLOAT_EQ(s.cpu_percent[0], -1.0f);
+  EXPECT_NE(sampler.problems().find("/stat"), std::string::npos) << sampler.problems();
+}
+
+TEST(HostSamplerTest, TheThreadSamplesOnlyWhileAcquired) {
+  FakeProc proc;
+  proc.Stat(1, 0, 0, 1, 0, 0, 0, 0);
+  proc.MemInfo(10, 5);
+  proc.NetDev(0, 0, 0, 0);
+  HostSamplerOptions options;
+  options.proc_root = proc.root();
+  options.interval_ns = 10'000'000;
+  HostSampler sampler(options, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(sampler.samples(), 0u) << "idle costs nothing";
+  sampler.Acquire();
+  for (int i = 0; i < 200 && sampler.samples() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  sampler.Release();
+  EXPECT_GE(sampler.samples(), 2u);
+}
+
+}  // namespace
+}  // namespace podscope::agent::host

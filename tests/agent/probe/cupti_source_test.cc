@@ -1,0 +1,247 @@
+// CuptiSource and the record converter, fed CUDA 13's record structs through a fake CUPTI.
+#include "agent/probe/cupti_source.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/agent/probe/fake_cupti.h"
+
+namespace podscope::agent::probe {
+namespace {
+
+using testing::FakeCupti;
+
+TimeNs g_host = 0;
+TimeNs FakeHostNow() { return g_host; }
+
+CUpti_ActivityKernel10 Kernel(uint64_t start, uint64_t end, const char* name, uint32_t correlation) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start;
+  k.end = end;
+  k.deviceId = 3;
+  k.contextId = 1;
+  k.streamId = 7;
+  k.name = name;
+  k.correlationId = correlation;
+  k.gridX = 128, k.gridY = 2, k.gridZ = 1, k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+  k.registersPerThread = 32;
+  k.staticSharedMemory = 1024;
+  k.dynamicSharedMemory = 2048;
+  return k;
+}
+
+class CuptiSourceTest : public ::testing::Test {
+ protected:
+  CuptiSourceTest() {
+    options_.buffers = 2;
+    options_.buffer_bytes = 4096;
+    options_.step_pattern = "^(ProfilerStep#|[Ss]tep[ _#]?)([0-9]+)$";
+    options_.host_now = &FakeHostNow;
+  }
+  // Opens a window at host 1'000'000 with the GPU clock 5 us ahead, closes it at 2'000'000.
+  void Open(CuptiSource& source, uint64_t max_events = 100) {
+    g_host = 1'000'000;
+    cupti_.gpu_now = 1'005'000;
+    budget_.Reset(max_events);
+    source.OpenWindow(g_host, &budget_, &clock_);
+  }
+  void Close(CuptiSource& source) {
+    g_host = 2'000'000;
+    cupti_.gpu_now = 2'005'000;
+    source.CloseWindow(g_host);
+  }
+
+  FakeCupti cupti_;
+  CuptiSourceOptions options_;
+  EventBudget budget_;
+  GpuClockMap clock_;
+};
+
+TEST_F(CuptiSourceTest, RecordsOnlyInsideTheWindowAndMapsEveryKindOntoTheHostClock) {
+  CuptiSource source(&cupti_, options_);
+  ASSERT_NE(cupti_.requested, nullptr);
+  EXPECT_TRUE(cupti_.enabled.empty()) << "nothing of CUPTI is on before a window";
+  Open(source);
+  EXPECT_TRUE(cupti_.subscribed);
+  EXPECT_EQ(cupti_.enabled.size(), 8u);
+  EXPECT_TRUE(cupti_.enabled.contains(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  EXPECT_TRUE(cupti_.enabled.contains(CUPTI_ACTIVITY_KIND_MARKER));
+  EXPECT_TRUE(cupti_.driver_calls.contains(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+
+  const CUpti_ActivityKernel10 k1 = Kernel(1'105'000, 1'115'000, "_Z5myAddPfS_i", 41);
+  const CUpti_ActivityKernel10 k2 = Kernel(1'120'000, 1'125'000, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 42);
+  CUpti_ActivityMemcpy6 copy{};
+  copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  copy.bytes = 1 << 20;
+  copy.start = 1'130'000;
+  copy.end = 1'140'000;
+  copy.deviceId = 3;
+  copy.streamId = 7;
+  copy.correlationId = 43;
+  CUpti_ActivityMemset4 memset{};
+  memset.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  memset.bytes = 512;
+  memset.start = 1'141'000;
+  memset.end = 1'142'000;
+  CUpti_ActivityAPI launch{};
+  launch.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  launch.cbid = 211;
+  launch.start = 1'100'000;
+  launch.end = 1'104'000;
+  launch.threadId = 555;
+  launch.correlationId = 41;
+  CUpti_ActivityExternalCorrelation external{};
+  external.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  external.externalId = 9001;
+  external.correlationId = 41;
+  CUpti_ActivitySynchronization2 sync{};
+  sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  sync.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  sync.start = 1'150'000;
+  sync.end = 1'160'000;
+  sync.contextId = 1;
+  sync.streamId = 7;
+  CUpti_ActivityMarker2 step_start{}, step_end{}, other_start{}, other_end{};
+  step_start.kind = step_end.kind = other_start.kind = other_end.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  step_start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
+  step_start.id = 5;
+  step_start.timestamp = 1'050'000;
+  step_start.name = "step 12";
+  step_start.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  step_start.objectId.pt.threadId = 555;
+  step_end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  step_end.id = 5;
+  step_end.timestamp = 1'905'000;
+  other_start = step_start;
+  other_start.id = 6;
+  other_start.name = "forward";
+  other_end = step_end;
+  other_end.id = 6;
+  other_end.timestamp = 1'500'000;
+
+  ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&launch),
+                              reinterpret_cast<const CUpti_Activity*>(&k1), reinterpret_cast<const CUpti_Activity*>(&k2),
+                              reinterpret_cast<const CUpti_Activity*>(&copy),
+                              reinterpret_cast<const CUpti_Activity*>(&memset)}));
+  ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&external),
+                              reinterpret_cast<const CUpti_Activity*>(&sync),
+                              reinterpret_cast<const CUpti_Activity*>(&step_start),
+                              reinterpret_cast<const CUpti_Activity*>(&other_start),
+                              reinterpret_cast<const CUpti_Activity*>(&other_end),
+                              reinterpret_cast<const CUpti_Activity*>(&step_end)}));
+  Close(source);
+  EXPECT_TRUE(cupti_.enabled.empty()) << "no lingering overhead after the window";
+  EXPECT_TRUE(cupti_.driver_calls.empty());
+  EXPECT_FALSE(cupti_.subscribed);
+  EXPECT_EQ(cupti_.flushes, 1);
+
+  Harvest h = source.TakeHarvest();
+  EXPECT_EQ(h.error, "");
+  EXPECT_EQ(h.dropped, 0u);
+  const common::WorkerTrace& t = h.trace;
+  ASSERT_TRUE(t.Validate().ok()) << t.Validate();
+  // Two kernels plus the synchronisation record.
+  ASSERT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(t.strings.Get(t.kernels.name[0]), "myAdd(float*, float*, int)");
+  EXPECT_EQ(t.kernels.start[0], 1'100'000);
+  EXPECT_EQ(t.kernels.end[0], 1'110'000);
+  EXPECT_EQ(t.kernels.device[0], 3);
+  EXPECT_EQ(t.kernels.stream[0], 7);
+  EXPECT_EQ(t.kernels.correlation[0], 41);
+  EXPECT_EQ(t.kernels.grid_x[0], 128u);
+  EXPECT_EQ(t.kernels.block_x[0], 256u);
+  EXPECT_EQ(t.kernels.registers_per_thread[0], 32);
+  EXPECT_EQ(t.kernels.shared_memory_bytes[0], 3072);
+  EXPECT_EQ(t.kernels.kernel_class[0], common::KernelClass::kCompute);
+  EXPECT_EQ(t.kernels.kernel_class[1], common::KernelClass::kCommunication);
+  EXPECT_EQ(t.strings.Get(t.kernels.name[2]), "cudaStreamSynchronize");
+  EXPECT_EQ(t.kernels.kernel_class[2], common::KernelClass::kSync);
+  EXPECT_EQ(t.kernels.device[2], 3) << "from the context the kernels ran in";
+  ASSERT_EQ(t.memcpys.size(), 2u);
+  EXPECT_EQ(t.memcpys.kind[0], common::MemcpyKind::kHostToDevice);
+  EXPECT_EQ(t.memcpys.bytes[0], 1 << 20);
+  EXPECT_EQ(t.memcpys.start[0], 1'125'000);
+  EXPECT_EQ(t.memcpys.kind[1], common::MemcpyKind::kMemset);
+  ASSERT_EQ(t.runtime_calls.size(), 1u);
+  EXPECT_EQ(t.strings.Get(t.runtime_calls.name[0]), "cudaLaunchKernel");
+  EXPECT_EQ(t.runtime_calls.thread[0], 555);
+  EXPECT_EQ(t.runtime_calls.start[0], 1'095'000);
+  EXPECT_EQ(t.runtime_calls.external_id[0], 9001);
+  // The NVTX ranges: both are host spans, the one matching the pattern is step 12.
+  ASSERT_EQ(t.host_spans.size(), 2u);
+  ASSERT_EQ(t.steps.size(), 1u);
+  EXPECT_EQ(t.steps.number[0], 12);
+  EXPECT_EQ(t.steps.start[0], 1'045'000);
+  EXPECT_EQ(t.steps.end[0], 1'900'000);
+  EXPECT_EQ(t.steps.thread[0], 555);
+}
+
+TEST_F(CuptiSourceTest, AnEmptyPoolAndASpentBudgetDropAndCount) {
+  CuptiSource source(&cupti_, options_);
+  Open(source, /*max_events=*/2);
+  // CUPTI holds both buffers of the pool; a third request is refused.
+  uint8_t* held1 = cupti_.Hold();
+  uint8_t* held2 = cupti_.Hold();
+  ASSERT_NE(held1, nullptr);
+  ASSERT_NE(held2, nullptr);
+  EXPECT_EQ(source.buffers_out(), 2u);
+  EXPECT_FALSE(cupti_.Deliver({}));
+  EXPECT_EQ(source.buffers_refused(), 1u);
+  // CUPTI hands one back with three kernels, having dropped 5 records for want of a buffer.
+  const CUpti_ActivityKernel10 k[3] = {Kernel(1'100'000, 1'101'000, "a", 1), Kernel(1'102'000, 1'103'000, "b", 2),
+                                       Kernel(1'104'000, 1'105'000, "c", 3)};
+  cupti_.filled[held1] = {reinterpret_cast<const CUpti_Activity*>(&k[0]), reinterpret_cast<const CUpti_Activity*>(&k[1]),
+                          reinterpret_cast<const CUpti_Activity*>(&k[2])};
+  cupti_.next_dropped = 5;
+  cupti_.completed(nullptr, 0, held1, 4096, 4096);
+  cupti_.completed(nullptr, 0, held2, 4096, 0);
+  EXPECT_EQ(source.buffers_out(), 0u);
+  Close(source);
+  Harvest h = source.TakeHarvest();
+  EXPECT_EQ(h.trace.kernels.size(), 2u) << "the window's budget";
+  EXPECT_EQ(budget_.dropped(), 1u);
+  EXPECT_EQ(h.dropped, 5u) << "CUPTI's own count";
+  // The pool is whole again: the next window gets buffers.
+  Open(source);
+  EXPECT_TRUE(cupti_.Deliver({}));
+  Close(source);
+}
+
+TEST_F(CuptiSourceTest, AnotherSubscriberIsAClearWindowErrorNotACrash) {
+  CuptiSource source(&cupti_, options_);
+  cupti_.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  Open(source);
+  EXPECT_TRUE(cupti_.enabled.empty());
+  Close(source);
+  Harvest h = source.TakeHarvest();
+  EXPECT_NE(h.error.find("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"), std::string::npos) << h.error;
+  EXPECT_NE(h.error.find("another profiler holds CUPTI"), std::string::npos) << h.error;
+  EXPECT_EQ(h.trace.Counts().Total(), 0u);
+}
+
+TEST_F(CuptiSourceTest, InsufficientPrivilegesIsNamedWithTheFix) {
+  CuptiSource source(&cupti_, options_);
+  cupti_.failing_kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  cupti_.enable_result = CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  Open(source);
+  Close(source);
+  EXPECT_TRUE(cupti_.enabled.empty());
+  Harvest h = source.TakeHarvest();
+  EXPECT_NE(h.error.find("cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"),
+            std::string::npos)
+      << h.error;
+  EXPECT_NE(h.error.find("NVreg_RestrictProfilingToAdminUsers"), std::string::npos);
+}
+
+TEST_F(CuptiSourceTest, OnlyOneSourcePerProcess) {
+  CuptiSource first(&cupti_, options_);
+  FakeCupti other;
+  CuptiSource second(&other, options_);
+  Open(second);
+  Close(second);
+  EXPECT_NE(second.TakeHarvest().error.find("another CUPTI source"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace podscope::agent::probe

@@ -1,0 +1,214 @@
+// The NCCL profiler plugin driven through the same v5 / v4 tables NCCL reads.
+#include "agent/probe/nccl_plugin.h"
+
+#include <gtest/gtest.h>
+
+namespace podscope::agent::probe {
+namespace {
+
+using namespace nccl_abi;
+
+TimeNs g_now = 0;
+TimeNs FakeNow() { return g_now; }
+
+NcclRecorder* g_recorder = nullptr;
+NcclRecorder* TestRecorder() { return g_recorder; }
+
+class NcclPluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_now = 1'000'000;
+    g_recorder = &recorder_;
+    SetNcclRecorderProvider(&TestRecorder);
+  }
+  void TearDown() override { SetNcclRecorderProvider(nullptr); }
+
+  // An AllReduce of 1024 floats on `context`; its kernel ran on two channels.
+  void* AllReduce(void* context, uint64_t seq, uint64_t ch0_start, uint64_t ch1_start, uint64_t end) {
+    EventDescrV5 coll{};
+    coll.type = kProfileColl;
+    coll.rank = 1;
+    coll.coll.seqNumber = seq;
+    coll.coll.func = "AllReduce";
+    coll.coll.count = 1024;
+    coll.coll.datatype = "ncclFloat32";
+    coll.coll.nChannels = 2;
+    coll.coll.algo = "RING";
+    coll.coll.proto = "LL128";
+    void* handle = nullptr;
+    EXPECT_EQ(kNcclProfilerV5.startEvent(context, &handle, &coll), kNcclSuccess);
+    if (handle == nullptr) return nullptr;
+    for (uint64_t start : {ch0_start, ch1_start}) {
+      EventDescrV5 ch{};
+      ch.type = kProfileKernelCh;
+      ch.parentObj = handle;
+      ch.kernelCh.pTimer = start;
+      void* ch_handle = nullptr;
+      kNcclProfilerV5.startEvent(context, &ch_handle, &ch);
+      EXPECT_NE(ch_handle, nullptr);
+      EventStateArgs args{};
+      args.kernelCh.pTimer = start == ch0_start ? end - 10 : end;
+      kNcclProfilerV5.recordEventState(ch_handle, kKernelChStop, &args);
+      kNcclProfilerV5.stopEvent(ch_handle);
+    }
+    kNcclProfilerV5.stopEvent(handle);
+    return handle;
+  }
+
+  NcclRecorder recorder_{&FakeNow};
+  EventBudget budget_;
+  GpuClockMap gpu_clock_;
+};
+
+TEST_F(NcclPluginTest, RecordsCollectivesOnlyInsideAWindowWithKernelTimesOnTheHostClock) {
+  int mask = -1;
+  void* context = nullptr;
+  ASSERT_EQ(kNcclProfilerV5.init(&context, 0xabcdef, &mask, "dp", 2, 8, 1, nullptr), kNcclSuccess);
+  EXPECT_EQ(mask, 0) << "nothing is asked of NCCL outside a window";
+  EXPECT_EQ(AllReduce(context, 1, 100, 200, 900), nullptr);
+
+  // GPU clock 5 us ahead of the host's.
+  gpu_clock_.Add({1'005'000, 1'000'000});
+  budget_.Reset(100);
+  recorder_.OpenWindow(g_now, &budget_, &gpu_clock_);
+  EXPECT_EQ(mask, NcclRecorder::kWindowMask);
+  g_now = 1'200'000;
+  ASSERT_NE(AllReduce(context, 7, 1'210'000, 1'209'000, 1'300'000), nullptr);
+  recorder_.CloseWindow(g_now);
+  EXPECT_EQ(mask, 0);
+
+  Harvest h = recorder_.TakeHarvest();
+  EXPECT_EQ(h.dropped, 0u);
+  const common::CollectiveTable& c = h.trace.collectives;
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(h.trace.strings.Get(c.communicator[0]), "nccl:0000000000abcdef");
+  EXPECT_EQ(c.rank[0], 1);
+  EXPECT_EQ(c.nranks[0], 8);
+  EXPECT_EQ(c.op[0], common::CollectiveOp::kAllReduce);
+  EXPECT_EQ(c.sequence[0], 7);
+  EXPECT_EQ(c.count[0], 1024);
+  EXPECT_EQ(c.bytes[0], 4096);
+  EXPECT_EQ(h.trace.strings.Get(c.dtype[0]), "ncclFloat32");
+  EXPECT_EQ(h.trace.strings.Get(c.algorithm[0]), "RING");
+  EXPECT_EQ(h.trace.strings.Get(c.protocol[0]), "LL128");
+  EXPECT_EQ(c.channels[0], 2);
+  EXPECT_EQ(c.enqueue[0], 1'200'000);
+  // Earliest channel start and latest channel stop, 5 us earlier on the host clock.
+  EXPECT_EQ(c.kernel_start[0], 1'204'000);
+  EXPECT_EQ(c.kernel_end[0], 1'295'000);
+  EXPECT_TRUE(h.trace.Validate().ok());
+  EXPECT_EQ(kNcclProfilerV5.finalize(context), kNcclSuccess);
+}
+
+TEST_F(NcclPluginTest, BudgetExhaustionDropsAndCountsAndUnfinishedKernelsAreNotInvented) {
+  int mask = 0;
+  void* context = nullptr;
+  ASSERT_EQ(kNcclProfilerV5.init(&context, 1, &mask, "", 1, 2, 0, nullptr), kNcclSuccess);
+  budget_.Reset(2);
+  recorder_.OpenWindow(g_now, &budget_, nullptr);
+  EXPECT_NE(AllReduce(context, 1, 10, 11, 20), nullptr);
+  // Started, but its kernel never reports.
+  EventDescrV5 coll{};
+  coll.type = kProfileColl;
+  coll.coll.func = "AllGather";
+  coll.coll.datatype = "ncclBfloat16";
+  void* pending = nullptr;
+  kNcclProfilerV5.startEvent(context, &pending, &coll);
+  EXPECT_NE(pending, nullptr);
+  // Over the budget of 2.
+  EXPECT_EQ(AllReduce(context, 3, 30, 31, 40), nullptr);
+  EXPECT_EQ(budget_.dropped(), 1u);
+  recorder_.CloseWindow(g_now);
+  Harvest h = recorder_.TakeHarvest();
+  EXPECT_EQ(h.trace.collectives.size(), 1u);
+  EXPECT_EQ(h.dropped, 1u) << "the AllGather without kernel times";
+
+  // A kernel channel reporting after the harvest finds a stale handle and is ignored.
+  EventDescrV5 late{};
+  late.type = kProfileKernelCh;
+  late.parentObj = pending;
+  void* late_handle = reinterpret_cast<void*>(1);
+  kNcclProfilerV5.startEvent(context, &late_handle, &late);
+  EXPECT_EQ(late_handle, nullptr);
+  kNcclProfilerV5.finalize(context);
+}
+
+TEST_F(NcclPluginTest, VersionFourAndPointToPoint) {
+  int mask = 0;
+  void* context = nullptr;
+  ASSERT_EQ(kNcclProfilerV4.init(&context, &mask, "pp", 0x42, 1, 2, 1, nullptr), kNcclSuccess);
+  budget_.Reset(10);
+  recorder_.OpenWindow(g_now, &budget_, nullptr);
+  EXPECT_EQ(mask, NcclRecorder::kWindowMask);
+  EventDescrV4 send{};
+  send.type = static_cast<uint8_t>(kProfileP2p);
+  send.p2p.func = "Send";
+  send.p2p.datatype = "ncclInt64";
+  send.p2p.count = 10;
+  send.p2p.peer = 0;
+  send.p2p.nChannels = 1;
+  void* handle = nullptr;
+  kNcclProfilerV4.startEvent(context, &handle, &send);
+  ASSERT_NE(handle, nullptr);
+  EventDescrV4 ch{};
+  ch.type = static_cast<uint8_t>(kProfileKernelCh);
+  ch.parentObj = handle;
+  ch.kernelCh.pTimer = 5'000;
+  void* ch_handle = nullptr;
+  kNcclProfilerV4.startEvent(context, &ch_handle, &ch);
+  EventStateArgs args{};
+  args.kernelCh.pTimer = 7'000;
+  kNcclProfilerV4.recordEventState(ch_handle, kKernelChStop, &args);
+  // Events the probe does not ask for get no handle.
+  EventDescrV4 proxy{};
+  proxy.type = static_cast<uint8_t>(kProfileProxyOp);
+  void* proxy_handle = reinterpret_cast<void*>(1);
+  kNcclProfilerV4.startEvent(context, &proxy_handle, &proxy);
+  EXPECT_EQ(proxy_handle, nullptr);
+  recorder_.CloseWindow(g_now);
+  Harvest h = recorder_.TakeHarvest();
+  ASSERT_EQ(h.trace.collectives.size(), 1u);
+  EXPECT_EQ(h.trace.collectives.op[0], common::CollectiveOp::kSend);
+  EXPECT_EQ(h.trace.collectives.sequence[0], common::kUnknownSequence);
+  EXPECT_EQ(h.trace.collectives.bytes[0], 80);
+  EXPECT_EQ(h.trace.strings.Get(h.trace.collectives.communicator[0]), "nccl:0000000000000042");
+  EXPECT_EQ(h.trace.collectives.kernel_start[0], 5'000) << "no clock pairs: the GPU clock is taken as the host's";
+  EXPECT_EQ(h.trace.collectives.kernel_end[0], 7'000);
+  kNcclProfilerV4.finalize(context);
+}
+
+TEST_F(NcclPluginTest, InitFailsWithoutARecorderSoNcclDisablesThePlugin) {
+  SetNcclRecorderProvider(nullptr);
+  int mask = 0;
+  void* context = reinterpret_cast<void*>(1);
+  EXPECT_NE(kNcclProfilerV5.init(&context, 1, &mask, "", 1, 1, 0, nullptr), kNcclSuccess);
+  EXPECT_EQ(context, nullptr);
+}
+
+TEST_F(NcclPluginTest, ACommunicatorMadeDuringAWindowRecordsAtOnce) {
+  budget_.Reset(10);
+  recorder_.OpenWindow(g_now, &budget_, nullptr);
+  int mask = 0;
+  void* context = nullptr;
+  ASSERT_EQ(kNcclProfilerV5.init(&context, 9, &mask, "late", 1, 1, 0, nullptr), kNcclSuccess);
+  EXPECT_EQ(mask, NcclRecorder::kWindowMask);
+  EXPECT_EQ(recorder_.communicators(), 1u);
+  kNcclProfilerV5.finalize(context);
+  EXPECT_EQ(recorder_.communicators(), 0u);
+  recorder_.CloseWindow(g_now);
+}
+
+TEST(GpuClockMapTest, MapsThroughTheLineOfTheWindowsPairs) {
+  GpuClockMap map;
+  EXPECT_EQ(map.ToHost(123), 123);
+  map.Add({1'000'000, 500});
+  EXPECT_EQ(map.ToHost(1'000'100), 600);
+  // The GPU clock ran 1000 ppm fast over the window: 1'001'000 GPU ns for 1'000'000 host ns.
+  map.Add({2'001'000, 1'000'500});
+  EXPECT_EQ(map.ToHost(1'000'000), 500);
+  EXPECT_EQ(map.ToHost(2'001'000), 1'000'500);
+  EXPECT_EQ(map.ToHost(1'500'500), 500'500);
+}
+
+}  // namespace
+}  // namespace podscope::agent::probe

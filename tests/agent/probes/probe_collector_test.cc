@@ -1,0 +1,317 @@
+// A probe (ProbeRuntime with a synthetic source) and the agent's ProbeCollector on a real unix
+// socket: registration, a whole capture window, a probe without an agent, an agent restart in
+// the middle of a window, and refusals.
+#include "agent/collectors/probe_collector.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "agent/probe/probe_runtime.h"
+#include "common/frame_codec.h"
+#include "common/protocol_version.h"
+#include "tests/test_paths.h"
+
+namespace podscope::agent {
+namespace {
+
+using probe::EventBudget;
+using probe::GpuClockMap;
+using probe::Harvest;
+
+// Records one kernel per millisecond of window into the budget it is given.
+class SyntheticSource : public probe::EventSource {
+ public:
+  std::string_view name() const override { return "synthetic"; }
+  void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = host_now;
+    budget_ = budget;
+    ++windows_opened;
+  }
+  void CloseWindow(TimeNs host_now) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    close_ = host_now;
+  }
+  Harvest TakeHarvest() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Harvest h;
+    common::KernelTable& k = h.trace.kernels;
+    const common::NameId name = h.trace.strings.Intern("synthetic_kernel");
+    for (TimeNs t = open_; t + 500'000 <= close_; t += 1'000'000) {
+      if (!budget_->Take()) continue;
+      k.start.push_back(t);
+      k.end.push_back(t + 500'000);
+      k.device.push_back(0);
+      k.stream.push_back(7);
+      k.name.push_back(name);
+      k.correlation.push_back(0);
+      for (auto* col : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z}) col->push_back(1);
+      k.registers_per_thread.push_back(0);
+      k.shared_memory_bytes.push_back(0);
+      k.kernel_class.push_back(common::KernelClass::kCompute);
+    }
+    h.error = error;
+    return h;
+  }
+  std::string error;
+  std::atomic<int> windows_opened{0};
+
+ private:
+  std::mutex mu_;
+  TimeNs open_ = 0, close_ = 0;
+  EventBudget* budget_ = nullptr;
+};
+
+template <typename Predicate>
+bool WaitFor(Predicate done, int timeout_ms = 5000) {
+  for (int i = 0; i < timeout_ms / 5; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
+
+class ProbeCollectorTest : public ::testing::Test {
+ protected:
+  ProbeCollectorTest() : socket_(scratch_.File("run/agent.sock")) {}
+
+  std::unique_ptr<ProbeCollector> StartAgent() {
+    ProbeCollectorOptions options;
+    options.server.socket_path = socket_;
+    options.host = "node-1";
+    options.drain_timeout_ns = 3'000'000'000;
+    absl::StatusOr<std::unique_ptr<ProbeCollector>> c = ProbeCollector::Start(options, clock_, nullptr);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+  std::unique_ptr<probe::ProbeRuntime> StartProbe(int32_t rank, int64_t reconnect_ms = 50, uint64_t max_events = 1000) {
+    probe::ProbeSettings settings;
+    settings.agent_socket = socket_;
+    settings.reconnect_interval_ns = reconnect_ms * 1'000'000;
+    settings.max_events_per_window = max_events;
+    settings.harvest_grace_ns = 1'000'000;
+    probe::ProbeDescription d;
+    d.identity.rank = rank;
+    d.identity.local_rank = rank % 8;
+    d.identity.world_size = 16;
+    d.identity.job = "train-42";
+    d.pid = getpid();
+    d.features = {"synthetic"};
+    auto runtime = std::make_unique<probe::ProbeRuntime>(settings, d, std::vector<probe::EventSource*>{&source_});
+    runtime->Start();
+    return runtime;
+  }
+  CaptureWindow Window(const std::string& id, int32_t rank, int64_t start_in_ms, int64_t length_ms) {
+    CaptureWindow w;
+    w.capture_id = id;
+    w.ranks = {rank};
+    w.start_ns = clock_.Now() + start_in_ms * 1'000'000;
+    w.stop_ns = w.start_ns + length_ms * 1'000'000;
+    return w;
+  }
+
+  podscope::testing::ScratchDir scratch_;
+  const std::string socket_;
+  AgentClock clock_;
+  SyntheticSource source_;
+};
+
+TEST_F(ProbeCollectorTest, ARegisteredProbeIsAWorkerAndDeliversItsWindow) {
+  std::unique_ptr<ProbeCollector> agent = StartAgent();
+  ASSERT_NE(agent, nullptr);
+  std::atomic<int> changes{0};
+  agent->SetWorkersChangedCallback([&] { ++changes; });
+  auto probe = StartProbe(/*rank=*/9);
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  const WorkerIdentity w = agent->Workers()[0];
+  EXPECT_EQ(w.rank, 9);
+  EXPECT_EQ(w.local_rank, 1);
+  EXPECT_EQ(w.world_size, 16);
+  EXPECT_EQ(w.job, "train-42");
+  EXPECT_EQ(w.pid, getpid());
+  EXPECT_EQ(w.host, "node-1");
+  EXPECT_GE(changes.load(), 1);
+
+  const CaptureWindow window = Window("cap-1", 9, 50, 40);
+  ASSERT_TRUE(agent->Arm(window).ok());
+  ASSERT_TRUE(agent->Start("cap-1").ok());
+  absl::StatusOr<CollectedWorker> got = agent->Drain("cap-1", 9);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->error, "");
+  EXPECT_EQ(got->dropped_events, 0u);
+  size_t kernels = 0;
+  for (const common::WorkerTrace& piece : got->pieces) {
+    kernels += piece.kernels.size();
+    EXPECT_EQ(piece.info.rank, 9);
+    EXPECT_EQ(piece.info.host, "node-1");
+    EXPECT_EQ(piece.info.job, "train-42");
+  }
+  // One kernel per whole millisecond of a 40 ms window (the window thread may wake a little late).
+  EXPECT_GE(kernels, 35u);
+  EXPECT_LE(kernels, 41u);
+  EXPECT_GE(got->actual_start_ns, window.start_ns);
+  EXPECT_LT(got->actual_start_ns, window.start_ns + 20'000'000);
+  EXPECT_GE(got->actual_stop_ns, window.stop_ns);
+  agent->Stop("cap-1");
+  agent->Forget("cap-1");
+
+  // The process goes away: so does the worker.
+  probe.reset();
+  EXPECT_TRUE(WaitFor([&] { return agent->Workers().empty(); }));
+}
+
+TEST_F(ProbeCollectorTest, TheWindowsBudgetDropsAndTheAgentHearsTheCount) {
+  std::unique_ptr<ProbeCollector> agent = StartAgent();
+  auto probe = StartProbe(0, 50, /*max_events=*/10);
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  ASSERT_TRUE(agent->Arm(Window("cap-b", 0, 30, 40)).ok());
+  absl::StatusOr<CollectedWorker> got = agent->Drain("cap-b", 0);
+  ASSERT_TRUE(got.ok()) << got.status();
+  size_t kernels = 0;
+  for (const auto& p : got->pieces) kernels += p.kernels.size();
+  EXPECT_EQ(kernels, 10u);
+  EXPECT_GE(got->dropped_events, 25u);
+}
+
+TEST_F(ProbeCollectorTest, ASourceErrorFailsTheWorkerWithItsWords) {
+  std::unique_ptr<ProbeCollector> agent = StartAgent();
+  source_.error = "CUPTI cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+  auto probe = StartProbe(2);
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  ASSERT_TRUE(agent->Arm(Window("cap-e", 2, 20, 10)).ok());
+  absl::StatusOr<CollectedWorker> got = agent->Drain("cap-e", 2);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->error, "probe: synthetic: CUPTI cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+}
+
+TEST_F(ProbeCollectorTest, AProbeWithoutAnAgentNeverBlocksAndKeepsItsQueueBounded) {
+  probe::ProbeSettings settings;
+  settings.agent_socket = scratch_.File("nobody/agent.sock");
+  settings.reconnect_interval_ns = 20'000'000;
+  settings.max_queue_bytes = 64 * 1024;
+  probe::ProbeRuntime runtime(settings, probe::ProbeDescription{}, {&source_});
+  runtime.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(runtime.link().connected());
+  EXPECT_EQ(runtime.link().connections(), 0u);
+  // What the probe would send piles up to the bound, then is dropped and counted, at once.
+  v1::ProbeMessage big;
+  big.mutable_chunk()->set_capture_id(std::string(10'000, 'x'));
+  const auto start = std::chrono::steady_clock::now();
+  int accepted = 0;
+  for (int i = 0; i < 100; ++i) accepted += const_cast<probe::AgentLink&>(runtime.link()).Send(big) ? 1 : 0;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  EXPECT_EQ(accepted, 6);
+  EXPECT_EQ(runtime.link().dropped_messages(), 94u);
+  EXPECT_LE(runtime.link().queued_bytes(), 64u * 1024);
+  runtime.Stop();
+}
+
+TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
+  auto agent = StartAgent();
+  auto probe = StartProbe(3, /*reconnect_ms=*/50);
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  const CaptureWindow window = Window("cap-r", 3, 20, 300);
+  ASSERT_TRUE(agent->Arm(window).ok());
+  ASSERT_TRUE(WaitFor([&] { return source_.windows_opened.load() == 1; }));
+  // The agent dies while the probe records...
+  agent.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  // ...and a new one comes up; the probe finds it, and the coordinator re-sends the capture.
+  agent = StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  ASSERT_TRUE(agent->Arm(window).ok());
+  absl::StatusOr<CollectedWorker> got = agent->Drain("cap-r", 3);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->error, "");
+  size_t kernels = 0;
+  for (const auto& p : got->pieces) kernels += p.kernels.size();
+  EXPECT_GE(kernels, 290u);
+  EXPECT_EQ(source_.windows_opened.load(), 1) << "the second arm joined the window under way";
+  EXPECT_GE(probe->link().connections(), 2u);
+}
+
+TEST_F(ProbeCollectorTest, ResultsThatArriveBeforeTheCaptureIsKnownAreClaimed) {
+  auto agent = StartAgent();
+  auto probe = StartProbe(4);
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  const CaptureWindow window = Window("cap-u", 4, 10, 20);
+  ASSERT_TRUE(agent->Arm(window).ok());
+  ASSERT_TRUE(WaitFor([&] { return source_.windows_opened.load() == 1; }));
+  agent.reset();  // gone before the window ends; the results wait in the probe's queue
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  agent = StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the chunks arrive unclaimed
+  ASSERT_TRUE(agent->Arm(window).ok());
+  absl::StatusOr<CollectedWorker> got = agent->Drain("cap-u", 4);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->error, "");
+  size_t kernels = 0;
+  for (const auto& p : got->pieces) kernels += p.kernels.size();
+  EXPECT_GE(kernels, 15u);
+}
+
+TEST_F(ProbeCollectorTest, ARankWithoutAProbeFailsAtDrainWithAReason) {
+  auto agent = StartAgent();
+  ASSERT_TRUE(agent->Arm(Window("cap-n", 5, 10, 10)).ok());
+  absl::StatusOr<CollectedWorker> got = agent->Drain("cap-n", 5);
+  ASSERT_TRUE(got.ok());
+  EXPECT_NE(got->error.find("no probe is registered for rank 5"), std::string::npos) << got->error;
+}
+
+TEST_F(ProbeCollectorTest, AChildOfAWorkerAndADuplicateRankAreNotServed) {
+  auto agent = StartAgent();
+  auto probe = StartProbe(6);
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  // A second process claiming rank 6 whose parent is the worker (an inherited environment).
+  probe::ProbeSettings settings;
+  settings.agent_socket = socket_;
+  probe::ProbeDescription child;
+  child.identity.rank = 6;
+  child.pid = getpid() + 100000;
+  child.ppid_chain = {getpid(), 1};
+  probe::ProbeRuntime child_probe(settings, child, {});
+  child_probe.Start();
+  ASSERT_TRUE(WaitFor([&] { return child_probe.link().connected(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(agent->Workers().size(), 1u);
+  EXPECT_EQ(agent->Workers()[0].rank, 6);
+  child_probe.Stop();
+}
+
+TEST_F(ProbeCollectorTest, ASocketThatIsNotWorldWritableAndAProbeOfAnotherMajorIsRefused) {
+  auto agent = StartAgent();
+  struct stat st{};
+  ASSERT_EQ(stat(socket_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0002, 0u);
+  absl::StatusOr<common::UniqueFd> fd = common::ConnectUnix(socket_);
+  ASSERT_TRUE(fd.ok());
+  v1::ProbeMessage hello;
+  hello.mutable_register_()->set_protocol_major(common::kProbeProtocolMajor + 1);
+  std::string frame;
+  ASSERT_TRUE(common::AppendFrame(hello.SerializeAsString(), 1 << 20, &frame).ok());
+  ASSERT_EQ(write(fd->get(), frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
+  common::FrameReader reader(1 << 20);
+  char buffer[4096];
+  std::optional<std::string> payload;
+  for (int i = 0; i < 100 && !payload.has_value(); ++i) {
+    const ssize_t n = read(fd->get(), buffer, sizeof(buffer));
+    if (n <= 0) break;
+    reader.Append(std::string_view(buffer, static_cast<size_t>(n)));
+    payload = *reader.Next();
+  }
+  ASSERT_TRUE(payload.has_value());
+  v1::AgentToProbe answer;
+  ASSERT_TRUE(answer.ParseFromString(*payload));
+  ASSERT_TRUE(answer.has_refused());
+  EXPECT_NE(answer.refused().reason().find("probe protocol 2.0 is not served"), std::string::npos)
+      << answer.refused().reason();
+  EXPECT_TRUE(agent->Workers().empty());
+}
+
+}  // namespace
+}  // namespace podscope::agent
