@@ -59,7 +59,7 @@ podscope_build() {
 # The probe's targets exist only where CMake found the CUDA toolkit (its headers).
 podscope_probe_targets() {
   if grep -q "podscope_probe_load_test" "$1/build.ninja" 2>/dev/null; then
-    echo "podscope_probe podscope_probe_tests podscope_probe_load_test"
+    echo "podscope_probe podscope_probe_tests podscope_probe_load_test podscope_fake_training podscope_probe_e2e_tests"
   fi
 }
 
