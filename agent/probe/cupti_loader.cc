@@ -100,7 +100,8 @@ absl::StatusOr<std::unique_ptr<CuptiApi>> LoadCupti(const std::string& explicit_
   if (!explicit_path.empty()) {
     candidates.push_back(explicit_path);
   } else {
-    candidates = {"libcupti.so.13", "libcupti.so"};
+    candidates = {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13",
+                  "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"};
     if (const std::string dir = CudaRuntimeDirectory(); !dir.empty()) {
       // pip's nvidia-cuda-cupti keeps it in .../nvidia/cuda_cupti/lib beside .../cuda_runtime/lib.
       candidates.push_back(dir + "/libcupti.so.13");

@@ -191,7 +191,7 @@ Harvest NcclRecorder::TakeHarvest() {
     c.enqueue.push_back(row.enqueue_ns);
     c.kernel_start.push_back(gpu_clock != nullptr ? gpu_clock->ToHost(row.gpu_start) : static_cast<TimeNs>(row.gpu_start));
     c.kernel_end.push_back(gpu_clock != nullptr ? gpu_clock->ToHost(row.gpu_end) : static_cast<TimeNs>(row.gpu_end));
-    c.correlation.push_back(0);
+    c.correlation.push_back(-1);  // NCCL does not say which kernel record is this call's
   }
   out.dropped = unfinished;
   return out;

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# The probe on a real GPU (issue 6). Not part of CI: run it by hand on a machine with an NVIDIA
+# GPU, the CUDA toolkit (nvcc) and, for the second half, PyTorch with CUDA.
+#
+#   bash tests/gpu/run.sh            # both checks
+#   GPU_CHECK=cuda bash tests/gpu/run.sh   # only the CUDA program
+#
+# It builds podscope (the README's way), starts a coordinator and an agent serving probes on a
+# private socket, and then:
+#   1. runs tests/gpu/probe_workload.cu under the probe (CUDA_INJECTION64_PATH) and captures 3 s
+#      of it: the kernels captured must equal the launches the program itself logged inside the
+#      window (give or take the two launches that straddle its edges), with none dropped and the
+#      NVTX steps found;
+#   2. runs tests/gpu/train_loop.py (DDP over NCCL, one rank) three times: without the probe,
+#      with the probe loaded but idle, and with the probe during a 5 s capture; checks that
+#      kernels, AllReduces (NCCL_PROFILER_PLUGIN) and steps were captured with none dropped, and
+#      reports the step-time overhead while idle and while capturing.
+# Exit status 0 when every check holds. Figures go to stdout and $WORK/summary.txt.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/scripts/build_env.sh"
+podscope_install_deps
+podscope_build
+BUILD="$PODSCOPE_BUILD_DIR"
+PROBE="$BUILD/agent/libpodscope_probe.so"
+[ -f "$PROBE" ] || { echo "no $PROBE: was the CUDA toolkit found by CMake?"; exit 1; }
+WORK="$(mktemp -d /tmp/podscope-gpu.XXXXXX)"
+echo "work directory: $WORK"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+FAILED=0
+check() {  # check NAME CONDITION-EXIT-STATUS MESSAGE
+  if [ "$2" = 0 ]; then echo "PASS $1: $3"; else echo "FAIL $1: $3"; FAILED=1; fi | tee -a "$WORK/summary.txt"
+}
+
+# --- the daemons -----------------------------------------------------------------------------
+"$BUILD/coordinator/podscope-coordinator" --data-dir "$WORK/store" --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
+  >"$WORK/coordinator.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q "listening on http" "$WORK/coordinator.log" && break; sleep 0.1; done
+HTTP=$(grep -o "listening on http://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*http://##')
+GRPC=$(grep -o "agents on grpc://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*grpc://##')
+SOCKET="$WORK/run/agent.sock"
+"$BUILD/agent/podscope-agent" --coordinator "$GRPC" --agent-id gpu-node --probe-socket "$SOCKET" \
+  >"$WORK/agent.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q "serving" "$WORK/agent.log" && break; sleep 0.1; done
+echo "coordinator http://$HTTP, agent on $SOCKET"
+
+api() { curl -sf "http://$HTTP$1" "${@:2}"; }
+wait_worker() {  # wait_worker JOB
+  for _ in $(seq 300); do
+    api /v1/workers | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if any(w.get('job')=='$1' for w in d['workers']) else 1)" && return 0
+    sleep 0.1
+  done
+  echo "no worker of job $1 registered; agent log:"; tail -20 "$WORK/agent.log"; return 1
+}
+capture() {  # capture JOB DURATION_MS -> prints the capture id once it has ended
+  local id
+  id=$(api /v1/captures -X POST -H 'Content-Type: application/json' -d "{\"job\":\"$1\",\"duration_ms\":$2}" |
+       python3 -c "import json,sys; print(json.load(sys.stdin)['id'])")
+  for _ in $(seq 600); do
+    state=$(api "/v1/captures/$id" | python3 -c "import json,sys; print(json.load(sys.stdin)['state'])")
+    case "$state" in complete|partial|failed|cancelled) break ;; esac
+    sleep 0.1
+  done
+  echo "$id"
+}
+probe_env() {  # the two variables that load the probe, plus who this process is
+  echo "CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 PODSCOPE_JOB=$1"
+}
+
+# --- 1. the CUDA program ------------------------------------------------------------------------
+if [ "${GPU_CHECK:-all}" != "torch" ]; then
+  nvcc -O2 -o "$WORK/probe_workload" "$ROOT/tests/gpu/probe_workload.cu"
+  env $(probe_env gpu-cuda) "$WORK/probe_workload" 12 "$WORK/launches.txt" >"$WORK/workload.log" 2>&1 &
+  WORKLOAD=$!
+  wait_worker gpu-cuda
+  sleep 2
+  ID=$(capture gpu-cuda 3000)
+  wait "$WORKLOAD"
+  api "/v1/captures/$ID" >"$WORK/cuda-capture.json"
+  api "/v1/captures/$ID/trace" >"$WORK/cuda-trace.json"
+  api "/v1/captures/$ID/steps" >"$WORK/cuda-steps.json"
+  python3 - "$WORK" <<'PY' | tee -a "$WORK/summary.txt"
+import json, sys
+work = sys.argv[1]
+cap = json.load(open(f"{work}/cuda-capture.json"))
+w = cap["workers"][0]
+start, stop = w["actual_start_ns"], w["actual_stop_ns"]
+launches = [int(l) for l in open(f"{work}/launches.txt")]
+expected = sum(1 for t in launches if start <= t <= stop)
+trace = json.load(open(f"{work}/cuda-trace.json"))
+events = trace["traceEvents"] if isinstance(trace, dict) else trace
+captured = sum(1 for e in events if e.get("ph") == "X" and "podscope_workload_kernel" in e.get("name", ""))
+steps = json.load(open(f"{work}/cuda-steps.json"))["workers"][0]
+print(f"cuda: state {cap['state']}, window {(stop - start) / 1e9:.3f} s, kernels captured {captured}, "
+      f"launched in window {expected}, dropped {w['dropped_events']}, steps {len(steps['steps'])} ({steps['step_source']})")
+ok = cap["state"] == "complete" and abs(captured - expected) <= 2 and expected > 1000 and w["dropped_events"] == 0 \
+     and steps["step_source"] == "markers" and len(steps["steps"]) > 10
+print("CUDA_CHECK", "ok" if ok else "failed")
+PY
+  grep -q "CUDA_CHECK ok" "$WORK/summary.txt"; check cuda-kernels $? "kernels vs the program's own launch count, NVTX steps, nothing dropped"
+fi
+
+# --- 2. PyTorch ---------------------------------------------------------------------------------
+if [ "${GPU_CHECK:-all}" != "cuda" ]; then
+  LOOP="$ROOT/tests/gpu/train_loop.py"
+  python3 "$LOOP" --seconds 15 --out "$WORK/steps-baseline.json" >"$WORK/torch-baseline.log" 2>&1
+  env $(probe_env gpu-torch-idle) python3 "$LOOP" --seconds 15 --out "$WORK/steps-idle.json" >"$WORK/torch-idle.log" 2>&1
+  env $(probe_env gpu-torch) python3 "$LOOP" --seconds 20 --out "$WORK/steps-capture.json" >"$WORK/torch-capture.log" 2>&1 &
+  TRAIN=$!
+  wait_worker gpu-torch
+  sleep 5
+  ID=$(capture gpu-torch 5000)
+  wait "$TRAIN"
+  api "/v1/captures/$ID" >"$WORK/torch-capture.json"
+  api "/v1/captures/$ID/communication" >"$WORK/torch-communication.json"
+  api "/v1/captures/$ID/steps" >"$WORK/torch-steps.json"
+  api "/v1/captures/$ID/trace" >"$WORK/torch-trace.json"
+  python3 - "$WORK" <<'PY' | tee -a "$WORK/summary.txt"
+import json, statistics, sys
+work = sys.argv[1]
+cap = json.load(open(f"{work}/torch-capture.json"))
+w = cap["workers"][0]
+start, stop = w["actual_start_ns"], w["actual_stop_ns"]
+def median_ms(path, inside=None):
+    steps = json.load(open(path))[5:]  # warm-up excluded
+    if inside:
+        steps = [s for s in steps if inside[0] <= s["start_ns"] and s["start_ns"] + s["duration_ns"] <= inside[1]]
+    return statistics.median(s["duration_ns"] for s in steps) / 1e6, len(steps)
+base, nb = median_ms(f"{work}/steps-baseline.json")
+idle, ni = median_ms(f"{work}/steps-idle.json")
+during, nc = median_ms(f"{work}/steps-capture.json", (start, stop))
+trace = json.load(open(f"{work}/torch-trace.json"))
+events = trace["traceEvents"] if isinstance(trace, dict) else trace
+kernels = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel")
+comm = json.load(open(f"{work}/torch-communication.json"))
+collectives = sum(r.get("collectives", 0) for r in comm.get("ranks", comm.get("workers", [])))
+steps = json.load(open(f"{work}/torch-steps.json"))["workers"][0]
+print(f"torch: state {cap['state']}, kernels {kernels}, collectives {collectives}, steps {len(steps['steps'])} "
+      f"({steps['step_source']}), dropped {w['dropped_events']}")
+print(f"torch step time (median ms): baseline {base:.3f} ({nb} steps), probe idle {idle:.3f} ({ni}) "
+      f"= {100 * (idle / base - 1):+.2f}%, capturing {during:.3f} ({nc}) = {100 * (during / base - 1):+.2f}%")
+ok = cap["state"] == "complete" and kernels > 0 and collectives > 0 and len(steps["steps"]) > 0 and w["dropped_events"] == 0
+print("TORCH_CHECK", "ok" if ok else "failed")
+PY
+  grep -q "TORCH_CHECK ok" "$WORK/summary.txt"; check torch $? "kernels, AllReduces and steps captured, nothing dropped"
+fi
+
+echo "summary in $WORK/summary.txt"
+exit "$FAILED"

@@ -1,0 +1,58 @@
+"""A small PyTorch training loop for tests/gpu/run.sh: one GPU, DDP over NCCL with one rank (so
+NCCL's profiler plugin sees real AllReduces), steps marked with NVTX ranges "step N". Writes each
+step's wall-clock start and duration (ns) to --out as JSON, for the overhead figures.
+
+    python3 tests/gpu/train_loop.py --seconds 15 --out steps.json
+"""
+import argparse
+import json
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--width", type=int, default=4096)
+    args = parser.parse_args()
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    os.environ.setdefault("LOCAL_RANK", "0")
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl")
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(args.width, args.width), nn.GELU()) for _ in range(6)]).cuda()
+    model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+    batch = torch.randn(256, args.width, device="cuda")
+
+    steps = []
+    end = time.time() + args.seconds
+    step = 0
+    while time.time() < end:
+        torch.cuda.synchronize()
+        start = time.time_ns()
+        torch.cuda.nvtx.range_push(f"step {step}")
+        optimizer.zero_grad(set_to_none=True)
+        loss = model(batch).square().mean()
+        loss.backward()
+        optimizer.step()
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.synchronize()
+        steps.append({"step": step, "start_ns": start, "duration_ns": time.time_ns() - start})
+        step += 1
+    dist.destroy_process_group()
+    with open(args.out, "w") as f:
+        json.dump(steps, f)
+    print(f"train_loop: {len(steps)} steps")
+
+
+if __name__ == "__main__":
+    main()
