@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/probe/collective_links.h"
 #include "common/chunk_codec.h"
 #include "common/protocol_version.h"
 #include "common/str_util.h"
@@ -250,10 +251,23 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>&
   status.set_actual_stop_ns(stop);
   uint64_t events = 0, dropped = 0, chunks = 0;
   std::string errors;
+  std::vector<Harvest> harvests;
   for (EventSource* s : sources) {
-    Harvest h = s->TakeHarvest();
+    Harvest& h = harvests.emplace_back(s->TakeHarvest());
     dropped += h.dropped;
     if (!h.error.empty()) common::StrAppend(&errors, errors.empty() ? "" : "; ", s->name(), ": ", h.error);
+  }
+  // NCCL's collectives and CUPTI's kernels describe the same operations: link them.
+  const auto named = [&](std::string_view name) -> Harvest* {
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (sources[i]->name() == name) return &harvests[i];
+    }
+    return nullptr;
+  };
+  if (Harvest* cupti = named("cupti"), *nccl = named("nccl"); cupti != nullptr && nccl != nullptr) {
+    LinkCollectivesToKernels(cupti->trace, &nccl->trace);
+  }
+  for (Harvest& h : harvests) {
     if (cancelled || h.trace.Counts().Total() == 0) continue;
     h.trace.info = info;
     h.trace.SortByTime();

@@ -1,6 +1,8 @@
 // The NCCL profiler plugin driven through the same v5 / v4 tables NCCL reads.
 #include "agent/probe/nccl_plugin.h"
 
+#include "agent/probe/collective_links.h"
+
 #include <gtest/gtest.h>
 
 namespace podscope::agent::probe {
@@ -208,6 +210,45 @@ TEST(GpuClockMapTest, MapsThroughTheLineOfTheWindowsPairs) {
   EXPECT_EQ(map.ToHost(1'000'000), 500);
   EXPECT_EQ(map.ToHost(2'001'000), 1'000'500);
   EXPECT_EQ(map.ToHost(1'500'500), 500'500);
+}
+
+}  // namespace
+}  // namespace podscope::agent::probe
+
+namespace podscope::agent::probe {
+namespace {
+
+void AddKernel(common::WorkerTrace& t, TimeNs start, common::KernelClass cls, int64_t correlation) {
+  common::KernelTable& k = t.kernels;
+  k.start.push_back(start);
+  k.end.push_back(start + 1000);
+  k.device.push_back(0);
+  k.stream.push_back(1);
+  k.name.push_back(t.strings.Intern(cls == common::KernelClass::kCommunication ? "ncclDevKernel_AllReduce" : "gemm"));
+  k.correlation.push_back(correlation);
+  for (auto* col : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z}) col->push_back(1);
+  k.registers_per_thread.push_back(0);
+  k.shared_memory_bytes.push_back(0);
+  k.kernel_class.push_back(cls);
+}
+
+TEST(CollectiveLinksTest, EachCollectiveTakesTheNearestUnclaimedCommunicationKernel) {
+  common::WorkerTrace cupti;
+  AddKernel(cupti, 10'000, common::KernelClass::kCompute, 1);
+  AddKernel(cupti, 10'003, common::KernelClass::kCommunication, 2);
+  AddKernel(cupti, 20'000, common::KernelClass::kCommunication, 3);
+  AddKernel(cupti, 500'000, common::KernelClass::kCommunication, 4);
+  common::WorkerTrace nccl;
+  for (TimeNs start : {10'000, 10'100, 400'000}) {
+    common::CollectiveTable& c = nccl.collectives;
+    c.enqueue.push_back(start - 500);
+    c.kernel_start.push_back(start);
+    c.correlation.push_back(-1);
+  }
+  EXPECT_EQ(LinkCollectivesToKernels(cupti, &nccl, /*tolerance_ns=*/50'000), 2u);
+  EXPECT_EQ(nccl.collectives.correlation[0], 2) << "the compute kernel at the same instant is not it";
+  EXPECT_EQ(nccl.collectives.correlation[1], 3) << "kernel 2 is taken";
+  EXPECT_EQ(nccl.collectives.correlation[2], -1) << "nothing within 50 us";
 }
 
 }  // namespace

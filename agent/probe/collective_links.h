@@ -1,0 +1,18 @@
+// Ties each NCCL plugin collective to the CUPTI record of its kernel. NCCL does not say which
+// kernel launch a collective became, but both come from the same GPU timer: the collective's
+// kernel start (its earliest channel) lies within microseconds of one communication kernel's
+// start on the device. Linked, the collective carries that kernel's correlation id, so exports
+// and analyses see one operation instead of two unrelated rows.
+#pragma once
+
+#include "common/worker_trace.h"
+
+namespace podscope::agent::probe {
+
+// Sets collectives.correlation in `nccl` (rows still -1) from the nearest unclaimed
+// communication kernel in `cupti` whose start is within `tolerance_ns` of the collective's
+// kernel start. Returns how many were linked.
+size_t LinkCollectivesToKernels(const common::WorkerTrace& cupti, common::WorkerTrace* nccl,
+                                common::TimeNs tolerance_ns = 50'000);
+
+}  // namespace podscope::agent::probe
