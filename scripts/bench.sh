@@ -8,7 +8,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 podscope_install_deps
 podscope_build
-for bench in podscope_import_bench podscope_chunk_bench podscope_store_bench; do
+for bench in podscope_import_bench podscope_chunk_bench podscope_store_bench podscope_probe_bench; do
+  [ -x "$PODSCOPE_BUILD_DIR/bench/$bench" ] || continue  # the probe's needs the CUDA toolkit
   podscope_log "$bench"
   "$PODSCOPE_BUILD_DIR/bench/$bench" --benchmark_min_time=0.5 --benchmark_repetitions=7 \
     --benchmark_report_aggregates_only=true | grep -E "median|^Benchmark|^---"

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: fake_training LIBRARY SOCKET RANK WORLD JOB SECONDS\n");
     return 2;
   }
+  setenv("NCCL_PROFILER_PLUGIN", argv[1], 1);  // what NCCL loads it by (and the step API finds it by)
   setenv("PODSCOPE_AGENT_SOCKET", argv[2], 1);
   setenv("PODSCOPE_PROBE_RECONNECT_MS", "100", 1);
   setenv("RANK", argv[3], 1);

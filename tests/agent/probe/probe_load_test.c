@@ -2,6 +2,7 @@
  * anywhere, and checks that nothing breaks: the step API is a no-op before the probe is there
  * and finds it after, NCCL's v5 table initialises a communicator with nothing switched on, and
  * CUDA's injection entry point succeeds even where CUPTI cannot load. Exit 0 on success. */
+#define _POSIX_C_SOURCE 200809L /* setenv, nanosleep in strict C */
 #include <dlfcn.h>
 #include <podscope/step.h>
 #include <stdio.h>
@@ -32,10 +33,12 @@ int main(int argc, char** argv) {
 
   setenv("PODSCOPE_AGENT_SOCKET", "/nonexistent-podscope-dir/agent.sock", 1);
   setenv("PODSCOPE_PROBE_RECONNECT_MS", "10", 1);
+  setenv("CUDA_INJECTION64_PATH", argv[1], 1); /* where CUDA, and the step API, find it */
   void* probe = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (probe == NULL) return fail(dlerror());
 
-  int (*inject)(void) = (int (*)(void))dlsym(probe, "InitializeInjection");
+  int (*inject)(void) = 0;
+  *(void**)(&inject) = dlsym(probe, "InitializeInjection");
   if (inject == NULL || inject() != 1) return fail("InitializeInjection did not return 1");
 
   profiler_v5* nccl = (profiler_v5*)dlsym(probe, "ncclProfiler_v5");
@@ -46,8 +49,9 @@ int main(int argc, char** argv) {
   if (mask != 0) return fail("NCCL events switched on outside a capture window");
 
   /* The training loop goes on while the probe looks for its agent in the background. */
-  struct timespec tick = {0, 5000000};
-  for (uint64_t step = 2; step < 12; ++step) {
+  /* The step API looked before the probe was there; it looks again within a second or two. */
+  struct timespec tick = {0, 10000000};
+  for (uint64_t step = 2; step < 400 && podscope_step_hooks_()->begin == 0; ++step) {
     podscope_step_begin(step);
     nanosleep(&tick, NULL);
     podscope_step_end(step);

@@ -1,0 +1,100 @@
+// What the probe costs a training process, per call, on the paths its threads take: an NCCL
+// collective inside a window (the plugin's start, two kernel channels, stop), a step mark with
+// and without a probe loaded, and turning CUPTI kernel records into the trace model (CUPTI's
+// buffer-completion thread, not a training thread).
+#include <benchmark/benchmark.h>
+#include <podscope/step.h>
+
+#include "agent/probe/cupti_records.h"
+#include "agent/probe/nccl_recorder.h"
+#include "agent/probe/step_source.h"
+
+namespace podscope::agent::probe {
+namespace {
+
+void BM_NcclCollectiveInWindow(benchmark::State& state) {
+  NcclRecorder recorder;
+  int mask = 0;
+  NcclCommunicator* comm = recorder.InitCommunicator(1, "dp", 8, 0, &mask);
+  EventBudget budget;
+  GpuClockMap clock;
+  NcclCollectiveStart start{.sequence = 0, .func = "AllReduce", .count = 1 << 20, .datatype = "ncclBfloat16",
+                            .channels = 2, .algorithm = "RING", .protocol = "SIMPLE"};
+  uint64_t n = 0;
+  for (auto _ : state) {
+    if ((n & 0xffff) == 0) {  // a fresh window now and then, so rows do not pile up
+      state.PauseTiming();
+      recorder.CloseWindow(0);
+      recorder.TakeHarvest();
+      budget.Reset(1 << 20);
+      recorder.OpenWindow(0, &budget, &clock);
+      state.ResumeTiming();
+    }
+    start.sequence = n++;
+    void* handle = recorder.StartCollective(comm, start);
+    void* ch0 = recorder.StartKernelChannel(handle, 1000 + n);
+    void* ch1 = recorder.StartKernelChannel(handle, 1001 + n);
+    recorder.StopKernelChannel(ch0, 2000 + n);
+    recorder.StopKernelChannel(ch1, 2001 + n);
+    benchmark::DoNotOptimize(handle);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_NcclCollectiveInWindow);
+
+void BM_StepMarkWithoutProbe(benchmark::State& state) {
+  uint64_t step = 0;
+  for (auto _ : state) {
+    podscope_step_begin(step);
+    podscope_step_end(step++);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_StepMarkWithoutProbe);
+
+void BM_StepMarkInWindow(benchmark::State& state) {
+  StepSource steps;
+  EventBudget budget;
+  budget.Reset(UINT64_MAX >> 2);
+  steps.OpenWindow(0, &budget, nullptr);
+  uint64_t step = 0;
+  for (auto _ : state) {
+    steps.Begin(step, 1);
+    steps.End(step++, 1);
+    if ((step & 0xffff) == 0) {
+      state.PauseTiming();
+      steps.TakeHarvest();
+      state.ResumeTiming();
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_StepMarkInWindow);
+
+void BM_CuptiKernelRecords(benchmark::State& state) {
+  static const char* kNames[] = {"_Z5myAddPfS_i", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+                                 "_ZN7cutlass6KernelINS_4gemm6kernel4GemmEEEvNT_6ParamsE"};
+  std::vector<CUpti_ActivityKernel10> records(65536);
+  for (size_t i = 0; i < records.size(); ++i) {
+    CUpti_ActivityKernel10& k = records[i];
+    k = {};
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = 1000 * i;
+    k.end = 1000 * i + 500;
+    k.name = kNames[i % 3];
+    k.correlationId = static_cast<uint32_t>(i);
+  }
+  CuptiRecordConverter converter(nullptr, "^step ([0-9]+)$");
+  GpuClockMap clock;
+  for (auto _ : state) {
+    for (const CUpti_ActivityKernel10& k : records) converter.Add(reinterpret_cast<const CUpti_Activity*>(&k));
+    benchmark::DoNotOptimize(converter.Finish(clock));
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(records.size()));
+}
+BENCHMARK(BM_CuptiKernelRecords);
+
+}  // namespace
+}  // namespace podscope::agent::probe
+
+BENCHMARK_MAIN();
