@@ -65,6 +65,18 @@ class SyntheticSource : public probe::EventSource {
   EventBudget* budget_ = nullptr;
 };
 
+// What SyntheticSource records over a window: one kernel per whole millisecond.
+size_t KernelsOver(const CollectedWorker& w) {
+  const TimeNs length = w.actual_stop_ns - w.actual_start_ns;
+  return length < 500'000 ? 0 : static_cast<size_t>((length - 500'000) / 1'000'000 + 1);
+}
+
+size_t KernelsIn(const CollectedWorker& w) {
+  size_t n = 0;
+  for (const common::WorkerTrace& piece : w.pieces) n += piece.kernels.size();
+  return n;
+}
+
 template <typename Predicate>
 bool WaitFor(Predicate done, int timeout_ms = 5000) {
   for (int i = 0; i < timeout_ms / 5; ++i) {
@@ -142,20 +154,18 @@ TEST_F(ProbeCollectorTest, ARegisteredProbeIsAWorkerAndDeliversItsWindow) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->error, "");
   EXPECT_EQ(got->dropped_events, 0u);
-  size_t kernels = 0;
   for (const common::WorkerTrace& piece : got->pieces) {
-    kernels += piece.kernels.size();
     EXPECT_EQ(piece.info.rank, 9);
     EXPECT_EQ(piece.info.host, "node-1");
     EXPECT_EQ(piece.info.job, "train-42");
   }
-  // One kernel per whole millisecond of a 40 ms window (the window thread may wake a little late).
-  EXPECT_GE(kernels, 35u);
-  EXPECT_LE(kernels, 41u);
+  // Everything the source recorded over the window the probe reports, on the agent's clock.
+  EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
+  EXPECT_GE(KernelsIn(*got), 40u);
   EXPECT_GE(got->actual_start_ns, window.start_ns);
-  EXPECT_LT(got->actual_start_ns, window.start_ns + 20'000'000);
+  EXPECT_LT(got->actual_start_ns, window.start_ns + 500'000'000) << "the probe starts on its own timer";
   EXPECT_GE(got->actual_stop_ns, window.stop_ns);
-  agent->Stop("cap-1");
+  EXPECT_TRUE(agent->Stop("cap-1").ok());
   agent->Forget("cap-1");
 
   // The process goes away: so does the worker.
@@ -170,10 +180,8 @@ TEST_F(ProbeCollectorTest, TheWindowsBudgetDropsAndTheAgentHearsTheCount) {
   ASSERT_TRUE(agent->Arm(Window("cap-b", 0, 30, 40)).ok());
   absl::StatusOr<CollectedWorker> got = agent->Drain("cap-b", 0);
   ASSERT_TRUE(got.ok()) << got.status();
-  size_t kernels = 0;
-  for (const auto& p : got->pieces) kernels += p.kernels.size();
-  EXPECT_EQ(kernels, 10u);
-  EXPECT_GE(got->dropped_events, 25u);
+  EXPECT_EQ(KernelsIn(*got), 10u);
+  EXPECT_EQ(got->dropped_events, KernelsOver(*got) - 10);
 }
 
 TEST_F(ProbeCollectorTest, ASourceErrorFailsTheWorkerWithItsWords) {
@@ -200,11 +208,9 @@ TEST_F(ProbeCollectorTest, AProbeWithoutAnAgentNeverBlocksAndKeepsItsQueueBounde
   // What the probe would send piles up to the bound, then is dropped and counted, at once.
   v1::ProbeMessage big;
   big.mutable_chunk()->set_capture_id(std::string(10'000, 'x'));
-  const auto start = std::chrono::steady_clock::now();
   int accepted = 0;
   for (int i = 0; i < 100; ++i) accepted += const_cast<probe::AgentLink&>(runtime.link()).Send(big) ? 1 : 0;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
-  EXPECT_EQ(accepted, 6);
+  EXPECT_EQ(accepted, 6) << "six frames of 10010 bytes fit in 64 KiB";
   EXPECT_EQ(runtime.link().dropped_messages(), 94u);
   EXPECT_LE(runtime.link().queued_bytes(), 64u * 1024);
   runtime.Stop();
@@ -227,9 +233,8 @@ TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
   absl::StatusOr<CollectedWorker> got = agent->Drain("cap-r", 3);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->error, "");
-  size_t kernels = 0;
-  for (const auto& p : got->pieces) kernels += p.kernels.size();
-  EXPECT_GE(kernels, 290u);
+  EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
+  EXPECT_GE(KernelsIn(*got), 300u);
   EXPECT_EQ(source_.windows_opened.load(), 1) << "the second arm joined the window under way";
   EXPECT_GE(probe->link().connections(), 2u);
 }
@@ -250,9 +255,8 @@ TEST_F(ProbeCollectorTest, ResultsThatArriveBeforeTheCaptureIsKnownAreClaimed) {
   absl::StatusOr<CollectedWorker> got = agent->Drain("cap-u", 4);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->error, "");
-  size_t kernels = 0;
-  for (const auto& p : got->pieces) kernels += p.kernels.size();
-  EXPECT_GE(kernels, 15u);
+  EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
+  EXPECT_GE(KernelsIn(*got), 20u);
 }
 
 TEST_F(ProbeCollectorTest, ARankWithoutAProbeFailsAtDrainWithAReason) {
