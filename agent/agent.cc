@@ -114,7 +114,17 @@ Agent::Agent(AgentOptions options, const AgentClock& clock, std::vector<std::uni
   }
 }
 
-Agent::~Agent() { Stop(); }
+Agent::~Agent() {
+  Stop();
+  // Collectors go first, while everything they may call back into is still alive: a probe
+  // collector's server thread reports worker changes until it is joined. A report under way
+  // finishes before the flag drops; later ones see it and return.
+  {
+    std::lock_guard<std::mutex> lock(workers_changed_mu_);
+    collectors_alive_ = false;
+  }
+  collectors_.clear();
+}
 
 void Agent::Start() {
   grpc::ChannelArguments args;
@@ -219,7 +229,8 @@ std::map<int32_t, Collector*> Agent::CollectorsByRank() const {
 void Agent::OnWorkersChanged() {
   // Probes come and go with training processes; the coordinator hears at once (and in every
   // hello after a reconnect).
-  if (!connected_.load()) return;
+  std::lock_guard<std::mutex> lock(workers_changed_mu_);
+  if (!collectors_alive_ || !connected_.load()) return;
   v1::AgentMessage m;
   AddWorkers(m.mutable_workers()->mutable_workers());
   Send(m);

@@ -89,6 +89,8 @@ class Agent {
   AgentOptions options_;
   const AgentClock& clock_;
   std::vector<std::unique_ptr<Collector>> collectors_;
+  std::mutex workers_changed_mu_;  // a worker-change report against the collectors' teardown
+  bool collectors_alive_ = true;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
 

@@ -317,8 +317,9 @@ absl::Status ProbeCollector::Stop(std::string_view capture_id) {
   if (c == captures_.end() || !c->second.sampling) return absl::OkStatus();
   c->second.sampling = false;
   if (sampler_ != nullptr) sampler_->Release();
-  // A cancel before the window's end reaches the probes too (Stop comes early on cancel).
-  if (clock_.Now() < c->second.window.stop_ns) {
+  // A cancel before the window's end reaches the probes too (Stop comes early on cancel; a
+  // Stop at the end, however its timer fires, is no cancel).
+  if (clock_.Now() + 50'000'000 < c->second.window.stop_ns) {
     for (const auto& [rank, w] : c->second.workers) {
       if (w.probe == 0 || w.status.has_value()) continue;
       v1::AgentToProbe command;
