@@ -1,5 +1,6 @@
 // podscope-agent: the node agent. One per machine; serves the workers on it to the coordinator.
 #include <signal.h>
+#include <unistd.h>
 
 #include <boost/json.hpp>
 
@@ -88,6 +89,11 @@ int main(int argc, char** argv) {
   if (!simulate.empty()) settings.simulate = simulate;
   if (!agent_id.empty()) settings.agent.agent_id = agent_id;
   if (!host.empty()) settings.agent.host = host;
+  if (settings.agent.host.empty()) {
+    // Resolved here, not in the agent, because collectors stamp it on their workers too.
+    char name[256] = {0};
+    settings.agent.host = gethostname(name, sizeof(name) - 1) == 0 ? name : "unknown-host";
+  }
   if (!log_level.empty()) settings.log_level = log_level;
   spdlog::set_level(spdlog::level::from_str(settings.log_level));
 

@@ -385,16 +385,20 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   lock.unlock();
   workers = Workers();
   const auto me = std::find_if(workers.begin(), workers.end(), [rank](const WorkerIdentity& x) { return x.rank == rank; });
+  // One description for every piece (the host samples' piece has none of its own): what the
+  // probe said of its process, and what the agent knows of the worker.
+  common::WorkerInfo info = out.pieces.empty() ? common::WorkerInfo() : out.pieces.front().info;
+  info.rank = rank;
+  info.host = options_.host;
+  info.source = common::StrCat("probe pid ", pid);
+  if (me != workers.end()) {
+    info.world_size = me->world_size;
+    info.local_rank = me->local_rank;
+    info.pid = me->pid;
+    info.job = me->job;
+  }
   for (common::WorkerTrace& piece : out.pieces) {
-    piece.info.rank = rank;
-    piece.info.host = options_.host;
-    piece.info.source = common::StrCat("probe pid ", pid);
-    if (me != workers.end()) {
-      piece.info.world_size = me->world_size;
-      piece.info.local_rank = me->local_rank;
-      piece.info.pid = me->pid;
-      piece.info.job = me->job;
-    }
+    piece.info = info;
     // Probes record on the host clock; the capture's clock model is the agent's.
     if (skewed) common::MapTimes(clock_.skew(), &piece);
   }

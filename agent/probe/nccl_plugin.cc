@@ -9,6 +9,11 @@ namespace {
 using namespace nccl_abi;
 
 std::atomic<NcclRecorderProvider> g_provider{nullptr};
+std::atomic<NcclVersionHook> g_version_hook{nullptr};
+
+void TellVersion(const char* feature) {
+  if (NcclVersionHook hook = g_version_hook.load(); hook != nullptr) hook(feature);
+}
 
 // The context NCCL keeps per communicator: the communicator and the recorder it belongs to.
 struct PluginContext {
@@ -82,11 +87,13 @@ NcclPluginResult RecordState(void* handle, int state, EventStateArgs* args) {
 
 NcclPluginResult InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int nodes, int nranks, int rank,
                         NcclDebugLogger) {
+  TellVersion("nccl-profiler-v5");
   return Init(context, comm_id, mask, name, nranks, rank);
 }
 
 NcclPluginResult InitV4(void** context, int* mask, const char* name, uint64_t comm_hash, int nodes, int nranks, int rank,
                         NcclDebugLogger) {
+  TellVersion("nccl-profiler-v4");
   return Init(context, comm_hash, mask, name, nranks, rank);
 }
 
@@ -96,6 +103,7 @@ NcclPluginResult StartV4(void* context, void** handle, EventDescrV4* d) { return
 }  // namespace
 
 void SetNcclRecorderProvider(NcclRecorderProvider provider) { g_provider.store(provider); }
+void SetNcclVersionHook(NcclVersionHook hook) { g_version_hook.store(hook); }
 
 const ProfilerV5 kNcclProfilerV5 = {"podscope", &InitV5, &StartV5, &Stop, &RecordState, &Finalize};
 const ProfilerV4 kNcclProfilerV4 = {"podscope", &InitV4, &StartV4, &Stop, &RecordState, &Finalize};

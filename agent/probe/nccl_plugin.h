@@ -12,6 +12,9 @@ namespace podscope::agent::probe {
 // fail, so NCCL disables the plugin for that communicator and never calls it again.
 using NcclRecorderProvider = NcclRecorder* (*)();
 void SetNcclRecorderProvider(NcclRecorderProvider provider);
+// Told, at each communicator's init, which interface version NCCL uses ("nccl-profiler-v5").
+using NcclVersionHook = void (*)(const char* feature);
+void SetNcclVersionHook(NcclVersionHook hook);
 
 extern const nccl_abi::ProfilerV5 kNcclProfilerV5;
 extern const nccl_abi::ProfilerV4 kNcclProfilerV4;

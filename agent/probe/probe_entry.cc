@@ -85,8 +85,13 @@ int StartCupti() {
 }
 
 // Wired at load: NCCL may find the plugin before CUDA's injection runs.
+void NoteNcclVersion(const char* feature) {
+  if (Probe* p = TheProbe(); p != nullptr) p->runtime->AddFeature(feature);
+}
+
 [[maybe_unused]] const bool kProviderSet = [] {
   SetNcclRecorderProvider(&RecorderForNccl);
+  SetNcclVersionHook(&NoteNcclVersion);
   return true;
 }();
 

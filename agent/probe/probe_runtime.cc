@@ -48,6 +48,8 @@ ProbeDescription DescribeThisProcess() {
   ProbeDescription d;
   d.identity = IdentityFromEnvironment([](const char* name) { return std::getenv(name); });
   d.pid = getpid();
+  std::ifstream comm("/proc/self/comm");
+  std::getline(comm, d.process_name);
   int64_t pid = d.pid;
   for (int depth = 0; depth < 32; ++depth) {
     pid = depth == 0 ? getppid() : ParentOf(pid);
@@ -232,6 +234,7 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>&
   info.job = description_.identity.job;
   info.source = "probe";
   info.backend = "nccl";
+  info.process_name = description_.process_name;
 
   lock.unlock();
   const TimeNs start = host_now_();

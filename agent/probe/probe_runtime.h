@@ -27,6 +27,7 @@ struct ProbeDescription {
   int64_t pid = 0;
   std::vector<int64_t> ppid_chain;
   std::string device;
+  std::string process_name;  // /proc/self/comm, e.g. "python3"
   std::vector<std::string> features;
   std::string warnings;
 };
