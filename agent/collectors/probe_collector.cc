@@ -35,8 +35,12 @@ absl::StatusOr<std::unique_ptr<ProbeCollector>> ProbeCollector::Start(ProbeColle
   std::unique_ptr<ProbeCollector> c(new ProbeCollector(std::move(options), clock, std::move(sampler)));
   absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Start(c->options_.server, c.get());
   if (!server.ok()) {
-    return absl::Status(server.status().code(), common::StrCat("probe socket ", c->options_.server.socket_path, ": ",
-                                                               std::string(server.status().message())));
+    const std::string why(server.status().message());
+    const bool denied = server.status().code() == absl::StatusCode::kPermissionDenied ||
+                        common::Contains(why, "Permission denied");
+    return absl::Status(server.status().code(),
+                        common::StrCat("probe socket ", c->options_.server.socket_path, ": ", why,
+                                       denied ? " (run the agent as root, or give --probe-socket a path it may create)" : ""));
   }
   c->server_ = *std::move(server);
   return c;
