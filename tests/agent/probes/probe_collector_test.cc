@@ -4,7 +4,13 @@
 #include "agent/collectors/probe_collector.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <chrono>
 #include <thread>
@@ -315,6 +321,46 @@ TEST_F(ProbeCollectorTest, ASocketThatIsNotWorldWritableAndAProbeOfAnotherMajorI
   EXPECT_NE(answer.refused().reason().find("probe protocol 2.0 is not served"), std::string::npos)
       << answer.refused().reason();
   EXPECT_TRUE(agent->Workers().empty());
+}
+
+TEST_F(ProbeCollectorTest, APeerOfAUserTheAgentDoesNotServeIsRefusedByItsCredentials) {
+  if (getuid() != 0) GTEST_SKIP() << "acting as another user needs root";
+  constexpr uid_t kNobody = 65534;
+  ProbeCollectorOptions options;
+  options.server.socket_path = socket_;
+  options.server.allowed_uids = {4242};
+  absl::StatusOr<std::unique_ptr<ProbeCollector>> agent = ProbeCollector::Start(options, clock_, nullptr);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  // The file's group lets the other user connect; only the credentials check stands in its way.
+  ASSERT_EQ(chmod(scratch_.path().c_str(), 0755), 0);
+  ASSERT_EQ(chmod(scratch_.File("run").c_str(), 0755), 0);
+  ASSERT_EQ(chown(socket_.c_str(), 0, kNobody), 0);
+  v1::ProbeMessage hello;
+  hello.mutable_register_()->set_protocol_major(common::kProbeProtocolMajor);
+  hello.mutable_register_()->set_rank(0);
+  std::string frame;
+  ASSERT_TRUE(common::AppendFrame(hello.SerializeAsString(), 1 << 20, &frame).ok());
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, socket_.c_str(), sizeof(address.sun_path) - 1);
+  const pid_t child = fork();
+  if (child == 0) {
+    // Only system calls from here: the parent has threads, so the child must not allocate.
+    if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(10);
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) _exit(11);
+    if (write(fd, frame.data(), frame.size()) != static_cast<ssize_t>(frame.size())) _exit(12);
+    char answer[4096];
+    size_t got = 0;
+    for (ssize_t n; got < sizeof(answer) && (n = read(fd, answer + got, sizeof(answer) - got)) > 0;) got += static_cast<size_t>(n);
+    static const char kWant[] = "user 65534 may not register";
+    _exit(memmem(answer, got, kWant, sizeof(kWant) - 1) != nullptr ? 0 : 13);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setuid, 11: connect, 12: write, 13: no refusal naming the user";
+  EXPECT_TRUE((*agent)->Workers().empty());
 }
 
 }  // namespace
