@@ -111,6 +111,14 @@ int main(int argc, char** argv) {
     spdlog::info("simulated clock skew: offset_ns={} drift_ppb={} reference_ns={}", clock.skew().offset_ns,
                  clock.skew().drift_ppb, clock.skew().reference_ns);
   }
+  // Blocked before any thread exists (collectors start theirs), so that SIGTERM reaches the
+  // sigtimedwait below instead of killing the process from some other thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
   podscope::agent::CollectorConfig collector_config = settings.collectors;
   collector_config.host = settings.agent.host;
   collector_config.clock = &clock;
@@ -129,12 +137,6 @@ int main(int argc, char** argv) {
     spdlog::error("no collector configured");
     return 2;
   }
-
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   size_t workers = 0;
   for (const auto& c : *collectors) workers += c->Workers().size();

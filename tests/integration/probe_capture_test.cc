@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <set>
 #include <thread>
@@ -104,6 +106,12 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   const HttpResult comm = HttpCall(http, "GET", "/v1/captures/" + id + "/communication");
   ASSERT_EQ(comm.status, 200) << comm.body;
   EXPECT_NE(comm.body.find("AllReduce"), std::string::npos) << comm.body.substr(0, 2000);
+
+  // SIGTERM stops an agent serving probes cleanly (its collector threads must not take the
+  // signal), and the training processes carry on without it.
+  EXPECT_EQ(agent.Terminate(), 0) << agent.Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (const auto& t : training) EXPECT_EQ(kill(t->pid(), 0), 0) << "a training process died with its agent";
 }
 
 }  // namespace
