@@ -23,6 +23,17 @@ int64_t PidOf(const common::PeerCredentials& peer, const v1::ProbeRegister& r) {
   return peer.pid > 0 ? peer.pid : r.pid();
 }
 
+// The NVML index of a worker's GPU: the physical index the probe reported ("cuda:5"), else
+// its local rank.
+int GpuIndexOf(const v1::ProbeRegister& r) {
+  const std::string& d = r.device();
+  if (d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos &&
+      d.size() < 12) {
+    return std::stoi(d.substr(5));
+  }
+  return std::max(r.local_rank(), 0);
+}
+
 bool InChain(const v1::ProbeRegister& r, int64_t pid) {
   return std::find(r.ppid_chain().begin(), r.ppid_chain().end(), pid) != r.ppid_chain().end();
 }
@@ -151,7 +162,7 @@ void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredenti
                    p.ignored.empty() ? "" : common::StrCat(" (not served: ", p.ignored, ")"));
     }
     if (!r.warnings().empty()) spdlog::warn("probe pid {}: {}", pid, r.warnings());
-    if (sampler_ != nullptr && p.rank >= 0) sampler_->Watch(pid, std::max(r.local_rank(), 0));
+    if (sampler_ != nullptr && p.rank >= 0) sampler_->Watch(pid, GpuIndexOf(r));
     // A probe that reconnected is armed again for what it still owes (a repeated arm of the
     // window under way changes nothing on its side).
     for (auto& [capture_id, c] : captures_) {

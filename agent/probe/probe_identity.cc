@@ -1,7 +1,9 @@
 #include "agent/probe/probe_identity.h"
 
 #include <charconv>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace podscope::agent::probe {
 
@@ -40,6 +42,29 @@ ProbeIdentity IdentityFromEnvironment(const std::function<const char*(const char
     }
   }
   return id;
+}
+
+std::string DeviceFromEnvironment(int32_t local_rank, const std::function<const char*(const char*)>& getenv) {
+  const int32_t index = local_rank >= 0 ? local_rank : 0;
+  const char* visible = getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr || *visible == '\0') return local_rank >= 0 ? "cuda:" + std::to_string(local_rank) : "";
+  // The process sees the listed GPUs in order; it uses the one at its local rank (torchrun's
+  // convention), or the only one listed.
+  std::vector<std::string> entries;
+  std::string entry;
+  for (const char* c = visible;; ++c) {
+    if (*c == ',' || *c == '\0') {
+      entries.push_back(entry);
+      entry.clear();
+      if (*c == '\0') break;
+    } else if (*c != ' ') {
+      entry += *c;
+    }
+  }
+  const std::string& mine = entries.size() == 1 ? entries[0] : (index < static_cast<int32_t>(entries.size()) ? entries[index] : "");
+  if (mine.empty()) return "";
+  if (mine.find_first_not_of("0123456789") == std::string::npos) return "cuda:" + mine;
+  return mine;  // "GPU-<uuid>" or "MIG-<uuid>"
 }
 
 }  // namespace podscope::agent::probe

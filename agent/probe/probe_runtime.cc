@@ -47,6 +47,7 @@ int64_t ParentOf(int64_t pid) {
 ProbeDescription DescribeThisProcess() {
   ProbeDescription d;
   d.identity = IdentityFromEnvironment([](const char* name) { return std::getenv(name); });
+  d.device = DeviceFromEnvironment(d.identity.local_rank, [](const char* name) { return std::getenv(name); });
   d.pid = getpid();
   std::ifstream comm("/proc/self/comm");
   std::getline(comm, d.process_name);

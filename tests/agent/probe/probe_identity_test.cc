@@ -50,5 +50,20 @@ TEST(ProbeIdentityTest, NothingUsableMeansUnknown) {
   EXPECT_EQ(bad.job, "77");
 }
 
+TEST(ProbeIdentityTest, TheDeviceIsThePhysicalGpuOfTheLocalRank) {
+  auto device = [](int32_t local_rank, const std::map<std::string, std::string>& env) {
+    return DeviceFromEnvironment(local_rank, [&](const char* name) -> const char* {
+      auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+  };
+  EXPECT_EQ(device(3, {}), "cuda:3");
+  EXPECT_EQ(device(-1, {}), "");
+  EXPECT_EQ(device(1, {{"CUDA_VISIBLE_DEVICES", "4,5"}}), "cuda:5");
+  EXPECT_EQ(device(1, {{"CUDA_VISIBLE_DEVICES", "6"}}), "cuda:6") << "one GPU listed: that one";
+  EXPECT_EQ(device(0, {{"CUDA_VISIBLE_DEVICES", "GPU-8f3a,GPU-77b1"}}), "GPU-8f3a");
+  EXPECT_EQ(device(5, {{"CUDA_VISIBLE_DEVICES", "0,1"}}), "") << "beyond the list";
+}
+
 }  // namespace
 }  // namespace podscope::agent::probe
