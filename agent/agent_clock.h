@@ -14,11 +14,7 @@ namespace podscope::agent {
 
 using common::TimeNs;
 
-// The host's wall clock (CLOCK_REALTIME), in nanoseconds since the Unix epoch.
-inline TimeNs HostNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+using common::HostNowNs;
 
 class AgentClock {
  public:

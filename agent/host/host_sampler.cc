@@ -1,26 +1,15 @@
 #include "agent/host/host_sampler.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include "spdlog/spdlog.h"
 
 namespace podscope::agent::host {
 
-namespace {
-
-TimeNs RealtimeNow() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<TimeNs>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-}  // namespace
-
 HostSampler::HostSampler(HostSamplerOptions options, std::unique_ptr<GpuReader> gpus, TimeNs (*now)())
     : options_(std::move(options)),
       gpus_(std::move(gpus)),
-      now_(now != nullptr ? now : &RealtimeNow),
+      now_(now != nullptr ? now : &common::HostNowNs),
       ticks_per_second_(options_.ticks_per_second > 0 ? options_.ticks_per_second : sysconf(_SC_CLK_TCK)) {
   thread_ = std::thread([this] { Loop(); });
 }

@@ -1,7 +1,5 @@
 #include "agent/probe/cupti_source.h"
 
-#include <time.h>
-
 #include <atomic>
 
 #include "common/str_util.h"
@@ -27,12 +25,6 @@ void OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer, s
 }
 
 void IgnoreCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
-
-TimeNs RealtimeNow() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<TimeNs>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // What the window records (issue 6): kernels, copies, memsets, runtime calls, synchronisation,
 // the framework's correlation ids and NVTX ranges.
@@ -101,9 +93,9 @@ std::string CuptiSource::Describe(const char* call, CUptiResult result) {
 
 void CuptiSource::ReadClockPair(GpuClockMap* clock) {
   uint64_t gpu = 0;
-  const TimeNs before = options_.host_now != nullptr ? options_.host_now() : RealtimeNow();
+  const TimeNs before = options_.host_now != nullptr ? options_.host_now() : common::HostNowNs();
   if (api_->GetTimestamp(&gpu) != CUPTI_SUCCESS) return;
-  const TimeNs after = options_.host_now != nullptr ? options_.host_now() : RealtimeNow();
+  const TimeNs after = options_.host_now != nullptr ? options_.host_now() : common::HostNowNs();
   // The host instant halfway across the read: the pair is good to half the read's length.
   if (clock != nullptr) clock->Add(ClockPair{gpu, before + (after - before) / 2});
 }

@@ -1,7 +1,5 @@
 #include "agent/probe/nccl_recorder.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <string_view>
@@ -9,12 +7,6 @@
 namespace podscope::agent::probe {
 
 namespace {
-
-TimeNs RealtimeNow() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<TimeNs>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // NCCL's function names (ncclFuncToString) onto the trace model's ops.
 common::CollectiveOp OpOfFunc(std::string_view func) {
@@ -56,7 +48,7 @@ std::string_view OrEmpty(const char* s) { return s == nullptr ? std::string_view
 
 }  // namespace
 
-NcclRecorder::NcclRecorder(TimeNs (*host_now)()) : host_now_(host_now != nullptr ? host_now : &RealtimeNow) {}
+NcclRecorder::NcclRecorder(TimeNs (*host_now)()) : host_now_(host_now != nullptr ? host_now : &common::HostNowNs) {}
 
 NcclCommunicator* NcclRecorder::InitCommunicator(uint64_t comm_id, const char* name, int nranks, int rank,
                                                  int* activation_mask) {

@@ -1,6 +1,5 @@
 #include "agent/probe/probe_runtime.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "agent/probe/collective_links.h"
 #include "common/chunk_codec.h"
@@ -20,12 +20,6 @@ namespace podscope::agent::probe {
 namespace {
 
 constexpr size_t kChunkEvents = 100'000;
-
-TimeNs RealtimeNow() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<TimeNs>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // The parent of `pid` from /proc/<pid>/stat ("pid (comm) state ppid ..."; comm may hold spaces
 // and parentheses, so the fields are read after the last ')').
@@ -64,7 +58,7 @@ ProbeDescription DescribeThisProcess() {
 ProbeRuntime::ProbeRuntime(ProbeSettings settings, ProbeDescription description, std::vector<EventSource*> sources,
                            TimeNs (*host_now)())
     : settings_(std::move(settings)),
-      host_now_(host_now != nullptr ? host_now : &RealtimeNow),
+      host_now_(host_now != nullptr ? host_now : &common::HostNowNs),
       link_(settings_.agent_socket, settings_.reconnect_interval_ns, settings_.max_queue_bytes, this),
       description_(std::move(description)),
       sources_(std::move(sources)) {}
@@ -99,11 +93,7 @@ void ProbeRuntime::AddFeature(const std::string& feature) {
     if (std::find(f.begin(), f.end(), feature) != f.end()) return;
     f.push_back(feature);
   }
-  if (link_.connected()) {
-    v1::ProbeMessage m;
-    *m.mutable_register_() = Registration();
-    link_.Send(m, /*control=*/true);
-  }
+  Reregister();
 }
 
 void ProbeRuntime::AddWarning(const std::string& warning) {
@@ -111,11 +101,15 @@ void ProbeRuntime::AddWarning(const std::string& warning) {
     std::lock_guard<std::mutex> lock(mu_);
     common::StrAppend(&description_.warnings, description_.warnings.empty() ? "" : "; ", warning);
   }
-  if (link_.connected()) {
-    v1::ProbeMessage m;
-    *m.mutable_register_() = Registration();
-    link_.Send(m, /*control=*/true);
-  }
+  Reregister();
+}
+
+void ProbeRuntime::Reregister() {
+  // Each connection starts with a registration; one under way hears of the change at once.
+  if (!link_.connected()) return;
+  v1::ProbeMessage m;
+  *m.mutable_register_() = Registration();
+  link_.Send(m, /*control=*/true);
 }
 
 uint64_t ProbeRuntime::windows_done() const {
@@ -247,9 +241,7 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>&
   const TimeNs stop = host_now_();
   for (EventSource* s : sources) s->CloseWindow(stop);
   if (!cancelled && settings_.harvest_grace_ns > 0) {
-    timespec grace{static_cast<time_t>(settings_.harvest_grace_ns / 1'000'000'000),
-                   static_cast<long>(settings_.harvest_grace_ns % 1'000'000'000)};
-    nanosleep(&grace, nullptr);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(settings_.harvest_grace_ns));
   }
   status.set_actual_start_ns(start);
   status.set_actual_stop_ns(stop);

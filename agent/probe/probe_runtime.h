@@ -68,6 +68,8 @@ class ProbeRuntime : public AgentLink::Handler {
   bool SleepUntil(TimeNs deadline, std::unique_lock<std::mutex>& lock);
   void Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>& lock);
   void SendStatus(const v1::ProbeCaptureStatus& status);
+  // Sends the registration again when what it says changed while connected.
+  void Reregister();
 
   const ProbeSettings settings_;
   TimeNs (*host_now_)();

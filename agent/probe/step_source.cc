@@ -1,22 +1,14 @@
 #include "agent/probe/step_source.h"
 
-#include <time.h>
-
 namespace podscope::agent::probe {
 
 namespace {
-
-TimeNs RealtimeNow() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<TimeNs>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 constexpr size_t kMaxOpenSteps = 256;
 
 }  // namespace
 
-StepSource::StepSource(TimeNs (*host_now)()) : host_now_(host_now != nullptr ? host_now : &RealtimeNow) {}
+StepSource::StepSource(TimeNs (*host_now)()) : host_now_(host_now != nullptr ? host_now : &common::HostNowNs) {}
 
 void StepSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) {
   std::lock_guard<std::mutex> lock(mu_);
