@@ -11,7 +11,7 @@ PODSCOPE_DEBIAN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config zlib1g-dev
   libboost1.81-dev libboost-json1.81-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  librocksdb-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
+  librocksdb-dev libre2-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

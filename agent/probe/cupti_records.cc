@@ -77,10 +77,9 @@ void PushCopy(common::WorkerTrace& t, const Row& r, MemcpyKind kind, int64_t byt
 CuptiRecordConverter::CuptiRecordConverter(std::function<std::string(CUpti_CallbackDomain, uint32_t)> callback_name,
                                            const std::string& step_pattern)
     : callback_name_(std::move(callback_name)) {
-  try {
-    step_pattern_ = std::regex(step_pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error&) {
-    step_pattern_ok_ = false;  // the probe logs it once at load (probe_runtime.cc)
+  // An invalid pattern is logged once at load (probe_runtime.cc); no range is then a step.
+  if (absl::StatusOr<common::StepPattern> pattern = common::StepPattern::Compile(step_pattern); pattern.ok()) {
+    step_pattern_ = *std::move(pattern);
   }
 }
 
@@ -223,16 +222,8 @@ void CuptiRecordConverter::AddMarker(const CUpti_ActivityMarker2& m) {
 }
 
 int64_t CuptiRecordConverter::StepNumberOf(std::string_view name) const {
-  if (!step_pattern_ok_) return common::kNoStep;
-  std::match_results<std::string_view::const_iterator> match;
-  if (!std::regex_search(name.begin(), name.end(), match, step_pattern_)) return common::kNoStep;
-  for (size_t g = match.size(); g-- > 1;) {
-    if (!match[g].matched || match[g].length() == 0 || match[g].length() > 18) continue;
-    const std::string digits = match[g].str();
-    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    return std::strtoll(digits.c_str(), nullptr, 10);
-  }
-  return common::kNoStep;
+  if (!step_pattern_) return common::kNoStep;
+  return step_pattern_->Find(name).number.value_or(common::kNoStep);
 }
 
 common::WorkerTrace CuptiRecordConverter::Finish(const GpuClockMap& clock) {

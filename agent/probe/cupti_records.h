@@ -9,11 +9,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <regex>
+#include <optional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "agent/probe/gpu_clock_map.h"
+#include "common/step_pattern.h"
 #include "common/worker_trace.h"
 
 namespace podscope::agent::probe {
@@ -21,7 +22,7 @@ namespace podscope::agent::probe {
 class CuptiRecordConverter {
  public:
   // `callback_name(domain, cbid)` names runtime and driver API records. `step_pattern` is an
-  // ECMAScript regex; the last capture group that is all digits is the step number.
+  // RE2 regex; the last capture group that is all digits is the step number.
   CuptiRecordConverter(std::function<std::string(CUpti_CallbackDomain, uint32_t)> callback_name,
                        const std::string& step_pattern);
 
@@ -39,8 +40,7 @@ class CuptiRecordConverter {
   int64_t StepNumberOf(std::string_view name) const;
 
   std::function<std::string(CUpti_CallbackDomain, uint32_t)> callback_name_;
-  std::regex step_pattern_;
-  bool step_pattern_ok_ = true;
+  std::optional<common::StepPattern> step_pattern_;  // none: invalid (logged once at load)
 
   common::WorkerTrace trace_;  // on the CUPTI clock until Finish
   size_t records_ = 0;

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <string_view>
 
+#include "common/step_pattern.h"
+
 namespace podscope::agent::probe {
 
 namespace {
@@ -39,7 +41,14 @@ ProbeSettings SettingsFromEnvironment(const std::function<const char*(const char
   number("PODSCOPE_PROBE_QUEUE_MB", 16'384, 1u << 20, &s.max_queue_bytes);
   number("PODSCOPE_CUPTI_BUFFERS", 1024, 1, &s.cupti_buffers);
   number("PODSCOPE_CUPTI_BUFFER_KB", 262'144, 1024, &s.cupti_buffer_bytes);
-  if (const char* p = getenv("PODSCOPE_STEP_PATTERN"); p != nullptr && *p != '\0') s.step_pattern = p;
+  if (const char* p = getenv("PODSCOPE_STEP_PATTERN"); p != nullptr && *p != '\0') {
+    if (absl::StatusOr<common::StepPattern> pattern = common::StepPattern::Compile(p); pattern.ok()) {
+      s.step_pattern = p;
+    } else {
+      if (!warnings->empty()) *warnings += "; ";
+      *warnings += "PODSCOPE_STEP_PATTERN ignored: " + std::string(pattern.status().message());
+    }
+  }
   if (const char* p = getenv("PODSCOPE_CUPTI_PATH"); p != nullptr && *p != '\0') s.cupti_path = p;
   s.disabled = getenv("PODSCOPE_PROBE_DISABLE") != nullptr;
   return s;

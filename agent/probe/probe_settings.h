@@ -8,8 +8,8 @@
 //   PODSCOPE_PROBE_QUEUE_MB     bytes waiting to go to the agent [256]
 //   PODSCOPE_CUPTI_BUFFERS      CUPTI activity buffers in the pool [32]
 //   PODSCOPE_CUPTI_BUFFER_KB    size of each                    [4096]
-//   PODSCOPE_STEP_PATTERN       NVTX range names that mark steps (ECMAScript regex; the first
-//                               group of digits is the step number)
+//   PODSCOPE_STEP_PATTERN       NVTX range names that mark steps (RE2 regex; the last group
+//                               of digits is the step number)
 //                               [^(ProfilerStep#|[Ss]tep[ _#]?)([0-9]+)$]
 //   PODSCOPE_CUPTI_PATH         libcupti to load                [libcupti.so.13, libcupti.so]
 //   PODSCOPE_PROBE_DISABLE      set (to anything): the probe stays inert

@@ -1,8 +1,9 @@
 #include "coordinator/analysis/analysis_run.h"
 
 #include <algorithm>
-#include <regex>
+#include <cmath>
 
+#include "common/step_pattern.h"
 #include "common/str_util.h"
 
 namespace podscope::coordinator::analysis {
@@ -27,14 +28,14 @@ absl::Status ValidateRequest(AnalysisRequest* request) {
   }
   request->reports = std::move(expanded);
   if (!request->steps.marker_pattern.empty()) {
-    try {
-      std::regex re(request->steps.marker_pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return absl::InvalidArgumentError(
-          common::StrCat("step pattern \"", request->steps.marker_pattern, "\" is not a valid regex: ", e.what()));
+    if (absl::StatusOr<common::StepPattern> pattern = common::StepPattern::Compile(request->steps.marker_pattern);
+        !pattern.ok()) {
+      return pattern.status();
     }
   }
-  if (request->bandwidth.link_gbps < 0) return absl::InvalidArgumentError("link bandwidth must be >= 0");
+  if (!std::isfinite(request->bandwidth.link_gbps) || request->bandwidth.link_gbps < 0) {
+    return absl::InvalidArgumentError("link bandwidth must be a finite number >= 0");
+  }
   if (request->bandwidth.params < 0) return absl::InvalidArgumentError("parameter count must be >= 0");
   if (request->bandwidth.bytes_per_param <= 0 || request->bandwidth.bytes_per_param > 16) {
     return absl::InvalidArgumentError("bytes per parameter must be in 1..16");

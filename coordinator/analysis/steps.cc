@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 
 #include "absl/container/flat_hash_map.h"
+#include "common/step_pattern.h"
 #include "coordinator/analysis/parallel_for.h"
 
 namespace podscope::coordinator::analysis {
@@ -20,13 +20,7 @@ std::vector<StepSpan> StepsFromMarkers(const WorkerTrace& w) {
   return steps;
 }
 
-std::vector<StepSpan> StepsFromPattern(const WorkerTrace& w, const std::string& pattern) {
-  std::regex re;
-  try {
-    re = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error&) {
-    return {};
-  }
+std::vector<StepSpan> StepsFromPattern(const WorkerTrace& w, const common::StepPattern& pattern) {
   // Names repeat: match each distinct name once.
   absl::flat_hash_map<common::NameId, int64_t> number_of;  // -1: no match, -2: match w/o number
   std::vector<StepSpan> steps;
@@ -35,19 +29,8 @@ std::vector<StepSpan> StepsFromPattern(const WorkerTrace& w, const std::string& 
     const common::NameId name = w.host_spans.name[i];
     auto it = number_of.find(name);
     if (it == number_of.end()) {
-      const std::string text(w.strings.Get(name));
-      std::smatch m;
-      int64_t number = -1;
-      if (std::regex_search(text, m, re)) {
-        number = -2;
-        if (m.size() > 1 && m[1].matched) {
-          try {
-            number = std::stoll(m[1].str());
-          } catch (const std::exception&) {
-          }
-        }
-      }
-      it = number_of.emplace(name, number).first;
+      const common::StepPattern::Match m = pattern.Find(w.strings.Get(name));
+      it = number_of.emplace(name, !m.matched ? -1 : m.number.value_or(-2)).first;
     }
     if (it->second == -1) continue;
     steps.push_back(StepSpan{it->second == -2 ? static_cast<int64_t>(steps.size()) : it->second,
@@ -122,8 +105,10 @@ LaunchTimes FindLaunchTimes(const WorkerTrace& w) {
 WorkerSteps FindSteps(const WorkerTrace& w, const StepOptions& options) {
   WorkerSteps result;
   if (!options.marker_pattern.empty()) {
-    result.steps = StepsFromPattern(w, options.marker_pattern);
-    result.source = StepSource::kPattern;
+    if (absl::StatusOr<common::StepPattern> pattern = common::StepPattern::Compile(options.marker_pattern); pattern.ok()) {
+      result.steps = StepsFromPattern(w, *pattern);
+      result.source = StepSource::kPattern;
+    }
   }
   if (result.steps.empty() && w.steps.size() > 0) {
     result.steps = StepsFromMarkers(w);

@@ -24,8 +24,9 @@ struct StepSpan {
 };
 
 struct StepOptions {
-  // When set, annotations whose name matches this ECMAScript regex are the step markers; the
-  // first capture group, if any, is the step number (else markers are numbered in order).
+  // When set, annotations whose name matches this regex (RE2 syntax, common/step_pattern.h) are
+  // the step markers; the last capture group that is all digits is the step number (with none,
+  // markers are numbered in order).
   std::string marker_pattern;
 };
 

@@ -11,18 +11,12 @@
 
 #include "common/file_io.h"
 #include "storage/rocksdb_trace_store.h"
+#include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
 #include "tests/test_paths.h"
 
 namespace podscope::testing {
 namespace {
-
-std::string FileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string RunCli(const std::string& args) {
   FILE* pipe = popen((std::string(PODSCOPE_CLI_PATH) + " " + args + " 2>/dev/null").c_str(), "r");
@@ -33,35 +27,6 @@ std::string RunCli(const std::string& args) {
   pclose(pipe);
   return out;
 }
-
-class CoordinatorTest : public ::testing::Test {
- protected:
-  void StartDaemon(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store")};
-    args.insert(args.end(), extra.begin(), extra.end());
-    // A fresh log per start: the port is read from it.
-    const std::string log = dir_.File("coordinator-" + std::to_string(++starts_) + ".log");
-    daemon_ = std::make_unique<Daemon>(PODSCOPE_COORDINATOR_PATH, args, log);
-    port_ = daemon_->WaitForPort();
-    ASSERT_GT(port_, 0) << FileBytes(log);
-  }
-  HttpResult Import(const std::string& capture, int rank) {
-    const std::string file = "sampled_rank-" + std::to_string(rank) + ".json.gz";
-    return HttpCall(port_, "POST", "/v1/captures:import?job=tf&capture=" + capture + "&name=" + file,
-                    FileBytes(KinetoFixture("trace_filter/" + file)), "application/gzip");
-  }
-  size_t CaptureCount() {
-    const HttpResult r = HttpCall(port_, "GET", "/v1/captures?limit=1000");
-    size_t n = 0;
-    for (size_t at = r.body.find("\"id\":"); at != std::string::npos; at = r.body.find("\"id\":", at + 1)) ++n;
-    return n;
-  }
-
-  ScratchDir dir_;
-  std::unique_ptr<Daemon> daemon_;
-  int port_ = -1;
-  int starts_ = 0;
-};
 
 TEST_F(CoordinatorTest, ImportAnalyseExportRestartDelete) {
   StartDaemon();

@@ -49,5 +49,17 @@ TEST(ProbeSettingsTest, VariablesAndIgnoredTypos) {
   EXPECT_NE(warnings.find("PODSCOPE_PROBE_MAX_EVENTS='0' ignored"), std::string::npos) << warnings;
 }
 
+TEST(ProbeSettingsTest, AnInvalidStepPatternKeepsTheDefaultAndSaysWhy) {
+  std::string warnings;
+  const ProbeSettings s = From({{"PODSCOPE_STEP_PATTERN", "(a)\\1"}}, &warnings);
+  EXPECT_EQ(s.step_pattern, kDefaultStepPattern);
+  EXPECT_NE(warnings.find("PODSCOPE_STEP_PATTERN ignored: step pattern \"(a)\\1\" is not a valid regex"),
+            std::string::npos)
+      << warnings;
+  std::string long_warnings;
+  EXPECT_EQ(From({{"PODSCOPE_STEP_PATTERN", std::string(600, 'x')}}, &long_warnings).step_pattern, kDefaultStepPattern);
+  EXPECT_NE(long_warnings.find("at most 512"), std::string::npos) << long_warnings;
+}
+
 }  // namespace
 }  // namespace podscope::agent::probe
