@@ -7,6 +7,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,8 +26,7 @@ using tcp = asio::ip::tcp;
 
 class HttpServer::Impl {
  public:
-  Impl(const Router& router, HttpLimits limits)
-      : router_(router), limits_(std::move(limits)), heavy_(static_cast<size_t>(std::max(1, limits_.heavy_threads))) {}
+  Impl(const Router& router, HttpLimits limits) : router_(router), limits_(std::move(limits)) {}
 
   absl::StatusOr<uint16_t> Start(const std::string& host, uint16_t port) {
     boost::system::error_code ec;
@@ -42,7 +42,12 @@ class HttpServer::Impl {
     }
     const uint16_t bound = acceptor_.local_endpoint().port();
     asio::co_spawn(io_, Accept(), asio::detached);
-    for (int i = 0; i < std::max(1, limits_.io_threads); ++i) threads_.emplace_back([this] { io_.run(); });
+    for (int i = 0; i < std::max(1, limits_.io_threads); ++i) {
+      threads_.emplace_back([this] { RunNamed(io_, kIoThreadName); });
+    }
+    for (int i = 0; i < std::max(1, limits_.heavy_threads); ++i) {
+      heavy_threads_.emplace_back([this] { RunNamed(heavy_, kHeavyThreadName); });
+    }
     return bound;
   }
 
@@ -60,12 +65,20 @@ class HttpServer::Impl {
     io_.stop();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
-    heavy_.join();
+    heavy_work_.reset();
+    heavy_.stop();
+    for (std::thread& t : heavy_threads_) t.join();
+    heavy_threads_.clear();
   }
 
   HttpCounters counters;
 
  private:
+  static void RunNamed(asio::io_context& context, const char* name) {
+    pthread_setname_np(pthread_self(), name);
+    context.run();
+  }
+
   asio::awaitable<void> Accept() {
     while (acceptor_.is_open()) {
       auto [ec, socket] = co_await acceptor_.async_accept(asio::as_tuple(asio::use_awaitable));
@@ -181,10 +194,12 @@ class HttpServer::Impl {
       }
       if (route != nullptr && read_body_ok) {
         if (route->heavy) {
-          // Hop to the analysis pool and back so the I/O threads stay free.
-          co_await asio::post(heavy_.get_executor(), asio::use_awaitable);
-          response = Invoke(*route, request);
-          co_await asio::post(stream.get_executor(), asio::use_awaitable);
+          // The handler runs as its own coroutine on the heavy pool; this one resumes on the
+          // I/O threads when it is done. (Posting to the pool and awaiting the post would
+          // resume here, on an I/O thread, and run the handler there.)
+          response = co_await asio::co_spawn(
+              heavy_, [this, route, &request]() -> asio::awaitable<HttpResponse> { co_return Invoke(*route, request); },
+              asio::use_awaitable);
         } else {
           response = Invoke(*route, request);
         }
@@ -229,8 +244,11 @@ class HttpServer::Impl {
   HttpLimits limits_;
   asio::io_context io_;
   tcp::acceptor acceptor_{io_};
-  asio::thread_pool heavy_;
+  // Heavy handlers (imports, exports, analyses) run here, never on the I/O threads.
+  asio::io_context heavy_;
+  asio::executor_work_guard<asio::io_context::executor_type> heavy_work_ = asio::make_work_guard(heavy_);
   std::vector<std::thread> threads_;
+  std::vector<std::thread> heavy_threads_;
   std::atomic<bool> stopped_{false};
   std::atomic<int> in_flight_{0};
   std::atomic<uint64_t> next_upload_{0};

@@ -13,6 +13,10 @@
 
 namespace podscope::coordinator {
 
+// Thread names (pthread_setname_np) of the server's two pools, as `top -H` and tests see them.
+inline constexpr char kIoThreadName[] = "podscope-http";
+inline constexpr char kHeavyThreadName[] = "podscope-heavy";
+
 struct HttpLimits {
   uint64_t max_body_bytes = 1 << 20;          // JSON request bodies
   uint64_t max_upload_bytes = 4ull << 30;     // streamed uploads
