@@ -29,6 +29,9 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
   }
   try {
     const boost::json::object& o = *root;
+    podscope::common::RequireKnownKeys(
+        o, "", {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events", "max_spool_bytes",
+                "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids", "host_sample_interval_ms"});
     auto str = [&o](const char* key, std::string* out) {
       if (o.contains(key)) *out = boost::json::value_to<std::string>(o.at(key));
     };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <utility>
 #include <vector>
@@ -141,28 +142,36 @@ void ByteBuffer::Resize(size_t size) {
   std::memset(data_ + size_, 0, kReadPadding);
 }
 
-absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, ByteBuffer* out) {
+namespace {
+
+// Compressed input, a piece at a time: an empty view at the end.
+using InputPieces = std::function<absl::StatusOr<std::string_view>()>;
+
+// Inflates gzip (several members allowed) into `out`, growing it as output arrives but never
+// past max_output_bytes + 1: memory follows what the data really inflates to, up to the bound,
+// whatever the input claims. `size_hint` is a first guess of the output size.
+absl::Status Inflate(const InputPieces& next_input, uint64_t size_hint, uint64_t max_output_bytes, ByteBuffer* out) {
   z_stream stream;
   std::memset(&stream, 0, sizeof(stream));
   if (inflateInit2(&stream, 15 + 32) != Z_OK) return absl::InternalError("zlib inflateInit2 failed");
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  stream.avail_in = static_cast<uInt>(compressed.size());
-  // The gzip trailer's ISIZE is the uncompressed size mod 2^32 (of the last member): a good
-  // first guess that usually makes this a single allocation.
-  size_t guess = std::max<size_t>(compressed.size() * 4, 1 << 16);
-  if (compressed.size() >= 18) {
-    const auto* tail = reinterpret_cast<const unsigned char*>(compressed.data() + compressed.size() - 4);
-    const uint32_t isize = tail[0] | (tail[1] << 8) | (tail[2] << 16) | (static_cast<uint32_t>(tail[3]) << 24);
-    if (isize >= compressed.size() / 2) guess = isize + 1;
-  }
-  out->Resize(std::min<uint64_t>(guess, max_output_bytes + 1));
+  out->Resize(std::min<uint64_t>(std::max<uint64_t>(size_hint, 1 << 16), max_output_bytes + 1));
   size_t produced = 0;
+  bool input_done = false;
   absl::Status status;
   while (true) {
+    if (stream.avail_in == 0 && !input_done) {
+      absl::StatusOr<std::string_view> piece = next_input();
+      if (!piece.ok()) {
+        status = piece.status();
+        break;
+      }
+      input_done = piece->empty();
+      stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(piece->data()));
+      stream.avail_in = static_cast<uInt>(piece->size());
+    }
     if (produced == out->size()) {
       if (out->size() > max_output_bytes) {
-        status = absl::ResourceExhaustedError(StrCat(
-            "decompressed size exceeds the limit of ", max_output_bytes, " bytes"));
+        status = absl::ResourceExhaustedError(StrCat("decompressed size exceeds the limit of ", max_output_bytes, " bytes"));
         break;
       }
       out->Resize(std::min<uint64_t>(out->size() * 2, max_output_bytes + 1));
@@ -173,7 +182,18 @@ absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, Byte
     const int rc = inflate(&stream, Z_NO_FLUSH);
     produced += before - stream.avail_out;
     if (rc == Z_STREAM_END) {
-      if (stream.avail_in == 0) break;
+      if (stream.avail_in == 0 && input_done) break;
+      if (stream.avail_in == 0) {
+        // The member ended with the piece: see whether another member follows.
+        absl::StatusOr<std::string_view> piece = next_input();
+        if (!piece.ok()) {
+          status = piece.status();
+          break;
+        }
+        if (piece->empty()) break;
+        stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(piece->data()));
+        stream.avail_in = static_cast<uInt>(piece->size());
+      }
       // Another gzip member follows (concatenated gzip files are valid gzip).
       if (inflateReset(&stream) != Z_OK) {
         status = absl::InternalError("zlib inflateReset failed");
@@ -181,15 +201,13 @@ absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, Byte
       }
       continue;
     }
-    if (rc == Z_BUF_ERROR && stream.avail_in == 0) {
-      status = absl::DataLossError(StrCat("gzip stream is truncated after ",
-                                                compressed.size(), " compressed bytes"));
+    if (rc == Z_BUF_ERROR && stream.avail_in == 0 && input_done) {
+      status = absl::DataLossError(StrCat("gzip stream is truncated after ", stream.total_in, " compressed bytes"));
       break;
     }
     if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      status = absl::DataLossError(StrCat(
-          "not valid gzip data at compressed offset ", stream.total_in, ": ",
-          stream.msg != nullptr ? stream.msg : "inflate failed"));
+      status = absl::DataLossError(StrCat("not valid gzip data at compressed offset ", stream.total_in, ": ",
+                                          stream.msg != nullptr ? stream.msg : "inflate failed"));
       break;
     }
   }
@@ -197,6 +215,28 @@ absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, Byte
   if (!status.ok()) return status;
   out->Resize(produced);
   return absl::OkStatus();
+}
+
+// The gzip trailer's ISIZE is the uncompressed size mod 2^32 (of the last member): a good first
+// guess that usually makes inflating a single allocation. Only a guess: it is capped by the
+// bound, and the data decides.
+uint64_t TrailerSizeHint(std::string_view tail, uint64_t compressed_size) {
+  if (tail.size() < 4 || compressed_size < 18) return compressed_size * 4;
+  const auto* t = reinterpret_cast<const unsigned char*>(tail.data() + tail.size() - 4);
+  const uint32_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<uint32_t>(t[3]) << 24);
+  return isize >= compressed_size / 2 ? uint64_t{isize} + 1 : compressed_size * 4;
+}
+
+}  // namespace
+
+absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, ByteBuffer* out) {
+  bool given = false;
+  const InputPieces once = [&]() -> absl::StatusOr<std::string_view> {
+    if (given) return std::string_view();
+    given = true;
+    return compressed;
+  };
+  return Inflate(once, TrailerSizeHint(compressed, compressed.size()), max_output_bytes, out);
 }
 
 absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std::string* out) {
@@ -208,24 +248,27 @@ absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std:
 
 namespace {
 
-// Reads the whole file into `out`.
-absl::Status ReadRaw(const std::string& path, const ReadLimits& limits, ByteBuffer* out) {
-  FilePtr file(std::fopen(path.c_str(), "rb"));
-  if (file == nullptr) {
-    return absl::NotFoundError(StrCat("cannot open ", path, ": ", ErrnoText()));
-  }
-  if (std::fseek(file.get(), 0, SEEK_END) != 0) {
+uint64_t FileSize(std::FILE* file) {
+  if (std::fseek(file, 0, SEEK_END) != 0) return 0;
+  const long size = std::ftell(file);
+  return size < 0 ? 0 : static_cast<uint64_t>(size);
+}
+
+// Reads the file from its start into `out`: all of it, or its first `max_bytes`.
+absl::Status ReadRaw(const std::string& path, std::FILE* file, const ReadLimits& limits, uint64_t max_bytes,
+                     ByteBuffer* out) {
+  if (std::fseek(file, 0, SEEK_END) != 0) {
     return absl::InvalidArgumentError(StrCat(path, ": not a regular file"));
   }
-  const long size = std::ftell(file.get());
+  const long size = std::ftell(file);
   if (size < 0) return absl::InvalidArgumentError(StrCat(path, ": cannot size: ", ErrnoText()));
   if (static_cast<uint64_t>(size) > limits.max_file_bytes) {
     return absl::ResourceExhaustedError(StrCat(path, ": ", size, " bytes exceeds the limit of ",
                                                      limits.max_file_bytes, " bytes"));
   }
-  std::rewind(file.get());
-  out->Resize(static_cast<size_t>(size));
-  if (size > 0 && std::fread(out->data(), 1, out->size(), file.get()) != out->size()) {
+  std::rewind(file);
+  out->Resize(static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(size), max_bytes)));
+  if (out->size() > 0 && std::fread(out->data(), 1, out->size(), file) != out->size()) {
     return absl::DataLossError(StrCat("reading ", path, ": ", ErrnoText()));
   }
   return absl::OkStatus();
@@ -238,18 +281,44 @@ bool HasGzName(const std::string& path) {
 }  // namespace
 
 absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, ByteBuffer* out) {
-  // Reads into `out` first; a gzip file is then inflated from a temporary copy of the
-  // compressed bytes (far smaller than the output).
-  RETURN_IF_ERROR(ReadRaw(path, limits, out));
+  FilePtr file(std::fopen(path.c_str(), "rb"));
+  if (file == nullptr) return absl::NotFoundError(StrCat("cannot open ", path, ": ", ErrnoText()));
+  RETURN_IF_ERROR(ReadRaw(path, file.get(), limits, 2, out));
   if (!LooksGzipped(out->view())) {
     if (HasGzName(path)) {
-      return absl::InvalidArgumentError(
-          StrCat(path, ": named .gz but is not gzip data (no gzip magic at offset 0)"));
+      return absl::InvalidArgumentError(StrCat(path, ": named .gz but is not gzip data (no gzip magic at offset 0)"));
     }
-    return absl::OkStatus();
+    return ReadRaw(path, file.get(), limits, UINT64_MAX, out);
   }
-  const std::string compressed(out->view());
-  absl::Status status = Gunzip(compressed, limits.max_decompressed_bytes, out);
+  // Gzip: inflate straight from the file, a piece at a time, so memory holds only the output
+  // (bounded) and one piece of input, never the whole compressed file besides.
+  const uint64_t compressed_size = FileSize(file.get());
+  uint64_t bound = limits.max_decompressed_bytes;
+  bool ratio_bound = false;
+  if (limits.max_inflate_ratio > 0) {
+    const uint64_t by_ratio = std::max<uint64_t>(kInflateRatioFloorBytes, compressed_size * limits.max_inflate_ratio);
+    if (by_ratio < bound) {
+      bound = by_ratio;
+      ratio_bound = true;
+    }
+  }
+  char tail[4] = {};
+  if (compressed_size >= 18 && std::fseek(file.get(), -4, SEEK_END) == 0) {
+    if (std::fread(tail, 1, 4, file.get()) != 4) std::memset(tail, 0, 4);
+  }
+  std::rewind(file.get());
+  std::vector<char> piece(1 << 20);
+  const InputPieces read_piece = [&]() -> absl::StatusOr<std::string_view> {
+    const size_t n = std::fread(piece.data(), 1, piece.size(), file.get());
+    if (n == 0 && std::ferror(file.get())) return absl::DataLossError(StrCat("reading: ", ErrnoText()));
+    return std::string_view(piece.data(), n);
+  };
+  absl::Status status = Inflate(read_piece, TrailerSizeHint(std::string_view(tail, 4), compressed_size), bound, out);
+  if (status.code() == absl::StatusCode::kResourceExhausted && ratio_bound) {
+    status = absl::ResourceExhaustedError(StrCat("inflates to more than ", limits.max_inflate_ratio,
+                                                 " times its compressed size of ", compressed_size,
+                                                 " bytes (a decompression bomb?)"));
+  }
   if (!status.ok()) return absl::Status(status.code(), StrCat(path, ": ", status.message()));
   return absl::OkStatus();
 }

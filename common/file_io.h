@@ -16,9 +16,16 @@ namespace podscope::common {
 // Extra zeroed bytes kept after file contents so SIMD parsers may read past the end.
 inline constexpr size_t kReadPadding = 64;
 
+// Below this output size the inflate ratio is not checked: tiny, very regular files legitimately
+// inflate far more than real traces do.
+inline constexpr uint64_t kInflateRatioFloorBytes = 1 << 20;
+
 struct ReadLimits {
   uint64_t max_file_bytes = 4ull << 30;          // compressed or plain size on disk
   uint64_t max_decompressed_bytes = 16ull << 30;  // after gunzip
+  // Gzip output may be at most this many times the compressed size (0: no ratio bound). Real
+  // Kineto traces inflate 10-30x; a decompression bomb inflates ~1000x.
+  uint64_t max_inflate_ratio = 0;
 };
 
 bool LooksGzipped(std::string_view bytes);
@@ -52,7 +59,9 @@ class ByteBuffer {
 };
 
 // Reads `path` whole into `out` (reusing its memory); gunzips when it starts with the gzip
-// magic. Errors name the file and the reason.
+// magic, streaming from the file so that memory holds the output, never the compressed file
+// besides. Output past a bound stops the inflate at once (ResourceExhausted). Errors name the
+// file and the reason.
 absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, ByteBuffer* out);
 absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, ByteBuffer* out);
 

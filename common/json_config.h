@@ -4,8 +4,11 @@
 
 #include <boost/json.hpp>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 
@@ -27,6 +30,22 @@ inline absl::StatusOr<boost::json::object> ReadJsonConfig(const std::string& pat
     return absl::InvalidArgumentError("config " + path + ": not a JSON object" + (ec ? " (" + ec.message() + ")" : ""));
   }
   return std::move(root.as_object());
+}
+
+// Throws std::invalid_argument naming the first key of `o` that is not in `known` (a typo in a
+// config must not pass as a default). `section` prefixes the name: "limits.max_body_byts".
+inline void RequireKnownKeys(const boost::json::object& o, std::string_view section,
+                             std::initializer_list<std::string_view> known) {
+  for (const auto& field : o) {
+    const std::string_view key(field.key().data(), field.key().size());
+    bool found = false;
+    for (std::string_view k : known) found = found || k == key;
+    if (found) continue;
+    std::string names;
+    for (std::string_view k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+    throw std::invalid_argument("unknown key \"" + (section.empty() ? "" : std::string(section) + ".") +
+                                std::string(key) + "\" (known: " + names + ")");
+  }
 }
 
 }  // namespace podscope::common

@@ -57,11 +57,18 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
   }
   try {
     const boost::json::object& o = *root;
+    podscope::common::RequireKnownKeys(o, "", {"http", "grpc", "data_dir", "limits", "capture", "agents", "retention"});
     if (o.contains("http")) s->http = boost::json::value_to<std::string>(o.at("http"));
     if (o.contains("grpc")) s->grpc = boost::json::value_to<std::string>(o.at("grpc"));
     if (o.contains("data_dir")) s->data_dir = boost::json::value_to<std::string>(o.at("data_dir"));
     if (o.contains("limits")) {
       const boost::json::object& l = o.at("limits").as_object();
+      podscope::common::RequireKnownKeys(
+          l, "limits",
+          {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio", "max_connections",
+           "max_ranks_per_capture", "max_events_per_worker", "max_string_bytes", "max_header_bytes"});
+      if (l.contains("max_document_bytes")) s->api_limits.max_document_bytes = l.at("max_document_bytes").to_number<uint64_t>();
+      if (l.contains("max_inflate_ratio")) s->api_limits.max_inflate_ratio = l.at("max_inflate_ratio").to_number<uint64_t>();
       if (l.contains("max_body_bytes")) s->http_limits.max_body_bytes = l.at("max_body_bytes").to_number<uint64_t>();
       if (l.contains("max_upload_bytes")) s->http_limits.max_upload_bytes = l.at("max_upload_bytes").to_number<uint64_t>();
       if (l.contains("max_connections")) s->http_limits.max_connections = l.at("max_connections").to_number<uint32_t>();
@@ -72,6 +79,10 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
     }
     if (o.contains("capture")) {
       const boost::json::object& c = o.at("capture").as_object();
+      podscope::common::RequireKnownKeys(
+          c, "capture",
+          {"min_lead_ms", "lead_per_agent_ms", "capture_grace_ms", "upload_timeout_ms", "max_duration_ms",
+           "max_live_captures", "refine_clocks_with_collectives", "max_upload_bytes_per_worker"});
       auto ms = [&c](const char* key, int64_t* out) {
         if (c.contains(key)) *out = static_cast<int64_t>(c.at(key).to_number<double>() * 1e6);
       };
@@ -90,6 +101,7 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
     }
     if (o.contains("agents")) {
       const boost::json::object& a = o.at("agents").as_object();
+      podscope::common::RequireKnownKeys(a, "agents", {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us"});
       if (a.contains("heartbeat_interval_ms")) s->agents.heartbeat_interval_ms = a.at("heartbeat_interval_ms").to_number<uint32_t>();
       if (a.contains("clock_sync_interval_ms")) s->agents.clock_sync_interval_ms = a.at("clock_sync_interval_ms").to_number<uint32_t>();
       if (a.contains("clock_target_bound_us")) {
@@ -98,6 +110,7 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
     }
     if (o.contains("retention")) {
       const boost::json::object& r = o.at("retention").as_object();
+      podscope::common::RequireKnownKeys(r, "retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
       if (r.contains("max_age_hours")) s->retention.max_age_ns = static_cast<int64_t>(r.at("max_age_hours").to_number<double>() * 3.6e12);
       if (r.contains("max_total_bytes")) s->retention.max_total_bytes = r.at("max_total_bytes").to_number<uint64_t>();
       if (r.contains("interval_seconds")) s->retention_interval_seconds = r.at("interval_seconds").to_number<int>();

@@ -233,6 +233,9 @@ HttpResponse RestApi::Import(HttpRequest& r) {
 
   // Parse first: a malformed file leaves the store untouched.
   common::ImportOptions options;
+  options.read = {.max_file_bytes = limits_.max_document_bytes,
+                  .max_decompressed_bytes = limits_.max_document_bytes,
+                  .max_inflate_ratio = limits_.max_inflate_ratio};
   options.max_events = limits_.max_events_per_worker;
   options.max_string_bytes = limits_.max_string_bytes;
   common::KinetoImporter importer(options);

@@ -17,6 +17,10 @@
 namespace podscope::coordinator {
 
 struct ApiLimits {
+  // The JSON one import may parse, after gunzip; parsing takes ~5 more bytes per byte, so this
+  // bounds an import's memory. Gzip may inflate at most max_inflate_ratio times its size.
+  uint64_t max_document_bytes = 512ull << 20;
+  uint64_t max_inflate_ratio = 200;
   uint32_t max_ranks_per_capture = 65536;
   uint64_t max_events_per_worker = 50'000'000;
   uint64_t max_export_bytes = 2ull << 30;

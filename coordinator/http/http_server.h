@@ -19,7 +19,7 @@ inline constexpr char kHeavyThreadName[] = "podscope-heavy";
 
 struct HttpLimits {
   uint64_t max_body_bytes = 1 << 20;          // JSON request bodies
-  uint64_t max_upload_bytes = 4ull << 30;     // streamed uploads
+  uint64_t max_upload_bytes = 512ull << 20;   // streamed uploads
   uint32_t max_header_bytes = 16 << 10;
   uint32_t max_connections = 512;
   uint32_t idle_timeout_seconds = 60;

@@ -92,6 +92,50 @@ TEST(FileIoTest, ConcatenatedGzipMembersAreOneStream) {
   EXPECT_EQ(out, "hello world");
 }
 
+// Files are inflated a piece (1 MiB) at a time: members and pieces may end anywhere.
+TEST(FileIoTest, StreamedInflateAcrossPiecesAndMembers) {
+  ScratchDir dir;
+  std::string noise(3 << 20, '\0');  // incompressible, so each member is ~3 MiB compressed
+  uint64_t x = 88172645463325252ull;
+  for (char& c : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  const std::string a = Slurp(WriteWith(dir, "a.gz", noise, true));
+  const std::string b = Slurp(WriteWith(dir, "b.gz", "tail", true));
+  const std::string both = dir.Write("both.json.gz", a + b + a);
+  absl::StatusOr<std::string> read = ReadFileMaybeGzip(both);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, noise + "tail" + noise);
+  const std::string cut = dir.Write("cut.json.gz", (a + b).substr(0, a.size() + 5));
+  EXPECT_EQ(ReadFileMaybeGzip(cut).status().code(), absl::StatusCode::kDataLoss);
+}
+
+// A decompression bomb: 1 MiB of gzip that inflates to 1 GiB. It is refused by the ratio bound
+// after inflating at most its bound, whatever the gzip trailer claims.
+TEST(FileIoTest, ADecompressionBombStopsAtItsBound) {
+  ScratchDir dir;
+  const std::string zeros = Slurp(WriteWith(dir, "z.gz", std::string(16 << 20, '\0'), true));
+  std::string bomb;
+  for (int i = 0; i < 64; ++i) bomb += zeros;
+  const std::string path = dir.Write("bomb.json.gz", bomb);
+  ByteBuffer out;
+  absl::Status ratio = ReadFileInto(path, {.max_decompressed_bytes = 512 << 20, .max_inflate_ratio = 100}, &out);
+  EXPECT_EQ(ratio.code(), absl::StatusCode::kResourceExhausted) << ratio;
+  EXPECT_NE(ratio.message().find("inflates to more than 100 times its compressed size of " + std::to_string(bomb.size()) +
+                                 " bytes (a decompression bomb?)"),
+            std::string::npos)
+      << ratio;
+  // Memory follows the bound (the buffer grows by at most half again past a request).
+  EXPECT_LE(out.capacity(), 150 * bomb.size()) << "memory stays within the bound";
+  absl::Status absolute = ReadFileInto(path, {.max_decompressed_bytes = 8 << 20}, &out);
+  EXPECT_EQ(absolute.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(absolute.message().find("decompressed size exceeds the limit of 8388608 bytes"), std::string::npos) << absolute;
+  // Small files are not held to the ratio (below 1 MiB of output).
+  const std::string small = WriteWith(dir, "small.json.gz", std::string(1 << 19, ' '), true);
+  EXPECT_TRUE(ReadFileInto(small, {.max_inflate_ratio = 2}, &out).ok());
+}
+
 TEST(FileIoTest, MissingFileNamesThePath) {
   auto read = ReadFileMaybeGzip("/nonexistent/podscope/trace.json");
   EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);

@@ -2,8 +2,10 @@
 // (issue 12): each one crashed, stalled or corrupted the daemon before its fix.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
+#include "common/file_io.h"
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
 #include "tests/test_paths.h"
@@ -73,6 +75,62 @@ TEST_F(HardeningTest, StepPatternsCannotCrashOrStallTheCoordinator) {
   expect_400("((a{100}){100}){100}", "is not a valid regex");
   EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
   EXPECT_EQ(daemon_->Terminate(), 0) << "the coordinator must still be running and stop cleanly";
+}
+
+// Peak resident memory of a process (VmHWM), in bytes; 0 when unreadable.
+uint64_t PeakRssBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// Defect 3: a 1 MiB gzip upload that inflates to 1 GiB was inflated whole (peak 5.3 GB). Now
+// inflating streams from the staged file and stops at the bound: 413 with the reason, and the
+// coordinator's memory stays far below what the bomb would take.
+TEST_F(HardeningTest, ADecompressionBombIsRefusedWithinItsBound) {
+  StartDaemon();
+  // 64 gzip members of 16 MiB of zeros each: ~1 MiB on the wire, 1 GiB inflated.
+  std::string bomb;
+  {
+    const std::string zeros = *common::GzipCompress(std::string(16 << 20, '\0'), 9);
+    for (int i = 0; i < 64; ++i) bomb += zeros;
+  }
+  const HttpResult refused =
+      HttpCall(port_, "POST", "/v1/captures:import?capture=bomb&name=bomb.json.gz", bomb, "application/gzip");
+  EXPECT_EQ(refused.status, 413) << refused.body;
+  EXPECT_NE(refused.body.find("bomb.json.gz: inflates to more than 200 times its compressed size"), std::string::npos)
+      << refused.body;
+  const uint64_t peak = PeakRssBytes(daemon_->pid());
+  ASSERT_GT(peak, 0u);
+  EXPECT_LT(peak, 600u << 20) << "inflating the bomb whole would take over 1 GiB";
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/bomb").status, 404);
+  ASSERT_EQ(Import("after", 0).status, 201) << "the coordinator carries on";
+
+  // The absolute bound, configurable, holds for gzip and plain uploads alike.
+  daemon_->Terminate();
+  std::ofstream(dir_.File("small.json")) << R"({"limits": {"max_document_bytes": 1000000}})";
+  StartDaemon({"--config", dir_.File("small.json")});
+  const std::string big = FileBytes(KinetoFixture("trace_filter/sampled_rank-0.json.gz"));  // 1.76 MB inflated
+  const HttpResult gz = HttpCall(port_, "POST", "/v1/captures:import?capture=big&name=r.json.gz", big, "application/gzip");
+  EXPECT_EQ(gz.status, 413) << gz.body;
+  EXPECT_NE(gz.body.find("decompressed size exceeds the limit of 1000000 bytes"), std::string::npos) << gz.body;
+  const HttpResult plain = HttpCall(port_, "POST", "/v1/captures:import?capture=big&name=r.json",
+                                    R"({"traceEvents": [)" + std::string(1'100'000, ' ') + "]}", "application/json");
+  EXPECT_EQ(plain.status, 413) << plain.body;
+  EXPECT_NE(plain.body.find("exceeds the limit of 1000000 bytes"), std::string::npos) << plain.body;
+}
+
+// A config key nobody reads is a typo: the daemon refuses to start and names it.
+TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
+  std::ofstream(dir_.File("typo.json")) << R"({"limits": {"max_body_byts": 1000}})";
+  Daemon daemon(PODSCOPE_COORDINATOR_PATH,
+                {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store"), "--config",
+                 dir_.File("typo.json")},
+                dir_.File("typo.log"));
+  EXPECT_NE(daemon.WaitForLog("unknown key \"limits.max_body_byts\""), "") << daemon.Log();
 }
 
 }  // namespace
