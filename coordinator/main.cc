@@ -192,7 +192,9 @@ int main(int argc, char** argv) {
   for (const auto& stale : std::filesystem::directory_iterator(upload_dir, ec)) std::filesystem::remove(stale.path(), ec);
   settings.http_limits.upload_dir = upload_dir;
 
-  podscope::coordinator::RestApi api(**store, settings.api_limits, NowNs);
+  // Every multi-step change to a stored capture (imports, deletes, retention) holds this lock.
+  absl::Mutex capture_mutations;
+  podscope::coordinator::RestApi api(**store, settings.api_limits, NowNs, capture_mutations);
   if (absl::Status s = api.RecoverInterruptedImports(); !s.ok()) {
     spdlog::error("recovering interrupted imports: {}", std::string(s.message()));
     return 1;
@@ -252,7 +254,7 @@ int main(int argc, char** argv) {
     std::unique_lock<std::mutex> lock(mu);
     while (!stop_cv.wait_for(lock, std::chrono::seconds(settings.retention_interval_seconds), [&] { return stopping; })) {
       lock.unlock();
-      auto result = podscope::storage::EnforceRetention(**store, settings.retention, NowNs());
+      auto result = podscope::storage::EnforceRetention(**store, settings.retention, NowNs(), &capture_mutations);
       if (!result.ok()) spdlog::warn("retention: {}", std::string(result.status().message()));
       else if (!result->deleted.empty()) spdlog::info("retention deleted {} captures", result->deleted.size());
       lock.lock();

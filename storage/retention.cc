@@ -14,7 +14,8 @@ bool Finished(CaptureState s) {
 
 }  // namespace
 
-absl::StatusOr<RetentionResult> EnforceRetention(TraceStore& store, const RetentionPolicy& policy, int64_t now_ns) {
+absl::StatusOr<RetentionResult> EnforceRetention(TraceStore& store, const RetentionPolicy& policy, int64_t now_ns,
+                                                 absl::Mutex* mutations) {
   std::vector<CaptureRecord> all;
   CaptureFilter page;
   page.limit = 1000;
@@ -34,6 +35,12 @@ absl::StatusOr<RetentionResult> EnforceRetention(TraceStore& store, const Retent
     const bool too_old = policy.max_age_ns > 0 && now_ns - r.created_ns > policy.max_age_ns;
     const bool over_budget = policy.max_total_bytes > 0 && result.remaining_bytes > policy.max_total_bytes;
     if (!too_old && !over_budget) continue;
+    absl::MutexLockMaybe lock(mutations);
+    // The listing is a snapshot: under the lock, delete only what is still there and finished.
+    absl::StatusOr<CaptureRecord> now = store.GetCapture(r.id);
+    if (!now.ok() && now.status().code() == absl::StatusCode::kNotFound) continue;
+    if (!now.ok()) return now.status();
+    if (!Finished(now->state)) continue;
     RETURN_IF_ERROR(store.DeleteCapture(r.id));
     result.deleted.push_back(r.id);
     result.remaining_bytes -= r.stored_bytes;

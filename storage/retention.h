@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "storage/trace_store.h"
 
 namespace podscope::storage {
@@ -22,8 +23,10 @@ struct RetentionResult {
 };
 
 // One pass; the coordinator runs it periodically on a background thread. Pure apart from the
-// store calls; `now_ns` is the coordinator's clock.
+// store calls; `now_ns` is the coordinator's clock. `mutations` (when given) is the lock every
+// multi-step capture change holds (the REST API's imports and deletes): each capture is re-read
+// and deleted under it, so a capture an import is adding ranks to is never deleted half-way.
 absl::StatusOr<RetentionResult> EnforceRetention(TraceStore& store, const RetentionPolicy& policy,
-                                                 int64_t now_ns);
+                                                 int64_t now_ns, absl::Mutex* mutations = nullptr);
 
 }  // namespace podscope::storage

@@ -13,6 +13,7 @@
 #include "coordinator/api/status_response.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/report_table.h"
+#include "spdlog/spdlog.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -71,8 +72,8 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
 
 }  // namespace
 
-RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns)
-    : store_(store), limits_(limits), now_ns_(std::move(now_ns)) {}
+RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns, absl::Mutex& mutations)
+    : store_(store), limits_(limits), now_ns_(std::move(now_ns)), mutations_(mutations) {}
 
 void RestApi::Register(Router& router) {
   auto bind = [this](HttpResponse (RestApi::*method)(HttpRequest&)) {
@@ -199,9 +200,21 @@ HttpResponse RestApi::GetCapture(HttpRequest& r) {
 
 HttpResponse RestApi::DeleteCapture(HttpRequest& r) {
   const std::string id = r.params["id"];
+  if (absl::Status s = storage::ValidateCaptureId(id); !s.ok()) return FromStatus(s);
+  absl::MutexLock lock(&mutations_);
+  // A capture still running belongs to the scheduler: it would write the record back.
+  if (live_lookup_) {
+    if (std::optional<CaptureRecord> live = live_lookup_(id)) {
+      return HttpResponse::Problem(409, "Conflict",
+                                   common::StrCat("capture ", id, " is ", storage::CaptureStateName(live->state),
+                                                  "; cancel it first (POST /v1/captures/", id, ":cancel)"));
+    }
+  }
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
   if (!record.ok()) return FromStatus(record.status());
   if (absl::Status s = store_.DeleteCapture(id); !s.ok()) return FromStatus(s);
+  spdlog::info("deleted capture {} (job '{}', {} workers, {} events) for {}", id, record->job,
+               record->workers.size(), record->events, r.peer);
   HttpResponse response;
   response.status = 204;
   return response;
@@ -230,6 +243,10 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   const std::string job = r.Query("job", "imported");
   if (id.empty()) id = common::StrCat("imp-", now_ns_() / 1000, "-", next_id_++);
   if (absl::Status s = storage::ValidateCaptureId(id); !s.ok()) return FromStatus(s);
+  // Whether the client is adding ranks to a capture that exists now: if it is deleted while
+  // this file is parsed, the ranks are not added to a new capture of the same name.
+  absl::StatusOr<CaptureRecord> before = store_.GetCapture(id);
+  if (!before.ok() && before.status().code() != absl::StatusCode::kNotFound) return FromStatus(before.status());
 
   // Parse first: a malformed file leaves the store untouched.
   common::ImportOptions options;
@@ -248,9 +265,14 @@ HttpResponse RestApi::Import(HttpRequest& r) {
                                  "Invalid trace file", message);
   }
 
-  std::lock_guard<std::mutex> lock(import_mu_);
+  absl::MutexLock lock(&mutations_);
   CaptureRecord record;
   absl::StatusOr<CaptureRecord> existing = store_.GetCapture(id);
+  if (before.ok() && !existing.ok() && existing.status().code() == absl::StatusCode::kNotFound) {
+    return HttpResponse::Problem(409, "Conflict",
+                                 common::StrCat("capture ", id, " was deleted while this file was being parsed; "
+                                                "nothing was imported"));
+  }
   if (existing.ok()) {
     record = *std::move(existing);
     if (record.state != CaptureState::kComplete && record.state != CaptureState::kImporting) {
@@ -333,7 +355,13 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   const common::CaptureView view(*capture);
   const analysis::AnalysisResults results = analysis::RunAnalyses(view, request);
   std::string body = table ? RenderTables(view, request, results) : RenderJson(view, request, results);
-  (void)store_.PutAnalysis(id, cache_key, body);  // a failed cache write only costs a recompute
+  {
+    // Cache the result only for the generation it was computed from, and never for a capture
+    // deleted meanwhile (its cache entry would outlive it). A failed write costs a recompute.
+    absl::MutexLock lock(&mutations_);
+    absl::StatusOr<CaptureRecord> now = store_.GetCapture(id);
+    if (now.ok() && now->generation == record->generation) (void)store_.PutAnalysis(id, cache_key, body);
+  }
   return respond(std::move(body), "miss");
 }
 

@@ -5,10 +5,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "common/kineto/kineto_importer.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/http/http_types.h"
@@ -27,11 +27,14 @@ struct ApiLimits {
   size_t max_string_bytes = 1 << 20;
 };
 
-// Owned by the daemon's main; handlers run on the HTTP server's threads (imports are
-// serialised by a mutex).
+// Owned by the daemon's main; handlers run on the HTTP server's threads. Every multi-step change
+// to a stored capture (an import's record and events, a delete, an analysis cached for a
+// generation, retention) holds `mutations` from reading the record it acts on to writing its
+// result: one serialised state machine per store, so no change acts on a record another has
+// half-made. Parsing an import happens before, outside the lock.
 class RestApi {
  public:
-  RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns);
+  RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns, absl::Mutex& mutations);
 
   // Adds every route to `router`.
   void Register(Router& router);
@@ -62,7 +65,7 @@ class RestApi {
   std::function<int64_t()> now_ns_;
   const HttpCounters* counters_ = nullptr;
   std::function<std::optional<storage::CaptureRecord>(const std::string&)> live_lookup_;
-  std::mutex import_mu_;  // one import at a time keeps a capture's record consistent
+  absl::Mutex& mutations_;
   std::atomic<uint64_t> next_id_{0};
 };
 

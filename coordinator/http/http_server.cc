@@ -113,6 +113,9 @@ class HttpServer::Impl {
 
   asio::awaitable<void> Session(tcp::socket socket) {
     ++counters.open_connections;
+    boost::system::error_code peer_ec;
+    const tcp::endpoint remote = socket.remote_endpoint(peer_ec);
+    const std::string peer = peer_ec ? std::string("?") : common::StrCat(remote.address().to_string(), ":", remote.port());
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     while (true) {
@@ -127,6 +130,7 @@ class HttpServer::Impl {
       ++counters.requests;
       bool ok = true;
       HttpRequest request = ToRequest(header_parser.get(), &ok);
+      request.peer = peer;
       const unsigned version = header_parser.get().version();
       const bool keep_alive = header_parser.get().keep_alive();
       HttpResponse response;

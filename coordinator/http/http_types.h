@@ -20,6 +20,7 @@ struct HttpRequest {
   std::string body;       // small bodies
   std::string body_file;  // streamed uploads: a temporary file the handler may consume
   std::map<std::string, std::string> params;  // from {name} segments of the route
+  std::string peer;  // the client's address, "IP:port", for logs
 
   std::string Header(const std::string& name) const;
   std::string Query(const std::string& name, const std::string& fallback = "") const;

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <future>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/file_io.h"
+#include "storage/rocksdb_trace_store.h"
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
 #include "tests/test_paths.h"
@@ -131,6 +135,77 @@ TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
                  dir_.File("typo.json")},
                 dir_.File("typo.log"));
   EXPECT_NE(daemon.WaitForLog("unknown key \"limits.max_body_byts\""), "") << daemon.Log();
+}
+
+// Defect 6: a DELETE during an import answered 204, then the import answered 201 and wrote a
+// record naming workers whose events the delete had removed. Imports, deletes and retention are
+// now one serialised state machine. Two clients add ranks to one capture while a third deletes
+// it, round after round; every answer is one of the right ones, and after each round the stored
+// record and the stored events agree exactly.
+TEST_F(HardeningTest, ImportsAndDeletesInterleavedLeaveEveryRecordMatchingItsEvents) {
+  const std::string bodies[2] = {FileBytes(KinetoFixture("trace_filter/sampled_rank-0.json.gz")),
+                                 FileBytes(KinetoFixture("trace_filter/sampled_rank-1.json.gz"))};
+  int imports = 0, deletes = 0;
+  for (int round = 0; round < 8; ++round) {
+    StartDaemon();
+    std::vector<std::future<std::pair<int, int>>> clients;
+    for (int rank = 0; rank < 2; ++rank) {
+      clients.push_back(std::async(std::launch::async, [&, rank] {
+        int created = 0;
+        for (int i = 0; i < 10; ++i) {
+          const HttpResult r = HttpCall(port_, "POST", "/v1/captures:import?capture=race&name=r.json.gz",
+                                        bodies[rank], "application/gzip");
+          if (r.status == 201) {
+            ++created;
+            EXPECT_NE(r.body.find("\"rank\":" + std::to_string(rank) + ","), std::string::npos) << r.body;
+          } else {
+            // Its rank is there already, or the capture it was adding to was deleted meanwhile.
+            EXPECT_EQ(r.status, 409) << r.body;
+            EXPECT_TRUE(r.body.find("already has rank") != std::string::npos ||
+                        r.body.find("was deleted while this file was being parsed") != std::string::npos)
+                << r.body;
+          }
+        }
+        return std::pair<int, int>{created, 0};
+      }));
+    }
+    clients.push_back(std::async(std::launch::async, [&] {
+      int deleted = 0;
+      for (int i = 0; i < 20; ++i) {
+        const HttpResult r = HttpCall(port_, "DELETE", "/v1/captures/race");
+        EXPECT_TRUE(r.status == 204 || r.status == 404) << r.status << " " << r.body;
+        deleted += r.status == 204;
+      }
+      return std::pair<int, int>{0, deleted};
+    }));
+    for (auto& c : clients) {
+      const auto [created, deleted] = c.get();
+      imports += created;
+      deletes += deleted;
+    }
+    ASSERT_EQ(daemon_->Terminate(), 0);
+    auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});
+    ASSERT_TRUE(store.ok()) << store.status();
+    absl::StatusOr<storage::CaptureRecord> record = (*store)->GetCapture("race");
+    if (!record.ok()) {
+      EXPECT_EQ((*store)->CountCaptureKeysForTesting("race"), 0u) << "no record, no events";
+      continue;
+    }
+    EXPECT_EQ(record->state, storage::CaptureState::kComplete);
+    absl::StatusOr<common::Capture> loaded = storage::LoadCapture(**store, "race");
+    ASSERT_TRUE(loaded.ok()) << "round " << round << ": " << loaded.status();
+    ASSERT_EQ(loaded->workers.size(), record->workers.size());
+    uint64_t events = 0;
+    for (size_t w = 0; w < loaded->workers.size(); ++w) {
+      EXPECT_EQ(loaded->workers[w].info.rank, record->workers[w].rank);
+      EXPECT_EQ(loaded->workers[w].Counts().Total(), record->workers[w].events);
+      events += loaded->workers[w].Counts().Total();
+    }
+    EXPECT_EQ(events, record->events);
+    EXPECT_EQ((*store)->CountCaptureKeysForTesting("race"), record->workers.size()) << "one chunk per worker, no more";
+  }
+  EXPECT_GT(imports, 0);
+  EXPECT_GT(deletes, 0);
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   podscope::testing::ScratchDir dir;
   auto store = storage::RocksDbTraceStore::Open({.path = dir.File("db")});
   ASSERT_TRUE(store.ok());
-  RestApi api(**store, {}, [] { return int64_t{0}; });
+  absl::Mutex mutations;
+  RestApi api(**store, {}, [] { return int64_t{0}; }, mutations);
   Router router;
   api.Register(router);
   auto now = [] { return int64_t{0}; };
