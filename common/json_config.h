@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/json_keys.h"
 
 namespace podscope::common {
 
@@ -21,6 +22,9 @@ inline absl::StatusOr<boost::json::object> ReadJsonConfig(const std::string& pat
   text << in.rdbuf();
   if (text.str().size() > max_bytes) {
     return absl::InvalidArgumentError("config " + path + " is larger than " + std::to_string(max_bytes) + " bytes");
+  }
+  if (absl::Status s = CheckUniqueJsonKeys(text.str(), 16); !s.ok()) {
+    return absl::InvalidArgumentError("config " + path + ": " + std::string(s.message()));
   }
   boost::system::error_code ec;
   boost::json::parse_options options;

@@ -66,7 +66,20 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
       podscope::common::RequireKnownKeys(
           l, "limits",
           {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio", "max_connections",
-           "max_ranks_per_capture", "max_events_per_worker", "max_string_bytes", "max_header_bytes"});
+           "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds", "progress_interval_seconds",
+           "min_progress_bytes", "max_ranks_per_capture", "max_events_per_worker", "max_string_bytes",
+           "max_header_bytes"});
+      auto positive = [&l](const char* key, uint32_t* out) {
+        if (!l.contains(key)) return;
+        const uint32_t v = l.at(key).to_number<uint32_t>();
+        if (v == 0) throw std::invalid_argument(std::string("limits.") + key + " must be positive");
+        *out = v;
+      };
+      positive("max_connections_per_client", &s->http_limits.max_connections_per_client);
+      positive("idle_timeout_seconds", &s->http_limits.idle_timeout_seconds);
+      positive("header_timeout_seconds", &s->http_limits.header_timeout_seconds);
+      positive("progress_interval_seconds", &s->http_limits.progress_interval_seconds);
+      positive("min_progress_bytes", &s->http_limits.min_progress_bytes);
       if (l.contains("max_document_bytes")) s->api_limits.max_document_bytes = l.at("max_document_bytes").to_number<uint64_t>();
       if (l.contains("max_inflate_ratio")) s->api_limits.max_inflate_ratio = l.at("max_inflate_ratio").to_number<uint64_t>();
       if (l.contains("max_body_bytes")) s->http_limits.max_body_bytes = l.at("max_body_bytes").to_number<uint64_t>();

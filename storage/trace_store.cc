@@ -35,6 +35,19 @@ absl::Status ValidateCaptureId(std::string_view id) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateJobName(std::string_view job) {
+  if (job.empty() || job.size() > 128) {
+    return absl::InvalidArgumentError(common::StrCat("job must be 1-128 characters, got ", job.size()));
+  }
+  for (const char c : job) {
+    if (c < 0x20 || c > 0x7e) {
+      return absl::InvalidArgumentError(common::StrCat("job may only hold printable ASCII characters, not byte ",
+                                                       static_cast<int>(static_cast<unsigned char>(c))));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<common::Capture> LoadCapture(TraceStore& store, std::string_view capture_id) {
   ASSIGN_OR_RETURN(CaptureRecord record, store.GetCapture(capture_id));
   common::Capture capture;

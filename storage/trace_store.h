@@ -74,6 +74,9 @@ struct CaptureFilter {
 
 // Capture ids name keys and files: 1-64 characters of [A-Za-z0-9_.-].
 absl::Status ValidateCaptureId(std::string_view id);
+// A job name: 1-128 printable ASCII characters. Names are printed by `podscope captures` and
+// `podscope workers`: no control character (terminal escapes, NUL, newlines) gets that far.
+absl::Status ValidateJobName(std::string_view job);
 
 class TraceStore {
  public:

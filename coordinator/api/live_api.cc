@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "common/json_keys.h"
 #include "common/json_writer.h"
 #include "common/str_util.h"
 #include "coordinator/api/capture_json.h"
@@ -80,6 +81,9 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
 
 // POST /v1/captures {"job", "ranks"?, "duration_ms", "delay_ms"?, "limits"?: {...}} -> 202.
 HttpResponse LiveApi::StartCapture(HttpRequest& r) {
+  if (absl::Status s = common::CheckUniqueJsonKeys(r.body, 8); !s.ok()) {
+    return BadRequest(common::StrCat("the body must be a JSON object: ", s.message()));
+  }
   boost::system::error_code ec;
   boost::json::parse_options options;
   options.max_depth = 8;
@@ -115,6 +119,7 @@ HttpResponse LiveApi::StartCapture(HttpRequest& r) {
     }
   }
   if (spec.job.empty()) return BadRequest("job is required");
+  if (absl::Status s = storage::ValidateJobName(spec.job); !s.ok()) return BadRequest(std::string(s.message()));
   if (spec.duration_ns == 0) return BadRequest("duration_ms is required and must be positive");
   absl::StatusOr<storage::CaptureRecord> record = scheduler_.StartCapture(spec);
   if (!record.ok()) {

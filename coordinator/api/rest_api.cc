@@ -130,7 +130,23 @@ HttpResponse RestApi::Metrics(HttpRequest&) {
                       "podscope_http_request_duration_seconds_sum ",
                       fmt::format("{:.6f}", counters_->latency_ns_total.load() / 1e9), "\n",
                       "# TYPE podscope_http_open_connections gauge\n",
-                      "podscope_http_open_connections ", counters_->open_connections.load(), "\n");
+                      "podscope_http_open_connections ", counters_->open_connections.load(), "\n",
+                      "# HELP podscope_http_rejected_connections_total Connections refused, by reason.\n",
+                      "# TYPE podscope_http_rejected_connections_total counter\n",
+                      "podscope_http_rejected_connections_total{reason=\"server_full\"} ",
+                      counters_->rejected_server_full.load(), "\n",
+                      "podscope_http_rejected_connections_total{reason=\"client_full\"} ",
+                      counters_->rejected_client_full.load(), "\n",
+                      "podscope_http_rejected_connections_total{reason=\"no_descriptors\"} ",
+                      counters_->rejected_no_descriptors.load(), "\n",
+                      "# HELP podscope_http_timeouts_total Connections dropped for not moving, by phase.\n",
+                      "# TYPE podscope_http_timeouts_total counter\n",
+                      "podscope_http_timeouts_total{phase=\"header\"} ", counters_->timeouts_header.load(), "\n",
+                      "podscope_http_timeouts_total{phase=\"body\"} ", counters_->timeouts_body.load(), "\n",
+                      "podscope_http_timeouts_total{phase=\"response\"} ", counters_->timeouts_response.load(), "\n",
+                      "# HELP podscope_http_malformed_requests_total Requests refused as malformed.\n",
+                      "# TYPE podscope_http_malformed_requests_total counter\n",
+                      "podscope_http_malformed_requests_total ", counters_->malformed_requests.load(), "\n");
   }
   std::map<CaptureState, uint64_t> by_state;
   uint64_t stored = 0;
@@ -223,12 +239,14 @@ HttpResponse RestApi::DeleteCapture(HttpRequest& r) {
 // POST /v1/captures:import?job=J[&capture=ID][&rank=N][&name=FILE]: the body is one trace file
 // (Kineto JSON or a podscope export, gzip or not). Repeat with the same capture id to add ranks.
 HttpResponse RestApi::Import(HttpRequest& r) {
+  // None of these is a type a cross-site form or a no-CORS fetch may send, and neither is none.
   const std::string content_type = r.Header("content-type");
-  if (!content_type.empty() && content_type != "application/json" && content_type != "application/gzip" &&
+  if (content_type != "application/json" && content_type != "application/gzip" &&
       content_type != "application/octet-stream" && content_type != "application/x-gzip") {
     return HttpResponse::Problem(415, "Unsupported Media Type",
                                  common::StrCat("send the trace file as application/json, application/gzip or "
-                                                "application/octet-stream, not ", content_type));
+                                                "application/octet-stream, not ",
+                                                content_type.empty() ? "without a Content-Type" : content_type));
   }
   std::string name = r.Query("name", "upload.json");
   if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos || name == "." || name == ".." ||
@@ -241,6 +259,7 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   }
   std::string id = r.Query("capture");
   const std::string job = r.Query("job", "imported");
+  if (absl::Status s = storage::ValidateJobName(job); !s.ok()) return FromStatus(s);
   if (id.empty()) id = common::StrCat("imp-", now_ns_() / 1000, "-", next_id_++);
   if (absl::Status s = storage::ValidateCaptureId(id); !s.ok()) return FromStatus(s);
   // Whether the client is adding ranks to a capture that exists now: if it is deleted while

@@ -7,15 +7,22 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <thread>
 #include <vector>
 
 #include "common/str_util.h"
+#include "coordinator/http/connection_limits.h"
+#include "coordinator/http/progress_deadline.h"
+#include "spdlog/spdlog.h"
 
 namespace podscope::coordinator {
 
@@ -23,10 +30,95 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// At most this many refused connections are answered with a 503 at once; past that they are
+// closed at once (each answer holds a socket for up to kLingerTime).
+constexpr int kMaxRefusalsInFlight = 64;
+// After an error response the client may still be sending its request: read and drop up to
+// this much, for up to this long, before closing, so that the close does not reset the
+// connection under the response the client has yet to read (a client sending a large upload
+// after its 413 still gets a reset, but only past this much).
+constexpr size_t kLingerBytes = 16 << 20;
+constexpr auto kLingerTime = std::chrono::seconds(2);
+
+// Logs at most kLinesPerSecond lines a second for one kind of event and says how many it
+// dropped, so that a flood of bad requests cannot flood the log. Any thread.
+class RateLimitedLog {
+ public:
+  static constexpr int kLinesPerSecond = 5;
+
+  template <typename... Args>
+  void Warn(fmt::format_string<Args...> format, Args&&... args) {
+    const int64_t second = std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+    uint64_t dropped = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (second != second_) {
+        dropped = dropped_;
+        second_ = second;
+        lines_ = 0;
+        dropped_ = 0;
+      }
+      if (lines_ >= kLinesPerSecond) {
+        ++dropped_;
+        return;
+      }
+      ++lines_;
+    }
+    if (dropped > 0) spdlog::warn("http: {} more such lines were not logged", dropped);
+    spdlog::warn(format, std::forward<Args>(args)...);
+  }
+
+ private:
+  absl::Mutex mu_;
+  int64_t second_ ABSL_GUARDED_BY(mu_) = 0;
+  int lines_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// "application/json", whatever its case and parameters ("; charset=utf-8").
+bool IsJsonMediaType(std::string_view content_type) {
+  std::string type(content_type.substr(0, content_type.find(';')));
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return type == "application/json";
+}
+
+// An error of the request's syntax (as opposed to the peer going away mid-header).
+bool IsMalformedRequest(const beast::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_version).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message;
+}
+
+// Whether an operation failed because its deadline passed. beast::tcp_stream reports its own
+// timeout as error::timeout, but composed HTTP operations can see the cancellation it causes
+// as operation_aborted instead; the clock settles it.
+bool TimedOut(const beast::error_code& ec, Clock::time_point deadline) {
+  return ec == beast::error::timeout || (ec == asio::error::operation_aborted && Clock::now() >= deadline);
+}
+
+http::response<http::string_body> ToMessage(HttpResponse response, unsigned version, bool keep_alive) {
+  http::response<http::string_body> out{static_cast<http::status>(response.status), version};
+  out.set(http::field::server, "podscope");
+  out.set(http::field::content_type, response.content_type);
+  for (const auto& [name, value] : response.headers) out.set(name, value);
+  out.body() = std::move(response.body);
+  out.keep_alive(keep_alive);
+  out.prepare_payload();
+  return out;
+}
+
+}  // namespace
 
 class HttpServer::Impl {
  public:
-  Impl(const Router& router, HttpLimits limits) : router_(router), limits_(std::move(limits)) {}
+  Impl(const Router& router, HttpLimits limits)
+      : router_(router),
+        limits_(std::move(limits)),
+        admission_(limits_.max_connections, limits_.max_connections_per_client) {}
 
   absl::StatusOr<uint16_t> Start(const std::string& host, uint16_t port) {
     boost::system::error_code ec;
@@ -40,6 +132,8 @@ class HttpServer::Impl {
     if (ec) {
       return absl::UnavailableError(common::StrCat("cannot listen on ", host, ":", port, ": ", ec.message()));
     }
+    // A descriptor held back for the moment the process runs out: see ShedOneConnection.
+    reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     const uint16_t bound = acceptor_.local_endpoint().port();
     asio::co_spawn(io_, Accept(), asio::detached);
     for (int i = 0; i < std::max(1, limits_.io_threads); ++i) {
@@ -58,8 +152,8 @@ class HttpServer::Impl {
       acceptor_.close(ignored);
     });
     // Let in-flight requests finish, then stop the loop.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_seconds);
-    while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    const auto deadline = Clock::now() + std::chrono::seconds(grace_seconds);
+    while (in_flight_.load() > 0 && Clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     io_.stop();
@@ -69,6 +163,8 @@ class HttpServer::Impl {
     heavy_.stop();
     for (std::thread& t : heavy_threads_) t.join();
     heavy_threads_.clear();
+    if (reserve_fd_ >= 0) ::close(reserve_fd_);
+    reserve_fd_ = -1;
   }
 
   HttpCounters counters;
@@ -80,20 +176,67 @@ class HttpServer::Impl {
   }
 
   asio::awaitable<void> Accept() {
+    asio::steady_timer backoff(io_);
     while (acceptor_.is_open()) {
       auto [ec, socket] = co_await acceptor_.async_accept(asio::as_tuple(asio::use_awaitable));
       if (ec) {
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+        if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
+            ec == asio::error::no_memory) {
+          // Out of descriptors: the pending connection would make accept fail again at once
+          // (the loop spun at 93% CPU). Take it off the queue with the reserve descriptor and
+          // wait a little for descriptors to come back.
+          ++counters.rejected_no_descriptors;
+          log_.Warn("http: cannot accept ({}): shedding a connection and backing off", ec.message());
+          ShedOneConnection();
+          backoff.expires_after(std::chrono::milliseconds(50));
+          co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
         continue;
       }
-      if (counters.open_connections.load() >= limits_.max_connections) {
-        ++counters.rejected_connections;
-        boost::system::error_code ignored;
-        socket.close(ignored);  // over the connection bound: refuse rather than queue forever
+      boost::system::error_code peer_ec;
+      const tcp::endpoint remote = socket.remote_endpoint(peer_ec);
+      if (peer_ec) continue;  // gone already
+      std::string client = remote.address().to_string();
+      const ConnectionLimits::Verdict verdict = admission_.TryAdmit(client);
+      if (verdict == ConnectionLimits::Verdict::kAdmitted) {
+        counters.open_connections = admission_.open();
+        asio::co_spawn(io_, Session(std::move(socket), std::move(client), remote.port()), asio::detached);
         continue;
       }
-      asio::co_spawn(io_, Session(std::move(socket)), asio::detached);
+      const bool server_full = verdict == ConnectionLimits::Verdict::kServerFull;
+      ++(server_full ? counters.rejected_server_full : counters.rejected_client_full);
+      const std::string detail =
+          server_full ? common::StrCat("the server holds its limit of ", limits_.max_connections, " connections")
+                      : common::StrCat("this client holds its limit of ", limits_.max_connections_per_client,
+                                       " connections");
+      log_.Warn("http: refused a connection from {}: {}", client, detail);
+      if (refusals_in_flight_ < kMaxRefusalsInFlight) {
+        ++refusals_in_flight_;
+        asio::co_spawn(io_, Refuse(std::move(socket), detail), asio::detached);
+      }
     }
+  }
+
+  // Accepts and closes one pending connection using the reserve descriptor.
+  void ShedOneConnection() {
+    if (reserve_fd_ < 0) return;
+    ::close(reserve_fd_);
+    const int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+
+  // A refused client gets a 503 it can read (and retry after), not a TCP reset.
+  asio::awaitable<void> Refuse(tcp::socket socket, std::string detail) {
+    beast::tcp_stream stream(std::move(socket));
+    HttpResponse problem = HttpResponse::Problem(503, "Service Unavailable", detail);
+    problem.headers.emplace_back("Retry-After", "1");
+    http::response<http::string_body> out = ToMessage(std::move(problem), 11, false);
+    stream.expires_after(kLingerTime);
+    co_await http::async_write(stream, out, asio::as_tuple(asio::use_awaitable));
+    co_await CloseGracefully(stream, /*drain=*/true);
+    --refusals_in_flight_;
   }
 
   static HttpRequest ToRequest(const http::request_header<>& header, bool* ok) {
@@ -111,21 +254,100 @@ class HttpServer::Impl {
     return request;
   }
 
-  asio::awaitable<void> Session(tcp::socket socket) {
-    ++counters.open_connections;
-    boost::system::error_code peer_ec;
-    const tcp::endpoint remote = socket.remote_endpoint(peer_ec);
-    const std::string peer = peer_ec ? std::string("?") : common::StrCat(remote.address().to_string(), ":", remote.port());
+  ProgressDeadline NewProgress() const {
+    return ProgressDeadline(Clock::now(), std::chrono::seconds(limits_.progress_interval_seconds),
+                            limits_.min_progress_bytes);
+  }
+
+  // Reads the rest of a request body, which must keep moving (HttpLimits::min_progress_bytes).
+  template <class Parser>
+  asio::awaitable<beast::error_code> ReadBody(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser) {
+    ProgressDeadline progress = NewProgress();
+    while (!parser.is_done()) {
+      stream.expires_at(progress.deadline());
+      auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+      if (TimedOut(ec, progress.deadline())) co_return beast::error::timeout;
+      if (ec) co_return ec;
+      progress.Add(n, Clock::now());
+    }
+    co_return beast::error_code{};
+  }
+
+  // Writes a response, which the client must keep reading: one that stops reading loses the
+  // connection within an interval instead of pinning the response's memory.
+  asio::awaitable<beast::error_code> WriteMessage(beast::tcp_stream& stream, http::response<http::string_body>& message) {
+    http::response_serializer<http::string_body> serializer(message);
+    ProgressDeadline progress = NewProgress();
+    while (!serializer.is_done()) {
+      stream.expires_at(progress.deadline());
+      auto [ec, n] = co_await http::async_write_some(stream, serializer, asio::as_tuple(asio::use_awaitable));
+      if (TimedOut(ec, progress.deadline())) co_return beast::error::timeout;
+      if (ec) co_return ec;
+      progress.Add(n, Clock::now());
+    }
+    co_return beast::error_code{};
+  }
+
+  // Half-closes, then (when the client may still be sending) reads and drops what it sends for
+  // a little while, so that our response is not lost to a reset; then closes.
+  static asio::awaitable<void> CloseGracefully(beast::tcp_stream& stream, bool drain) {
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    if (drain) {
+      stream.expires_after(kLingerTime);
+      std::array<char, 16 << 10> scratch;
+      size_t total = 0;
+      while (total < kLingerBytes) {
+        auto [ec, n] = co_await stream.async_read_some(asio::buffer(scratch), asio::as_tuple(asio::use_awaitable));
+        if (ec) break;
+        total += n;
+      }
+    }
+    stream.socket().close(ignored);
+  }
+
+  asio::awaitable<void> Session(tcp::socket socket, std::string client, uint16_t client_port) {
+    const std::string peer = common::StrCat(client, ":", client_port);
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
+    bool drain = false;  // request bytes may still be coming that were never read
     while (true) {
-      stream.expires_after(std::chrono::seconds(limits_.idle_timeout_seconds));
+      // Between requests a kept-alive connection may idle; once a request starts, its header
+      // has header_timeout_seconds to arrive in full.
+      if (buffer.size() == 0) {
+        stream.expires_after(std::chrono::seconds(limits_.idle_timeout_seconds));
+        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), asio::as_tuple(asio::use_awaitable));
+        if (ec) break;
+        buffer.commit(n);
+      }
+      const Clock::time_point header_deadline = Clock::now() + std::chrono::seconds(limits_.header_timeout_seconds);
+      stream.expires_at(header_deadline);
       http::request_parser<http::empty_body> header_parser;
       header_parser.header_limit(limits_.max_header_bytes);
       header_parser.body_limit(boost::none);
       auto [ec, n] = co_await http::async_read_header(stream, buffer, header_parser, asio::as_tuple(asio::use_awaitable));
+      if (TimedOut(ec, header_deadline)) {
+        ++counters.timeouts_header;
+        log_.Warn("http: {} did not send a whole header within {} s", peer, limits_.header_timeout_seconds);
+        break;
+      }
+      if (ec && IsMalformedRequest(ec)) {
+        // Over-long header, bad version, Content-Length with Transfer-Encoding...: say so.
+        ++counters.malformed_requests;
+        log_.Warn("http: malformed request from {}: {}", peer, ec.message());
+        const bool too_long = ec == http::error::header_limit;
+        HttpResponse problem =
+            too_long ? HttpResponse::Problem(431, "Request Header Fields Too Large",
+                                             common::StrCat("request headers are limited to ", limits_.max_header_bytes, " bytes"))
+                     : HttpResponse::Problem(400, "Bad Request", common::StrCat("malformed request: ", ec.message()));
+        Count(problem.status, Clock::now());
+        http::response<http::string_body> out = ToMessage(std::move(problem), 11, false);
+        co_await WriteMessage(stream, out);
+        drain = true;
+        break;
+      }
       if (ec) break;
-      const auto start = std::chrono::steady_clock::now();
+      const auto start = Clock::now();
       ++in_flight_;
       ++counters.requests;
       bool ok = true;
@@ -143,6 +365,12 @@ class HttpServer::Impl {
       } else if (route == nullptr) {
         response = path_known ? HttpResponse::Problem(405, "Method Not Allowed", common::StrCat(request.method, " is not allowed on ", request.path))
                               : HttpResponse::Problem(404, "Not Found", common::StrCat("no route for ", request.path));
+      } else if (request.method == "POST" && !route->streamed_upload && !IsJsonMediaType(request.Header("content-type"))) {
+        // A cross-site form can POST only form or text types: asking for JSON keeps a web page
+        // a user visits from starting or cancelling captures.
+        response = HttpResponse::Problem(415, "Unsupported Media Type",
+                                         common::StrCat("POST ", request.path, " takes Content-Type: application/json"));
+        route = nullptr;
       }
       // Read the body, within its bound. A declared length over the bound is refused before
       // reading anything (the limits set on the header parser are checked at header time).
@@ -167,34 +395,21 @@ class HttpServer::Impl {
           response = HttpResponse::Problem(500, "Internal Server Error", common::StrCat("cannot stage the upload: ", file_ec.message()));
           read_body_ok = false;
         } else {
-          stream.expires_after(std::chrono::seconds(std::max<uint32_t>(limits_.idle_timeout_seconds, 600)));
-          auto [read_ec, bytes] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+          const beast::error_code read_ec = co_await ReadBody(stream, buffer, parser);
           parser.get().body().close();
-          if (read_ec == http::error::body_limit) {
-            response = HttpResponse::Problem(413, "Payload Too Large", common::StrCat("uploads are limited to ", limits_.max_upload_bytes, " bytes"));
-            read_body_ok = false;
-          } else if (read_ec) {
-            read_body_ok = false;
-            response = HttpResponse::Problem(400, "Bad Request", common::StrCat("upload interrupted: ", read_ec.message()));
-          } else {
-            request.body_file = upload_path;
-          }
+          read_body_ok = !read_ec;
+          if (read_ec) response = BodyError(read_ec, "upload", limits_.max_upload_bytes, peer);
+          else request.body_file = upload_path;
         }
       } else if (route == nullptr) {
         read_body_ok = false;  // an unrouted request's body is not read: close after answering
       } else if (header_parser.get().has_content_length() || header_parser.get().chunked()) {
         http::request_parser<http::string_body> parser(std::move(header_parser));
         parser.body_limit(limits_.max_body_bytes);
-        auto [read_ec, bytes] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-        if (read_ec == http::error::body_limit) {
-          response = HttpResponse::Problem(413, "Payload Too Large", common::StrCat("request bodies are limited to ", limits_.max_body_bytes, " bytes"));
-          read_body_ok = false;
-        } else if (read_ec) {
-          read_body_ok = false;
-          response = HttpResponse::Problem(400, "Bad Request", common::StrCat("request body: ", read_ec.message()));
-        } else {
-          request.body = std::move(parser.get().body());
-        }
+        const beast::error_code read_ec = co_await ReadBody(stream, buffer, parser);
+        read_body_ok = !read_ec;
+        if (read_ec) response = BodyError(read_ec, "request body", limits_.max_body_bytes, peer);
+        else request.body = std::move(parser.get().body());
       }
       if (route != nullptr && read_body_ok) {
         if (route->heavy) {
@@ -212,22 +427,37 @@ class HttpServer::Impl {
         std::error_code ignored;
         std::filesystem::remove(upload_path, ignored);
       }
-      http::response<http::string_body> out{static_cast<http::status>(response.status), version};
-      out.set(http::field::server, "podscope");
-      out.set(http::field::content_type, response.content_type);
-      for (const auto& [name, value] : response.headers) out.set(name, value);
-      out.body() = std::move(response.body);
-      out.keep_alive(keep_alive && read_body_ok);
-      out.prepare_payload();
-      stream.expires_after(std::chrono::seconds(std::max<uint32_t>(limits_.idle_timeout_seconds, 600)));
-      auto [write_ec, written] = co_await http::async_write(stream, out, asio::as_tuple(asio::use_awaitable));
-      Count(response.status, start);
+      const int status = response.status;
+      http::response<http::string_body> out = ToMessage(std::move(response), version, keep_alive && read_body_ok);
+      const beast::error_code write_ec = co_await WriteMessage(stream, out);
+      if (write_ec == beast::error::timeout) {
+        ++counters.timeouts_response;
+        log_.Warn("http: {} did not read its {} response (dropped)", peer, status);
+      }
+      Count(status, start);
       --in_flight_;
+      if (!read_body_ok) drain = true;
       if (write_ec || !out.keep_alive()) break;
     }
-    beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    --counters.open_connections;
+    co_await CloseGracefully(stream, drain);
+    admission_.Release(client);
+    counters.open_connections = admission_.open();
+  }
+
+  // The answer to a body that could not be read whole.
+  HttpResponse BodyError(const beast::error_code& ec, std::string_view what, uint64_t limit, const std::string& peer) {
+    if (ec == http::error::body_limit) {
+      return HttpResponse::Problem(413, "Payload Too Large", common::StrCat(what, "s are limited to ", limit, " bytes"));
+    }
+    if (ec == beast::error::timeout) {
+      ++counters.timeouts_body;
+      log_.Warn("http: {}'s {} moved slower than {} bytes per {} s (dropped)", peer, what, limits_.min_progress_bytes,
+                limits_.progress_interval_seconds);
+    } else if (IsMalformedRequest(ec)) {
+      ++counters.malformed_requests;
+      log_.Warn("http: malformed {} from {}: {}", what, peer, ec.message());
+    }
+    return HttpResponse::Problem(400, "Bad Request", common::StrCat(what, " interrupted: ", ec.message()));
   }
 
   HttpResponse Invoke(const Route& route, HttpRequest& request) {
@@ -238,14 +468,16 @@ class HttpServer::Impl {
     }
   }
 
-  void Count(int status, std::chrono::steady_clock::time_point start) {
+  void Count(int status, Clock::time_point start) {
     (status < 300 ? counters.responses_2xx : status < 500 ? counters.responses_4xx : counters.responses_5xx)++;
-    counters.latency_ns_total += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    counters.latency_ns_total +=
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
   }
 
   const Router& router_;
   HttpLimits limits_;
+  ConnectionLimits admission_;
+  RateLimitedLog log_;
   asio::io_context io_;
   tcp::acceptor acceptor_{io_};
   // Heavy handlers (imports, exports, analyses) run here, never on the I/O threads.
@@ -255,7 +487,9 @@ class HttpServer::Impl {
   std::vector<std::thread> heavy_threads_;
   std::atomic<bool> stopped_{false};
   std::atomic<int> in_flight_{0};
+  std::atomic<int> refusals_in_flight_{0};
   std::atomic<uint64_t> next_upload_{0};
+  int reserve_fd_ = -1;  // touched only by the accept loop (one coroutine) and Start/Stop
 };
 
 HttpServer::HttpServer(const Router& router, HttpLimits limits) : impl_(std::make_unique<Impl>(router, std::move(limits))) {}

@@ -22,7 +22,12 @@ struct HttpLimits {
   uint64_t max_upload_bytes = 512ull << 20;   // streamed uploads
   uint32_t max_header_bytes = 16 << 10;
   uint32_t max_connections = 512;
-  uint32_t idle_timeout_seconds = 60;
+  uint32_t max_connections_per_client = 64;   // per client IP address
+  uint32_t idle_timeout_seconds = 60;         // keep-alive: waiting for a request's first byte
+  uint32_t header_timeout_seconds = 10;       // the whole header, from its first byte
+  // Bodies and responses must move at least min_progress_bytes every progress_interval_seconds.
+  uint32_t progress_interval_seconds = 10;
+  uint32_t min_progress_bytes = 16 << 10;
   int io_threads = 2;
   int heavy_threads = 2;
   std::string upload_dir = "/tmp";  // where streamed uploads land (removed after the handler)
@@ -31,7 +36,12 @@ struct HttpLimits {
 struct HttpCounters {
   std::atomic<uint64_t> requests{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0};
   std::atomic<uint64_t> latency_ns_total{0};
-  std::atomic<uint64_t> open_connections{0}, rejected_connections{0};
+  std::atomic<uint64_t> open_connections{0};
+  // Connections refused: the server is full, the client holds its share, no descriptor left.
+  std::atomic<uint64_t> rejected_server_full{0}, rejected_client_full{0}, rejected_no_descriptors{0};
+  // Connections dropped for not moving: the header, a body, a response the client did not read.
+  std::atomic<uint64_t> timeouts_header{0}, timeouts_body{0}, timeouts_response{0};
+  std::atomic<uint64_t> malformed_requests{0};
 };
 
 // Owned by the daemon's main; Start/Stop from one thread, handlers on the pools.

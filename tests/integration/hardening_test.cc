@@ -2,8 +2,15 @@
 // (issue 12): each one crashed, stalled or corrupted the daemon before its fix.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
 #include <future>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +86,55 @@ TEST_F(HardeningTest, StepPatternsCannotCrashOrStallTheCoordinator) {
   expect_400("((a{100}){100}){100}", "is not a valid regex");
   EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
   EXPECT_EQ(daemon_->Terminate(), 0) << "the coordinator must still be running and stop cleanly";
+}
+
+// A TCP connection to 127.0.0.1:port from `source` (another loopback address, 127.0.0.2, is
+// another client as far as per-client limits go). -1 on failure.
+int ConnectFrom(const char* source, int port, int receive_buffer = 0) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (receive_buffer > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &local.sin_addr);
+  sockaddr_in remote{};
+  remote.sin_family = AF_INET;
+  remote.sin_port = htons(static_cast<uint16_t>(port));
+  remote.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&remote), sizeof(remote)) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval timeout{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  return fd;
+}
+
+bool SendAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Reads until the peer closes (or 30 s pass); returns what came.
+std::string ReadUntilClosed(int fd) {
+  std::string out;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+// The value of one sample line of /metrics ("name{labels} value").
+std::string Metric(int port, const std::string& sample) {
+  const std::string body = HttpCall(port, "GET", "/metrics").body;
+  const size_t at = body.find("\n" + sample + " ");
+  if (at == std::string::npos) return "";
+  const size_t start = at + sample.size() + 2;
+  return body.substr(start, body.find('\n', start) - start);
 }
 
 // Peak resident memory of a process (VmHWM), in bytes; 0 when unreadable.
@@ -206,6 +262,143 @@ TEST_F(HardeningTest, ImportsAndDeletesInterleavedLeaveEveryRecordMatchingItsEve
   }
   EXPECT_GT(imports, 0);
   EXPECT_GT(deletes, 0);
+}
+
+// Defect 4: 512 global slots and no per-client bound let 520 slow clients shut everybody out,
+// and refused clients got a reset. Each client address now has its own bound, a refused client
+// gets a 503 it can read, and refusals are counted.
+TEST_F(HardeningTest, ConnectionSlotsArePerClientAndRefusalsAre503) {
+  std::ofstream(dir_.File("slots.json")) << R"({"limits": {"max_connections": 8, "max_connections_per_client": 3}})";
+  StartDaemon({"--config", dir_.File("slots.json")});
+  std::vector<int> idle;
+  for (int i = 0; i < 3; ++i) idle.push_back(ConnectFrom("127.0.0.2", port_));
+  for (int fd : idle) ASSERT_GE(fd, 0);
+  // Another connection of the same client is refused, readably...
+  const int fourth = ConnectFrom("127.0.0.2", port_);
+  ASSERT_GE(fourth, 0);
+  const std::string refused = ReadUntilClosed(fourth);
+  close(fourth);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  EXPECT_NE(refused.find("application/problem+json"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("this client holds its limit of 3 connections"), std::string::npos) << refused;
+  // ...while every other client is served.
+  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(Metric(port_, R"(podscope_http_rejected_connections_total{reason="client_full"})"), "1");
+  // Past the global bound (3 + 5 = 8 open), a new client is refused too, naming the server.
+  for (const char* source : {"127.0.0.3", "127.0.0.3", "127.0.0.3", "127.0.0.4", "127.0.0.4"}) {
+    idle.push_back(ConnectFrom(source, port_));
+    ASSERT_GE(idle.back(), 0);
+  }
+  // Connections are accepted in the order they were made: this one is the ninth.
+  const int over = ConnectFrom("127.0.0.5", port_);
+  const std::string full = ReadUntilClosed(over);
+  close(over);
+  EXPECT_NE(full.find("the server holds its limit of 8 connections"), std::string::npos) << full;
+  for (int fd : idle) close(fd);
+  EXPECT_NE(daemon_->WaitForLog("refused a connection from 127.0.0.2: this client holds its limit"), "");
+}
+
+// Defect 4: one long deadline let an upload body or a response idle for 600 s. Every phase now
+// has to keep moving: the header arrives whole within header_timeout_seconds, a body brings at
+// least min_progress_bytes every progress_interval_seconds, and so does a response's reader.
+TEST_F(HardeningTest, SlowHeadersBodiesAndReadersAreDropped) {
+  std::ofstream(dir_.File("slow.json"))
+      << R"({"limits": {"header_timeout_seconds": 1, "progress_interval_seconds": 1, "min_progress_bytes": 4096}})";
+  StartDaemon({"--config", dir_.File("slow.json")});
+  // A capture whose export (~8 MB) is more than the kernel's socket buffers hold (4 MB).
+  const std::string rank0 = FileBytes(KinetoFixture("trace_filter/sampled_rank-0.json.gz"));
+  for (int rank = 0; rank < 6; ++rank) {
+    ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=big&rank=" + std::to_string(rank), rank0,
+                       "application/gzip")
+                  .status,
+              201);
+  }
+  // A slowloris header: one byte at a time, never finished. Dropped (no answer), not served.
+  const int header = ConnectFrom("127.0.0.2", port_);
+  std::future<std::string> header_result = std::async(std::launch::async, [header] { return ReadUntilClosed(header); });
+  const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  for (size_t i = 0; i < head.size() && header_result.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready; ++i) {
+    SendAll(header, head.substr(i, 1));
+  }
+  EXPECT_EQ(header_result.get(), "");
+  close(header);
+  // A trickled body: declared 100 kB, 64 bytes at a time.
+  const int body = ConnectFrom("127.0.0.2", port_);
+  SendAll(body, "POST /v1/captures:import?capture=slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Content-Length: 100000\r\n\r\n");
+  std::future<std::string> body_result = std::async(std::launch::async, [body] { return ReadUntilClosed(body); });
+  while (body_result.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
+    if (!SendAll(body, std::string(64, ' '))) break;
+  }
+  body_result.get();
+  close(body);
+  // A reader that never reads its trace export, with a tiny receive window.
+  const int reader = ConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096);
+  SendAll(reader, "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n\r\n");
+  for (int i = 0; i < 600 && Metric(port_, R"(podscope_http_timeouts_total{phase="response"})") != "1"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // waiting on a condition, 30 s at most
+  }
+  close(reader);
+  EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="header"})"), "1");
+  EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="body"})"), "1");
+  EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="response"})"), "1");
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/slow").status, 404);
+  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
+}
+
+// Defect 10: header-stage errors closed the connection without a word, a 413 reset the
+// connection under its own response, and several small inputs went unchecked.
+TEST_F(HardeningTest, MalformedRequestsAndSmallInputsGetClearAnswers) {
+  std::ofstream(dir_.File("small.json")) << R"({"limits": {"max_upload_bytes": 200000, "max_header_bytes": 4096}})";
+  StartDaemon({"--config", dir_.File("small.json")});
+  auto status_line = [](const std::string& raw) { return raw.substr(0, raw.find("\r\n")); };
+  const std::string long_header =
+      RawExchange(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(8000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(status_line(long_header), "HTTP/1.1 431 Request Header Fields Too Large") << long_header;
+  EXPECT_NE(long_header.find("request headers are limited to 4096 bytes"), std::string::npos);
+  EXPECT_EQ(status_line(RawExchange(port_, "GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n")), "HTTP/1.1 400 Bad Request");
+  const std::string smuggled = RawExchange(
+      port_, "POST /v1/captures HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_EQ(status_line(smuggled), "HTTP/1.1 400 Bad Request") << smuggled;
+  EXPECT_NE(daemon_->WaitForLog("malformed request from 127.0.0.1"), "");
+
+  // A 413 is read by a client that sends its whole (8 MB) body regardless.
+  const std::string huge(8 << 20, ' ');
+  const std::string too_large = RawExchange(port_, "POST /v1/captures:import?capture=x HTTP/1.1\r\nHost: x\r\n"
+                                                   "Content-Type: application/json\r\nContent-Length: " +
+                                                       std::to_string(huge.size()) + "\r\n\r\n" + huge);
+  EXPECT_EQ(status_line(too_large), "HTTP/1.1 413 Payload Too Large") << status_line(too_large);
+
+  auto expect = [&](HttpResult r, int status, const std::string& detail) {
+    EXPECT_EQ(r.status, status) << r.body;
+    EXPECT_NE(r.body.find(detail), std::string::npos) << r.body;
+  };
+  ASSERT_EQ(Import("good", 0).status, 201);
+  expect(HttpCall(port_, "GET", "/v1/captures/good/allreduce?link_gbps=nan"), 400, "finite");
+  expect(HttpCall(port_, "GET", "/v1/captures/good/allreduce?link_gbps=inf"), 400, "finite");
+  expect(HttpCall(port_, "POST", "/v1/captures", R"({"job": "a", "job": "b", "duration_ms": 100})", "application/json"),
+         400, "appears twice in one object");
+  // Content types a cross-site form (or a no-CORS fetch) can send do not start or import.
+  expect(HttpCall(port_, "POST", "/v1/captures", R"({"job": "a", "duration_ms": 100})", "text/plain"), 415,
+         "application/json");
+  expect(HttpCall(port_, "POST", "/v1/captures", "job=a", "application/x-www-form-urlencoded"), 415, "application/json");
+  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=y", "{}", ""), 415, "without a Content-Type");
+  // Job names are printable and bounded: nothing reaches a terminal that could drive it.
+  const std::string trace = FileBytes(KinetoFixture("trace_filter/sampled_rank-0.json.gz"));
+  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=j&job=" + std::string(200, 'j'), trace, "application/gzip"),
+         400, "job must be 1-128 characters");
+  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=j&job=a%1B%5B2Jb", trace, "application/gzip"), 400,
+         "printable ASCII");
+  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=j&job=a%0Ab", trace, "application/gzip"), 400,
+         "printable ASCII");
+  expect(HttpCall(port_, "POST", "/v1/captures", "{\"job\": \"a\\u001b[31m\", \"duration_ms\": 100}", "application/json"),
+         400, "printable ASCII");
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/j").status, 404);
+  // Deletes are logged with the client that asked.
+  EXPECT_EQ(HttpCall(port_, "DELETE", "/v1/captures/good").status, 204);
+  EXPECT_NE(daemon_->WaitForLog("deleted capture good \\(job 'tf', 1 workers, [0-9]+ events\\) for 127\\.0\\.0\\.1:"), "");
 }
 
 }  // namespace

@@ -321,13 +321,13 @@ TEST_F(LiveCaptureTest, CancelStopsEveryAgent) {
   WaitForAgents(2);
   const std::string id = StartCapture(R"({"job": "c", "duration_ms": 60000})");
   ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing");
-  const HttpResult cancel = HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel?reason=enough", "");
+  const HttpResult cancel = HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel?reason=enough", "", "application/json");
   EXPECT_EQ(cancel.status, 202) << cancel.body;
   EXPECT_EQ(State(id), "cancelled");
   EXPECT_FALSE(a.WaitForLog("capture " + id + " cancelled: enough", 5'000).empty());
   EXPECT_FALSE(b.WaitForLog("capture " + id + " cancelled: enough", 5'000).empty());
-  EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel", "").status, 409);
-  EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/nope:cancel", "").status, 404);
+  EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel", "", "application/json").status, 409);
+  EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/nope:cancel", "", "application/json").status, 404);
 }
 
 TEST_F(LiveCaptureTest, BadCaptureRequestsAreRefusedClearly) {
