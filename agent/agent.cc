@@ -97,6 +97,12 @@ class Agent::ControlStream : public grpc::ClientBidiReactor<v1::AgentMessage, v1
   grpc::Status status_;
 };
 
+std::string Agent::NewInstanceId() {
+  std::random_device entropy;
+  const uint64_t id = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
+  return fmt::format("{:016x}", id);
+}
+
 Agent::Agent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors)
     : options_(std::move(options)),
       clock_(clock),
@@ -241,6 +247,7 @@ v1::AgentHello Agent::Hello() {
   hello.set_protocol_major(common::kAgentProtocolMajor);
   hello.set_protocol_minor(common::kAgentProtocolMinor);
   hello.set_agent_id(options_.agent_id);
+  hello.set_instance_id(instance_id_);
   hello.set_host(options_.host);
   hello.set_version(kVersion);
   AddWorkers(hello.mutable_workers());

@@ -65,6 +65,11 @@ class Agent {
  private:
   class ControlStream;
 
+  // Random per process, sent in every hello: the coordinator tells this process reconnecting
+  // from another process claiming the same agent id.
+  const std::string instance_id_ = NewInstanceId();
+  static std::string NewInstanceId();
+
   void ConnectionLoop();
   void TimerLoop();
   // One session: returns when the stream ends. Sets refusal_ on a version refusal.

@@ -39,8 +39,17 @@ void AgentRegistry::ForgetOld(TimeNs now) {
   }
 }
 
-absl::Status AgentRegistry::Connected(const v1::AgentHello& hello, std::string peer, std::shared_ptr<AgentLink> link) {
+std::string RankConflict::Reason(const std::string& job) const {
+  std::string who;
+  for (const std::string& c : claimants) common::StrAppend(&who, who.empty() ? "" : " and ", c);
+  return common::StrCat("rank ", rank, " of job \"", job, "\" is claimed by ", claimants.size(), " agents (", who,
+                        "): neither is captured; give each rank to one agent");
+}
+
+absl::StatusOr<bool> AgentRegistry::Connected(const v1::AgentHello& hello, std::string peer,
+                                              std::shared_ptr<AgentLink> link) {
   std::shared_ptr<AgentLink> replaced;
+  bool new_instance = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const TimeNs now = now_();
@@ -54,6 +63,13 @@ absl::Status AgentRegistry::Connected(const v1::AgentHello& hello, std::string p
       it = agents_.emplace(hello.agent_id(), Entry()).first;
     }
     Entry& e = it->second;
+    if (e.link && e.info.connected && (hello.instance_id().empty() || hello.instance_id() != e.instance_id)) {
+      return absl::AlreadyExistsError(common::StrCat(
+          "agent id \"", hello.agent_id(), "\" is already connected from ", e.info.peer, " (host ", e.info.host,
+          "); refused the same id from ", peer, " (host ", hello.host(), "): give every agent its own --agent-id"));
+    }
+    new_instance = e.instance_id != hello.instance_id();
+    e.instance_id = hello.instance_id();
     replaced = std::move(e.link);
     e.link = std::move(link);
     e.info.agent_id = hello.agent_id();
@@ -65,7 +81,13 @@ absl::Status AgentRegistry::Connected(const v1::AgentHello& hello, std::string p
     e.info.workers.assign(hello.workers().begin(), hello.workers().end());
   }
   if (replaced) replaced->Close();
-  return absl::OkStatus();
+  return new_instance;
+}
+
+bool AgentRegistry::IsCurrent(const std::string& agent_id, const AgentLink* link) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(agent_id);
+  return it != agents_.end() && it->second.link.get() == link && link != nullptr;
 }
 
 void AgentRegistry::Seen(const std::string& agent_id) {
@@ -133,37 +155,53 @@ size_t AgentRegistry::ConnectedCount() const {
   return static_cast<size_t>(std::count_if(agents_.begin(), agents_.end(), [](const auto& kv) { return kv.second.info.connected; }));
 }
 
-absl::StatusOr<std::vector<CaptureTarget>> AgentRegistry::SelectTargets(const std::string& job,
-                                                                         const std::vector<int32_t>& ranks) const {
+absl::StatusOr<TargetSelection> AgentRegistry::SelectTargets(const std::string& job,
+                                                              const std::vector<int32_t>& ranks) const {
   const std::set<int32_t> wanted(ranks.begin(), ranks.end());
-  std::set<int32_t> found;
-  std::vector<CaptureTarget> out;
+  // Every claim of every wanted rank, by agent (agents_ is ordered by id).
+  std::map<int32_t, std::vector<std::pair<const Entry*, const v1::WorkerDescriptor*>>> claims;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, e] : agents_) {
     if (!e.info.connected) continue;
-    CaptureTarget target{id, e.info.host, {}};
     for (const v1::WorkerDescriptor& w : e.info.workers) {
       if (w.job() != job || (!wanted.empty() && !wanted.count(w.rank()))) continue;
-      // Two agents claiming one rank: the first (by agent id) wins, deterministically.
-      if (!found.insert(w.rank()).second) continue;
-      target.workers.push_back(w);
+      auto& mine = claims[w.rank()];
+      if (!mine.empty() && mine.back().first == &e) continue;  // an agent listing a rank twice claims it once
+      mine.emplace_back(&e, &w);
     }
-    if (!target.workers.empty()) out.push_back(std::move(target));
   }
-  if (out.empty()) {
+  TargetSelection selection;
+  std::map<std::string, CaptureTarget> by_agent;
+  for (const auto& [rank, claimants] : claims) {
+    if (claimants.size() > 1) {
+      RankConflict& conflict = selection.conflicts.emplace_back();
+      conflict.rank = rank;
+      for (const auto& [e, w] : claimants) {
+        conflict.claimants.push_back(common::StrCat(e->info.agent_id, " (", e->info.host, ", ", e->info.peer, ")"));
+      }
+      continue;
+    }
+    const Entry& e = *claimants.front().first;
+    CaptureTarget& target = by_agent[e.info.agent_id];
+    target.agent_id = e.info.agent_id;
+    target.host = e.info.host;
+    target.workers.push_back(*claimants.front().second);
+  }
+  for (auto& [id, target] : by_agent) selection.targets.push_back(std::move(target));
+  if (claims.empty()) {
     return absl::NotFoundError(common::StrCat("no connected agent serves job \"", job, "\"", wanted.empty() ? "" : " with those ranks"));
   }
   std::string missing;
   int listed = 0;
   for (int32_t r : wanted) {
-    if (found.count(r)) continue;
+    if (claims.count(r)) continue;
     if (listed++ < 10) common::StrAppend(&missing, missing.empty() ? "" : ", ", r);
   }
   if (!missing.empty()) {
     return absl::NotFoundError(common::StrCat("ranks ", missing, listed > 10 ? ", ..." : "", " of job \"", job,
                                               "\" are not served by any connected agent"));
   }
-  return out;
+  return selection;
 }
 
 }  // namespace podscope::coordinator

@@ -46,6 +46,20 @@ struct CaptureTarget {
   std::vector<v1::WorkerDescriptor> workers;
 };
 
+// A rank of a job that several connected agents claim. Neither is trusted with it: which one
+// really serves the rank cannot be told, and silently taking one could capture the wrong
+// process (or an impostor's data).
+struct RankConflict {
+  int32_t rank = 0;
+  std::vector<std::string> claimants;  // "agent-id (host, peer)", by agent id
+  std::string Reason(const std::string& job) const;
+};
+
+struct TargetSelection {
+  std::vector<CaptureTarget> targets;
+  std::vector<RankConflict> conflicts;  // by rank
+};
+
 struct AgentRegistryOptions {
   int64_t heartbeat_interval_ns = 1'000'000'000;
   // An agent silent for this many heartbeat intervals is stale.
@@ -59,9 +73,14 @@ class AgentRegistry {
  public:
   AgentRegistry(AgentRegistryOptions options, std::function<TimeNs()> now);
 
-  // A new session from `hello`. An older session of the same agent is closed.
-  // ResourceExhausted when the registry is full.
-  absl::Status Connected(const v1::AgentHello& hello, std::string peer, std::shared_ptr<AgentLink> link);
+  // A new session from `hello`. An older session of the same agent process (same instance_id)
+  // is closed; a live session of another process with the same agent_id refuses this one
+  // (AlreadyExists, naming both peers). Returns true when this session belongs to another
+  // process than the last one known under the id (its clock samples must not be merged with
+  // the old ones). ResourceExhausted when the registry is full.
+  absl::StatusOr<bool> Connected(const v1::AgentHello& hello, std::string peer, std::shared_ptr<AgentLink> link);
+  // Whether `link` is the agent's current session (messages of a replaced one are ignored).
+  bool IsCurrent(const std::string& agent_id, const AgentLink* link) const;
   void Seen(const std::string& agent_id);
   void WorkersChanged(const std::string& agent_id, const v1::WorkersChanged& workers);
   // Only when `link` is still the agent's current one (a replaced session ending is ignored).
@@ -73,15 +92,17 @@ class AgentRegistry {
   std::vector<std::string> ConnectedIds() const;
   size_t ConnectedCount() const;
 
-  // The connected agents serving `job`, with the requested ranks (all when `ranks` is empty).
-  // NotFound when no connected agent serves the job, or when a requested rank is not served.
-  absl::StatusOr<std::vector<CaptureTarget>> SelectTargets(const std::string& job, const std::vector<int32_t>& ranks) const;
+  // The connected agents serving `job`, with the requested ranks (all when `ranks` is empty);
+  // ranks claimed by several agents are conflicts, given to none. NotFound when no connected
+  // agent serves the job, or when a requested rank is not served.
+  absl::StatusOr<TargetSelection> SelectTargets(const std::string& job, const std::vector<int32_t>& ranks) const;
 
   const AgentRegistryOptions& options() const { return options_; }
 
  private:
   struct Entry {
     AgentSnapshot info;
+    std::string instance_id;
     std::shared_ptr<AgentLink> link;
   };
   AgentHealth HealthOf(const Entry& e, TimeNs now) const;

@@ -30,8 +30,11 @@ absl::Status ValidateHello(const v1::AgentHello& hello, const AgentServiceOption
   if (hello.workers_size() > options.max_workers_per_agent) {
     return absl::InvalidArgumentError(common::StrCat("an agent may serve at most ", options.max_workers_per_agent, " workers"));
   }
+  for (const char c : hello.agent_id() + hello.host()) {
+    if (c < 0x20 || c > 0x7e) return absl::InvalidArgumentError("agent_id and host must be printable ASCII");
+  }
   for (const v1::WorkerDescriptor& w : hello.workers()) {
-    if (w.job().empty() || w.job().size() > 128) return absl::InvalidArgumentError("every worker needs a job of 1-128 bytes");
+    if (absl::Status s = storage::ValidateJobName(w.job()); !s.ok()) return s;
     if (w.rank() < 0) return absl::InvalidArgumentError("ranks are non-negative");
   }
   return absl::OkStatus();
@@ -142,8 +145,14 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
       w->set_heartbeat_interval_ms(service_.options_.heartbeat_interval_ms);
       w->set_clock_sync_interval_ms(service_.options_.clock_sync_interval_ms);
       Enqueue(welcome);
-      if (absl::Status s = service_.registry_.Connected(m.hello(), peer_, link_); !s.ok()) return s;
+      absl::StatusOr<bool> new_instance = service_.registry_.Connected(m.hello(), peer_, link_);
+      if (!new_instance.ok()) {
+        spdlog::warn("agent session from {} refused: {}", peer_, std::string(new_instance.status().message()));
+        return new_instance.status();
+      }
       agent_id_ = m.hello().agent_id();
+      // Another process under this id (restarted, or moved): its clock is not the old one's.
+      if (*new_instance) service_.aligner_.Forget(agent_id_);
       spdlog::info("agent {} connected from {} ({} workers, protocol {}.{}, version {})", agent_id_, peer_,
                    m.hello().workers_size(), m.hello().protocol_major(), m.hello().protocol_minor(), m.hello().version());
       for (const v1::CaptureStatus& c : m.hello().captures()) service_.scheduler_.OnCaptureStatus(agent_id_, c);
@@ -157,12 +166,18 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
         if (m.workers().workers_size() > service_.options_.max_workers_per_agent) {
           return absl::InvalidArgumentError("too many workers");
         }
+        for (const v1::WorkerDescriptor& w : m.workers().workers()) {
+          if (absl::Status s = storage::ValidateJobName(w.job()); !s.ok()) return s;
+        }
+        if (!service_.registry_.IsCurrent(agent_id_, link_.get())) break;
         service_.registry_.WorkersChanged(agent_id_, m.workers());
         break;
       case v1::AgentMessage::kClock: {
         if (m.clock().samples_size() > service_.options_.max_samples_per_report) {
           return absl::InvalidArgumentError("too many clock samples in one report");
         }
+        // Samples belong to the session that took them: a replaced session's late ones are dropped.
+        if (!service_.registry_.IsCurrent(agent_id_, link_.get())) break;
         std::vector<ClockSample> samples;
         for (const v1::ClockSample& s : m.clock().samples()) samples.push_back({s.t1_ns(), s.t2_ns(), s.t3_ns(), s.t4_ns()});
         service_.aligner_.AddSamples(agent_id_, samples);

@@ -96,9 +96,10 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
                                                          : options_.max_events_per_worker;
   const uint64_t max_bytes = spec.max_upload_bytes ? std::min(spec.max_upload_bytes, options_.max_upload_bytes_per_worker)
                                                    : options_.max_upload_bytes_per_worker;
-  absl::StatusOr<std::vector<CaptureTarget>> targets = registry_.SelectTargets(spec.job, spec.ranks);
-  if (!targets.ok()) return targets.status();
-  size_t worker_count = 0;
+  absl::StatusOr<TargetSelection> selection = registry_.SelectTargets(spec.job, spec.ranks);
+  if (!selection.ok()) return selection.status();
+  const std::vector<CaptureTarget>* targets = &selection->targets;
+  size_t worker_count = selection->conflicts.size();
   for (const CaptureTarget& t : *targets) worker_count += t.workers.size();
   if (worker_count > options_.max_workers_per_capture) {
     return absl::InvalidArgumentError(common::StrCat("job \"", spec.job, "\" has ", worker_count, " workers; at most ",
@@ -125,25 +126,34 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   r.window_duration_ns = spec.duration_ns;
 
   // Workers in rank order; their index is their key in the store.
+  // A rank several agents claim is a worker of the capture that fails at once, with the reason.
   struct Placed {
-    const CaptureTarget* target;
-    const v1::WorkerDescriptor* worker;
+    int32_t rank;
+    const CaptureTarget* target;            // null for a conflict
+    const v1::WorkerDescriptor* worker;     // null for a conflict
+    const RankConflict* conflict;
   };
   std::vector<Placed> placed;
   for (const CaptureTarget& t : *targets) {
-    for (const v1::WorkerDescriptor& w : t.workers) placed.push_back({&t, &w});
+    for (const v1::WorkerDescriptor& w : t.workers) placed.push_back({w.rank(), &t, &w, nullptr});
   }
-  std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) { return a.worker->rank() < b.worker->rank(); });
+  for (const RankConflict& conflict : selection->conflicts) placed.push_back({conflict.rank, nullptr, nullptr, &conflict});
+  std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) { return a.rank < b.rank; });
   c->workers.resize(placed.size());
   for (size_t i = 0; i < placed.size(); ++i) {
     WorkerRecord& w = r.workers.emplace_back();
     w.worker_index = static_cast<uint32_t>(i);
-    w.rank = placed[i].worker->rank();
+    w.rank = placed[i].rank;
+    w.state = PhaseName(Phase::kPending);
+    c->by_rank[w.rank] = i;
+    if (placed[i].conflict != nullptr) {
+      w.source = "conflict";
+      Fail(*c, i, placed[i].conflict->Reason(spec.job));
+      continue;
+    }
     w.host = placed[i].worker->host().empty() ? placed[i].target->host : placed[i].worker->host();
     w.source = common::StrCat("agent:", placed[i].target->agent_id);
     w.agent_id = placed[i].target->agent_id;
-    w.state = PhaseName(Phase::kPending);
-    c->by_rank[w.rank] = i;
     c->ranks_by_agent[w.agent_id].push_back(w.rank);
   }
 

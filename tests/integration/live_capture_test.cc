@@ -42,12 +42,13 @@ class LiveCaptureTest : public ::testing::Test {
     ASSERT_GT(http_port_, 0) << coordinator_->Log();
   }
 
-  Daemon& StartAgent(const std::string& id, const std::string& simulate) {
+  Daemon& StartAgent(const std::string& id, const std::string& simulate, const std::string& host = "") {
+    const std::string name = host.empty() ? "host-" + id : host;
     agents_.push_back(std::make_unique<Daemon>(
         PODSCOPE_AGENT_PATH,
         std::vector<std::string>{"--coordinator", "127.0.0.1:" + std::to_string(grpc_port_), "--agent-id", id, "--host",
-                                 "host-" + id, "--simulate", simulate},
-        dir_.File("agent-" + id + ".log")));
+                                 name, "--simulate", simulate},
+        dir_.File("agent-" + id + "-" + name + ".log")));
     return *agents_.back();
   }
 
@@ -255,6 +256,56 @@ TEST_F(LiveCaptureTest, AgentKilledMidCaptureMakesItPartialNamingItsWorkers) {
   }
   // The analyses run on what arrived.
   EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/captures/" + id + "/pod").status, 200);
+}
+
+// Issue 12, defect 7, through the real daemons: a second agent process started with a live
+// agent's id is refused (and keeps being refused) while the first keeps its one session; two
+// agents claiming one rank make that rank a visible conflict of a partial capture.
+TEST_F(LiveCaptureTest, AgentIdentityIsNotTakenOverAndContestedRanksAreConflicts) {
+  StartCoordinator();
+  StartAgent("dup", "ranks=0-1,world=4,job=idj,profile=light", "host-first");
+  WaitForAgents(1);
+  Daemon& impostor = StartAgent("dup", "ranks=0-1,world=4,job=idj,profile=light", "host-second");
+  // Refused twice over (it retries): had it taken over, the first agent would have reconnected.
+  auto refusals = [&] {
+    const std::string log = coordinator_->Log();
+    size_t n = 0;
+    for (size_t at = log.find("refused the same id from"); at != std::string::npos; at = log.find("refused the same id from", at + 1)) ++n;
+    return n;
+  };
+  for (int i = 0; i < 400 && refusals() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(refusals(), 2u) << coordinator_->Log();
+  EXPECT_NE(coordinator_->Log().find("agent id \"dup\" is already connected from ipv4:127.0.0.1:"), std::string::npos);
+  EXPECT_NE(coordinator_->Log().find("(host host-first); refused the same id from ipv4:127.0.0.1:"), std::string::npos);
+  EXPECT_NE(impostor.WaitForLog("give every agent its own --agent-id"), "");
+  const std::string log = coordinator_->Log();
+  size_t sessions = 0;
+  for (size_t at = log.find("agent dup connected from"); at != std::string::npos; at = log.find("agent dup connected from", at + 1)) ++sessions;
+  EXPECT_EQ(sessions, 1u) << log;
+  simdjson::dom::element workers = Json(HttpCall(http_port_, "GET", "/v1/workers").body);
+  EXPECT_EQ(workers["agents"].get_array().size(), 1u);
+  EXPECT_EQ(workers["agents"].at(0)["host"].get_string().value(), "host-first");
+  impostor.Kill();
+
+  // Two agents both claim rank 1 of job cj: it is captured from neither.
+  StartAgent("c1", "ranks=0-1,world=3,job=cj,profile=light");
+  StartAgent("c2", "ranks=1-2,world=3,job=cj,profile=light");
+  WaitForAgents(3);
+  const std::string id = StartCapture(R"({"job": "cj", "duration_ms": 300})");
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 20'000), "partial");
+  simdjson::dom::element capture = Capture(id);
+  ASSERT_EQ(capture["workers"].get_array().size(), 3u);
+  for (simdjson::dom::element w : capture["workers"].get_array()) {
+    const int64_t rank = w["rank"].get_int64().value();
+    if (rank != 1) {
+      EXPECT_EQ(w["state"].get_string().value(), "complete") << rank;
+      continue;
+    }
+    EXPECT_EQ(w["state"].get_string().value(), "failed");
+    const std::string why(w["error"].get_string().value());
+    EXPECT_NE(why.find("rank 1 of job \"cj\" is claimed by 2 agents (c1 (host-c1, ipv4:127.0.0.1:"), std::string::npos) << why;
+    EXPECT_NE(why.find("c2 (host-c2, ipv4:127.0.0.1:"), std::string::npos) << why;
+  }
 }
 
 TEST_F(LiveCaptureTest, AgentThatNeverAcknowledgesMakesItPartial) {

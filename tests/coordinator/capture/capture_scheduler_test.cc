@@ -288,9 +288,11 @@ TEST_F(CaptureSchedulerTest, RestartResumesLiveCaptures) {
 TEST(AgentRegistryTest, TargetsHealthAndReplacedSessions) {
   std::atomic<TimeNs> now{kStart};
   AgentRegistry registry({.heartbeat_interval_ns = 1'000'000'000}, [&now] { return now.load(); });
-  auto hello = [](const std::string& id, std::vector<std::pair<std::string, int32_t>> workers) {
+  auto hello = [](const std::string& id, std::vector<std::pair<std::string, int32_t>> workers,
+                  const std::string& instance = "i1") {
     v1::AgentHello h;
     h.set_agent_id(id);
+    h.set_instance_id(instance);
     for (auto& [job, rank] : workers) {
       v1::WorkerDescriptor* w = h.add_workers();
       w->set_job(job);
@@ -301,14 +303,15 @@ TEST(AgentRegistryTest, TargetsHealthAndReplacedSessions) {
   auto first = std::make_shared<FakeLink>();
   ASSERT_TRUE(registry.Connected(hello("a", {{"j", 0}, {"j", 1}, {"k", 0}}), "p", first).ok());
   ASSERT_TRUE(registry.Connected(hello("b", {{"j", 2}}), "p", std::make_shared<FakeLink>()).ok());
-  absl::StatusOr<std::vector<CaptureTarget>> all = registry.SelectTargets("j", {});
+  absl::StatusOr<TargetSelection> all = registry.SelectTargets("j", {});
   ASSERT_TRUE(all.ok());
-  ASSERT_EQ(all->size(), 2u);
-  EXPECT_EQ((*all)[0].workers.size(), 2u);
-  absl::StatusOr<std::vector<CaptureTarget>> some = registry.SelectTargets("j", {2});
+  ASSERT_EQ(all->targets.size(), 2u);
+  EXPECT_EQ(all->targets[0].workers.size(), 2u);
+  EXPECT_TRUE(all->conflicts.empty());
+  absl::StatusOr<TargetSelection> some = registry.SelectTargets("j", {2});
   ASSERT_TRUE(some.ok());
-  ASSERT_EQ(some->size(), 1u);
-  EXPECT_EQ((*some)[0].agent_id, "b");
+  ASSERT_EQ(some->targets.size(), 1u);
+  EXPECT_EQ(some->targets[0].agent_id, "b");
   EXPECT_EQ(registry.SelectTargets("none", {}).status().code(), absl::StatusCode::kNotFound);
 
   // Silent for three heartbeats: stale. A reconnect replaces (and closes) the old session.
@@ -324,6 +327,70 @@ TEST(AgentRegistryTest, TargetsHealthAndReplacedSessions) {
   EXPECT_FALSE(registry.IsConnected("a"));
   EXPECT_EQ(registry.ConnectedCount(), 1u);
   EXPECT_FALSE(registry.Send("a", v1::CoordinatorMessage()));
+}
+
+// Issue 12, defect 7: a second process with a live agent's id evicted it every few seconds and
+// had its clock samples merged into the first one's model; two agents claiming one rank had it
+// given silently to the first. Now the impostor is refused, naming both peers, and a rank two
+// agents claim is a conflict that neither is given.
+TEST(AgentRegistryTest, ADuplicateLiveIdIsRefusedAndContestedRanksGoToNobody) {
+  std::atomic<TimeNs> now{kStart};
+  AgentRegistry registry({.heartbeat_interval_ns = 1'000'000'000}, [&now] { return now.load(); });
+  auto hello = [](const std::string& id, const std::string& instance, const std::string& host,
+                  std::vector<int32_t> ranks) {
+    v1::AgentHello h;
+    h.set_agent_id(id);
+    h.set_instance_id(instance);
+    h.set_host(host);
+    for (int32_t rank : ranks) {
+      v1::WorkerDescriptor* w = h.add_workers();
+      w->set_job("j");
+      w->set_rank(rank);
+    }
+    return h;
+  };
+  auto original = std::make_shared<FakeLink>();
+  absl::StatusOr<bool> first = registry.Connected(hello("a", "i1", "node-1", {0, 1}), "ipv4:10.0.0.1:5000", original);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(*first) << "a process never seen under this id";
+  absl::StatusOr<bool> impostor =
+      registry.Connected(hello("a", "i2", "node-9", {0, 1}), "ipv4:10.0.0.9:6000", std::make_shared<FakeLink>());
+  ASSERT_EQ(impostor.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(impostor.status().message(),
+            "agent id \"a\" is already connected from ipv4:10.0.0.1:5000 (host node-1); refused the same id from "
+            "ipv4:10.0.0.9:6000 (host node-9): give every agent its own --agent-id");
+  EXPECT_TRUE(original->up) << "the live session is not evicted";
+  EXPECT_TRUE(registry.IsCurrent("a", original.get()));
+  // An id without an instance cannot prove it is the same process either.
+  EXPECT_FALSE(registry.Connected(hello("a", "", "node-1", {0}), "p", std::make_shared<FakeLink>()).ok());
+  // The same process reconnecting replaces its own session; its clock history is kept.
+  auto again = std::make_shared<FakeLink>();
+  absl::StatusOr<bool> reconnect = registry.Connected(hello("a", "i1", "node-1", {0, 1}), "ipv4:10.0.0.1:5001", again);
+  ASSERT_TRUE(reconnect.ok());
+  EXPECT_FALSE(*reconnect);
+  EXPECT_FALSE(original->up);
+  EXPECT_FALSE(registry.IsCurrent("a", original.get()));
+  // Once the id is free, another process may take it: a new instance, so a new clock.
+  registry.Disconnected("a", again.get());
+  absl::StatusOr<bool> successor = registry.Connected(hello("a", "i3", "node-2", {0, 1}), "p3", std::make_shared<FakeLink>());
+  ASSERT_TRUE(successor.ok());
+  EXPECT_TRUE(*successor);
+
+  // Agent b claims rank 1 too: rank 1 is a conflict, rank 0 stays a's, rank 2 is b's.
+  ASSERT_TRUE(registry.Connected(hello("b", "i4", "node-4", {1, 2}), "p4", std::make_shared<FakeLink>()).ok());
+  absl::StatusOr<TargetSelection> selection = registry.SelectTargets("j", {});
+  ASSERT_TRUE(selection.ok()) << selection.status();
+  ASSERT_EQ(selection->targets.size(), 2u);
+  EXPECT_EQ(selection->targets[0].agent_id, "a");
+  ASSERT_EQ(selection->targets[0].workers.size(), 1u);
+  EXPECT_EQ(selection->targets[0].workers[0].rank(), 0);
+  EXPECT_EQ(selection->targets[1].agent_id, "b");
+  ASSERT_EQ(selection->targets[1].workers.size(), 1u);
+  EXPECT_EQ(selection->targets[1].workers[0].rank(), 2);
+  ASSERT_EQ(selection->conflicts.size(), 1u);
+  EXPECT_EQ(selection->conflicts[0].Reason("j"),
+            "rank 1 of job \"j\" is claimed by 2 agents (a (node-2, p3) and b (node-4, p4)): neither is captured; "
+            "give each rank to one agent");
 }
 
 }  // namespace
