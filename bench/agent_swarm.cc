@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
   simdjson::dom::parser parser;
   std::vector<double> connect_bounds_us;
   while (true) {
-    auto r = podscope::coordinator::HttpRequestTo(*server, "GET", "/v1/workers?job=" + job);
+    auto r = podscope::coordinator::HttpRequestTo(*server, "GET", "/v1/workers?limit=10000&job=" + job);
     size_t synced = 0;
     simdjson::dom::element doc;
     connect_bounds_us.clear();
@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
     auto improved_at = Steady::now();
     while (Steady::now() - improved_at < std::chrono::seconds(6) && Steady::now() - settle_start < std::chrono::minutes(1)) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
-      auto r = podscope::coordinator::HttpRequestTo(*server, "GET", "/v1/workers?job=" + job);
+      auto r = podscope::coordinator::HttpRequestTo(*server, "GET", "/v1/workers?limit=10000&job=" + job);
       simdjson::dom::element doc;
       if (!r.ok() || r->status != 200 || parser.parse(r->body).get(doc) != simdjson::SUCCESS) continue;
       std::vector<double> bounds;

@@ -68,7 +68,10 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
           {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio", "max_connections",
            "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds", "progress_interval_seconds",
            "min_progress_bytes", "max_ranks_per_capture", "max_events_per_worker", "max_string_bytes",
-           "max_header_bytes"});
+           "max_header_bytes", "max_analysis_cache_bytes"});
+      if (l.contains("max_analysis_cache_bytes")) {
+        s->api_limits.max_analysis_cache_bytes = l.at("max_analysis_cache_bytes").to_number<uint64_t>();
+      }
       auto positive = [&l](const char* key, uint32_t* out) {
         if (!l.contains(key)) return;
         const uint32_t v = l.at(key).to_number<uint32_t>();
@@ -210,6 +213,10 @@ int main(int argc, char** argv) {
   podscope::coordinator::RestApi api(**store, settings.api_limits, NowNs, capture_mutations);
   if (absl::Status s = api.RecoverInterruptedImports(); !s.ok()) {
     spdlog::error("recovering interrupted imports: {}", std::string(s.message()));
+    return 1;
+  }
+  if (absl::Status s = api.LoadCacheIndex(); !s.ok()) {
+    spdlog::error("indexing cached analyses: {}", std::string(s.message()));
     return 1;
   }
   // The live capture path: agents connect over gRPC, captures are started over REST.

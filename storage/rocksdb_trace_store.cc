@@ -331,6 +331,25 @@ absl::StatusOr<std::optional<std::string>> RocksDbTraceStore::GetAnalysis(std::s
   return std::optional<std::string>(std::move(value));
 }
 
+absl::Status RocksDbTraceStore::DeleteAnalysis(std::string_view capture_id, std::string_view kind) {
+  RETURN_IF_ERROR(ValidateCaptureId(capture_id));
+  ROCKSDB_CALL(db_->Delete(rocksdb::WriteOptions(), handles_[kAnalyses], common::StrCat(CapturePrefix(capture_id), kind)));
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbTraceStore::ForEachAnalysis(
+    const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>& visit) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kAnalyses]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const std::string_view key(it->key().data(), it->key().size());
+    const size_t split = key.find('\0');
+    if (split == std::string_view::npos) continue;
+    visit(key.substr(0, split), key.substr(split + 1), it->value().size());
+  }
+  ROCKSDB_CALL(it->status());
+  return absl::OkStatus();
+}
+
 absl::Status RocksDbTraceStore::DeleteCapture(std::string_view id) {
   RETURN_IF_ERROR(ValidateCaptureId(id));
   rocksdb::WriteBatch batch;

@@ -45,6 +45,9 @@ class RocksDbTraceStore : public TraceStore {
                            std::string_view value) override;
   absl::StatusOr<std::optional<std::string>> GetAnalysis(std::string_view capture_id,
                                                          std::string_view kind) override;
+  absl::Status DeleteAnalysis(std::string_view capture_id, std::string_view kind) override;
+  absl::Status ForEachAnalysis(
+      const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>& visit) override;
   absl::Status DeleteCapture(std::string_view id) override;
   absl::StatusOr<uint64_t> ApproximateEventBytes(std::string_view capture_id) override;
 

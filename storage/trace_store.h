@@ -104,6 +104,10 @@ class TraceStore {
                                    std::string_view value) = 0;
   virtual absl::StatusOr<std::optional<std::string>> GetAnalysis(std::string_view capture_id,
                                                                  std::string_view kind) = 0;
+  virtual absl::Status DeleteAnalysis(std::string_view capture_id, std::string_view kind) = 0;
+  // Every cached analysis with its size, in key order (capture by capture).
+  virtual absl::Status ForEachAnalysis(
+      const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>& visit) = 0;
 
   // Removes the record, all events and cached analyses of a capture (range deletes).
   virtual absl::Status DeleteCapture(std::string_view id) = 0;

@@ -19,6 +19,23 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
+// What an agent says of its workers is kept in the registry and shown to people: bounded in
+// count and size, printable.
+absl::Status ValidateWorkers(const google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>& workers,
+                             const AgentServiceOptions& options) {
+  if (workers.size() > options.max_workers_per_agent) {
+    return absl::InvalidArgumentError(common::StrCat("an agent may serve at most ", options.max_workers_per_agent, " workers"));
+  }
+  for (const v1::WorkerDescriptor& w : workers) {
+    if (absl::Status s = storage::ValidateJobName(w.job()); !s.ok()) return s;
+    if (w.rank() < 0) return absl::InvalidArgumentError("ranks are non-negative");
+    if (w.host().size() > 256 || w.device().size() > 256 || w.collector().size() > 64) {
+      return absl::InvalidArgumentError("a worker's host and device are at most 256 bytes, its collector 64");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateHello(const v1::AgentHello& hello, const AgentServiceOptions& options) {
   if (hello.protocol_major() != common::kAgentProtocolMajor) {
     return absl::FailedPreconditionError(common::StrCat(
@@ -27,17 +44,10 @@ absl::Status ValidateHello(const v1::AgentHello& hello, const AgentServiceOption
   }
   if (hello.agent_id().empty() || hello.agent_id().size() > 256) return absl::InvalidArgumentError("agent_id must be 1-256 bytes");
   if (hello.host().size() > 256) return absl::InvalidArgumentError("host must be at most 256 bytes");
-  if (hello.workers_size() > options.max_workers_per_agent) {
-    return absl::InvalidArgumentError(common::StrCat("an agent may serve at most ", options.max_workers_per_agent, " workers"));
-  }
   for (const char c : hello.agent_id() + hello.host()) {
     if (c < 0x20 || c > 0x7e) return absl::InvalidArgumentError("agent_id and host must be printable ASCII");
   }
-  for (const v1::WorkerDescriptor& w : hello.workers()) {
-    if (absl::Status s = storage::ValidateJobName(w.job()); !s.ok()) return s;
-    if (w.rank() < 0) return absl::InvalidArgumentError("ranks are non-negative");
-  }
-  return absl::OkStatus();
+  return ValidateWorkers(hello.workers(), options);
 }
 
 }  // namespace
@@ -163,12 +173,7 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
       case v1::AgentMessage::kHeartbeat:
         break;
       case v1::AgentMessage::kWorkers:
-        if (m.workers().workers_size() > service_.options_.max_workers_per_agent) {
-          return absl::InvalidArgumentError("too many workers");
-        }
-        for (const v1::WorkerDescriptor& w : m.workers().workers()) {
-          if (absl::Status s = storage::ValidateJobName(w.job()); !s.ok()) return s;
-        }
+        if (absl::Status s = ValidateWorkers(m.workers().workers(), service_.options_); !s.ok()) return s;
         if (!service_.registry_.IsCurrent(agent_id_, link_.get())) break;
         service_.registry_.WorkersChanged(agent_id_, m.workers());
         break;

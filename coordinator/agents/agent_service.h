@@ -21,7 +21,8 @@ struct AgentServiceOptions {
   // captures sync before and after anyway.
   uint32_t clock_sync_interval_ms = 300'000;
   size_t max_queued_messages = 1024;  // per agent; a stream that falls this far behind is closed
-  int max_workers_per_agent = 4096;
+  // A node runs a few dozen ranks at most; the registry keeps every agent's list in memory.
+  int max_workers_per_agent = 256;
   int max_samples_per_report = 256;
 };
 

@@ -2,8 +2,11 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 #include "common/json_keys.h"
 #include "common/json_writer.h"
+#include "common/parse_number.h"
 #include "common/str_util.h"
 #include "coordinator/api/capture_json.h"
 #include "coordinator/api/status_response.h"
@@ -34,27 +37,52 @@ void LiveApi::Register(Router& router) {
   router.Add({"POST", "/v1/captures/{id}:cancel", bind(&LiveApi::CancelCapture)});
 }
 
-// GET /v1/workers[?job=J]: every known agent and the workers it serves, with health and clock.
+// GET /v1/workers[?job=J][&limit=N][&after=AGENT]: agents (by id) with health and clock, and
+// their workers, a page at a time. A page holds whole agents, up to `limit` workers (an agent
+// without workers counts as one); `next` is the cursor of the following page.
 HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
   const std::string job = r.Query("job");
+  const std::string after = r.Query("after");
+  size_t limit = 1000;
+  if (r.query.count("limit")) {
+    absl::StatusOr<int64_t> n = common::ParseInt(r.Query("limit"));
+    if (!n.ok() || *n < 1 || *n > 10000) return BadRequest("limit must be an integer in 1..10000");
+    limit = static_cast<size_t>(*n);
+  }
   const TimeNs now = now_();
   std::vector<AgentSnapshot> agents = registry_.Snapshot();
-  common::JsonWriter w;
   size_t connected = 0;
+  for (const AgentSnapshot& a : agents) connected += a.connected;
+  auto serves = [&job](const v1::WorkerDescriptor& d) { return job.empty() || d.job() == job; };
+  // This page: agents after the cursor, whole, while their workers fit.
+  std::vector<const AgentSnapshot*> page;
+  size_t page_workers = 0, cost = 0;
+  std::string next;
+  for (const AgentSnapshot& a : agents) {
+    if (!after.empty() && a.agent_id <= after) continue;
+    const size_t mine = static_cast<size_t>(std::count_if(a.workers.begin(), a.workers.end(), serves));
+    if (!page.empty() && cost + std::max<size_t>(mine, 1) > limit) {
+      next = page.back()->agent_id;
+      break;
+    }
+    page.push_back(&a);
+    page_workers += mine;
+    cost += std::max<size_t>(mine, 1);
+  }
+  common::JsonWriter w;
   w.Raw("{\"agents\":[");
   bool first = true;
-  for (const AgentSnapshot& a : agents) {
-    connected += a.connected;
+  for (const AgentSnapshot* a : page) {
     if (!first) w.Char(',');
     first = false;
-    w.Raw("{\"agent_id\":").String(a.agent_id).Raw(",\"host\":").String(a.host).Raw(",\"version\":").String(a.version);
-    w.Raw(",\"peer\":").String(a.peer).Raw(",\"health\":").String(AgentHealthName(a.health));
-    w.Raw(",\"last_seen_ms_ago\":").Int((now - a.last_seen_ns) / 1'000'000).Raw(",\"workers\":").Uint(a.workers.size());
+    w.Raw("{\"agent_id\":").String(a->agent_id).Raw(",\"host\":").String(a->host).Raw(",\"version\":").String(a->version);
+    w.Raw(",\"peer\":").String(a->peer).Raw(",\"health\":").String(AgentHealthName(a->health));
+    w.Raw(",\"last_seen_ms_ago\":").Int((now - a->last_seen_ns) / 1'000'000).Raw(",\"workers\":").Uint(a->workers.size());
     w.Raw(",\"clock\":");
-    absl::StatusOr<common::ClockModel> model = aligner_.Model(a.agent_id);
+    absl::StatusOr<common::ClockModel> model = aligner_.Model(a->agent_id);
     if (model.ok()) {
       w.Raw("{\"offset_ns\":").Int(model->offset_ns).Raw(",\"drift_ppb\":").Int(model->drift_ppb);
-      w.Raw(",\"error_bound_ns\":").Int(model->error_bound_ns).Raw(",\"samples\":").Uint(aligner_.SampleCount(a.agent_id)).Char('}');
+      w.Raw(",\"error_bound_ns\":").Int(model->error_bound_ns).Raw(",\"samples\":").Uint(aligner_.SampleCount(a->agent_id)).Char('}');
     } else {
       w.Raw("null");
     }
@@ -62,20 +90,20 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
   }
   w.Raw("],\"workers\":[");
   first = true;
-  size_t workers = 0;
-  for (const AgentSnapshot& a : agents) {
-    for (const v1::WorkerDescriptor& d : a.workers) {
-      if (!job.empty() && d.job() != job) continue;
-      ++workers;
+  for (const AgentSnapshot* a : page) {
+    for (const v1::WorkerDescriptor& d : a->workers) {
+      if (!serves(d)) continue;
       if (!first) w.Char(',');
       first = false;
       w.Raw("{\"job\":").String(d.job()).Raw(",\"rank\":").Int(d.rank()).Raw(",\"local_rank\":").Int(d.local_rank());
       w.Raw(",\"world_size\":").Int(d.world_size()).Raw(",\"pid\":").Int(d.pid()).Raw(",\"host\":").String(d.host());
       w.Raw(",\"device\":").String(d.device()).Raw(",\"collector\":").String(d.collector());
-      w.Raw(",\"agent_id\":").String(a.agent_id).Raw(",\"health\":").String(AgentHealthName(a.health)).Char('}');
+      w.Raw(",\"agent_id\":").String(a->agent_id).Raw(",\"health\":").String(AgentHealthName(a->health)).Char('}');
     }
   }
-  w.Raw("],\"connected_agents\":").Uint(connected).Raw(",\"worker_count\":").Uint(workers).Raw("}\n");
+  w.Raw("],\"connected_agents\":").Uint(connected).Raw(",\"worker_count\":").Uint(page_workers);
+  if (!next.empty()) w.Raw(",\"next\":").String(next);
+  w.Raw("}\n");
   return HttpResponse::Json(200, std::move(w.buffer()));
 }
 

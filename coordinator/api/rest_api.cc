@@ -7,6 +7,7 @@
 #include "common/chrome/chrome_exporter.h"
 #include "common/file_io.h"
 #include "common/json_writer.h"
+#include "common/parse_number.h"
 #include "common/str_util.h"
 #include "coordinator/analysis/analysis_run.h"
 #include "coordinator/api/capture_json.h"
@@ -29,14 +30,13 @@ bool ParseNumber(const std::string& text, T* out) {
 }
 
 // Query parameters of the analysis routes: the same names as `podscope analyze` options.
-absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* request, std::string* cache_key) {
+absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* request) {
   static const std::map<std::string, int> kKnown = {{"window", 0}, {"clocks", 0}, {"link_gbps", 0}, {"params", 0},
                                                     {"bytes_per_param", 0}, {"step_pattern", 0}, {"top", 0},
                                                     {"format", 0}};
   for (const auto& [key, value] : r.query) {
     if (!kKnown.count(key)) return absl::InvalidArgumentError(common::StrCat("unknown query parameter \"", key, "\""));
     if (value.size() > 1024) return absl::InvalidArgumentError(common::StrCat("query parameter \"", key, "\" is too long"));
-    common::StrAppend(cache_key, "&", key, "=", value);
   }
   const std::string window = r.Query("window", "steps");
   if (window != "steps" && window != "hta") return absl::InvalidArgumentError("window must be steps or hta");
@@ -50,10 +50,9 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
     return absl::InvalidArgumentError("clocks must be auto, aligned or unaligned");
   }
   if (r.query.count("link_gbps")) {
-    const std::string v = r.Query("link_gbps");
-    char* end = nullptr;
-    request->bandwidth.link_gbps = std::strtod(v.c_str(), &end);
-    if (v.empty() || end != v.c_str() + v.size()) return absl::InvalidArgumentError("link_gbps must be a number");
+    absl::StatusOr<double> gbps = common::ParseDouble(r.Query("link_gbps"));
+    if (!gbps.ok()) return absl::InvalidArgumentError("link_gbps must be a finite number");
+    request->bandwidth.link_gbps = *gbps;
   }
   if (r.query.count("params") && !ParseNumber(r.Query("params"), &request->bandwidth.params)) {
     return absl::InvalidArgumentError("params must be an integer");
@@ -70,10 +69,50 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
   return analysis::ValidateRequest(request);
 }
 
+// The cache key of a validated request: every parameter, defaults spelled out, in one order, so
+// that the many ways of writing one request ("", "?window=steps", "?format=json&window=steps")
+// share one entry.
+std::string CacheKey(std::string_view report, uint64_t generation, const analysis::AnalysisRequest& request,
+                     std::string_view format) {
+  return fmt::format("{}@{}|window={}|clocks={}|link_gbps={:.17g}|params={}|bytes_per_param={}|top={}|format={}|"
+                     "step_pattern={}",
+                     report, generation, request.window == analysis::WindowMode::kHta ? "hta" : "steps",
+                     static_cast<int>(request.communication.clocks), request.bandwidth.link_gbps,
+                     request.bandwidth.params, request.bandwidth.bytes_per_param, request.top_kernels, format,
+                     request.steps.marker_pattern);
+}
+
 }  // namespace
 
 RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns, absl::Mutex& mutations)
-    : store_(store), limits_(limits), now_ns_(std::move(now_ns)), mutations_(mutations) {}
+    : store_(store),
+      limits_(limits),
+      now_ns_(std::move(now_ns)),
+      mutations_(mutations),
+      cache_(limits.max_analysis_cache_bytes) {}
+
+absl::Status RestApi::LoadCacheIndex() {
+  absl::MutexLock lock(&mutations_);
+  std::vector<AnalysisCacheIndex::Entry> evicted;
+  absl::Status s = store_.ForEachAnalysis([&](std::string_view capture_id, std::string_view key, uint64_t bytes) {
+    for (AnalysisCacheIndex::Entry& e : cache_.Insert(std::string(capture_id), std::string(key), bytes)) {
+      evicted.push_back(std::move(e));
+    }
+  });
+  if (!s.ok()) return s;
+  return DropCached(evicted);
+}
+
+absl::Status RestApi::DropCached(const std::vector<AnalysisCacheIndex::Entry>& entries) {
+  for (const AnalysisCacheIndex::Entry& e : entries) {
+    if (absl::Status s = store_.DeleteAnalysis(e.capture_id, e.key); !s.ok()) return s;
+    absl::StatusOr<CaptureRecord> owner = store_.GetCapture(e.capture_id);
+    if (!owner.ok()) continue;  // deleted with its capture already
+    owner->stored_bytes -= std::min(owner->stored_bytes, e.bytes);
+    if (absl::Status s = store_.PutCapture(*owner); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
 
 void RestApi::Register(Router& router) {
   auto bind = [this](HttpResponse (RestApi::*method)(HttpRequest&)) {
@@ -229,6 +268,7 @@ HttpResponse RestApi::DeleteCapture(HttpRequest& r) {
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
   if (!record.ok()) return FromStatus(record.status());
   if (absl::Status s = store_.DeleteCapture(id); !s.ok()) return FromStatus(s);
+  cache_.ForgetCapture(id);  // the store's range delete took the entries themselves
   spdlog::info("deleted capture {} (job '{}', {} workers, {} events) for {}", id, record->job,
                record->workers.size(), record->events, r.peer);
   HttpResponse response;
@@ -317,6 +357,11 @@ HttpResponse RestApi::Import(HttpRequest& r) {
       }
     }
   }
+  // Analyses of the capture as it was are stale from now on: drop them, and their bytes.
+  if (existing.ok()) {
+    if (absl::Status s = DropCached(cache_.ForgetCapture(id)); !s.ok()) return FromStatus(s);
+    if (absl::StatusOr<CaptureRecord> again = store_.GetCapture(id); again.ok()) record.stored_bytes = again->stored_bytes;
+  }
   // Mark the capture as importing before its events land: after a crash it is marked failed.
   record.state = CaptureState::kImporting;
   record.updated_ns = now_ns_();
@@ -357,10 +402,10 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   }
   analysis::AnalysisRequest request;
   request.reports = {report};
-  std::string cache_key = common::StrCat(report, "@", record->generation);
-  if (absl::Status s = RequestFromQuery(r, &request, &cache_key); !s.ok()) return FromStatus(s);
+  if (absl::Status s = RequestFromQuery(r, &request); !s.ok()) return FromStatus(s);
   // `format=table` gives the terminal tables of `podscope analyze` (text/plain).
   const bool table = r.Query("format", "json") == "table";
+  const std::string cache_key = CacheKey(report, record->generation, request, table ? "table" : "json");
   auto respond = [table](std::string body, const char* cache) {
     HttpResponse response = HttpResponse::Json(200, std::move(body));
     if (table) response.content_type = "text/plain; charset=utf-8";
@@ -368,7 +413,10 @@ HttpResponse RestApi::Report(HttpRequest& r) {
     return response;
   };
   absl::StatusOr<std::optional<std::string>> cached = store_.GetAnalysis(id, cache_key);
-  if (cached.ok() && cached->has_value()) return respond(std::move(**cached), "hit");
+  if (cached.ok() && cached->has_value()) {
+    cache_.Touch(id, cache_key);
+    return respond(std::move(**cached), "hit");
+  }
   absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
   if (!capture.ok()) return FromStatus(capture.status());
   const common::CaptureView view(*capture);
@@ -377,9 +425,17 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   {
     // Cache the result only for the generation it was computed from, and never for a capture
     // deleted meanwhile (its cache entry would outlive it). A failed write costs a recompute.
+    // Its bytes count in the capture's stored bytes, which retention goes by.
     absl::MutexLock lock(&mutations_);
     absl::StatusOr<CaptureRecord> now = store_.GetCapture(id);
-    if (now.ok() && now->generation == record->generation) (void)store_.PutAnalysis(id, cache_key, body);
+    if (now.ok() && now->generation == record->generation && body.size() <= cache_.max_bytes() &&
+        store_.PutAnalysis(id, cache_key, body).ok()) {
+      now->stored_bytes += body.size();
+      (void)store_.PutCapture(*now);
+      if (absl::Status s = DropCached(cache_.Insert(id, cache_key, body.size())); !s.ok()) {
+        spdlog::warn("analysis cache: {}", std::string(s.message()));
+      }
+    }
   }
   return respond(std::move(body), "miss");
 }

@@ -10,6 +10,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/kineto/kineto_importer.h"
+#include "coordinator/api/analysis_cache.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/http/http_types.h"
 #include "storage/trace_store.h"
@@ -22,6 +23,8 @@ struct ApiLimits {
   uint64_t max_document_bytes = 512ull << 20;
   uint64_t max_inflate_ratio = 200;
   uint32_t max_ranks_per_capture = 65536;
+  // Cached analysis results, all captures together (least recently used evicted first).
+  uint64_t max_analysis_cache_bytes = 256ull << 20;
   uint64_t max_events_per_worker = 50'000'000;
   uint64_t max_export_bytes = 2ull << 30;
   size_t max_string_bytes = 1 << 20;
@@ -47,6 +50,8 @@ class RestApi {
   void set_http_counters(const HttpCounters* counters) { counters_ = counters; }
   // Marks captures left in "importing" by a crash as failed. Call once at start-up.
   absl::Status RecoverInterruptedImports();
+  // Indexes the analyses the store holds cached (evicting past the bound). Once, at start-up.
+  absl::Status LoadCacheIndex();
 
  private:
   HttpResponse Health(HttpRequest& request);
@@ -66,6 +71,9 @@ class RestApi {
   const HttpCounters* counters_ = nullptr;
   std::function<std::optional<storage::CaptureRecord>(const std::string&)> live_lookup_;
   absl::Mutex& mutations_;
+  AnalysisCacheIndex cache_;
+  // Deletes cached entries from the store and takes their bytes off their captures' records.
+  absl::Status DropCached(const std::vector<AnalysisCacheIndex::Entry>& entries) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutations_);
   std::atomic<uint64_t> next_id_{0};
 };
 

@@ -109,34 +109,49 @@ int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
   if (online.server.empty()) return Fail("workers", "this command needs --server URL (a podscope-coordinator)");
   absl::StatusOr<ServerAddress> server = ParseServerUrl(online.server);
   if (!server.ok()) return Fail("workers", std::string(server.status().message()));
-  std::string target = "/v1/workers";
-  if (!o.workers_job.empty()) target += "?job=" + UrlEncode(o.workers_job);
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", target);
-  if (!r.ok()) return Fail("workers", std::string(r.status().message()));
-  if (r->status != 200) return Fail("workers", ProblemDetail(*r));
-  if (o.format == "json") {
-    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
-    return 0;
+  // The list comes a page at a time; follow the pages (each is a whole number of agents).
+  std::string base = "/v1/workers?limit=10000";
+  if (!o.workers_job.empty()) base += "&job=" + UrlEncode(o.workers_job);
+  std::vector<std::string> pages;
+  std::string next;
+  for (int page = 0; page < 10000; ++page) {
+    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", next.empty() ? base : base + "&after=" + UrlEncode(next));
+    if (!r.ok()) return Fail("workers", std::string(r.status().message()));
+    if (r->status != 200) return Fail("workers", ProblemDetail(*r));
+    if (o.format == "json") std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+    pages.push_back(std::move(r->body));
+    simdjson::dom::parser probe;
+    simdjson::dom::element doc;
+    std::string_view cursor;
+    if (probe.parse(pages.back()).get(doc) != simdjson::SUCCESS) return Fail("workers", "unreadable answer");
+    if (doc["next"].get_string().get(cursor) != simdjson::SUCCESS) break;
+    next = std::string(cursor);
   }
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("workers", "unreadable answer");
-  // Ranks per (agent, job).
-  std::map<std::string, std::map<std::string, std::vector<int64_t>>> ranks;
-  for (simdjson::dom::element w : doc["workers"].get_array()) ranks[Str(w["agent_id"])][Str(w["job"])].push_back(Int(w["rank"]));
+  if (o.format == "json") return 0;
   std::printf("%-24s %-16s %-12s %7s %12s %10s  %s\n", "agent", "host", "health", "workers", "corr(ms)", "bound(us)", "job: ranks");
-  for (simdjson::dom::element a : doc["agents"].get_array()) {
-    const std::string id = Str(a["agent_id"]);
-    std::string jobs;
-    for (auto& [job, list] : ranks[id]) common::StrAppend(&jobs, jobs.empty() ? "" : "  ", job, ": ", RankRanges(list));
-    simdjson::dom::element clock = a["clock"];
-    const std::string offset = clock.is_null() ? "-" : fmt::format("{:+.3f}", Int(clock["offset_ns"]) / 1e6);
-    const std::string bound = clock.is_null() ? "-" : fmt::format("{:.1f}", Int(clock["error_bound_ns"]) / 1e3);
-    std::printf("%-24s %-16s %-12s %7lld %12s %10s  %s\n", id.c_str(), Str(a["host"]).c_str(), Str(a["health"]).c_str(),
-                static_cast<long long>(Int(a["workers"])), offset.c_str(), bound.c_str(), jobs.c_str());
+  int64_t connected = 0, worker_count = 0;
+  for (const std::string& body : pages) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    if (parser.parse(body).get(doc) != simdjson::SUCCESS) return Fail("workers", "unreadable answer");
+    connected = Int(doc["connected_agents"]);
+    worker_count += Int(doc["worker_count"]);
+    // Ranks per (agent, job).
+    std::map<std::string, std::map<std::string, std::vector<int64_t>>> ranks;
+    for (simdjson::dom::element w : doc["workers"].get_array()) ranks[Str(w["agent_id"])][Str(w["job"])].push_back(Int(w["rank"]));
+    for (simdjson::dom::element a : doc["agents"].get_array()) {
+      const std::string id = Str(a["agent_id"]);
+      std::string jobs;
+      for (auto& [job, list] : ranks[id]) common::StrAppend(&jobs, jobs.empty() ? "" : "  ", job, ": ", RankRanges(list));
+      simdjson::dom::element clock = a["clock"];
+      const std::string offset = clock.is_null() ? "-" : fmt::format("{:+.3f}", Int(clock["offset_ns"]) / 1e6);
+      const std::string bound = clock.is_null() ? "-" : fmt::format("{:.1f}", Int(clock["error_bound_ns"]) / 1e3);
+      std::printf("%-24s %-16s %-12s %7lld %12s %10s  %s\n", id.c_str(), Str(a["host"]).c_str(), Str(a["health"]).c_str(),
+                  static_cast<long long>(Int(a["workers"])), offset.c_str(), bound.c_str(), jobs.c_str());
+    }
   }
-  std::printf("%lld connected agents, %lld workers\n", static_cast<long long>(Int(doc["connected_agents"])),
-              static_cast<long long>(Int(doc["worker_count"])));
+  std::printf("%lld connected agents, %lld workers\n", static_cast<long long>(connected),
+              static_cast<long long>(worker_count));
   return 0;
 }
 

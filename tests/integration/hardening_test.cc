@@ -403,5 +403,56 @@ TEST_F(HardeningTest, MalformedRequestsAndSmallInputsGetClearAnswers) {
   EXPECT_NE(daemon_->WaitForLog("deleted capture good \\(job 'tf', 1 workers, [0-9]+ events\\) for 127\\.0\\.0\\.1:"), "");
 }
 
+// Defect 9: the analysis cache was keyed by the raw query string and never bounded (400
+// distinct step_pattern values added 151 MB that retention never reclaimed). Keys are now
+// normalised, the cache is bounded by bytes (least recently used out first), and its bytes
+// count in the capture's stored bytes, which retention goes by.
+TEST_F(HardeningTest, TheAnalysisCacheIsNormalisedBoundedAndCounted) {
+  std::ofstream(dir_.File("cache.json")) << R"({"limits": {"max_analysis_cache_bytes": 20000}})";
+  StartDaemon({"--config", dir_.File("cache.json")});
+  const HttpResult imported = Import("c", 0);
+  ASSERT_EQ(imported.status, 201);
+  const size_t at = imported.body.find("\"stored_bytes\":");
+  ASSERT_NE(at, std::string::npos) << imported.body;
+  const uint64_t event_bytes = std::stoull(imported.body.substr(at + 15));
+  // One request written three ways is one entry.
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps").headers["x-podscope-cache"], "miss");
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps?window=steps").headers["x-podscope-cache"], "hit");
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps?format=json&clocks=auto&window=steps").headers["x-podscope-cache"],
+            "hit");
+  // Forty distinct patterns: far more than the bound holds.
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps?step_pattern=" + UrlEncode("^x" + std::to_string(i) + "$")).status,
+              200);
+  }
+  ASSERT_EQ(daemon_->Terminate(), 0);
+  auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});
+  ASSERT_TRUE(store.ok()) << store.status();
+  uint64_t cached = 0;
+  size_t entries = 0;
+  ASSERT_TRUE((*store)->ForEachAnalysis([&](std::string_view, std::string_view, uint64_t bytes) {
+                     cached += bytes;
+                     ++entries;
+                   }).ok());
+  EXPECT_LE(cached, 20000u);
+  EXPECT_GT(entries, 1u);
+  EXPECT_LT(entries, 41u);
+  absl::StatusOr<storage::CaptureRecord> record = (*store)->GetCapture("c");
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->stored_bytes, event_bytes + cached) << "retention sees the cache's bytes";
+}
+
+// Defect 9: /v1/workers answered every agent and worker at once (36 MB for 50 agents x 4,096
+// workers). It is paged by whole agents, and each agent's list is bounded.
+TEST_F(HardeningTest, TheWorkersListIsPaged) {
+  StartDaemon();
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/workers?limit=0").status, 400);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/workers?limit=10001").status, 400);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/workers?limit=x").status, 400);
+  const HttpResult empty = HttpCall(port_, "GET", "/v1/workers?limit=5");
+  EXPECT_EQ(empty.status, 200);
+  EXPECT_EQ(empty.body.find("\"next\""), std::string::npos) << empty.body;
+}
+
 }  // namespace
 }  // namespace podscope::testing

@@ -306,6 +306,25 @@ TEST_F(LiveCaptureTest, AgentIdentityIsNotTakenOverAndContestedRanksAreConflicts
     EXPECT_NE(why.find("rank 1 of job \"cj\" is claimed by 2 agents (c1 (host-c1, ipv4:127.0.0.1:"), std::string::npos) << why;
     EXPECT_NE(why.find("c2 (host-c2, ipv4:127.0.0.1:"), std::string::npos) << why;
   }
+
+  // Issue 12, defect 9: the workers list comes in pages of whole agents (c1, c2, dup: two
+  // workers each), with a cursor to the next.
+  std::vector<std::string> order;
+  std::string after;
+  for (int page = 0; page < 5; ++page) {
+    simdjson::dom::element doc =
+        Json(HttpCall(http_port_, "GET", "/v1/workers?limit=2" + (after.empty() ? "" : "&after=" + after)).body);
+    ASSERT_EQ(doc["agents"].get_array().size(), 1u);
+    EXPECT_EQ(doc["workers"].get_array().size(), 2u);
+    order.emplace_back(doc["agents"].at(0)["agent_id"].get_string().value());
+    std::string_view next;
+    if (doc["next"].get_string().get(next) != simdjson::SUCCESS) break;
+    after = std::string(next);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"c1", "c2", "dup"}));
+  simdjson::dom::element whole = Json(HttpCall(http_port_, "GET", "/v1/workers?job=cj").body);
+  EXPECT_EQ(whole["agents"].get_array().size(), 3u);
+  EXPECT_EQ(whole["workers"].get_array().size(), 4u);
 }
 
 TEST_F(LiveCaptureTest, AgentThatNeverAcknowledgesMakesItPartial) {
