@@ -2,6 +2,7 @@
 // RocksDB trace store, and the agents' gRPC control plane (DESIGN §1, §5): agent registry,
 // clock alignment, capture scheduling and upload.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <boost/json.hpp>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 
 #include "CLI/CLI.hpp"
 #include "common/json_config.h"
@@ -117,7 +119,14 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
     }
     if (o.contains("agents")) {
       const boost::json::object& a = o.at("agents").as_object();
-      podscope::common::RequireKnownKeys(a, "agents", {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us"});
+      podscope::common::RequireKnownKeys(a, "agents",
+                                         {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
+                                          "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection"});
+      if (a.contains("max_idle_connection_ms")) s->agents.max_idle_connection_ms = a.at("max_idle_connection_ms").to_number<uint32_t>();
+      if (a.contains("max_grpc_memory_bytes")) s->agents.max_grpc_memory_bytes = a.at("max_grpc_memory_bytes").to_number<uint64_t>();
+      if (a.contains("max_streams_per_connection")) {
+        s->agents.max_streams_per_connection = a.at("max_streams_per_connection").to_number<uint32_t>();
+      }
       if (a.contains("heartbeat_interval_ms")) s->agents.heartbeat_interval_ms = a.at("heartbeat_interval_ms").to_number<uint32_t>();
       if (a.contains("clock_sync_interval_ms")) s->agents.clock_sync_interval_ms = a.at("clock_sync_interval_ms").to_number<uint32_t>();
       if (a.contains("clock_target_bound_us")) {
@@ -189,6 +198,13 @@ int main(int argc, char** argv) {
   settings.scheduler.max_events_per_worker = settings.api_limits.max_events_per_worker;
   settings.scheduler.max_workers_per_capture = settings.api_limits.max_ranks_per_capture;
 
+  // Every connection is a descriptor: take all the hard limit allows, so that running out takes a
+  // real flood (and the REST accept loop sheds and backs off when it happens).
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   // Signals are waited for on the main thread; every other thread starts with them blocked.
   sigset_t signals;
   sigemptyset(&signals);
@@ -244,6 +260,12 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   // Two coordinators on one port would split the agents between them silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Connections that hold no call are closed; all connections share a memory bound.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, static_cast<int>(settings.agents.max_idle_connection_ms));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, static_cast<int>(settings.agents.max_streams_per_connection));
+  grpc::ResourceQuota quota("podscope-agents");
+  quota.Resize(settings.agents.max_grpc_memory_bytes);
+  builder.SetResourceQuota(quota);
   std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
   if (!grpc_server || grpc_bound == 0) {
     spdlog::error("cannot serve gRPC on {} (address in use?)", settings.grpc);

@@ -24,6 +24,12 @@ struct AgentServiceOptions {
   // A node runs a few dozen ranks at most; the registry keeps every agent's list in memory.
   int max_workers_per_agent = 256;
   int max_samples_per_report = 256;
+  // gRPC connections with no call open this long are closed (agents always hold their control
+  // stream open, so only connections that do nothing are), and memory for all connections
+  // together is bounded.
+  uint32_t max_idle_connection_ms = 30'000;
+  uint64_t max_grpc_memory_bytes = 1ull << 30;
+  uint32_t max_streams_per_connection = 32;
 };
 
 class AgentService final : public v1::AgentService::CallbackService {
