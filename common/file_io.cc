@@ -350,6 +350,47 @@ absl::StatusOr<std::string> GzipCompress(std::string_view data, int level) {
   return out;
 }
 
+struct GzipStreamWriter::State {
+  z_stream stream{};
+  bool finished = false;
+};
+
+GzipStreamWriter::GzipStreamWriter(std::function<absl::Status(std::string_view)> sink, int level)
+    : sink_(std::move(sink)), state_(std::make_unique<State>()) {
+  // 15 + 16: a gzip wrapper. Failure here is an allocation failure, reported by Write.
+  if (deflateInit2(&state_->stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) state_->finished = true;
+}
+
+GzipStreamWriter::~GzipStreamWriter() { deflateEnd(&state_->stream); }
+
+absl::Status GzipStreamWriter::Write(std::string_view data) {
+  if (state_->finished) return absl::FailedPreconditionError("gzip stream already finished");
+  return Deflate(data, Z_NO_FLUSH);
+}
+
+absl::Status GzipStreamWriter::Finish() {
+  if (state_->finished) return absl::FailedPreconditionError("gzip stream already finished");
+  absl::Status status = Deflate({}, Z_FINISH);
+  state_->finished = true;
+  return status;
+}
+
+absl::Status GzipStreamWriter::Deflate(std::string_view data, int flush) {
+  z_stream& z = state_->stream;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  char out[64 << 10];
+  while (true) {
+    z.next_out = reinterpret_cast<Bytef*>(out);
+    z.avail_out = sizeof(out);
+    const int rc = deflate(&z, flush);
+    if (rc == Z_STREAM_ERROR) return absl::InternalError("zlib deflate failed");
+    const size_t produced = sizeof(out) - z.avail_out;
+    if (produced > 0) RETURN_IF_ERROR(sink_(std::string_view(out, produced)));
+    if (flush == Z_FINISH ? rc == Z_STREAM_END : (z.avail_in == 0 && z.avail_out != 0)) return absl::OkStatus();
+  }
+}
+
 absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path, bool gzip) {
   FilePtr file(std::fopen(path.c_str(), "wb"));
   if (file == nullptr) {

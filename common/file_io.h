@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -75,6 +76,25 @@ absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, std:
 
 // Gzip-compresses `data` in memory (one gzip member).
 absl::StatusOr<std::string> GzipCompress(std::string_view data, int level = 6);
+
+// Gzip-compresses a stream of pieces in memory (one gzip member), handing compressed bytes to
+// `sink` as they come, so a large body is never whole in memory. Not thread-safe.
+class GzipStreamWriter {
+ public:
+  explicit GzipStreamWriter(std::function<absl::Status(std::string_view)> sink, int level = 6);
+  ~GzipStreamWriter();
+  GzipStreamWriter(const GzipStreamWriter&) = delete;
+  GzipStreamWriter& operator=(const GzipStreamWriter&) = delete;
+  absl::Status Write(std::string_view data);
+  // Flushes the rest and the gzip trailer; nothing may be written after.
+  absl::Status Finish();
+
+ private:
+  absl::Status Deflate(std::string_view data, int flush);
+  std::function<absl::Status(std::string_view)> sink_;
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // A buffered output file; gzip-compressed when asked. Not thread-safe.
 class OutputFile {

@@ -126,7 +126,7 @@ void RestApi::Register(Router& router) {
   router.Add({"POST", "/v1/captures:import", bind(&RestApi::Import), /*heavy=*/true, /*streamed_upload=*/true});
   router.Add({"GET", "/v1/captures/{id}", bind(&RestApi::GetCapture)});
   router.Add({"DELETE", "/v1/captures/{id}", bind(&RestApi::DeleteCapture)});
-  router.Add({"GET", "/v1/captures/{id}/trace", bind(&RestApi::Trace), /*heavy=*/true});
+  router.Add({"GET", "/v1/captures/{id}/trace", bind(&RestApi::Trace)});  // streamed on the stream pool
   router.Add({"GET", "/v1/captures/{id}/{report}", bind(&RestApi::Report), /*heavy=*/true});
 }
 
@@ -440,33 +440,42 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   return respond(std::move(body), "miss");
 }
 
+// The merged Chrome trace, streamed: the export is produced on the server's stream threads a
+// piece at a time, at the client's pace, and never held whole in memory.
 HttpResponse RestApi::Trace(HttpRequest& r) {
   const std::string id = r.params["id"];
-  absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
-  if (!capture.ok()) return FromStatus(capture.status());
-  std::string body;
-  absl::StatusOr<common::ExportStats> stats =
-      common::WriteChromeTrace(common::CaptureView(*capture), {}, [&](std::string_view piece) -> absl::Status {
-        if (body.size() + piece.size() > limits_.max_export_bytes) {
-          return absl::ResourceExhaustedError(
-              common::StrCat("the trace is larger than the export limit of ", limits_.max_export_bytes, " bytes"));
-        }
-        body.append(piece);
-        return absl::OkStatus();
-      });
-  if (!stats.ok()) return FromStatus(stats.status());
   const std::string gzip = r.Query("gzip", "false");
   if (gzip != "true" && gzip != "false") return HttpResponse::Problem(400, "Bad Request", "gzip must be true or false");
-  if (gzip == "true") {
-    absl::StatusOr<std::string> compressed = common::GzipCompress(body);
-    if (!compressed.ok()) return FromStatus(compressed.status());
-    HttpResponse response = HttpResponse::Json(200, *std::move(compressed));
-    response.content_type = "application/gzip";
-    response.headers.emplace_back("Content-Disposition", common::StrCat("attachment; filename=\"", id, ".json.gz\""));
-    return response;
+  absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
+  if (!record.ok()) return FromStatus(record.status());
+  if (record->state == CaptureState::kImporting) {
+    return HttpResponse::Problem(409, "Conflict", common::StrCat("capture ", id, " is still importing"));
   }
-  HttpResponse response = HttpResponse::Json(200, std::move(body));
-  response.headers.emplace_back("Content-Disposition", common::StrCat("attachment; filename=\"", id, ".json\""));
+  HttpResponse response = HttpResponse::Json(200, "");
+  if (gzip == "true") response.content_type = "application/gzip";
+  response.headers.emplace_back("Content-Disposition",
+                                common::StrCat("attachment; filename=\"", id, gzip == "true" ? ".json.gz" : ".json", "\""));
+  response.stream = [this, id, compress = gzip == "true"](const BodyWriter& write) -> absl::Status {
+    absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
+    if (!capture.ok()) return capture.status();
+    std::optional<common::GzipStreamWriter> gz;
+    if (compress) gz.emplace(write);
+    uint64_t total = 0;
+    absl::StatusOr<common::ExportStats> stats =
+        common::WriteChromeTrace(common::CaptureView(*capture), {}, [&](std::string_view piece) -> absl::Status {
+          total += piece.size();
+          if (total > limits_.max_export_bytes) {
+            return absl::ResourceExhaustedError(
+                common::StrCat("the trace is larger than the export limit of ", limits_.max_export_bytes, " bytes"));
+          }
+          return gz ? gz->Write(piece) : write(piece);
+        });
+    if (!stats.ok()) {
+      spdlog::warn("export of capture {} cut short: {}", id, std::string(stats.status().message()));
+      return stats.status();
+    }
+    return gz ? gz->Finish() : absl::OkStatus();
+  };
   return response;
 }
 

@@ -1,5 +1,7 @@
 #include "coordinator/cli/http_client.h"
 
+#include "coordinator/http/http_types.h"
+
 #include <simdjson.h>
 
 #include <netdb.h>
@@ -118,6 +120,14 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
     response.headers[name] = value;
   }
   response.body = raw.substr(header_end + 4);
+  if (response.headers["transfer-encoding"] == "chunked") {
+    std::string body;
+    if (!DecodeChunkedBody(response.body, &body)) {
+      return absl::DataLossError(common::StrCat("the response from ", server.host, ":", server.port,
+                                                " was cut short (the server failed while sending it)"));
+    }
+    response.body = std::move(body);
+  }
   return response;
 }
 

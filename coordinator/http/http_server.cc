@@ -3,7 +3,9 @@
 #include <boost/asio.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -19,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "common/str_util.h"
 #include "coordinator/http/connection_limits.h"
 #include "coordinator/http/progress_deadline.h"
@@ -43,6 +46,14 @@ constexpr int kMaxRefusalsInFlight = 64;
 // after its 413 still gets a reset, but only past this much).
 constexpr size_t kLingerBytes = 16 << 20;
 constexpr auto kLingerTime = std::chrono::seconds(2);
+// A streamed body travels in pieces of at most this size, and at most kStreamPiecesQueued wait
+// per connection: what a slow reader pins is about a megabyte, whatever the body's size.
+constexpr size_t kStreamPieceBytes = 256 << 10;
+constexpr size_t kStreamPiecesQueued = 4;
+
+// Pieces of a streamed body, from the producer's thread to the session's coroutine. An empty
+// piece with no error ends the body; an error ends it short.
+using PieceChannel = asio::experimental::concurrent_channel<void(boost::system::error_code, std::string)>;
 
 // Logs at most kLinesPerSecond lines a second for one kind of event and says how many it
 // dropped, so that a flood of bad requests cannot flood the log. Any thread.
@@ -142,6 +153,9 @@ class HttpServer::Impl {
     for (int i = 0; i < std::max(1, limits_.heavy_threads); ++i) {
       heavy_threads_.emplace_back([this] { RunNamed(heavy_, kHeavyThreadName); });
     }
+    for (int i = 0; i < std::max(1, limits_.stream_threads); ++i) {
+      heavy_threads_.emplace_back([this] { RunNamed(streams_, kStreamThreadName); });
+    }
     return bound;
   }
 
@@ -156,11 +170,22 @@ class HttpServer::Impl {
     while (in_flight_.load() > 0 && Clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    // Producers of streamed bodies wait on the I/O loop: end their streams while it still runs.
+    auto streams_done = [this]() ABSL_SHARED_LOCKS_REQUIRED(streams_mu_) { return open_streams_.empty(); };
+    {
+      absl::MutexLock lock(&streams_mu_);
+      for (const std::shared_ptr<PieceChannel>& channel : open_streams_) {
+        asio::post(io_, [channel] { channel->close(); });
+      }
+      streams_mu_.AwaitWithTimeout(absl::Condition(&streams_done), absl::Seconds(10));
+    }
     io_.stop();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
     heavy_work_.reset();
     heavy_.stop();
+    stream_work_.reset();
+    streams_.stop();
     for (std::thread& t : heavy_threads_) t.join();
     heavy_threads_.clear();
     if (reserve_fd_ >= 0) ::close(reserve_fd_);
@@ -286,6 +311,80 @@ class HttpServer::Impl {
       progress.Add(n, Clock::now());
     }
     co_return beast::error_code{};
+  }
+
+  // Sends a streamed body: the header, then each piece the producer makes as one chunk, each
+  // chunk under the progress rule. The producer runs on the stream pool and blocks while
+  // kStreamPiecesQueued pieces wait; once the client is gone the channel closes and its next
+  // write fails. Returns false when the connection cannot be reused.
+  asio::awaitable<bool> WriteStreamed(beast::tcp_stream& stream, HttpResponse& response, unsigned version,
+                                      bool keep_alive, const std::string& peer) {
+    http::response<http::empty_body> head{static_cast<http::status>(response.status), version};
+    head.set(http::field::server, "podscope");
+    head.set(http::field::content_type, response.content_type);
+    for (const auto& [name, value] : response.headers) head.set(name, value);
+    head.keep_alive(keep_alive);
+    head.chunked(true);
+    http::response_serializer<http::empty_body> header(head);
+    stream.expires_after(std::chrono::seconds(limits_.progress_interval_seconds));
+    auto [head_ec, head_n] = co_await http::async_write_header(stream, header, asio::as_tuple(asio::use_awaitable));
+    if (head_ec) co_return false;
+
+    auto channel = std::make_shared<PieceChannel>(io_, kStreamPiecesQueued);
+    {
+      absl::MutexLock lock(&streams_mu_);
+      open_streams_.insert(channel);
+    }
+    asio::post(streams_, [this, channel, produce = std::move(response.stream)] {
+      const BodyWriter write = [&channel](std::string_view piece) -> absl::Status {
+        for (size_t at = 0; at < piece.size(); at += kStreamPieceBytes) {
+          try {
+            channel->async_send(boost::system::error_code{}, std::string(piece.substr(at, kStreamPieceBytes)), asio::use_future).get();
+          } catch (const std::exception&) {
+            return absl::CancelledError("the client is gone");
+          }
+        }
+        return absl::OkStatus();
+      };
+      absl::Status status;
+      try {
+        status = produce(write);
+      } catch (const std::exception& e) {
+        status = absl::InternalError(e.what());
+      }
+      const boost::system::error_code end = status.ok() ? boost::system::error_code{} : asio::error::operation_aborted;
+      try {
+        channel->async_send(end, std::string(), asio::use_future).get();  // fails at once once closed
+      } catch (const std::exception&) {
+      }
+      absl::MutexLock lock(&streams_mu_);
+      open_streams_.erase(channel);
+    });
+
+    bool whole = false;
+    ProgressDeadline progress = NewProgress();
+    while (true) {
+      auto [ec, piece] = co_await channel->async_receive(asio::as_tuple(asio::use_awaitable));
+      if (ec) break;  // the producer failed (or closed): the body ends short
+      if (piece.empty()) {
+        whole = true;
+        break;
+      }
+      stream.expires_at(progress.deadline());
+      auto [write_ec, n] =
+          co_await asio::async_write(stream, http::make_chunk(asio::buffer(piece)), asio::as_tuple(asio::use_awaitable));
+      if (TimedOut(write_ec, progress.deadline())) {
+        ++counters.timeouts_response;
+        log_.Warn("http: {} did not read its streamed response (dropped)", peer);
+      }
+      if (write_ec) break;
+      progress.Add(n, Clock::now());
+    }
+    channel->close();  // a producer still writing fails at once and stops
+    if (!whole) co_return false;
+    stream.expires_after(std::chrono::seconds(limits_.progress_interval_seconds));
+    auto [last_ec, last_n] = co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(asio::use_awaitable));
+    co_return !last_ec && keep_alive;
   }
 
   // Half-closes, then (when the client may still be sending) reads and drops what it sends for
@@ -428,6 +527,13 @@ class HttpServer::Impl {
         std::filesystem::remove(upload_path, ignored);
       }
       const int status = response.status;
+      if (response.stream) {
+        const bool reusable = co_await WriteStreamed(stream, response, version, keep_alive && read_body_ok, peer);
+        Count(status, start);
+        --in_flight_;
+        if (!reusable) break;
+        continue;
+      }
       http::response<http::string_body> out = ToMessage(std::move(response), version, keep_alive && read_body_ok);
       const beast::error_code write_ec = co_await WriteMessage(stream, out);
       if (write_ec == beast::error::timeout) {
@@ -483,6 +589,12 @@ class HttpServer::Impl {
   // Heavy handlers (imports, exports, analyses) run here, never on the I/O threads.
   asio::io_context heavy_;
   asio::executor_work_guard<asio::io_context::executor_type> heavy_work_ = asio::make_work_guard(heavy_);
+  // Streamed bodies are produced here (blocking on their client's pace), apart from the heavy
+  // pool, so slow readers can hold up other streams but never an analysis or an import.
+  asio::io_context streams_;
+  asio::executor_work_guard<asio::io_context::executor_type> stream_work_ = asio::make_work_guard(streams_);
+  absl::Mutex streams_mu_;
+  absl::flat_hash_set<std::shared_ptr<PieceChannel>> open_streams_ ABSL_GUARDED_BY(streams_mu_);
   std::vector<std::thread> threads_;
   std::vector<std::thread> heavy_threads_;
   std::atomic<bool> stopped_{false};

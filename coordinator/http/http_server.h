@@ -16,6 +16,7 @@ namespace podscope::coordinator {
 // Thread names (pthread_setname_np) of the server's two pools, as `top -H` and tests see them.
 inline constexpr char kIoThreadName[] = "podscope-http";
 inline constexpr char kHeavyThreadName[] = "podscope-heavy";
+inline constexpr char kStreamThreadName[] = "podscope-stream";
 
 struct HttpLimits {
   uint64_t max_body_bytes = 1 << 20;          // JSON request bodies
@@ -30,6 +31,7 @@ struct HttpLimits {
   uint32_t min_progress_bytes = 16 << 10;
   int io_threads = 2;
   int heavy_threads = 2;
+  int stream_threads = 2;  // streamed bodies (exports) being produced at once; more wait their turn
   std::string upload_dir = "/tmp";  // where streamed uploads land (removed after the handler)
 };
 

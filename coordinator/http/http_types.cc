@@ -93,6 +93,28 @@ const Route* Router::Match(std::string_view method, std::string_view path,
   return nullptr;
 }
 
+bool DecodeChunkedBody(std::string_view chunked, std::string* out) {
+  out->clear();
+  size_t at = 0;
+  while (true) {
+    const size_t line_end = chunked.find("\r\n", at);
+    if (line_end == std::string_view::npos) return false;
+    uint64_t size = 0;
+    size_t digits = 0;
+    for (size_t i = at; i < line_end && chunked[i] != ';'; ++i, ++digits) {
+      const int v = HexValue(chunked[i]);
+      if (v < 0 || digits >= 15) return false;
+      size = size * 16 + static_cast<uint64_t>(v);
+    }
+    if (digits == 0) return false;
+    at = line_end + 2;
+    if (size == 0) return true;  // the last chunk (trailers, if any, are not needed)
+    if (chunked.size() - at < size + 2 || chunked.substr(at + size, 2) != "\r\n") return false;
+    out->append(chunked.substr(at, size));
+    at += size + 2;
+  }
+}
+
 bool PercentDecode(std::string_view in, std::string* out) {
   out->clear();
   for (size_t i = 0; i < in.size(); ++i) {

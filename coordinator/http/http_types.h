@@ -10,7 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace podscope::coordinator {
+
+// Hands one piece of a streamed body to the client. Blocks while the client is behind (at most
+// a few pieces wait per connection) and fails once the client is gone: the producer stops then.
+using BodyWriter = std::function<absl::Status(std::string_view piece)>;
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
@@ -31,6 +37,10 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // A body too large to hold in memory (an export): when set, `body` is ignored and this is
+  // called once, on the server's stream threads, to produce the body piece by piece; it is sent
+  // chunked. An error after the first piece cuts the response short (no last chunk).
+  std::function<absl::Status(const BodyWriter& write)> stream;
 
   static HttpResponse Json(int status, std::string body);
   // RFC 9457 problem details: {"type", "title", "status", "detail"}.
@@ -60,6 +70,10 @@ class Router {
  private:
   std::vector<Route> routes_;
 };
+
+// Decodes a chunked transfer-encoded body (RFC 9112 §7.1; extensions and trailers ignored).
+// False when it is malformed or cut short (no last chunk): a streamed response that failed.
+bool DecodeChunkedBody(std::string_view chunked, std::string* out);
 
 // Splits "a=1&b=x%20y" into decoded pairs; false on malformed percent escapes.
 bool ParseQuery(std::string_view query, std::map<std::string, std::string>* out);

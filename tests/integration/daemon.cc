@@ -1,5 +1,7 @@
 #include "tests/integration/daemon.h"
 
+#include "coordinator/http/http_types.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -83,6 +85,11 @@ HttpResult HttpCall(int port, const std::string& method, const std::string& targ
     result.headers[name] = value;
   }
   result.body = raw.substr(header_end + 4);
+  if (result.headers["transfer-encoding"] == "chunked") {
+    std::string body;
+    result.complete = coordinator::DecodeChunkedBody(result.body, &body);
+    result.body = std::move(body);
+  }
   return result;
 }
 

@@ -12,7 +12,8 @@ namespace podscope::testing {
 struct HttpResult {
   int status = 0;
   std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;
+  std::string body;   // de-chunked when the response was chunked
+  bool complete = true;  // false: a chunked body that was cut short
 };
 
 // One request on a fresh connection (Connection: close). status 0 when the connection failed.
