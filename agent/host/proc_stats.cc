@@ -29,7 +29,11 @@ absl::StatusOr<CpuTimes> ReadCpuTimes(const std::string& proc_root) {
   const std::string path = proc_root + "/stat";
   absl::StatusOr<std::string> text = ReadSmallFile(path);
   if (!text.ok()) return text.status();
-  std::istringstream in(*text);
+  return ParseCpuTimes(*text, path);
+}
+
+absl::StatusOr<CpuTimes> ParseCpuTimes(const std::string& text, std::string_view path) {
+  std::istringstream in(text);
   std::string label;
   in >> label;
   if (label != "cpu") return absl::DataLossError(common::StrCat(path, ": the first line is not the aggregate \"cpu\" line"));
@@ -51,7 +55,11 @@ absl::StatusOr<int64_t> ReadMemoryUsedBytes(const std::string& proc_root) {
   const std::string path = proc_root + "/meminfo";
   absl::StatusOr<std::string> text = ReadSmallFile(path);
   if (!text.ok()) return text.status();
-  std::istringstream in(*text);
+  return ParseMemoryUsedBytes(*text, path);
+}
+
+absl::StatusOr<int64_t> ParseMemoryUsedBytes(const std::string& text, std::string_view path) {
+  std::istringstream in(text);
   std::string key, unit;
   int64_t value = 0, total = -1, available = -1;
   while (in >> key >> value) {
@@ -67,7 +75,11 @@ absl::StatusOr<NetBytes> ReadNetBytes(const std::string& proc_root) {
   const std::string path = proc_root + "/net/dev";
   absl::StatusOr<std::string> text = ReadSmallFile(path);
   if (!text.ok()) return text.status();
-  std::istringstream in(*text);
+  return ParseNetBytes(*text, path);
+}
+
+absl::StatusOr<NetBytes> ParseNetBytes(const std::string& text, std::string_view path) {
+  std::istringstream in(text);
   std::string line;
   NetBytes sum;
   int interfaces = 0;
@@ -85,7 +97,7 @@ absl::StatusOr<NetBytes> ReadNetBytes(const std::string& proc_root) {
     sum.tx += f[8];  // transmit bytes
     ++interfaces;
   }
-  if (interfaces == 0 && text->find("Inter-") == std::string::npos) {
+  if (interfaces == 0 && text.find("Inter-") == std::string::npos) {
     return absl::DataLossError(common::StrCat(path, ": not a net/dev table"));
   }
   return sum;
@@ -95,10 +107,14 @@ absl::StatusOr<uint64_t> ReadProcessCpuTicks(const std::string& proc_root, int64
   const std::string path = common::StrCat(proc_root, "/", pid, "/stat");
   absl::StatusOr<std::string> text = ReadSmallFile(path);
   if (!text.ok()) return text.status();
+  return ParseProcessCpuTicks(*text, path);
+}
+
+absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::string_view path) {
   // "pid (comm) state ppid ...": comm may hold spaces and ')', so fields count from the last ')'.
-  const size_t close = text->rfind(')');
+  const size_t close = text.rfind(')');
   if (close == std::string::npos) return absl::DataLossError(common::StrCat(path, ": no \"(comm)\""));
-  std::istringstream in(text->substr(close + 1));
+  std::istringstream in(text.substr(close + 1));
   std::string field;
   uint64_t utime = 0, stime = 0;
   // Field 3 (state) is the first after ')'; utime and stime are fields 14 and 15.

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 
@@ -28,6 +29,12 @@ absl::StatusOr<NetBytes> ReadNetBytes(const std::string& proc_root);
 
 // /proc/<pid>/stat: utime + stime of the process, in clock ticks.
 absl::StatusOr<uint64_t> ReadProcessCpuTicks(const std::string& proc_root, int64_t pid);
+
+// The parsers behind the readers, on a file's text (`path` names it in errors).
+absl::StatusOr<CpuTimes> ParseCpuTimes(const std::string& text, std::string_view path);
+absl::StatusOr<int64_t> ParseMemoryUsedBytes(const std::string& text, std::string_view path);
+absl::StatusOr<NetBytes> ParseNetBytes(const std::string& text, std::string_view path);
+absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::string_view path);
 
 // Percent of the node's CPUs busy between two readings (0..100); -1 when no time passed.
 float NodeCpuPercent(const CpuTimes& before, const CpuTimes& after);
