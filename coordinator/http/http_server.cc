@@ -410,11 +410,14 @@ class HttpServer::Impl {
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     bool drain = false;  // request bytes may still be coming that were never read
+    bool served = false;
     while (true) {
-      // Between requests a kept-alive connection may idle; once a request starts, its header
-      // has header_timeout_seconds to arrive in full.
+      // A new connection has header_timeout_seconds to start its request (one that sends
+      // nothing holds a slot no longer than a slow one); between requests a kept-alive
+      // connection may idle for idle_timeout_seconds. Once a request starts, its header has
+      // header_timeout_seconds to arrive in full.
       if (buffer.size() == 0) {
-        stream.expires_after(std::chrono::seconds(limits_.idle_timeout_seconds));
+        stream.expires_after(std::chrono::seconds(served ? limits_.idle_timeout_seconds : limits_.header_timeout_seconds));
         auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), asio::as_tuple(asio::use_awaitable));
         if (ec) break;
         buffer.commit(n);
@@ -447,6 +450,7 @@ class HttpServer::Impl {
       }
       if (ec) break;
       const auto start = Clock::now();
+      served = true;
       ++in_flight_;
       ++counters.requests;
       bool ok = true;

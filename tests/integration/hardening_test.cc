@@ -24,24 +24,12 @@
 #include "common/file_io.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/coordinator_fixture.h"
+#include "tests/integration/raw_client.h"
 #include "tests/integration/daemon.h"
 #include "tests/test_paths.h"
 
 namespace podscope::testing {
 namespace {
-
-std::string UrlEncode(const std::string& text) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += {'%', kHex[c >> 4], kHex[c & 15]};
-    }
-  }
-  return out;
-}
 
 // A Kineto trace whose host spans have the given names, 5 us each, with a 2 us kernel inside each.
 std::string HostSpanTrace(const std::vector<std::string>& names) {
@@ -92,93 +80,6 @@ TEST_F(HardeningTest, StepPatternsCannotCrashOrStallTheCoordinator) {
   expect_400("((a{100}){100}){100}", "is not a valid regex");
   EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
   EXPECT_EQ(daemon_->Terminate(), 0) << "the coordinator must still be running and stop cleanly";
-}
-
-// A TCP connection to 127.0.0.1:port from `source` (another loopback address, 127.0.0.2, is
-// another client as far as per-client limits go). -1 on failure.
-int ConnectFrom(const char* source, int port, int receive_buffer = 0) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (receive_buffer > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
-  sockaddr_in local{};
-  local.sin_family = AF_INET;
-  inet_pton(AF_INET, source, &local.sin_addr);
-  sockaddr_in remote{};
-  remote.sin_family = AF_INET;
-  remote.sin_port = htons(static_cast<uint16_t>(port));
-  remote.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0 ||
-      connect(fd, reinterpret_cast<sockaddr*>(&remote), sizeof(remote)) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval timeout{30, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  return fd;
-}
-
-bool SendAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-// Reads until the peer closes (or 30 s pass); returns what came.
-std::string ReadUntilClosed(int fd) {
-  std::string out;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  return out;
-}
-
-// Whether the peer closes `fd` (EOF or reset) within `timeout_ms`; whatever it sends meanwhile
-// (a GOAWAY, say) is read and dropped.
-bool ClosedByPeer(int fd, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  char buf[4096];
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    const ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
-  }
-  return false;
-}
-
-// CPU seconds a process has used (utime + stime).
-double CpuSeconds(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::string field;
-  uint64_t utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// The value of one sample line of /metrics ("name{labels} value").
-std::string Metric(int port, const std::string& sample) {
-  const std::string body = HttpCall(port, "GET", "/metrics").body;
-  const size_t at = body.find("\n" + sample + " ");
-  if (at == std::string::npos) return "";
-  const size_t start = at + sample.size() + 2;
-  return body.substr(start, body.find('\n', start) - start);
-}
-
-// Peak resident memory of a process (VmHWM), in bytes; 0 when unreadable.
-uint64_t PeakRssBytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
 }
 
 // Defect 3: a 1 MiB gzip upload that inflates to 1 GiB was inflated whole (peak 5.3 GB). Now
@@ -537,15 +438,6 @@ TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
   for (int i = 0; i < 200 && health.status != 200; ++i) health = HttpCall(port_, "GET", "/healthz");
   EXPECT_EQ(health.status, 200);
   EXPECT_NE(Metric(port_, R"(podscope_http_rejected_connections_total{reason="no_descriptors"})"), "0");
-}
-
-uint64_t RssBytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
 }
 
 // Defect 5: GET /trace built the whole export in memory (865 MB for 10 M events), and four
