@@ -113,23 +113,17 @@ inline std::string Metric(int port, const std::string& sample) {
   return body.substr(start, body.find('\n', start) - start);
 }
 
-// Peak resident memory of a process (VmHWM), in bytes; 0 when unreadable.
-inline uint64_t PeakRssBytes(pid_t pid) {
+// One memory figure of a process from /proc/<pid>/status ("VmHWM:", "VmRSS:"), in bytes; 0 when
+// unreadable.
+inline uint64_t StatusBytes(pid_t pid, const std::string& field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    if (line.rfind(field, 0) == 0) return std::stoull(line.substr(field.size())) * 1024;
   }
   return 0;
 }
-
-inline uint64_t RssBytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
-}
+inline uint64_t PeakRssBytes(pid_t pid) { return StatusBytes(pid, "VmHWM:"); }
+inline uint64_t RssBytes(pid_t pid) { return StatusBytes(pid, "VmRSS:"); }
 
 }  // namespace podscope::testing
