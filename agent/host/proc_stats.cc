@@ -23,6 +23,15 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
   return text;
 }
 
+// The next whitespace-separated field as an unsigned decimal counter. istream's >> would take
+// "-2" for 2^64 - 2 (and a sum of such counters wraps): a counter is digits only, at most 2^60.
+bool NextCounter(std::istringstream& in, uint64_t* out) {
+  std::string field;
+  if (!(in >> field)) return false;
+  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), *out);
+  return ec == std::errc() && end == field.data() + field.size() && *out <= (uint64_t{1} << 60);
+}
+
 }  // namespace
 
 absl::StatusOr<CpuTimes> ReadCpuTimes(const std::string& proc_root) {
@@ -39,10 +48,14 @@ absl::StatusOr<CpuTimes> ParseCpuTimes(const std::string& text, std::string_view
   if (label != "cpu") return absl::DataLossError(common::StrCat(path, ": the first line is not the aggregate \"cpu\" line"));
   // user nice system idle iowait irq softirq steal [guest guest_nice: already inside user/nice]
   uint64_t v[8] = {0};
+  std::string line;
+  std::getline(in, line);
+  std::istringstream fields(line);
   for (int i = 0; i < 8; ++i) {
-    if (!(in >> v[i])) {
-      if (i >= 4) break;  // very old kernels stop after idle
-      return absl::DataLossError(common::StrCat(path, ": the cpu line has ", i, " fields, want at least 4"));
+    if (!NextCounter(fields, &v[i])) {
+      if (i >= 4 && fields.eof()) break;  // very old kernels stop after idle
+      return absl::DataLossError(common::StrCat(path, ": the cpu line's field ", i + 1,
+                                                i >= 4 ? " is not a counter" : " is missing or not a counter"));
     }
   }
   CpuTimes t;
@@ -68,6 +81,9 @@ absl::StatusOr<int64_t> ParseMemoryUsedBytes(const std::string& text, std::strin
     if (key == "MemAvailable:") available = value;
   }
   if (total < 0 || available < 0) return absl::DataLossError(common::StrCat(path, ": no MemTotal / MemAvailable"));
+  if (total > (int64_t{1} << 50) || available > total) {
+    return absl::DataLossError(common::StrCat(path, ": MemTotal ", total, " kB and MemAvailable ", available, " kB make no sense"));
+  }
   return (total - available) * 1024;
 }
 
@@ -91,7 +107,7 @@ absl::StatusOr<NetBytes> ParseNetBytes(const std::string& text, std::string_view
     std::istringstream fields(line.substr(colon + 1));
     uint64_t f[9] = {0};
     int n = 0;
-    while (n < 9 && fields >> f[n]) ++n;
+    while (n < 9 && NextCounter(fields, &f[n])) ++n;
     if (n < 9) return absl::DataLossError(common::StrCat(path, ": interface ", name, " has ", n, " counters, want 16"));
     sum.rx += f[0];  // receive bytes
     sum.tx += f[8];  // transmit bytes
@@ -123,7 +139,7 @@ absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::stri
     if (i != 14 && i != 15) continue;
     uint64_t value = 0;
     const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
-    if (ec != std::errc() || end != field.data() + field.size()) {
+    if (ec != std::errc() || end != field.data() + field.size() || value > (uint64_t{1} << 60)) {
       return absl::DataLossError(common::StrCat(path, ": field ", i, " is '", field, "', not a tick count"));
     }
     (i == 14 ? utime : stime) = value;

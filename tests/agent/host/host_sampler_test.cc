@@ -162,5 +162,22 @@ TEST(HostSamplerTest, TheThreadSamplesOnlyWhileAcquired) {
   EXPECT_GE(sampler.samples(), 2u);
 }
 
+// Found by fuzzing (podscope_proc_fuzz): istream's >> read "-2" as 2^64 - 2, so a garbled
+// /proc/stat gave a busy time larger than the total. Counters are digits only now.
+TEST(ProcStatsTest, SignedOrHugeCountersAreErrorsNotWrappedNumbers) {
+  EXPECT_FALSE(ParseCpuTimes("cpu  4705 3  85-2\x8f""349 23 0 10 0 0\n", "stat").ok());
+  EXPECT_FALSE(ParseCpuTimes("cpu  4705 -3 85 349 23 0 10 0\n", "stat").ok());
+  EXPECT_FALSE(ParseCpuTimes("cpu  18446744073709551615 1 1 1\n", "stat").ok());
+  absl::StatusOr<CpuTimes> ok = ParseCpuTimes("cpu  4705 356 584 3699 23 0 12 0 0 0\n", "stat");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->busy, 4705u + 356 + 584 + 12);
+  EXPECT_EQ(ok->total, ok->busy + 3699 + 23);
+  EXPECT_TRUE(ParseCpuTimes("cpu  1 2 3 4\n", "stat").ok()) << "old kernels stop after idle";
+  EXPECT_FALSE(ParseMemoryUsedBytes("MemTotal: 9223372036854775807 kB\nMemAvailable: 1 kB\n", "meminfo").ok());
+  EXPECT_FALSE(ParseMemoryUsedBytes("MemTotal: 10 kB\nMemAvailable: 20 kB\n", "meminfo").ok());
+  EXPECT_FALSE(ParseNetBytes("Inter-|\n eth0: -1 0 0 0 0 0 0 0 5 0 0 0 0 0 0 0\n", "net/dev").ok());
+  EXPECT_FALSE(ParseProcessCpuTicks("1 (x) S 1 1 1 0 -1 0 0 0 0 0 18446744073709551615 1 0\n", "1/stat").ok());
+}
+
 }  // namespace
 }  // namespace podscope::agent::host
