@@ -20,18 +20,24 @@ grpc::Status ToGrpc(const absl::Status& s) {
 }
 
 // What an agent says of its workers is kept in the registry and shown to people: bounded in
-// count and size, printable.
-absl::Status ValidateWorkers(const google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>& workers,
-                             const AgentServiceOptions& options) {
-  if (workers.size() > options.max_workers_per_agent) {
+// count (an agent over it is refused), and each worker's fields bounded and printable. A worker
+// described badly (a training process with a garbled PODSCOPE_JOB, say) is dropped with a
+// warning naming it, so that one process cannot cut its whole node off.
+absl::Status ValidateWorkers(google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>* workers,
+                             const AgentServiceOptions& options, std::string_view agent) {
+  if (workers->size() > options.max_workers_per_agent) {
     return absl::InvalidArgumentError(common::StrCat("an agent may serve at most ", options.max_workers_per_agent, " workers"));
   }
-  for (const v1::WorkerDescriptor& w : workers) {
-    if (absl::Status s = storage::ValidateJobName(w.job()); !s.ok()) return s;
-    if (w.rank() < 0) return absl::InvalidArgumentError("ranks are non-negative");
-    if (w.host().size() > 256 || w.device().size() > 256 || w.collector().size() > 64) {
-      return absl::InvalidArgumentError("a worker's host and device are at most 256 bytes, its collector 64");
+  for (int i = workers->size() - 1; i >= 0; --i) {
+    const v1::WorkerDescriptor& w = workers->Get(i);
+    absl::Status s = storage::ValidateJobName(w.job());
+    if (s.ok() && w.rank() < 0) s = absl::InvalidArgumentError("ranks are non-negative");
+    if (s.ok() && (w.host().size() > 256 || w.device().size() > 256 || w.collector().size() > 64)) {
+      s = absl::InvalidArgumentError("a worker's host and device are at most 256 bytes, its collector 64");
     }
+    if (s.ok()) continue;
+    spdlog::warn("agent {}: worker rank {} pid {} ignored: {}", agent, w.rank(), w.pid(), std::string(s.message()));
+    workers->DeleteSubrange(i, 1);
   }
   return absl::OkStatus();
 }
@@ -47,7 +53,7 @@ absl::Status ValidateHello(const v1::AgentHello& hello, const AgentServiceOption
   for (const char c : hello.agent_id() + hello.host()) {
     if (c < 0x20 || c > 0x7e) return absl::InvalidArgumentError("agent_id and host must be printable ASCII");
   }
-  return ValidateWorkers(hello.workers(), options);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -147,6 +153,8 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
     if (agent_id_.empty()) {
       if (!m.has_hello()) return absl::InvalidArgumentError("the first message on the control stream must be a hello");
       if (absl::Status s = ValidateHello(m.hello(), service_.options_); !s.ok()) return s;
+      v1::AgentHello hello = m.hello();
+      if (absl::Status s = ValidateWorkers(hello.mutable_workers(), service_.options_, hello.agent_id()); !s.ok()) return s;
       v1::CoordinatorMessage welcome;
       v1::Welcome* w = welcome.mutable_welcome();
       w->set_coordinator_id(service_.options_.coordinator_id);
@@ -155,7 +163,7 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
       w->set_heartbeat_interval_ms(service_.options_.heartbeat_interval_ms);
       w->set_clock_sync_interval_ms(service_.options_.clock_sync_interval_ms);
       Enqueue(welcome);
-      absl::StatusOr<bool> new_instance = service_.registry_.Connected(m.hello(), peer_, link_);
+      absl::StatusOr<bool> new_instance = service_.registry_.Connected(hello, peer_, link_);
       if (!new_instance.ok()) {
         spdlog::warn("agent session from {} refused: {}", peer_, std::string(new_instance.status().message()));
         return new_instance.status();
@@ -164,7 +172,7 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
       // Another process under this id (restarted, or moved): its clock is not the old one's.
       if (*new_instance) service_.aligner_.Forget(agent_id_);
       spdlog::info("agent {} connected from {} ({} workers, protocol {}.{}, version {})", agent_id_, peer_,
-                   m.hello().workers_size(), m.hello().protocol_major(), m.hello().protocol_minor(), m.hello().version());
+                   hello.workers_size(), m.hello().protocol_major(), m.hello().protocol_minor(), m.hello().version());
       for (const v1::CaptureStatus& c : m.hello().captures()) service_.scheduler_.OnCaptureStatus(agent_id_, c);
       return absl::OkStatus();
     }
@@ -172,11 +180,13 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
     switch (m.kind_case()) {
       case v1::AgentMessage::kHeartbeat:
         break;
-      case v1::AgentMessage::kWorkers:
-        if (absl::Status s = ValidateWorkers(m.workers().workers(), service_.options_); !s.ok()) return s;
+      case v1::AgentMessage::kWorkers: {
+        v1::WorkersChanged workers = m.workers();
+        if (absl::Status s = ValidateWorkers(workers.mutable_workers(), service_.options_, agent_id_); !s.ok()) return s;
         if (!service_.registry_.IsCurrent(agent_id_, link_.get())) break;
-        service_.registry_.WorkersChanged(agent_id_, m.workers());
+        service_.registry_.WorkersChanged(agent_id_, workers);
         break;
+      }
       case v1::AgentMessage::kClock: {
         if (m.clock().samples_size() > service_.options_.max_samples_per_report) {
           return absl::InvalidArgumentError("too many clock samples in one report");

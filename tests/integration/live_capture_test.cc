@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agent/agent_clock.h"
+#include "common/protocol_version.h"
 #include "podscope/v1/agent.grpc.pb.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/daemon.h"
@@ -436,6 +437,38 @@ TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
   EXPECT_NE(status.error_message().find("agent protocol 99.0 is not supported by this coordinator (protocol 1.0)"),
             std::string::npos)
       << status.error_message();
+}
+
+// A worker an agent describes badly (here a job name with a terminal escape, as a training
+// process with a garbled PODSCOPE_JOB would give) is dropped with a warning; the agent and its
+// other workers are served.
+TEST_F(LiveCaptureTest, ABadlyDescribedWorkerIsDroppedNotItsWholeAgent) {
+  StartCoordinator();
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials());
+  auto stub = v1::AgentService::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->Connect(&context);
+  v1::AgentMessage hello;
+  v1::AgentHello* h = hello.mutable_hello();
+  h->set_protocol_major(common::kAgentProtocolMajor);
+  h->set_agent_id("mixed");
+  h->set_instance_id("i1");
+  for (const char* job : {"good-job", "bad\x1b[2Jjob"}) {
+    v1::WorkerDescriptor* w = h->add_workers();
+    w->set_job(job);
+    w->set_rank(static_cast<int32_t>(h->workers_size() - 1));
+    w->set_pid(100 + h->workers_size());
+  }
+  ASSERT_TRUE(stream->Write(hello));
+  v1::CoordinatorMessage reply;
+  ASSERT_TRUE(stream->Read(&reply));
+  EXPECT_TRUE(reply.has_welcome());
+  EXPECT_NE(coordinator_->WaitForLog("agent mixed: worker rank 1 pid 102 ignored: job may only hold printable ASCII"), "");
+  simdjson::dom::element workers = Json(HttpCall(http_port_, "GET", "/v1/workers").body);
+  ASSERT_EQ(workers["workers"].get_array().size(), 1u);
+  EXPECT_EQ(workers["workers"].at(0)["job"].get_string().value(), "good-job");
+  context.TryCancel();
 }
 
 }  // namespace
