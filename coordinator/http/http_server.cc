@@ -203,7 +203,11 @@ class HttpServer::Impl {
   asio::awaitable<void> Accept() {
     asio::steady_timer backoff(io_);
     while (acceptor_.is_open()) {
-      auto [ec, socket] = co_await acceptor_.async_accept(asio::as_tuple(asio::use_awaitable));
+      // Each connection lives on its own strand: the session coroutine and the stream's timer
+      // handlers (a deadline can fire while no operation is pending) never run at once on the
+      // two I/O threads. beast::tcp_stream is not thread-safe.
+      auto [ec, socket] =
+          co_await acceptor_.async_accept(asio::make_strand(io_), asio::as_tuple(asio::use_awaitable));
       if (ec) {
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
         if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
@@ -226,7 +230,8 @@ class HttpServer::Impl {
       const ConnectionLimits::Verdict verdict = admission_.TryAdmit(client);
       if (verdict == ConnectionLimits::Verdict::kAdmitted) {
         counters.open_connections = admission_.open();
-        asio::co_spawn(io_, Session(std::move(socket), std::move(client), remote.port()), asio::detached);
+        auto executor = socket.get_executor();
+        asio::co_spawn(executor, Session(std::move(socket), std::move(client), remote.port()), asio::detached);
         continue;
       }
       const bool server_full = verdict == ConnectionLimits::Verdict::kServerFull;
@@ -238,7 +243,8 @@ class HttpServer::Impl {
       log_.Warn("http: refused a connection from {}: {}", client, detail);
       if (refusals_in_flight_ < kMaxRefusalsInFlight) {
         ++refusals_in_flight_;
-        asio::co_spawn(io_, Refuse(std::move(socket), detail), asio::detached);
+        auto executor = socket.get_executor();
+        asio::co_spawn(executor, Refuse(std::move(socket), detail), asio::detached);
       }
     }
   }
