@@ -111,6 +111,21 @@ class LiveCaptureTest : public ::testing::Test {
     return agent::AgentClock(std::stoll(m[1]), std::stoll(m[2]) / 1000.0, std::stoll(m[3]));
   }
 
+  // A control stream to the coordinator opened by hand, to send what no real agent would.
+  struct RawAgentSession {
+    std::unique_ptr<v1::AgentService::Stub> stub;
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>> stream;
+  };
+  std::unique_ptr<RawAgentSession> OpenRawAgentSession() {
+    auto session = std::make_unique<RawAgentSession>();
+    session->stub = v1::AgentService::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials()));
+    session->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    session->stream = session->stub->Connect(&session->context);
+    return session;
+  }
+
   ScratchDir dir_;
   std::string config_;
   int starts_ = 0;
@@ -421,11 +436,8 @@ TEST_F(LiveCaptureTest, BadCaptureRequestsAreRefusedClearly) {
 
 TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
   StartCoordinator();
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials());
-  auto stub = v1::AgentService::NewStub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto stream = stub->Connect(&context);
+  std::unique_ptr<RawAgentSession> session = OpenRawAgentSession();
+  auto& stream = session->stream;
   v1::AgentMessage hello;
   hello.mutable_hello()->set_protocol_major(99);
   hello.mutable_hello()->set_agent_id("future");
@@ -444,11 +456,8 @@ TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
 // other workers are served.
 TEST_F(LiveCaptureTest, ABadlyDescribedWorkerIsDroppedNotItsWholeAgent) {
   StartCoordinator();
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials());
-  auto stub = v1::AgentService::NewStub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto stream = stub->Connect(&context);
+  std::unique_ptr<RawAgentSession> session = OpenRawAgentSession();
+  auto& stream = session->stream;
   v1::AgentMessage hello;
   v1::AgentHello* h = hello.mutable_hello();
   h->set_protocol_major(common::kAgentProtocolMajor);
@@ -468,7 +477,7 @@ TEST_F(LiveCaptureTest, ABadlyDescribedWorkerIsDroppedNotItsWholeAgent) {
   simdjson::dom::element workers = Json(HttpCall(http_port_, "GET", "/v1/workers").body);
   ASSERT_EQ(workers["workers"].get_array().size(), 1u);
   EXPECT_EQ(workers["workers"].at(0)["job"].get_string().value(), "good-job");
-  context.TryCancel();
+  session->context.TryCancel();
 }
 
 }  // namespace
