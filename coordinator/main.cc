@@ -19,7 +19,6 @@
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/agents/agent_service.h"
 #include "coordinator/agents/clock_keeper.h"
-#include "coordinator/agents/grpc_connection_gate.h"
 #include "coordinator/api/live_api.h"
 #include "coordinator/api/rest_api.h"
 #include "coordinator/capture/capture_scheduler.h"
@@ -40,7 +39,6 @@ struct Settings {
   std::string data_dir = "podscope-data";
   podscope::coordinator::SchedulerOptions scheduler;
   podscope::coordinator::AgentServiceOptions agents;
-  podscope::coordinator::GrpcGateOptions grpc_gate;
   podscope::coordinator::ClockKeeperOptions clock_keeper;
   HttpLimits http_limits;
   ApiLimits api_limits;
@@ -123,12 +121,7 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
       const boost::json::object& a = o.at("agents").as_object();
       podscope::common::RequireKnownKeys(a, "agents",
                                          {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
-                                          "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
-                                          "max_connections", "max_connections_per_client"});
-      if (a.contains("max_connections")) s->grpc_gate.max_connections = a.at("max_connections").to_number<uint32_t>();
-      if (a.contains("max_connections_per_client")) {
-        s->grpc_gate.max_connections_per_client = a.at("max_connections_per_client").to_number<uint32_t>();
-      }
+                                          "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection"});
       if (a.contains("max_idle_connection_ms")) s->agents.max_idle_connection_ms = a.at("max_idle_connection_ms").to_number<uint32_t>();
       if (a.contains("max_grpc_memory_bytes")) s->agents.max_grpc_memory_bytes = a.at("max_grpc_memory_bytes").to_number<uint64_t>();
       if (a.contains("max_streams_per_connection")) {
@@ -258,17 +251,8 @@ int main(int argc, char** argv) {
   api.set_live_lookup([&scheduler](const std::string& id) { return scheduler.LiveRecord(id); });
   podscope::coordinator::AgentService agent_service(registry, aligner, scheduler, settings.agents, NowNs);
   grpc::ServerBuilder builder;
-  // podscope accepts the agents' connections itself (bounded, all and per client address) and
-  // hands them to gRPC.
-  podscope::coordinator::GrpcConnectionGate grpc_gate(
-      settings.grpc_gate, builder.experimental().AddExternalConnectionAcceptor(
-                              grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
-                              grpc::InsecureServerCredentials()));
-  absl::StatusOr<uint16_t> grpc_bound = grpc_gate.Listen(grpc_host, grpc_port);
-  if (!grpc_bound.ok()) {
-    spdlog::error("{} (address in use?)", std::string(grpc_bound.status().message()));
-    return 1;
-  }
+  int grpc_bound = 0;
+  builder.AddListeningPort(settings.grpc, grpc::InsecureServerCredentials(), &grpc_bound);
   builder.RegisterService(&agent_service);
   builder.SetMaxReceiveMessageSize(64 << 20);
   // Agents ping every 20 s even when idle; allow it rather than answering with GOAWAY.
@@ -283,13 +267,12 @@ int main(int argc, char** argv) {
   quota.Resize(settings.agents.max_grpc_memory_bytes);
   builder.SetResourceQuota(quota);
   std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
-  if (!grpc_server) {
-    spdlog::error("cannot start the gRPC server");
+  if (!grpc_server || grpc_bound == 0) {
+    spdlog::error("cannot serve gRPC on {} (address in use?)", settings.grpc);
     return 1;
   }
-  grpc_gate.Start();
   // The exact line tests and scripts wait for.
-  spdlog::info("podscope-coordinator agents on grpc://{}:{}", grpc_host, *grpc_bound);
+  spdlog::info("podscope-coordinator agents on grpc://{}:{}", grpc_host, grpc_bound);
 
   podscope::coordinator::Router router;
   api.Register(router);
@@ -330,7 +313,6 @@ int main(int argc, char** argv) {
   stop_cv.notify_all();
   retention.join();
   server.Stop(/*grace_seconds=*/20);
-  grpc_gate.Stop();
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   clock_keeper.Stop();
   scheduler.Stop();
