@@ -25,8 +25,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Every simulated agent connects from 127.0.0.1: lift the per-client gRPC connection bound
+# (a config given in SCALE_COORDINATOR_CONFIG must do the same).
+if [ -z "${SCALE_COORDINATOR_CONFIG:-}" ]; then
+  SCALE_COORDINATOR_CONFIG="$RUN/coordinator.json"
+  echo '{"agents": {"max_connections_per_client": 100000}}' >"$SCALE_COORDINATOR_CONFIG"
+fi
 "$BIN/coordinator/podscope-coordinator" --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN/store" \
-  ${SCALE_COORDINATOR_CONFIG:+--config "$SCALE_COORDINATOR_CONFIG"} >"$RUN/coordinator.log" 2>&1 &
+  --config "$SCALE_COORDINATOR_CONFIG" >"$RUN/coordinator.log" 2>&1 &
 COORDINATOR=$!
 PIDS+=($COORDINATOR)
 for i in $(seq 1 100); do grep -q 'listening on http' "$RUN/coordinator.log" && break; sleep 0.05; done

@@ -16,9 +16,11 @@
 
 #include "CLI/CLI.hpp"
 #include "common/json_config.h"
+#include "common/parse_number.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/agents/agent_service.h"
 #include "coordinator/agents/clock_keeper.h"
+#include "coordinator/agents/grpc_connection_gate.h"
 #include "coordinator/api/live_api.h"
 #include "coordinator/api/rest_api.h"
 #include "coordinator/capture/capture_scheduler.h"
@@ -39,6 +41,7 @@ struct Settings {
   std::string data_dir = "podscope-data";
   podscope::coordinator::SchedulerOptions scheduler;
   podscope::coordinator::AgentServiceOptions agents;
+  podscope::coordinator::GrpcGateOptions grpc_gate;
   podscope::coordinator::ClockKeeperOptions clock_keeper;
   HttpLimits http_limits;
   ApiLimits api_limits;
@@ -121,7 +124,12 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
       const boost::json::object& a = o.at("agents").as_object();
       podscope::common::RequireKnownKeys(a, "agents",
                                          {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
-                                          "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection"});
+                                          "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
+                                          "max_connections", "max_connections_per_client"});
+      if (a.contains("max_connections")) s->grpc_gate.max_connections = a.at("max_connections").to_number<uint32_t>();
+      if (a.contains("max_connections_per_client")) {
+        s->grpc_gate.max_connections_per_client = a.at("max_connections_per_client").to_number<uint32_t>();
+      }
       if (a.contains("max_idle_connection_ms")) s->agents.max_idle_connection_ms = a.at("max_idle_connection_ms").to_number<uint32_t>();
       if (a.contains("max_grpc_memory_bytes")) s->agents.max_grpc_memory_bytes = a.at("max_grpc_memory_bytes").to_number<uint64_t>();
       if (a.contains("max_streams_per_connection")) {
@@ -152,13 +160,9 @@ bool SplitHostPort(const std::string& text, std::string* host, uint16_t* port) {
   if (colon == std::string::npos) return false;
   *host = text.substr(0, colon);
   if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
-  try {
-    const int p = std::stoi(text.substr(colon + 1));
-    if (p < 0 || p > 65535) return false;
-    *port = static_cast<uint16_t>(p);
-  } catch (const std::exception&) {
-    return false;
-  }
+  const absl::StatusOr<int64_t> p = podscope::common::ParseInt(std::string_view(text).substr(colon + 1));
+  if (!p.ok() || *p < 0 || *p > 65535) return false;
+  *port = static_cast<uint16_t>(*p);
   return !host->empty();
 }
 
@@ -251,8 +255,17 @@ int main(int argc, char** argv) {
   api.set_live_lookup([&scheduler](const std::string& id) { return scheduler.LiveRecord(id); });
   podscope::coordinator::AgentService agent_service(registry, aligner, scheduler, settings.agents, NowNs);
   grpc::ServerBuilder builder;
-  int grpc_bound = 0;
-  builder.AddListeningPort(settings.grpc, grpc::InsecureServerCredentials(), &grpc_bound);
+  // podscope accepts the agents' connections itself (bounded, all and per client address) and
+  // hands them to gRPC.
+  podscope::coordinator::GrpcConnectionGate grpc_gate(
+      settings.grpc_gate, builder.experimental().AddExternalConnectionAcceptor(
+                              grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+                              grpc::InsecureServerCredentials()));
+  absl::StatusOr<uint16_t> grpc_bound = grpc_gate.Listen(grpc_host, grpc_port);
+  if (!grpc_bound.ok()) {
+    spdlog::error("{} (address in use?)", std::string(grpc_bound.status().message()));
+    return 1;
+  }
   builder.RegisterService(&agent_service);
   builder.SetMaxReceiveMessageSize(64 << 20);
   // Agents ping every 20 s even when idle; allow it rather than answering with GOAWAY.
@@ -267,12 +280,13 @@ int main(int argc, char** argv) {
   quota.Resize(settings.agents.max_grpc_memory_bytes);
   builder.SetResourceQuota(quota);
   std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
-  if (!grpc_server || grpc_bound == 0) {
-    spdlog::error("cannot serve gRPC on {} (address in use?)", settings.grpc);
+  if (!grpc_server) {
+    spdlog::error("cannot start the gRPC server");
     return 1;
   }
+  grpc_gate.Start();
   // The exact line tests and scripts wait for.
-  spdlog::info("podscope-coordinator agents on grpc://{}:{}", grpc_host, grpc_bound);
+  spdlog::info("podscope-coordinator agents on grpc://{}:{}", grpc_host, *grpc_bound);
 
   podscope::coordinator::Router router;
   api.Register(router);
@@ -280,6 +294,7 @@ int main(int argc, char** argv) {
   live_api.Register(router);
   podscope::coordinator::HttpServer server(router, settings.http_limits);
   api.set_http_counters(&server.counters());
+  api.add_metrics_source([&grpc_gate](std::string* out) { grpc_gate.AppendMetrics(out); });
   absl::StatusOr<uint16_t> bound = server.Start(host, port);
   if (!bound.ok()) {
     spdlog::error("{}", std::string(bound.status().message()));
@@ -313,6 +328,7 @@ int main(int argc, char** argv) {
   stop_cv.notify_all();
   retention.join();
   server.Stop(/*grace_seconds=*/20);
+  grpc_gate.Stop();
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   clock_keeper.Stop();
   scheduler.Stop();

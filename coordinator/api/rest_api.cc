@@ -187,6 +187,7 @@ HttpResponse RestApi::Metrics(HttpRequest&) {
                       "# TYPE podscope_http_malformed_requests_total counter\n",
                       "podscope_http_malformed_requests_total ", counters_->malformed_requests.load(), "\n");
   }
+  for (const auto& source : metrics_sources_) source(&out);
   std::map<CaptureState, uint64_t> by_state;
   uint64_t stored = 0;
   storage::CaptureFilter page;

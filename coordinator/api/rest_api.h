@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "common/kineto/kineto_importer.h"
@@ -48,6 +49,9 @@ class RestApi {
   }
   // Counters for /metrics (may be set after Register).
   void set_http_counters(const HttpCounters* counters) { counters_ = counters; }
+  // Another part of the daemon's /metrics (Prometheus text appended to the answer); set before
+  // serving.
+  void add_metrics_source(std::function<void(std::string*)> source) { metrics_sources_.push_back(std::move(source)); }
   // Marks captures left in "importing" by a crash as failed. Call once at start-up.
   absl::Status RecoverInterruptedImports();
   // Indexes the analyses the store holds cached (evicting past the bound). Once, at start-up.
@@ -69,6 +73,7 @@ class RestApi {
   ApiLimits limits_;
   std::function<int64_t()> now_ns_;
   const HttpCounters* counters_ = nullptr;
+  std::vector<std::function<void(std::string*)>> metrics_sources_;
   std::function<std::optional<storage::CaptureRecord>(const std::string&)> live_lookup_;
   absl::Mutex& mutations_;
   AnalysisCacheIndex cache_;

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <future>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <string>
@@ -410,6 +411,37 @@ TEST_F(HardeningTest, IdleGrpcConnectionsAreClosed) {
     EXPECT_TRUE(ClosedByPeer(fd, static_cast<int>(std::max<int64_t>(left.count(), 1)))) << "an idle gRPC connection stayed open";
     close(fd);
   }
+}
+
+// Defect 8: gRPC took every connection offered. The coordinator now accepts the agents'
+// connections itself, bounded in all and per client address, and hands them to gRPC; a real
+// agent from another address still connects.
+TEST_F(HardeningTest, GrpcConnectionsAreCappedPerClient) {
+  std::ofstream(dir_.File("cap.json")) << R"({"agents": {"max_connections_per_client": 5}})";
+  StartDaemon({"--config", dir_.File("cap.json")});
+  const int grpc_port = std::stoi(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)"));
+  const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
+  std::vector<int> flood;
+  for (int i = 0; i < 20; ++i) {
+    flood.push_back(ConnectFrom("127.0.0.2", grpc_port));
+    ASSERT_GE(flood.back(), 0);
+    SendAll(flood.back(), preface);
+  }
+  // Five are served: gRPC answers the preface with its settings (and keeps them, idle, for
+  // max_idle_connection_ms: 30 s). Fifteen are closed without a byte.
+  std::map<PeerReply, int> replies;
+  for (int fd : flood) ++replies[FirstReply(fd, 10'000)];
+  EXPECT_EQ(replies[PeerReply::kData], 5);
+  EXPECT_EQ(replies[PeerReply::kClosed], 15);
+  const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"client_full\"} 15\n"), std::string::npos)
+      << metrics;
+  Daemon agent(PODSCOPE_AGENT_PATH,
+               {"--coordinator", "127.0.0.1:" + std::to_string(grpc_port), "--agent-id", "a1", "--simulate",
+                "ranks=0-1,world=2,job=capped,profile=light"},
+               dir_.File("agent.log"));
+  EXPECT_NE(daemon_->WaitForLog("agent a1 connected from"), "");
+  for (int fd : flood) close(fd);
 }
 
 // Defect 8: at the descriptor limit the REST accept loop spun at 93% CPU. It now sheds the

@@ -90,6 +90,16 @@ inline bool ClosedByPeer(int fd, int timeout_ms) {
   return false;
 }
 
+// What a peer does first on a connection: sends bytes, closes it, or (by the deadline) neither.
+enum class PeerReply { kData, kClosed, kNothing };
+inline PeerReply FirstReply(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, timeout_ms) <= 0) return PeerReply::kNothing;
+  char byte;
+  const ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
+  return n > 0 ? PeerReply::kData : PeerReply::kClosed;
+}
+
 // CPU seconds a process has used (utime + stime).
 inline double CpuSeconds(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");

@@ -1,0 +1,156 @@
+#include "coordinator/agents/grpc_connection_gate.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <grpcpp/server_builder.h>
+
+#include "common/str_util.h"
+#include "spdlog/spdlog.h"
+
+namespace podscope::coordinator {
+
+GrpcConnectionGate::GrpcConnectionGate(GrpcGateOptions options,
+                                       std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor)
+    : options_(options),
+      acceptor_(std::move(acceptor)),
+      limits_(options.max_connections, options.max_connections_per_client) {}
+
+GrpcConnectionGate::~GrpcConnectionGate() {
+  Stop();
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (reserve_fd_ >= 0) close(reserve_fd_);
+}
+
+absl::StatusOr<uint16_t> GrpcConnectionGate::Listen(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr) {
+    return absl::InvalidArgumentError(common::StrCat("bad gRPC listen address \"", host, "\""));
+  }
+  const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int one = 1;
+  const bool ok = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+                  bind(fd, found->ai_addr, found->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0;
+  freeaddrinfo(found);
+  if (!ok) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) close(fd);
+    return absl::UnavailableError(common::StrCat("cannot serve gRPC on ", host, ":", port, ": ", why));
+  }
+  listen_fd_ = fd;
+  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  sockaddr_storage bound{};
+  socklen_t length = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
+  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
+
+void GrpcConnectionGate::Start() { thread_ = std::thread([this] { AcceptLoop(); }); }
+
+void GrpcConnectionGate::Stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void GrpcConnectionGate::AcceptLoop() {
+  auto last_reap = std::chrono::steady_clock::now();
+  while (!stopping_) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    const int ready = poll(&p, 1, 200);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_reap > std::chrono::seconds(1)) {
+      absl::MutexLock lock(&mu_);
+      Reap();
+      last_reap = now;
+    }
+    if (ready <= 0) continue;
+    sockaddr_storage peer{};
+    socklen_t length = sizeof(peer);
+    // Non-blocking and without Nagle, as gRPC's own listener makes them: its external-connection
+    // handler takes the descriptor as it is, and a blocking one stalls its poller (agents then
+    // saw replies never arrive and their uploads time out).
+    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Shed the pending connection with the reserve descriptor, then let descriptors return.
+        spdlog::warn("grpc: cannot accept ({}): shedding a connection and backing off", std::strerror(errno));
+        close(reserve_fd_);
+        const int shed = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (shed >= 0) close(shed);
+        ++refused_no_descriptors_;
+        reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      continue;
+    }
+    char address[INET6_ADDRSTRLEN] = "?";
+    if (peer.ss_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&peer)->sin_addr, address, sizeof(address));
+    } else if (peer.ss_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr, address, sizeof(address));
+    }
+    absl::MutexLock lock(&mu_);
+    Release(fd);  // a descriptor number gRPC closed and the kernel gave back
+    const ConnectionLimits::Verdict verdict = limits_.TryAdmit(address);
+    if (verdict != ConnectionLimits::Verdict::kAdmitted) {
+      close(fd);
+      ++(verdict == ConnectionLimits::Verdict::kServerFull ? refused_server_full_ : refused_client_full_);
+      Reap();  // perhaps some were closed since the last look: the next one may get in
+      continue;
+    }
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct stat info {};
+    fstat(fd, &info);
+    handed_[fd] = Handed{address, info.st_ino};
+    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters parameters;
+    parameters.listener_fd = listen_fd_;
+    parameters.fd = fd;
+    acceptor_->HandleNewConnection(&parameters);  // gRPC owns the descriptor from here
+  }
+}
+
+void GrpcConnectionGate::Release(int fd) {
+  auto it = handed_.find(fd);
+  if (it == handed_.end()) return;
+  limits_.Release(it->second.client);
+  handed_.erase(it);
+}
+
+void GrpcConnectionGate::Reap() {
+  std::vector<int> gone;
+  for (const auto& [fd, handed] : handed_) {
+    struct stat info {};
+    if (fstat(fd, &info) != 0 || info.st_ino != handed.inode || !S_ISSOCK(info.st_mode)) gone.push_back(fd);
+  }
+  for (int fd : gone) Release(fd);
+}
+
+void GrpcConnectionGate::AppendMetrics(std::string* out) const {
+  common::StrAppend(out, "# HELP podscope_grpc_open_connections Agent (gRPC) connections open.\n",
+                    "# TYPE podscope_grpc_open_connections gauge\n",
+                    "podscope_grpc_open_connections ", open_connections(), "\n",
+                    "# HELP podscope_grpc_rejected_connections_total Agent (gRPC) connections refused, by reason.\n",
+                    "# TYPE podscope_grpc_rejected_connections_total counter\n",
+                    "podscope_grpc_rejected_connections_total{reason=\"server_full\"} ", refused_server_full_.load(), "\n",
+                    "podscope_grpc_rejected_connections_total{reason=\"client_full\"} ", refused_client_full_.load(), "\n",
+                    "podscope_grpc_rejected_connections_total{reason=\"no_descriptors\"} ",
+                    refused_no_descriptors_.load(), "\n");
+}
+
+}  // namespace podscope::coordinator

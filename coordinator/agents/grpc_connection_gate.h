@@ -1,0 +1,72 @@
+// The agents' gRPC port, accepted by podscope rather than by gRPC, so that connections are
+// bounded: all of them, and per client address (gRPC 1.51 has no such bound; 2,000 idle HTTP/2
+// connections were accepted). An admitted connection is handed to the gRPC server through its
+// external-connection acceptor, with the server's credentials, and counted until gRPC closes
+// it; a refused one is closed at once (agents retry with backoff). Out of descriptors, the gate
+// sheds the pending connection with a reserve descriptor and backs off instead of spinning.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/http/connection_limits.h"
+
+namespace grpc::experimental {
+class ExternalConnectionAcceptor;
+}
+
+namespace podscope::coordinator {
+
+struct GrpcGateOptions {
+  uint32_t max_connections = 16384;
+  uint32_t max_connections_per_client = 64;
+};
+
+// Owned by the daemon's main; Listen and Start/Stop from one thread, its own thread accepts.
+class GrpcConnectionGate {
+ public:
+  GrpcConnectionGate(GrpcGateOptions options, std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor);
+  ~GrpcConnectionGate();
+
+  // Binds and listens; port 0 picks a free one. Returns the bound port.
+  absl::StatusOr<uint16_t> Listen(const std::string& host, uint16_t port);
+  void Start();
+  void Stop();
+
+  uint32_t open_connections() const { return limits_.open(); }
+  uint64_t refused() const { return refused_server_full_ + refused_client_full_ + refused_no_descriptors_; }
+  // Prometheus text: the open connections and those refused, by reason.
+  void AppendMetrics(std::string* out) const;
+
+ private:
+  struct Handed {
+    std::string client;
+    ino_t inode = 0;
+  };
+  void AcceptLoop();
+  // Forgets the connections gRPC has closed (their descriptor is closed or now another file).
+  void Reap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Release(int fd) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const GrpcGateOptions options_;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
+  ConnectionLimits limits_;
+  int listen_fd_ = -1;
+  int reserve_fd_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> refused_server_full_{0}, refused_client_full_{0}, refused_no_descriptors_{0};
+  std::thread thread_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<int, Handed> handed_ ABSL_GUARDED_BY(mu_);  // by descriptor
+};
+
+}  // namespace podscope::coordinator
