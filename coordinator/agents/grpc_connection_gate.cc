@@ -89,10 +89,10 @@ void GrpcConnectionGate::AcceptLoop() {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Shed the pending connection with the reserve descriptor, then let descriptors return.
         spdlog::warn("grpc: cannot accept ({}): shedding a connection and backing off", std::strerror(errno));
+        ++refused_no_descriptors_;
         close(reserve_fd_);
         const int shed = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (shed >= 0) close(shed);
-        ++refused_no_descriptors_;
         reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
@@ -108,8 +108,9 @@ void GrpcConnectionGate::AcceptLoop() {
     Release(fd);  // a descriptor number gRPC closed and the kernel gave back
     const ConnectionLimits::Verdict verdict = limits_.TryAdmit(address);
     if (verdict != ConnectionLimits::Verdict::kAdmitted) {
-      close(fd);
+      // Counted before the close, so that a client that saw its connection closed sees the count.
       ++(verdict == ConnectionLimits::Verdict::kServerFull ? refused_server_full_ : refused_client_full_);
+      close(fd);
       Reap();  // perhaps some were closed since the last look: the next one may get in
       continue;
     }
