@@ -1,5 +1,8 @@
 #include "coordinator/analysis/breakdown.h"
 
+#include <algorithm>
+#include <climits>
+
 #include "absl/container/flat_hash_map.h"
 #include "coordinator/analysis/parallel_for.h"
 
@@ -126,6 +129,7 @@ WorkerBreakdown ComputeWorkerBreakdown(const WorkerTrace& w, const WorkerSteps& 
   const std::vector<IntervalSet> cls = ActivityClasses(w, collective_wait);
   std::vector<const IntervalSet*> classes;
   for (const IntervalSet& set : cls) classes.push_back(&set);
+  TimeNs previous_end = INT64_MIN;
   for (const StepSpan& step : steps.steps) {
     if (!step.has_device()) continue;
     StepBreakdown b;
@@ -134,6 +138,17 @@ WorkerBreakdown ComputeWorkerBreakdown(const WorkerTrace& w, const WorkerSteps& 
     b.span_ns = step.device.length();
     SweepClasses(classes, step.device.start, step.device.end,
                  [&b](TimeNs s, TimeNs e, uint32_t mask) { Account(b, e - s, mask); });
+    if (previous_end != INT64_MIN && previous_end < step.device.start) {
+      StepBreakdown gap;
+      SweepClasses(classes, previous_end, step.device.start,
+                   [&gap](TimeNs s, TimeNs e, uint32_t mask) { Account(gap, e - s, mask); });
+      b.before_ns = step.device.start - previous_end;
+      b.before_input_ns = gap.idle_input_ns;
+      b.before_launch_ns = gap.idle_launch_ns;
+      b.before_host_ns = gap.idle_host_ns;
+      b.before_other_ns = b.before_ns - gap.idle_input_ns - gap.idle_launch_ns - gap.idle_host_ns;
+    }
+    previous_end = std::max(previous_end, step.device.end);
     out.steps.push_back(b);
   }
   return out;

@@ -27,6 +27,12 @@ struct StepBreakdown {
   TimeNs idle_launch_ns = 0;  // device idle, host in a CUDA call or a launch in flight
   TimeNs idle_host_ns = 0;    // device idle, host busy in other work
   TimeNs idle_other_ns = 0;
+  // Before the span: from the previous step's span to this one's, the device ran none of either
+  // step's work (0 for a worker's first step). Split by what the host did, as the idle
+  // categories; `before_other_ns` also holds device work launched outside any step. Not part of
+  // the span: an input-bound worker's dataloader usually runs here, before its first kernel.
+  TimeNs before_ns = 0;
+  TimeNs before_input_ns = 0, before_launch_ns = 0, before_host_ns = 0, before_other_ns = 0;
 
   TimeNs Sum() const {
     return compute_ns + overlap_ns + communication_ns + memcpy_ns + idle_input_ns +

@@ -1,8 +1,13 @@
 #include "coordinator/analysis/stragglers.h"
 
 #include <algorithm>
+#include <array>
+#include <climits>
 #include <cmath>
 #include <set>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "coordinator/analysis/steps.h"
 
@@ -28,55 +33,155 @@ std::vector<double> RobustZ(const std::vector<double>& x) {
   return z;
 }
 
-struct MeanBreakdown {
-  double compute = 0, input = 0, launch = 0, host = 0, step = 0;
+// The partition's categories (DESIGN §7) a straggler's extra time is named by. Compute and
+// overlap count as one, the time computation kernels ran: a straggler waits less at collectives,
+// so less of its communication hides behind computation and its overlap turns into compute
+// without any computation growing.
+enum Category : size_t {
+  kComputeKernels,
+  kCommTransfer,
+  kCommWait,
+  kMemcpy,
+  kIdleInput,
+  kIdleLaunch,
+  kIdleHost,
+  kIdleOther,
+  kCategoryCount,
 };
+constexpr const char* kCategoryNames[kCategoryCount] = {"compute+overlap", "comm_transfer", "comm_wait",
+                                                        "memcpy",          "idle_input",    "idle_launch",
+                                                        "idle_host",       "idle_other"};
+using CategoryMeans = std::array<double, kCategoryCount>;
 
-MeanBreakdown MeanOf(const WorkerBreakdown& b) {
-  MeanBreakdown m;
+// Per step, as the steps report partitions it; the idle categories take in the device idle
+// before each step's span too (an input-bound worker's dataloader runs there).
+CategoryMeans MeansOf(const WorkerBreakdown& b) {
+  CategoryMeans m{};
   if (b.steps.empty()) return m;
   for (const StepBreakdown& s : b.steps) {
-    m.compute += static_cast<double>(s.compute_ns + s.overlap_ns);
-    m.step += static_cast<double>(s.span_ns);
+    m[kComputeKernels] += static_cast<double>(s.compute_ns + s.overlap_ns);
+    m[kCommTransfer] += static_cast<double>(s.comm_transfer_ns);
+    m[kCommWait] += static_cast<double>(s.comm_wait_ns);
+    m[kMemcpy] += static_cast<double>(s.memcpy_ns);
+    m[kIdleInput] += static_cast<double>(s.idle_input_ns + s.before_input_ns);
+    m[kIdleLaunch] += static_cast<double>(s.idle_launch_ns + s.before_launch_ns);
+    m[kIdleHost] += static_cast<double>(s.idle_host_ns + s.before_host_ns);
+    m[kIdleOther] += static_cast<double>(s.idle_other_ns + s.before_other_ns);
   }
-  const double n = static_cast<double>(b.steps.size());
-  m.compute /= n;
-  m.step /= n;
+  for (double& v : m) v /= static_cast<double>(b.steps.size());
   return m;
 }
 
-// Host-side time per step, averaged over the worker's steps: input (dataloader spans), launch
-// (CUDA calls that launch work; synchronisation calls are waiting, not work) and other host
-// work (operator spans minus the two). Measured over the host step, since input-bound time
-// usually lies before the step's first device activity.
-void AddHostProfile(const common::WorkerTrace& w, const WorkerSteps& steps, MeanBreakdown* m) {
-  if (steps.steps.empty()) return;
-  IntervalSet input, launch, ops;
-  for (size_t i = 0; i < w.host_spans.size(); ++i) {
-    const common::HostSpanCategory c = w.host_spans.category[i];
-    if (c == common::HostSpanCategory::kInput) input.push_back({w.host_spans.start[i], w.host_spans.end[i]});
-    if (c == common::HostSpanCategory::kOp || c == common::HostSpanCategory::kOptimizer ||
-        c == common::HostSpanCategory::kPython) {
-      ops.push_back({w.host_spans.start[i], w.host_spans.end[i]});
-    }
-  }
-  for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
-    if (w.runtime_calls.correlation[i] >= 0) launch.push_back({w.runtime_calls.start[i], w.runtime_calls.end[i]});
-  }
-  Normalize(&input);
-  Normalize(&launch);
-  Normalize(&ops);
-  const IntervalSet other = Subtract(Subtract(ops, input), launch);
-  double in = 0, la = 0, ho = 0;
+// Time per step by name of what lies behind a category: kernels for the device categories,
+// host operators, input spans or CUDA calls for the idle ones. Counted over the worker's steps.
+absl::flat_hash_map<std::string, double> TimeByName(const common::WorkerTrace& w, const WorkerSteps& steps,
+                                                   Category category) {
+  absl::flat_hash_map<std::string, double> out;
+  if (steps.steps.empty()) return out;
+  absl::flat_hash_map<common::NameId, double> by_id;
+  TimeNs from = INT64_MAX, to = INT64_MIN;
   for (const StepSpan& s : steps.steps) {
-    in += static_cast<double>(TotalLength(Clip(input, s.host.start, s.host.end)));
-    la += static_cast<double>(TotalLength(Clip(launch, s.host.start, s.host.end)));
-    ho += static_cast<double>(TotalLength(Clip(other, s.host.start, s.host.end)));
+    from = std::min({from, s.host.start, s.has_device() ? s.device.start : INT64_MAX});
+    to = std::max({to, s.host.end, s.has_device() ? s.device.end : INT64_MIN});
   }
-  const double n = static_cast<double>(steps.steps.size());
-  m->input = in / n;
-  m->launch = la / n;
-  m->host = ho / n;
+  auto add = [&](common::NameId name, TimeNs start, TimeNs end) {
+    if (start >= from && start < to && end > start) by_id[name] += static_cast<double>(end - start);
+  };
+  switch (category) {
+    case kComputeKernels:
+    case kCommTransfer:
+    case kCommWait: {
+      const bool compute = category == kComputeKernels;
+      const common::KernelTable& k = w.kernels;
+      for (size_t i = 0; i < k.size(); ++i) {
+        if ((k.kernel_class[i] == common::KernelClass::kCompute) == compute &&
+            k.kernel_class[i] != common::KernelClass::kSync) {
+          add(k.name[i], k.start[i], k.end[i]);
+        }
+      }
+      break;
+    }
+    case kMemcpy:
+      for (size_t i = 0; i < w.memcpys.size(); ++i) add(w.memcpys.name[i], w.memcpys.start[i], w.memcpys.end[i]);
+      break;
+    case kIdleInput:
+    case kIdleHost:
+      for (size_t i = 0; i < w.host_spans.size(); ++i) {
+        const common::HostSpanCategory c = w.host_spans.category[i];
+        const bool input = c == common::HostSpanCategory::kInput;
+        const bool op = c == common::HostSpanCategory::kOp || c == common::HostSpanCategory::kOptimizer ||
+                        c == common::HostSpanCategory::kPython;
+        if (category == kIdleInput ? input : op) add(w.host_spans.name[i], w.host_spans.start[i], w.host_spans.end[i]);
+      }
+      break;
+    case kIdleLaunch:
+      for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
+        add(w.runtime_calls.name[i], w.runtime_calls.start[i], w.runtime_calls.end[i]);
+      }
+      break;
+    case kIdleOther:
+    case kCategoryCount:
+      break;
+  }
+  for (const auto& [name, total] : by_id) {
+    out[std::string(w.strings.Get(name))] += total / static_cast<double>(steps.steps.size());
+  }
+  return out;
+}
+
+// The three names that grew most on worker `w` against the median worker.
+std::vector<NamedExcess> TopExcess(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
+                                   size_t w, Category category) {
+  std::vector<absl::flat_hash_map<std::string, double>> by_worker(capture.size());
+  for (size_t i = 0; i < capture.size() && i < steps.size(); ++i) {
+    by_worker[i] = TimeByName(capture.worker(i), steps[i], category);
+  }
+  std::vector<NamedExcess> top;
+  for (const auto& [name, mine] : by_worker[w]) {
+    std::vector<double> all;
+    all.reserve(by_worker.size());
+    for (const auto& other : by_worker) {
+      auto it = other.find(name);
+      all.push_back(it == other.end() ? 0.0 : it->second);
+    }
+    const double median = Median(std::move(all));
+    if (mine > median) top.push_back({name, static_cast<TimeNs>(mine), static_cast<TimeNs>(median)});
+  }
+  std::sort(top.begin(), top.end(), [](const NamedExcess& a, const NamedExcess& b) {
+    const TimeNs ea = a.worker_ns - a.median_ns, eb = b.worker_ns - b.median_ns;
+    return ea != eb ? ea > eb : a.name < b.name;
+  });
+  if (top.size() > 3) top.resize(3);
+  return top;
+}
+
+// What each straggler cost, and all of them together: the replayed step time without their
+// lateness (step_replay.h).
+void AddStepTimeLoss(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
+                     const CommunicationReport& communication, StragglerReport* report) {
+  if (report->stragglers.empty()) return;
+  const StepReplay replay(capture, steps, communication);
+  std::vector<uint32_t> all;
+  for (Straggler& s : report->stragglers) {
+    all.push_back(s.worker);
+    absl::StatusOr<StepTimeLoss> loss = replay.LossOf({s.worker});
+    if (!loss.ok()) {
+      report->loss_error = std::string(loss.status().message());
+      return;
+    }
+    s.step_time_loss_ns = loss->loss_ns;
+    s.step_losses = std::move(loss->steps);
+  }
+  if (all.size() == 1) {
+    report->step_time_loss_ns = report->stragglers[0].step_time_loss_ns;
+    return;
+  }
+  absl::StatusOr<StepTimeLoss> joint = replay.LossOf(all);
+  if (joint.ok()) {
+    report->step_time_loss_ns = joint->loss_ns;
+  } else {
+    report->loss_error = std::string(joint.status().message());
+  }
 }
 
 }  // namespace
@@ -127,29 +232,26 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
     }
   }
 
-  // Per-worker step means, and the compute outlier score.
-  std::vector<MeanBreakdown> mean(n);
+  // Per-worker step means by partition category, and the compute outlier score (on compute
+  // kernel time per step: compute + overlap).
+  std::vector<CategoryMeans> mean(n, CategoryMeans{});
   std::vector<double> compute(n), step_sum(n);
   for (size_t w = 0; w < n && w < breakdown.size(); ++w) {
-    mean[w] = MeanOf(breakdown[w]);
-    AddHostProfile(capture.worker(w), steps[w], &mean[w]);
-    compute[w] = mean[w].compute;
+    mean[w] = MeansOf(breakdown[w]);
+    compute[w] = mean[w][kComputeKernels];
     for (const StepBreakdown& s : breakdown[w].steps) step_sum[w] += static_cast<double>(s.span_ns);
-    report.workers[w].mean_step_ns = static_cast<TimeNs>(mean[w].step);
+    if (!breakdown[w].steps.empty()) {
+      report.workers[w].mean_step_ns = static_cast<TimeNs>(step_sum[w] / static_cast<double>(breakdown[w].steps.size()));
+    }
   }
   const std::vector<double> z = RobustZ(compute);
   const double median_compute = Median(compute);
   report.window_step_time_ns = static_cast<TimeNs>(Median(step_sum));
-  MeanBreakdown median_worker;
-  {
-    std::vector<double> c, i, l, h;
-    for (const MeanBreakdown& m : mean) {
-      c.push_back(m.compute);
-      i.push_back(m.input);
-      l.push_back(m.launch);
-      h.push_back(m.host);
-    }
-    median_worker = {Median(c), Median(i), Median(l), Median(h), 0};
+  CategoryMeans median_worker{};
+  for (size_t c = 0; c < kCategoryCount; ++c) {
+    std::vector<double> v;
+    for (const CategoryMeans& m : mean) v.push_back(m[c]);
+    median_worker[c] = Median(std::move(v));
   }
 
   // With few workers everyone holds a large fair share of the caused delay: require clearly
@@ -176,6 +278,7 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
 
     Straggler s;
     s.rank = l.rank;
+    s.worker = static_cast<uint32_t>(w);
     s.host = l.host;
     s.caused_delay_ns = l.caused_delay_ns;
     s.last_arriver_share = l.last_arriver_share;
@@ -183,14 +286,16 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
     s.reason = by_delay ? "caused_delay" : "compute_outlier";
     s.clock_error_bound_ns = report.clock_error_bound_ns;
     s.compute_z = l.compute_z;
-    // Where the extra time went: the largest excess over the median worker.
-    const std::pair<double, const char*> excess[] = {
-        {mean[w].compute - median_worker.compute, "compute"},
-        {mean[w].input - median_worker.input, "input"},
-        {mean[w].launch - median_worker.launch, "launch"},
-        {mean[w].host - median_worker.host, "host"},
-    };
-    s.category = std::max_element(std::begin(excess), std::end(excess))->second;
+    // Where the extra time went: the partition category that grew most against the median
+    // worker, with what lies behind it.
+    size_t grew = kComputeKernels;
+    for (size_t c = 0; c < kCategoryCount; ++c) {
+      if (mean[w][c] - median_worker[c] > mean[w][grew] - median_worker[grew]) grew = c;
+    }
+    s.category = kCategoryNames[grew];
+    s.evidence.worker_ns = static_cast<TimeNs>(mean[w][grew]);
+    s.evidence.median_ns = static_cast<TimeNs>(median_worker[grew]);
+    s.evidence.top = TopExcess(capture, steps, w, static_cast<Category>(grew));
     const common::HostSampleTable& hs = capture.worker(w).host_samples;
     if (hs.size() > 0) {
       s.max_cpu_percent = *std::max_element(hs.cpu_percent.begin(), hs.cpu_percent.end());
@@ -204,6 +309,7 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
   }
   std::sort(report.stragglers.begin(), report.stragglers.end(),
             [](const Straggler& a, const Straggler& b) { return a.caused_delay_ns > b.caused_delay_ns; });
+  AddStepTimeLoss(capture, steps, communication, &report);
   return report;
 }
 

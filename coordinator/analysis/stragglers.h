@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/capture.h"
 #include "coordinator/analysis/breakdown.h"
 #include "coordinator/analysis/communication.h"
+#include "coordinator/analysis/step_replay.h"
 
 namespace podscope::coordinator::analysis {
 
@@ -34,13 +36,39 @@ struct WorkerLateness {
   TimeNs mean_step_ns = 0;
 };
 
+// One name (a kernel, host operator, input span or CUDA call) behind a category's growth.
+struct NamedExcess {
+  std::string name;
+  TimeNs worker_ns = 0;  // per step on the straggler
+  TimeNs median_ns = 0;  // per step on the median worker
+};
+
+// Why a straggler's category was named: its time per step against the median worker's.
+struct CategoryEvidence {
+  TimeNs worker_ns = 0;
+  TimeNs median_ns = 0;
+  std::vector<NamedExcess> top;  // what grew most behind it, at most 3
+};
+
 struct Straggler {
   int32_t rank = 0;
+  uint32_t worker = 0;  // index in the capture view
   std::string host;
+  // Ranks stragglers: the waiting this worker alone caused, summed over collectives. Not the
+  // cost: waiting at one bucket often overlaps the worker's own compute for the next.
   TimeNs caused_delay_ns = 0;
+  // The cost: step time the job would have saved had it arrived with the others (step_replay.h);
+  // unknown when the replay found no order.
+  std::optional<TimeNs> step_time_loss_ns;
+  std::vector<StepLoss> step_losses;  // by step
   double last_arriver_share = 0;
   std::vector<int64_t> steps;  // steps in which it caused delay
-  std::string category;        // where its extra time went: compute, input, launch, host
+  // Where its extra time went: the partition category (breakdown.h; compute and overlap as one,
+  // "compute+overlap"; comm_transfer, comm_wait, memcpy, idle_input, idle_launch, idle_host,
+  // idle_other, the idle ones with the device idle before each step's span) that grew most per
+  // step against the median worker.
+  std::string category;
+  CategoryEvidence evidence;
   std::string reason;          // "caused_delay" or "compute_outlier"
   TimeNs clock_error_bound_ns = 0;
   double compute_z = 0;
@@ -55,6 +83,9 @@ struct StragglerReport {
   TimeNs clock_error_bound_ns = 0;
   TimeNs total_caused_delay_ns = 0;
   TimeNs window_step_time_ns = 0;
+  // Step time saved had every straggler arrived with the others (unknown: see loss_error).
+  std::optional<TimeNs> step_time_loss_ns;
+  std::string loss_error;
   std::vector<Straggler> stragglers;     // most severe first
   std::vector<WorkerLateness> workers;   // every worker, by rank
 };

@@ -32,6 +32,19 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   cmd->add_option("--top", o.top, "Kernels listed per worker and pod-wide (0: all)")->capture_default_str();
+  cmd->footer(
+      "Steps: each step's device span is partitioned, instant by instant: compute (only computation kernels),\n"
+      "overlap (computation and communication together), comm_wait (only communication kernels waiting for\n"
+      "the last rank), comm_transfer (only communication moving data), memcpy (only copies); device idle:\n"
+      "idle_input (host in a dataloader span), idle_launch (host in a CUDA call or a launch in flight),\n"
+      "idle_host (host in other framework work), idle_other. 'before' is the device idle since the previous\n"
+      "step's span, split the same way.\n"
+      "Stragglers: step-time loss is the cost (the step time saved had the worker arrived with the others,\n"
+      "replayed from the trace's dependencies); caused delay (its arrival minus the second-last, summed)\n"
+      "ranks them and overstates the cost. A worker is named for caused delay, or for compute kernel time\n"
+      "per step with a robust z-score >= 3.5 (0.6745 x (x - median) / median absolute deviation). Its\n"
+      "category is the partition category that grew most against the median worker, with the kernels,\n"
+      "host operators, dataloader spans or CUDA calls behind it.");
   return cmd;
 }
 

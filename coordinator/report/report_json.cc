@@ -1,5 +1,7 @@
 #include "coordinator/report/report_json.h"
 
+#include <optional>
+
 #include "common/json_writer.h"
 
 namespace podscope::coordinator {
@@ -17,6 +19,9 @@ void BreakdownFields(JsonWriter& w, const StepBreakdown& s) {
   w.Char(',').Key("memcpy_other_ns").Int(s.memcpy_other_ns);
   w.Char(',').Key("idle_input_ns").Int(s.idle_input_ns).Char(',').Key("idle_launch_ns").Int(s.idle_launch_ns);
   w.Char(',').Key("idle_host_ns").Int(s.idle_host_ns).Char(',').Key("idle_other_ns").Int(s.idle_other_ns);
+  w.Char(',').Key("before_ns").Int(s.before_ns).Char(',').Key("before_input_ns").Int(s.before_input_ns);
+  w.Char(',').Key("before_launch_ns").Int(s.before_launch_ns).Char(',').Key("before_host_ns").Int(s.before_host_ns);
+  w.Char(',').Key("before_other_ns").Int(s.before_other_ns);
 }
 
 void Steps(JsonWriter& w, const std::vector<WorkerBreakdown>& b) {
@@ -77,15 +82,37 @@ void Communication(JsonWriter& w, const CommunicationReport& c, const common::Ca
   w.Raw("]}");
 }
 
+void OptionalInt(JsonWriter& w, const std::optional<TimeNs>& v) {
+  if (v.has_value()) {
+    w.Int(*v);
+  } else {
+    w.Raw("null");
+  }
+}
+
 void Stragglers(JsonWriter& w, const StragglerReport& r) {
   w.Raw("{\"stragglers\":[");
   for (size_t i = 0; i < r.stragglers.size(); ++i) {
     const Straggler& s = r.stragglers[i];
     w.Raw(i ? "," : "").Raw("{\"rank\":").Int(s.rank).Raw(",\"host\":").String(s.host);
-    w.Raw(",\"caused_delay_ns\":").Int(s.caused_delay_ns);
-    w.Raw(",\"last_arriver_share\":").Fixed(s.last_arriver_share, 4).Raw(",\"steps\":[");
+    w.Raw(",\"caused_delay_ns\":").Int(s.caused_delay_ns).Raw(",\"step_time_loss_ns\":");
+    OptionalInt(w, s.step_time_loss_ns);
+    w.Raw(",\"step_losses\":[");
+    for (size_t k = 0; k < s.step_losses.size(); ++k) {
+      w.Raw(k ? ",{\"step\":" : "{\"step\":").Int(s.step_losses[k].step);
+      w.Raw(",\"loss_ns\":").Int(s.step_losses[k].loss_ns).Char('}');
+    }
+    w.Raw("],\"last_arriver_share\":").Fixed(s.last_arriver_share, 4).Raw(",\"steps\":[");
     for (size_t k = 0; k < s.steps.size(); ++k) w.Raw(k ? "," : "").Int(s.steps[k]);
-    w.Raw("],\"category\":").String(s.category).Raw(",\"reason\":").String(s.reason);
+    w.Raw("],\"category\":").String(s.category);
+    w.Raw(",\"evidence\":{\"worker_ns\":").Int(s.evidence.worker_ns).Raw(",\"median_ns\":").Int(s.evidence.median_ns);
+    w.Raw(",\"top\":[");
+    for (size_t k = 0; k < s.evidence.top.size(); ++k) {
+      const NamedExcess& e = s.evidence.top[k];
+      w.Raw(k ? ",{\"name\":" : "{\"name\":").String(e.name).Raw(",\"worker_ns\":").Int(e.worker_ns);
+      w.Raw(",\"median_ns\":").Int(e.median_ns).Char('}');
+    }
+    w.Raw("]},\"reason\":").String(s.reason);
     w.Raw(",\"clock_error_bound_ns\":").Int(s.clock_error_bound_ns).Raw(",\"compute_z\":").Fixed(s.compute_z, 2);
     if (s.max_cpu_percent >= 0) {
       w.Raw(",\"host_evidence\":{\"max_cpu_percent\":").Fixed(s.max_cpu_percent, 1);
@@ -95,7 +122,9 @@ void Stragglers(JsonWriter& w, const StragglerReport& r) {
     w.Char('}');
   }
   w.Raw("],\"aligned\":").Bool(r.aligned).Raw(",\"clock_error_bound_ns\":").Int(r.clock_error_bound_ns);
-  w.Raw(",\"total_caused_delay_ns\":").Int(r.total_caused_delay_ns);
+  w.Raw(",\"total_caused_delay_ns\":").Int(r.total_caused_delay_ns).Raw(",\"step_time_loss_ns\":");
+  OptionalInt(w, r.step_time_loss_ns);
+  if (!r.loss_error.empty()) w.Raw(",\"loss_error\":").String(r.loss_error);
   w.Raw(",\"window_step_time_ns\":").Int(r.window_step_time_ns).Raw(",\"workers\":[");
   for (size_t i = 0; i < r.workers.size(); ++i) {
     const WorkerLateness& l = r.workers[i];

@@ -1,5 +1,8 @@
 #include "coordinator/report/report_table.h"
 
+#include <optional>
+#include <string>
+
 #include "fmt/format.h"
 
 namespace podscope::coordinator {
@@ -14,16 +17,17 @@ std::string Truncate(std::string_view s, size_t n) {
 }
 
 void Steps(std::string& out, const std::vector<WorkerBreakdown>& b) {
-  out += "== steps: per-step breakdown (ms; the categories sum to the span)\n";
-  out += fmt::format("{:>5} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "rank",
+  out += "== steps: per-step breakdown (ms; the categories sum to the span; before = device idle since the "
+         "previous step's span)\n";
+  out += fmt::format("{:>5} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "rank",
                      "step", "span", "compute", "overlap", "comm_wait", "comm_xfer", "memcpy", "idle_in",
-                     "idle_lch", "idle_hst", "idle_oth");
+                     "idle_lch", "idle_hst", "idle_oth", "before");
   for (const WorkerBreakdown& w : b) {
     for (const StepBreakdown& s : w.steps) {
-      out += fmt::format("{:>5} {:>7} {:>9.3f} {:>9.3f} {:>8.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f}\n",
+      out += fmt::format("{:>5} {:>7} {:>9.3f} {:>9.3f} {:>8.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f}\n",
                          w.rank, s.step, Ms(s.span_ns), Ms(s.compute_ns), Ms(s.overlap_ns), Ms(s.comm_wait_ns),
                          Ms(s.comm_transfer_ns), Ms(s.memcpy_ns), Ms(s.idle_input_ns), Ms(s.idle_launch_ns),
-                         Ms(s.idle_host_ns), Ms(s.idle_other_ns));
+                         Ms(s.idle_host_ns), Ms(s.idle_other_ns), Ms(s.before_ns));
     }
     if (w.steps.empty()) out += fmt::format("{:>5} (no steps: {})\n", w.rank, StepSourceName(w.step_source));
   }
@@ -53,24 +57,40 @@ void Communication(std::string& out, const CommunicationReport& c) {
   }
 }
 
+std::string LossMs(const std::optional<TimeNs>& loss) { return loss ? fmt::format("{:.3f} ms", Ms(*loss)) : "unknown"; }
+
 void Stragglers(std::string& out, const StragglerReport& r) {
-  out += fmt::format("== stragglers ({}; clock error bound {:.3f} ms; total caused delay {:.3f} ms over {:.3f} ms of steps)\n",
-                     r.aligned ? "aligned arrivals" : "min-duration fallback", Ms(r.clock_error_bound_ns),
-                     Ms(r.total_caused_delay_ns), Ms(r.window_step_time_ns));
-  if (r.stragglers.empty()) out += "no straggler found\n";
+  out += fmt::format("== stragglers ({}; clock error bound {:.3f} ms)\n",
+                     r.aligned ? "aligned arrivals" : "min-duration fallback", Ms(r.clock_error_bound_ns));
+  if (r.stragglers.empty()) {
+    out += fmt::format("no straggler found ({:.3f} ms of steps)\n", Ms(r.window_step_time_ns));
+  } else {
+    out += fmt::format("step-time loss {} of {:.3f} ms of steps: the time saved had the stragglers arrived with the others\n",
+                       LossMs(r.step_time_loss_ns), Ms(r.window_step_time_ns));
+    if (!r.loss_error.empty()) out += "  (" + r.loss_error + ")\n";
+  }
   for (const Straggler& s : r.stragglers) {
     std::string steps;
     for (size_t i = 0; i < s.steps.size() && i < 12; ++i) steps += fmt::format("{}{}", i ? "," : "", s.steps[i]);
     if (s.steps.size() > 12) steps += ",...";
-    out += fmt::format("rank {}{}: caused {:.3f} ms of waiting, last to arrive in {:.0f}% of collectives, "
-                       "extra time in {}, steps [{}] ({}, compute z={:.1f})\n",
-                       s.rank, s.host.empty() ? "" : " (" + s.host + ")", Ms(s.caused_delay_ns),
-                       100 * s.last_arriver_share, s.category, steps, s.reason, s.compute_z);
+    out += fmt::format("rank {}{}: step-time loss {}; caused delay {:.3f} ms (waiting it alone caused, the ranking "
+                       "signal), last to arrive in {:.0f}% of collectives, steps [{}] ({}, compute z={:.1f})\n",
+                       s.rank, s.host.empty() ? "" : " (" + s.host + ")", LossMs(s.step_time_loss_ns), Ms(s.caused_delay_ns),
+                       100 * s.last_arriver_share, steps, s.reason, s.compute_z);
+    out += fmt::format("  extra time in {}: {:.3f} ms per step against {:.3f} ms on the median worker (+{:.3f} ms)\n",
+                       s.category, Ms(s.evidence.worker_ns), Ms(s.evidence.median_ns),
+                       Ms(s.evidence.worker_ns - s.evidence.median_ns));
+    for (const NamedExcess& e : s.evidence.top) {
+      out += fmt::format("    {}: {:.3f} ms per step against {:.3f} ms\n", Truncate(e.name, 72), Ms(e.worker_ns),
+                         Ms(e.median_ns));
+    }
     if (s.max_cpu_percent >= 0) {
       out += fmt::format("  host: max CPU {:.0f}%, min SM clock {} MHz, throttle reasons 0x{:x}\n", s.max_cpu_percent,
                          s.min_gpu_sm_clock_mhz, s.gpu_throttle_reasons);
     }
   }
+  out += fmt::format("total caused delay {:.3f} ms (summed over collectives; overstates the cost)\n",
+                     Ms(r.total_caused_delay_ns));
 }
 
 void Bandwidth(std::string& out, const BandwidthReport& r) {

@@ -52,6 +52,32 @@ TEST(BreakdownTest, HandComputedPartition) {
   EXPECT_DOUBLE_EQ(s.OverlapPercent(), 100.0 * 1000 / 3000);
 }
 
+// The device idle between two steps' spans is the second step's `before`, split by what the
+// host did: here a dataloader, an operator and a launch, as an input-bound step would show.
+TEST(BreakdownTest, TheIdleBeforeAStepIsSplitByTheHost) {
+  // Step 1's span ends at 3000. Step 2's host: nothing in [3000, 3500), dataloader
+  // [3500, 6000), an op [6000, 6900), the launch call [6950, 6955) and its latency to 7000.
+  common::WorkerTrace w = HandTrace()
+                              .Step(1, 0, 3'200)
+                              .Kernel(1000, 3000, "gemm", 900)
+                              .Step(2, 3'200, 10'000)
+                              .Span(3500, 6000, "enumerate(DataLoader)", common::HostSpanCategory::kInput)
+                              .Span(6000, 6900, "aten::cat", common::HostSpanCategory::kOp)
+                              .Kernel(7000, 8000, "gemm", 6950)
+                              .Build();
+  const WorkerBreakdown b = ComputeWorkerBreakdown(w, FindSteps(w), nullptr);
+  ASSERT_EQ(b.steps.size(), 2u);
+  EXPECT_EQ(b.steps[0].before_ns, 0);  // nothing known before the first step
+  const StepBreakdown& s = b.steps[1];
+  EXPECT_EQ(s.span, (Interval{7000, 8000}));
+  EXPECT_EQ(s.before_ns, 4000);
+  EXPECT_EQ(s.before_input_ns, 2500);
+  EXPECT_EQ(s.before_host_ns, 900);
+  EXPECT_EQ(s.before_launch_ns, 50);
+  EXPECT_EQ(s.before_other_ns, 500 + 50);  // [3000, 3500) and [6900, 6950)
+  EXPECT_EQ(s.Sum(), s.span_ns);           // `before` is not part of the span
+}
+
 TEST(BreakdownTest, WaitComesFromTheCommunicationReport) {
   common::WorkerTrace w = HandTrace()
                               .Step(1, 0, 10'000)

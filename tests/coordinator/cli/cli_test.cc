@@ -147,7 +147,9 @@ TEST(CliSimulateTest, SimulatedStragglerIsNamedByAnalyze) {
   RunResult r = RunCli("analyze --report stragglers --format json --clocks aligned " + dir.File("job"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(R"({"stragglers":[{"rank":5,"host":"")"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(R"("category":"compute","reason":"caused_delay")"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(R"("category":"compute+overlap","evidence":{)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(R"("reason":"caused_delay")"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(R"("step_time_loss_ns":)"), std::string::npos) << r.output;
   RunResult bad = RunCli("simulate --ranks 4 --straggler 9:1.1 -o " + dir.File("x"));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("straggler rank 9 is not below --ranks 4"), std::string::npos) << bad.output;
