@@ -88,7 +88,7 @@ void GrpcConnectionGate::AcceptLoop() {
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Shed the pending connection with the reserve descriptor, then let descriptors return.
-        spdlog::warn("grpc: cannot accept ({}): shedding a connection and backing off", std::strerror(errno));
+        log_.Warn("grpc: cannot accept ({}): shedding a connection and backing off", std::strerror(errno));
         ++refused_no_descriptors_;
         close(reserve_fd_);
         const int shed = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -109,8 +109,14 @@ void GrpcConnectionGate::AcceptLoop() {
     const ConnectionLimits::Verdict verdict = limits_.TryAdmit(address);
     if (verdict != ConnectionLimits::Verdict::kAdmitted) {
       // Counted before the close, so that a client that saw its connection closed sees the count.
-      ++(verdict == ConnectionLimits::Verdict::kServerFull ? refused_server_full_ : refused_client_full_);
+      const bool server_full = verdict == ConnectionLimits::Verdict::kServerFull;
+      ++(server_full ? refused_server_full_ : refused_client_full_);
       close(fd);
+      log_.Warn("grpc: refused a connection from {}: {}", address,
+                server_full ? common::StrCat("the coordinator holds its ", options_.max_connections,
+                                             " agent connections (agents.max_connections)")
+                            : common::StrCat("that address holds its ", options_.max_connections_per_client,
+                                             " agent connections (agents.max_connections_per_client)"));
       Reap();  // perhaps some were closed since the last look: the next one may get in
       continue;
     }

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/http/connection_limits.h"
+#include "coordinator/http/rate_limited_log.h"
 
 namespace grpc::experimental {
 class ExternalConnectionAcceptor;
@@ -64,6 +65,7 @@ class GrpcConnectionGate {
   int reserve_fd_ = -1;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> refused_server_full_{0}, refused_client_full_{0}, refused_no_descriptors_{0};
+  RateLimitedLog log_{"grpc"};
   std::thread thread_;
   absl::Mutex mu_;
   absl::flat_hash_map<int, Handed> handed_ ABSL_GUARDED_BY(mu_);  // by descriptor

@@ -25,6 +25,7 @@
 #include "common/str_util.h"
 #include "coordinator/http/connection_limits.h"
 #include "coordinator/http/progress_deadline.h"
+#include "coordinator/http/rate_limited_log.h"
 #include "spdlog/spdlog.h"
 
 namespace podscope::coordinator {
@@ -54,41 +55,6 @@ constexpr size_t kStreamPiecesQueued = 4;
 // Pieces of a streamed body, from the producer's thread to the session's coroutine. An empty
 // piece with no error ends the body; an error ends it short.
 using PieceChannel = asio::experimental::concurrent_channel<void(boost::system::error_code, std::string)>;
-
-// Logs at most kLinesPerSecond lines a second for one kind of event and says how many it
-// dropped, so that a flood of bad requests cannot flood the log. Any thread.
-class RateLimitedLog {
- public:
-  static constexpr int kLinesPerSecond = 5;
-
-  template <typename... Args>
-  void Warn(fmt::format_string<Args...> format, Args&&... args) {
-    const int64_t second = std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
-    uint64_t dropped = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      if (second != second_) {
-        dropped = dropped_;
-        second_ = second;
-        lines_ = 0;
-        dropped_ = 0;
-      }
-      if (lines_ >= kLinesPerSecond) {
-        ++dropped_;
-        return;
-      }
-      ++lines_;
-    }
-    if (dropped > 0) spdlog::warn("http: {} more such lines were not logged", dropped);
-    spdlog::warn(format, std::forward<Args>(args)...);
-  }
-
- private:
-  absl::Mutex mu_;
-  int64_t second_ ABSL_GUARDED_BY(mu_) = 0;
-  int lines_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
-};
 
 // "application/json", whatever its case and parameters ("; charset=utf-8").
 bool IsJsonMediaType(std::string_view content_type) {
@@ -593,7 +559,7 @@ class HttpServer::Impl {
   const Router& router_;
   HttpLimits limits_;
   ConnectionLimits admission_;
-  RateLimitedLog log_;
+  RateLimitedLog log_{"http"};
   asio::io_context io_;
   tcp::acceptor acceptor_{io_};
   // Heavy handlers (imports, exports, analyses) run here, never on the I/O threads.

@@ -436,6 +436,7 @@ TEST_F(HardeningTest, GrpcConnectionsAreCappedPerClient) {
   const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
   EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"client_full\"} 15\n"), std::string::npos)
       << metrics;
+  EXPECT_NE(daemon_->WaitForLog("grpc: refused a connection from 127.0.0.2: that address holds its 5 agent connections"), "");
   Daemon agent(PODSCOPE_AGENT_PATH,
                {"--coordinator", "127.0.0.1:" + std::to_string(grpc_port), "--agent-id", "a1", "--simulate",
                 "ranks=0-1,world=2,job=capped,profile=light"},
