@@ -389,6 +389,38 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   return response;
 }
 
+// A capture whose trace is not there yet (or will never be) answers 409 saying which, rather than
+// an analysis or an export of nothing that looks like a clean result.
+std::optional<HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) const {
+  CaptureRecord record = stored;
+  if (live_lookup_) {
+    if (std::optional<CaptureRecord> live = live_lookup_(stored.id)) record = *std::move(live);
+  }
+  switch (record.state) {
+    case CaptureState::kPending:
+    case CaptureState::kArmed:
+    case CaptureState::kCapturing:
+    case CaptureState::kUploading:
+    case CaptureState::kImporting:
+      return HttpResponse::Problem(
+          409, "Conflict",
+          common::StrCat("capture ", record.id, " is still ", CaptureStateName(record.state),
+                         ": ask again once it has ended (podscope capture --wait, or GET /v1/captures/", record.id,
+                         " until its state is complete, partial, failed or cancelled)"));
+    case CaptureState::kComplete:
+    case CaptureState::kPartial:
+    case CaptureState::kFailed:
+    case CaptureState::kCancelled:
+      break;
+  }
+  if (record.events == 0) {
+    return HttpResponse::Problem(409, "Conflict",
+                                 common::StrCat("capture ", record.id, " (", CaptureStateName(record.state),
+                                                ") holds no events", record.error.empty() ? "" : ": ", record.error));
+  }
+  return std::nullopt;
+}
+
 HttpResponse RestApi::Report(HttpRequest& r) {
   const std::string report = r.params["report"];
   if (std::find(std::begin(analysis::kReportNames), std::end(analysis::kReportNames), report) ==
@@ -398,9 +430,7 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   const std::string id = r.params["id"];
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
   if (!record.ok()) return FromStatus(record.status());
-  if (record->state == CaptureState::kImporting) {
-    return HttpResponse::Problem(409, "Conflict", common::StrCat("capture ", id, " is still importing"));
-  }
+  if (std::optional<HttpResponse> refused = NotAnalysable(*record)) return *std::move(refused);
   analysis::AnalysisRequest request;
   request.reports = {report};
   if (absl::Status s = RequestFromQuery(r, &request); !s.ok()) return FromStatus(s);
@@ -445,13 +475,14 @@ HttpResponse RestApi::Report(HttpRequest& r) {
 // piece at a time, at the client's pace, and never held whole in memory.
 HttpResponse RestApi::Trace(HttpRequest& r) {
   const std::string id = r.params["id"];
-  const std::string gzip = r.Query("gzip", "false");
-  if (gzip != "true" && gzip != "false") return HttpResponse::Problem(400, "Bad Request", "gzip must be true or false");
+  const std::string gzip_text = r.Query("gzip", "false");
+  if (gzip_text != "true" && gzip_text != "false" && gzip_text != "1" && gzip_text != "0") {
+    return HttpResponse::Problem(400, "Bad Request", "gzip must be true, false, 1 or 0");
+  }
+  const std::string gzip = gzip_text == "1" || gzip_text == "true" ? "true" : "false";
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
   if (!record.ok()) return FromStatus(record.status());
-  if (record->state == CaptureState::kImporting) {
-    return HttpResponse::Problem(409, "Conflict", common::StrCat("capture ", id, " is still importing"));
-  }
+  if (std::optional<HttpResponse> refused = NotAnalysable(*record)) return *std::move(refused);
   HttpResponse response = HttpResponse::Json(200, "");
   if (gzip == "true") response.content_type = "application/gzip";
   response.headers.emplace_back("Content-Disposition",

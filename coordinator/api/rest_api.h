@@ -68,6 +68,7 @@ class RestApi {
   HttpResponse Import(HttpRequest& request);
   HttpResponse Report(HttpRequest& request);
   HttpResponse Trace(HttpRequest& request);
+  std::optional<HttpResponse> NotAnalysable(const storage::CaptureRecord& record) const;
 
   storage::TraceStore& store_;
   ApiLimits limits_;

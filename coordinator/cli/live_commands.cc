@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "common/parse_number.h"
 #include "common/str_util.h"
 #include "coordinator/cli/http_client.h"
 #include "coordinator/cli/terminal_progress.h"
@@ -18,6 +19,12 @@ namespace {
 int Fail(const std::string& command, const std::string& message) {
   std::fprintf(stderr, "podscope %s: %s\n", command.c_str(), message.c_str());
   return 1;
+}
+
+// A command line that cannot be run as given: exit code 2, as CLI11's own usage errors.
+int Usage(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "podscope %s: %s\n", command.c_str(), message.c_str());
+  return 2;
 }
 
 std::string Str(simdjson::dom::element e) {
@@ -46,23 +53,22 @@ std::string RankRanges(std::vector<int64_t> ranks) {
 }  // namespace
 
 absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
-  std::string_view number = text;
-  double scale = 1;
+  // The unit is required: a bare "2" was read as 2 ms where 2 s was meant.
+  std::string_view number;
+  double scale = 0;
   if (text.ends_with("ms")) {
-    number = text.substr(0, text.size() - 2);
+    number = text.substr(0, text.size() - 2), scale = 1;
   } else if (text.ends_with("s")) {
     number = text.substr(0, text.size() - 1), scale = 1000;
   } else if (text.ends_with("m")) {
     number = text.substr(0, text.size() - 1), scale = 60'000;
   }
-  try {
-    size_t used = 0;
-    const double v = std::stod(std::string(number), &used);
-    if (used != number.size() || !(v >= 0) || v * scale > 86'400'000) throw std::invalid_argument("range");
-    return static_cast<int64_t>(std::llround(v * scale));
-  } catch (const std::exception&) {
-    return absl::InvalidArgumentError(common::StrCat("\"", text, "\" is not a duration (e.g. 1500ms, 2s, 1.5m)"));
+  const absl::StatusOr<double> v = common::ParseDouble(number);
+  if (scale == 0 || !v.ok() || !(*v >= 0) || *v * scale > 86'400'000) {
+    return absl::InvalidArgumentError(
+        common::StrCat("\"", text, "\" is not a duration with a unit (ms, s or m; e.g. 1500ms, 2s, 1.5m)"));
   }
+  return static_cast<int64_t>(std::llround(*v * scale));
 }
 
 absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text) {
@@ -163,9 +169,13 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
   absl::StatusOr<int64_t> delay = ParseDurationMs(o.delay);
   absl::StatusOr<int64_t> timeout = ParseDurationMs(o.timeout);
   for (const auto* s : {&duration, &delay, &timeout}) {
-    if (!s->ok()) return Fail("capture", std::string(s->status().message()));
+    if (!s->ok()) return Usage("capture", std::string(s->status().message()));
   }
-  if (*duration == 0) return Fail("capture", "--duration must be positive");
+  if (*duration == 0) return Usage("capture", "--duration must be positive");
+  if (!o.trace_path.empty() && !o.wait) {
+    return Usage("capture", "--trace needs --wait (the trace is written once the capture has ended; without "
+                            "--wait, fetch it later with podscope trace)");
+  }
   std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"duration_ms\":", *duration, ",\"delay_ms\":", *delay);
   if (o.job.find_first_of("\"\\") != std::string::npos) return Fail("capture", "job names may not hold quotes or backslashes");
   if (!o.ranks.empty()) {

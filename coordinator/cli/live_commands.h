@@ -17,7 +17,7 @@ struct LiveOptions {
   // capture
   std::string job;
   std::string duration = "2s";
-  std::string delay = "0";
+  std::string delay = "0ms";
   std::string ranks;  // "0-7,12"; empty: all
   uint64_t max_events_per_worker = 0;
   bool wait = false;

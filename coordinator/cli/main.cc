@@ -59,12 +59,22 @@ int main(int argc, char** argv) {
   podscope::coordinator::LiveOptions live;
   const podscope::coordinator::LiveCommands live_cmds = podscope::coordinator::AddLiveCommands(app, live);
 
-  CLI11_PARSE(app, argc, argv);
+  // Exit codes: 0 success, 1 the command failed, 2 the command line is wrong (CLI11's own codes,
+  // 105-109, are folded into 2), 3 a `capture --wait` that ended partial.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   if (analyze_cmd->parsed()) return podscope::coordinator::RunAnalyzeCommand(analyze);
   if (inspect_cmd->parsed()) return podscope::coordinator::RunInspectCommand(inspect);
   if (online_cmds.import->parsed()) return podscope::coordinator::RunImportCommand(online);
   if (online_cmds.captures->parsed()) return podscope::coordinator::RunCapturesCommand(online);
   if (online_cmds.report->parsed()) return podscope::coordinator::RunReportCommand(online);
+  if (online_cmds.show->parsed()) return podscope::coordinator::RunShowCommand(online);
+  if (online_cmds.remove->parsed()) return podscope::coordinator::RunDeleteCommand(online);
+  if (online_cmds.cancel->parsed()) return podscope::coordinator::RunCancelCommand(online);
+  if (online_cmds.trace->parsed()) return podscope::coordinator::RunTraceCommand(online);
   if (live_cmds.workers->parsed()) return podscope::coordinator::RunWorkersCommand(online, live);
   if (live_cmds.capture->parsed()) return podscope::coordinator::RunCaptureCommand(online, live);
   if (simulate_cmd->parsed()) return podscope::coordinator::RunSimulateCommand(simulate);

@@ -13,6 +13,7 @@
 #include "common/trace_files.h"
 #include "coordinator/cli/http_client.h"
 #include "coordinator/cli/terminal_progress.h"
+#include "fmt/format.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -23,14 +24,23 @@ int Fail(const std::string& command, const std::string& message) {
 }
 
 absl::StatusOr<ServerAddress> Server(const OnlineOptions& o) {
-  if (o.server.empty()) return absl::InvalidArgumentError("this command needs --server URL (a podscope-coordinator)");
+  if (o.server.empty()) {
+    return absl::InvalidArgumentError("this command needs --server URL or PODSCOPE_SERVER (a podscope-coordinator)");
+  }
   return ParseServerUrl(o.server);
 }
+
+std::string CapturePath(const OnlineOptions& o) { return "/v1/captures/" + UrlEncode(o.capture_id); }
+
+double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 }  // namespace
 
 OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
-  app.add_option("--server", o.server, "Coordinator URL for online commands, e.g. http://127.0.0.1:8080");
+  // Accepted before or after the subcommand (the subcommands fall through to it).
+  app.add_option("--server", o.server, "Coordinator URL for online commands, e.g. http://127.0.0.1:8080")
+      ->envname("PODSCOPE_SERVER");
+  app.fallthrough();
   OnlineCommands c;
   c.import = app.add_subcommand("import", "Upload trace files (one per rank) to the coordinator as one capture");
   c.import->add_option("inputs", o.import_inputs, "Trace directories or files (*.json, *.json.gz)")->required();
@@ -54,6 +64,18 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
   c.report->add_option("--link-gbps", o.link_gbps, "Link bandwidth in Gbit/s")->check(CLI::NonNegativeNumber);
   c.report->add_option("--params", o.params, "Model parameter count")->check(CLI::NonNegativeNumber);
   c.report->add_option("--bytes-per-param", o.bytes_per_param, "Gradient bytes per parameter")->check(CLI::Range(1, 16));
+
+  c.show = app.add_subcommand("show", "One capture: state, window, clocks and its workers");
+  c.show->add_option("capture", o.capture_id, "Capture id")->required();
+  c.show->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  c.remove = app.add_subcommand("delete", "Delete a stored capture (a running one must be cancelled first)");
+  c.remove->add_option("capture", o.capture_id, "Capture id")->required();
+  c.cancel = app.add_subcommand("cancel", "Cancel a running capture on every agent");
+  c.cancel->add_option("capture", o.capture_id, "Capture id")->required();
+  c.cancel->add_option("--reason", o.reason, "Why (logged by the agents)");
+  c.trace = app.add_subcommand("trace", "Write a capture's merged Chrome/Perfetto trace");
+  c.trace->add_option("capture", o.capture_id, "Capture id")->required();
+  c.trace->add_option("-o,--output", o.trace_path, "File to write (.json, or .json.gz for gzip)")->required();
   return c;
 }
 
@@ -139,14 +161,113 @@ int RunReportCommand(const OnlineOptions& o) {
   if (!o.step_pattern.empty()) query += "&step_pattern=" + UrlEncode(o.step_pattern);
   if (o.link_gbps > 0) query += common::StrCat("&link_gbps=", o.link_gbps);
   if (o.params > 0) query += common::StrCat("&params=", o.params, "&bytes_per_param=", o.bytes_per_param);
+  // JSON is one document: several reports nest under their names, as `analyze` writes them.
+  const bool nested = o.format == "json" && reports.size() > 1;
+  std::string out = nested ? "{" : "";
   for (size_t i = 0; i < reports.size(); ++i) {
     absl::StatusOr<HttpClientResponse> r =
         HttpRequestTo(*server, "GET", common::StrCat("/v1/captures/", UrlEncode(o.report_capture), "/", reports[i], query));
     if (!r.ok()) return Fail("report", std::string(r.status().message()));
     if (r->status != 200) return Fail("report", ProblemDetail(*r));
-    if (i > 0 && o.format == "table") std::printf("\n");
-    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+    std::string_view body = r->body;
+    if (nested) {
+      while (!body.empty() && body.back() == '\n') body.remove_suffix(1);
+      out += common::StrCat(i ? "," : "", "\"", reports[i], "\":", body);
+    } else {
+      if (i > 0) out += "\n";
+      out += body;
+    }
   }
+  if (nested) out += "}\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+int RunShowCommand(const OnlineOptions& o) {
+  absl::StatusOr<ServerAddress> server = Server(o);
+  if (!server.ok()) return Fail("show", std::string(server.status().message()));
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", CapturePath(o));
+  if (!r.ok()) return Fail("show", std::string(r.status().message()));
+  if (r->status != 200) return Fail("show", ProblemDetail(*r));
+  if (o.format == "json") {
+    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+    return 0;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element c;
+  if (parser.parse(r->body).get(c) != simdjson::SUCCESS) return Fail("show", "unreadable answer");
+  auto str = [](simdjson::dom::element e, const char* key) {
+    std::string_view v;
+    return e[key].get_string().get(v) == simdjson::SUCCESS ? std::string(v) : std::string();
+  };
+  auto num = [](simdjson::dom::element e, const char* key) {
+    int64_t v = 0;
+    return e[key].get_int64().get(v) == simdjson::SUCCESS ? v : int64_t{0};
+  };
+  std::printf("capture %s  job %s  state %s\n", str(c, "id").c_str(), str(c, "job").c_str(), str(c, "state").c_str());
+  std::printf("events %lld, stored %s\n", static_cast<long long>(num(c, "events")),
+              HumanBytes(static_cast<uint64_t>(num(c, "stored_bytes"))).c_str());
+  if (!str(c, "error").empty()) std::printf("error: %s\n", str(c, "error").c_str());
+  simdjson::dom::element window;
+  if (c["window"].get(window) == simdjson::SUCCESS) {
+    std::printf("window %.3f ms", Ms(num(window, "duration_ns")));
+    simdjson::dom::element skew = window["max_start_skew_ns"];
+    if (skew.is_int64()) std::printf(", start skew %.3f ms", Ms(skew.get_int64().value_unsafe()));
+    std::printf("\n");
+  }
+  std::printf("%6s %-20s %-10s %10s  %s\n", "rank", "host", "state", "events", "clock (source, error bound)");
+  simdjson::dom::array workers;
+  if (c["workers"].get_array().get(workers) != simdjson::SUCCESS) return 0;
+  for (simdjson::dom::element w : workers) {
+    std::string clock = "none: imported, its clocks taken as they are";
+    simdjson::dom::element model;
+    if (w["clock"].get(model) == simdjson::SUCCESS) {
+      const std::string source = str(model, "source");
+      clock = source == "none" ? "none (error bound unknown)"
+                               : common::StrCat(source, ", ", fmt::format("{:.3f}", Ms(num(model, "error_bound_ns"))), " ms");
+    }
+    std::printf("%6lld %-20s %-10s %10lld  %s\n", static_cast<long long>(num(w, "rank")), str(w, "host").c_str(),
+                str(w, "state").c_str(), static_cast<long long>(num(w, "events")), clock.c_str());
+  }
+  return 0;
+}
+
+int RunDeleteCommand(const OnlineOptions& o) {
+  absl::StatusOr<ServerAddress> server = Server(o);
+  if (!server.ok()) return Fail("delete", std::string(server.status().message()));
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "DELETE", CapturePath(o));
+  if (!r.ok()) return Fail("delete", std::string(r.status().message()));
+  if (r->status != 204 && r->status != 200) return Fail("delete", ProblemDetail(*r));
+  std::printf("deleted capture %s\n", o.capture_id.c_str());
+  return 0;
+}
+
+int RunCancelCommand(const OnlineOptions& o) {
+  absl::StatusOr<ServerAddress> server = Server(o);
+  if (!server.ok()) return Fail("cancel", std::string(server.status().message()));
+  std::string target = CapturePath(o) + ":cancel";
+  if (!o.reason.empty()) target += "?reason=" + UrlEncode(o.reason);
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "POST", target, "", "application/json");
+  if (!r.ok()) return Fail("cancel", std::string(r.status().message()));
+  if (r->status != 202) return Fail("cancel", ProblemDetail(*r));
+  std::printf("cancelled capture %s\n", o.capture_id.c_str());
+  return 0;
+}
+
+int RunTraceCommand(const OnlineOptions& o) {
+  absl::StatusOr<ServerAddress> server = Server(o);
+  if (!server.ok()) return Fail("trace", std::string(server.status().message()));
+  const bool gzip = o.trace_path.ends_with(".gz");
+  absl::StatusOr<HttpClientResponse> r =
+      HttpRequestTo(*server, "GET", CapturePath(o) + (gzip ? "/trace?gzip=true" : "/trace"));
+  if (!r.ok()) return Fail("trace", std::string(r.status().message()));
+  if (r->status != 200) return Fail("trace", ProblemDetail(*r));
+  std::FILE* f = std::fopen(o.trace_path.c_str(), "wb");
+  if (f == nullptr || std::fwrite(r->body.data(), 1, r->body.size(), f) != r->body.size() || std::fclose(f) != 0) {
+    return Fail("trace", common::StrCat("cannot write ", o.trace_path));
+  }
+  std::printf("wrote %s (%s): open it in https://ui.perfetto.dev or chrome://tracing\n", o.trace_path.c_str(),
+              HumanBytes(r->body.size()).c_str());
   return 0;
 }
 

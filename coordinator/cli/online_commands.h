@@ -1,4 +1,5 @@
-// The CLI's online mode: `podscope --server URL import|captures|report`.
+// The CLI's online mode: `podscope import|captures|report|show|delete|cancel|trace`, against the
+// coordinator named by --server (anywhere on the line) or PODSCOPE_SERVER.
 #pragma once
 
 #include <string>
@@ -24,17 +25,29 @@ struct OnlineOptions {
   double link_gbps = 0;
   int64_t params = 0;
   int32_t bytes_per_param = 4;
+  // show | delete | cancel | trace
+  std::string capture_id;
+  std::string reason;      // cancel
+  std::string trace_path;  // trace: -o (.json or .json.gz)
 };
 
 struct OnlineCommands {
   CLI::App* import = nullptr;
   CLI::App* captures = nullptr;
   CLI::App* report = nullptr;
+  CLI::App* show = nullptr;
+  CLI::App* remove = nullptr;
+  CLI::App* cancel = nullptr;
+  CLI::App* trace = nullptr;
 };
 
 OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& options);
 int RunImportCommand(const OnlineOptions& options);
 int RunCapturesCommand(const OnlineOptions& options);
 int RunReportCommand(const OnlineOptions& options);
+int RunShowCommand(const OnlineOptions& options);
+int RunDeleteCommand(const OnlineOptions& options);
+int RunCancelCommand(const OnlineOptions& options);
+int RunTraceCommand(const OnlineOptions& options);
 
 }  // namespace podscope::coordinator

@@ -2,12 +2,15 @@
 // analysis equal to `podscope analyze` on the same files, export, restart, delete, bad input.
 #include <gtest/gtest.h>
 
+#include <simdjson.h>
+
 #include <array>
 #include <chrono>
-#include <thread>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/file_io.h"
 #include "storage/rocksdb_trace_store.h"
@@ -141,6 +144,86 @@ TEST_F(CoordinatorTest, CliOnlineModeImportsListsAndReportsLikeOffline) {
             RunCli("analyze --report pod --report temporal --window hta " + KinetoFixture("dlrm_8rank")));
   EXPECT_EQ(RunCli(server + "report d1 --report stragglers --format json"),
             RunCli("analyze --report stragglers --format json " + KinetoFixture("dlrm_8rank")));
+}
+
+// Runs the CLI with stdout and stderr apart, and its exit code.
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+CliRun RunCliSplit(const std::string& args, const ScratchDir& dir) {
+  const std::string err_file = dir.File("cli.err");
+  FILE* pipe = popen((std::string(PODSCOPE_CLI_PATH) + " " + args + " 2>" + err_file).c_str(), "r");
+  CliRun run;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) run.out.append(buf.data(), n);
+  run.exit_code = WEXITSTATUS(pclose(pipe));
+  run.err = FileBytes(err_file);
+  return run;
+}
+
+// Issue 13: show, trace, delete and cancel from the CLI; --server anywhere on the line or from
+// PODSCOPE_SERVER; several JSON reports as one document; errors on stderr with exit code 1.
+TEST_F(CoordinatorTest, TheOnlineCliShowsTracesDeletesAndCancels) {
+  StartDaemon();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  ASSERT_NE(RunCli("--server " + url + " import " + KinetoFixture("dlrm_8rank") + " --job dlrm --capture d1")
+                .find("imported 8 files"),
+            std::string::npos);
+  const CliRun shown = RunCliSplit("show d1 --server " + url, dir_);
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("capture d1  job dlrm  state complete"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("none: imported, its clocks taken as they are"), std::string::npos) << shown.out;
+
+  const CliRun no_server = RunCliSplit("trace d1 -o " + dir_.File("d1.json.gz"), dir_);
+  EXPECT_EQ(no_server.exit_code, 1);
+  EXPECT_NE(no_server.err.find("needs --server URL or PODSCOPE_SERVER"), std::string::npos) << no_server.err;
+  setenv("PODSCOPE_SERVER", url.c_str(), 1);
+  const CliRun trace = RunCliSplit("trace d1 -o " + dir_.File("d1.json.gz"), dir_);
+  unsetenv("PODSCOPE_SERVER");
+  EXPECT_EQ(trace.exit_code, 0) << trace.err;
+  const std::string gz = FileBytes(dir_.File("d1.json.gz"));
+  ASSERT_GT(gz.size(), 1000u);
+  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);  // gzip, as the name asked
+
+  const CliRun json = RunCliSplit("--server " + url + " report d1 --report pod --report stragglers --format json", dir_);
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json.out).get(doc), simdjson::SUCCESS) << "not one JSON document";
+  EXPECT_TRUE(doc["pod"].is_object());
+  EXPECT_TRUE(doc["stragglers"].is_object());
+
+  const HttpResult one = HttpCall(port_, "GET", "/v1/captures/d1/trace?gzip=1");
+  EXPECT_EQ(one.status, 200);
+  ASSERT_FALSE(one.body.empty());
+  EXPECT_EQ(static_cast<unsigned char>(one.body[0]), 0x1f);  // gzip=1 is gzip=true
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/d1/trace?gzip=yes").status, 400);
+
+  const CliRun cancel = RunCliSplit("--server " + url + " cancel d1", dir_);
+  EXPECT_EQ(cancel.exit_code, 1);
+  EXPECT_TRUE(cancel.out.empty()) << cancel.out;
+  EXPECT_FALSE(cancel.err.empty());
+  const CliRun removed = RunCliSplit("--server " + url + " delete d1", dir_);
+  EXPECT_EQ(removed.exit_code, 0) << removed.err;
+  const CliRun gone = RunCliSplit("--server " + url + " show d1", dir_);
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_NE(gone.err.find("d1"), std::string::npos) << gone.err;
+}
+
+// Usage errors exit 2 (CLI11's own 105-109 included) and say what is wrong on stderr.
+TEST_F(CoordinatorTest, UsageErrorsExitTwo) {
+  for (const char* args : {"analyze", "report", "capture --job x --duration 2", "capture --job x --trace t.json",
+                           "analyze --report nosuch x", "--no-such-flag"}) {
+    const CliRun run = RunCliSplit(std::string("--server http://127.0.0.1:1 ") + args, dir_);
+    EXPECT_EQ(run.exit_code, 2) << args << ": " << run.err;
+    EXPECT_FALSE(run.err.empty()) << args;
+  }
+  const CliRun unit = RunCliSplit("--server http://127.0.0.1:1 capture --job x --duration 2", dir_);
+  EXPECT_NE(unit.err.find("\"2\" is not a duration with a unit"), std::string::npos) << unit.err;
+  const CliRun trace = RunCliSplit("--server http://127.0.0.1:1 capture --job x --trace t.json", dir_);
+  EXPECT_NE(trace.err.find("--trace needs --wait"), std::string::npos) << trace.err;
 }
 
 TEST_F(CoordinatorTest, KilledDuringImportRestartsWithTheImportMarkedFailed) {

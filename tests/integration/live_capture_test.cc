@@ -407,12 +407,21 @@ TEST_F(LiveCaptureTest, CancelStopsEveryAgent) {
   WaitForAgents(2);
   const std::string id = StartCapture(R"({"job": "c", "duration_ms": 60000})");
   ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing");
+  // No analysis or export of a capture still running: a 409 that says so, not an empty result.
+  for (const char* what : {"/stragglers", "/trace"}) {
+    const HttpResult early = HttpCall(http_port_, "GET", "/v1/captures/" + id + what);
+    EXPECT_EQ(early.status, 409) << what;
+    EXPECT_NE(early.body.find("is still capturing"), std::string::npos) << early.body;
+  }
   const HttpResult cancel = HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel?reason=enough", "", "application/json");
   EXPECT_EQ(cancel.status, 202) << cancel.body;
   EXPECT_EQ(State(id), "cancelled");
   EXPECT_FALSE(a.WaitForLog("capture " + id + " cancelled: enough", 5'000).empty());
   EXPECT_FALSE(b.WaitForLog("capture " + id + " cancelled: enough", 5'000).empty());
   EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel", "", "application/json").status, 409);
+  const HttpResult empty = HttpCall(http_port_, "GET", "/v1/captures/" + id + "/pod");
+  EXPECT_EQ(empty.status, 409);
+  EXPECT_NE(empty.body.find("(cancelled) holds no events"), std::string::npos) << empty.body;
   EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/nope:cancel", "", "application/json").status, 404);
 }
 
