@@ -7,6 +7,7 @@
 #include <optional>
 #include <random>
 
+#include "agent/reachability.h"
 #include "common/protocol_version.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
@@ -195,6 +196,7 @@ void Agent::ConnectionLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_ || !refusal_.empty()) return;
     }
+    if (!WaitForCoordinator()) return;
     const auto began = std::chrono::steady_clock::now();
     welcomed_ = false;
     RunSession();
@@ -206,6 +208,32 @@ void Agent::ConnectionLoop() {
     if (!Sleep(wait)) return;
     backoff = std::min(backoff * 2, options_.reconnect_max_ns);
   }
+}
+
+// Waits for the channel to the coordinator to connect, saying at once when it cannot and why
+// (a wrong port used to show nothing for 25 s), then every 30 s while it still cannot. False
+// when the agent is stopping.
+bool Agent::WaitForCoordinator() {
+  std::chrono::steady_clock::time_point last_said{};
+  bool said = false;
+  uint64_t attempts = 0;
+  while (!channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(1))) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return false;
+    }
+    ++attempts;
+    const auto now = std::chrono::steady_clock::now();
+    if (!said || now - last_said >= std::chrono::seconds(30)) {
+      spdlog::warn("agent {}: cannot reach the coordinator at {}: {}; retrying{}", options_.agent_id,
+                   options_.coordinator, WhyUnreachable(options_.coordinator, 1'000),
+                   said ? common::StrCat(" (", attempts, " tries so far)") : "");
+      said = true;
+      last_said = now;
+    }
+  }
+  if (said) spdlog::info("agent {}: the coordinator at {} is reachable again", options_.agent_id, options_.coordinator);
+  return true;
 }
 
 void Agent::AddWorkers(google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>* out) const {

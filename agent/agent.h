@@ -71,6 +71,7 @@ class Agent {
   static std::string NewInstanceId();
 
   void ConnectionLoop();
+  bool WaitForCoordinator();
   void TimerLoop();
   // One session: returns when the stream ends. Sets refusal_ on a version refusal.
   void RunSession();

@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/collector_registry.h"
 #include "agent/collectors/simulated_ranks.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -65,6 +66,8 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The log, errors included, goes to stderr (stdout carries nothing a daemon's user reads).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"podscope-agent: the podscope node agent (one per machine)"};
   app.set_version_flag("--version", "podscope-agent 0.1.0");
   Settings settings;
@@ -81,7 +84,12 @@ int main(int argc, char** argv) {
                  "unix socket training processes' probes register on [/run/podscope/agent.sock]; probes are served "
                  "unless --simulate is given without this flag");
   app.add_option("--proc-root", proc_root, "where the host collector reads /proc [/proc]");
-  CLI11_PARSE(app, argc, argv);
+  // Exit codes: 0 success, 1 a runtime failure, 2 a wrong command line or config.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   std::string error;
   if (!config_path.empty() && !LoadConfig(config_path, &settings, &error)) {

@@ -26,6 +26,7 @@
 #include "coordinator/capture/capture_scheduler.h"
 #include "coordinator/clock/clock_aligner.h"
 #include "coordinator/http/http_server.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "storage/retention.h"
 #include "storage/rocksdb_trace_store.h"
@@ -125,7 +126,11 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
       podscope::common::RequireKnownKeys(a, "agents",
                                          {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
                                           "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
-                                          "max_connections", "max_connections_per_client"});
+                                          "max_connections", "max_connections_per_client",
+                                          "forget_disconnected_after_ms"});
+      if (a.contains("forget_disconnected_after_ms")) {
+        s->agents.forget_disconnected_after_ms = a.at("forget_disconnected_after_ms").to_number<uint32_t>();
+      }
       if (a.contains("max_connections")) s->grpc_gate.max_connections = a.at("max_connections").to_number<uint32_t>();
       if (a.contains("max_connections_per_client")) {
         s->grpc_gate.max_connections_per_client = a.at("max_connections_per_client").to_number<uint32_t>();
@@ -169,6 +174,8 @@ bool SplitHostPort(const std::string& text, std::string* host, uint16_t* port) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The log, errors included, goes to stderr (stdout carries nothing a daemon's user reads).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"podscope-coordinator: stores traces and serves podscope's REST API"};
   app.set_version_flag("--version", "podscope-coordinator 0.1.0");
   Settings settings;
@@ -177,7 +184,12 @@ int main(int argc, char** argv) {
   app.add_option("--http", http_flag, "REST listen address HOST:PORT (port 0: any free port) [127.0.0.1:8080]");
   app.add_option("--grpc", grpc_flag, "agent gRPC listen address HOST:PORT (port 0: any free port) [127.0.0.1:50051]");
   app.add_option("--data-dir", data_dir_flag, "RocksDB store directory [podscope-data]");
-  CLI11_PARSE(app, argc, argv);
+  // Exit codes: 0 success, 1 a runtime failure, 2 a wrong command line or config.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   std::string error;
   if (!config_path.empty() && !LoadConfig(config_path, &settings, &error)) {
@@ -241,7 +253,9 @@ int main(int argc, char** argv) {
   }
   // The live capture path: agents connect over gRPC, captures are started over REST.
   podscope::coordinator::AgentRegistry registry(
-      {.heartbeat_interval_ns = int64_t{settings.agents.heartbeat_interval_ms} * 1'000'000}, NowNs);
+      {.heartbeat_interval_ns = int64_t{settings.agents.heartbeat_interval_ms} * 1'000'000,
+       .forget_after_ns = int64_t{settings.agents.forget_disconnected_after_ms} * 1'000'000},
+      NowNs);
   podscope::coordinator::ClockAligner aligner;
   podscope::coordinator::CaptureScheduler scheduler(**store, registry, aligner, settings.scheduler, NowNs);
   if (absl::Status s = scheduler.Recover(); !s.ok()) {

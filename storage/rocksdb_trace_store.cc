@@ -198,7 +198,17 @@ absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> RocksDbTraceStore::Open(const
   for (int i = 0; i < 5; ++i) descriptors.emplace_back(kFamilies[i], FamilyOptions(options, i));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  ROCKSDB_CALL(rocksdb::DB::Open(db_options, options.path, descriptors, &handles, &db));
+  if (const rocksdb::Status opened = rocksdb::DB::Open(db_options, options.path, descriptors, &handles, &db);
+      !opened.ok()) {
+    // RocksDB's own words ("While lock file: .../LOCK: Resource temporarily unavailable") do not
+    // say what to do; the usual cause is a second coordinator on the same directory.
+    if (opened.IsIOError() && opened.ToString().find("lock") != std::string::npos) {
+      return absl::FailedPreconditionError(common::StrCat(
+          "the data directory ", options.path, " is in use (another podscope-coordinator running on it?): stop that one "
+          "or give this one another --data-dir (", opened.ToString(), ")"));
+    }
+    return FromRocksDb("rocksdb::DB::Open", opened);
+  }
   std::unique_ptr<RocksDbTraceStore> store(new RocksDbTraceStore(db, std::move(handles)));
 
   std::string version;

@@ -135,6 +135,8 @@ std::vector<AgentSnapshot> AgentRegistry::Snapshot() const {
   std::vector<AgentSnapshot> out;
   out.reserve(agents_.size());
   for (const auto& [id, e] : agents_) {
+    // Gone long enough to be forgotten (the entry itself goes at the next connection).
+    if (!e.info.connected && now - e.info.last_seen_ns > options_.forget_after_ns) continue;
     out.push_back(e.info);
     out.back().health = HealthOf(e, now);
   }

@@ -28,6 +28,8 @@ struct AgentServiceOptions {
   // stream open, so only connections that do nothing are), and memory for all connections
   // together is bounded.
   uint32_t max_idle_connection_ms = 30'000;
+  // An agent gone this long is no longer listed (nor its workers).
+  uint32_t forget_disconnected_after_ms = 600'000;
   uint64_t max_grpc_memory_bytes = 1ull << 30;
   uint32_t max_streams_per_connection = 32;
 };

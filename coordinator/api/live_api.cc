@@ -51,9 +51,16 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
   }
   const TimeNs now = now_();
   std::vector<AgentSnapshot> agents = registry_.Snapshot();
-  size_t connected = 0;
-  for (const AgentSnapshot& a : agents) connected += a.connected;
   auto serves = [&job](const v1::WorkerDescriptor& d) { return job.empty() || d.job() == job; };
+  // With a job, only the agents serving it (an agent without workers serves no job).
+  if (!job.empty()) {
+    std::erase_if(agents, [&](const AgentSnapshot& a) { return std::none_of(a.workers.begin(), a.workers.end(), serves); });
+  }
+  size_t connected = 0, disconnected = 0, connected_workers = 0;
+  for (const AgentSnapshot& a : agents) {
+    (a.connected ? connected : disconnected) += 1;
+    if (a.connected) connected_workers += static_cast<size_t>(std::count_if(a.workers.begin(), a.workers.end(), serves));
+  }
   // This page: agents after the cursor, whole, while their workers fit.
   std::vector<const AgentSnapshot*> page;
   size_t page_workers = 0, cost = 0;
@@ -101,7 +108,10 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
       w.Raw(",\"agent_id\":").String(a->agent_id).Raw(",\"health\":").String(AgentHealthName(a->health)).Char('}');
     }
   }
-  w.Raw("],\"connected_agents\":").Uint(connected).Raw(",\"worker_count\":").Uint(page_workers);
+  // Totals over every page: connected agents and their workers; disconnected agents are listed
+  // (health "disconnected") until forgotten, never counted.
+  w.Raw("],\"connected_agents\":").Uint(connected).Raw(",\"disconnected_agents\":").Uint(disconnected);
+  w.Raw(",\"connected_workers\":").Uint(connected_workers).Raw(",\"worker_count\":").Uint(page_workers);
   if (!next.empty()) w.Raw(",\"next\":").String(next);
   w.Raw("}\n");
   return HttpResponse::Json(200, std::move(w.buffer()));

@@ -135,13 +135,14 @@ int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
   }
   if (o.format == "json") return 0;
   std::printf("%-24s %-16s %-12s %7s %12s %10s  %s\n", "agent", "host", "health", "workers", "corr(ms)", "bound(us)", "job: ranks");
-  int64_t connected = 0, worker_count = 0;
+  int64_t connected = 0, disconnected = 0, connected_workers = 0;
   for (const std::string& body : pages) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     if (parser.parse(body).get(doc) != simdjson::SUCCESS) return Fail("workers", "unreadable answer");
     connected = Int(doc["connected_agents"]);
-    worker_count += Int(doc["worker_count"]);
+    disconnected = Int(doc["disconnected_agents"]);
+    connected_workers = Int(doc["connected_workers"]);
     // Ranks per (agent, job).
     std::map<std::string, std::map<std::string, std::vector<int64_t>>> ranks;
     for (simdjson::dom::element w : doc["workers"].get_array()) ranks[Str(w["agent_id"])][Str(w["job"])].push_back(Int(w["rank"]));
@@ -156,8 +157,18 @@ int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
                   static_cast<long long>(Int(a["workers"])), offset.c_str(), bound.c_str(), jobs.c_str());
     }
   }
-  std::printf("%lld connected agents, %lld workers\n", static_cast<long long>(connected),
-              static_cast<long long>(worker_count));
+  const std::string of_job = o.workers_job.empty() ? "" : common::StrCat(" serving job ", o.workers_job);
+  if (connected + disconnected == 0) {
+    std::printf("no agent%s\n", of_job.c_str());
+    return 0;
+  }
+  std::printf("%lld connected agents%s, %lld workers", static_cast<long long>(connected), of_job.c_str(),
+              static_cast<long long>(connected_workers));
+  if (disconnected > 0) {
+    std::printf("; %lld disconnected (listed until forgotten: agents.forget_disconnected_after_ms)",
+                static_cast<long long>(disconnected));
+  }
+  std::printf("\n");
   return 0;
 }
 

@@ -2,7 +2,11 @@
 // analysis equal to `podscope analyze` on the same files, export, restart, delete, bad input.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <simdjson.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -151,9 +155,9 @@ struct CliRun {
   int exit_code = -1;
   std::string out, err;
 };
-CliRun RunCliSplit(const std::string& args, const ScratchDir& dir) {
-  const std::string err_file = dir.File("cli.err");
-  FILE* pipe = popen((std::string(PODSCOPE_CLI_PATH) + " " + args + " 2>" + err_file).c_str(), "r");
+CliRun RunSplit(const std::string& binary, const std::string& args, const ScratchDir& dir) {
+  const std::string err_file = dir.File("run.err");
+  FILE* pipe = popen((binary + " " + args + " 2>" + err_file).c_str(), "r");
   CliRun run;
   std::array<char, 65536> buf;
   size_t n;
@@ -162,6 +166,7 @@ CliRun RunCliSplit(const std::string& args, const ScratchDir& dir) {
   run.err = FileBytes(err_file);
   return run;
 }
+CliRun RunCliSplit(const std::string& args, const ScratchDir& dir) { return RunSplit(PODSCOPE_CLI_PATH, args, dir); }
 
 // Issue 13: show, trace, delete and cancel from the CLI; --server anywhere on the line or from
 // PODSCOPE_SERVER; several JSON reports as one document; errors on stderr with exit code 1.
@@ -224,6 +229,37 @@ TEST_F(CoordinatorTest, UsageErrorsExitTwo) {
   EXPECT_NE(unit.err.find("\"2\" is not a duration with a unit"), std::string::npos) << unit.err;
   const CliRun trace = RunCliSplit("--server http://127.0.0.1:1 capture --job x --trace t.json", dir_);
   EXPECT_NE(trace.err.find("--trace needs --wait"), std::string::npos) << trace.err;
+}
+
+// Issue 13, daemons that say what is wrong: a second coordinator on a data directory in use
+// says so in words, on stderr, and exits 1; bad flags exit 2; an agent pointed at a dead port
+// says so at once (it used to be silent for 25 s).
+TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
+  StartDaemon();
+  const CliRun second = RunSplit(PODSCOPE_COORDINATOR_PATH,
+                                 "--http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir " + dir_.File("store"), dir_);
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_TRUE(second.out.empty()) << second.out;
+  EXPECT_NE(second.err.find("is in use (another podscope-coordinator running on it?)"), std::string::npos) << second.err;
+  EXPECT_EQ(RunSplit(PODSCOPE_COORDINATOR_PATH, "--no-such-flag", dir_).exit_code, 2);
+  EXPECT_EQ(RunSplit(PODSCOPE_AGENT_PATH, "--no-such-flag", dir_).exit_code, 2);
+
+  // A port nobody listens on: bound, then closed.
+  const int probe = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string dead = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  close(probe);
+  Daemon agent(PODSCOPE_AGENT_PATH, {"--coordinator", dead, "--agent-id", "lost", "--simulate", "ranks=0,world=1,job=x"},
+               dir_.File("agent.log"));
+  EXPECT_NE(agent.WaitForLog("agent lost: cannot reach the coordinator at " + dead + ": Connection refused; retrying",
+                             10'000),
+            "")
+      << agent.Log();
 }
 
 TEST_F(CoordinatorTest, KilledDuringImportRestartsWithTheImportMarkedFailed) {

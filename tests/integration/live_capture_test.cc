@@ -338,9 +338,11 @@ TEST_F(LiveCaptureTest, AgentIdentityIsNotTakenOverAndContestedRanksAreConflicts
     after = std::string(next);
   }
   EXPECT_EQ(order, (std::vector<std::string>{"c1", "c2", "dup"}));
+  // A job filter lists the agents serving that job only (dup serves idj).
   simdjson::dom::element whole = Json(HttpCall(http_port_, "GET", "/v1/workers?job=cj").body);
-  EXPECT_EQ(whole["agents"].get_array().size(), 3u);
+  EXPECT_EQ(whole["agents"].get_array().size(), 2u);
   EXPECT_EQ(whole["workers"].get_array().size(), 4u);
+  EXPECT_EQ(whole["connected_agents"].get_uint64().value(), 2u);
 }
 
 TEST_F(LiveCaptureTest, AgentThatNeverAcknowledgesMakesItPartial) {
@@ -398,6 +400,46 @@ TEST_F(LiveCaptureTest, CoordinatorRestartDuringUploadLosesAndDuplicatesNothing)
     EXPECT_EQ(w.Counts().Total(), reported[w.info.rank]) << "rank " << w.info.rank << " lost or duplicated events";
     EXPECT_NE(w.clock.source, common::ClockSource::kNone);
   }
+}
+
+// Issue 13: `workers --job` filters, a disconnected agent is marked and not counted, and it is
+// forgotten after agents.forget_disconnected_after_ms.
+TEST_F(LiveCaptureTest, DisconnectedAgentsAreMarkedThenForgottenAndFiltersFilter) {
+  config_ = dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300,
+                                                         "forget_disconnected_after_ms": 1500}})");
+  StartCoordinator();
+  StartAgent("a", "ranks=0-1,world=2,job=ja,profile=light");
+  Daemon& b = StartAgent("b", "ranks=0-2,world=3,job=jb,profile=light");
+  WaitForAgents(2);
+  auto workers = [&](const std::string& args) {
+    FILE* pipe = popen((std::string(PODSCOPE_CLI_PATH) + " workers --server http://127.0.0.1:" +
+                        std::to_string(http_port_) + " " + args + " 2>&1").c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+    pclose(pipe);
+    return out;
+  };
+  const std::string only_a = workers("--job ja");
+  EXPECT_NE(only_a.find("1 connected agents serving job ja, 2 workers"), std::string::npos) << only_a;
+  EXPECT_EQ(only_a.find("jb"), std::string::npos) << only_a;
+  EXPECT_NE(workers("--job nosuch").find("no agent serving job nosuch"), std::string::npos);
+
+  ASSERT_EQ(b.Terminate(), 0);
+  std::string listed;
+  for (int i = 0; i < 200 && listed.find("disconnected") == std::string::npos; ++i) {
+    listed = workers("");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(listed.find("1 connected agents, 2 workers; 1 disconnected"), std::string::npos) << listed;
+  // Forgotten 1.5 s after it left.
+  for (int i = 0; i < 200 && listed.find("disconnected") != std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    listed = workers("");
+  }
+  EXPECT_NE(listed.find("1 connected agents, 2 workers\n"), std::string::npos) << listed;
+  EXPECT_EQ(listed.find("host-b"), std::string::npos) << listed;
 }
 
 TEST_F(LiveCaptureTest, CancelStopsEveryAgent) {

@@ -110,6 +110,17 @@ TEST(RocksDbTraceStoreTest, DeleteRemovesRecordEventsAndAnalyses) {
   EXPECT_TRUE(LoadCapture(*store, "ab").ok());
 }
 
+// A second store on a directory in use is refused in words, not with RocksDB's raw lock error.
+TEST(RocksDbTraceStoreTest, ADirectoryInUseIsRefusedInWords) {
+  ScratchDir dir;
+  auto first = RocksDbTraceStore::Open({.path = dir.File("db")});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = RocksDbTraceStore::Open({.path = dir.File("db")});
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find("is in use (another podscope-coordinator running on it?)"), std::string::npos)
+      << second.status();
+}
+
 TEST(RocksDbTraceStoreTest, RefusesForeignDirectoriesAndNewerFormats) {
   ScratchDir dir;
   std::filesystem::create_directories(dir.File("junk"));
