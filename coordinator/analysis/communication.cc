@@ -16,6 +16,33 @@ using MatchKey = std::tuple<std::string, int, int64_t>;
 
 }  // namespace
 
+std::string_view ClockBasisName(ClockBasis basis) {
+  switch (basis) {
+    case ClockBasis::kFittedModels: return "fitted_models";
+    case ClockBasis::kOneHost: return "one_host";
+    case ClockBasis::kAsserted: return "asserted";
+    case ClockBasis::kNotCompared: return "not_compared";
+  }
+  return "not_compared";
+}
+
+namespace {
+
+ClockBasis BasisOf(const common::CaptureView& capture, ClockTrust trust) {
+  if (trust == ClockTrust::kUnaligned) return ClockBasis::kNotCompared;
+  bool all_fitted = capture.size() > 0;
+  bool one_host = capture.size() > 0 && !capture.worker(0).info.host.empty();
+  for (size_t i = 0; i < capture.size(); ++i) {
+    all_fitted &= capture.worker(i).clock.source != common::ClockSource::kNone;
+    one_host &= capture.worker(i).info.host == capture.worker(0).info.host;
+  }
+  if (all_fitted) return ClockBasis::kFittedModels;
+  if (one_host || capture.size() <= 1) return ClockBasis::kOneHost;
+  return trust == ClockTrust::kAligned ? ClockBasis::kAsserted : ClockBasis::kNotCompared;
+}
+
+}  // namespace
+
 bool ClocksComparable(const common::CaptureView& capture, ClockTrust trust) {
   if (trust != ClockTrust::kAuto) return trust == ClockTrust::kAligned;
   if (capture.size() <= 1) return true;
@@ -33,6 +60,7 @@ CommunicationReport ComputeCommunication(const common::CaptureView& capture,
                                          const CommunicationOptions& options) {
   CommunicationReport report;
   report.aligned = ClocksComparable(capture, options.clocks);
+  report.clock_basis = report.aligned ? BasisOf(capture, options.clocks) : ClockBasis::kNotCompared;
   report.wait.resize(capture.size());
   report.workers.resize(capture.size());
 

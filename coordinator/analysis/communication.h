@@ -19,6 +19,12 @@ struct CommunicationOptions {
   ClockTrust clocks = ClockTrust::kAuto;
 };
 
+// What arrivals on different workers were compared on, and so whether the clock error bound is
+// known: fitted clock models (the largest model's bound), one host's clock (0), clocks the user
+// declared aligned (unknown), or none (the min-duration fallback).
+enum class ClockBasis : uint8_t { kFittedModels, kOneHost, kAsserted, kNotCompared };
+std::string_view ClockBasisName(ClockBasis basis);
+
 struct Participant {
   uint32_t worker = 0;  // index in the CaptureView
   uint32_t row = 0;     // row in that worker's CollectiveTable
@@ -40,7 +46,11 @@ struct MatchedCollective {
 
 struct CommunicationReport {
   bool aligned = false;          // arrivals compared on aligned clocks
+  ClockBasis clock_basis = ClockBasis::kNotCompared;
   TimeNs clock_error_bound_ns = 0;  // largest error bound among the workers' clock models
+  bool clock_bound_known() const {
+    return clock_basis == ClockBasis::kFittedModels || clock_basis == ClockBasis::kOneHost;
+  }
   std::vector<MatchedCollective> collectives;  // by first arrival
   // wait[w][row]: wait of worker w's collective row (0 when unmatched).
   std::vector<std::vector<TimeNs>> wait;

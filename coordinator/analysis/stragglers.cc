@@ -194,6 +194,8 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
   StragglerReport report;
   report.aligned = communication.aligned;
   report.clock_error_bound_ns = communication.clock_error_bound_ns;
+  report.clock_basis = communication.clock_basis;
+  report.clock_bound_known = communication.clock_bound_known();
   const size_t n = capture.size();
   report.workers.resize(n);
   std::vector<std::set<int64_t>> late_steps(n);

@@ -80,7 +80,9 @@ struct Straggler {
 
 struct StragglerReport {
   bool aligned = false;
-  TimeNs clock_error_bound_ns = 0;
+  ClockBasis clock_basis = ClockBasis::kNotCompared;
+  TimeNs clock_error_bound_ns = 0;  // meaningful when clock_bound_known
+  bool clock_bound_known = false;
   TimeNs total_caused_delay_ns = 0;
   TimeNs window_step_time_ns = 0;
   // Step time saved had every straggler arrived with the others (unknown: see loss_error).

@@ -57,8 +57,18 @@ void Overlap(JsonWriter& w, const std::vector<WorkerBreakdown>& b) {
   w.Raw("]}");
 }
 
+void OptionalInt(JsonWriter& w, const std::optional<TimeNs>& v) {
+  if (v.has_value()) {
+    w.Int(*v);
+  } else {
+    w.Raw("null");
+  }
+}
+
 void Communication(JsonWriter& w, const CommunicationReport& c, const common::CaptureView& capture) {
-  w.Raw("{\"aligned\":").Bool(c.aligned).Raw(",\"clock_error_bound_ns\":").Int(c.clock_error_bound_ns);
+  w.Raw("{\"aligned\":").Bool(c.aligned).Raw(",\"clock_basis\":").String(ClockBasisName(c.clock_basis));
+  w.Raw(",\"clock_error_bound_ns\":");
+  OptionalInt(w, c.clock_bound_known() ? std::optional<TimeNs>(c.clock_error_bound_ns) : std::nullopt);
   w.Raw(",\"workers\":[");
   for (size_t i = 0; i < c.workers.size(); ++i) {
     const auto& t = c.workers[i];
@@ -82,13 +92,6 @@ void Communication(JsonWriter& w, const CommunicationReport& c, const common::Ca
   w.Raw("]}");
 }
 
-void OptionalInt(JsonWriter& w, const std::optional<TimeNs>& v) {
-  if (v.has_value()) {
-    w.Int(*v);
-  } else {
-    w.Raw("null");
-  }
-}
 
 void Stragglers(JsonWriter& w, const StragglerReport& r) {
   w.Raw("{\"stragglers\":[");
@@ -113,7 +116,9 @@ void Stragglers(JsonWriter& w, const StragglerReport& r) {
       w.Raw(",\"median_ns\":").Int(e.median_ns).Char('}');
     }
     w.Raw("]},\"reason\":").String(s.reason);
-    w.Raw(",\"clock_error_bound_ns\":").Int(s.clock_error_bound_ns).Raw(",\"compute_z\":").Fixed(s.compute_z, 2);
+    w.Raw(",\"clock_error_bound_ns\":");
+    OptionalInt(w, r.clock_bound_known ? std::optional<TimeNs>(s.clock_error_bound_ns) : std::nullopt);
+    w.Raw(",\"compute_z\":").Fixed(s.compute_z, 2);
     if (s.max_cpu_percent >= 0) {
       w.Raw(",\"host_evidence\":{\"max_cpu_percent\":").Fixed(s.max_cpu_percent, 1);
       w.Raw(",\"min_gpu_sm_clock_mhz\":").Int(s.min_gpu_sm_clock_mhz);
@@ -121,7 +126,9 @@ void Stragglers(JsonWriter& w, const StragglerReport& r) {
     }
     w.Char('}');
   }
-  w.Raw("],\"aligned\":").Bool(r.aligned).Raw(",\"clock_error_bound_ns\":").Int(r.clock_error_bound_ns);
+  w.Raw("],\"aligned\":").Bool(r.aligned).Raw(",\"clock_basis\":").String(ClockBasisName(r.clock_basis));
+  w.Raw(",\"clock_error_bound_ns\":");
+  OptionalInt(w, r.clock_bound_known ? std::optional<TimeNs>(r.clock_error_bound_ns) : std::nullopt);
   w.Raw(",\"total_caused_delay_ns\":").Int(r.total_caused_delay_ns).Raw(",\"step_time_loss_ns\":");
   OptionalInt(w, r.step_time_loss_ns);
   if (!r.loss_error.empty()) w.Raw(",\"loss_error\":").String(r.loss_error);

@@ -45,10 +45,23 @@ void Overlap(std::string& out, const std::vector<WorkerBreakdown>& b) {
   }
 }
 
+// How arrivals were compared, in words, with the clock error bound when it is known.
+std::string ClockWords(ClockBasis basis, TimeNs bound) {
+  switch (basis) {
+    case ClockBasis::kFittedModels:
+      return fmt::format("aligned arrivals: fitted clock models, error bound {:.3f} ms", Ms(bound));
+    case ClockBasis::kOneHost:
+      return "aligned arrivals: one host's clock";
+    case ClockBasis::kAsserted:
+      return "arrivals taken as aligned (--clocks aligned); clock error bound unknown";
+    case ClockBasis::kNotCompared:
+      break;
+  }
+  return "clocks not comparable: min-duration fallback; pass --clocks aligned if the hosts' clocks are synchronised";
+}
+
 void Communication(std::string& out, const CommunicationReport& c) {
-  out += fmt::format("== communication: wait vs transfer ({}; clock error bound {:.3f} ms)\n",
-                     c.aligned ? "aligned arrivals" : "min-duration fallback, clocks not comparable",
-                     Ms(c.clock_error_bound_ns));
+  out += fmt::format("== communication: wait vs transfer ({})\n", ClockWords(c.clock_basis, c.clock_error_bound_ns));
   out += fmt::format("{:>5} {:>12} {:>10} {:>12} {:>7}\n", "rank", "collectives", "wait", "transfer", "wait%");
   for (const auto& w : c.workers) {
     const TimeNs total = w.wait_ns + w.transfer_ns;
@@ -60,8 +73,7 @@ void Communication(std::string& out, const CommunicationReport& c) {
 std::string LossMs(const std::optional<TimeNs>& loss) { return loss ? fmt::format("{:.3f} ms", Ms(*loss)) : "unknown"; }
 
 void Stragglers(std::string& out, const StragglerReport& r) {
-  out += fmt::format("== stragglers ({}; clock error bound {:.3f} ms)\n",
-                     r.aligned ? "aligned arrivals" : "min-duration fallback", Ms(r.clock_error_bound_ns));
+  out += fmt::format("== stragglers ({})\n", ClockWords(r.clock_basis, r.clock_error_bound_ns));
   if (r.stragglers.empty()) {
     out += fmt::format("no straggler found ({:.3f} ms of steps)\n", Ms(r.window_step_time_ns));
   } else {

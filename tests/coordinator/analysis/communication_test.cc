@@ -51,6 +51,31 @@ TEST(CommunicationTest, ClockOffsetsAreAppliedBeforeComparingArrivals) {
   EXPECT_EQ(m.participants[2].wait, 0);
 }
 
+// The clock error bound is stated only where it is known: fitted models give their largest
+// bound, one host's clock 0; clocks declared aligned, or not compared, leave it unknown.
+TEST(CommunicationTest, TheClockBasisSaysWhetherTheErrorBoundIsKnown) {
+  common::Capture capture = ThreeRanks();
+  for (int r = 0; r < 3; ++r) capture.workers[r].info.host = "node-" + std::to_string(r);
+  CommunicationReport auto_mode = ComputeCommunication(common::CaptureView(capture), {});
+  EXPECT_EQ(auto_mode.clock_basis, ClockBasis::kNotCompared);
+  EXPECT_FALSE(auto_mode.clock_bound_known());
+  CommunicationReport asserted = ComputeCommunication(common::CaptureView(capture), {.clocks = ClockTrust::kAligned});
+  EXPECT_EQ(asserted.clock_basis, ClockBasis::kAsserted);
+  EXPECT_FALSE(asserted.clock_bound_known());
+  for (int r = 0; r < 3; ++r) {
+    capture.workers[r].clock = common::ClockModel{.error_bound_ns = 1'000 * (r + 1), .source = common::ClockSource::kNetwork};
+  }
+  CommunicationReport fitted = ComputeCommunication(common::CaptureView(capture), {});
+  EXPECT_EQ(fitted.clock_basis, ClockBasis::kFittedModels);
+  EXPECT_TRUE(fitted.clock_bound_known());
+  EXPECT_EQ(fitted.clock_error_bound_ns, 3'000);
+  common::Capture one_host = ThreeRanks();
+  for (auto& w : one_host.workers) w.info.host = "node-0";
+  EXPECT_EQ(ComputeCommunication(common::CaptureView(one_host), {}).clock_basis, ClockBasis::kOneHost);
+  EXPECT_EQ(ComputeCommunication(common::CaptureView(one_host), {.clocks = ClockTrust::kUnaligned}).clock_basis,
+            ClockBasis::kNotCompared);
+}
+
 TEST(CommunicationTest, FallbackUsesTheShortestDuration) {
   common::Capture capture = ThreeRanks();
   capture.workers[2].clock = common::ClockModel{.offset_ns = 100'000};  // untrusted
