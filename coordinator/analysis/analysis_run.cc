@@ -45,6 +45,7 @@ absl::Status ValidateRequest(AnalysisRequest* request) {
 
 AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRequest& request) {
   AnalysisResults results;
+  results.warnings = CheckOneJob(capture).warnings;
   const bool need_breakdown = Wants(request, "steps") || Wants(request, "pod") ||
                               Wants(request, "overlap") || Wants(request, "stragglers");
   const bool need_comm = need_breakdown || Wants(request, "communication") || Wants(request, "allreduce");

@@ -11,6 +11,7 @@
 #include "coordinator/analysis/breakdown.h"
 #include "coordinator/analysis/collective_bandwidth.h"
 #include "coordinator/analysis/communication.h"
+#include "coordinator/analysis/job_check.h"
 #include "coordinator/analysis/pod_view.h"
 #include "coordinator/analysis/stragglers.h"
 #include "coordinator/analysis/temporal.h"
@@ -34,6 +35,7 @@ struct AnalysisRequest {
 };
 
 struct AnalysisResults {
+  std::vector<std::string> warnings;  // the inputs are not one whole job (job_check.h)
   std::optional<CommunicationReport> communication;
   std::optional<std::vector<WorkerBreakdown>> breakdown;
   std::optional<PodView> pod;

@@ -15,6 +15,9 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
   cmd->add_option("inputs", o.inputs, "Trace directories or files (*.json, *.json.gz)")->required();
   cmd->add_option("--report", o.reports,
                   "steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all (repeatable)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->capture_default_str();
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   cmd->add_option("--window", o.window, "Temporal window: the capture's steps, or HTA's rules")
@@ -32,6 +35,8 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   cmd->add_option("--top", o.top, "Kernels listed per worker and pod-wide (0: all)")->capture_default_str();
+  cmd->add_flag("--allow-mixed", o.allow_mixed,
+                "Analyse inputs that are not one job (several jobs, world sizes that disagree, a rank twice)");
   cmd->footer(
       "Steps: each step's device span is partitioned, instant by instant: compute (only computation kernels),\n"
       "overlap (computation and communication together), comm_wait (only communication kernels waiting for\n"
@@ -68,6 +73,20 @@ int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
     return 1;
   }
   const common::CaptureView view(*capture);
+  // Inputs that are not one job make cross-rank reports meaningless: refused unless insisted on.
+  const analysis::JobCheck job = analysis::CheckOneJob(view);
+  if (job.mixed && !o.allow_mixed) {
+    std::string why;
+    for (const std::string& w : job.warnings) why += "\n  " + w;
+    std::fprintf(stderr,
+                 "podscope analyze: these inputs are not one job:%s\n(pass --allow-mixed to analyse them together "
+                 "anyway)\n",
+                 why.c_str());
+    return 1;
+  }
+  if (o.format == "json") {
+    for (const std::string& w : job.warnings) std::fprintf(stderr, "podscope analyze: warning: %s\n", w.c_str());
+  }
   const analysis::AnalysisResults results = analysis::RunAnalyses(view, request);
   const std::string text = o.format == "json" ? RenderJson(view, request, results)
                                               : RenderTables(view, request, results);

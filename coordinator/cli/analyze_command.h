@@ -18,6 +18,7 @@ struct AnalyzeCommandOptions {
   double link_gbps = 0;
   int64_t params = 0;
   int32_t bytes_per_param = 4;
+  bool allow_mixed = false;
   size_t top = 20;
 };
 

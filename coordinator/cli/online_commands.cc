@@ -55,6 +55,9 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
   c.report = app.add_subcommand("report", "Analyses of a stored capture (the same reports as `analyze`)");
   c.report->add_option("capture", o.report_capture, "Capture id")->required();
   c.report->add_option("--report", o.reports, "steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->capture_default_str();
   c.report->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   c.report->add_option("--window", o.window, "steps or hta")->check(CLI::IsMember({"steps", "hta"}))->capture_default_str();

@@ -31,6 +31,7 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions& o) {
   cmd->add_option("--jitter", w.jitter, "Relative jitter of kernel and input times")->capture_default_str();
   cmd->add_option("-o,--output", o.output_dir, "Output directory (created)")->required();
   cmd->add_flag("--plain-json", o.plain_json, "Write .json instead of .json.gz");
+  cmd->add_flag("--overwrite", o.overwrite, "Write into a folder that is not empty (its rank-*.json[.gz] files are removed first)");
   return cmd;
 }
 
@@ -48,6 +49,20 @@ int RunSimulateCommand(SimulateCommandOptions& o) {
     return 2;
   }
   std::error_code ec;
+  // Stale rank files from an earlier run would be analysed with this one as one job.
+  if (std::filesystem::is_directory(o.output_dir, ec) && !std::filesystem::is_empty(o.output_dir, ec)) {
+    if (!o.overwrite) {
+      std::fprintf(stderr, "podscope simulate: %s is not empty (pass --overwrite to replace its rank files)\n",
+                   o.output_dir.c_str());
+      return 2;
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(o.output_dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with("rank-") && (name.ends_with(".json") || name.ends_with(".json.gz"))) {
+        std::filesystem::remove(entry.path(), ec);
+      }
+    }
+  }
   std::filesystem::create_directories(o.output_dir, ec);
   if (ec) {
     std::fprintf(stderr, "podscope simulate: cannot create %s: %s\n", o.output_dir.c_str(), ec.message().c_str());

@@ -15,6 +15,7 @@ struct SimulateCommandOptions {
   std::vector<std::string> stragglers;
   std::string output_dir;
   bool plain_json = false;
+  bool overwrite = false;
 };
 
 CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions& options);

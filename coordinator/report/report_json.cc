@@ -262,7 +262,12 @@ std::string RenderJson(const common::CaptureView& capture, const AnalysisRequest
     if (name == "kernels") Kernels(w, *results.kernels);
     if (name == "temporal") Temporal(w, *results.temporal);
   }
-  if (nested) w.Char('}');
+  // The inputs' disagreements (not one whole job), beside the report(s).
+  std::string& text = w.buffer();
+  if (!nested && !text.empty() && text.back() == '}') text.pop_back();
+  w.Raw(",\"warnings\":[");
+  for (size_t i = 0; i < results.warnings.size(); ++i) w.Raw(i ? "," : "").String(results.warnings[i]);
+  w.Raw("]}");
   w.Char('\n');
   return std::move(w.buffer());
 }

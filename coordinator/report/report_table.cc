@@ -157,6 +157,7 @@ void Temporal(std::string& out, const TemporalReport& r) {
 std::string RenderTables(const common::CaptureView& capture, const AnalysisRequest& request,
                          const AnalysisResults& results) {
   std::string out;
+  for (const std::string& warning : results.warnings) out += "warning: " + warning + "\n";
   for (const std::string& name : request.reports) {
     if (!out.empty()) out += '\n';
     if (name == "steps") Steps(out, *results.breakdown);

@@ -139,6 +139,32 @@ TEST(CliAnalyzeTest, TablesAndBadOptions) {
 namespace podscope::coordinator {
 namespace {
 
+// Issue 13: inputs that are not one job are refused (unless insisted on) and warned about;
+// simulate does not write into a folder that holds an earlier run.
+TEST(CliAnalyzeTest, InputsThatAreNotOneJobAreRefusedOrWarnedAbout) {
+  ScratchDir dir;
+  ASSERT_EQ(RunCli("simulate --ranks 8 --steps 2 -o " + dir.File("eight")).exit_code, 0);
+  ASSERT_EQ(RunCli("simulate --ranks 2 --steps 2 -o " + dir.File("two")).exit_code, 0);
+  const RunResult again = RunCli("simulate --ranks 2 --steps 2 -o " + dir.File("two"));
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.output.find("is not empty (pass --overwrite"), std::string::npos) << again.output;
+  EXPECT_EQ(RunCli("simulate --ranks 2 --steps 2 --overwrite -o " + dir.File("two")).exit_code, 0);
+
+  const std::string mixed = dir.File("eight/rank-3.json.gz") + " " + dir.File("two/rank-1.json.gz");
+  const RunResult refused = RunCli("analyze --report pod " + mixed);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.output.find("these inputs are not one job:\n  the ranks disagree on the world size (2: ranks 1; 8: ranks 3)"),
+            std::string::npos)
+      << refused.output;
+  const RunResult insisted = RunCli("analyze --report pod --format json --allow-mixed " + mixed);
+  EXPECT_EQ(insisted.exit_code, 0) << insisted.output;
+  EXPECT_NE(insisted.output.find(R"x("warnings":["the ranks disagree on the world size (2: ranks 1; 8: ranks 3)"]})x"),
+            std::string::npos)
+      << insisted.output;
+  const RunResult clean = RunCli("analyze --report pod --format json " + dir.File("eight"));
+  EXPECT_NE(clean.output.find(R"("warnings":[]})"), std::string::npos) << clean.output.substr(clean.output.size() - 200);
+}
+
 TEST(CliSimulateTest, SimulatedStragglerIsNamedByAnalyze) {
   ScratchDir dir;
   RunResult sim = RunCli("simulate --ranks 8 --steps 4 --seed 9 --straggler 5:1.05 -o " + dir.File("job"));
