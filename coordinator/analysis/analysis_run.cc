@@ -22,7 +22,8 @@ absl::Status ValidateRequest(AnalysisRequest* request) {
     }
     if (std::find(std::begin(kReportNames), std::end(kReportNames), name) == std::end(kReportNames)) {
       return absl::InvalidArgumentError(common::StrCat(
-          "unknown report \"", name, "\" (steps, pod, overlap, communication, stragglers, allreduce, kernels, temporal, all)"));
+          "unknown report \"", name,
+          "\" (summary, steps, pod, overlap, communication, stragglers, allreduce, kernels, temporal, all)"));
     }
     if (std::find(expanded.begin(), expanded.end(), name) == expanded.end()) expanded.push_back(name);
   }
@@ -46,7 +47,8 @@ absl::Status ValidateRequest(AnalysisRequest* request) {
 AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRequest& request) {
   AnalysisResults results;
   results.warnings = CheckOneJob(capture).warnings;
-  const bool need_breakdown = Wants(request, "steps") || Wants(request, "pod") ||
+  const bool summary = Wants(request, "summary");
+  const bool need_breakdown = summary || Wants(request, "steps") || Wants(request, "pod") ||
                               Wants(request, "overlap") || Wants(request, "stragglers");
   const bool need_comm = need_breakdown || Wants(request, "communication") || Wants(request, "allreduce");
   const bool need_steps = need_breakdown || Wants(request, "allreduce") ||
@@ -58,17 +60,20 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
   if (Wants(request, "pod")) {
     results.pod = ComputePodView(*results.breakdown, request.first_step, request.last_step);
   }
-  if (Wants(request, "stragglers")) {
+  if (Wants(request, "stragglers") || summary) {
     results.stragglers =
         FindStragglers(capture, steps, *results.communication, *results.breakdown, request.stragglers);
   }
-  if (Wants(request, "allreduce")) {
+  if (Wants(request, "allreduce") || summary) {
     results.bandwidth = ComputeBandwidth(capture, steps, *results.communication, request.bandwidth);
   }
   if (Wants(request, "kernels")) results.kernels = ComputeTopKernels(capture, request.top_kernels);
   if (Wants(request, "temporal")) {
     results.temporal = ComputeTemporal(capture, {.window = request.window, .steps = request.steps},
                                        request.window == WindowMode::kSteps ? &steps : nullptr);
+  }
+  if (summary) {
+    results.summary = Summarize(capture, *results.breakdown, *results.stragglers, *results.bandwidth, results.warnings);
   }
   return results;
 }

@@ -14,6 +14,7 @@
 #include "coordinator/analysis/job_check.h"
 #include "coordinator/analysis/pod_view.h"
 #include "coordinator/analysis/stragglers.h"
+#include "coordinator/analysis/summary.h"
 #include "coordinator/analysis/temporal.h"
 #include "coordinator/analysis/top_kernels.h"
 
@@ -21,7 +22,7 @@ namespace podscope::coordinator::analysis {
 
 // Report names, in the order `all` lists them.
 inline constexpr std::string_view kReportNames[] = {
-    "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"};
+    "summary", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"};
 
 struct AnalysisRequest {
   std::vector<std::string> reports;  // names from kReportNames
@@ -43,6 +44,7 @@ struct AnalysisResults {
   std::optional<BandwidthReport> bandwidth;
   std::optional<KernelReport> kernels;
   std::optional<TemporalReport> temporal;
+  std::optional<SummaryReport> summary;
 };
 
 // Expands "all" and checks names and options; errors are InvalidArgument naming the problem.

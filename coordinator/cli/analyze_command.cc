@@ -14,11 +14,11 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
                                                 "AllReduce time, pod view, top kernels, temporal summary");
   cmd->add_option("inputs", o.inputs, "Trace directories or files (*.json, *.json.gz)")->required();
   cmd->add_option("--report", o.reports,
-                  "steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all (repeatable)")
+                  "summary|steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all (repeatable; "
+                  "default: summary for tables, all for JSON)")
       ->expected(1)
       ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->capture_default_str();
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   cmd->add_option("--window", o.window, "Temporal window: the capture's steps, or HTA's rules")
       ->check(CLI::IsMember({"steps", "hta"}))
@@ -56,6 +56,7 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
 int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
   analysis::AnalysisRequest request;
   request.reports = o.reports;
+  if (request.reports.empty()) request.reports = {o.format == "json" ? "all" : "summary"};
   request.window = o.window == "hta" ? analysis::WindowMode::kHta : analysis::WindowMode::kSteps;
   request.steps.marker_pattern = o.step_pattern;
   request.communication.clocks = o.clocks == "aligned"     ? analysis::ClockTrust::kAligned

@@ -10,7 +10,7 @@ namespace podscope::coordinator {
 
 struct AnalyzeCommandOptions {
   std::vector<std::string> inputs;
-  std::vector<std::string> reports = {"all"};
+  std::vector<std::string> reports;  // none given: summary for tables, all for JSON
   std::string format = "table";
   std::string window = "steps";
   std::string clocks = "auto";

@@ -105,7 +105,7 @@ LiveCommands AddLiveCommands(CLI::App& app, LiveOptions& o) {
   c.capture->add_option("--delay", o.delay, "Extra wait before the window starts")->capture_default_str();
   c.capture->add_option("--ranks", o.ranks, "Only these ranks: 0-7,12 (default: all)");
   c.capture->add_option("--max-events-per-worker", o.max_events_per_worker, "Lower the per-worker event limit");
-  c.capture->add_flag("--wait", o.wait, "Follow the capture to its end, then print the pod view and the stragglers");
+  c.capture->add_flag("--wait", o.wait, "Follow the capture to its end, then print its summary");
   c.capture->add_option("--trace", o.trace_path, "With --wait: write the merged Chrome/Perfetto trace here (.json or .json.gz)");
   c.capture->add_option("--timeout", o.timeout, "With --wait: give up waiting after this long")->capture_default_str();
   return c;
@@ -254,7 +254,7 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   if (state == "complete" || state == "partial") {
-    for (const char* report : {"stragglers", "pod"}) {
+    for (const char* report : {"summary"}) {
       absl::StatusOr<HttpClientResponse> rep =
           HttpRequestTo(*server, "GET", common::StrCat("/v1/captures/", UrlEncode(id), "/", report, "?format=table"));
       if (!rep.ok()) return Fail("capture", std::string(rep.status().message()));
@@ -275,7 +275,8 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
       std::printf("\nmerged trace (aligned clocks, one process per rank): %s (%s)\n", o.trace_path.c_str(),
                   HumanBytes(t->body.size()).c_str());
     }
-    std::printf("\nmore: podscope --server %s report %s --report all\n", online.server.c_str(), id.c_str());
+    std::printf("\nmore: podscope --server %s report %s --report stragglers --report pod (or all)\n", online.server.c_str(),
+                id.c_str());
   }
   return state == "complete" ? 0 : state == "partial" ? 3 : 1;
 }

@@ -54,11 +54,12 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
 
   c.report = app.add_subcommand("report", "Analyses of a stored capture (the same reports as `analyze`)");
   c.report->add_option("capture", o.report_capture, "Capture id")->required();
-  c.report->add_option("--report", o.reports, "steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all")
+  c.report->add_option("--report", o.reports,
+                       "summary|steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all (default: "
+                       "summary for tables, all for JSON)")
       ->expected(1)
       ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->capture_default_str();
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   c.report->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   c.report->add_option("--window", o.window, "steps or hta")->check(CLI::IsMember({"steps", "hta"}))->capture_default_str();
   c.report->add_option("--clocks", o.clocks, "auto, aligned or unaligned")
@@ -157,8 +158,9 @@ int RunReportCommand(const OnlineOptions& o) {
   absl::StatusOr<ServerAddress> server = Server(o);
   if (!server.ok()) return Fail("report", std::string(server.status().message()));
   std::vector<std::string> reports = o.reports;
+  if (reports.empty()) reports = {o.format == "json" ? "all" : "summary"};
   if (std::find(reports.begin(), reports.end(), "all") != reports.end()) {
-    reports = {"steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"};
+    reports = {"summary", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"};
   }
   std::string query = common::StrCat("?format=", o.format, "&window=", o.window, "&clocks=", o.clocks);
   if (!o.step_pattern.empty()) query += "&step_pattern=" + UrlEncode(o.step_pattern);

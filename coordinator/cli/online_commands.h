@@ -20,7 +20,7 @@ struct OnlineOptions {
   std::string format = "table";
   // report
   std::string report_capture;
-  std::vector<std::string> reports = {"all"};
+  std::vector<std::string> reports;  // none given: summary for tables, all for JSON
   std::string window = "steps", clocks = "auto", step_pattern;
   double link_gbps = 0;
   int64_t params = 0;

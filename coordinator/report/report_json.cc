@@ -93,6 +93,48 @@ void Communication(JsonWriter& w, const CommunicationReport& c, const common::Ca
 }
 
 
+void Profile(JsonWriter& w, const WorkerProfile& p) {
+  w.Raw("{\"rank\":").Int(p.rank).Raw(",\"host\":").String(p.host).Raw(",\"steps\":").Uint(p.steps);
+  w.Raw(",\"span_ns\":").Int(p.span_ns).Raw(",\"compute_ns\":").Int(p.compute_ns).Raw(",\"overlap_ns\":").Int(p.overlap_ns);
+  w.Raw(",\"comm_wait_ns\":").Int(p.comm_wait_ns).Raw(",\"comm_transfer_ns\":").Int(p.comm_transfer_ns);
+  w.Raw(",\"memcpy_ns\":").Int(p.memcpy_ns).Raw(",\"idle_ns\":").Int(p.idle_ns).Raw(",\"before_ns\":").Int(p.before_ns);
+  w.Char('}');
+}
+
+void Summary(JsonWriter& w, const SummaryReport& s) {
+  w.Raw("{\"job\":").String(s.job).Raw(",\"ranks\":").Uint(s.ranks).Raw(",\"hosts\":").Uint(s.hosts);
+  w.Raw(",\"steps\":").Uint(s.steps).Raw(",\"first_step\":").Int(s.first_step).Raw(",\"last_step\":").Int(s.last_step);
+  w.Raw(",\"step_source\":").String(s.step_source);
+  w.Raw(",\"step_time\":{\"min_ns\":").Int(s.step_min_ns).Raw(",\"p50_ns\":").Int(s.step_p50_ns);
+  w.Raw(",\"p90_ns\":").Int(s.step_p90_ns).Raw(",\"max_ns\":").Int(s.step_max_ns);
+  w.Raw(",\"window_step_time_ns\":").Int(s.window_step_time_ns).Char('}');
+  w.Raw(",\"median_worker\":");
+  Profile(w, s.median_worker);
+  w.Raw(",\"worst_worker\":");
+  Profile(w, s.worst_worker);
+  w.Raw(",\"worst_is_straggler\":").Bool(s.worst_is_straggler);
+  w.Raw(",\"exposed_communication_ns\":").Int(s.exposed_communication_ns);
+  w.Raw(",\"exposed_communication_share\":").Fixed(s.exposed_communication_share, 4);
+  w.Raw(",\"overlap_pct\":").Fixed(s.overlap_pct, 2);
+  w.Raw(",\"straggler_count\":").Uint(s.straggler_count).Raw(",\"step_time_loss_ns\":");
+  OptionalInt(w, s.step_time_loss_ns);
+  w.Raw(",\"stragglers\":[");
+  for (size_t i = 0; i < s.stragglers.size(); ++i) {
+    const Straggler& g = s.stragglers[i];
+    w.Raw(i ? ",{\"rank\":" : "{\"rank\":").Int(g.rank).Raw(",\"host\":").String(g.host);
+    w.Raw(",\"step_time_loss_ns\":");
+    OptionalInt(w, g.step_time_loss_ns);
+    w.Raw(",\"caused_delay_ns\":").Int(g.caused_delay_ns).Raw(",\"category\":").String(g.category);
+    w.Raw(",\"reason\":").String(g.reason).Char('}');
+  }
+  w.Raw("],\"allreduce\":{\"collectives\":").Uint(s.collectives);
+  w.Raw(",\"median_busbw_gbps\":").Fixed(s.median_busbw_gbps, 3).Raw(",\"link_gbps\":").Fixed(s.link_gbps, 3);
+  w.Raw(",\"median_efficiency\":").Fixed(s.median_efficiency, 4);
+  w.Raw(",\"measured_allreduce_ns\":").Int(s.measured_allreduce_ns).Raw(",\"expected_allreduce_ns\":");
+  OptionalInt(w, s.expected_allreduce_ns);
+  w.Raw("}}");
+}
+
 void Stragglers(JsonWriter& w, const StragglerReport& r) {
   w.Raw("{\"stragglers\":[");
   for (size_t i = 0; i < r.stragglers.size(); ++i) {
@@ -253,6 +295,7 @@ std::string RenderJson(const common::CaptureView& capture, const AnalysisRequest
       w.Raw(first ? "" : ",").Key(name);
       first = false;
     }
+    if (name == "summary") Summary(w, *results.summary);
     if (name == "steps") Steps(w, *results.breakdown);
     if (name == "overlap") Overlap(w, *results.breakdown);
     if (name == "communication") Communication(w, *results.communication, capture);

@@ -105,6 +105,51 @@ void Stragglers(std::string& out, const StragglerReport& r) {
                      Ms(r.total_caused_delay_ns));
 }
 
+void Summary(std::string& out, const SummaryReport& s) {
+  out += fmt::format("== summary: job {}, {} ranks{}, {} steps ({}..{}, from {})\n", s.job.empty() ? "(unnamed)" : s.job,
+                     s.ranks, s.hosts > 0 ? fmt::format(" on {} hosts", s.hosts) : "", s.steps, s.first_step, s.last_step,
+                     s.step_source);
+  out += fmt::format("step time (ms): min {:.3f}  p50 {:.3f}  p90 {:.3f}  max {:.3f} over every worker and step; "
+                     "{:.3f} ms of steps on the median worker\n",
+                     Ms(s.step_min_ns), Ms(s.step_p50_ns), Ms(s.step_p90_ns), Ms(s.step_max_ns), Ms(s.window_step_time_ns));
+  out += fmt::format("per step (ms)             {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}\n", "span", "compute",
+                     "overlap", "comm_wait", "comm_xfer", "memcpy", "idle", "before");
+  for (const auto& [label, p] : {std::pair<const char*, const WorkerProfile*>{"median worker", &s.median_worker},
+                                 {s.worst_is_straggler ? "top straggler" : "longest step", &s.worst_worker}}) {
+    out += fmt::format("{:<14} rank {:<5}  {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f}\n", label,
+                       p->rank, Ms(p->span_ns), Ms(p->compute_ns), Ms(p->overlap_ns), Ms(p->comm_wait_ns),
+                       Ms(p->comm_transfer_ns), Ms(p->memcpy_ns), Ms(p->idle_ns), Ms(p->before_ns));
+  }
+  out += fmt::format("exposed communication: {:.3f} ms per step on the median worker ({:.1f}% of its step); "
+                     "{:.1f}% of its communication hidden behind computation\n",
+                     Ms(s.exposed_communication_ns), 100 * s.exposed_communication_share, s.overlap_pct);
+  if (s.straggler_count == 0) {
+    out += "stragglers: none\n";
+  } else {
+    out += fmt::format("stragglers: {} (step-time loss {} of {:.3f} ms of steps)\n", s.straggler_count,
+                       LossMs(s.step_time_loss_ns), Ms(s.window_step_time_ns));
+    for (const Straggler& g : s.stragglers) {
+      out += fmt::format("  rank {}{}: loss {}, caused delay {:.3f} ms, extra time in {} ({})\n", g.rank,
+                         g.host.empty() ? "" : " (" + g.host + ")", LossMs(g.step_time_loss_ns), Ms(g.caused_delay_ns),
+                         g.category, g.reason);
+    }
+    if (s.straggler_count > s.stragglers.size()) {
+      out += fmt::format("  ... {} more (--report stragglers)\n", s.straggler_count - s.stragglers.size());
+    }
+  }
+  out += fmt::format("allreduce: {} collectives, median bus bandwidth {:.1f} GB/s", s.collectives, s.median_busbw_gbps);
+  if (s.link_gbps > 0) {
+    out += fmt::format(", {:.0f}% of the {:.0f} Gbit/s link", 100 * s.median_efficiency, s.link_gbps);
+  } else {
+    out += " (--link-gbps for efficiency)";
+  }
+  out += fmt::format("; {:.3f} ms of AllReduce per step", Ms(s.measured_allreduce_ns));
+  if (s.expected_allreduce_ns) out += fmt::format(" (expected {:.3f} ms)", Ms(*s.expected_allreduce_ns));
+  out += "\n";
+  out += fmt::format("warnings: {}\n", s.warnings.empty() ? "none" : fmt::format("{} (above)", s.warnings.size()));
+  out += "more: --report steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all\n";
+}
+
 void Bandwidth(std::string& out, const BandwidthReport& r) {
   out += "== allreduce: collective time and bandwidth per step\n";
   out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>14} {:>10}\n", "step", "bytes", "transfer_ms",
@@ -160,6 +205,7 @@ std::string RenderTables(const common::CaptureView& capture, const AnalysisReque
   for (const std::string& warning : results.warnings) out += "warning: " + warning + "\n";
   for (const std::string& name : request.reports) {
     if (!out.empty()) out += '\n';
+    if (name == "summary") Summary(out, *results.summary);
     if (name == "steps") Steps(out, *results.breakdown);
     if (name == "overlap") Overlap(out, *results.breakdown);
     if (name == "communication") Communication(out, *results.communication);

@@ -1,6 +1,7 @@
 // Runs the real `podscope` binary as a user would.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string>
@@ -112,7 +113,7 @@ TEST(CliAnalyzeTest, HtaTemporalJsonReproducesHtaFiguresOnDlrm) {
 TEST(CliAnalyzeTest, AllReportsNestUnderTheirNames) {
   RunResult r = RunCli("analyze --format json " + KinetoFixture("dlrm_8rank"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* key : {"{\"steps\":{\"workers\":[", ",\"pod\":{\"steps\":[", ",\"overlap\":{", ",\"communication\":{",
+  for (const char* key : {"{\"summary\":{\"job\":", ",\"steps\":{\"workers\":[", ",\"pod\":{\"steps\":[", ",\"overlap\":{", ",\"communication\":{",
                           ",\"stragglers\":{\"stragglers\":[", ",\"allreduce\":{", ",\"kernels\":{\"pod\":[",
                           ",\"temporal\":{\"window\":\"steps\""}) {
     EXPECT_NE(r.output.find(key), std::string::npos) << key;
@@ -163,6 +164,24 @@ TEST(CliAnalyzeTest, InputsThatAreNotOneJobAreRefusedOrWarnedAbout) {
       << insisted.output;
   const RunResult clean = RunCli("analyze --report pod --format json " + dir.File("eight"));
   EXPECT_NE(clean.output.find(R"("warnings":[]})"), std::string::npos) << clean.output.substr(clean.output.size() - 200);
+}
+
+// Issue 13, summary first: a table analysis without --report is the summary, and at 1024 ranks it
+// fits one screen (the old default printed 4,061 lines for 64 ranks).
+TEST(CliAnalyzeTest, TheDefaultTableIsASummaryThatFitsAScreenAt1024Ranks) {
+  ScratchDir dir;
+  ASSERT_EQ(RunCli("simulate --ranks 1024 --steps 3 --forward-kernels 4 --backward-kernels 8 --buckets 2 "
+                   "--straggler 300:1.2 -o " + dir.File("job"))
+                .exit_code,
+            0);
+  const RunResult r = RunCli("analyze --clocks aligned " + dir.File("job"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_LE(std::count(r.output.begin(), r.output.end(), '\n'), 60) << r.output;
+  EXPECT_NE(r.output.find("== summary: job (unnamed), 1024 ranks, 3 steps (0..2, from markers)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("top straggler  rank 300"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stragglers: 1 (step-time loss "), std::string::npos) << r.output;
+  const RunResult json = RunCli("analyze --report summary --format json --clocks aligned " + dir.File("job"));
+  EXPECT_NE(json.output.find(R"({"job":"","ranks":1024,)"), std::string::npos) << json.output.substr(0, 200);
 }
 
 TEST(CliSimulateTest, SimulatedStragglerIsNamedByAnalyze) {
