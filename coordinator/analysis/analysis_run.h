@@ -33,6 +33,10 @@ struct AnalysisRequest {
   StragglerOptions stragglers;
   size_t top_kernels = 20;
   int64_t first_step = -1, last_step = -1;
+  // The long tables (steps, overlap, pod): only these ranks (empty: all), worst workers (longest
+  // mean step) first, at most top_workers of them (0: all).
+  std::vector<int32_t> ranks;
+  size_t top_workers = 20;
 };
 
 struct AnalysisResults {

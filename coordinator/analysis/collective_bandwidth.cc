@@ -59,6 +59,8 @@ BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
         st.allreduce_transfer_ns += c.transfer_ns;
         st.allreduce_bytes += c.bytes;
         allreduce_ranks = std::max(allreduce_ranks, c.nranks);
+      } else {
+        st.other_bytes += c.bytes;
       }
     }
     report.collectives.push_back(std::move(c));
@@ -66,6 +68,7 @@ BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
   std::vector<TimeNs> allreduce_per_step;
   for (auto& [step, st] : by_step) {
     if (st.bytes > 0) st.busbw_gbps = busbw_weight[step] / static_cast<double>(st.bytes);
+    if (link_bytes_per_s > 0) st.efficiency = st.busbw_gbps * 1e9 / link_bytes_per_s;
     if (st.allreduce_bytes > 0) allreduce_per_step.push_back(st.allreduce_transfer_ns);
     report.steps.push_back(st);
   }

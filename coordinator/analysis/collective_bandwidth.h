@@ -43,6 +43,8 @@ struct StepCollectiveTime {
   TimeNs allreduce_transfer_ns = 0;
   int64_t allreduce_bytes = 0;
   double busbw_gbps = 0;  // bytes-weighted over the step's collectives
+  double efficiency = 0;  // busbw_gbps against the link bandwidth (0 without one)
+  int64_t other_bytes = 0;  // bytes of the step's collectives that are not AllReduce (AllToAll, ...)
 };
 
 struct BandwidthReport {

@@ -63,6 +63,7 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
   if (r.query.count("top") && !ParseNumber(r.Query("top"), &request->top_kernels)) {
     return absl::InvalidArgumentError("top must be an integer");
   }
+  request->top_workers = request->top_kernels;  // the tables' workers, as `podscope analyze --top`
   request->steps.marker_pattern = r.Query("step_pattern");
   const std::string format = r.Query("format", "json");
   if (format != "json" && format != "table") return absl::InvalidArgumentError("format must be json or table");

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 
+#include "common/parse_number.h"
 #include "coordinator/analysis/analysis_run.h"
+#include "coordinator/cli/live_commands.h"
 #include "coordinator/cli/load_inputs.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/report_table.h"
@@ -34,7 +36,12 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
   cmd->add_option("--bytes-per-param", o.bytes_per_param, "Gradient bytes per parameter")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
-  cmd->add_option("--top", o.top, "Kernels listed per worker and pod-wide (0: all)")->capture_default_str();
+  cmd->add_option("--top", o.top,
+                  "Kernels listed per worker and pod-wide, and workers shown in the steps, overlap and pod tables, "
+                  "worst first (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--ranks", o.ranks, "Steps, overlap and pod tables: only these ranks, e.g. 0-3,7");
+  cmd->add_option("--steps", o.steps, "Steps, overlap and pod tables: only these steps, N or FIRST-LAST");
   cmd->add_flag("--allow-mixed", o.allow_mixed,
                 "Analyse inputs that are not one job (several jobs, world sizes that disagree, a rank twice)");
   cmd->footer(
@@ -64,6 +71,27 @@ int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
                                                            : analysis::ClockTrust::kAuto;
   request.bandwidth = {o.link_gbps, o.params, o.bytes_per_param};
   request.top_kernels = o.top;
+  request.top_workers = o.top;
+  if (!o.ranks.empty()) {
+    absl::StatusOr<std::vector<int32_t>> ranks = ParseRankList(o.ranks);
+    if (!ranks.ok()) {
+      std::fprintf(stderr, "podscope analyze: --ranks: %s\n", std::string(ranks.status().message()).c_str());
+      return 2;
+    }
+    request.ranks = *std::move(ranks);
+  }
+  if (!o.steps.empty()) {
+    const size_t dash = o.steps.find('-', 1);
+    const absl::StatusOr<int64_t> first = common::ParseInt(std::string_view(o.steps).substr(0, dash));
+    const absl::StatusOr<int64_t> last =
+        dash == std::string::npos ? first : common::ParseInt(std::string_view(o.steps).substr(dash + 1));
+    if (!first.ok() || !last.ok() || *first < 0 || *last < *first) {
+      std::fprintf(stderr, "podscope analyze: --steps: \"%s\" is not a step or FIRST-LAST range\n", o.steps.c_str());
+      return 2;
+    }
+    request.first_step = *first;
+    request.last_step = *last;
+  }
   if (absl::Status status = analysis::ValidateRequest(&request); !status.ok()) {
     std::fprintf(stderr, "podscope analyze: %s\n", std::string(status.message()).c_str());
     return 2;

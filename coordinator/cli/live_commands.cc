@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <thread>
@@ -76,20 +77,12 @@ absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text) {
   for (std::string_view part : common::Split(text, ',')) {
     part = common::StripWhitespace(part);
     const size_t dash = part.find('-');
-    try {
-      size_t used = 0;
-      const int first = std::stoi(std::string(part.substr(0, dash)), &used);
-      if (used != part.substr(0, dash).size()) throw std::invalid_argument("x");
-      int last = first;
-      if (dash != std::string_view::npos) {
-        last = std::stoi(std::string(part.substr(dash + 1)), &used);
-        if (used != part.size() - dash - 1) throw std::invalid_argument("x");
-      }
-      if (first < 0 || last < first || last - first > 65536) throw std::invalid_argument("x");
-      for (int r = first; r <= last; ++r) ranks.push_back(r);
-    } catch (const std::exception&) {
+    const absl::StatusOr<int64_t> first = common::ParseInt(part.substr(0, dash));
+    const absl::StatusOr<int64_t> last = dash == std::string_view::npos ? first : common::ParseInt(part.substr(dash + 1));
+    if (!first.ok() || !last.ok() || *first < 0 || *last < *first || *last - *first > 65536 || *last > INT32_MAX) {
       return absl::InvalidArgumentError(common::StrCat("\"", part, "\" is not a rank or FIRST-LAST range"));
     }
+    for (int64_t r = *first; r <= *last; ++r) ranks.push_back(static_cast<int32_t>(r));
   }
   return ranks;
 }

@@ -197,8 +197,8 @@ void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
     const StepCollectiveTime& s = r.steps[i];
     w.Raw(i ? "," : "").Raw("{\"step\":").Int(s.step).Raw(",\"bytes\":").Int(s.bytes);
     w.Raw(",\"transfer_ns\":").Int(s.transfer_ns).Raw(",\"allreduce_bytes\":").Int(s.allreduce_bytes);
-    w.Raw(",\"allreduce_transfer_ns\":").Int(s.allreduce_transfer_ns);
-    w.Raw(",\"busbw_gbps\":").Fixed(s.busbw_gbps, 3).Char('}');
+    w.Raw(",\"allreduce_transfer_ns\":").Int(s.allreduce_transfer_ns).Raw(",\"other_bytes\":").Int(s.other_bytes);
+    w.Raw(",\"busbw_gbps\":").Fixed(s.busbw_gbps, 3).Raw(",\"efficiency\":").Fixed(s.efficiency, 4).Char('}');
   }
   w.Raw("],\"collectives\":[");
   for (size_t i = 0; i < r.collectives.size(); ++i) {

@@ -1,5 +1,6 @@
 #include "coordinator/report/report_table.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -16,14 +17,47 @@ std::string Truncate(std::string_view s, size_t n) {
   return s.size() <= n ? std::string(s) : std::string(s.substr(0, n - 3)) + "...";
 }
 
-void Steps(std::string& out, const std::vector<WorkerBreakdown>& b) {
+// The workers a long table shows: those asked for, worst (longest mean step) first, at most
+// request.top_workers; `hidden` counts the others.
+std::vector<const WorkerBreakdown*> Shown(const std::vector<WorkerBreakdown>& b, const AnalysisRequest& request,
+                                          size_t* hidden) {
+  std::vector<std::pair<TimeNs, const WorkerBreakdown*>> ranked;
+  for (const WorkerBreakdown& w : b) {
+    if (!request.ranks.empty() && std::find(request.ranks.begin(), request.ranks.end(), w.rank) == request.ranks.end()) {
+      continue;
+    }
+    TimeNs total = 0;
+    for (const StepBreakdown& s : w.steps) total += s.span_ns;
+    ranked.emplace_back(w.steps.empty() ? 0 : total / static_cast<TimeNs>(w.steps.size()), &w);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const size_t keep = request.top_workers == 0 ? ranked.size() : std::min(ranked.size(), request.top_workers);
+  *hidden = ranked.size() - keep;
+  std::vector<const WorkerBreakdown*> out;
+  for (size_t i = 0; i < keep; ++i) out.push_back(ranked[i].second);
+  return out;
+}
+
+bool StepShown(int64_t step, const AnalysisRequest& request) {
+  return (request.first_step < 0 || step >= request.first_step) && (request.last_step < 0 || step <= request.last_step);
+}
+
+void MoreWorkers(std::string& out, size_t hidden) {
+  if (hidden > 0) out += fmt::format("... {} more workers (--top 0 shows all, --ranks picks some)\n", hidden);
+}
+
+void Steps(std::string& out, const std::vector<WorkerBreakdown>& all, const AnalysisRequest& request) {
+  size_t hidden = 0;
+  const std::vector<const WorkerBreakdown*> b = Shown(all, request, &hidden);
   out += "== steps: per-step breakdown (ms; the categories sum to the span; before = device idle since the "
          "previous step's span)\n";
   out += fmt::format("{:>5} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "rank",
                      "step", "span", "compute", "overlap", "comm_wait", "comm_xfer", "memcpy", "idle_in",
                      "idle_lch", "idle_hst", "idle_oth", "before");
-  for (const WorkerBreakdown& w : b) {
+  for (const WorkerBreakdown* worker : b) {
+    const WorkerBreakdown& w = *worker;
     for (const StepBreakdown& s : w.steps) {
+      if (!StepShown(s.step, request)) continue;
       out += fmt::format("{:>5} {:>7} {:>9.3f} {:>9.3f} {:>8.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f}\n",
                          w.rank, s.step, Ms(s.span_ns), Ms(s.compute_ns), Ms(s.overlap_ns), Ms(s.comm_wait_ns),
                          Ms(s.comm_transfer_ns), Ms(s.memcpy_ns), Ms(s.idle_input_ns), Ms(s.idle_launch_ns),
@@ -31,18 +65,27 @@ void Steps(std::string& out, const std::vector<WorkerBreakdown>& b) {
     }
     if (w.steps.empty()) out += fmt::format("{:>5} (no steps: {})\n", w.rank, StepSourceName(w.step_source));
   }
+  MoreWorkers(out, hidden);
 }
 
-void Overlap(std::string& out, const std::vector<WorkerBreakdown>& b) {
-  out += "== overlap: computation / communication (ms); overlap% = share of communication hidden\n";
-  out += fmt::format("{:>5} {:>7} {:>12} {:>14} {:>9} {:>9}\n", "rank", "step", "computation", "communication",
-                     "overlap", "overlap%");
-  for (const WorkerBreakdown& w : b) {
-    for (const StepBreakdown& s : w.steps) {
-      out += fmt::format("{:>5} {:>7} {:>12.3f} {:>14.3f} {:>9.3f} {:>9.2f}\n", w.rank, s.step, Ms(s.compute_ns),
-                         Ms(s.communication_ns), Ms(s.overlap_ns), s.OverlapPercent());
+void Overlap(std::string& out, const std::vector<WorkerBreakdown>& all, const AnalysisRequest& request) {
+  size_t hidden = 0;
+  const std::vector<const WorkerBreakdown*> b = Shown(all, request, &hidden);
+  // The PyTorch profiler's distributed view: computation and communication each without the
+  // overlap, comm_kernels = overlap + communication, overlap% = overlap / comm_kernels.
+  out += "== overlap (ms): computation = computation kernels alone, communication = communication kernels alone "
+         "(not hidden), comm_kernels = overlap + communication, overlap% = overlap / comm_kernels\n";
+  out += fmt::format("{:>5} {:>7} {:>12} {:>14} {:>9} {:>13} {:>9}\n", "rank", "step", "computation", "communication",
+                     "overlap", "comm_kernels", "overlap%");
+  for (const WorkerBreakdown* w : b) {
+    for (const StepBreakdown& s : w->steps) {
+      if (!StepShown(s.step, request)) continue;
+      out += fmt::format("{:>5} {:>7} {:>12.3f} {:>14.3f} {:>9.3f} {:>13.3f} {:>9.2f}\n", w->rank, s.step, Ms(s.compute_ns),
+                         Ms(s.communication_ns), Ms(s.overlap_ns), Ms(s.overlap_ns + s.communication_ns),
+                         s.OverlapPercent());
     }
   }
+  MoreWorkers(out, hidden);
 }
 
 // How arrivals were compared, in words, with the clock error bound when it is known.
@@ -151,30 +194,49 @@ void Summary(std::string& out, const SummaryReport& s) {
 }
 
 void Bandwidth(std::string& out, const BandwidthReport& r) {
-  out += "== allreduce: collective time and bandwidth per step\n";
-  out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>14} {:>10}\n", "step", "bytes", "transfer_ms",
-                     "allreduce_MB", "allreduce_ms", "busbw_GB/s");
+  // Bytes in MB (1e6) throughout; bus bandwidth in GB/s (1e9 bytes/s); the link in Gbit/s.
+  out += "== allreduce: collective time and bandwidth per step (MB = 1e6 bytes; busbw in GB/s, bytes-weighted)\n";
+  const bool link = r.link_gbps > 0;
+  out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>12} {:>10} {:>11}\n", "step", "allreduce_MB", "allreduce_ms",
+                     "other_MB", "all_coll_ms", "busbw_GB/s", link ? "efficiency%" : "");
   for (const StepCollectiveTime& s : r.steps) {
-    out += fmt::format("{:>7} {:>12} {:>12.3f} {:>14.1f} {:>14.3f} {:>10.2f}\n", s.step, s.bytes, Ms(s.transfer_ns),
-                       s.allreduce_bytes / 1e6, Ms(s.allreduce_transfer_ns), s.busbw_gbps);
+    out += fmt::format("{:>7} {:>12.1f} {:>12.3f} {:>14.1f} {:>12.3f} {:>10.2f} {:>11}\n", s.step, s.allreduce_bytes / 1e6,
+                       Ms(s.allreduce_transfer_ns), s.other_bytes / 1e6, Ms(s.transfer_ns), s.busbw_gbps,
+                       link ? fmt::format("{:.1f}", 100 * s.efficiency) : "");
   }
-  out += fmt::format("measured gradient AllReduce per step (median): {:.3f} ms\n", Ms(r.measured_allreduce_ns));
+  if (!link) out += "(efficiency: give the link bandwidth with --link-gbps)\n";
+  // Every AllReduce counts: data-parallel gradients and tensor-parallel activations alike.
+  out += fmt::format("measured AllReduce transfer per step (median over steps, every AllReduce): {:.3f} ms\n",
+                     Ms(r.measured_allreduce_ns));
   if (r.expected_allreduce_ns) {
-    out += fmt::format("expected at {:.0f} Gbit/s: {:.3f} ms\n", r.link_gbps, Ms(*r.expected_allreduce_ns));
+    out += fmt::format("expected gradient AllReduce at {:.0f} Gbit/s (--params x --bytes-per-param): {:.3f} ms\n",
+                       r.link_gbps, Ms(*r.expected_allreduce_ns));
   }
 }
 
-void Pod(std::string& out, const PodView& v) {
-  out += "== pod: step time per worker (ms), deviation from the median worker\n";
+void Pod(std::string& out, const PodView& v, const AnalysisRequest& request) {
+  out += "== pod: step time per worker (ms), deviation from the median worker, worst first\n";
   for (const PodStep& s : v.steps) {
     out += fmt::format("step {} (median {:.3f} ms)\n", s.step, Ms(s.median_step_ns));
-    out += fmt::format("{:>7} {:>10} {:>8} {:>10} {:>10} {:>10}\n", "rank", "step", "dev%", "compute", "comm", "idle");
+    // The steps report's categories: compute and communication alone, overlap apart.
+    out += fmt::format("{:>7} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "rank", "step", "dev%", "compute",
+                       "overlap", "comm", "memcpy", "idle");
+    std::vector<const PodRow*> rows;
     for (const PodRow& r : s.rows) {
-      const StepBreakdown& b = r.breakdown;
-      out += fmt::format("{:>7} {:>10.3f} {:>+8.2f} {:>10.3f} {:>10.3f} {:>10.3f}\n", r.rank, Ms(r.step_ns),
-                         r.deviation_pct, Ms(b.compute_ns + b.overlap_ns), Ms(b.communication_ns),
-                         Ms(b.idle_input_ns + b.idle_launch_ns + b.idle_host_ns + b.idle_other_ns));
+      if (request.ranks.empty() || std::find(request.ranks.begin(), request.ranks.end(), r.rank) != request.ranks.end()) {
+        rows.push_back(&r);
+      }
     }
+    std::stable_sort(rows.begin(), rows.end(), [](const PodRow* a, const PodRow* b) { return a->step_ns > b->step_ns; });
+    const size_t keep = request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
+    for (size_t i = 0; i < keep; ++i) {
+      const PodRow& r = *rows[i];
+      const StepBreakdown& b = r.breakdown;
+      out += fmt::format("{:>7} {:>10.3f} {:>+8.2f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n", r.rank,
+                         Ms(r.step_ns), r.deviation_pct, Ms(b.compute_ns), Ms(b.overlap_ns), Ms(b.communication_ns),
+                         Ms(b.memcpy_ns), Ms(b.idle_input_ns + b.idle_launch_ns + b.idle_host_ns + b.idle_other_ns));
+    }
+    MoreWorkers(out, rows.size() - keep);
   }
 }
 
@@ -206,12 +268,12 @@ std::string RenderTables(const common::CaptureView& capture, const AnalysisReque
   for (const std::string& name : request.reports) {
     if (!out.empty()) out += '\n';
     if (name == "summary") Summary(out, *results.summary);
-    if (name == "steps") Steps(out, *results.breakdown);
-    if (name == "overlap") Overlap(out, *results.breakdown);
+    if (name == "steps") Steps(out, *results.breakdown, request);
+    if (name == "overlap") Overlap(out, *results.breakdown, request);
     if (name == "communication") Communication(out, *results.communication);
     if (name == "stragglers") Stragglers(out, *results.stragglers);
     if (name == "allreduce") Bandwidth(out, *results.bandwidth);
-    if (name == "pod") Pod(out, *results.pod);
+    if (name == "pod") Pod(out, *results.pod, request);
     if (name == "kernels") Kernels(out, *results.kernels);
     if (name == "temporal") Temporal(out, *results.temporal);
   }

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
+#include <sstream>
 #include <cstdio>
 #include <string>
 
@@ -182,6 +184,64 @@ TEST(CliAnalyzeTest, TheDefaultTableIsASummaryThatFitsAScreenAt1024Ranks) {
   EXPECT_NE(r.output.find("stragglers: 1 (step-time loss "), std::string::npos) << r.output;
   const RunResult json = RunCli("analyze --report summary --format json --clocks aligned " + dir.File("job"));
   EXPECT_NE(json.output.find(R"({"job":"","ranks":1024,)"), std::string::npos) << json.output.substr(0, 200);
+}
+
+// Issue 13, one set of definitions: every overlap% follows from the columns printed beside it
+// (it did not: "communication" is the part not hidden), and the allreduce table gives its
+// efficiency when a link bandwidth is given, in MB throughout.
+TEST(CliAnalyzeTest, PrintedFiguresFollowFromTheirColumns) {
+  const RunResult overlap = RunCli("analyze --report overlap " + KinetoFixture("dlrm_8rank"));
+  ASSERT_EQ(overlap.exit_code, 0) << overlap.output;
+  std::istringstream lines(overlap.output);
+  std::string line;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    double rank, step, computation, communication, hidden, comm_kernels, pct;
+    if (!(fields >> rank >> step >> computation >> communication >> hidden >> comm_kernels >> pct)) continue;
+    ++rows;
+    EXPECT_NEAR(comm_kernels, hidden + communication, 0.0015) << line;
+    if (comm_kernels > 0) {
+      EXPECT_NEAR(pct, 100 * hidden / comm_kernels, 0.05 + 100 * 0.0015 / comm_kernels) << line;
+    }
+  }
+  EXPECT_EQ(rows, 8);  // 8 ranks, one step each
+  const RunResult bandwidth = RunCli("analyze --report allreduce --link-gbps 200 " + KinetoFixture("dlrm_8rank"));
+  EXPECT_NE(bandwidth.output.find("efficiency%"), std::string::npos) << bandwidth.output;
+  EXPECT_NE(bandwidth.output.find("allreduce_MB"), std::string::npos) << bandwidth.output;
+  EXPECT_EQ(bandwidth.output.find("gradient AllReduce per step"), std::string::npos) << bandwidth.output;
+  const RunResult pod = RunCli("analyze --report pod " + KinetoFixture("dlrm_8rank"));
+  EXPECT_NE(pod.output.find("dev%    compute    overlap       comm"), std::string::npos) << pod.output.substr(0, 400);
+}
+
+// Issue 13: the long tables show the worst workers first, --top of them, and take --ranks and
+// --steps.
+TEST(CliAnalyzeTest, LongTablesShowTheWorstWorkersFirstAndFilter) {
+  ScratchDir dir;
+  ASSERT_EQ(RunCli("simulate --ranks 64 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 "
+                   "--straggler 9:1.5:input -o " + dir.File("job"))
+                .exit_code,
+            0);
+  const RunResult top = RunCli("analyze --report steps --top 5 --clocks aligned " + dir.File("job"));
+  ASSERT_EQ(top.exit_code, 0) << top.output;
+  EXPECT_NE(top.output.find("... 59 more workers (--top 0 shows all, --ranks picks some)"), std::string::npos) << top.output;
+  std::istringstream lines(top.output);
+  std::string line;
+  std::set<int> ranks;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    int rank, step;
+    double span;
+    if (fields >> rank >> step >> span) ranks.insert(rank);
+  }
+  EXPECT_EQ(ranks.size(), 5u);
+  const RunResult picked = RunCli("analyze --report steps --ranks 3,5 --steps 1 --clocks aligned " + dir.File("job"));
+  ASSERT_EQ(picked.exit_code, 0) << picked.output;
+  EXPECT_NE(picked.output.find("\n    3       1 "), std::string::npos) << picked.output;
+  EXPECT_NE(picked.output.find("\n    5       1 "), std::string::npos) << picked.output;
+  EXPECT_EQ(picked.output.find("       0 "), std::string::npos) << picked.output;
+  EXPECT_EQ(RunCli("analyze --report steps --ranks x " + dir.File("job")).exit_code, 2);
+  EXPECT_EQ(RunCli("analyze --report steps --steps 5-2 " + dir.File("job")).exit_code, 2);
 }
 
 TEST(CliSimulateTest, SimulatedStragglerIsNamedByAnalyze) {
