@@ -12,6 +12,7 @@
 #include "common/parse_number.h"
 #include "common/str_util.h"
 #include "coordinator/cli/http_client.h"
+#include "coordinator/cli/online_commands.h"
 #include "coordinator/cli/terminal_progress.h"
 
 namespace podscope::coordinator {
@@ -256,17 +257,10 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
       std::fwrite(rep->body.data(), 1, rep->body.size(), stdout);
     }
     if (!o.trace_path.empty()) {
-      const bool gzip = o.trace_path.ends_with(".gz");
-      absl::StatusOr<HttpClientResponse> t = HttpRequestTo(
-          *server, "GET", common::StrCat("/v1/captures/", UrlEncode(id), "/trace?gzip=", gzip ? "true" : "false"));
-      if (!t.ok()) return Fail("capture", std::string(t.status().message()));
-      if (t->status != 200) return Fail("capture", ProblemDetail(*t));
-      std::FILE* f = std::fopen(o.trace_path.c_str(), "wb");
-      if (f == nullptr || std::fwrite(t->body.data(), 1, t->body.size(), f) != t->body.size() || std::fclose(f) != 0) {
-        return Fail("capture", common::StrCat("cannot write ", o.trace_path));
-      }
+      absl::StatusOr<uint64_t> bytes = DownloadTrace(*server, id, o.trace_path);
+      if (!bytes.ok()) return Fail("capture", std::string(bytes.status().message()));
       std::printf("\nmerged trace (aligned clocks, one process per rank): %s (%s)\n", o.trace_path.c_str(),
-                  HumanBytes(t->body.size()).c_str());
+                  HumanBytes(*bytes).c_str());
     }
     std::printf("\nmore: podscope --server %s report %s --report stragglers --report pod (or all)\n", online.server.c_str(),
                 id.c_str());

@@ -259,20 +259,27 @@ int RunCancelCommand(const OnlineOptions& o) {
   return 0;
 }
 
+absl::StatusOr<uint64_t> DownloadTrace(const ServerAddress& server, const std::string& capture_id,
+                                       const std::string& path) {
+  const bool gzip = path.ends_with(".gz");
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
+      server, "GET", common::StrCat("/v1/captures/", UrlEncode(capture_id), "/trace", gzip ? "?gzip=true" : ""));
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return absl::UnavailableError(ProblemDetail(*r));
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return absl::InternalError(common::StrCat("cannot write ", path));
+  const bool written = std::fwrite(r->body.data(), 1, r->body.size(), f) == r->body.size();
+  if (std::fclose(f) != 0 || !written) return absl::InternalError(common::StrCat("cannot write ", path));
+  return r->body.size();
+}
+
 int RunTraceCommand(const OnlineOptions& o) {
   absl::StatusOr<ServerAddress> server = Server(o);
   if (!server.ok()) return Fail("trace", std::string(server.status().message()));
-  const bool gzip = o.trace_path.ends_with(".gz");
-  absl::StatusOr<HttpClientResponse> r =
-      HttpRequestTo(*server, "GET", CapturePath(o) + (gzip ? "/trace?gzip=true" : "/trace"));
-  if (!r.ok()) return Fail("trace", std::string(r.status().message()));
-  if (r->status != 200) return Fail("trace", ProblemDetail(*r));
-  std::FILE* f = std::fopen(o.trace_path.c_str(), "wb");
-  if (f == nullptr || std::fwrite(r->body.data(), 1, r->body.size(), f) != r->body.size() || std::fclose(f) != 0) {
-    return Fail("trace", common::StrCat("cannot write ", o.trace_path));
-  }
+  absl::StatusOr<uint64_t> bytes = DownloadTrace(*server, o.capture_id, o.trace_path);
+  if (!bytes.ok()) return Fail("trace", std::string(bytes.status().message()));
   std::printf("wrote %s (%s): open it in https://ui.perfetto.dev or chrome://tracing\n", o.trace_path.c_str(),
-              HumanBytes(r->body.size()).c_str());
+              HumanBytes(*bytes).c_str());
   return 0;
 }
 

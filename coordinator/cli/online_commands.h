@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "coordinator/cli/http_client.h"
 
 namespace podscope::coordinator {
 
@@ -49,5 +51,8 @@ int RunShowCommand(const OnlineOptions& options);
 int RunDeleteCommand(const OnlineOptions& options);
 int RunCancelCommand(const OnlineOptions& options);
 int RunTraceCommand(const OnlineOptions& options);
+// GETs a capture's merged trace into `path` (gzip when it ends in .gz); returns its size.
+absl::StatusOr<uint64_t> DownloadTrace(const ServerAddress& server, const std::string& capture_id,
+                                       const std::string& path);
 
 }  // namespace podscope::coordinator
