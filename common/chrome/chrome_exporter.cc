@@ -1,6 +1,7 @@
 #include "common/chrome/chrome_exporter.h"
 
 #include <algorithm>
+#include <climits>
 #include <memory>
 #include <set>
 #include <utility>
@@ -33,10 +34,11 @@ std::string_view HostSpanCat(HostSpanCategory c) {
 // Writes the events of one worker. Owned by WriteChromeTrace; single-threaded.
 class WorkerWriter {
  public:
+  // Timestamps are written as (aligned time - base_ns): see WriteChromeTrace.
   WorkerWriter(const WorkerTrace& w, int64_t pid, const ExportOptions& options, JsonWriter* out,
-               uint64_t* events, uint64_t* next_flow_id)
+               uint64_t* events, uint64_t* next_flow_id, TimeNs base_ns)
       : w_(w), pid_(pid), options_(options), out_(*out), events_(*events),
-        next_flow_id_(*next_flow_id) {}
+        next_flow_id_(*next_flow_id), base_ns_(base_ns) {}
 
   // Calls `flush` between events so the buffer stays bounded.
   template <typename Flush>
@@ -116,7 +118,7 @@ class WorkerWriter {
     const TimeNs a = w_.clock.ToAligned(start);
     const TimeNs b = w_.clock.ToAligned(end);
     out_.Raw("{\"ph\":\"").Char(ph).Raw("\",\"cat\":").String(cat).Raw(",\"name\":").String(name);
-    out_.Raw(",\"pid\":").Int(track.first).Raw(",\"tid\":").Int(track.second).Raw(",\"ts\":").MicrosFromNanos(a);
+    out_.Raw(",\"pid\":").Int(track.first).Raw(",\"tid\":").Int(track.second).Raw(",\"ts\":").MicrosFromNanos(a - base_ns_);
     out_.Raw(",\"dur\":").MicrosFromNanos(b - a);
   }
 
@@ -229,11 +231,11 @@ class WorkerWriter {
     Separator();
     out_.Raw("{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":").Uint(id);
     out_.Raw(",\"pid\":").Int(pid_).Raw(",\"tid\":").Int(r.thread[it->second]);
-    out_.Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(r.start[it->second])).Char('}');
+    out_.Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(r.start[it->second]) - base_ns_).Char('}');
     Separator();
     out_.Raw("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":").Uint(id);
     out_.Raw(",\"pid\":").Int(device_track.first).Raw(",\"tid\":").Int(device_track.second);
-    out_.Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(device_start)).Char('}');
+    out_.Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(device_start) - base_ns_).Char('}');
   }
 
   const WorkerTrace& w_;
@@ -242,6 +244,7 @@ class WorkerWriter {
   JsonWriter& out_;
   uint64_t& events_;
   uint64_t& next_flow_id_;
+  const TimeNs base_ns_;
 };
 
 }  // namespace
@@ -256,6 +259,20 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     const std::function<void(size_t)>& progress) {
   ExportStats stats;
   JsonWriter out;
+  // The merged layout's time base: the earliest aligned instant of any worker, down to a whole
+  // millisecond (the Kineto layout keeps absolute times, as the PyTorch profiler writes them).
+  TimeNs base_ns = 0;
+  if (options.layout == ExportLayout::kMerged) {
+    TimeNs first = INT64_MAX;
+    for (size_t i = 0; i < capture.size(); ++i) {
+      const WorkerTrace& w = capture.worker(i);
+      for (const std::vector<TimeNs>* starts : {&w.kernels.start, &w.memcpys.start, &w.runtime_calls.start,
+                                               &w.host_spans.start, &w.collectives.enqueue, &w.steps.start}) {
+        for (TimeNs t : *starts) first = std::min(first, w.clock.ToAligned(t));
+      }
+    }
+    if (first != INT64_MAX && first > 0) base_ns = first - first % 1'000'000;
+  }
   auto flush = [&]() -> absl::Status {
     stats.bytes += out.size();
     absl::Status status = sink(out.buffer());
@@ -280,7 +297,11 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     out.Raw("],\"traceEvents\":[\n");
   } else {
     // Worker descriptions come first so an importer can route events by pid in one pass.
-    out.Raw("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"podscope\":{\"format\":1,\"workers\":[");
+    // Timestamps are microseconds since base_time_ns (the capture's first instant, whole
+    // milliseconds): viewers read `ts` as a double, which keeps nanoseconds for hours after the
+    // base but only ~250 ns at epoch microseconds. podscope's importer adds the base back.
+    out.Raw("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"podscope\":{\"format\":1,\"base_time_ns\":");
+    out.Int(base_ns).Raw(",\"workers\":[");
     for (size_t i = 0; i < capture.size(); ++i) {
       const WorkerInfo& info = capture.worker(i).info;
       const ClockModel& clock = capture.worker(i).clock;
@@ -299,7 +320,7 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
   for (size_t i = 0; i < capture.size(); ++i) {
     const int64_t pid = options.layout == ExportLayout::kKineto ? capture.worker(i).info.pid
                                                                 : static_cast<int64_t>(i) + 1;
-    WorkerWriter writer(capture.worker(i), pid, options, &out, &stats.events, &next_flow_id);
+    WorkerWriter writer(capture.worker(i), pid, options, &out, &stats.events, &next_flow_id, base_ns);
     RETURN_IF_ERROR(writer.Write(flush));
     if (progress) progress(i + 1);
   }

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -60,6 +61,7 @@ class KinetoImporter::Impl {
     size_ = json.size();
     event_index_ = 0;
     podscope_export_ = false;
+    base_time_ns_ = 0;
     pid_to_worker_.clear();
     result_ = ImportResult{};
     builders_.clear();
@@ -410,7 +412,11 @@ class KinetoImporter::Impl {
           if (key.unsafe_is_equal("name")) RETURN_IF_ERROR(GetString(value, "name", &e->name));
           break;
         case 't':
-          if (key.unsafe_is_equal("ts")) RETURN_IF_ERROR(GetMicros(value, "ts", &e->ts));
+          if (key.unsafe_is_equal("ts")) {
+            RETURN_IF_ERROR(GetMicros(value, "ts", &e->ts));
+            if (e->ts > INT64_MAX - base_time_ns_) return Fail("ts: beyond the representable time after podscope.base_time_ns");
+            e->ts += base_time_ns_;
+          }
           else if (key.unsafe_is_equal("tid")) RETURN_IF_ERROR(GetId(value, "tid", &e->tid));
           break;
         case 'd':
@@ -580,6 +586,13 @@ class KinetoImporter::Impl {
     for (auto field_result : meta) {
       od::field field;
       if (auto err = std::move(field_result).get(field); err) return Fail("malformed podscope metadata", err);
+      if (field.key().unsafe_is_equal("base_time_ns")) {
+        // Merged exports write `ts` relative to this base (see chrome_exporter.cc).
+        od::value base = field.value();
+        RETURN_IF_ERROR(GetInt(base, "podscope.base_time_ns", &base_time_ns_));
+        if (base_time_ns_ < 0) return Fail("podscope.base_time_ns must be >= 0");
+        continue;
+      }
       if (!field.key().unsafe_is_equal("workers")) continue;
       od::value v = field.value();
       od::array workers;
@@ -643,6 +656,7 @@ class KinetoImporter::Impl {
   size_t size_ = 0;
   uint64_t event_index_ = 0;
   bool podscope_export_ = false;
+  int64_t base_time_ns_ = 0;  // a merged export's time base, added to every ts
   absl::flat_hash_map<int64_t, size_t> pid_to_worker_;
   ImportResult result_;
   std::vector<TraceBuilder> builders_;

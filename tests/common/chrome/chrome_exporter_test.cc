@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <climits>
+#include <cmath>
 #include <set>
 
 #include "common/file_io.h"
@@ -107,6 +109,48 @@ TEST(ChromeExporterTest, ReimportGivesTheSameEvents) {
     EXPECT_EQ(a.memcpys.kind, b.memcpys.kind);
     EXPECT_EQ(a.host_spans.category, b.host_spans.category);
   }
+}
+
+// Issue 13: a merged export keeps nanoseconds in a viewer too. Viewers read `ts` as a double:
+// at epoch microseconds that is ~250 ns; relative to the capture's base (a whole millisecond,
+// written in the podscope block and added back on import) it is exact.
+TEST(ChromeExporterTest, TimestampsKeepNanosecondsInAViewer) {
+  WorkerTrace w = podscope::testing::MakeSampleTrace();  // epoch times, 123 ns past a microsecond
+  w.host_samples = {};
+  w.clock = ClockModel{};  // identity: the times come back as they are
+  Capture capture;
+  capture.workers.push_back(w);
+  const std::string json = ExportToString(CaptureView(capture));
+  TimeNs first = INT64_MAX;
+  for (TimeNs t : w.kernels.start) first = std::min(first, t);
+  for (TimeNs t : w.host_spans.start) first = std::min(first, t);
+  for (TimeNs t : w.runtime_calls.start) first = std::min(first, t);
+  for (TimeNs t : w.memcpys.start) first = std::min(first, t);
+  for (TimeNs t : w.collectives.enqueue) first = std::min(first, t);
+  for (TimeNs t : w.steps.start) first = std::min(first, t);
+  const TimeNs base = first - first % 1'000'000;
+  EXPECT_NE(json.find("\"base_time_ns\":" + std::to_string(base)), std::string::npos) << json.substr(0, 300);
+  // Every ts, read as a double the way a viewer reads it, is exact to the nanosecond.
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS);
+  size_t checked = 0;
+  for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
+    double ts = 0;
+    if (e["ts"].get_double().get(ts) != simdjson::SUCCESS) continue;
+    const double ns = ts * 1000;
+    EXPECT_EQ(static_cast<double>(std::llround(ns)), ns) << ts;
+    EXPECT_LT(ts, 1e9) << "relative to the base";
+    ++checked;
+  }
+  EXPECT_GT(checked, 5u);
+  std::string padded = json;
+  padded.reserve(json.size() + kReadPadding);
+  KinetoImporter importer;
+  absl::StatusOr<ImportResult> again = importer.ImportJson("export.json", padded);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->workers.at(0).kernels.start, w.kernels.start);
+  EXPECT_EQ(again->workers.at(0).host_spans.start, w.host_spans.start);
 }
 
 TEST(ChromeExporterTest, AppliesEachWorkersClockModel) {
