@@ -21,6 +21,12 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
+size_t CountOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 RunResult RunCli(const std::string& args) {
   const std::string command = std::string(PODSCOPE_CLI_PATH) + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
@@ -242,6 +248,26 @@ TEST(CliAnalyzeTest, LongTablesShowTheWorstWorkersFirstAndFilter) {
   EXPECT_EQ(picked.output.find("       0 "), std::string::npos) << picked.output;
   EXPECT_EQ(RunCli("analyze --report steps --ranks x " + dir.File("job")).exit_code, 2);
   EXPECT_EQ(RunCli("analyze --report steps --steps 5-2 " + dir.File("job")).exit_code, 2);
+}
+
+// Issue 13: export takes --ranks, --steps and --window.
+TEST(CliExportTest, ExportsFilterByRanksStepsAndWindow) {
+  ScratchDir dir;
+  ASSERT_EQ(RunCli("simulate --ranks 4 --steps 4 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " +
+                   dir.File("job"))
+                .exit_code,
+            0);
+  const RunResult cut = RunCli("export " + dir.File("job") + " --ranks 2-3 --steps 1-2 -o " + dir.File("cut.json"));
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  const RunResult shown = RunCli("inspect --format json " + dir.File("cut.json"));
+  EXPECT_EQ(CountOf(shown.output, "\"rank\":"), 2u) << shown.output.substr(0, 400);
+  EXPECT_NE(shown.output.find("\"rank\":2"), std::string::npos);
+  EXPECT_NE(shown.output.find("\"steps\":[1,2]"), std::string::npos) << shown.output.substr(0, 600);
+  EXPECT_EQ(RunCli("export " + dir.File("job") + " --window 50ms-120ms -o " + dir.File("w.json")).exit_code, 0);
+  const RunResult none = RunCli("export " + dir.File("job") + " --ranks 9 -o " + dir.File("x.json"));
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.output.find("no input holds ranks 9"), std::string::npos) << none.output;
+  EXPECT_EQ(RunCli("export " + dir.File("job") + " --window 5-1s -o " + dir.File("x.json")).exit_code, 2);
 }
 
 TEST(CliSimulateTest, SimulatedStragglerIsNamedByAnalyze) {
