@@ -1,6 +1,7 @@
 #include "coordinator/report/report_table.h"
 
 #include <algorithm>
+#include <climits>
 #include <optional>
 #include <string>
 
@@ -15,6 +16,31 @@ double Ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
 
 std::string Truncate(std::string_view s, size_t n) {
   return s.size() <= n ? std::string(s) : std::string(s.substr(0, n - 3)) + "...";
+}
+
+// Live captures number steps from the job's own counter (11 digits and more): the tables show
+// them relative to the capture's first step, which a line above the table names.
+struct StepNumbers {
+  int64_t base = -1;  // -1: shown as they are
+  std::string operator()(int64_t step) const {
+    return base < 0 ? std::to_string(step) : fmt::format("+{}", step - base);
+  }
+  std::string Note() const {
+    return base < 0 ? "" : fmt::format("(steps shown relative to the capture's first, step {})\n", base);
+  }
+};
+
+StepNumbers NumbersFor(const AnalysisResults& results) {
+  int64_t first = INT64_MAX;
+  if (results.breakdown) {
+    for (const WorkerBreakdown& w : *results.breakdown) {
+      for (const StepBreakdown& s : w.steps) first = std::min(first, s.step);
+    }
+  }
+  if (results.bandwidth) {
+    for (const StepCollectiveTime& s : results.bandwidth->steps) first = std::min(first, s.step);
+  }
+  return StepNumbers{first != INT64_MAX && first >= 1'000'000 ? first : -1};
 }
 
 // The workers a long table shows: those asked for, worst (longest mean step) first, at most
@@ -46,7 +72,8 @@ void MoreWorkers(std::string& out, size_t hidden) {
   if (hidden > 0) out += fmt::format("... {} more workers (--top 0 shows all, --ranks picks some)\n", hidden);
 }
 
-void Steps(std::string& out, const std::vector<WorkerBreakdown>& all, const AnalysisRequest& request) {
+void Steps(std::string& out, const std::vector<WorkerBreakdown>& all, const AnalysisRequest& request,
+           const StepNumbers& numbers) {
   size_t hidden = 0;
   const std::vector<const WorkerBreakdown*> b = Shown(all, request, &hidden);
   out += "== steps: per-step breakdown (ms; the categories sum to the span; before = device idle since the "
@@ -59,7 +86,7 @@ void Steps(std::string& out, const std::vector<WorkerBreakdown>& all, const Anal
     for (const StepBreakdown& s : w.steps) {
       if (!StepShown(s.step, request)) continue;
       out += fmt::format("{:>5} {:>7} {:>9.3f} {:>9.3f} {:>8.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f}\n",
-                         w.rank, s.step, Ms(s.span_ns), Ms(s.compute_ns), Ms(s.overlap_ns), Ms(s.comm_wait_ns),
+                         w.rank, numbers(s.step), Ms(s.span_ns), Ms(s.compute_ns), Ms(s.overlap_ns), Ms(s.comm_wait_ns),
                          Ms(s.comm_transfer_ns), Ms(s.memcpy_ns), Ms(s.idle_input_ns), Ms(s.idle_launch_ns),
                          Ms(s.idle_host_ns), Ms(s.idle_other_ns), Ms(s.before_ns));
     }
@@ -68,7 +95,8 @@ void Steps(std::string& out, const std::vector<WorkerBreakdown>& all, const Anal
   MoreWorkers(out, hidden);
 }
 
-void Overlap(std::string& out, const std::vector<WorkerBreakdown>& all, const AnalysisRequest& request) {
+void Overlap(std::string& out, const std::vector<WorkerBreakdown>& all, const AnalysisRequest& request,
+             const StepNumbers& numbers) {
   size_t hidden = 0;
   const std::vector<const WorkerBreakdown*> b = Shown(all, request, &hidden);
   // The PyTorch profiler's distributed view: computation and communication each without the
@@ -80,7 +108,7 @@ void Overlap(std::string& out, const std::vector<WorkerBreakdown>& all, const An
   for (const WorkerBreakdown* w : b) {
     for (const StepBreakdown& s : w->steps) {
       if (!StepShown(s.step, request)) continue;
-      out += fmt::format("{:>5} {:>7} {:>12.3f} {:>14.3f} {:>9.3f} {:>13.3f} {:>9.2f}\n", w->rank, s.step, Ms(s.compute_ns),
+      out += fmt::format("{:>5} {:>7} {:>12.3f} {:>14.3f} {:>9.3f} {:>13.3f} {:>9.2f}\n", w->rank, numbers(s.step), Ms(s.compute_ns),
                          Ms(s.communication_ns), Ms(s.overlap_ns), Ms(s.overlap_ns + s.communication_ns),
                          s.OverlapPercent());
     }
@@ -193,14 +221,14 @@ void Summary(std::string& out, const SummaryReport& s) {
   out += "more: --report steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all\n";
 }
 
-void Bandwidth(std::string& out, const BandwidthReport& r) {
+void Bandwidth(std::string& out, const BandwidthReport& r, const StepNumbers& numbers) {
   // Bytes in MB (1e6) throughout; bus bandwidth in GB/s (1e9 bytes/s); the link in Gbit/s.
   out += "== allreduce: collective time and bandwidth per step (MB = 1e6 bytes; busbw in GB/s, bytes-weighted)\n";
   const bool link = r.link_gbps > 0;
   out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>12} {:>10} {:>11}\n", "step", "allreduce_MB", "allreduce_ms",
                      "other_MB", "all_coll_ms", "busbw_GB/s", link ? "efficiency%" : "");
   for (const StepCollectiveTime& s : r.steps) {
-    out += fmt::format("{:>7} {:>12.1f} {:>12.3f} {:>14.1f} {:>12.3f} {:>10.2f} {:>11}\n", s.step, s.allreduce_bytes / 1e6,
+    out += fmt::format("{:>7} {:>12.1f} {:>12.3f} {:>14.1f} {:>12.3f} {:>10.2f} {:>11}\n", numbers(s.step), s.allreduce_bytes / 1e6,
                        Ms(s.allreduce_transfer_ns), s.other_bytes / 1e6, Ms(s.transfer_ns), s.busbw_gbps,
                        link ? fmt::format("{:.1f}", 100 * s.efficiency) : "");
   }
@@ -214,10 +242,10 @@ void Bandwidth(std::string& out, const BandwidthReport& r) {
   }
 }
 
-void Pod(std::string& out, const PodView& v, const AnalysisRequest& request) {
+void Pod(std::string& out, const PodView& v, const AnalysisRequest& request, const StepNumbers& numbers) {
   out += "== pod: step time per worker (ms), deviation from the median worker, worst first\n";
   for (const PodStep& s : v.steps) {
-    out += fmt::format("step {} (median {:.3f} ms)\n", s.step, Ms(s.median_step_ns));
+    out += fmt::format("step {} (median {:.3f} ms)\n", numbers(s.step), Ms(s.median_step_ns));
     // The steps report's categories: compute and communication alone, overlap apart.
     out += fmt::format("{:>7} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "rank", "step", "dev%", "compute",
                        "overlap", "comm", "memcpy", "idle");
@@ -265,15 +293,17 @@ std::string RenderTables(const common::CaptureView& capture, const AnalysisReque
                          const AnalysisResults& results) {
   std::string out;
   for (const std::string& warning : results.warnings) out += "warning: " + warning + "\n";
+  const StepNumbers numbers = NumbersFor(results);
   for (const std::string& name : request.reports) {
     if (!out.empty()) out += '\n';
+    if (name == "steps" || name == "overlap" || name == "pod" || name == "allreduce") out += numbers.Note();
     if (name == "summary") Summary(out, *results.summary);
-    if (name == "steps") Steps(out, *results.breakdown, request);
-    if (name == "overlap") Overlap(out, *results.breakdown, request);
+    if (name == "steps") Steps(out, *results.breakdown, request, numbers);
+    if (name == "overlap") Overlap(out, *results.breakdown, request, numbers);
     if (name == "communication") Communication(out, *results.communication);
     if (name == "stragglers") Stragglers(out, *results.stragglers);
-    if (name == "allreduce") Bandwidth(out, *results.bandwidth);
-    if (name == "pod") Pod(out, *results.pod, request);
+    if (name == "allreduce") Bandwidth(out, *results.bandwidth, numbers);
+    if (name == "pod") Pod(out, *results.pod, request, numbers);
     if (name == "kernels") Kernels(out, *results.kernels);
     if (name == "temporal") Temporal(out, *results.temporal);
   }
