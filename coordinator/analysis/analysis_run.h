@@ -37,6 +37,7 @@ struct AnalysisRequest {
   // mean step) first, at most top_workers of them (0: all).
   std::vector<int32_t> ranks;
   size_t top_workers = 20;
+  bool allow_mixed = false;  // analyse inputs that are not one job (job_check.h) all the same
 };
 
 struct AnalysisResults {

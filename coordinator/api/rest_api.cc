@@ -8,12 +8,15 @@
 #include "common/file_io.h"
 #include "common/json_writer.h"
 #include "common/parse_number.h"
+#include "common/ranges.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "coordinator/analysis/analysis_run.h"
 #include "coordinator/api/capture_json.h"
 #include "coordinator/api/status_response.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/report_table.h"
+#include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
 namespace podscope::coordinator {
@@ -33,7 +36,7 @@ bool ParseNumber(const std::string& text, T* out) {
 absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* request) {
   static const std::map<std::string, int> kKnown = {{"window", 0}, {"clocks", 0}, {"link_gbps", 0}, {"params", 0},
                                                     {"bytes_per_param", 0}, {"step_pattern", 0}, {"top", 0},
-                                                    {"format", 0}};
+                                                    {"format", 0}, {"ranks", 0}, {"steps", 0}, {"allow_mixed", 0}};
   for (const auto& [key, value] : r.query) {
     if (!kKnown.count(key)) return absl::InvalidArgumentError(common::StrCat("unknown query parameter \"", key, "\""));
     if (value.size() > 1024) return absl::InvalidArgumentError(common::StrCat("query parameter \"", key, "\" is too long"));
@@ -64,6 +67,13 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
     return absl::InvalidArgumentError("top must be an integer");
   }
   request->top_workers = request->top_kernels;  // the tables' workers, as `podscope analyze --top`
+  if (r.query.count("ranks")) {
+    ASSIGN_OR_RETURN(request->ranks, common::ParseRankList(r.Query("ranks")));
+  }
+  if (r.query.count("steps")) RETURN_IF_ERROR(common::ParseIntRange(r.Query("steps"), &request->first_step, &request->last_step));
+  const std::string mixed = r.Query("allow_mixed", "false");
+  if (mixed != "true" && mixed != "false") return absl::InvalidArgumentError("allow_mixed must be true or false");
+  request->allow_mixed = mixed == "true";
   request->steps.marker_pattern = r.Query("step_pattern");
   const std::string format = r.Query("format", "json");
   if (format != "json" && format != "table") return absl::InvalidArgumentError("format must be json or table");
@@ -76,10 +86,11 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
 std::string CacheKey(std::string_view report, uint64_t generation, const analysis::AnalysisRequest& request,
                      std::string_view format) {
   return fmt::format("{}@{}|window={}|clocks={}|link_gbps={:.17g}|params={}|bytes_per_param={}|top={}|format={}|"
-                     "step_pattern={}",
+                     "ranks={}|steps={}-{}|allow_mixed={}|step_pattern={}",
                      report, generation, request.window == analysis::WindowMode::kHta ? "hta" : "steps",
                      static_cast<int>(request.communication.clocks), request.bandwidth.link_gbps,
                      request.bandwidth.params, request.bandwidth.bytes_per_param, request.top_kernels, format,
+                     fmt::join(request.ranks, ","), request.first_step, request.last_step, request.allow_mixed,
                      request.steps.marker_pattern);
 }
 
@@ -452,6 +463,16 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
   if (!capture.ok()) return FromStatus(capture.status());
   const common::CaptureView view(*capture);
+  // Ranks of different jobs or worlds make cross-rank reports meaningless (`podscope analyze`
+  // refuses them too); allow_mixed=true insists.
+  if (!request.allow_mixed) {
+    if (const analysis::JobCheck job = analysis::CheckOneJob(view); job.mixed) {
+      std::string why;
+      for (const std::string& w : job.warnings) common::StrAppend(&why, why.empty() ? "" : "; ", w);
+      return HttpResponse::Problem(409, "Conflict",
+                                   common::StrCat("capture ", id, " is not one job: ", why, " (allow_mixed=true to analyse it anyway)"));
+    }
+  }
   const analysis::AnalysisResults results = analysis::RunAnalyses(view, request);
   std::string body = table ? RenderTables(view, request, results) : RenderJson(view, request, results);
   {

@@ -2,9 +2,8 @@
 
 #include <cstdio>
 
-#include "common/parse_number.h"
+#include "common/ranges.h"
 #include "coordinator/analysis/analysis_run.h"
-#include "coordinator/cli/live_commands.h"
 #include "coordinator/cli/load_inputs.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/report_table.h"
@@ -73,7 +72,7 @@ int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
   request.top_kernels = o.top;
   request.top_workers = o.top;
   if (!o.ranks.empty()) {
-    absl::StatusOr<std::vector<int32_t>> ranks = ParseRankList(o.ranks);
+    absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
     if (!ranks.ok()) {
       std::fprintf(stderr, "podscope analyze: --ranks: %s\n", std::string(ranks.status().message()).c_str());
       return 2;
@@ -81,16 +80,10 @@ int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
     request.ranks = *std::move(ranks);
   }
   if (!o.steps.empty()) {
-    const size_t dash = o.steps.find('-', 1);
-    const absl::StatusOr<int64_t> first = common::ParseInt(std::string_view(o.steps).substr(0, dash));
-    const absl::StatusOr<int64_t> last =
-        dash == std::string::npos ? first : common::ParseInt(std::string_view(o.steps).substr(dash + 1));
-    if (!first.ok() || !last.ok() || *first < 0 || *last < *first) {
-      std::fprintf(stderr, "podscope analyze: --steps: \"%s\" is not a step or FIRST-LAST range\n", o.steps.c_str());
+    if (absl::Status s = common::ParseIntRange(o.steps, &request.first_step, &request.last_step); !s.ok()) {
+      std::fprintf(stderr, "podscope analyze: --steps: %s\n", std::string(s.message()).c_str());
       return 2;
     }
-    request.first_step = *first;
-    request.last_step = *last;
   }
   if (absl::Status status = analysis::ValidateRequest(&request); !status.ok()) {
     std::fprintf(stderr, "podscope analyze: %s\n", std::string(status.message()).c_str());

@@ -6,7 +6,7 @@
 #include <climits>
 
 #include "common/chrome/chrome_exporter.h"
-#include "common/parse_number.h"
+#include "common/ranges.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
 #include "common/trace_slice.h"
@@ -35,24 +35,11 @@ namespace {
 
 using common::TimeNs;
 
-// A "FIRST-LAST" or "N" range of non-negative integers.
-absl::Status ParseRange(const std::string& text, int64_t* first, int64_t* last) {
-  const size_t dash = text.find('-', 1);
-  const absl::StatusOr<int64_t> a = common::ParseInt(std::string_view(text).substr(0, dash));
-  const absl::StatusOr<int64_t> b = dash == std::string::npos ? a : common::ParseInt(std::string_view(text).substr(dash + 1));
-  if (!a.ok() || !b.ok() || *a < 0 || *b < *a) {
-    return absl::InvalidArgumentError(common::StrCat("\"", text, "\" is not a step or FIRST-LAST range"));
-  }
-  *first = *a;
-  *last = *b;
-  return absl::OkStatus();
-}
-
 // Applies --ranks, --steps and --window to the loaded capture; an error names the filter that
 // left nothing.
 absl::Status ApplyFilters(const ExportCommandOptions& o, common::Capture* capture) {
   if (!o.ranks.empty()) {
-    ASSIGN_OR_RETURN(const std::vector<int32_t> ranks, ParseRankList(o.ranks));
+    ASSIGN_OR_RETURN(const std::vector<int32_t> ranks, common::ParseRankList(o.ranks));
     std::erase_if(capture->workers, [&](const common::WorkerTrace& w) {
       return std::find(ranks.begin(), ranks.end(), w.info.rank) == ranks.end();
     });
@@ -60,7 +47,7 @@ absl::Status ApplyFilters(const ExportCommandOptions& o, common::Capture* captur
   }
   if (!o.steps.empty()) {
     int64_t first = 0, last = 0;
-    RETURN_IF_ERROR(ParseRange(o.steps, &first, &last));
+    RETURN_IF_ERROR(common::ParseIntRange(o.steps, &first, &last));
     for (common::WorkerTrace& w : capture->workers) {
       TimeNs begin = INT64_MAX, end = INT64_MIN;
       const common::StepTable& steps = w.steps;

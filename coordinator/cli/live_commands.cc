@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/parse_number.h"
+#include "common/ranges.h"
 #include "common/str_util.h"
 #include "coordinator/cli/http_client.h"
 #include "coordinator/cli/online_commands.h"
@@ -71,21 +72,6 @@ absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
         common::StrCat("\"", text, "\" is not a duration with a unit (ms, s or m; e.g. 1500ms, 2s, 1.5m)"));
   }
   return static_cast<int64_t>(std::llround(*v * scale));
-}
-
-absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text) {
-  std::vector<int32_t> ranks;
-  for (std::string_view part : common::Split(text, ',')) {
-    part = common::StripWhitespace(part);
-    const size_t dash = part.find('-');
-    const absl::StatusOr<int64_t> first = common::ParseInt(part.substr(0, dash));
-    const absl::StatusOr<int64_t> last = dash == std::string_view::npos ? first : common::ParseInt(part.substr(dash + 1));
-    if (!first.ok() || !last.ok() || *first < 0 || *last < *first || *last - *first > 65536 || *last > INT32_MAX) {
-      return absl::InvalidArgumentError(common::StrCat("\"", part, "\" is not a rank or FIRST-LAST range"));
-    }
-    for (int64_t r = *first; r <= *last; ++r) ranks.push_back(static_cast<int32_t>(r));
-  }
-  return ranks;
 }
 
 LiveCommands AddLiveCommands(CLI::App& app, LiveOptions& o) {
@@ -184,7 +170,7 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
   std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"duration_ms\":", *duration, ",\"delay_ms\":", *delay);
   if (o.job.find_first_of("\"\\") != std::string::npos) return Fail("capture", "job names may not hold quotes or backslashes");
   if (!o.ranks.empty()) {
-    absl::StatusOr<std::vector<int32_t>> ranks = ParseRankList(o.ranks);
+    absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
     if (!ranks.ok()) return Fail("capture", std::string(ranks.status().message()));
     body += ",\"ranks\":[";
     for (size_t i = 0; i < ranks->size(); ++i) common::StrAppend(&body, i ? "," : "", (*ranks)[i]);

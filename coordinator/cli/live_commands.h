@@ -34,9 +34,7 @@ LiveCommands AddLiveCommands(CLI::App& app, LiveOptions& options);
 int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& options);
 int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& options);
 
-// "1500ms", "2s", "1.5m", "250" (milliseconds) -> milliseconds.
+// "1500ms", "2s", "1.5m" -> milliseconds; the unit is required.
 absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
-// "0-7,12" -> [0..7, 12].
-absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text);
 
 }  // namespace podscope::coordinator

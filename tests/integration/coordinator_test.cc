@@ -262,6 +262,35 @@ TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
       << agent.Log();
 }
 
+// Issue 13 through the REST API: a capture that is not one job is refused by the cross-rank
+// reports (409 naming why) unless allow_mixed=true, and the reports take ranks and steps.
+TEST_F(CoordinatorTest, TheApiRefusesMixedCapturesAndFilters) {
+  RunCli("simulate --ranks 8 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " + dir_.File("eight"));
+  RunCli("simulate --ranks 2 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " + dir_.File("two"));
+  StartDaemon();
+  for (const std::string& file : {dir_.File("eight/rank-3.json.gz"), dir_.File("two/rank-1.json.gz")}) {
+    ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=m&job=m", FileBytes(file), "application/gzip").status, 201);
+  }
+  const HttpResult refused = HttpCall(port_, "GET", "/v1/captures/m/pod");
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_NE(refused.body.find("capture m is not one job: the ranks disagree on the world size (2: ranks 1; 8: ranks 3)"),
+            std::string::npos)
+      << refused.body;
+  const HttpResult insisted = HttpCall(port_, "GET", "/v1/captures/m/pod?allow_mixed=true");
+  EXPECT_EQ(insisted.status, 200) << insisted.body;
+  EXPECT_NE(insisted.body.find(R"x("warnings":["the ranks disagree on the world size)x"), std::string::npos);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/m/pod").status, 409) << "a cached answer must not skip the check";
+
+  for (const std::string& file : {dir_.File("eight/rank-0.json.gz"), dir_.File("eight/rank-1.json.gz")}) {
+    ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=e&job=e", FileBytes(file), "application/gzip").status, 201);
+  }
+  const HttpResult one = HttpCall(port_, "GET", "/v1/captures/e/steps?format=table&ranks=1&steps=1");
+  EXPECT_EQ(one.status, 200) << one.body;
+  EXPECT_NE(one.body.find("\n    1       1 "), std::string::npos) << one.body;
+  EXPECT_EQ(one.body.find("\n    0 "), std::string::npos) << one.body;
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/e/steps?ranks=x").status, 400);
+}
+
 TEST_F(CoordinatorTest, KilledDuringImportRestartsWithTheImportMarkedFailed) {
   StartDaemon();
   ASSERT_EQ(Import("done", 0).status, 201);

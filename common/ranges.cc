@@ -1,0 +1,35 @@
+#include "common/ranges.h"
+
+#include <climits>
+
+#include "common/parse_number.h"
+#include "common/str_util.h"
+
+namespace podscope::common {
+
+absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text) {
+  std::vector<int32_t> ranks;
+  for (std::string_view part : Split(text, ',')) {
+    part = StripWhitespace(part);
+    int64_t first = 0, last = 0;
+    if (!ParseIntRange(part, &first, &last).ok() || last - first > 65536 || last > INT32_MAX) {
+      return absl::InvalidArgumentError(StrCat("\"", part, "\" is not a rank or FIRST-LAST range"));
+    }
+    for (int64_t r = first; r <= last; ++r) ranks.push_back(static_cast<int32_t>(r));
+  }
+  return ranks;
+}
+
+absl::Status ParseIntRange(std::string_view text, int64_t* first, int64_t* last) {
+  const size_t dash = text.find('-', 1);
+  const absl::StatusOr<int64_t> a = ParseInt(text.substr(0, dash));
+  const absl::StatusOr<int64_t> b = dash == std::string_view::npos ? a : ParseInt(text.substr(dash + 1));
+  if (!a.ok() || !b.ok() || *a < 0 || *b < *a) {
+    return absl::InvalidArgumentError(StrCat("\"", text, "\" is not a number or FIRST-LAST range"));
+  }
+  *first = *a;
+  *last = *b;
+  return absl::OkStatus();
+}
+
+}  // namespace podscope::common

@@ -1,0 +1,20 @@
+// Rank lists and step ranges as users type them ("0-3,7", "2-4", "5"), for the CLI and the REST
+// API alike.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace podscope::common {
+
+// "0-3,7" -> {0, 1, 2, 3, 7}; each range at most 65,537 ranks. InvalidArgument naming the part.
+absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text);
+
+// "N" or "FIRST-LAST" of non-negative integers, FIRST <= LAST. InvalidArgument naming the text.
+absl::Status ParseIntRange(std::string_view text, int64_t* first, int64_t* last);
+
+}  // namespace podscope::common
