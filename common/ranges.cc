@@ -1,6 +1,7 @@
 #include "common/ranges.h"
 
 #include <climits>
+#include <cmath>
 
 #include "common/parse_number.h"
 #include "common/str_util.h"
@@ -30,6 +31,25 @@ absl::Status ParseIntRange(std::string_view text, int64_t* first, int64_t* last)
   *first = *a;
   *last = *b;
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
+  // The unit is required: a bare "2" was read as 2 ms where 2 s was meant.
+  std::string_view number;
+  double scale = 0;
+  if (text.ends_with("ms")) {
+    number = text.substr(0, text.size() - 2), scale = 1;
+  } else if (text.ends_with("s")) {
+    number = text.substr(0, text.size() - 1), scale = 1000;
+  } else if (text.ends_with("m")) {
+    number = text.substr(0, text.size() - 1), scale = 60'000;
+  }
+  const absl::StatusOr<double> v = ParseDouble(number);
+  if (scale == 0 || !v.ok() || !(*v >= 0) || *v * scale > 86'400'000) {
+    return absl::InvalidArgumentError(
+        StrCat("\"", text, "\" is not a duration with a unit (ms, s or m; e.g. 1500ms, 2s, 1.5m)"));
+  }
+  return static_cast<int64_t>(std::llround(*v * scale));
 }
 
 }  // namespace podscope::common

@@ -1,5 +1,5 @@
-// Rank lists and step ranges as users type them ("0-3,7", "2-4", "5"), for the CLI and the REST
-// API alike.
+// Rank lists, step ranges and durations as users type them ("0-3,7", "2-4", "1.5s"), for the CLI
+// and the REST API alike.
 #pragma once
 
 #include <cstdint>
@@ -16,5 +16,8 @@ absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text);
 
 // "N" or "FIRST-LAST" of non-negative integers, FIRST <= LAST. InvalidArgument naming the text.
 absl::Status ParseIntRange(std::string_view text, int64_t* first, int64_t* last);
+
+// "1500ms", "2s", "1.5m" -> milliseconds (at most a day); the unit is required.
+absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
 
 }  // namespace podscope::common

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "common/capture_filter.h"
 #include "common/chrome/chrome_exporter.h"
 #include "common/file_io.h"
 #include "common/json_writer.h"
@@ -502,16 +503,35 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
     return HttpResponse::Problem(400, "Bad Request", "gzip must be true, false, 1 or 0");
   }
   const std::string gzip = gzip_text == "1" || gzip_text == "true" ? "true" : "false";
+  for (const auto& [key, value] : r.query) {
+    if (key != "gzip" && key != "ranks" && key != "steps" && key != "window") {
+      return HttpResponse::Problem(400, "Bad Request", common::StrCat("unknown query parameter \"", key, "\""));
+    }
+  }
+  // The filters of `podscope export`: checked before the 200, applied while streaming.
+  const common::CaptureFilterSpec filter{r.Query("ranks"), r.Query("steps"), r.Query("window")};
+  if (absl::Status valid = common::ValidateCaptureFilter(filter); !valid.ok()) return FromStatus(valid);
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
   if (!record.ok()) return FromStatus(record.status());
   if (std::optional<HttpResponse> refused = NotAnalysable(*record)) return *std::move(refused);
+  if (!filter.ranks.empty()) {
+    const std::vector<int32_t> ranks = *common::ParseRankList(filter.ranks);
+    const bool any = std::any_of(record->workers.begin(), record->workers.end(), [&](const storage::WorkerRecord& w) {
+      return std::find(ranks.begin(), ranks.end(), w.rank) != ranks.end();
+    });
+    if (!any) return HttpResponse::Problem(404, "Not Found", common::StrCat("capture ", id, " holds no ranks ", filter.ranks));
+  }
   HttpResponse response = HttpResponse::Json(200, "");
   if (gzip == "true") response.content_type = "application/gzip";
   response.headers.emplace_back("Content-Disposition",
                                 common::StrCat("attachment; filename=\"", id, gzip == "true" ? ".json.gz" : ".json", "\""));
-  response.stream = [this, id, compress = gzip == "true"](const BodyWriter& write) -> absl::Status {
+  response.stream = [this, id, filter, compress = gzip == "true"](const BodyWriter& write) -> absl::Status {
     absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
     if (!capture.ok()) return capture.status();
+    if (absl::Status filtered = common::FilterCapture(filter, &*capture); !filtered.ok()) {
+      spdlog::warn("export of capture {}: {}", id, std::string(filtered.message()));
+      return filtered;
+    }
     std::optional<common::GzipStreamWriter> gz;
     if (compress) gz.emplace(write);
     uint64_t total = 0;

@@ -55,25 +55,6 @@ std::string RankRanges(std::vector<int64_t> ranks) {
 
 }  // namespace
 
-absl::StatusOr<int64_t> ParseDurationMs(std::string_view text) {
-  // The unit is required: a bare "2" was read as 2 ms where 2 s was meant.
-  std::string_view number;
-  double scale = 0;
-  if (text.ends_with("ms")) {
-    number = text.substr(0, text.size() - 2), scale = 1;
-  } else if (text.ends_with("s")) {
-    number = text.substr(0, text.size() - 1), scale = 1000;
-  } else if (text.ends_with("m")) {
-    number = text.substr(0, text.size() - 1), scale = 60'000;
-  }
-  const absl::StatusOr<double> v = common::ParseDouble(number);
-  if (scale == 0 || !v.ok() || !(*v >= 0) || *v * scale > 86'400'000) {
-    return absl::InvalidArgumentError(
-        common::StrCat("\"", text, "\" is not a duration with a unit (ms, s or m; e.g. 1500ms, 2s, 1.5m)"));
-  }
-  return static_cast<int64_t>(std::llround(*v * scale));
-}
-
 LiveCommands AddLiveCommands(CLI::App& app, LiveOptions& o) {
   LiveCommands c;
   c.workers = app.add_subcommand("workers", "The coordinator's agents and the workers they serve");
@@ -156,9 +137,9 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
   if (online.server.empty()) return Fail("capture", "this command needs --server URL (a podscope-coordinator)");
   absl::StatusOr<ServerAddress> server = ParseServerUrl(online.server);
   if (!server.ok()) return Fail("capture", std::string(server.status().message()));
-  absl::StatusOr<int64_t> duration = ParseDurationMs(o.duration);
-  absl::StatusOr<int64_t> delay = ParseDurationMs(o.delay);
-  absl::StatusOr<int64_t> timeout = ParseDurationMs(o.timeout);
+  absl::StatusOr<int64_t> duration = common::ParseDurationMs(o.duration);
+  absl::StatusOr<int64_t> delay = common::ParseDurationMs(o.delay);
+  absl::StatusOr<int64_t> timeout = common::ParseDurationMs(o.timeout);
   for (const auto* s : {&duration, &delay, &timeout}) {
     if (!s->ok()) return Usage("capture", std::string(s->status().message()));
   }

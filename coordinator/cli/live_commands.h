@@ -34,7 +34,5 @@ LiveCommands AddLiveCommands(CLI::App& app, LiveOptions& options);
 int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& options);
 int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& options);
 
-// "1500ms", "2s", "1.5m" -> milliseconds; the unit is required.
-absl::StatusOr<int64_t> ParseDurationMs(std::string_view text);
 
 }  // namespace podscope::coordinator

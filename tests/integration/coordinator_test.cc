@@ -289,6 +289,17 @@ TEST_F(CoordinatorTest, TheApiRefusesMixedCapturesAndFilters) {
   EXPECT_NE(one.body.find("\n    1       1 "), std::string::npos) << one.body;
   EXPECT_EQ(one.body.find("\n    0 "), std::string::npos) << one.body;
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/e/steps?ranks=x").status, 400);
+
+  // The trace takes export's filters.
+  const HttpResult rank_one = HttpCall(port_, "GET", "/v1/captures/e/trace?ranks=1&steps=1");
+  EXPECT_EQ(rank_one.status, 200);
+  EXPECT_NE(rank_one.body.find(R"("workers":[{"pid":1,"rank":1,)"), std::string::npos) << rank_one.body.substr(0, 300);
+  EXPECT_EQ(rank_one.body.find(R"("rank":0)"), std::string::npos);
+  EXPECT_LT(rank_one.body.size(), HttpCall(port_, "GET", "/v1/captures/e/trace").body.size() / 3);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/e/trace?ranks=5").status, 404);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/e/trace?steps=x").status, 400);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/e/trace?window=5-1s").status, 400);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/e/trace?colour=1").status, 400);
 }
 
 TEST_F(CoordinatorTest, KilledDuringImportRestartsWithTheImportMarkedFailed) {
