@@ -57,6 +57,8 @@ absl::StatusOr<common::Capture> LoadCapture(TraceStore& store, std::string_view 
     for (const WorkerRecord& w : record.workers) {
       if (w.worker_index == index && w.clock.source != common::ClockSource::kNone) trace.clock = w.clock;
     }
+    // Workers whose trace names no job (Kineto files rarely do) belong to the capture's.
+    if (trace.info.job.empty()) trace.info.job = record.job;
     capture.workers.push_back(std::move(trace));
     return absl::OkStatus();
   }));

@@ -66,6 +66,11 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
       ->check(CLI::IsMember({"auto", "aligned", "unaligned"}))->capture_default_str();
   c.report->add_option("--step-pattern", o.step_pattern, "Regex for step marker annotations");
   c.report->add_option("--link-gbps", o.link_gbps, "Link bandwidth in Gbit/s")->check(CLI::NonNegativeNumber);
+  c.report->add_option("--top", o.top, "Kernels, and workers in the long tables, worst first (0: all; default 20)")
+      ->check(CLI::NonNegativeNumber);
+  c.report->add_option("--ranks", o.ranks, "Long tables: only these ranks, e.g. 0-3,7");
+  c.report->add_option("--steps", o.steps, "Long tables: only these steps, N or FIRST-LAST");
+  c.report->add_flag("--allow-mixed", o.allow_mixed, "Analyse a capture that is not one job all the same");
   c.report->add_option("--params", o.params, "Model parameter count")->check(CLI::NonNegativeNumber);
   c.report->add_option("--bytes-per-param", o.bytes_per_param, "Gradient bytes per parameter")->check(CLI::Range(1, 16));
 
@@ -165,6 +170,10 @@ int RunReportCommand(const OnlineOptions& o) {
   std::string query = common::StrCat("?format=", o.format, "&window=", o.window, "&clocks=", o.clocks);
   if (!o.step_pattern.empty()) query += "&step_pattern=" + UrlEncode(o.step_pattern);
   if (o.link_gbps > 0) query += common::StrCat("&link_gbps=", o.link_gbps);
+  if (o.top >= 0) query += common::StrCat("&top=", o.top);
+  if (!o.ranks.empty()) query += "&ranks=" + UrlEncode(o.ranks);
+  if (!o.steps.empty()) query += "&steps=" + UrlEncode(o.steps);
+  if (o.allow_mixed) query += "&allow_mixed=true";
   if (o.params > 0) query += common::StrCat("&params=", o.params, "&bytes_per_param=", o.bytes_per_param);
   // JSON is one document: several reports nest under their names, as `analyze` writes them.
   const bool nested = o.format == "json" && reports.size() > 1;

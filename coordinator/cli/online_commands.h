@@ -24,6 +24,9 @@ struct OnlineOptions {
   std::string report_capture;
   std::vector<std::string> reports;  // none given: summary for tables, all for JSON
   std::string window = "steps", clocks = "auto", step_pattern;
+  std::string ranks, steps;  // the long tables' filters, as analyze's
+  int64_t top = -1;          // -1: the server's default (20)
+  bool allow_mixed = false;
   double link_gbps = 0;
   int64_t params = 0;
   int32_t bytes_per_param = 4;

@@ -177,9 +177,9 @@ void Stragglers(std::string& out, const StragglerReport& r) {
 }
 
 void Summary(std::string& out, const SummaryReport& s) {
-  out += fmt::format("== summary: job {}, {} ranks{}, {} steps ({}..{}, from {})\n", s.job.empty() ? "(unnamed)" : s.job,
-                     s.ranks, s.hosts > 0 ? fmt::format(" on {} hosts", s.hosts) : "", s.steps, s.first_step, s.last_step,
-                     s.step_source);
+  out += fmt::format("== summary: job {}, {} rank{}{}, {} step{} ({}..{}, from {})\n", s.job.empty() ? "(unnamed)" : s.job,
+                     s.ranks, s.ranks == 1 ? "" : "s", s.hosts > 0 ? fmt::format(" on {} host{}", s.hosts, s.hosts == 1 ? "" : "s") : "", s.steps,
+                     s.steps == 1 ? "" : "s", s.first_step, s.last_step, s.step_source);
   out += fmt::format("step time (ms): min {:.3f}  p50 {:.3f}  p90 {:.3f}  max {:.3f} over every worker and step; "
                      "{:.3f} ms of steps on the median worker\n",
                      Ms(s.step_min_ns), Ms(s.step_p50_ns), Ms(s.step_p90_ns), Ms(s.step_max_ns), Ms(s.window_step_time_ns));

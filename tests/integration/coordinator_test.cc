@@ -200,6 +200,11 @@ TEST_F(CoordinatorTest, TheOnlineCliShowsTracesDeletesAndCancels) {
   EXPECT_TRUE(doc["pod"].is_object());
   EXPECT_TRUE(doc["stragglers"].is_object());
 
+  const CliRun filtered = RunCliSplit("report d1 --report steps --ranks 3-4 --top 1 --server " + url, dir_);
+  EXPECT_EQ(filtered.exit_code, 0) << filtered.err;
+  EXPECT_NE(filtered.out.find("... 1 more workers"), std::string::npos) << filtered.out;
+  EXPECT_EQ(filtered.out.find("\n    0 "), std::string::npos) << filtered.out;
+
   const HttpResult one = HttpCall(port_, "GET", "/v1/captures/d1/trace?gzip=1");
   EXPECT_EQ(one.status, 200);
   ASSERT_FALSE(one.body.empty());
