@@ -128,7 +128,13 @@ TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
                 {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store"), "--config",
                  dir_.File("typo.json")},
                 dir_.File("typo.log"));
-  EXPECT_NE(daemon.WaitForLog("unknown key \"limits.max_body_byts\""), "") << daemon.Log();
+  EXPECT_NE(daemon.WaitForLog("unknown key \"limits.max_body_byts\" \\(did you mean \"max_body_bytes\"\\? known: "), "")
+      << daemon.Log();
+  EXPECT_EQ(daemon.Terminate(), 2) << "a wrong config is a usage error";
+  // The agent's config is checked the same way.
+  std::ofstream(dir_.File("agent-typo.json")) << R"({"coordinatr": "127.0.0.1:1"})";
+  Daemon agent(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-typo.json")}, dir_.File("agent-typo.log"));
+  EXPECT_NE(agent.WaitForLog("unknown key \"coordinatr\" \\(did you mean \"coordinator\"\\?"), "") << agent.Log();
 }
 
 // Defect 6: a DELETE during an import answered 204, then the import answered 201 and wrote a
