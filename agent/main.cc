@@ -28,33 +28,34 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
     *error = std::string(root.status().message());
     return false;
   }
+  // Every key with its type and range in one place; a wrong one names itself and its range.
   try {
-    const boost::json::object& o = *root;
-    podscope::common::RequireKnownKeys(
-        o, "", {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events", "max_spool_bytes",
-                "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids", "host_sample_interval_ms"});
-    auto str = [&o](const char* key, std::string* out) {
-      if (o.contains(key)) *out = boost::json::value_to<std::string>(o.at(key));
-    };
-    str("coordinator", &s->agent.coordinator);
-    str("agent_id", &s->agent.agent_id);
-    str("host", &s->agent.host);
-    str("simulate", &s->simulate);
-    str("log_level", &s->log_level);
-    if (o.contains("chunk_events")) s->agent.capture.chunk_events = o.at("chunk_events").to_number<size_t>();
-    if (o.contains("max_spool_bytes")) s->agent.capture.max_spool_bytes = o.at("max_spool_bytes").to_number<uint64_t>();
-    if (o.contains("clock_burst")) s->agent.clock_burst = o.at("clock_burst").to_number<int>();
-    str("probe_socket", &s->collectors.probe_socket);
-    str("proc_root", &s->collectors.proc_root);
-    if (o.contains("probe_allowed_uids")) {
-      for (const boost::json::value& uid : o.at("probe_allowed_uids").as_array()) {
-        s->collectors.probe_allowed_uids.push_back(uid.to_number<uint32_t>());
+    const podscope::common::ConfigSection o(
+        *root, "", {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events", "max_spool_bytes",
+                    "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids", "host_sample_interval_ms"});
+    o.String("coordinator", &s->agent.coordinator, 512);
+    o.String("agent_id", &s->agent.agent_id, 128);
+    o.String("host", &s->agent.host, 256);
+    o.String("simulate", &s->simulate);
+    o.String("log_level", &s->log_level, 16);
+    o.Integer("chunk_events", &s->agent.capture.chunk_events, 1, 100'000'000);
+    o.Integer("max_spool_bytes", &s->agent.capture.max_spool_bytes, 1 << 20, int64_t{1} << 44);
+    o.Integer("clock_burst", &s->agent.clock_burst, 1, 1'000);
+    o.String("probe_socket", &s->collectors.probe_socket, 107);  // sun_path
+    o.String("proc_root", &s->collectors.proc_root);
+    if (const boost::json::value* uids = o.Raw("probe_allowed_uids")) {
+      if (!uids->is_array() || uids->get_array().size() > 1024) throw o.Bad("probe_allowed_uids", "is not a list of at most 1024 uids");
+      for (const boost::json::value& uid : uids->get_array()) {
+        if (!uid.is_int64() || uid.get_int64() < 0 || uid.get_int64() > UINT32_MAX) {
+          throw o.Bad("probe_allowed_uids", boost::json::serialize(uid) + " is not a uid");
+        }
+        s->collectors.probe_allowed_uids.push_back(static_cast<uint32_t>(uid.get_int64()));
       }
     }
-    if (o.contains("host_sample_interval_ms")) {
-      const int64_t ms = o.at("host_sample_interval_ms").to_number<int64_t>();
-      if (ms < 10 || ms > 60'000) throw std::invalid_argument("host_sample_interval_ms must be 10..60000");
-      s->collectors.host_sample_interval_ns = ms * 1'000'000;
+    int64_t sample_ms = 0;
+    if (o.Has("host_sample_interval_ms")) {
+      o.Integer("host_sample_interval_ms", &sample_ms, 10, 60'000);
+      s->collectors.host_sample_interval_ns = sample_ms * 1'000'000;
     }
   } catch (const std::exception& e) {
     *error = "config " + path + ": " + e.what();

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <fstream>
 #include <initializer_list>
@@ -11,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -83,5 +85,97 @@ inline void RequireKnownKeys(const boost::json::object& o, std::string_view sect
                                 (near ? "did you mean \"" + std::string(closest) + "\"? " : "") + "known: " + names + ")");
   }
 }
+
+// One section of a daemon's config, read with its keys' types and ranges in one place. Every
+// failure throws std::invalid_argument naming the key ("agents.heartbeat_interval_ms: -5 is not an
+// integer in 1..3600000"); unknown keys are refused at construction (RequireKnownKeys).
+class ConfigSection {
+ public:
+  ConfigSection(const boost::json::object& o, std::string name, std::initializer_list<std::string_view> known)
+      : o_(o), name_(std::move(name)) {
+    RequireKnownKeys(o, name_, known);
+  }
+
+  bool Has(std::string_view key) const { return o_.contains(key); }
+
+  // An integer in [min, max].
+  template <typename T>
+  void Integer(std::string_view key, T* out, int64_t min, int64_t max) const {
+    if (!o_.contains(key)) return;
+    const boost::json::value& v = o_.at(key);
+    int64_t n = 0;
+    if (v.is_int64()) {
+      n = v.get_int64();
+    } else if (v.is_uint64() && v.get_uint64() <= static_cast<uint64_t>(INT64_MAX)) {
+      n = static_cast<int64_t>(v.get_uint64());
+    } else {
+      throw Bad(key, Text(v) + " is not an integer in " + Range(min, max));
+    }
+    if (n < min || n > max) throw Bad(key, std::to_string(n) + " is not in " + Range(min, max));
+    *out = static_cast<T>(n);
+  }
+
+  // A finite number in [min, max].
+  void Number(std::string_view key, double* out, double min, double max) const {
+    if (!o_.contains(key)) return;
+    const boost::json::value& v = o_.at(key);
+    if (!v.is_number()) throw Bad(key, Text(v) + " is not a number");
+    const double d = v.to_number<double>();
+    if (!(d >= min && d <= max)) throw Bad(key, Text(v) + " is not in " + RangeD(min, max));
+    *out = d;
+  }
+
+  // Milliseconds (a number) in [min_ms, max_ms], kept as nanoseconds.
+  void Millis(std::string_view key, int64_t* ns, double min_ms, double max_ms) const {
+    double ms = 0;
+    if (!o_.contains(key)) return;
+    Number(key, &ms, min_ms, max_ms);
+    *ns = static_cast<int64_t>(ms * 1e6);
+  }
+
+  void Bool(std::string_view key, bool* out) const {
+    if (!o_.contains(key)) return;
+    if (!o_.at(key).is_bool()) throw Bad(key, Text(o_.at(key)) + " is not true or false");
+    *out = o_.at(key).get_bool();
+  }
+
+  // A string of at most max_bytes.
+  void String(std::string_view key, std::string* out, size_t max_bytes = 4096) const {
+    if (!o_.contains(key)) return;
+    if (!o_.at(key).is_string()) throw Bad(key, Text(o_.at(key)) + " is not a string");
+    const boost::json::string& str = o_.at(key).get_string();
+    if (str.size() > max_bytes) throw Bad(key, "longer than " + std::to_string(max_bytes) + " bytes");
+    *out = std::string(str.data(), str.size());
+  }
+
+  // A nested section (absent: an empty one).
+  ConfigSection Section(std::string_view key, std::initializer_list<std::string_view> known) const {
+    static const boost::json::object kEmpty;
+    if (!o_.contains(key)) return ConfigSection(kEmpty, Name(key), known);
+    if (!o_.at(key).is_object()) throw Bad(key, "is not an object");
+    return ConfigSection(o_.at(key).get_object(), Name(key), known);
+  }
+
+  const boost::json::value* Raw(std::string_view key) const { return o_.if_contains(key); }
+  std::invalid_argument Bad(std::string_view key, const std::string& why) const {
+    return std::invalid_argument(Name(key) + ": " + why);
+  }
+
+ private:
+  std::string Name(std::string_view key) const { return (name_.empty() ? "" : name_ + ".") + std::string(key); }
+  static std::string Text(const boost::json::value& v) {
+    std::string t = boost::json::serialize(v);
+    return t.size() > 40 ? t.substr(0, 37) + "..." : t;
+  }
+  static std::string Range(int64_t min, int64_t max) { return std::to_string(min) + ".." + std::to_string(max); }
+  static std::string RangeD(double min, double max) {
+    std::ostringstream out;
+    out << min << ".." << max;
+    return out.str();
+  }
+
+  const boost::json::object& o_;
+  std::string name_;
+};
 
 }  // namespace podscope::common

@@ -61,98 +61,70 @@ bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
     *error = std::string(root.status().message());
     return false;
   }
+  // Every key with its type and range in one place; a wrong one names itself and its range.
   try {
-    const boost::json::object& o = *root;
-    podscope::common::RequireKnownKeys(o, "", {"http", "grpc", "data_dir", "limits", "capture", "agents", "retention"});
-    if (o.contains("http")) s->http = boost::json::value_to<std::string>(o.at("http"));
-    if (o.contains("grpc")) s->grpc = boost::json::value_to<std::string>(o.at("grpc"));
-    if (o.contains("data_dir")) s->data_dir = boost::json::value_to<std::string>(o.at("data_dir"));
-    if (o.contains("limits")) {
-      const boost::json::object& l = o.at("limits").as_object();
-      podscope::common::RequireKnownKeys(
-          l, "limits",
-          {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio", "max_connections",
-           "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds", "progress_interval_seconds",
-           "min_progress_bytes", "max_ranks_per_capture", "max_events_per_worker", "max_string_bytes",
-           "max_header_bytes", "max_analysis_cache_bytes"});
-      if (l.contains("max_analysis_cache_bytes")) {
-        s->api_limits.max_analysis_cache_bytes = l.at("max_analysis_cache_bytes").to_number<uint64_t>();
-      }
-      auto positive = [&l](const char* key, uint32_t* out) {
-        if (!l.contains(key)) return;
-        const uint32_t v = l.at(key).to_number<uint32_t>();
-        if (v == 0) throw std::invalid_argument(std::string("limits.") + key + " must be positive");
-        *out = v;
-      };
-      positive("max_connections_per_client", &s->http_limits.max_connections_per_client);
-      positive("idle_timeout_seconds", &s->http_limits.idle_timeout_seconds);
-      positive("header_timeout_seconds", &s->http_limits.header_timeout_seconds);
-      positive("progress_interval_seconds", &s->http_limits.progress_interval_seconds);
-      positive("min_progress_bytes", &s->http_limits.min_progress_bytes);
-      if (l.contains("max_document_bytes")) s->api_limits.max_document_bytes = l.at("max_document_bytes").to_number<uint64_t>();
-      if (l.contains("max_inflate_ratio")) s->api_limits.max_inflate_ratio = l.at("max_inflate_ratio").to_number<uint64_t>();
-      if (l.contains("max_body_bytes")) s->http_limits.max_body_bytes = l.at("max_body_bytes").to_number<uint64_t>();
-      if (l.contains("max_upload_bytes")) s->http_limits.max_upload_bytes = l.at("max_upload_bytes").to_number<uint64_t>();
-      if (l.contains("max_connections")) s->http_limits.max_connections = l.at("max_connections").to_number<uint32_t>();
-      if (l.contains("max_ranks_per_capture")) s->api_limits.max_ranks_per_capture = l.at("max_ranks_per_capture").to_number<uint32_t>();
-      if (l.contains("max_events_per_worker")) s->api_limits.max_events_per_worker = l.at("max_events_per_worker").to_number<uint64_t>();
-      if (l.contains("max_string_bytes")) s->api_limits.max_string_bytes = l.at("max_string_bytes").to_number<size_t>();
-      if (l.contains("max_header_bytes")) s->http_limits.max_header_bytes = l.at("max_header_bytes").to_number<uint32_t>();
+    using podscope::common::ConfigSection;
+    constexpr int64_t kTiB = int64_t{1} << 40;
+    const ConfigSection root_section(*root, "", {"http", "grpc", "data_dir", "limits", "capture", "agents", "retention"});
+    root_section.String("http", &s->http, 512);
+    root_section.String("grpc", &s->grpc, 512);
+    root_section.String("data_dir", &s->data_dir);
+    const ConfigSection l = root_section.Section(
+        "limits", {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio", "max_connections",
+                   "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds",
+                   "progress_interval_seconds", "min_progress_bytes", "max_ranks_per_capture", "max_events_per_worker",
+                   "max_string_bytes", "max_header_bytes", "max_analysis_cache_bytes"});
+    l.Integer("max_analysis_cache_bytes", &s->api_limits.max_analysis_cache_bytes, 0, kTiB);
+    l.Integer("max_connections_per_client", &s->http_limits.max_connections_per_client, 1, 1'000'000);
+    l.Integer("idle_timeout_seconds", &s->http_limits.idle_timeout_seconds, 1, 86'400);
+    l.Integer("header_timeout_seconds", &s->http_limits.header_timeout_seconds, 1, 3'600);
+    l.Integer("progress_interval_seconds", &s->http_limits.progress_interval_seconds, 1, 3'600);
+    l.Integer("min_progress_bytes", &s->http_limits.min_progress_bytes, 1, 1 << 30);
+    l.Integer("max_document_bytes", &s->api_limits.max_document_bytes, 1, kTiB);
+    l.Integer("max_inflate_ratio", &s->api_limits.max_inflate_ratio, 1, 1'000'000);
+    l.Integer("max_body_bytes", &s->http_limits.max_body_bytes, 1, kTiB);
+    l.Integer("max_upload_bytes", &s->http_limits.max_upload_bytes, 1, kTiB);
+    l.Integer("max_connections", &s->http_limits.max_connections, 1, 10'000'000);
+    l.Integer("max_ranks_per_capture", &s->api_limits.max_ranks_per_capture, 1, 10'000'000);
+    l.Integer("max_events_per_worker", &s->api_limits.max_events_per_worker, 1, kTiB);
+    l.Integer("max_string_bytes", &s->api_limits.max_string_bytes, 1, 1 << 30);
+    l.Integer("max_header_bytes", &s->http_limits.max_header_bytes, 1'024, 1 << 24);
+    const ConfigSection c = root_section.Section(
+        "capture", {"min_lead_ms", "lead_per_agent_ms", "capture_grace_ms", "upload_timeout_ms", "max_duration_ms",
+                    "max_live_captures", "refine_clocks_with_collectives", "max_upload_bytes_per_worker"});
+    c.Millis("min_lead_ms", &s->scheduler.min_lead_ns, 0, 3'600'000);
+    c.Millis("lead_per_agent_ms", &s->scheduler.lead_per_agent_ns, 0, 60'000);
+    c.Millis("capture_grace_ms", &s->scheduler.capture_grace_ns, 0, 3'600'000);
+    c.Millis("upload_timeout_ms", &s->scheduler.upload_timeout_ns, 1, 86'400'000);
+    c.Millis("max_duration_ms", &s->scheduler.max_duration_ns, 1, 86'400'000);
+    c.Integer("max_live_captures", &s->scheduler.max_live_captures, 1, 1'000'000);
+    c.Bool("refine_clocks_with_collectives", &s->scheduler.refine_with_collectives);
+    c.Integer("max_upload_bytes_per_worker", &s->scheduler.max_upload_bytes_per_worker, 1, kTiB);
+    const ConfigSection a = root_section.Section(
+        "agents", {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us", "max_idle_connection_ms",
+                   "max_grpc_memory_bytes", "max_streams_per_connection", "max_connections",
+                   "max_connections_per_client", "forget_disconnected_after_ms"});
+    a.Integer("forget_disconnected_after_ms", &s->agents.forget_disconnected_after_ms, 1, 7 * 86'400'000);
+    a.Integer("max_connections", &s->grpc_gate.max_connections, 1, 10'000'000);
+    a.Integer("max_connections_per_client", &s->grpc_gate.max_connections_per_client, 1, 10'000'000);
+    a.Integer("max_idle_connection_ms", &s->agents.max_idle_connection_ms, 1, 86'400'000);
+    a.Integer("max_grpc_memory_bytes", &s->agents.max_grpc_memory_bytes, 1 << 20, kTiB);
+    a.Integer("max_streams_per_connection", &s->agents.max_streams_per_connection, 1, 1'000'000);
+    a.Integer("heartbeat_interval_ms", &s->agents.heartbeat_interval_ms, 10, 3'600'000);
+    a.Integer("clock_sync_interval_ms", &s->agents.clock_sync_interval_ms, 100, 86'400'000);
+    double bound_us = 0;
+    if (a.Has("clock_target_bound_us")) {
+      a.Number("clock_target_bound_us", &bound_us, 0.001, 1e9);
+      s->clock_keeper.target_bound_ns = static_cast<int64_t>(bound_us * 1e3);
     }
-    if (o.contains("capture")) {
-      const boost::json::object& c = o.at("capture").as_object();
-      podscope::common::RequireKnownKeys(
-          c, "capture",
-          {"min_lead_ms", "lead_per_agent_ms", "capture_grace_ms", "upload_timeout_ms", "max_duration_ms",
-           "max_live_captures", "refine_clocks_with_collectives", "max_upload_bytes_per_worker"});
-      auto ms = [&c](const char* key, int64_t* out) {
-        if (c.contains(key)) *out = static_cast<int64_t>(c.at(key).to_number<double>() * 1e6);
-      };
-      ms("min_lead_ms", &s->scheduler.min_lead_ns);
-      ms("lead_per_agent_ms", &s->scheduler.lead_per_agent_ns);
-      ms("capture_grace_ms", &s->scheduler.capture_grace_ns);
-      ms("upload_timeout_ms", &s->scheduler.upload_timeout_ns);
-      ms("max_duration_ms", &s->scheduler.max_duration_ns);
-      if (c.contains("max_live_captures")) s->scheduler.max_live_captures = c.at("max_live_captures").to_number<size_t>();
-      if (c.contains("refine_clocks_with_collectives")) {
-        s->scheduler.refine_with_collectives = c.at("refine_clocks_with_collectives").as_bool();
-      }
-      if (c.contains("max_upload_bytes_per_worker")) {
-        s->scheduler.max_upload_bytes_per_worker = c.at("max_upload_bytes_per_worker").to_number<uint64_t>();
-      }
+    const ConfigSection r = root_section.Section("retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
+    double hours = 0;
+    if (r.Has("max_age_hours")) {
+      r.Number("max_age_hours", &hours, 0, 24.0 * 3650);
+      s->retention.max_age_ns = static_cast<int64_t>(hours * 3.6e12);
     }
-    if (o.contains("agents")) {
-      const boost::json::object& a = o.at("agents").as_object();
-      podscope::common::RequireKnownKeys(a, "agents",
-                                         {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
-                                          "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
-                                          "max_connections", "max_connections_per_client",
-                                          "forget_disconnected_after_ms"});
-      if (a.contains("forget_disconnected_after_ms")) {
-        s->agents.forget_disconnected_after_ms = a.at("forget_disconnected_after_ms").to_number<uint32_t>();
-      }
-      if (a.contains("max_connections")) s->grpc_gate.max_connections = a.at("max_connections").to_number<uint32_t>();
-      if (a.contains("max_connections_per_client")) {
-        s->grpc_gate.max_connections_per_client = a.at("max_connections_per_client").to_number<uint32_t>();
-      }
-      if (a.contains("max_idle_connection_ms")) s->agents.max_idle_connection_ms = a.at("max_idle_connection_ms").to_number<uint32_t>();
-      if (a.contains("max_grpc_memory_bytes")) s->agents.max_grpc_memory_bytes = a.at("max_grpc_memory_bytes").to_number<uint64_t>();
-      if (a.contains("max_streams_per_connection")) {
-        s->agents.max_streams_per_connection = a.at("max_streams_per_connection").to_number<uint32_t>();
-      }
-      if (a.contains("heartbeat_interval_ms")) s->agents.heartbeat_interval_ms = a.at("heartbeat_interval_ms").to_number<uint32_t>();
-      if (a.contains("clock_sync_interval_ms")) s->agents.clock_sync_interval_ms = a.at("clock_sync_interval_ms").to_number<uint32_t>();
-      if (a.contains("clock_target_bound_us")) {
-        s->clock_keeper.target_bound_ns = static_cast<int64_t>(a.at("clock_target_bound_us").to_number<double>() * 1e3);
-      }
-    }
-    if (o.contains("retention")) {
-      const boost::json::object& r = o.at("retention").as_object();
-      podscope::common::RequireKnownKeys(r, "retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
-      if (r.contains("max_age_hours")) s->retention.max_age_ns = static_cast<int64_t>(r.at("max_age_hours").to_number<double>() * 3.6e12);
-      if (r.contains("max_total_bytes")) s->retention.max_total_bytes = r.at("max_total_bytes").to_number<uint64_t>();
-      if (r.contains("interval_seconds")) s->retention_interval_seconds = r.at("interval_seconds").to_number<int>();
-    }
+    r.Integer("max_total_bytes", &s->retention.max_total_bytes, 0, int64_t{1} << 50);
+    r.Integer("interval_seconds", &s->retention_interval_seconds, 1, 86'400);
   } catch (const std::exception& e) {
     *error = "config " + path + ": " + e.what();
     return false;

@@ -135,6 +135,18 @@ TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
   std::ofstream(dir_.File("agent-typo.json")) << R"({"coordinatr": "127.0.0.1:1"})";
   Daemon agent(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-typo.json")}, dir_.File("agent-typo.log"));
   EXPECT_NE(agent.WaitForLog("unknown key \"coordinatr\" \\(did you mean \"coordinator\"\\?"), "") << agent.Log();
+  // Values out of range or of the wrong type name their key and range (they were Boost's words,
+  // "not exact", and 0 passed).
+  std::ofstream(dir_.File("range.json")) << R"({"agents": {"heartbeat_interval_ms": -5}})";
+  Daemon ranged(PODSCOPE_COORDINATOR_PATH,
+                {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store2"), "--config",
+                 dir_.File("range.json")},
+                dir_.File("range.log"));
+  EXPECT_NE(ranged.WaitForLog("agents.heartbeat_interval_ms: -5 is not in 10..3600000"), "") << ranged.Log();
+  EXPECT_EQ(ranged.Terminate(), 2);
+  std::ofstream(dir_.File("agent-range.json")) << R"({"clock_burst": "x"})";
+  Daemon agent_ranged(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-range.json")}, dir_.File("agent-range.log"));
+  EXPECT_NE(agent_ranged.WaitForLog("clock_burst: \"x\" is not an integer in 1..1000"), "") << agent_ranged.Log();
 }
 
 // Defect 6: a DELETE during an import answered 204, then the import answered 201 and wrote a
