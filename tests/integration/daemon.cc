@@ -126,6 +126,10 @@ std::string Daemon::WaitForLog(const std::string& pattern, int timeout_ms) {
     int status = 0;
     if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      // It may have written the line just before it exited.
+      const std::string last = Log();
+      if (std::regex_search(last, m, wanted)) return m.size() > 1 ? std::string(m[1]) : std::string(m[0]);
       return "";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -144,8 +148,22 @@ void Daemon::Signal(int signal_number) {
   if (pid_ > 0) kill(pid_, signal_number);
 }
 
+int Daemon::WaitForExit(int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (pid_ > 0 && std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pid_ > 0 ? -1 : exit_code_;
+}
+
 int Daemon::Terminate() {
-  if (pid_ <= 0) return -1;
+  if (pid_ <= 0) return exit_code_;
   kill(pid_, SIGTERM);
   int status = 0;
   waitpid(pid_, &status, 0);

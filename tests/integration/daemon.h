@@ -35,14 +35,19 @@ class Daemon {
   std::string WaitForLog(const std::string& pattern, int timeout_ms = 20'000);
   std::string Log() const;
   void Signal(int signal_number);
-  // SIGTERM, then waits for exit; returns the exit status (or -1).
+  // SIGTERM, then waits for exit; returns the exit status (or -1). A daemon that already exited
+  // (seen by WaitForLog or WaitForExit) gives its status.
   int Terminate();
+  // Waits (no signal) for the daemon to exit by itself; its exit status, or -1 on timeout or a
+  // signal.
+  int WaitForExit(int timeout_ms = 20'000);
   void Kill();
   pid_t pid() const { return pid_; }
 
  private:
   std::string log_path_;
   pid_t pid_ = -1;
+  int exit_code_ = -1;
 };
 
 }  // namespace podscope::testing

@@ -130,7 +130,7 @@ TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
                 dir_.File("typo.log"));
   EXPECT_NE(daemon.WaitForLog("unknown key \"limits.max_body_byts\" \\(did you mean \"max_body_bytes\"\\? known: "), "")
       << daemon.Log();
-  EXPECT_EQ(daemon.Terminate(), 2) << "a wrong config is a usage error";
+  EXPECT_EQ(daemon.WaitForExit(), 2) << "a wrong config is a usage error";
   // The agent's config is checked the same way.
   std::ofstream(dir_.File("agent-typo.json")) << R"({"coordinatr": "127.0.0.1:1"})";
   Daemon agent(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-typo.json")}, dir_.File("agent-typo.log"));
@@ -143,7 +143,7 @@ TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
                  dir_.File("range.json")},
                 dir_.File("range.log"));
   EXPECT_NE(ranged.WaitForLog("agents.heartbeat_interval_ms: -5 is not in 10..3600000"), "") << ranged.Log();
-  EXPECT_EQ(ranged.Terminate(), 2);
+  EXPECT_EQ(ranged.WaitForExit(), 2);
   std::ofstream(dir_.File("agent-range.json")) << R"({"clock_burst": "x"})";
   Daemon agent_ranged(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-range.json")}, dir_.File("agent-range.log"));
   EXPECT_NE(agent_ranged.WaitForLog("clock_burst: \"x\" is not an integer in 1..1000"), "") << agent_ranged.Log();
