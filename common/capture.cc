@@ -1,6 +1,7 @@
 #include "common/capture.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace podscope::common {
 
@@ -18,6 +19,17 @@ CaptureView::CaptureView(std::vector<const WorkerTrace*> workers) : workers_(std
                    [](const WorkerTrace* a, const WorkerTrace* b) {
                      return a->info.rank < b->info.rank;
                    });
+}
+
+TimeNs FirstAlignedInstant(const CaptureView& capture) {
+  TimeNs first = INT64_MAX;
+  for (const WorkerTrace* w : capture.workers()) {
+    for (const std::vector<TimeNs>* starts : {&w->kernels.start, &w->memcpys.start, &w->runtime_calls.start,
+                                             &w->host_spans.start, &w->collectives.enqueue, &w->steps.start}) {
+      for (TimeNs t : *starts) first = std::min(first, w->clock.ToAligned(t));
+    }
+  }
+  return first;
 }
 
 }  // namespace podscope::common

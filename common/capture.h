@@ -32,4 +32,8 @@ class CaptureView {
   std::vector<const WorkerTrace*> workers_;
 };
 
+// The earliest instant of any event of the capture on the aligned clock (INT64_MAX when it holds
+// none): the origin of export time bases and windows.
+TimeNs FirstAlignedInstant(const CaptureView& capture);
+
 }  // namespace podscope::common

@@ -43,13 +43,7 @@ absl::Status FilterCapture(const CaptureFilterSpec& o, Capture* capture) {
     ASSIGN_OR_RETURN(const int64_t to_ms, ParseDurationMs(o.window.substr(dash + 1)));
     if (to_ms <= from_ms) return absl::InvalidArgumentError("a window's TO must be after its FROM");
     // From the capture's first instant on the aligned clock, back into each worker's own.
-    TimeNs origin = INT64_MAX;
-    for (const WorkerTrace& w : capture->workers) {
-      for (const std::vector<TimeNs>* starts : {&w.kernels.start, &w.memcpys.start, &w.runtime_calls.start,
-                                               &w.host_spans.start, &w.collectives.enqueue}) {
-        for (TimeNs t : *starts) origin = std::min(origin, w.clock.ToAligned(t));
-      }
-    }
+    const TimeNs origin = FirstAlignedInstant(CaptureView(*capture));
     if (origin == INT64_MAX) return absl::NotFoundError("the inputs hold no events");
     for (WorkerTrace& w : capture->workers) {
       KeepWindow(w.clock.ToLocal(origin + from_ms * 1'000'000), w.clock.ToLocal(origin + to_ms * 1'000'000), &w);

@@ -263,14 +263,7 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
   // millisecond (the Kineto layout keeps absolute times, as the PyTorch profiler writes them).
   TimeNs base_ns = 0;
   if (options.layout == ExportLayout::kMerged) {
-    TimeNs first = INT64_MAX;
-    for (size_t i = 0; i < capture.size(); ++i) {
-      const WorkerTrace& w = capture.worker(i);
-      for (const std::vector<TimeNs>* starts : {&w.kernels.start, &w.memcpys.start, &w.runtime_calls.start,
-                                               &w.host_spans.start, &w.collectives.enqueue, &w.steps.start}) {
-        for (TimeNs t : *starts) first = std::min(first, w.clock.ToAligned(t));
-      }
-    }
+    const TimeNs first = FirstAlignedInstant(capture);
     if (first != INT64_MAX && first > 0) base_ns = first - first % 1'000'000;
   }
   auto flush = [&]() -> absl::Status {

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
+#include "coordinator/analysis/statistics.h"
 
 namespace podscope::coordinator::analysis {
 namespace {
@@ -18,12 +19,6 @@ int64_t StreamKey(int32_t device, int32_t stream) {
   return (static_cast<int64_t>(device) << 32) | static_cast<uint32_t>(stream);
 }
 int64_t CollectiveStreamKey(common::NameId communicator) { return INT64_MIN + static_cast<int64_t>(communicator); }
-
-TimeNs Median(std::vector<TimeNs> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
-}
 
 }  // namespace
 

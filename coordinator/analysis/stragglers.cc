@@ -9,17 +9,11 @@
 
 #include "absl/container/flat_hash_map.h"
 
+#include "coordinator/analysis/statistics.h"
 #include "coordinator/analysis/steps.h"
 
 namespace podscope::coordinator::analysis {
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Robust z-scores: 0.6745 (x - median) / MAD.
 std::vector<double> RobustZ(const std::vector<double>& x) {

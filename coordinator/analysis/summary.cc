@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "coordinator/analysis/statistics.h"
+
 namespace podscope::coordinator::analysis {
 namespace {
 
@@ -115,13 +117,8 @@ SummaryReport Summarize(const common::CaptureView& capture, const std::vector<Wo
     if (c.busbw_gbps > 0) busbw.push_back(c.busbw_gbps);
     if (c.efficiency > 0) efficiency.push_back(c.efficiency);
   }
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
-  s.median_busbw_gbps = median(std::move(busbw));
-  s.median_efficiency = median(std::move(efficiency));
+  s.median_busbw_gbps = Median(std::move(busbw));
+  s.median_efficiency = Median(std::move(efficiency));
   s.measured_allreduce_ns = bandwidth.measured_allreduce_ns;
   s.expected_allreduce_ns = bandwidth.expected_allreduce_ns;
   s.warnings = warnings;
