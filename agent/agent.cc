@@ -1,6 +1,9 @@
 #include "agent/agent.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <unistd.h>
 
 #include <deque>
@@ -133,6 +136,23 @@ Agent::~Agent() {
   collectors_.clear();
 }
 
+std::shared_ptr<grpc::ChannelCredentials> Agent::Credentials(grpc::ChannelArguments* args) const {
+  if (options_.tls.cert.empty()) return grpc::InsecureChannelCredentials();
+  // The files are re-read every minute: a renewed certificate is used from the next connection.
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      options_.tls.key, options_.tls.cert, options_.tls.ca, /*refresh_interval_sec=*/60);
+  grpc::experimental::TlsChannelCredentialsOptions tls;
+  tls.set_certificate_provider(provider);
+  tls.watch_root_certs();
+  tls.watch_identity_key_cert_pairs();
+  // The coordinator's certificate must chain to our CA and hold the name we dialled (or
+  // --tls-server-name): an impostor with another valid certificate of the CA is refused too.
+  tls.set_verify_server_certs(true);
+  tls.set_certificate_verifier(std::make_shared<grpc::experimental::HostNameCertificateVerifier>());
+  if (!options_.tls_server_name.empty()) args->SetSslTargetNameOverride(options_.tls_server_name);
+  return grpc::experimental::TlsCredentials(tls);
+}
+
 void Agent::Start() {
   grpc::ChannelArguments args;
   // One TCP connection per agent even when a process hosts many (the scale benchmark).
@@ -145,7 +165,7 @@ void Agent::Start() {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2'000);
   args.SetMaxSendMessageSize(64 << 20);
-  channel_ = grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(options_.coordinator, Credentials(&args), args);
   stub_ = v1::AgentService::NewStub(channel_);
   connection_thread_ = std::thread([this] { ConnectionLoop(); });
   timer_thread_ = std::thread([this] { TimerLoop(); });
@@ -226,7 +246,7 @@ bool Agent::WaitForCoordinator() {
     const auto now = std::chrono::steady_clock::now();
     if (!said || now - last_said >= std::chrono::seconds(30)) {
       spdlog::warn("agent {}: cannot reach the coordinator at {}: {}; retrying{}", options_.agent_id,
-                   options_.coordinator, WhyUnreachable(options_.coordinator, 1'000),
+                   options_.coordinator, WhyUnreachable(options_.coordinator, 1'000, !options_.tls.cert.empty()),
                    said ? common::StrCat(" (", attempts, " tries so far)") : "");
       said = true;
       last_said = now;

@@ -25,6 +25,10 @@
 #include "agent/capture_run.h"
 #include "agent/collector.h"
 #include "agent/start_timer.h"
+#include "common/tls_files.h"
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
 #include "podscope/v1/agent.grpc.pb.h"
 
 namespace podscope::agent {
@@ -32,6 +36,11 @@ namespace podscope::agent {
 struct AgentOptions {
   std::string coordinator = "127.0.0.1:50051";  // HOST:PORT of the coordinator's gRPC port
   std::string agent_id;                          // empty: "<host>-<pid>"
+  // Mutual TLS to the coordinator: this agent's certificate and key, and the CA the
+  // coordinator's certificate must chain to. All empty: plaintext (--insecure).
+  common::TlsFiles tls;
+  // The name the coordinator's certificate must hold; empty: the host of `coordinator`.
+  std::string tls_server_name;
   std::string host;                              // empty: the machine's hostname
   int clock_burst = 8;                           // exchanges per clock-sync burst
   int64_t heartbeat_interval_ns = 1'000'000'000;     // until the coordinator's welcome says otherwise
@@ -63,6 +72,7 @@ class Agent {
   bool WaitConnected(int64_t timeout_ns);
 
  private:
+  std::shared_ptr<grpc::ChannelCredentials> Credentials(grpc::ChannelArguments* args) const;
   class ControlStream;
 
   // Random per process, sent in every hello: the coordinator tells this process reconnecting

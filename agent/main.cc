@@ -5,8 +5,8 @@
 #include <boost/json.hpp>
 
 #include "CLI/CLI.hpp"
-#include "common/json_config.h"
 #include "agent/agent.h"
+#include "agent/agent_config.h"
 #include "agent/collector_registry.h"
 #include "agent/collectors/simulated_ranks.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -14,55 +14,7 @@
 
 namespace {
 
-struct Settings {
-  podscope::agent::AgentOptions agent;
-  std::string simulate;
-  std::string log_level = "info";
-  podscope::agent::CollectorConfig collectors;
-};
-
-// The JSON config file; command-line flags win over it.
-bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
-  absl::StatusOr<boost::json::object> root = podscope::common::ReadJsonConfig(path);
-  if (!root.ok()) {
-    *error = std::string(root.status().message());
-    return false;
-  }
-  // Every key with its type and range in one place; a wrong one names itself and its range.
-  try {
-    const podscope::common::ConfigSection o(
-        *root, "", {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events", "max_spool_bytes",
-                    "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids", "host_sample_interval_ms"});
-    o.String("coordinator", &s->agent.coordinator, 512);
-    o.String("agent_id", &s->agent.agent_id, 128);
-    o.String("host", &s->agent.host, 256);
-    o.String("simulate", &s->simulate);
-    o.String("log_level", &s->log_level, 16);
-    o.Integer("chunk_events", &s->agent.capture.chunk_events, 1, 100'000'000);
-    o.Integer("max_spool_bytes", &s->agent.capture.max_spool_bytes, 1 << 20, int64_t{1} << 44);
-    o.Integer("clock_burst", &s->agent.clock_burst, 1, 1'000);
-    o.String("probe_socket", &s->collectors.probe_socket, 107);  // sun_path
-    o.String("proc_root", &s->collectors.proc_root);
-    if (const boost::json::value* uids = o.Raw("probe_allowed_uids")) {
-      if (!uids->is_array() || uids->get_array().size() > 1024) throw o.Bad("probe_allowed_uids", "is not a list of at most 1024 uids");
-      for (const boost::json::value& uid : uids->get_array()) {
-        if (!uid.is_int64() || uid.get_int64() < 0 || uid.get_int64() > UINT32_MAX) {
-          throw o.Bad("probe_allowed_uids", boost::json::serialize(uid) + " is not a uid");
-        }
-        s->collectors.probe_allowed_uids.push_back(static_cast<uint32_t>(uid.get_int64()));
-      }
-    }
-    int64_t sample_ms = 0;
-    if (o.Has("host_sample_interval_ms")) {
-      o.Integer("host_sample_interval_ms", &sample_ms, 10, 60'000);
-      s->collectors.host_sample_interval_ns = sample_ms * 1'000'000;
-    }
-  } catch (const std::exception& e) {
-    *error = "config " + path + ": " + e.what();
-    return false;
-  }
-  return true;
-}
+using Settings = podscope::agent::AgentSettings;
 
 }  // namespace
 
@@ -85,6 +37,15 @@ int main(int argc, char** argv) {
                  "unix socket training processes' probes register on [/run/podscope/agent.sock]; probes are served "
                  "unless --simulate is given without this flag");
   app.add_option("--proc-root", proc_root, "where the host collector reads /proc [/proc]");
+  podscope::common::TlsFiles tls_flags;
+  std::string tls_server_name;
+  bool insecure = false;
+  app.add_option("--tls-cert", tls_flags.cert, "this agent's certificate, PEM; its CN is the agent's id");
+  app.add_option("--tls-key", tls_flags.key, "its private key, PEM");
+  app.add_option("--tls-ca", tls_flags.ca, "the CA the coordinator's certificate must chain to, PEM");
+  app.add_option("--tls-server-name", tls_server_name,
+                 "the name the coordinator's certificate must hold [the host of --coordinator]");
+  app.add_flag("--insecure", insecure, "plaintext gRPC without certificates: only on a network you trust (logs a warning)");
   // Exit codes: 0 success, 1 a runtime failure, 2 a wrong command line or config.
   try {
     app.parse(argc, argv);
@@ -92,15 +53,44 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
-  std::string error;
-  if (!config_path.empty() && !LoadConfig(config_path, &settings, &error)) {
-    spdlog::error("{}", error);
-    return 2;
+  if (!config_path.empty()) {
+    if (absl::Status s = podscope::agent::LoadAgentConfig(config_path, &settings); !s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      return 2;
+    }
   }
   if (!coordinator.empty()) settings.agent.coordinator = coordinator;
   if (!simulate.empty()) settings.simulate = simulate;
   if (!agent_id.empty()) settings.agent.agent_id = agent_id;
   if (!host.empty()) settings.agent.host = host;
+  if (!tls_flags.cert.empty()) settings.agent.tls.cert = tls_flags.cert;
+  if (!tls_flags.key.empty()) settings.agent.tls.key = tls_flags.key;
+  if (!tls_flags.ca.empty()) settings.agent.tls.ca = tls_flags.ca;
+  if (!tls_server_name.empty()) settings.agent.tls_server_name = tls_server_name;
+  settings.insecure = settings.insecure || insecure;
+  if (absl::Status s = podscope::common::CheckTlsChoice(settings.agent.tls, settings.insecure, "podscope-agent"); !s.ok()) {
+    spdlog::error("{}", std::string(s.message()));
+    return 2;
+  }
+  if (settings.insecure) {
+    spdlog::warn("--insecure: plaintext to the coordinator, which cannot tell this agent from an impostor");
+  } else {
+    // The coordinator takes an agent as its certificate's identity: the id is the certificate's.
+    absl::StatusOr<std::string> pem = podscope::common::ReadPemFile(settings.agent.tls.cert, "--tls-cert");
+    absl::StatusOr<std::string> identity =
+        pem.ok() ? podscope::common::CertificateCommonName(*pem) : absl::StatusOr<std::string>(pem.status());
+    if (!identity.ok()) {
+      spdlog::error("--tls-cert {}: {}", settings.agent.tls.cert, std::string(identity.status().message()));
+      return 2;
+    }
+    if (settings.agent.agent_id.empty()) {
+      settings.agent.agent_id = *identity;
+    } else if (settings.agent.agent_id != *identity) {
+      spdlog::error("--agent-id {} is not the identity of its certificate (CN={}): leave --agent-id out, or use a "
+                    "certificate made for {}", settings.agent.agent_id, *identity, settings.agent.agent_id);
+      return 2;
+    }
+  }
   if (settings.agent.host.empty()) {
     // Resolved here, not in the agent, because collectors stamp it on their workers too.
     char name[256] = {0};

@@ -13,7 +13,7 @@
 
 namespace podscope::agent {
 
-std::string WhyUnreachable(const std::string& target, int timeout_ms) {
+std::string WhyUnreachable(const std::string& target, int timeout_ms, bool tls) {
   const size_t colon = target.rfind(':');
   if (colon == std::string::npos) return common::StrCat("\"", target, "\" is not HOST:PORT");
   std::string host = target.substr(0, colon);
@@ -48,7 +48,11 @@ std::string WhyUnreachable(const std::string& target, int timeout_ms) {
     close(fd);
     if (error == 0) {
       freeaddrinfo(found);
-      return "TCP connects, but no gRPC session came up (not a podscope-coordinator's agent port, or TLS expected?)";
+      return tls ? "TCP connects, but no TLS session came up: the coordinator's certificate does not chain to --tls-ca or "
+                   "lacks the name dialled (see --tls-server-name), or the coordinator refused this agent's certificate "
+                   "(another CA, expired; its log says which), or the port speaks plaintext (--insecure)"
+                 : "TCP connects, but no gRPC session came up (not a podscope-coordinator's agent port, or one that "
+                   "wants mutual TLS: give --tls-cert, --tls-key and --tls-ca)";
     }
     why = std::strerror(error);
   }

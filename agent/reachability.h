@@ -9,6 +9,6 @@ namespace podscope::agent {
 
 // `target` is HOST:PORT (HOST may be [IPv6]); waits at most `timeout_ms`. Returns the reason a
 // TCP connection failed, or a sentence saying it succeeded. Any thread.
-std::string WhyUnreachable(const std::string& target, int timeout_ms);
+std::string WhyUnreachable(const std::string& target, int timeout_ms, bool tls = false);
 
 }  // namespace podscope::agent

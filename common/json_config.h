@@ -1,5 +1,5 @@
 // Reading a daemon's JSON config file: bounded, and every failure a sentence naming the file.
-// Header-only: only the daemons' main.cc files use it, and they link Boost.JSON themselves.
+// Header-only: the daemons' config loaders use it, and they link Boost.JSON themselves.
 #pragma once
 
 #include <boost/json.hpp>
@@ -20,25 +20,32 @@
 
 namespace podscope::common {
 
-inline absl::StatusOr<boost::json::object> ReadJsonConfig(const std::string& path, size_t max_bytes = 1 << 20) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError("cannot read config " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > max_bytes) {
-    return absl::InvalidArgumentError("config " + path + " is larger than " + std::to_string(max_bytes) + " bytes");
+// Parses a config's text; `origin` names it in errors ("config /etc/podscope/agent.json").
+inline absl::StatusOr<boost::json::object> ParseJsonConfig(std::string_view text, const std::string& origin,
+                                                           size_t max_bytes = 1 << 20) {
+  if (text.size() > max_bytes) {
+    return absl::InvalidArgumentError(origin + " is larger than " + std::to_string(max_bytes) + " bytes");
   }
-  if (absl::Status s = CheckUniqueJsonKeys(text.str(), 16); !s.ok()) {
-    return absl::InvalidArgumentError("config " + path + ": " + std::string(s.message()));
+  if (absl::Status s = CheckUniqueJsonKeys(text, 16); !s.ok()) {
+    return absl::InvalidArgumentError(origin + ": " + std::string(s.message()));
   }
   boost::system::error_code ec;
   boost::json::parse_options options;
   options.max_depth = 16;
-  boost::json::value root = boost::json::parse(text.str(), ec, {}, options);
+  boost::json::value root = boost::json::parse(text, ec, {}, options);
   if (ec || !root.is_object()) {
-    return absl::InvalidArgumentError("config " + path + ": not a JSON object" + (ec ? " (" + ec.message() + ")" : ""));
+    return absl::InvalidArgumentError(origin + ": not a JSON object" + (ec ? " (" + ec.message() + ")" : ""));
   }
   return std::move(root.as_object());
+}
+
+inline absl::StatusOr<boost::json::object> ReadJsonConfig(const std::string& path, size_t max_bytes = 1 << 20) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot read config " + path);
+  std::string text(max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return ParseJsonConfig(text, "config " + path, max_bytes);
 }
 
 // Edit distance (insertions, deletions, substitutions; an adjacent swap counts one), for

@@ -8,23 +8,28 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <iostream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 
 #include "CLI/CLI.hpp"
-#include "common/json_config.h"
 #include "common/parse_number.h"
+#include "common/tls_files.h"
+#include "coordinator/agents/agent_certificates.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/agents/agent_service.h"
 #include "coordinator/agents/clock_keeper.h"
 #include "coordinator/agents/grpc_connection_gate.h"
 #include "coordinator/api/live_api.h"
 #include "coordinator/api/rest_api.h"
+#include "coordinator/auth/token_authorizer.h"
 #include "coordinator/capture/capture_scheduler.h"
 #include "coordinator/clock/clock_aligner.h"
+#include "coordinator/coordinator_config.h"
 #include "coordinator/http/http_server.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -33,103 +38,11 @@
 
 namespace {
 
-using podscope::coordinator::ApiLimits;
-using podscope::coordinator::HttpLimits;
-
-struct Settings {
-  std::string http = "127.0.0.1:8080";
-  std::string grpc = "127.0.0.1:50051";
-  std::string data_dir = "podscope-data";
-  podscope::coordinator::SchedulerOptions scheduler;
-  podscope::coordinator::AgentServiceOptions agents;
-  podscope::coordinator::GrpcGateOptions grpc_gate;
-  podscope::coordinator::ClockKeeperOptions clock_keeper;
-  HttpLimits http_limits;
-  ApiLimits api_limits;
-  podscope::storage::RetentionPolicy retention;
-  int retention_interval_seconds = 300;
-};
+using podscope::coordinator::CoordinatorSettings;
+using Settings = CoordinatorSettings;
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Reads the JSON config file; flags given on the command line win over it.
-bool LoadConfig(const std::string& path, Settings* s, std::string* error) {
-  absl::StatusOr<boost::json::object> root = podscope::common::ReadJsonConfig(path);
-  if (!root.ok()) {
-    *error = std::string(root.status().message());
-    return false;
-  }
-  // Every key with its type and range in one place; a wrong one names itself and its range.
-  try {
-    using podscope::common::ConfigSection;
-    constexpr int64_t kTiB = int64_t{1} << 40;
-    const ConfigSection root_section(*root, "", {"http", "grpc", "data_dir", "limits", "capture", "agents", "retention"});
-    root_section.String("http", &s->http, 512);
-    root_section.String("grpc", &s->grpc, 512);
-    root_section.String("data_dir", &s->data_dir);
-    const ConfigSection l = root_section.Section(
-        "limits", {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio", "max_connections",
-                   "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds",
-                   "progress_interval_seconds", "min_progress_bytes", "max_ranks_per_capture", "max_events_per_worker",
-                   "max_string_bytes", "max_header_bytes", "max_analysis_cache_bytes"});
-    l.Integer("max_analysis_cache_bytes", &s->api_limits.max_analysis_cache_bytes, 0, kTiB);
-    l.Integer("max_connections_per_client", &s->http_limits.max_connections_per_client, 1, 1'000'000);
-    l.Integer("idle_timeout_seconds", &s->http_limits.idle_timeout_seconds, 1, 86'400);
-    l.Integer("header_timeout_seconds", &s->http_limits.header_timeout_seconds, 1, 3'600);
-    l.Integer("progress_interval_seconds", &s->http_limits.progress_interval_seconds, 1, 3'600);
-    l.Integer("min_progress_bytes", &s->http_limits.min_progress_bytes, 1, 1 << 30);
-    l.Integer("max_document_bytes", &s->api_limits.max_document_bytes, 1, kTiB);
-    l.Integer("max_inflate_ratio", &s->api_limits.max_inflate_ratio, 1, 1'000'000);
-    l.Integer("max_body_bytes", &s->http_limits.max_body_bytes, 1, kTiB);
-    l.Integer("max_upload_bytes", &s->http_limits.max_upload_bytes, 1, kTiB);
-    l.Integer("max_connections", &s->http_limits.max_connections, 1, 10'000'000);
-    l.Integer("max_ranks_per_capture", &s->api_limits.max_ranks_per_capture, 1, 10'000'000);
-    l.Integer("max_events_per_worker", &s->api_limits.max_events_per_worker, 1, kTiB);
-    l.Integer("max_string_bytes", &s->api_limits.max_string_bytes, 1, 1 << 30);
-    l.Integer("max_header_bytes", &s->http_limits.max_header_bytes, 1'024, 1 << 24);
-    const ConfigSection c = root_section.Section(
-        "capture", {"min_lead_ms", "lead_per_agent_ms", "capture_grace_ms", "upload_timeout_ms", "max_duration_ms",
-                    "max_live_captures", "refine_clocks_with_collectives", "max_upload_bytes_per_worker"});
-    c.Millis("min_lead_ms", &s->scheduler.min_lead_ns, 0, 3'600'000);
-    c.Millis("lead_per_agent_ms", &s->scheduler.lead_per_agent_ns, 0, 60'000);
-    c.Millis("capture_grace_ms", &s->scheduler.capture_grace_ns, 0, 3'600'000);
-    c.Millis("upload_timeout_ms", &s->scheduler.upload_timeout_ns, 1, 86'400'000);
-    c.Millis("max_duration_ms", &s->scheduler.max_duration_ns, 1, 86'400'000);
-    c.Integer("max_live_captures", &s->scheduler.max_live_captures, 1, 1'000'000);
-    c.Bool("refine_clocks_with_collectives", &s->scheduler.refine_with_collectives);
-    c.Integer("max_upload_bytes_per_worker", &s->scheduler.max_upload_bytes_per_worker, 1, kTiB);
-    const ConfigSection a = root_section.Section(
-        "agents", {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us", "max_idle_connection_ms",
-                   "max_grpc_memory_bytes", "max_streams_per_connection", "max_connections",
-                   "max_connections_per_client", "forget_disconnected_after_ms"});
-    a.Integer("forget_disconnected_after_ms", &s->agents.forget_disconnected_after_ms, 1, 7 * 86'400'000);
-    a.Integer("max_connections", &s->grpc_gate.max_connections, 1, 10'000'000);
-    a.Integer("max_connections_per_client", &s->grpc_gate.max_connections_per_client, 1, 10'000'000);
-    a.Integer("max_idle_connection_ms", &s->agents.max_idle_connection_ms, 1, 86'400'000);
-    a.Integer("max_grpc_memory_bytes", &s->agents.max_grpc_memory_bytes, 1 << 20, kTiB);
-    a.Integer("max_streams_per_connection", &s->agents.max_streams_per_connection, 1, 1'000'000);
-    a.Integer("heartbeat_interval_ms", &s->agents.heartbeat_interval_ms, 10, 3'600'000);
-    a.Integer("clock_sync_interval_ms", &s->agents.clock_sync_interval_ms, 100, 86'400'000);
-    double bound_us = 0;
-    if (a.Has("clock_target_bound_us")) {
-      a.Number("clock_target_bound_us", &bound_us, 0.001, 1e9);
-      s->clock_keeper.target_bound_ns = static_cast<int64_t>(bound_us * 1e3);
-    }
-    const ConfigSection r = root_section.Section("retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
-    double hours = 0;
-    if (r.Has("max_age_hours")) {
-      r.Number("max_age_hours", &hours, 0, 24.0 * 3650);
-      s->retention.max_age_ns = static_cast<int64_t>(hours * 3.6e12);
-    }
-    r.Integer("max_total_bytes", &s->retention.max_total_bytes, 0, int64_t{1} << 50);
-    r.Integer("interval_seconds", &s->retention_interval_seconds, 1, 86'400);
-  } catch (const std::exception& e) {
-    *error = "config " + path + ": " + e.what();
-    return false;
-  }
-  return true;
 }
 
 bool SplitHostPort(const std::string& text, std::string* host, uint16_t* port) {
@@ -141,6 +54,26 @@ bool SplitHostPort(const std::string& text, std::string* host, uint16_t* port) {
   if (!p.ok() || *p < 0 || *p > 65535) return false;
   *port = static_cast<uint16_t>(*p);
   return !host->empty();
+}
+
+// `podscope-coordinator hash-token --role ROLE --name NAME`: reads a token on stdin, prints
+// the line for the token file. The token itself is never printed nor stored.
+int HashToken(const std::string& role_text, const std::string& name) {
+  std::string token;
+  std::getline(std::cin, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == '\n')) token.pop_back();
+  absl::StatusOr<podscope::coordinator::Access> role = podscope::coordinator::ParseRole(role_text);
+  if (!role.ok()) {
+    spdlog::error("--role: {}", std::string(role.status().message()));
+    return 2;
+  }
+  absl::StatusOr<std::string> line = podscope::coordinator::HashTokenLine(name, *role, token);
+  if (!line.ok()) {
+    spdlog::error("{}", std::string(line.status().message()));
+    return 2;
+  }
+  std::cout << *line << "\n";
+  return 0;
 }
 
 }  // namespace
@@ -156,21 +89,67 @@ int main(int argc, char** argv) {
   app.add_option("--http", http_flag, "REST listen address HOST:PORT (port 0: any free port) [127.0.0.1:8080]");
   app.add_option("--grpc", grpc_flag, "agent gRPC listen address HOST:PORT (port 0: any free port) [127.0.0.1:50051]");
   app.add_option("--data-dir", data_dir_flag, "RocksDB store directory [podscope-data]");
+  podscope::common::TlsFiles tls_flags;
+  bool insecure_flag = false;
+  app.add_option("--tls-cert", tls_flags.cert, "this coordinator's certificate chain, PEM (HTTPS and the agents' port)");
+  app.add_option("--tls-key", tls_flags.key, "its private key, PEM");
+  app.add_option("--tls-ca", tls_flags.ca, "the CA agents' certificates must chain to, PEM");
+  app.add_flag("--insecure", insecure_flag,
+               "plaintext HTTP and gRPC, no client certificates: only on a network you trust (logs a warning)");
+  std::string auth_tokens_flag;
+  app.add_option("--auth-tokens", auth_tokens_flag,
+                 "the REST API's token file (lines from hash-token; reloaded on SIGHUP)");
+  std::string hash_role, hash_name;
+  CLI::App* hash_token = app.add_subcommand(
+      "hash-token", "read a bearer token on stdin and print its line for the --auth-tokens file");
+  hash_token->add_option("--role", hash_role, "read, capture or admin")->required();
+  hash_token->add_option("--name", hash_name, "who holds the token (shown in logs, never the token)")->required();
   // Exit codes: 0 success, 1 a runtime failure, 2 a wrong command line or config.
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (hash_token->parsed()) return HashToken(hash_role, hash_name);
 
-  std::string error;
-  if (!config_path.empty() && !LoadConfig(config_path, &settings, &error)) {
-    spdlog::error("{}", error);
-    return 2;
+  if (!config_path.empty()) {
+    if (absl::Status s = podscope::coordinator::LoadCoordinatorConfig(config_path, &settings); !s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      return 2;
+    }
   }
   if (!http_flag.empty()) settings.http = http_flag;
   if (!grpc_flag.empty()) settings.grpc = grpc_flag;
   if (!data_dir_flag.empty()) settings.data_dir = data_dir_flag;
+  if (!auth_tokens_flag.empty()) settings.auth_tokens = auth_tokens_flag;
+  if (!tls_flags.cert.empty()) settings.tls.cert = tls_flags.cert;
+  if (!tls_flags.key.empty()) settings.tls.key = tls_flags.key;
+  if (!tls_flags.ca.empty()) settings.tls.ca = tls_flags.ca;
+  settings.insecure = settings.insecure || insecure_flag;
+  if (absl::Status s = podscope::common::CheckTlsChoice(settings.tls, settings.insecure, "podscope-coordinator"); !s.ok()) {
+    spdlog::error("{}", std::string(s.message()));
+    return 2;
+  }
+  if (!settings.insecure && settings.auth_tokens.empty()) {
+    spdlog::error("podscope-coordinator needs --auth-tokens FILE (lines from `podscope-coordinator hash-token`) unless "
+                  "--insecure is given");
+    return 2;
+  }
+  if (settings.insecure) {
+    spdlog::warn("--insecure: the REST API and the agents' port speak plaintext and take agents without certificates; "
+                 "anyone who can reach them can read traces{}", settings.auth_tokens.empty() ? " and start captures" : "");
+  }
+  settings.agents.require_certificate_identity = !settings.insecure;
+  std::unique_ptr<podscope::coordinator::TokenAuthorizer> authorizer;
+  if (!settings.auth_tokens.empty()) {
+    absl::StatusOr<podscope::coordinator::TokenStore> tokens = podscope::coordinator::TokenStore::Load(settings.auth_tokens);
+    if (!tokens.ok()) {
+      spdlog::error("--auth-tokens: {}", std::string(tokens.status().message()));
+      return 2;
+    }
+    spdlog::info("{} bearer tokens from {}", tokens->size(), settings.auth_tokens);
+    authorizer = std::make_unique<podscope::coordinator::TokenAuthorizer>(std::move(*tokens));
+  }
   std::string host;
   uint16_t port = 0;
   if (!SplitHostPort(settings.http, &host, &port)) {
@@ -198,6 +177,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   std::error_code ec;
@@ -243,10 +223,20 @@ int main(int argc, char** argv) {
   grpc::ServerBuilder builder;
   // podscope accepts the agents' connections itself (bounded, all and per client address) and
   // hands them to gRPC.
+  // With TLS, agents must present a certificate chaining to --tls-ca (checked and counted here).
+  podscope::coordinator::AgentCertificates agent_certificates(settings.tls.ca);
+  std::shared_ptr<grpc::ServerCredentials> grpc_credentials = grpc::InsecureServerCredentials();
+  if (!settings.insecure) {
+    if (absl::Status s = agent_certificates.Load(); !s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      return 2;
+    }
+    grpc_credentials = podscope::coordinator::AgentServerCredentials(settings.tls, agent_certificates);
+  }
   podscope::coordinator::GrpcConnectionGate grpc_gate(
       settings.grpc_gate, builder.experimental().AddExternalConnectionAcceptor(
                               grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
-                              grpc::InsecureServerCredentials()));
+                              grpc_credentials));
   absl::StatusOr<uint16_t> grpc_bound = grpc_gate.Listen(grpc_host, grpc_port);
   if (!grpc_bound.ok()) {
     spdlog::error("{} (address in use?)", std::string(grpc_bound.status().message()));
@@ -272,22 +262,36 @@ int main(int argc, char** argv) {
   }
   grpc_gate.Start();
   // The exact line tests and scripts wait for.
-  spdlog::info("podscope-coordinator agents on grpc://{}:{}", grpc_host, *grpc_bound);
+  spdlog::info("podscope-coordinator agents on grpc://{}:{} ({})", grpc_host, *grpc_bound,
+               settings.insecure ? "plaintext" : "mutual TLS");
 
   podscope::coordinator::Router router;
   api.Register(router);
   podscope::coordinator::LiveApi live_api(registry, aligner, scheduler, NowNs);
   live_api.Register(router);
+  if (settings.open_metrics) router.SetAccess("GET", "/metrics", podscope::coordinator::Access::kOpen);
   podscope::coordinator::HttpServer server(router, settings.http_limits);
   api.set_http_counters(&server.counters());
+  if (authorizer != nullptr) {
+    server.set_authorizer(authorizer.get());
+    api.add_metrics_source([&authorizer](std::string* out) { authorizer->AppendMetrics(out); });
+  }
   api.add_metrics_source([&grpc_gate](std::string* out) { grpc_gate.AppendMetrics(out); });
+  if (!settings.insecure) {
+    if (absl::Status s = server.EnableTls({.cert_file = settings.tls.cert, .key_file = settings.tls.key}); !s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      return 2;
+    }
+    api.add_metrics_source([&agent_certificates](std::string* out) { agent_certificates.AppendMetrics(out); });
+  }
   absl::StatusOr<uint16_t> bound = server.Start(host, port);
   if (!bound.ok()) {
     spdlog::error("{}", std::string(bound.status().message()));
     return 1;
   }
   // The exact line tests and scripts wait for.
-  spdlog::info("podscope-coordinator listening on http://{}:{} (store {})", host, *bound, settings.data_dir);
+  spdlog::info("podscope-coordinator listening on {}://{}:{} (store {})", settings.insecure ? "http" : "https", host, *bound,
+               settings.data_dir);
 
   std::mutex mu;
   std::condition_variable stop_cv;
@@ -305,7 +309,26 @@ int main(int argc, char** argv) {
   });
 
   int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP) {
+    // Rotated credentials take effect without a restart; a broken file keeps the old ones. (The
+    // agents' port re-reads its certificate and key by itself, every minute.)
+    if (!settings.insecure) {
+      absl::Status s = server.EnableTls({.cert_file = settings.tls.cert, .key_file = settings.tls.key});
+      if (s.ok()) s = agent_certificates.Load();
+      if (s.ok()) spdlog::info("SIGHUP: certificate, key and CA re-read");
+      else spdlog::error("SIGHUP: keeping the old certificates: {}", std::string(s.message()));
+    }
+    if (authorizer != nullptr) {
+      absl::StatusOr<podscope::coordinator::TokenStore> tokens =
+          podscope::coordinator::TokenStore::Load(settings.auth_tokens);
+      if (tokens.ok()) {
+        spdlog::info("SIGHUP: {} bearer tokens from {}", tokens->size(), settings.auth_tokens);
+        authorizer->Replace(std::move(*tokens));
+      } else {
+        spdlog::error("SIGHUP: keeping the old tokens: {}", std::string(tokens.status().message()));
+      }
+    }
+  }
   spdlog::info("signal {}: finishing in-flight requests", signal_number);
   {
     std::lock_guard<std::mutex> lock(mu);

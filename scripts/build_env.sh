@@ -6,13 +6,15 @@ PODSCOPE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PODSCOPE_BUILD_DIR="${PODSCOPE_BUILD_DIR:-$PODSCOPE_ROOT/build}"
 
 # Debian packages podscope builds against. Boost: headers (Asio, Beast) plus Boost.JSON,
-# not libboost-all-dev, which drags in MPI and Python for nothing.
+# not libboost-all-dev, which drags in MPI and Python for nothing. OpenSSL: TLS for HTTPS, mutual
+# TLS between agents and coordinator, and scripts/dev-certs.sh.
 PODSCOPE_DEBIAN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config zlib1g-dev
   libboost1.81-dev libboost-json1.81-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libre2-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libssl-dev openssl
 )
 
 podscope_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

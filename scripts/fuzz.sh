@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 ALL_TARGETS=(podscope_kineto_fuzz podscope_chunk_fuzz podscope_probe_frame_fuzz podscope_proc_fuzz
-             podscope_step_pattern_fuzz podscope_http_fuzz)
+             podscope_step_pattern_fuzz podscope_http_fuzz podscope_config_fuzz)
 if [ $# -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 FIXTURES=("$PODSCOPE_ROOT/../shared/data/kineto/trace_filter/sampled_rank-0.json.gz"
           "$PODSCOPE_ROOT/../shared/data/kineto/dlrm_8rank/rank-3.json.gz")

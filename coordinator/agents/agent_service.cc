@@ -32,12 +32,43 @@ absl::Status ValidateWorkers(google::protobuf::RepeatedPtrField<v1::WorkerDescri
     const v1::WorkerDescriptor& w = workers->Get(i);
     absl::Status s = storage::ValidateJobName(w.job());
     if (s.ok() && w.rank() < 0) s = absl::InvalidArgumentError("ranks are non-negative");
+    if (s.ok()) {
+      // Jobs listed in agents.jobs may be served by their listed agents only.
+      const auto allowed = options.job_agents.find(w.job());
+      if (allowed != options.job_agents.end() && !allowed->second.contains(std::string(agent))) {
+        s = absl::PermissionDeniedError(common::StrCat("agent ", agent, " may not serve job ", w.job(), " (agents.jobs)"));
+      }
+    }
     if (s.ok() && (w.host().size() > 256 || w.device().size() > 256 || w.collector().size() > 64)) {
       s = absl::InvalidArgumentError("a worker's host and device are at most 256 bytes, its collector 64");
     }
     if (s.ok()) continue;
     spdlog::warn("agent {}: worker rank {} pid {} ignored: {}", agent, w.rank(), w.pid(), std::string(s.message()));
     workers->DeleteSubrange(i, 1);
+  }
+  return absl::OkStatus();
+}
+
+// The identity the agent's TLS certificate states (its CN), or "" on a plaintext connection.
+std::string CertificateIdentity(const grpc::CallbackServerContext& context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr) return "";
+  const std::vector<grpc::string_ref> names = auth->FindPropertyValues("x509_common_name");
+  return names.empty() ? "" : std::string(names.front().data(), names.front().size());
+}
+
+// With mutual TLS an agent is who its certificate says: it may not claim another agent's id
+// (and so take over its ranks, or upload into them).
+absl::Status CheckIdentity(const AgentServiceOptions& options, std::string_view certificate_identity,
+                           std::string_view agent_id) {
+  if (!options.require_certificate_identity) return absl::OkStatus();
+  if (certificate_identity.empty()) {
+    return absl::UnauthenticatedError("this coordinator takes agents over mutual TLS only (no client certificate)");
+  }
+  if (agent_id != certificate_identity) {
+    return absl::PermissionDeniedError(common::StrCat("agent id \"", agent_id, "\" is not the identity of its certificate (CN=",
+                                                      certificate_identity, "); start the agent with --agent-id ",
+                                                      certificate_identity, " or without --agent-id"));
   }
   return absl::OkStatus();
 }
@@ -84,7 +115,10 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
   };
 
   ControlSession(AgentService& service, grpc::CallbackServerContext* context)
-      : service_(service), peer_(context->peer()), link_(std::make_shared<Link>(this)) {
+      : service_(service),
+        peer_(context->peer()),
+        certificate_identity_(CertificateIdentity(*context)),
+        link_(std::make_shared<Link>(this)) {
     StartRead(&in_);
   }
 
@@ -153,6 +187,9 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
     if (agent_id_.empty()) {
       if (!m.has_hello()) return absl::InvalidArgumentError("the first message on the control stream must be a hello");
       if (absl::Status s = ValidateHello(m.hello(), service_.options_); !s.ok()) return s;
+      if (absl::Status s = CheckIdentity(service_.options_, certificate_identity_, m.hello().agent_id()); !s.ok()) {
+        return s;
+      }
       v1::AgentHello hello = m.hello();
       if (absl::Status s = ValidateWorkers(hello.mutable_workers(), service_.options_, hello.agent_id()); !s.ok()) return s;
       v1::CoordinatorMessage welcome;
@@ -212,6 +249,7 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
 
   AgentService& service_;
   const std::string peer_;
+  const std::string certificate_identity_;  // empty without TLS
   std::shared_ptr<Link> link_;
   std::string agent_id_;  // set by the hello; only the reactor's read path touches it
   v1::AgentMessage in_;
@@ -226,7 +264,8 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
 // One Upload call: stores each chunk as it arrives, answers with the ranks now complete.
 class UploadSession : public grpc::ServerReadReactor<v1::UploadRequest> {
  public:
-  UploadSession(AgentService& service, v1::UploadResponse* response) : service_(service), response_(response) {
+  UploadSession(AgentService& service, grpc::CallbackServerContext* context, v1::UploadResponse* response)
+      : service_(service), certificate_identity_(CertificateIdentity(*context)), response_(response) {
     StartRead(&chunk_);
   }
 
@@ -243,6 +282,11 @@ class UploadSession : public grpc::ServerReadReactor<v1::UploadRequest> {
       return;
     }
     capture_id_ = chunk_.capture_id();
+    // An agent uploads as itself only: the scheduler checks the rank is this agent's.
+    if (absl::Status s = CheckIdentity(service_.options_, certificate_identity_, chunk_.agent_id()); !s.ok()) {
+      Finish(ToGrpc(s));
+      return;
+    }
     if (absl::Status s = service_.scheduler_.OnChunk(chunk_); !s.ok()) {
       Finish(ToGrpc(s));
       return;
@@ -256,6 +300,7 @@ class UploadSession : public grpc::ServerReadReactor<v1::UploadRequest> {
 
  private:
   AgentService& service_;
+  const std::string certificate_identity_;
   v1::UploadResponse* response_;
   v1::UploadRequest chunk_;
   std::string capture_id_;
@@ -280,8 +325,9 @@ grpc::ServerUnaryReactor* AgentService::SyncClock(grpc::CallbackServerContext* c
   return reactor;
 }
 
-grpc::ServerReadReactor<v1::UploadRequest>* AgentService::Upload(grpc::CallbackServerContext*, v1::UploadResponse* response) {
-  return new UploadSession(*this, response);
+grpc::ServerReadReactor<v1::UploadRequest>* AgentService::Upload(grpc::CallbackServerContext* context,
+                                                                 v1::UploadResponse* response) {
+  return new UploadSession(*this, context, response);
 }
 
 }  // namespace podscope::coordinator

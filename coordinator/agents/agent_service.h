@@ -5,6 +5,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 
 #include "coordinator/agents/agent_registry.h"
@@ -32,6 +34,11 @@ struct AgentServiceOptions {
   uint32_t forget_disconnected_after_ms = 600'000;
   uint64_t max_grpc_memory_bytes = 1ull << 30;
   uint32_t max_streams_per_connection = 32;
+  // Mutual TLS: an agent's id must be its certificate's common name.
+  bool require_certificate_identity = false;
+  // Jobs that only some agents may serve: job -> agent ids. A worker of a listed job reported by
+  // another agent is dropped, with a warning. Jobs not listed: any agent.
+  std::map<std::string, std::set<std::string>> job_agents;
 };
 
 class AgentService final : public v1::AgentService::CallbackService {

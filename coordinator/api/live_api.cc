@@ -32,9 +32,9 @@ void LiveApi::Register(Router& router) {
   auto bind = [this](HttpResponse (LiveApi::*method)(HttpRequest&)) {
     return [this, method](HttpRequest& r) { return (this->*method)(r); };
   };
-  router.Add({"GET", "/v1/workers", bind(&LiveApi::ListWorkers)});
-  router.Add({"POST", "/v1/captures", bind(&LiveApi::StartCapture)});
-  router.Add({"POST", "/v1/captures/{id}:cancel", bind(&LiveApi::CancelCapture)});
+  router.Add({"GET", "/v1/workers", bind(&LiveApi::ListWorkers), false, false, Access::kRead});
+  router.Add({"POST", "/v1/captures", bind(&LiveApi::StartCapture), false, false, Access::kCapture});
+  router.Add({"POST", "/v1/captures/{id}:cancel", bind(&LiveApi::CancelCapture), false, false, Access::kCapture});
 }
 
 // GET /v1/workers[?job=J][&limit=N][&after=AGENT]: agents (by id) with health and clock, and

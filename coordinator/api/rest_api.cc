@@ -131,16 +131,19 @@ void RestApi::Register(Router& router) {
   auto bind = [this](HttpResponse (RestApi::*method)(HttpRequest&)) {
     return [this, method](HttpRequest& r) { return (this->*method)(r); };
   };
-  router.Add({"GET", "/healthz", bind(&RestApi::Health)});
-  router.Add({"GET", "/readyz", bind(&RestApi::Ready)});
-  router.Add({"GET", "/metrics", bind(&RestApi::Metrics)});
-  router.Add({"GET", "/v1/openapi.json", bind(&RestApi::OpenApi)});
-  router.Add({"GET", "/v1/captures", bind(&RestApi::ListCaptures)});
-  router.Add({"POST", "/v1/captures:import", bind(&RestApi::Import), /*heavy=*/true, /*streamed_upload=*/true});
-  router.Add({"GET", "/v1/captures/{id}", bind(&RestApi::GetCapture)});
-  router.Add({"DELETE", "/v1/captures/{id}", bind(&RestApi::DeleteCapture)});
-  router.Add({"GET", "/v1/captures/{id}/trace", bind(&RestApi::Trace)});  // streamed on the stream pool
-  router.Add({"GET", "/v1/captures/{id}/{report}", bind(&RestApi::Report), /*heavy=*/true});
+  // Probes stay open; /metrics needs read unless the daemon's config opens it (Router::SetAccess).
+  router.Add({"GET", "/healthz", bind(&RestApi::Health), false, false, Access::kOpen});
+  router.Add({"GET", "/readyz", bind(&RestApi::Ready), false, false, Access::kOpen});
+  router.Add({"GET", "/metrics", bind(&RestApi::Metrics), false, false, Access::kRead});
+  router.Add({"GET", "/v1/openapi.json", bind(&RestApi::OpenApi), false, false, Access::kRead});
+  router.Add({"GET", "/v1/captures", bind(&RestApi::ListCaptures), false, false, Access::kRead});
+  router.Add({"POST", "/v1/captures:import", bind(&RestApi::Import), /*heavy=*/true, /*streamed_upload=*/true,
+              Access::kAdmin});
+  router.Add({"GET", "/v1/captures/{id}", bind(&RestApi::GetCapture), false, false, Access::kRead});
+  router.Add({"DELETE", "/v1/captures/{id}", bind(&RestApi::DeleteCapture), false, false, Access::kAdmin});
+  // Streamed on the stream pool.
+  router.Add({"GET", "/v1/captures/{id}/trace", bind(&RestApi::Trace), false, false, Access::kRead});
+  router.Add({"GET", "/v1/captures/{id}/{report}", bind(&RestApi::Report), /*heavy=*/true, false, Access::kRead});
 }
 
 absl::Status RestApi::RecoverInterruptedImports() {
@@ -198,7 +201,10 @@ HttpResponse RestApi::Metrics(HttpRequest&) {
                       "podscope_http_timeouts_total{phase=\"response\"} ", counters_->timeouts_response.load(), "\n",
                       "# HELP podscope_http_malformed_requests_total Requests refused as malformed.\n",
                       "# TYPE podscope_http_malformed_requests_total counter\n",
-                      "podscope_http_malformed_requests_total ", counters_->malformed_requests.load(), "\n");
+                      "podscope_http_malformed_requests_total ", counters_->malformed_requests.load(), "\n",
+                      "# HELP podscope_http_tls_handshake_failures_total HTTPS connections whose handshake failed.\n",
+                      "# TYPE podscope_http_tls_handshake_failures_total counter\n",
+                      "podscope_http_tls_handshake_failures_total ", counters_->tls_handshake_failures.load(), "\n");
   }
   for (const auto& source : metrics_sources_) source(&out);
   std::map<CaptureState, uint64_t> by_state;

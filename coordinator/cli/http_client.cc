@@ -11,29 +11,33 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/client_connection.h"
+#include "common/parse_number.h"
 #include "common/str_util.h"
 
 namespace podscope::coordinator {
 
 absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url) {
   std::string rest = url;
+  ServerAddress address;
   if (rest.starts_with("http://")) {
     rest = rest.substr(7);
+  } else if (rest.starts_with("https://")) {
+    rest = rest.substr(8);
+    address.tls = true;
+    address.port = 443;
   } else if (rest.find("://") != std::string::npos) {
-    return absl::InvalidArgumentError(common::StrCat("--server ", url, ": only http:// is supported"));
+    return absl::InvalidArgumentError(common::StrCat("--server ", url, ": only http:// and https:// are supported"));
   }
   rest = rest.substr(0, rest.find('/'));
-  ServerAddress address;
   const size_t colon = rest.rfind(':');
   address.host = colon == std::string::npos ? rest : rest.substr(0, colon);
   if (colon != std::string::npos) {
-    try {
-      const int port = std::stoi(rest.substr(colon + 1));
-      if (port <= 0 || port > 65535) throw std::out_of_range("port");
-      address.port = static_cast<uint16_t>(port);
-    } catch (const std::exception&) {
+    const absl::StatusOr<int64_t> port = common::ParseInt(std::string_view(rest).substr(colon + 1));
+    if (!port.ok() || *port <= 0 || *port > 65535) {
       return absl::InvalidArgumentError(common::StrCat("--server ", url, ": bad port"));
     }
+    address.port = static_cast<uint16_t>(*port);
   }
   if (address.host.empty()) return absl::InvalidArgumentError(common::StrCat("--server ", url, ": no host"));
   return address;
@@ -56,52 +60,32 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
                                                  const std::string& target, const std::string& body,
                                                  const std::string& content_type,
                                                  const std::function<void(uint64_t)>& progress) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(server.host.c_str(), std::to_string(server.port).c_str(), &hints, &found) != 0 || found == nullptr) {
-    return absl::UnavailableError(common::StrCat("cannot resolve ", server.host));
+  absl::StatusOr<common::ClientConnection> connection = common::ClientConnection::Connect(
+      server.host, server.port, {.enabled = server.tls, .ca_file = server.ca_file});
+  if (!connection.ok()) {
+    if (!server.tls || connection.status().code() == absl::StatusCode::kInvalidArgument) return connection.status();
+    return absl::UnavailableError(common::StrCat(connection.status().message(),
+                                                 server.ca_file.empty() ? " (a private CA? give --ca-cert FILE)" : ""));
   }
-  int fd = -1;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(found);
-  if (fd < 0) {
-    return absl::UnavailableError(common::StrCat("cannot connect to ", server.host, ":", server.port, ": ", std::strerror(errno)));
-  }
-  timeval timeout{60, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   std::ostringstream head;
   head << method << " " << target << " HTTP/1.1\r\nHost: " << server.host << ":" << server.port
        << "\r\nUser-Agent: podscope-cli\r\nConnection: close\r\n";
+  if (!server.token.empty()) head << "Authorization: Bearer " << server.token << "\r\n";
   if (!content_type.empty()) head << "Content-Type: " << content_type << "\r\n";
   if (!body.empty() || method == "POST" || method == "PUT") head << "Content-Length: " << body.size() << "\r\n";
   head << "\r\n";
-  auto send_all = [fd](const char* data, size_t size, const std::function<void(uint64_t)>* report) {
-    size_t sent = 0;
-    while (sent < size) {
-      const ssize_t n = send(fd, data + sent, std::min<size_t>(size - sent, 1 << 20), MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      sent += static_cast<size_t>(n);
-      if (report != nullptr && *report) (*report)(sent);
+  // The body goes in pieces so that progress can be reported. When a send fails the server may
+  // have answered early (a 413, a 401) and closed: its answer is read below all the same.
+  if (connection->Send(head.str())) {
+    constexpr size_t kPiece = 1 << 20;
+    for (size_t sent = 0; sent < body.size();) {
+      const size_t n = std::min(kPiece, body.size() - sent);
+      if (!connection->Send(std::string_view(body).substr(sent, n))) break;
+      sent += n;
+      if (progress) progress(sent);
     }
-    return true;
-  };
-  const std::string header = head.str();
-  if (!send_all(header.data(), header.size(), nullptr) || !send_all(body.data(), body.size(), &progress)) {
-    // The server may have answered early (e.g. 413) and closed: read what it said.
   }
-  std::string raw;
-  char buf[65536];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) raw.append(buf, static_cast<size_t>(n));
-  close(fd);
+  const std::string raw = connection->ReceiveAll();
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos || !raw.starts_with("HTTP/1.")) {
     return absl::UnavailableError(common::StrCat("no valid HTTP response from ", server.host, ":", server.port));

@@ -1,4 +1,5 @@
-// A small blocking HTTP/1.1 client for the CLI's online mode (plain http:// on TCP).
+// A small blocking HTTP/1.1 client for the CLI's online mode (http:// or https://, with a bearer
+// token when one is given).
 #pragma once
 
 #include <cstdint>
@@ -16,10 +17,13 @@ struct HttpClientResponse {
   std::string body;
 };
 
-// "http://host:port[/base]" -> host, port.
+// "http[s]://host:port[/base]" -> host, port; and how to talk to it.
 struct ServerAddress {
   std::string host;
   uint16_t port = 80;
+  bool tls = false;      // https://
+  std::string ca_file;   // --ca-cert: the CA the server's certificate must chain to (empty: the system's)
+  std::string token;     // --token-file or PODSCOPE_TOKEN: sent as "Authorization: Bearer"
 };
 absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url);
 

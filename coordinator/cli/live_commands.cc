@@ -73,8 +73,7 @@ LiveCommands AddLiveCommands(CLI::App& app, LiveOptions& o) {
 }
 
 int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
-  if (online.server.empty()) return Fail("workers", "this command needs --server URL (a podscope-coordinator)");
-  absl::StatusOr<ServerAddress> server = ParseServerUrl(online.server);
+  absl::StatusOr<ServerAddress> server = ResolveServer(online);
   if (!server.ok()) return Fail("workers", std::string(server.status().message()));
   // The list comes a page at a time; follow the pages (each is a whole number of agents).
   std::string base = "/v1/workers?limit=10000";
@@ -134,8 +133,7 @@ int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
 }
 
 int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
-  if (online.server.empty()) return Fail("capture", "this command needs --server URL (a podscope-coordinator)");
-  absl::StatusOr<ServerAddress> server = ParseServerUrl(online.server);
+  absl::StatusOr<ServerAddress> server = ResolveServer(online);
   if (!server.ok()) return Fail("capture", std::string(server.status().message()));
   absl::StatusOr<int64_t> duration = common::ParseDurationMs(o.duration);
   absl::StatusOr<int64_t> delay = common::ParseDurationMs(o.delay);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -23,12 +24,7 @@ int Fail(const std::string& command, const std::string& message) {
   return 1;
 }
 
-absl::StatusOr<ServerAddress> Server(const OnlineOptions& o) {
-  if (o.server.empty()) {
-    return absl::InvalidArgumentError("this command needs --server URL or PODSCOPE_SERVER (a podscope-coordinator)");
-  }
-  return ParseServerUrl(o.server);
-}
+absl::StatusOr<ServerAddress> Server(const OnlineOptions& o) { return ResolveServer(o); }
 
 std::string CapturePath(const OnlineOptions& o) { return "/v1/captures/" + UrlEncode(o.capture_id); }
 
@@ -36,10 +32,36 @@ double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 }  // namespace
 
+absl::StatusOr<ServerAddress> ResolveServer(const OnlineOptions& o) {
+  if (o.server.empty()) {
+    return absl::InvalidArgumentError("this command needs --server URL or PODSCOPE_SERVER (a podscope-coordinator)");
+  }
+  absl::StatusOr<ServerAddress> server = ParseServerUrl(o.server);
+  if (!server.ok()) return server;
+  server->ca_file = o.ca_cert;
+  if (!o.token_file.empty()) {
+    // The first line, without its newline: what `openssl rand -hex 32 > FILE` writes.
+    absl::StatusOr<std::string> text = common::ReadFileMaybeGzip(o.token_file, {.max_file_bytes = 64 << 10});
+    if (!text.ok()) return absl::InvalidArgumentError(common::StrCat("--token-file: ", text.status().message()));
+    server->token = std::string(common::StripWhitespace(std::string_view(*text).substr(0, text->find('\n'))));
+    if (server->token.empty()) return absl::InvalidArgumentError(common::StrCat("--token-file ", o.token_file, " is empty"));
+  } else if (const char* token = std::getenv("PODSCOPE_TOKEN"); token != nullptr) {
+    server->token = std::string(common::StripWhitespace(token));
+  }
+  for (const char c : server->token) {
+    if (c <= 0x20 || c > 0x7e) return absl::InvalidArgumentError("the token holds a space or a control character");
+  }
+  return server;
+}
+
 OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
   // Accepted before or after the subcommand (the subcommands fall through to it).
   app.add_option("--server", o.server, "Coordinator URL for online commands, e.g. http://127.0.0.1:8080")
       ->envname("PODSCOPE_SERVER");
+  app.add_option("--token-file", o.token_file,
+                 "File holding the bearer token for the coordinator (else the PODSCOPE_TOKEN environment variable)");
+  app.add_option("--ca-cert", o.ca_cert, "CA certificate (PEM) the coordinator's https:// certificate must chain to")
+      ->envname("PODSCOPE_CA_CERT");
   app.fallthrough();
   OnlineCommands c;
   c.import = app.add_subcommand("import", "Upload trace files (one per rank) to the coordinator as one capture");

@@ -13,6 +13,8 @@ namespace podscope::coordinator {
 
 struct OnlineOptions {
   std::string server;  // global --server URL
+  std::string token_file;  // global --token-file (else PODSCOPE_TOKEN)
+  std::string ca_cert;     // global --ca-cert
   // import
   std::vector<std::string> import_inputs;
   std::string job = "imported";
@@ -45,6 +47,10 @@ struct OnlineCommands {
   CLI::App* cancel = nullptr;
   CLI::App* trace = nullptr;
 };
+
+// The server of --server (or PODSCOPE_SERVER) with the token of --token-file (or
+// PODSCOPE_TOKEN) and the CA of --ca-cert: an error names what is missing or unreadable.
+absl::StatusOr<ServerAddress> ResolveServer(const OnlineOptions& o);
 
 OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& options);
 int RunImportCommand(const OnlineOptions& options);

@@ -8,6 +8,8 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <openssl/err.h>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -35,6 +37,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 namespace {
 
@@ -159,6 +162,7 @@ class HttpServer::Impl {
   }
 
   HttpCounters counters;
+  Authorizer* authorizer_ = nullptr;
 
  private:
   static void RunNamed(asio::io_context& context, const char* name) {
@@ -224,15 +228,26 @@ class HttpServer::Impl {
     reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   }
 
-  // A refused client gets a 503 it can read (and retry after), not a TCP reset.
+  // A refused client gets a 503 it can read (and retry after), not a TCP reset; over TLS too,
+  // after a handshake (which has kLingerTime, like the rest of the refusal).
   asio::awaitable<void> Refuse(tcp::socket socket, std::string detail) {
-    beast::tcp_stream stream(std::move(socket));
+    beast::tcp_stream plain(std::move(socket));
     HttpResponse problem = HttpResponse::Problem(503, "Service Unavailable", detail);
     problem.headers.emplace_back("Retry-After", "1");
     http::response<http::string_body> out = ToMessage(std::move(problem), 11, false);
-    stream.expires_after(kLingerTime);
-    co_await http::async_write(stream, out, asio::as_tuple(asio::use_awaitable));
-    co_await CloseGracefully(stream, /*drain=*/true);
+    plain.expires_after(kLingerTime);
+    const std::shared_ptr<asio::ssl::context> tls = CurrentTls();
+    if (tls == nullptr) {
+      co_await http::async_write(plain, out, asio::as_tuple(asio::use_awaitable));
+      co_await CloseGracefully(plain, /*drain=*/true);
+    } else {
+      TlsStream stream(std::move(plain), *tls);
+      auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable));
+      if (!ec) {
+        co_await http::async_write(stream, out, asio::as_tuple(asio::use_awaitable));
+        co_await CloseGracefully(stream, /*drain=*/true);
+      }
+    }
     --refusals_in_flight_;
   }
 
@@ -257,11 +272,11 @@ class HttpServer::Impl {
   }
 
   // Reads the rest of a request body, which must keep moving (HttpLimits::min_progress_bytes).
-  template <class Parser>
-  asio::awaitable<beast::error_code> ReadBody(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser) {
+  template <class Stream, class Parser>
+  asio::awaitable<beast::error_code> ReadBody(Stream& stream, beast::flat_buffer& buffer, Parser& parser) {
     ProgressDeadline progress = NewProgress();
     while (!parser.is_done()) {
-      stream.expires_at(progress.deadline());
+      beast::get_lowest_layer(stream).expires_at(progress.deadline());
       auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
       if (TimedOut(ec, progress.deadline())) co_return beast::error::timeout;
       if (ec) co_return ec;
@@ -272,11 +287,12 @@ class HttpServer::Impl {
 
   // Writes a response, which the client must keep reading: one that stops reading loses the
   // connection within an interval instead of pinning the response's memory.
-  asio::awaitable<beast::error_code> WriteMessage(beast::tcp_stream& stream, http::response<http::string_body>& message) {
+  template <class Stream>
+  asio::awaitable<beast::error_code> WriteMessage(Stream& stream, http::response<http::string_body>& message) {
     http::response_serializer<http::string_body> serializer(message);
     ProgressDeadline progress = NewProgress();
     while (!serializer.is_done()) {
-      stream.expires_at(progress.deadline());
+      beast::get_lowest_layer(stream).expires_at(progress.deadline());
       auto [ec, n] = co_await http::async_write_some(stream, serializer, asio::as_tuple(asio::use_awaitable));
       if (TimedOut(ec, progress.deadline())) co_return beast::error::timeout;
       if (ec) co_return ec;
@@ -289,7 +305,8 @@ class HttpServer::Impl {
   // chunk under the progress rule. The producer runs on the stream pool and blocks while
   // kStreamPiecesQueued pieces wait; once the client is gone the channel closes and its next
   // write fails. Returns false when the connection cannot be reused.
-  asio::awaitable<bool> WriteStreamed(beast::tcp_stream& stream, HttpResponse& response, unsigned version,
+  template <class Stream>
+  asio::awaitable<bool> WriteStreamed(Stream& stream, HttpResponse& response, unsigned version,
                                       bool keep_alive, const std::string& peer) {
     http::response<http::empty_body> head{static_cast<http::status>(response.status), version};
     head.set(http::field::server, "podscope");
@@ -298,7 +315,7 @@ class HttpServer::Impl {
     head.keep_alive(keep_alive);
     head.chunked(true);
     http::response_serializer<http::empty_body> header(head);
-    stream.expires_after(std::chrono::seconds(limits_.progress_interval_seconds));
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(limits_.progress_interval_seconds));
     auto [head_ec, head_n] = co_await http::async_write_header(stream, header, asio::as_tuple(asio::use_awaitable));
     if (head_ec) co_return false;
 
@@ -342,7 +359,7 @@ class HttpServer::Impl {
         whole = true;
         break;
       }
-      stream.expires_at(progress.deadline());
+      beast::get_lowest_layer(stream).expires_at(progress.deadline());
       auto [write_ec, n] =
           co_await asio::async_write(stream, http::make_chunk(asio::buffer(piece)), asio::as_tuple(asio::use_awaitable));
       if (TimedOut(write_ec, progress.deadline())) {
@@ -354,7 +371,7 @@ class HttpServer::Impl {
     }
     channel->close();  // a producer still writing fails at once and stops
     if (!whole) co_return false;
-    stream.expires_after(std::chrono::seconds(limits_.progress_interval_seconds));
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(limits_.progress_interval_seconds));
     auto [last_ec, last_n] = co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(asio::use_awaitable));
     co_return !last_ec && keep_alive;
   }
@@ -377,9 +394,85 @@ class HttpServer::Impl {
     stream.socket().close(ignored);
   }
 
+  // TLS: sends close_notify and waits (a little) for the client's, reading and dropping what it
+  // still sends meanwhile; a client that says nothing is cut off after kLingerTime.
+  static asio::awaitable<void> CloseGracefully(TlsStream& stream, bool drain) {
+    stream.next_layer().expires_after(kLingerTime);
+    co_await stream.async_shutdown(asio::as_tuple(asio::use_awaitable));
+    beast::error_code ignored;
+    stream.next_layer().socket().close(ignored);
+  }
+
+  // The TLS context new connections use (replaced whole by ReloadTls); null: plain HTTP.
+  std::shared_ptr<asio::ssl::context> CurrentTls() {
+    absl::MutexLock lock(&tls_mu_);
+    return tls_;
+  }
+
+ public:
+  absl::Status LoadTls(const HttpTlsFiles& files) {
+    auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+    boost::system::error_code ec;
+    context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                             asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
+                             asio::ssl::context::single_dh_use,
+                         ec);
+    if (!ec) context->use_certificate_chain_file(files.cert_file, ec);
+    if (ec) return absl::InvalidArgumentError(common::StrCat("--tls-cert ", files.cert_file, ": ", TlsError(ec)));
+    context->use_private_key_file(files.key_file, asio::ssl::context::pem, ec);
+    if (ec) return absl::InvalidArgumentError(common::StrCat("--tls-key ", files.key_file, ": ", TlsError(ec)));
+    // No TLS 1.3 session tickets: podscope's clients make one request per connection and keep
+    // no session cache, so a ticket is a wasted write on every connection.
+    SSL_CTX_set_num_tickets(context->native_handle(), 0);
+    if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
+      return absl::InvalidArgumentError(
+          common::StrCat("--tls-key ", files.key_file, " is not the key of the certificate in ", files.cert_file));
+    }
+    absl::MutexLock lock(&tls_mu_);
+    tls_ = std::move(context);
+    return absl::OkStatus();
+  }
+
+ private:
+  static std::string TlsError(const boost::system::error_code& ec) {
+    std::string text = ec.message();
+    if (ec.category() == asio::error::get_ssl_category()) {
+      char buffer[256];
+      ERR_error_string_n(static_cast<unsigned long>(ec.value()), buffer, sizeof(buffer));
+      text = buffer;
+    }
+    return text;
+  }
+
   asio::awaitable<void> Session(tcp::socket socket, std::string client, uint16_t client_port) {
     const std::string peer = common::StrCat(client, ":", client_port);
-    beast::tcp_stream stream(std::move(socket));
+    beast::tcp_stream plain(std::move(socket));
+    // Held for the connection's life: a reload replaces the context for new connections only.
+    const std::shared_ptr<asio::ssl::context> tls = CurrentTls();
+    if (tls == nullptr) {
+      co_await Serve(plain, peer);
+    } else {
+      TlsStream stream(std::move(plain), *tls);
+      // The handshake has the header's time: a client that connects and stays silent, or speaks
+      // plain HTTP to the TLS port, holds a slot no longer than one that sends half a header.
+      stream.next_layer().expires_after(std::chrono::seconds(limits_.header_timeout_seconds));
+      auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        ++counters.tls_handshake_failures;
+        log_.Warn("http: TLS handshake with {} failed: {}", peer, TlsError(ec));
+        beast::error_code ignored;
+        stream.next_layer().socket().close(ignored);
+      } else {
+        co_await Serve(stream, peer);
+      }
+    }
+    admission_.Release(client);
+    counters.open_connections = admission_.open();
+  }
+
+  // Serves requests on one connection until it closes or fails, then closes it.
+  template <class Stream>
+  asio::awaitable<void> Serve(Stream& stream, const std::string& peer) {
     beast::flat_buffer buffer;
     bool drain = false;  // request bytes may still be coming that were never read
     bool served = false;
@@ -389,13 +482,13 @@ class HttpServer::Impl {
       // connection may idle for idle_timeout_seconds. Once a request starts, its header has
       // header_timeout_seconds to arrive in full.
       if (buffer.size() == 0) {
-        stream.expires_after(std::chrono::seconds(served ? limits_.idle_timeout_seconds : limits_.header_timeout_seconds));
+        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(served ? limits_.idle_timeout_seconds : limits_.header_timeout_seconds));
         auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), asio::as_tuple(asio::use_awaitable));
         if (ec) break;
         buffer.commit(n);
       }
       const Clock::time_point header_deadline = Clock::now() + std::chrono::seconds(limits_.header_timeout_seconds);
-      stream.expires_at(header_deadline);
+      beast::get_lowest_layer(stream).expires_at(header_deadline);
       http::request_parser<http::empty_body> header_parser;
       header_parser.header_limit(limits_.max_header_bytes);
       header_parser.body_limit(boost::none);
@@ -440,6 +533,10 @@ class HttpServer::Impl {
       } else if (route == nullptr) {
         response = path_known ? HttpResponse::Problem(405, "Method Not Allowed", common::StrCat(request.method, " is not allowed on ", request.path))
                               : HttpResponse::Problem(404, "Not Found", common::StrCat("no route for ", request.path));
+      } else if (std::optional<HttpResponse> refusal =
+                     authorizer_ != nullptr ? authorizer_->Check(request, route->access) : std::nullopt) {
+        response = std::move(*refusal);
+        route = nullptr;
       } else if (request.method == "POST" && !route->streamed_upload && !IsJsonMediaType(request.Header("content-type"))) {
         // A cross-site form can POST only form or text types: asking for JSON keeps a web page
         // a user visits from starting or cancelling captures.
@@ -522,8 +619,6 @@ class HttpServer::Impl {
       if (write_ec || !out.keep_alive()) break;
     }
     co_await CloseGracefully(stream, drain);
-    admission_.Release(client);
-    counters.open_connections = admission_.open();
   }
 
   // The answer to a body that could not be read whole.
@@ -578,11 +673,15 @@ class HttpServer::Impl {
   std::atomic<int> refusals_in_flight_{0};
   std::atomic<uint64_t> next_upload_{0};
   int reserve_fd_ = -1;  // touched only by the accept loop (one coroutine) and Start/Stop
+  absl::Mutex tls_mu_;
+  std::shared_ptr<asio::ssl::context> tls_ ABSL_GUARDED_BY(tls_mu_);
 };
 
 HttpServer::HttpServer(const Router& router, HttpLimits limits) : impl_(std::make_unique<Impl>(router, std::move(limits))) {}
 HttpServer::~HttpServer() { impl_->Stop(0); }
 absl::StatusOr<uint16_t> HttpServer::Start(const std::string& host, uint16_t port) { return impl_->Start(host, port); }
+absl::Status HttpServer::EnableTls(const HttpTlsFiles& files) { return impl_->LoadTls(files); }
+void HttpServer::set_authorizer(Authorizer* authorizer) { impl_->authorizer_ = authorizer; }
 void HttpServer::Stop(int grace_seconds) { impl_->Stop(grace_seconds); }
 const HttpCounters& HttpServer::counters() const { return impl_->counters; }
 

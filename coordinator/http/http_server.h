@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "coordinator/http/http_types.h"
 
@@ -35,6 +36,12 @@ struct HttpLimits {
   std::string upload_dir = "/tmp";  // where streamed uploads land (removed after the handler)
 };
 
+// The server's certificate chain and key, PEM files.
+struct HttpTlsFiles {
+  std::string cert_file;
+  std::string key_file;
+};
+
 struct HttpCounters {
   std::atomic<uint64_t> requests{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0};
   std::atomic<uint64_t> latency_ns_total{0};
@@ -44,6 +51,7 @@ struct HttpCounters {
   // Connections dropped for not moving: the header, a body, a response the client did not read.
   std::atomic<uint64_t> timeouts_header{0}, timeouts_body{0}, timeouts_response{0};
   std::atomic<uint64_t> malformed_requests{0};
+  std::atomic<uint64_t> tls_handshake_failures{0};
 };
 
 // Owned by the daemon's main; Start/Stop from one thread, handlers on the pools.
@@ -54,6 +62,13 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // Checks every request against its route's access (before the body is read). Without one,
+  // every route is open (--insecure without --auth-tokens). Set before Start; not owned.
+  void set_authorizer(Authorizer* authorizer);
+  // Serves HTTPS with this certificate and key, read now (errors name the file and OpenSSL's
+  // reason). Called again (SIGHUP), it replaces them for new connections; on an error the old
+  // ones stay. Without it the server speaks plain HTTP.
+  absl::Status EnableTls(const HttpTlsFiles& files);
   // Binds and starts serving; port 0 picks a free port. Returns the bound port.
   absl::StatusOr<uint16_t> Start(const std::string& host, uint16_t port);
   // Stops accepting, lets in-flight requests finish (up to `grace_seconds`), joins threads.

@@ -58,6 +58,30 @@ HttpResponse HttpResponse::Problem(int status, std::string_view title, std::stri
   return r;
 }
 
+std::string_view AccessName(Access access) {
+  switch (access) {
+    case Access::kOpen:
+      return "open";
+    case Access::kRead:
+      return "read";
+    case Access::kCapture:
+      return "capture";
+    case Access::kAdmin:
+      return "admin";
+  }
+  return "admin";
+}
+
+bool Router::SetAccess(std::string_view method, std::string_view pattern, Access access) {
+  for (Route& route : routes_) {
+    if (route.method == method && route.pattern == pattern) {
+      route.access = access;
+      return true;
+    }
+  }
+  return false;
+}
+
 const Route* Router::Match(std::string_view method, std::string_view path,
                            std::map<std::string, std::string>* params, bool* path_matched) const {
   *path_matched = false;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,18 +50,40 @@ struct HttpResponse {
 
 using HttpHandler = std::function<HttpResponse(HttpRequest&)>;
 
+// Who may call a route. Roles nest: admin may do what capture may, capture what read may.
+enum class Access {
+  kOpen,     // anyone, even without a token (/healthz, /readyz)
+  kRead,     // read captures, reports, traces, workers
+  kCapture,  // start and cancel captures
+  kAdmin,    // import, delete
+};
+std::string_view AccessName(Access access);
+
 struct Route {
   std::string method;
   std::string pattern;  // "/v1/captures/{id}"; literal segments may hold ':' ("captures:import")
   HttpHandler handler;
   bool heavy = false;            // run on the analysis executor, not the I/O threads
   bool streamed_upload = false;  // stream the body to a temporary file
+  // The most restrictive by default: a route someone forgets to classify is never open.
+  Access access = Access::kAdmin;
+};
+
+// Decides whether a request may call a route, from its credentials (the Authorization
+// header). Called on the I/O threads before the body is read; must be thread-safe and fast.
+class Authorizer {
+ public:
+  virtual ~Authorizer() = default;
+  // nullopt: allowed. Otherwise the answer to send instead (401 or 403, problem+json).
+  virtual std::optional<HttpResponse> Check(const HttpRequest& request, Access access) = 0;
 };
 
 // Owns the routes; matched in registration order. Not thread-safe to modify after start.
 class Router {
  public:
   void Add(Route route) { routes_.push_back(std::move(route)); }
+  // Changes the access of (method, pattern); false when no such route is registered.
+  bool SetAccess(std::string_view method, std::string_view pattern, Access access);
   // The route for (method, path) with its path parameters; nullptr when none matches.
   // `path_matched` tells a 405 (path known, method not) from a 404.
   const Route* Match(std::string_view method, std::string_view path, std::map<std::string, std::string>* params,

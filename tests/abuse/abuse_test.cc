@@ -19,6 +19,7 @@
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/raw_client.h"
+#include "tests/integration/test_security.h"
 #include "tests/test_paths.h"
 
 namespace podscope::testing {
@@ -90,16 +91,16 @@ class AbuseTest : public CoordinatorTest {
 TEST_F(AbuseTest, SlowHeaders) {
   StartDaemon();
   UnderAttack("slow headers (240 conns)", [&] {
-    std::vector<int> fds;
+    std::vector<RawHttp> fds;
     for (const char* source : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
-      for (int i = 0; i < 60; ++i) fds.push_back(ConnectFrom(source, port_));
+      for (int i = 0; i < 60; ++i) fds.push_back(HttpConnectFrom(source, port_));
     }
     const std::string head = "GET /v1/captures HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaa";
     for (size_t b = 0; b < 8 && b < head.size(); ++b) {
-      for (int fd : fds) SendAll(fd, head.substr(b, 1));
+      for (const RawHttp& fd : fds) SendAll(fd, head.substr(b, 1));
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
-    for (int fd : fds) close(fd);
+    fds.clear();
   });
 }
 
@@ -107,19 +108,20 @@ TEST_F(AbuseTest, SlowHeaders) {
 TEST_F(AbuseTest, SlowBodies) {
   StartDaemon();
   UnderAttack("slow bodies (120 conns)", [&] {
-    std::vector<int> fds;
+    std::vector<RawHttp> fds;
     for (const char* source : {"127.0.0.2", "127.0.0.3"}) {
       for (int i = 0; i < 60; ++i) {
-        fds.push_back(ConnectFrom(source, port_));
-        SendAll(fds.back(), "POST /v1/captures:import?capture=slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        fds.push_back(HttpConnectFrom(source, port_));
+        SendAll(fds.back(), "POST /v1/captures:import?capture=slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+                AuthHeader(port_) +
                             "Content-Length: 10000000\r\n\r\n");
       }
     }
     for (int round = 0; round < 13; ++round) {
-      for (int fd : fds) SendAll(fd, std::string(64, ' '));
+      for (const RawHttp& fd : fds) SendAll(fd, std::string(64, ' '));
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
-    for (int fd : fds) close(fd);
+    fds.clear();
   });
 }
 
@@ -127,12 +129,15 @@ TEST_F(AbuseTest, SlowBodies) {
 TEST_F(AbuseTest, IdleFlood) {
   StartDaemon();
   UnderAttack("idle flood (256 conns)", [&] {
+    // Plain TCP that never starts its TLS handshake (each is dropped after header_timeout_seconds).
     std::vector<int> fds;
     for (const char* source : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
       for (int i = 0; i < 64; ++i) fds.push_back(ConnectFrom(source, port_));
     }
-    // Past their limit, more connections from the same addresses are refused with a 503.
-    for (int i = 0; i < 100; ++i) close(ConnectFrom("127.0.0.2", port_));
+    // Past their limit, more connections from the same addresses are refused with a 503 (after
+    // a handshake, for those that make one).
+    for (int i = 0; i < 50; ++i) close(ConnectFrom("127.0.0.2", port_));
+    for (int i = 0; i < 50; ++i) EXPECT_NE(ReadUntilClosed(HttpConnectFrom("127.0.0.2", port_)).find("HTTP/1.1 503"), std::string::npos);
     std::this_thread::sleep_for(std::chrono::seconds(4));
     for (int fd : fds) close(fd);
   });
@@ -175,13 +180,13 @@ TEST_F(AbuseTest, SlowReaders) {
   StartDaemon();
   ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=big", SimulatedTrace(200), "application/json").status, 201);
   UnderAttack("8 stalled export readers", [&] {
-    std::vector<int> fds;
+    std::vector<RawHttp> fds;
     for (int i = 0; i < 8; ++i) {
-      fds.push_back(ConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096));
-      SendAll(fds.back(), "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n\r\n");
+      fds.push_back(HttpConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096));
+      SendAll(fds.back(), "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n");
     }
     std::this_thread::sleep_for(std::chrono::seconds(4));
-    for (int fd : fds) close(fd);
+    fds.clear();
   });
 }
 
@@ -208,26 +213,36 @@ TEST_F(AbuseTest, ImportDeleteRaces) {
   });
 }
 
-// A real agent serves a job; an impostor process with its id keeps trying to take its place.
+// A real agent serves a job; impostors with its id keep trying to take its place: one with a
+// certificate of its own CA (refused at the handshake), one with the real agent's certificate
+// and key (stolen: refused by the registry, which keeps the first session).
 TEST_F(AbuseTest, SpoofedAgent) {
   StartDaemon();
   const std::string grpc = daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)");
   ASSERT_FALSE(grpc.empty());
-  auto agent = [&](const std::string& host) {
+  const std::string rogue_ca = dir_.File("rogue");
+  ASSERT_TRUE(TestSecurity::DevCerts(rogue_ca, "--agent node-1"));
+  auto agent = [&](const std::string& host, const std::vector<std::string>& tls) {
     return std::make_unique<Daemon>(
         PODSCOPE_AGENT_PATH,
-        std::vector<std::string>{"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-1", "--host", host,
-                                 "--simulate", "ranks=0-3,world=4,job=spoof,profile=light"},
+        Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-1", "--host", host, "--simulate",
+                "ranks=0-3,world=4,job=spoof,profile=light"},
+               tls),
         dir_.File("agent-" + host + ".log"));
   };
-  std::unique_ptr<Daemon> real = agent("real-host");
+  const std::vector<std::string> real_tls = TestSecurity::Get().AgentFlags("node-1");
+  const std::vector<std::string> rogue_tls = {"--tls-cert", rogue_ca + "/agent-node-1.pem", "--tls-key",
+                                              rogue_ca + "/agent-node-1.key", "--tls-ca", TestSecurity::Get().ca()};
+  std::unique_ptr<Daemon> real = agent("real-host", real_tls);
   ASSERT_NE(daemon_->WaitForLog("agent node-1 connected from"), "");
   UnderAttack("spoofed agent id", [&] {
-    std::unique_ptr<Daemon> impostor = agent("impostor-host");
+    std::unique_ptr<Daemon> rogue = agent("rogue-host", rogue_tls);
+    std::unique_ptr<Daemon> impostor = agent("impostor-host", real_tls);
     for (int i = 0; i < 80 && impostor->WaitForLog("give every agent its own --agent-id", 100).empty(); ++i) {
     }
     std::this_thread::sleep_for(std::chrono::seconds(3));
     impostor->Kill();
+    rogue->Kill();
   });
   const std::string log = daemon_->Log();
   size_t sessions = 0;
@@ -235,7 +250,10 @@ TEST_F(AbuseTest, SpoofedAgent) {
        at = log.find("agent node-1 connected from", at + 1)) {
     ++sessions;
   }
-  EXPECT_EQ(sessions, 1u) << "the impostor never took the real agent's place";
+  EXPECT_EQ(sessions, 1u) << "the impostors never took the real agent's place";
+  EXPECT_NE(Metric(port_, R"(podscope_grpc_refused_handshakes_total{reason="unknown_ca"})"), "0");
+  EXPECT_NE(log.find("refused an agent's TLS handshake (certificate CN=node-1): unable to get local issuer certificate"),
+            std::string::npos);
   const HttpResult capture =
       HttpCall(port_, "POST", "/v1/captures", R"({"job": "spoof", "duration_ms": 200})", "application/json");
   EXPECT_EQ(capture.status, 202) << capture.body;

@@ -35,14 +35,16 @@ check() {  # check NAME CONDITION-EXIT-STATUS MESSAGE
 }
 
 # --- the daemons -----------------------------------------------------------------------------
-"$BUILD/coordinator/podscope-coordinator" --data-dir "$WORK/store" --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
+# Loopback on a lent GPU machine, nothing else on it: plaintext (--insecure) keeps this script
+# to what it measures, the probe.
+"$BUILD/coordinator/podscope-coordinator" --insecure --data-dir "$WORK/store" --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
   >"$WORK/coordinator.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do grep -q "listening on http" "$WORK/coordinator.log" && break; sleep 0.1; done
 HTTP=$(grep -o "listening on http://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*http://##')
 GRPC=$(grep -o "agents on grpc://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*grpc://##')
 SOCKET="$WORK/run/agent.sock"
-"$BUILD/agent/podscope-agent" --coordinator "$GRPC" --agent-id gpu-node --probe-socket "$SOCKET" \
+"$BUILD/agent/podscope-agent" --insecure --coordinator "$GRPC" --agent-id gpu-node --probe-socket "$SOCKET" \
   >"$WORK/agent.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do grep -q "serving" "$WORK/agent.log" && break; sleep 0.1; done

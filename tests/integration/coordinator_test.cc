@@ -137,7 +137,7 @@ TEST_F(CoordinatorTest, BadInputGetsProblemJsonAndLeavesTheStoreUnchanged) {
 
 TEST_F(CoordinatorTest, CliOnlineModeImportsListsAndReportsLikeOffline) {
   StartDaemon();
-  const std::string server = "--server http://127.0.0.1:" + std::to_string(port_) + " ";
+  const std::string server = CliServerFlags(port_) + " ";
   const std::string imported = RunCli(server + "import " + KinetoFixture("dlrm_8rank") + " --job dlrm --capture d1");
   EXPECT_NE(imported.find("imported 8 files"), std::string::npos) << imported;
   const std::string listed = RunCli(server + "captures");
@@ -172,7 +172,8 @@ CliRun RunCliSplit(const std::string& args, const ScratchDir& dir) { return RunS
 // PODSCOPE_SERVER; several JSON reports as one document; errors on stderr with exit code 1.
 TEST_F(CoordinatorTest, TheOnlineCliShowsTracesDeletesAndCancels) {
   StartDaemon();
-  const std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  // The CLI finds the CA and the token in PODSCOPE_CA_CERT and PODSCOPE_TOKEN (set by StartDaemon).
+  const std::string url = "https://127.0.0.1:" + std::to_string(port_);
   ASSERT_NE(RunCli("--server " + url + " import " + KinetoFixture("dlrm_8rank") + " --job dlrm --capture d1")
                 .find("imported 8 files"),
             std::string::npos);
@@ -242,7 +243,7 @@ TEST_F(CoordinatorTest, UsageErrorsExitTwo) {
 TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
   StartDaemon();
   const CliRun second = RunSplit(PODSCOPE_COORDINATOR_PATH,
-                                 "--http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir " + dir_.File("store"), dir_);
+                                 "--http 127.0.0.1:0 --grpc 127.0.0.1:0 --insecure --data-dir " + dir_.File("store"), dir_);
   EXPECT_EQ(second.exit_code, 1);
   EXPECT_TRUE(second.out.empty()) << second.out;
   EXPECT_NE(second.err.find("is in use (another podscope-coordinator running on it?)"), std::string::npos) << second.err;
@@ -259,7 +260,9 @@ TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
   getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
   const std::string dead = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
   close(probe);
-  Daemon agent(PODSCOPE_AGENT_PATH, {"--coordinator", dead, "--agent-id", "lost", "--simulate", "ranks=0,world=1,job=x"},
+  Daemon agent(PODSCOPE_AGENT_PATH,
+               Concat({"--coordinator", dead, "--agent-id", "lost", "--simulate", "ranks=0,world=1,job=x"},
+                      TestSecurity::Get().AgentFlags("lost")),
                dir_.File("agent.log"));
   EXPECT_NE(agent.WaitForLog("agent lost: cannot reach the coordinator at " + dead + ": Connection refused; retrying",
                              10'000),

@@ -2,6 +2,10 @@
 
 #include "coordinator/http/http_types.h"
 
+#include "absl/synchronization/mutex.h"
+#include "common/client_connection.h"
+#include "tests/integration/test_security.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -12,6 +16,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -19,54 +24,74 @@
 namespace podscope::testing {
 namespace {
 
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval timeout{30, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  return fd;
-}
-
-std::string ReadAll(int fd) {
-  std::string out;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  return out;
+absl::Mutex security_mu;
+std::map<int, PortSecurity>& Ports() ABSL_EXCLUSIVE_LOCKS_REQUIRED(security_mu) {
+  static auto* ports = new std::map<int, PortSecurity>();
+  return *ports;
 }
 
 }  // namespace
 
-std::string RawExchange(int port, const std::string& bytes) {
-  const int fd = Connect(port);
-  if (fd < 0) return "";
-  size_t sent = 0;
-  while (sent < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + sent, bytes.size() - sent);
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
-  shutdown(fd, SHUT_WR);
-  std::string out = ReadAll(fd);
-  close(fd);
-  return out;
+void SetPortSecurity(int port, PortSecurity security) {
+  absl::MutexLock lock(&security_mu);
+  Ports()[port] = std::move(security);
 }
+
+PortSecurity GetPortSecurity(int port) {
+  absl::MutexLock lock(&security_mu);
+  const auto found = Ports().find(port);
+  return found == Ports().end() ? PortSecurity{} : found->second;
+}
+
+std::string CliServerFlags(int port) {
+  const PortSecurity security = GetPortSecurity(port);
+  return security.tls ? "--server https://127.0.0.1:" + std::to_string(port) + " --ca-cert " + security.ca_file
+                      : "--server http://127.0.0.1:" + std::to_string(port);
+}
+
+std::string CliEnv(int port) {
+  const PortSecurity security = GetPortSecurity(port);
+  return security.token.empty() ? "" : "PODSCOPE_TOKEN=" + security.token + " ";
+}
+
+namespace {
+
+std::string Exchange(int port, const std::string& bytes, bool add_token) {
+  const PortSecurity security = GetPortSecurity(port);
+  absl::StatusOr<common::ClientConnection> connection = common::ClientConnection::Connect(
+      "127.0.0.1", static_cast<uint16_t>(port), {.enabled = security.tls, .ca_file = security.ca_file}, 30);
+  if (!connection.ok()) return "";
+  // As an authenticated client: the port's token goes in after the request line.
+  const size_t line_end = bytes.find("\r\n");
+  if (add_token && !security.token.empty() && line_end != std::string::npos) {
+    connection->Send(std::string_view(bytes).substr(0, line_end + 2));
+    connection->Send("Authorization: Bearer " + security.token + "\r\n");
+    connection->Send(std::string_view(bytes).substr(line_end + 2));
+  } else {
+    connection->Send(bytes);
+  }
+  connection->FinishSending();
+  return connection->ReceiveAll();
+}
+
+}  // namespace
+
+std::string RawExchange(int port, const std::string& bytes) { return Exchange(port, bytes, /*add_token=*/true); }
 
 HttpResult HttpCall(int port, const std::string& method, const std::string& target, const std::string& body,
                     const std::string& content_type) {
+  return HttpCallWithToken(port, GetPortSecurity(port).token, method, target, body, content_type);
+}
+
+HttpResult HttpCallWithToken(int port, const std::string& token, const std::string& method, const std::string& target,
+                             const std::string& body, const std::string& content_type) {
   std::ostringstream request;
   request << method << " " << target << " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!token.empty()) request << "Authorization: Bearer " << token << "\r\n";
   if (!content_type.empty()) request << "Content-Type: " << content_type << "\r\n";
   if (!body.empty() || method == "POST") request << "Content-Length: " << body.size() << "\r\n";
   request << "\r\n" << body;
-  const std::string raw = RawExchange(port, request.str());
+  const std::string raw = Exchange(port, request.str(), /*add_token=*/false);
   HttpResult result;
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos) return result;
@@ -112,8 +137,14 @@ Daemon::Daemon(const std::string& binary, const std::vector<std::string>& args, 
 Daemon::~Daemon() { Kill(); }
 
 int Daemon::WaitForPort() {
-  const std::string port = WaitForLog("listening on http://[^:]+:([0-9]+)");
-  return port.empty() ? -1 : std::stoi(port);
+  const std::string url = WaitForLog("listening on (https?://[^:]+:[0-9]+)");
+  if (url.empty()) return -1;
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  if (url.starts_with("https://")) {
+    TestSecurity& security = TestSecurity::Get();
+    SetPortSecurity(port, {.tls = true, .ca_file = security.ca(), .token = security.admin_token});
+  }
+  return port;
 }
 
 std::string Daemon::WaitForLog(const std::string& pattern, int timeout_ms) {

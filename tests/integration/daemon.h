@@ -16,11 +16,37 @@ struct HttpResult {
   bool complete = true;  // false: a chunked body that was cut short
 };
 
+// How HttpCall and RawExchange reach a port: plain HTTP unless a Daemon's log said "listening on
+// https://" for it (then TLS with TestSecurity's CA and its admin token), or the test said so.
+struct PortSecurity {
+  bool tls = false;
+  std::string ca_file;
+  std::string token;  // sent as "Authorization: Bearer" by HttpCall (not by RawExchange)
+};
+void SetPortSecurity(int port, PortSecurity security);
+PortSecurity GetPortSecurity(int port);
+
 // One request on a fresh connection (Connection: close). status 0 when the connection failed.
 HttpResult HttpCall(int port, const std::string& method, const std::string& target, const std::string& body = "",
                     const std::string& content_type = "");
-// Sends raw bytes and returns whatever comes back (for malformed and truncated requests).
+// The same with another token ("" for none) than the port's.
+HttpResult HttpCallWithToken(int port, const std::string& token, const std::string& method, const std::string& target,
+                             const std::string& body = "", const std::string& content_type = "");
+// Sends raw bytes (over TLS when the port is, with the port's token as a header after the first
+// line) and returns whatever comes back (for malformed and truncated requests).
 std::string RawExchange(int port, const std::string& bytes);
+
+// `a` followed by `b` (argument lists).
+inline std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The CLI's flags to reach a coordinator's REST port as TestSecurity's admin would:
+// "--server https://127.0.0.1:PORT --ca-cert CA" (or http:// for a plaintext port). The token
+// travels in PODSCOPE_TOKEN: CliEnv() is the prefix for a shell command line.
+std::string CliServerFlags(int port);
+std::string CliEnv(int port);
 
 // A daemon process whose output goes to a log file; killed (SIGKILL) by the destructor if
 // still running.
@@ -28,7 +54,8 @@ class Daemon {
  public:
   Daemon(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path);
   ~Daemon();
-  // Waits (up to 20 s) for "listening on http://HOST:PORT" in the log; returns the port or -1.
+  // Waits (up to 20 s) for "listening on http[s]://HOST:PORT" in the log; returns the port or -1.
+  // An https port is registered (SetPortSecurity) with TestSecurity's CA and admin token.
   int WaitForPort();
   // Waits for `pattern` (ECMAScript regex) in the log; returns its first group (or the whole
   // match), or "" on timeout or if the process exited.

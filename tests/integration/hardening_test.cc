@@ -226,14 +226,14 @@ TEST_F(HardeningTest, ImportsAndDeletesInterleavedLeaveEveryRecordMatchingItsEve
 TEST_F(HardeningTest, ConnectionSlotsArePerClientAndRefusalsAre503) {
   std::ofstream(dir_.File("slots.json")) << R"({"limits": {"max_connections": 8, "max_connections_per_client": 3}})";
   StartDaemon({"--config", dir_.File("slots.json")});
-  std::vector<int> idle;
-  for (int i = 0; i < 3; ++i) idle.push_back(ConnectFrom("127.0.0.2", port_));
-  for (int fd : idle) ASSERT_GE(fd, 0);
+  std::vector<RawHttp> idle;
+  for (int i = 0; i < 3; ++i) idle.push_back(HttpConnectFrom("127.0.0.2", port_));
+  for (const RawHttp& fd : idle) ASSERT_NE(fd, nullptr);
   // Another connection of the same client is refused, readably...
-  const int fourth = ConnectFrom("127.0.0.2", port_);
-  ASSERT_GE(fourth, 0);
+  RawHttp fourth = HttpConnectFrom("127.0.0.2", port_);
+  ASSERT_NE(fourth, nullptr);
   const std::string refused = ReadUntilClosed(fourth);
-  close(fourth);
+  fourth.reset();
   EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
   EXPECT_NE(refused.find("application/problem+json"), std::string::npos) << refused;
   EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
@@ -243,15 +243,15 @@ TEST_F(HardeningTest, ConnectionSlotsArePerClientAndRefusalsAre503) {
   EXPECT_EQ(Metric(port_, R"(podscope_http_rejected_connections_total{reason="client_full"})"), "1");
   // Past the global bound (3 + 5 = 8 open), a new client is refused too, naming the server.
   for (const char* source : {"127.0.0.3", "127.0.0.3", "127.0.0.3", "127.0.0.4", "127.0.0.4"}) {
-    idle.push_back(ConnectFrom(source, port_));
-    ASSERT_GE(idle.back(), 0);
+    idle.push_back(HttpConnectFrom(source, port_));
+    ASSERT_NE(idle.back(), nullptr);
   }
   // Connections are accepted in the order they were made: this one is the ninth.
-  const int over = ConnectFrom("127.0.0.5", port_);
+  RawHttp over = HttpConnectFrom("127.0.0.5", port_);
   const std::string full = ReadUntilClosed(over);
-  close(over);
+  over.reset();
   EXPECT_NE(full.find("the server holds its limit of 8 connections"), std::string::npos) << full;
-  for (int fd : idle) close(fd);
+  idle.clear();
   EXPECT_NE(daemon_->WaitForLog("refused a connection from 127.0.0.2: this client holds its limit"), "");
 }
 
@@ -271,31 +271,28 @@ TEST_F(HardeningTest, SlowHeadersBodiesAndReadersAreDropped) {
               201);
   }
   // A slowloris header: one byte at a time, never finished. Dropped (no answer), not served.
-  const int header = ConnectFrom("127.0.0.2", port_);
-  std::future<std::string> header_result = std::async(std::launch::async, [header] { return ReadUntilClosed(header); });
+  RawHttp header = HttpConnectFrom("127.0.0.2", port_);
   const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
-  for (size_t i = 0; i < head.size() && header_result.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready; ++i) {
-    SendAll(header, head.substr(i, 1));
-  }
-  EXPECT_EQ(header_result.get(), "");
-  close(header);
+  for (size_t i = 0; i < head.size() && !PeerSpoke(header, 200); ++i) SendAll(header, head.substr(i, 1));
+  EXPECT_EQ(ReadUntilClosed(header), "");
+  header.reset();
   // A trickled body: declared 100 kB, 64 bytes at a time.
-  const int body = ConnectFrom("127.0.0.2", port_);
-  SendAll(body, "POST /v1/captures:import?capture=slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+  RawHttp body = HttpConnectFrom("127.0.0.2", port_);
+  SendAll(body, "POST /v1/captures:import?capture=slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+                AuthHeader(port_) +
                 "Content-Length: 100000\r\n\r\n");
-  std::future<std::string> body_result = std::async(std::launch::async, [body] { return ReadUntilClosed(body); });
-  while (body_result.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
+  while (!PeerSpoke(body, 200)) {
     if (!SendAll(body, std::string(64, ' '))) break;
   }
-  body_result.get();
-  close(body);
+  ReadUntilClosed(body);
+  body.reset();
   // A reader that never reads its trace export, with a tiny receive window.
-  const int reader = ConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096);
-  SendAll(reader, "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n\r\n");
+  RawHttp reader = HttpConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096);
+  SendAll(reader, "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n");
   for (int i = 0; i < 600 && Metric(port_, R"(podscope_http_timeouts_total{phase="response"})") != "1"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // waiting on a condition, 30 s at most
   }
-  close(reader);
+  reader.reset();
   EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="header"})"), "1");
   EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="body"})"), "1");
   EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="response"})"), "1");
@@ -417,17 +414,18 @@ TEST_F(HardeningTest, IdleGrpcConnectionsAreClosed) {
   const int grpc_port = std::stoi(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)"));
   // An HTTP/2 client preface and an empty SETTINGS frame: a connection, and nothing more.
   const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
-  std::vector<int> idle;
+  // Over mutual TLS with a valid agent certificate: the connection is whole, it just never calls.
+  std::vector<RawHttp> idle;
   for (int i = 0; i < 20; ++i) {
-    idle.push_back(ConnectFrom("127.0.0.2", grpc_port));
-    ASSERT_GE(idle.back(), 0);
+    idle.push_back(AgentTlsConnectFrom("127.0.0.2", grpc_port, "idler"));
+    ASSERT_NE(idle.back(), nullptr);
     ASSERT_TRUE(SendAll(idle.back(), preface));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  for (int fd : idle) {
+  for (const RawHttp& c : idle) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    EXPECT_TRUE(ClosedByPeer(fd, static_cast<int>(std::max<int64_t>(left.count(), 1)))) << "an idle gRPC connection stayed open";
-    close(fd);
+    EXPECT_TRUE(ClosedByPeer(c->fd(), static_cast<int>(std::max<int64_t>(left.count(), 1))))
+        << "an idle gRPC connection stayed open";
   }
 }
 
@@ -439,28 +437,32 @@ TEST_F(HardeningTest, GrpcConnectionsAreCappedPerClient) {
   StartDaemon({"--config", dir_.File("cap.json")});
   const int grpc_port = std::stoi(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)"));
   const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
-  std::vector<int> flood;
+  // Five are served: their TLS handshake completes and gRPC answers the preface (and keeps them,
+  // idle, for max_idle_connection_ms: 30 s). Fifteen are closed before the handshake.
+  std::vector<RawHttp> flood;
+  int served = 0, closed = 0;
   for (int i = 0; i < 20; ++i) {
-    flood.push_back(ConnectFrom("127.0.0.2", grpc_port));
-    ASSERT_GE(flood.back(), 0);
-    SendAll(flood.back(), preface);
+    RawHttp c = AgentTlsConnectFrom("127.0.0.2", grpc_port, "flooder");
+    if (c == nullptr) {
+      ++closed;
+      continue;
+    }
+    SendAll(c, preface);
+    if (FirstReply(c->fd(), 10'000) == PeerReply::kData) ++served;
+    flood.push_back(std::move(c));
   }
-  // Five are served: gRPC answers the preface with its settings (and keeps them, idle, for
-  // max_idle_connection_ms: 30 s). Fifteen are closed without a byte.
-  std::map<PeerReply, int> replies;
-  for (int fd : flood) ++replies[FirstReply(fd, 10'000)];
-  EXPECT_EQ(replies[PeerReply::kData], 5);
-  EXPECT_EQ(replies[PeerReply::kClosed], 15);
+  EXPECT_EQ(served, 5);
+  EXPECT_EQ(closed, 15);
   const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
   EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"client_full\"} 15\n"), std::string::npos)
       << metrics;
   EXPECT_NE(daemon_->WaitForLog("grpc: refused a connection from 127.0.0.2: that address holds its 5 agent connections"), "");
   Daemon agent(PODSCOPE_AGENT_PATH,
-               {"--coordinator", "127.0.0.1:" + std::to_string(grpc_port), "--agent-id", "a1", "--simulate",
-                "ranks=0-1,world=2,job=capped,profile=light"},
+               Concat({"--coordinator", "127.0.0.1:" + std::to_string(grpc_port), "--agent-id", "a1", "--simulate",
+                       "ranks=0-1,world=2,job=capped,profile=light"},
+                      TestSecurity::Get().AgentFlags("a1")),
                dir_.File("agent.log"));
   EXPECT_NE(daemon_->WaitForLog("agent a1 connected from"), "");
-  for (int fd : flood) close(fd);
 }
 
 // Defect 8: at the descriptor limit the REST accept loop spun at 93% CPU. It now sheds the
@@ -473,11 +475,14 @@ TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
   GTEST_SKIP() << "runs in the unsanitized build only: the sanitizers need descriptors of their own";
 #endif
   std::ofstream(dir_.File("fds.json")) << R"({"limits": {"max_connections_per_client": 1000}})";
-  const std::vector<std::string> args = {"--nofile=64:64", PODSCOPE_COORDINATOR_PATH, "--http", "127.0.0.1:0", "--grpc",
-                                         "127.0.0.1:0", "--data-dir", dir_.File("store"), "--config", dir_.File("fds.json")};
+  const std::vector<std::string> args =
+      Concat({"--nofile=64:64", PODSCOPE_COORDINATOR_PATH, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir",
+              dir_.File("store"), "--config", dir_.File("fds.json")},
+             TestSecurity::Get().CoordinatorFlags());
   daemon_ = std::make_unique<Daemon>("/usr/bin/prlimit", args, dir_.File("fds.log"));
   port_ = daemon_->WaitForPort();
   ASSERT_GT(port_, 0) << daemon_->Log();
+  // Plain TCP connections (no handshake: the server has no descriptor to take them with).
   std::vector<int> flood;
   for (int i = 0; i < 80; ++i) flood.push_back(ConnectFrom("127.0.0.2", port_));  // the kernel completes them all
   ASSERT_NE(daemon_->WaitForLog("cannot accept \\(Too many open files\\)"), "") << daemon_->Log();
@@ -487,7 +492,7 @@ TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
   const double used = CpuSeconds(daemon_->pid()) - before;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(used / wall, 0.25) << "the accept loop spins: " << used << " CPU s in " << wall << " s";
-  for (int fd : flood) {
+  for (const int fd : flood) {
     if (fd >= 0) close(fd);
   }
   // Descriptors come back as the server sees the flood close; until then a request may be shed.
@@ -523,15 +528,15 @@ TEST_F(HardeningTest, ExportsStreamAndReadersThatStopPinLittle) {
   ASSERT_GT(export_bytes, 40u << 20);
   const uint64_t before = RssBytes(daemon_->pid());
   // Four clients ask for it and read nothing (tiny receive windows).
-  std::vector<int> stalled;
+  std::vector<RawHttp> stalled;
   for (int i = 0; i < 4; ++i) {
-    stalled.push_back(ConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096));
-    ASSERT_TRUE(SendAll(stalled.back(), "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n\r\n"));
+    stalled.push_back(HttpConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096));
+    ASSERT_TRUE(SendAll(stalled.back(), "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n"));
   }
   // Each has its header and first piece once its producer ran; the rest waits on them.
-  for (int fd : stalled) {
+  for (const RawHttp& c : stalled) {
     char first[256];
-    ASSERT_GT(recv(fd, first, sizeof(first), 0), 0);
+    ASSERT_GT(c->Receive(first, sizeof(first)), 0u);
   }
   uint64_t peak = 0;
   for (int i = 0; i < 20; ++i) {  // sampled while all four are stalled
@@ -547,7 +552,7 @@ TEST_F(HardeningTest, ExportsStreamAndReadersThatStopPinLittle) {
   // (two at a time) and a few pieces per connection.
   EXPECT_LT(peak - std::min(peak, before), export_bytes * 2) << "export " << export_bytes << " bytes";
 #endif
-  for (int fd : stalled) close(fd);
+  stalled.clear();
 }
 
 }  // namespace

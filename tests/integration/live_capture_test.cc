@@ -7,6 +7,8 @@
 #include <simdjson.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <regex>
 #include <thread>
 
@@ -15,12 +17,20 @@
 #include "podscope/v1/agent.grpc.pb.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/daemon.h"
+#include "tests/integration/test_security.h"
 #include "tests/test_paths.h"
 
 namespace podscope::testing {
 namespace {
 
 using common::TimeNs;
+
+std::string FileText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 class LiveCaptureTest : public ::testing::Test {
  protected:
@@ -33,8 +43,9 @@ class LiveCaptureTest : public ::testing::Test {
     const std::string log = dir_.File("coordinator-" + std::to_string(++starts_) + ".log");
     coordinator_ = std::make_unique<Daemon>(
         PODSCOPE_COORDINATOR_PATH,
-        std::vector<std::string>{"--config", config_, "--data-dir", dir_.File("store"), "--http",
-                                 "127.0.0.1:" + std::to_string(http_port_), "--grpc", "127.0.0.1:" + std::to_string(grpc_port_)},
+        Concat({"--config", config_, "--data-dir", dir_.File("store"), "--http", "127.0.0.1:" + std::to_string(http_port_),
+                "--grpc", "127.0.0.1:" + std::to_string(grpc_port_)},
+               TestSecurity::Get().CoordinatorFlags()),
         log);
     const std::string grpc = coordinator_->WaitForLog("agents on grpc://[^:]+:([0-9]+)");
     ASSERT_FALSE(grpc.empty()) << coordinator_->Log();
@@ -47,8 +58,9 @@ class LiveCaptureTest : public ::testing::Test {
     const std::string name = host.empty() ? "host-" + id : host;
     agents_.push_back(std::make_unique<Daemon>(
         PODSCOPE_AGENT_PATH,
-        std::vector<std::string>{"--coordinator", "127.0.0.1:" + std::to_string(grpc_port_), "--agent-id", id, "--host",
-                                 name, "--simulate", simulate},
+        Concat({"--coordinator", "127.0.0.1:" + std::to_string(grpc_port_), "--agent-id", id, "--host", name, "--simulate",
+                simulate},
+               TestSecurity::Get().AgentFlags(id)),
         dir_.File("agent-" + id + "-" + name + ".log")));
     return *agents_.back();
   }
@@ -117,10 +129,16 @@ class LiveCaptureTest : public ::testing::Test {
     grpc::ClientContext context;
     std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>> stream;
   };
-  std::unique_ptr<RawAgentSession> OpenRawAgentSession() {
+  // Over mutual TLS with a certificate for `agent_id`, as a real agent would connect.
+  std::unique_ptr<RawAgentSession> OpenRawAgentSession(const std::string& agent_id) {
     auto session = std::make_unique<RawAgentSession>();
+    const std::vector<std::string> flags = TestSecurity::Get().AgentFlags(agent_id);  // cert, key, ca
+    grpc::SslCredentialsOptions tls;
+    tls.pem_cert_chain = FileText(flags[1]);
+    tls.pem_private_key = FileText(flags[3]);
+    tls.pem_root_certs = FileText(flags[5]);
     session->stub = v1::AgentService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::SslCredentials(tls)));
     session->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     session->stream = session->stub->Connect(&session->context);
     return session;
@@ -412,8 +430,8 @@ TEST_F(LiveCaptureTest, DisconnectedAgentsAreMarkedThenForgottenAndFiltersFilter
   Daemon& b = StartAgent("b", "ranks=0-2,world=3,job=jb,profile=light");
   WaitForAgents(2);
   auto workers = [&](const std::string& args) {
-    FILE* pipe = popen((std::string(PODSCOPE_CLI_PATH) + " workers --server http://127.0.0.1:" +
-                        std::to_string(http_port_) + " " + args + " 2>&1").c_str(), "r");
+    FILE* pipe = popen((CliEnv(http_port_) + PODSCOPE_CLI_PATH + " workers " + CliServerFlags(http_port_) + " " + args +
+                        " 2>&1").c_str(), "r");
     std::string out;
     char buf[4096];
     size_t n;
@@ -487,7 +505,7 @@ TEST_F(LiveCaptureTest, BadCaptureRequestsAreRefusedClearly) {
 
 TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
   StartCoordinator();
-  std::unique_ptr<RawAgentSession> session = OpenRawAgentSession();
+  std::unique_ptr<RawAgentSession> session = OpenRawAgentSession("future");
   auto& stream = session->stream;
   v1::AgentMessage hello;
   hello.mutable_hello()->set_protocol_major(99);
@@ -507,7 +525,7 @@ TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
 // other workers are served.
 TEST_F(LiveCaptureTest, ABadlyDescribedWorkerIsDroppedNotItsWholeAgent) {
   StartCoordinator();
-  std::unique_ptr<RawAgentSession> session = OpenRawAgentSession();
+  std::unique_ptr<RawAgentSession> session = OpenRawAgentSession("mixed");
   auto& stream = session->stream;
   v1::AgentMessage hello;
   v1::AgentHello* h = hello.mutable_hello();

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tests/integration/daemon.h"
+#include "tests/integration/test_security.h"
 #include "tests/test_paths.h"
 
 namespace podscope::testing {
@@ -33,7 +34,9 @@ class ProbeCaptureTest : public ::testing::Test {
 TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   const std::string config = dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300}})");
   Daemon coordinator(PODSCOPE_COORDINATOR_PATH,
-                     {"--config", config, "--data-dir", dir_.File("store"), "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"},
+                     Concat({"--config", config, "--data-dir", dir_.File("store"), "--http", "127.0.0.1:0", "--grpc",
+                             "127.0.0.1:0"},
+                            TestSecurity::Get().CoordinatorFlags()),
                      dir_.File("coordinator.log"));
   const std::string grpc = coordinator.WaitForLog("agents on grpc://[^:]+:([0-9]+)");
   ASSERT_FALSE(grpc.empty()) << coordinator.Log();
@@ -41,8 +44,10 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   ASSERT_GT(http, 0);
 
   const std::string socket = dir_.File("run/agent.sock");
-  Daemon agent(PODSCOPE_AGENT_PATH, {"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-a", "--host", "node-a",
-                                     "--probe-socket", socket},
+  Daemon agent(PODSCOPE_AGENT_PATH,
+               Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-a", "--host", "node-a", "--probe-socket",
+                       socket},
+                      TestSecurity::Get().AgentFlags("node-a")),
                dir_.File("agent.log"));
   ASSERT_FALSE(agent.WaitForLog("(serving) 0 workers").empty()) << agent.Log();
 

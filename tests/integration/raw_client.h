@@ -18,8 +18,13 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <memory>
+#include <vector>
+
+#include "common/client_connection.h"
 
 #include "tests/integration/daemon.h"
+#include "tests/integration/test_security.h"
 
 namespace podscope::testing {
 
@@ -56,6 +61,48 @@ inline int ConnectFrom(const char* source, int port, int receive_buffer = 0) {
   timeval timeout{30, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   return fd;
+}
+
+// An HTTP connection to 127.0.0.1:port from `source`, over TLS when the port is (see
+// PortSecurity): the handshake is done, the bytes sent are the attacker's. Null on failure.
+using RawHttp = std::shared_ptr<common::ClientConnection>;
+inline RawHttp HttpConnectFrom(const char* source, int port, int receive_buffer = 0) {
+  const int fd = ConnectFrom(source, port, receive_buffer);
+  if (fd < 0) return nullptr;
+  const PortSecurity security = GetPortSecurity(port);
+  absl::StatusOr<common::ClientConnection> c = common::ClientConnection::Adopt(
+      fd, "127.0.0.1", static_cast<uint16_t>(port), {.enabled = security.tls, .ca_file = security.ca_file});
+  if (!c.ok()) {
+    close(fd);
+    return nullptr;
+  }
+  return std::make_shared<common::ClientConnection>(*std::move(c));
+}
+// Whether the server sent something or closed within `timeout_ms` (without reading it). An SSL
+// connection is not for two threads at once: a test that trickles bytes asks this between them.
+inline bool PeerSpoke(const RawHttp& c, int timeout_ms) {
+  pollfd p{c->fd(), POLLIN, 0};
+  return poll(&p, 1, timeout_ms) > 0;
+}
+// A connection to the agents' port as an agent's TLS stack would open it (mutual TLS with the
+// certificate of TestSecurity's `agent_id`, ALPN h2), from `source`; null when the coordinator
+// refuses or closes it during the handshake.
+inline RawHttp AgentTlsConnectFrom(const char* source, int grpc_port, const std::string& agent_id) {
+  const int fd = ConnectFrom(source, grpc_port);
+  if (fd < 0) return nullptr;
+  const std::vector<std::string> flags = TestSecurity::Get().AgentFlags(agent_id);  // cert, key, ca
+  absl::StatusOr<common::ClientConnection> c = common::ClientConnection::Adopt(
+      fd, "127.0.0.1", static_cast<uint16_t>(grpc_port),
+      {.enabled = true, .ca_file = flags[5], .cert_file = flags[1], .key_file = flags[3], .alpn = "h2"});
+  if (!c.ok()) return nullptr;
+  return std::make_shared<common::ClientConnection>(*std::move(c));
+}
+inline bool SendAll(const RawHttp& c, std::string_view bytes) { return c != nullptr && c->Send(bytes); }
+inline std::string ReadUntilClosed(const RawHttp& c) { return c == nullptr ? "" : c->ReceiveAll(); }
+// "Authorization: Bearer TOKEN\r\n" with the port's token, or "" (for hand-written requests).
+inline std::string AuthHeader(int port) {
+  const std::string token = GetPortSecurity(port).token;
+  return token.empty() ? "" : "Authorization: Bearer " + token + "\r\n";
 }
 
 inline bool SendAll(int fd, std::string_view bytes) {

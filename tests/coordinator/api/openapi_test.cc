@@ -1,4 +1,5 @@
-// Every route the server registers is in the OpenAPI document, and vice versa.
+// Every route the server registers is in the OpenAPI document, and vice versa, with the role it
+// needs (x-podscope-role): the integration tests walk the document to attack every route.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -30,7 +31,7 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   for (const Route& r : router.routes()) {
     std::string method = r.method;
     for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    registered.insert(method + " " + r.pattern);
+    registered.insert(method + " " + r.pattern + " " + std::string(AccessName(r.access)));
   }
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -42,10 +43,30 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   for (auto [path, item] : paths) {
     for (auto [method, operation] : item.get_object()) {
       if (method == "parameters") continue;
-      documented.insert(std::string(method) + " " + std::string(path));
+      std::string_view role;
+      EXPECT_EQ(operation["x-podscope-role"].get_string().get(role), simdjson::SUCCESS) << method << " " << path;
+      documented.insert(std::string(method) + " " + std::string(path) + " " + std::string(role));
     }
   }
   EXPECT_EQ(registered, documented);
+}
+
+TEST(OpenApiTest, OnlyTheProbesAreOpenAndAnUnclassifiedRouteIsAdminOnly) {
+  EXPECT_EQ(Route{}.access, Access::kAdmin);
+  podscope::testing::ScratchDir dir;
+  auto store = storage::RocksDbTraceStore::Open({.path = dir.File("db")});
+  ASSERT_TRUE(store.ok());
+  absl::Mutex mutations;
+  RestApi api(**store, {}, [] { return int64_t{0}; }, mutations);
+  Router router;
+  api.Register(router);
+  std::set<std::string> open;
+  for (const Route& r : router.routes()) {
+    if (r.access == Access::kOpen) open.insert(r.pattern);
+  }
+  EXPECT_EQ(open, (std::set<std::string>{"/healthz", "/readyz"}));
+  EXPECT_TRUE(router.SetAccess("GET", "/metrics", Access::kOpen));
+  EXPECT_FALSE(router.SetAccess("GET", "/no-such-route", Access::kOpen));
 }
 
 }  // namespace

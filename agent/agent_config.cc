@@ -1,0 +1,59 @@
+#include "agent/agent_config.h"
+
+#include "common/json_config.h"
+
+namespace podscope::agent {
+
+absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s) {
+  // Every key with its type and range in one place; a wrong one names itself and its range.
+  try {
+    const common::ConfigSection o(
+        root, "", {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events", "max_spool_bytes",
+                    "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids", "host_sample_interval_ms", "tls",
+                    "insecure"});
+    const common::ConfigSection tls = o.Section("tls", {"cert", "key", "ca", "server_name"});
+    tls.String("cert", &s->agent.tls.cert);
+    tls.String("key", &s->agent.tls.key);
+    tls.String("ca", &s->agent.tls.ca);
+    tls.String("server_name", &s->agent.tls_server_name, 256);
+    o.Bool("insecure", &s->insecure);
+    o.String("coordinator", &s->agent.coordinator, 512);
+    o.String("agent_id", &s->agent.agent_id, 128);
+    o.String("host", &s->agent.host, 256);
+    o.String("simulate", &s->simulate);
+    o.String("log_level", &s->log_level, 16);
+    o.Integer("chunk_events", &s->agent.capture.chunk_events, 1, 100'000'000);
+    o.Integer("max_spool_bytes", &s->agent.capture.max_spool_bytes, 1 << 20, int64_t{1} << 44);
+    o.Integer("clock_burst", &s->agent.clock_burst, 1, 1'000);
+    o.String("probe_socket", &s->collectors.probe_socket, 107);  // sun_path
+    o.String("proc_root", &s->collectors.proc_root);
+    if (const boost::json::value* uids = o.Raw("probe_allowed_uids")) {
+      if (!uids->is_array() || uids->get_array().size() > 1024) throw o.Bad("probe_allowed_uids", "is not a list of at most 1024 uids");
+      for (const boost::json::value& uid : uids->get_array()) {
+        if (!uid.is_int64() || uid.get_int64() < 0 || uid.get_int64() > UINT32_MAX) {
+          throw o.Bad("probe_allowed_uids", boost::json::serialize(uid) + " is not a uid");
+        }
+        s->collectors.probe_allowed_uids.push_back(static_cast<uint32_t>(uid.get_int64()));
+      }
+    }
+    int64_t sample_ms = 0;
+    if (o.Has("host_sample_interval_ms")) {
+      o.Integer("host_sample_interval_ms", &sample_ms, 10, 60'000);
+      s->collectors.host_sample_interval_ns = sample_ms * 1'000'000;
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadAgentConfig(const std::string& path, AgentSettings* s) {
+  absl::StatusOr<boost::json::object> root = common::ReadJsonConfig(path);
+  if (!root.ok()) return root.status();
+  if (absl::Status status = ApplyAgentConfig(*root, s); !status.ok()) {
+    return absl::InvalidArgumentError("config " + path + ": " + std::string(status.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace podscope::agent

@@ -1,0 +1,115 @@
+#include "coordinator/coordinator_config.h"
+
+#include "common/json_config.h"
+
+namespace podscope::coordinator {
+
+absl::Status ApplyCoordinatorConfig(const boost::json::object& root_object, CoordinatorSettings* s) {
+  const boost::json::object* root = &root_object;
+  // Every key with its type and range in one place; a wrong one names itself and its range.
+  try {
+    using common::ConfigSection;
+    constexpr int64_t kTiB = int64_t{1} << 40;
+    const ConfigSection root_section(*root, "", {"http", "grpc", "data_dir", "limits", "capture", "agents", "retention",
+                                                 "auth", "tls", "insecure"});
+    const ConfigSection tls = root_section.Section("tls", {"cert", "key", "ca"});
+    tls.String("cert", &s->tls.cert);
+    tls.String("key", &s->tls.key);
+    tls.String("ca", &s->tls.ca);
+    root_section.Bool("insecure", &s->insecure);
+    root_section.String("http", &s->http, 512);
+    const ConfigSection auth = root_section.Section("auth", {"tokens_file", "open_metrics"});
+    auth.String("tokens_file", &s->auth_tokens);
+    auth.Bool("open_metrics", &s->open_metrics);
+    root_section.String("grpc", &s->grpc, 512);
+    root_section.String("data_dir", &s->data_dir);
+    const ConfigSection l = root_section.Section(
+        "limits", {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio", "max_connections",
+                   "max_connections_per_client", "idle_timeout_seconds", "header_timeout_seconds",
+                   "progress_interval_seconds", "min_progress_bytes", "max_ranks_per_capture", "max_events_per_worker",
+                   "max_string_bytes", "max_header_bytes", "max_analysis_cache_bytes"});
+    l.Integer("max_analysis_cache_bytes", &s->api_limits.max_analysis_cache_bytes, 0, kTiB);
+    l.Integer("max_connections_per_client", &s->http_limits.max_connections_per_client, 1, 1'000'000);
+    l.Integer("idle_timeout_seconds", &s->http_limits.idle_timeout_seconds, 1, 86'400);
+    l.Integer("header_timeout_seconds", &s->http_limits.header_timeout_seconds, 1, 3'600);
+    l.Integer("progress_interval_seconds", &s->http_limits.progress_interval_seconds, 1, 3'600);
+    l.Integer("min_progress_bytes", &s->http_limits.min_progress_bytes, 1, 1 << 30);
+    l.Integer("max_document_bytes", &s->api_limits.max_document_bytes, 1, kTiB);
+    l.Integer("max_inflate_ratio", &s->api_limits.max_inflate_ratio, 1, 1'000'000);
+    l.Integer("max_body_bytes", &s->http_limits.max_body_bytes, 1, kTiB);
+    l.Integer("max_upload_bytes", &s->http_limits.max_upload_bytes, 1, kTiB);
+    l.Integer("max_connections", &s->http_limits.max_connections, 1, 10'000'000);
+    l.Integer("max_ranks_per_capture", &s->api_limits.max_ranks_per_capture, 1, 10'000'000);
+    l.Integer("max_events_per_worker", &s->api_limits.max_events_per_worker, 1, kTiB);
+    l.Integer("max_string_bytes", &s->api_limits.max_string_bytes, 1, 1 << 30);
+    l.Integer("max_header_bytes", &s->http_limits.max_header_bytes, 1'024, 1 << 24);
+    const ConfigSection c = root_section.Section(
+        "capture", {"min_lead_ms", "lead_per_agent_ms", "capture_grace_ms", "upload_timeout_ms", "max_duration_ms",
+                    "max_live_captures", "refine_clocks_with_collectives", "max_upload_bytes_per_worker"});
+    c.Millis("min_lead_ms", &s->scheduler.min_lead_ns, 0, 3'600'000);
+    c.Millis("lead_per_agent_ms", &s->scheduler.lead_per_agent_ns, 0, 60'000);
+    c.Millis("capture_grace_ms", &s->scheduler.capture_grace_ns, 0, 3'600'000);
+    c.Millis("upload_timeout_ms", &s->scheduler.upload_timeout_ns, 1, 86'400'000);
+    c.Millis("max_duration_ms", &s->scheduler.max_duration_ns, 1, 86'400'000);
+    c.Integer("max_live_captures", &s->scheduler.max_live_captures, 1, 1'000'000);
+    c.Bool("refine_clocks_with_collectives", &s->scheduler.refine_with_collectives);
+    c.Integer("max_upload_bytes_per_worker", &s->scheduler.max_upload_bytes_per_worker, 1, kTiB);
+    const ConfigSection a = root_section.Section(
+        "agents", {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us", "max_idle_connection_ms",
+                   "max_grpc_memory_bytes", "max_streams_per_connection", "max_connections",
+                   "max_connections_per_client", "forget_disconnected_after_ms", "jobs"});
+    if (const boost::json::value* jobs = a.Raw("jobs")) {
+      // {"JOB": ["agent-id", ...]}: only these agents may serve JOB.
+      if (!jobs->is_object() || jobs->get_object().size() > 100'000) {
+        throw a.Bad("jobs", "is not an object of job name to a list of agent ids");
+      }
+      for (const auto& [job, agents] : jobs->get_object()) {
+        if (!agents.is_array() || agents.get_array().size() > 100'000) {
+          throw a.Bad("jobs", "." + std::string(job) + " is not a list of agent ids");
+        }
+        std::set<std::string>& allowed = s->agents.job_agents[std::string(job)];
+        for (const boost::json::value& id : agents.get_array()) {
+          if (!id.is_string() || id.get_string().empty() || id.get_string().size() > 256) {
+            throw a.Bad("jobs", "." + std::string(job) + ": " + boost::json::serialize(id) + " is not an agent id");
+          }
+          allowed.insert(std::string(id.get_string()));
+        }
+      }
+    }
+    a.Integer("forget_disconnected_after_ms", &s->agents.forget_disconnected_after_ms, 1, 7 * 86'400'000);
+    a.Integer("max_connections", &s->grpc_gate.max_connections, 1, 10'000'000);
+    a.Integer("max_connections_per_client", &s->grpc_gate.max_connections_per_client, 1, 10'000'000);
+    a.Integer("max_idle_connection_ms", &s->agents.max_idle_connection_ms, 1, 86'400'000);
+    a.Integer("max_grpc_memory_bytes", &s->agents.max_grpc_memory_bytes, 1 << 20, kTiB);
+    a.Integer("max_streams_per_connection", &s->agents.max_streams_per_connection, 1, 1'000'000);
+    a.Integer("heartbeat_interval_ms", &s->agents.heartbeat_interval_ms, 10, 3'600'000);
+    a.Integer("clock_sync_interval_ms", &s->agents.clock_sync_interval_ms, 100, 86'400'000);
+    double bound_us = 0;
+    if (a.Has("clock_target_bound_us")) {
+      a.Number("clock_target_bound_us", &bound_us, 0.001, 1e9);
+      s->clock_keeper.target_bound_ns = static_cast<int64_t>(bound_us * 1e3);
+    }
+    const ConfigSection r = root_section.Section("retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
+    double hours = 0;
+    if (r.Has("max_age_hours")) {
+      r.Number("max_age_hours", &hours, 0, 24.0 * 3650);
+      s->retention.max_age_ns = static_cast<int64_t>(hours * 3.6e12);
+    }
+    r.Integer("max_total_bytes", &s->retention.max_total_bytes, 0, int64_t{1} << 50);
+    r.Integer("interval_seconds", &s->retention_interval_seconds, 1, 86'400);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadCoordinatorConfig(const std::string& path, CoordinatorSettings* s) {
+  absl::StatusOr<boost::json::object> root = common::ReadJsonConfig(path);
+  if (!root.ok()) return root.status();
+  if (absl::Status status = ApplyCoordinatorConfig(*root, s); !status.ok()) {
+    return absl::InvalidArgumentError("config " + path + ": " + std::string(status.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace podscope::coordinator

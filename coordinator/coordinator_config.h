@@ -1,0 +1,48 @@
+// The coordinator's settings and its JSON config file (DESIGN §12): every key with its type and
+// range in one place; an unknown key names itself and the closest known one.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include <boost/json.hpp>
+
+#include "absl/status/status.h"
+#include "common/tls_files.h"
+#include "coordinator/agents/agent_service.h"
+#include "coordinator/agents/clock_keeper.h"
+#include "coordinator/agents/grpc_connection_gate.h"
+#include "coordinator/api/rest_api.h"
+#include "coordinator/capture/capture_scheduler.h"
+#include "coordinator/http/http_server.h"
+#include "storage/retention.h"
+
+namespace podscope::coordinator {
+
+struct CoordinatorSettings {
+  std::string http = "127.0.0.1:8080";
+  std::string grpc = "127.0.0.1:50051";
+  std::string data_dir = "podscope-data";
+  std::string auth_tokens;     // the hashed token file; empty: no authentication (--insecure only)
+  bool open_metrics = false;   // /metrics without a token (Prometheus without credentials)
+  common::TlsFiles tls;
+  bool insecure = false;
+  SchedulerOptions scheduler;
+  AgentServiceOptions agents;
+  GrpcGateOptions grpc_gate;
+  ClockKeeperOptions clock_keeper;
+  HttpLimits http_limits;
+  ApiLimits api_limits;
+  storage::RetentionPolicy retention;
+  int retention_interval_seconds = 300;
+};
+
+
+// Applies a parsed config to `s` (flags are applied after, by main). Errors name the key and its
+// range: "agents.heartbeat_interval_ms: -5 is not in 10..3600000".
+absl::Status ApplyCoordinatorConfig(const boost::json::object& root, CoordinatorSettings* s);
+// Reads, parses and applies the config file at `path`.
+absl::Status LoadCoordinatorConfig(const std::string& path, CoordinatorSettings* s);
+
+}  // namespace podscope::coordinator
