@@ -74,6 +74,6 @@ podscope_build_sanitized() {
       -DPODSCOPE_SANITIZE=ON -DPODSCOPE_WERROR=ON -DPODSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
   fi
   cmake --build "$dir" -j "$(nproc)" --target podscope podscope_common_tests podscope_cli_tests podscope_analysis_tests podscope_sim_tests podscope_storage_tests podscope_api_tests podscope_agent_tests podscope_control_tests podscope_integration_tests podscope_hardening_tests podscope-coordinator podscope-agent \
-    podscope_kineto_fuzz podscope_chunk_fuzz podscope_probe_frame_fuzz podscope_proc_fuzz podscope_step_pattern_fuzz podscope_http_fuzz \
+    podscope_kineto_fuzz podscope_chunk_fuzz podscope_probe_frame_fuzz podscope_proc_fuzz podscope_step_pattern_fuzz podscope_http_fuzz podscope_config_fuzz \
     $(podscope_probe_targets "$dir")
 }

@@ -520,6 +520,41 @@ TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
       << status.error_message();
 }
 
+// Issue 14: over mutual TLS an agent is its certificate's CN. A stack that skips the agent's own
+// check (a modified agent with a stolen-from-nobody certificate of its own) cannot claim another
+// agent's id on the control stream, nor upload chunks as another agent.
+TEST_F(LiveCaptureTest, ACertificateCannotClaimAnotherAgentsId) {
+  StartCoordinator();
+  std::unique_ptr<RawAgentSession> session = OpenRawAgentSession("mallory");
+  v1::AgentMessage hello;
+  hello.mutable_hello()->set_protocol_major(common::kAgentProtocolMajor);
+  hello.mutable_hello()->set_agent_id("node-1");
+  hello.mutable_hello()->set_instance_id("i1");
+  ASSERT_TRUE(session->stream->Write(hello));
+  v1::CoordinatorMessage reply;
+  while (session->stream->Read(&reply)) {
+  }
+  const grpc::Status status = session->stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(status.error_message().find("agent id \"node-1\" is not the identity of its certificate (CN=mallory)"),
+            std::string::npos)
+      << status.error_message();
+
+  // The same channel (mallory's certificate), another call.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::UploadResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::UploadRequest>> upload = session->stub->Upload(&context, &response);
+  v1::UploadRequest chunk;
+  chunk.set_capture_id("cap-x");
+  chunk.set_agent_id("node-1");
+  chunk.set_rank(0);
+  upload->Write(chunk);
+  upload->WritesDone();
+  const grpc::Status upload_status = upload->Finish();
+  EXPECT_EQ(upload_status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << upload_status.error_message();
+}
+
 // A worker an agent describes badly (here a job name with a terminal escape, as a training
 // process with a garbled PODSCOPE_JOB would give) is dropped with a warning; the agent and its
 // other workers are served.

@@ -126,6 +126,7 @@ TEST_F(SecurityTest, TokensAreReloadedOnSighupAndMetricsCanBeOpened) {
                         << *coordinator::HashTokenLine("ops", coordinator::Access::kRead, fresh) << "\n";
   daemon_->Signal(SIGHUP);
   ASSERT_NE(daemon_->WaitForLog("SIGHUP: 1 bearer tokens"), "") << daemon_->Log();
+  EXPECT_NE(daemon_->WaitForLog("SIGHUP: certificate, key and CA re-read"), "");
   EXPECT_EQ(HttpCallWithToken(port_, fresh, "GET", "/v1/captures").status, 200);
   EXPECT_EQ(HttpCallWithToken(port_, TestSecurity::Get().admin_token, "GET", "/v1/captures").status, 401);
   // A broken file keeps the tokens in force.
