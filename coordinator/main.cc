@@ -3,6 +3,7 @@
 // clock alignment, capture scheduling and upload.
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <boost/json.hpp>
 #include <chrono>
@@ -60,6 +61,7 @@ bool SplitHostPort(const std::string& text, std::string* host, uint16_t* port) {
 // the line for the token file. The token itself is never printed nor stored.
 int HashToken(const std::string& role_text, const std::string& name) {
   std::string token;
+  if (isatty(STDIN_FILENO)) std::cerr << "token to hash (the line printed holds only its salted hash): " << std::flush;
   std::getline(std::cin, token);
   while (!token.empty() && (token.back() == '\r' || token.back() == '\n')) token.pop_back();
   absl::StatusOr<podscope::coordinator::Access> role = podscope::coordinator::ParseRole(role_text);
