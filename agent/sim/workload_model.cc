@@ -156,6 +156,19 @@ struct RankState {
   TimeNs step_start = 0;
 };
 
+}  // namespace
+
+void ApplySlowdowns(const std::vector<Slowdown>& slowdowns, int32_t rank, TimeNs step_start, double* compute,
+                    double* input, double* launch) {
+  *compute = *input = *launch = 1;
+  for (const Slowdown& slow : slowdowns) {
+    if (slow.rank != rank || !slow.ActiveAt(step_start)) continue;
+    (slow.kind == SlowdownKind::kCompute ? *compute : slow.kind == SlowdownKind::kInput ? *input : *launch) *= slow.factor;
+  }
+}
+
+namespace {
+
 TimeNs Jittered(std::mt19937_64& rng, double mean_ns, double jitter) {
   std::normal_distribution<double> noise(1.0, jitter);
   return std::max<TimeNs>(1'000, static_cast<TimeNs>(mean_ns * std::max(0.5, noise(rng))));
@@ -267,12 +280,6 @@ Workload SimulateJob(const WorkloadOptions& o) {
     writers.emplace_back(&w, host_offset[h], host_drift[h], o.epoch_ns);
     RankState& s = state[r];
     s.rng.seed(o.seed * 1'000'003ull + static_cast<uint64_t>(r) * 7919ull + 17);
-    for (const Slowdown& slow : o.slowdowns) {
-      if (slow.rank != r) continue;
-      (slow.kind == SlowdownKind::kCompute ? s.compute_factor
-       : slow.kind == SlowdownKind::kInput ? s.input_factor
-                                           : s.launch_factor) *= slow.factor;
-    }
     s.host = o.epoch_ns + static_cast<TimeNs>(std::uniform_int_distribution<int>(0, 20'000)(s.rng));
     s.compute = s.comm = s.host;
   }
@@ -289,6 +296,7 @@ Workload SimulateJob(const WorkloadOptions& o) {
       RankState& s = state[r];
       RankWriter& wr = writers[r];
       s.step_start = s.host;
+      ApplySlowdowns(o.slowdowns, r, s.step_start, &s.compute_factor, &s.input_factor, &s.launch_factor);
       const TimeNs launch = static_cast<TimeNs>(o.launch_ns * s.launch_factor);
       auto launch_kernel = [&](const char* op, const char* kernel, double mean_ns, uint32_t grid) {
         const TimeNs op_start = s.host;

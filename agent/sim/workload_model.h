@@ -7,6 +7,7 @@
 // Used by tests and benchmarks now, and by the agent's simulated ranks later.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,12 +24,21 @@ enum class SlowdownKind : uint8_t { kCompute, kInput, kLaunch };
 std::string_view SlowdownKindName(SlowdownKind kind);
 
 // "RANK:FACTOR[:compute|input|launch]", e.g. "5:1.05" (5% slower compute) or "3:4:input".
+// Active for steps that start in [from_ns, until_ns) of true time (always, by default).
 struct Slowdown {
   int32_t rank = 0;
   double factor = 1.0;
   SlowdownKind kind = SlowdownKind::kCompute;
+  TimeNs from_ns = INT64_MIN;
+  TimeNs until_ns = INT64_MAX;
+  bool ActiveAt(TimeNs t) const { return t >= from_ns && t < until_ns; }
 };
 absl::StatusOr<Slowdown> ParseSlowdown(std::string_view spec);
+
+// The factors of `rank` for a step starting at `step_start` (true time): 1 unless a slowdown
+// of that rank is active then.
+void ApplySlowdowns(const std::vector<Slowdown>& slowdowns, int32_t rank, TimeNs step_start, double* compute,
+                    double* input, double* launch);
 
 struct WorkloadOptions {
   int32_t ranks = 8;

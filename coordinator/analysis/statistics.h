@@ -11,9 +11,12 @@ namespace podscope::coordinator::analysis {
 template <typename T>
 T Median(std::vector<T> v) {
   if (v.empty()) return T{};
-  std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+  std::nth_element(v.begin(), v.begin() + n / 2, v.end());
+  const T upper = v[n / 2];
+  if (n % 2) return upper;
+  const T lower = *std::max_element(v.begin(), v.begin() + n / 2);
+  return lower + (upper - lower) / 2;
 }
 
 }  // namespace podscope::coordinator::analysis

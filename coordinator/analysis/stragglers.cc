@@ -180,6 +180,17 @@ void AddStepTimeLoss(const common::CaptureView& capture, const std::vector<Worke
 
 }  // namespace
 
+double MinShareOfCausedDelay(size_t workers, double configured) {
+  return std::max(configured, workers > 0 ? std::min(0.6, 1.5 / static_cast<double>(workers)) : 1.0);
+}
+
+bool IsCausedDelayStraggler(double share_of_caused_delay, double share_of_step_time, double last_arriver_share,
+                            size_t workers, const StragglerOptions& options) {
+  return share_of_caused_delay >= MinShareOfCausedDelay(workers, options.min_share_of_caused_delay) &&
+         share_of_step_time >= options.min_share_of_step_time &&
+         last_arriver_share >= options.min_last_arriver_share;
+}
+
 StragglerReport FindStragglers(const common::CaptureView& capture,
                                const std::vector<WorkerSteps>& steps,
                                const CommunicationReport& communication,
@@ -250,10 +261,6 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
     median_worker[c] = Median(std::move(v));
   }
 
-  // With few workers everyone holds a large fair share of the caused delay: require clearly
-  // more than the fair share (1.5/N, at most 60%).
-  const double min_share_caused =
-      std::max(options.min_share_of_caused_delay, n > 0 ? std::min(0.6, 1.5 / n) : 1.0);
   for (size_t w = 0; w < n; ++w) {
     WorkerLateness& l = report.workers[w];
     l.last_arriver_share = l.collectives ? static_cast<double>(l.last_arrivals) / l.collectives : 0;
@@ -264,9 +271,7 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
     const double share_step = report.window_step_time_ns > 0
                                   ? static_cast<double>(l.caused_delay_ns) / report.window_step_time_ns
                                   : 0;
-    const bool by_delay = share_caused >= min_share_caused &&
-                          share_step >= options.min_share_of_step_time &&
-                          l.last_arriver_share >= options.min_last_arriver_share;
+    const bool by_delay = IsCausedDelayStraggler(share_caused, share_step, l.last_arriver_share, n, options);
     const bool by_compute = l.compute_z >= options.compute_z_threshold &&
                             median_compute > 0 &&
                             compute[w] >= median_compute * (1 + options.min_compute_excess);

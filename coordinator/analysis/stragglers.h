@@ -25,6 +25,13 @@ struct StragglerOptions {
   double min_compute_excess = 0.02;  // and at least 2% above the median worker
 };
 
+// The caused-delay criterion, shared by this report and the online detector (watch/), so both
+// decide alike on the same data. With few workers everyone holds a large fair share of the
+// caused delay, so the share required is clearly more than fair: at least 1.5/N, at most 60%.
+double MinShareOfCausedDelay(size_t workers, double configured);
+bool IsCausedDelayStraggler(double share_of_caused_delay, double share_of_step_time, double last_arriver_share,
+                            size_t workers, const StragglerOptions& options);
+
 struct WorkerLateness {
   int32_t rank = 0;
   std::string host;

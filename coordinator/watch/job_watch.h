@@ -1,0 +1,165 @@
+// One watched job (DESIGN §11): its ranks' step summaries matched across ranks by communicator
+// and sequence, the caused delay of every collective (DESIGN §7's definition, the offline
+// stragglers report's), and a sliding window of settled steps for the detectors. Every map is
+// bounded; what does not fit is dropped and counted.
+//
+// Not thread-safe: the watch service holds one per job under its lock.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "common/watch_summary.h"
+
+namespace podscope::coordinator::watch {
+
+using common::TimeNs;
+
+struct WatchLimits {
+  int32_t window_steps = 20;
+  int32_t baseline_steps = 100;
+  // A step settles when every rank has reported a later one, or when it is this many steps
+  // behind the newest (a rank that stopped reporting does not hold the window back).
+  int32_t settle_lag_steps = 3;
+  size_t max_ranks = 65'536;
+  size_t max_collectives_per_summary = 4'096;
+  size_t max_pending_collectives = 65'536;
+  size_t max_communicators = 4'096;
+};
+
+// One rank over the window: the straggler terms of DESIGN §7 and what the sinks show.
+struct RankWindow {
+  int32_t rank = 0;
+  TimeNs caused_delay_ns = 0;  // summed over the collectives it arrived last at
+  int64_t last_arrivals = 0;
+  int64_t collectives = 0;  // matched collectives it took part in
+  TimeNs step_time_ns = 0;  // summed over its steps in the window
+  int64_t steps = 0;
+  TimeNs exposed_comm_ns = 0;       // summed exposed communication tails
+  std::vector<int64_t> late_steps;  // steps in which it caused delay
+};
+
+struct WindowStats {
+  int64_t first_step = 0;
+  int64_t last_step = 0;  // the step that just settled
+  // The window holds window_steps settled steps (at a job's start, or after a restart, it
+  // fills up first: the detectors wait for a full one).
+  bool full = false;
+  std::vector<RankWindow> ranks;   // by rank
+  std::vector<std::string> hosts;  // parallel to ranks ("" when unknown)
+  TimeNs total_caused_delay_ns = 0;
+  TimeNs window_step_time_ns = 0;             // median over ranks of their summed step time
+  std::vector<TimeNs> step_time_ns;           // per settled step in the window: median over ranks
+  std::vector<TimeNs> baseline_step_time_ns;  // the same for the steps before the window
+  double allreduce_bytes = 0;                 // AllReduce bytes in the window
+  double allreduce_busbw_gbps = 0;            // bytes-weighted bus bandwidth, GB/s
+};
+
+// Where the ranks of one communicator stand (for hangs).
+struct CommunicatorProgress {
+  uint64_t communicator = 0;
+  int32_t nranks = 0;
+  std::vector<common::RankProgress> ranks;  // by rank
+};
+
+struct WatchCounters {
+  uint64_t summaries = 0;
+  uint64_t rejected_summaries = 0;     // malformed
+  uint64_t late_summaries = 0;         // for a step that already left the window
+  uint64_t unmatched_collectives = 0;  // evicted before every rank arrived
+  uint64_t dropped_ranks = 0;          // past max_ranks
+  uint64_t dropped_communicators = 0;
+  uint64_t restarts = 0;  // step numbers went back: a new run of the job
+};
+
+class JobWatch {
+ public:
+  explicit JobWatch(WatchLimits limits = {});
+
+  void SetHost(int32_t rank, std::string host);
+  // Times on the coordinator's clock. A malformed summary is refused with the reason.
+  absl::Status Add(const common::StepSummary& summary);
+  void Add(const common::RankProgress& progress);
+
+  // Settles what can settle and returns the window after each newly settled step, oldest first.
+  std::vector<WindowStats> Settle();
+
+  std::vector<CommunicatorProgress> Progress() const;
+  const WatchCounters& counters() const { return counters_; }
+  size_t rank_count() const { return ranks_.size(); }
+  int64_t newest_step() const { return newest_step_; }
+
+ private:
+  struct Cell {
+    bool present = false;
+    TimeNs step_ns = 0;
+    TimeNs caused_ns = 0;
+    TimeNs exposed_ns = 0;
+    int32_t last_arrivals = 0;
+    int32_t collectives = 0;
+  };
+  struct StepRecord {
+    std::vector<Cell> cells;    // by rank index
+    TimeNs median_step_ns = 0;  // over ranks, set when the step settles
+    double allreduce_bytes = 0;
+    double allreduce_busbw_bytes = 0;  // sum of busbw x bytes
+  };
+  struct Arrival {
+    uint32_t rank_index = 0;
+    int64_t step = 0;
+    TimeNs start = 0;
+    TimeNs end = 0;
+  };
+  struct PendingCollective {
+    common::CollectiveOp op = common::CollectiveOp::kUnknown;
+    int32_t nranks = 0;
+    int64_t bytes = 0;
+    int64_t first_step = 0;
+    std::vector<Arrival> arrivals;
+  };
+  struct CollectiveKey {
+    uint64_t communicator;
+    int64_t sequence;
+    bool operator==(const CollectiveKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const CollectiveKey& k) {
+      return H::combine(std::move(h), k.communicator, k.sequence);
+    }
+  };
+
+  // -1 when the rank does not fit.
+  int64_t RankIndex(int32_t rank);
+  StepRecord* Record(int64_t step);
+  Cell* CellOf(int64_t step, uint32_t rank_index);
+  void AddArrival(const common::CollectiveArrival& a, uint32_t rank_index, int64_t step);
+  void Resolve(const PendingCollective& c);
+  void UpdateProgress(const common::RankProgress& p);
+  void EvictPendingBefore(int64_t step);
+  WindowStats Window() const;
+  void Reset();
+
+  WatchLimits limits_;
+  WatchCounters counters_;
+  std::vector<int32_t> ranks_;        // by index
+  std::vector<std::string> hosts_;    // by index
+  std::vector<int64_t> rank_newest_;  // newest step each rank reported
+  absl::flat_hash_map<int32_t, uint32_t> rank_index_;
+  std::map<int64_t, StepRecord> unsettled_;            // by step
+  std::deque<std::pair<int64_t, StepRecord>> window_;  // settled, oldest first
+  std::deque<TimeNs> baseline_;  // job step time of steps that left the window
+  absl::flat_hash_map<CollectiveKey, PendingCollective> pending_;
+  struct CommunicatorState {
+    int32_t nranks = 0;
+    absl::flat_hash_map<int32_t, common::RankProgress> ranks;
+  };
+  std::map<uint64_t, CommunicatorState> progress_;
+  int64_t newest_step_ = -1;
+  int64_t settled_through_ = -1;  // every step up to this one has settled (or never existed)
+};
+
+}  // namespace podscope::coordinator::watch

@@ -1,0 +1,128 @@
+#include "coordinator/watch/watch_engine.h"
+
+#include <set>
+
+#include "common/str_util.h"
+#include "coordinator/watch/detectors.h"
+
+namespace podscope::coordinator::watch {
+namespace {
+
+bool SameRule(const AlertRule& a, const AlertRule& b) {
+  return RulesToJson({.rules = {a}}) == RulesToJson({.rules = {b}});
+}
+
+}  // namespace
+
+WatchEngine::WatchEngine(RuleSet rules, EngineLimits limits)
+    : rules_(std::move(rules)), limits_(limits), tracker_(limits.tracker) {
+  limits_.job.window_steps = rules_.window_steps;
+  limits_.job.baseline_steps = rules_.baseline_steps;
+}
+
+std::vector<AlertEvent> WatchEngine::SetRules(RuleSet rules, TimeNs now) {
+  std::vector<AlertEvent> events;
+  for (const AlertRule& old : rules_.rules) {
+    bool kept = false;
+    for (const AlertRule& r : rules.rules) kept = kept || (r.name == old.name && SameRule(r, old));
+    if (kept) continue;
+    std::vector<AlertEvent> dropped = tracker_.Drop(old.name, now);
+    events.insert(events.end(), dropped.begin(), dropped.end());
+  }
+  const bool new_window =
+      rules.window_steps != rules_.window_steps || rules.baseline_steps != rules_.baseline_steps;
+  rules_ = std::move(rules);
+  limits_.job.window_steps = rules_.window_steps;
+  limits_.job.baseline_steps = rules_.baseline_steps;
+  if (new_window) {
+    for (auto& [name, job] : jobs_) job = std::make_unique<JobWatch>(limits_.job);
+    for (const auto& [name, ranks] : hosts_) {
+      for (const auto& [rank, host] : ranks) jobs_[name]->SetHost(rank, host);
+    }
+    latest_.clear();
+  }
+  return events;
+}
+
+JobWatch* WatchEngine::JobOf(const std::string& job) {
+  auto it = jobs_.find(job);
+  if (it != jobs_.end()) return it->second.get();
+  if (jobs_.size() >= limits_.max_jobs) return nullptr;
+  return jobs_.emplace(job, std::make_unique<JobWatch>(limits_.job)).first->second.get();
+}
+
+absl::Status WatchEngine::Add(const std::string& job, const common::StepSummary& summary) {
+  JobWatch* w = JobOf(job);
+  if (w == nullptr)
+    return absl::ResourceExhaustedError(
+        common::StrCat("more than ", limits_.max_jobs, " watched jobs"));
+  return w->Add(summary);
+}
+
+absl::Status WatchEngine::Add(const std::string& job, const common::RankProgress& progress) {
+  JobWatch* w = JobOf(job);
+  if (w == nullptr)
+    return absl::ResourceExhaustedError(
+        common::StrCat("more than ", limits_.max_jobs, " watched jobs"));
+  w->Add(progress);
+  return absl::OkStatus();
+}
+
+void WatchEngine::SetHost(const std::string& job, int32_t rank, std::string host) {
+  JobWatch* w = JobOf(job);
+  if (w == nullptr) return;
+  auto& ranks = hosts_[job];
+  if (ranks.size() < limits_.job.max_ranks || ranks.contains(rank)) ranks[rank] = host;
+  w->SetHost(rank, std::move(host));
+}
+
+void WatchEngine::AddHosts(const std::string& job, Finding* f) const {
+  auto it = hosts_.find(job);
+  std::set<std::string> seen;
+  for (int32_t rank : f->ranks) {
+    if (it == hosts_.end()) break;
+    auto host = it->second.find(rank);
+    if (host != it->second.end() && !host->second.empty() && seen.insert(host->second).second) {
+      f->hosts.push_back(host->second);
+    }
+  }
+}
+
+std::vector<AlertEvent> WatchEngine::Evaluate(TimeNs now) {
+  std::vector<AlertEvent> events;
+  auto observe = [&](const AlertRule& rule, const std::string& job, std::vector<Finding> findings) {
+    for (Finding& f : findings) AddHosts(job, &f);
+    std::vector<AlertEvent> e = tracker_.Observe(rule, job, findings, now);
+    events.insert(events.end(), std::make_move_iterator(e.begin()),
+                  std::make_move_iterator(e.end()));
+  };
+  for (auto& [name, job] : jobs_) {
+    for (WindowStats& window : job->Settle()) {
+      // Over the last N steps, not fewer: a job's first steps are too few to judge.
+      for (const AlertRule& rule : window.full ? rules_.rules : std::vector<AlertRule>{}) {
+        if (rule.kind != AlertKind::kHang && Applies(rule, name))
+          observe(rule, name, Detect(window, rule));
+      }
+      latest_[name] = std::move(window);
+    }
+    const std::vector<CommunicatorProgress> progress = job->Progress();
+    for (const AlertRule& rule : rules_.rules) {
+      if (rule.kind == AlertKind::kHang && Applies(rule, name))
+        observe(rule, name, FindHangs(progress, now, rule));
+    }
+  }
+  return events;
+}
+
+std::vector<std::string> WatchEngine::jobs() const {
+  std::vector<std::string> out;
+  for (const auto& [name, job] : jobs_) out.push_back(name);
+  return out;
+}
+
+const JobWatch* WatchEngine::job(const std::string& name) const {
+  auto it = jobs_.find(name);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+}  // namespace podscope::coordinator::watch

@@ -1,0 +1,173 @@
+// The watch engine on simulated jobs (agent/sim/summary_model.h), step by step on the model's
+// own clock: stragglers that start and stop, clean jobs, hangs.
+#include "coordinator/watch/watch_engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "agent/sim/summary_model.h"
+
+namespace podscope::coordinator::watch {
+namespace {
+
+using agent::sim::SlowdownKind;
+using agent::sim::SummaryModel;
+using agent::sim::WorkloadOptions;
+using ::testing::HasSubstr;
+
+constexpr TimeNs kSecond = 1'000'000'000;
+
+WorkloadOptions Job(int32_t ranks, int32_t steps, uint64_t seed) {
+  WorkloadOptions o;
+  o.ranks = ranks;
+  o.steps = steps;
+  o.seed = seed;
+  return o;
+}
+
+// When each step of a clean run of the job starts (rank 0), to place slowdowns at steps.
+std::vector<TimeNs> StepStarts(const WorkloadOptions& o) {
+  SummaryModel model(o);
+  std::vector<TimeNs> starts;
+  std::vector<common::StepSummary> step;
+  while (model.Next(&step)) {
+    starts.push_back(step[0].start_ns);
+    step.clear();
+  }
+  return starts;
+}
+
+struct Seen {
+  AlertEvent event;
+  int64_t newest_step;  // the model's newest step when it happened
+};
+
+// Feeds the model to the engine one step at a time, evaluating after each.
+std::vector<Seen> Watch(WatchEngine& engine, SummaryModel& model, const std::string& job = "job") {
+  std::vector<Seen> seen;
+  std::vector<common::StepSummary> step;
+  int64_t newest = -1;
+  while (model.Next(&step)) {
+    for (const common::StepSummary& s : step) EXPECT_TRUE(engine.Add(job, s).ok());
+    newest = step[0].step;
+    step.clear();
+    for (AlertEvent& e : engine.Evaluate(model.now())) seen.push_back({std::move(e), newest});
+  }
+  return seen;
+}
+
+TEST(WatchEngineTest, AStragglerFiresNamingItsRankAndResolvesAfterItStops) {
+  WorkloadOptions o = Job(8, 160, 7);
+  const std::vector<TimeNs> starts = StepStarts(o);
+  o.slowdowns.push_back({5, 1.05, SlowdownKind::kCompute, starts[40], starts[90]});
+  SummaryModel model(o);
+  WatchEngine engine(DefaultRules());
+  for (int32_t r = 0; r < 8; ++r) engine.SetHost("job", r, "node-" + std::to_string(r / 4));
+  const std::vector<Seen> seen = Watch(engine, model);
+  ASSERT_EQ(seen.size(), 2u) << "one straggler alert, fired then resolved";
+  const Alert& fired = seen[0].event.alert;
+  EXPECT_EQ(seen[0].event.transition, Transition::kFired);
+  EXPECT_EQ(fired.kind, AlertKind::kStraggler);
+  EXPECT_EQ(fired.ranks, std::vector<int32_t>{5});
+  EXPECT_EQ(fired.hosts, std::vector<std::string>{"node-1"});
+  EXPECT_GE(seen[0].newest_step, 40);
+  EXPECT_LE(seen[0].newest_step, 50) << "within 10 steps of the slowdown";
+  EXPECT_THAT(fired.finding.message, HasSubstr("rank 5 held the others"));
+  EXPECT_EQ(seen[1].event.transition, Transition::kResolved);
+  EXPECT_EQ(seen[1].event.alert.id, fired.id);
+  EXPECT_GT(seen[1].newest_step, 90);
+  EXPECT_LE(seen[1].newest_step, 90 + 20 + 5 + 3 + 2)
+      << "a window, the resolve hysteresis and the settle lag";
+}
+
+TEST(WatchEngineTest, ACleanJobFiresNothing) {
+  SummaryModel model(Job(32, 600, 11));
+  WatchEngine engine(DefaultRules());
+  const std::vector<Seen> seen = Watch(engine, model);
+  for (const Seen& s : seen) ADD_FAILURE() << s.event.alert.finding.message;
+  ASSERT_FALSE(engine.latest().empty());
+  EXPECT_EQ(engine.latest().at("job").last_step, 598)
+      << "every rank reported step 599, so 598 settled";
+}
+
+TEST(WatchEngineTest, AHangNamesTheRankAndTheCollectiveWithinTwiceTheThreshold) {
+  const WorkloadOptions o = Job(8, 100, 3);
+  const std::vector<TimeNs> starts = StepStarts(o);
+  const TimeNs hang_at = starts[30] + 50'000'000;  // inside step 30's backward pass
+  SummaryModel model(o, agent::sim::Hang{3, hang_at});
+  RuleSet rules = DefaultRules();
+  rules.rules[1].hang_after_ns = 5 * kSecond;  // as a test would lower it through the rules API
+  WatchEngine engine(rules);
+  EXPECT_TRUE(Watch(engine, model).empty());
+  ASSERT_TRUE(model.hung());
+  // The agents keep reporting where every rank stands; time moves on with nobody finishing.
+  std::vector<Seen> seen;
+  TimeNs fired_at = 0;
+  for (TimeNs now = model.now(); now < model.now() + 20 * kSecond && fired_at == 0;
+       now += kSecond / 2) {
+    for (const common::RankProgress& p : model.progress()) ASSERT_TRUE(engine.Add("job", p).ok());
+    for (AlertEvent& e : engine.Evaluate(now)) {
+      fired_at = now;
+      seen.push_back({std::move(e), -1});
+    }
+  }
+  ASSERT_EQ(seen.size(), 1u);
+  const Alert& a = seen[0].event.alert;
+  EXPECT_EQ(a.kind, AlertKind::kHang);
+  EXPECT_EQ(a.ranks, std::vector<int32_t>{3});
+  EXPECT_LE(fired_at - hang_at, 10 * kSecond) << "within twice the 5 s threshold";
+  int64_t sequence = -1;
+  for (const Evidence& e : a.finding.evidence) {
+    if (e.name == "sequence") sequence = static_cast<int64_t>(e.number);
+  }
+  EXPECT_EQ(sequence, model.progress()[0].entered_sequence);
+  EXPECT_EQ(sequence / o.buckets, 30) << "a collective of step 30";
+  for (const auto& [rank, completed] : a.finding.last_completed)
+    EXPECT_EQ(completed, sequence - 1) << rank;
+}
+
+TEST(WatchEngineTest, DisabledRulesAndOtherJobsRulesStaySilent) {
+  WorkloadOptions o = Job(8, 80, 7);
+  o.slowdowns.push_back({2, 1.2, SlowdownKind::kCompute});
+  RuleSet rules = DefaultRules();
+  rules.rules[0].job = "another-job";
+  SummaryModel model(o);
+  WatchEngine engine(rules);
+  EXPECT_TRUE(Watch(engine, model).empty());
+  rules.rules[0].job = "";
+  rules.rules[0].enabled = false;
+  SummaryModel again(o);
+  WatchEngine disabled(rules);
+  EXPECT_TRUE(Watch(disabled, again).empty());
+}
+
+TEST(WatchEngineTest, ChangingARuleResolvesItsAlerts) {
+  WorkloadOptions o = Job(8, 40, 7);
+  o.slowdowns.push_back({2, 1.2, SlowdownKind::kCompute});
+  SummaryModel model(o);
+  WatchEngine engine(DefaultRules());
+  const std::vector<Seen> seen = Watch(engine, model);
+  ASSERT_EQ(seen.size(), 1u);
+  ASSERT_EQ(engine.tracker().firing(), 1u);
+  RuleSet stricter = DefaultRules();
+  stricter.rules[0].min_share_of_step_time = 0.5;
+  const std::vector<AlertEvent> events = engine.SetRules(stricter, model.now());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].transition, Transition::kResolved);
+  EXPECT_EQ(engine.tracker().firing(), 0u);
+}
+
+TEST(WatchEngineTest, JobsAreBounded) {
+  EngineLimits limits;
+  limits.max_jobs = 2;
+  WatchEngine engine(DefaultRules(), limits);
+  common::StepSummary s;
+  s.end_ns = 1;
+  EXPECT_TRUE(engine.Add("a", s).ok());
+  EXPECT_TRUE(engine.Add("b", s).ok());
+  EXPECT_EQ(engine.Add("c", s).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(engine.jobs(), (std::vector<std::string>{"a", "b"}));
+}
+
+}  // namespace
+}  // namespace podscope::coordinator::watch
