@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -97,6 +99,10 @@ absl::StatusOr<ClientConnection> ClientConnection::Adopt(int fd, const std::stri
 }
 
 absl::Status ClientConnection::StartTls(const std::string& host, uint16_t port, const ClientTls& tls) {
+  // Requests go out in several writes (a TLS record each); Nagle would hold each one after the
+  // first behind the server's delayed ACK.
+  const int one = 1;
+  setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   if (!tls.enabled) return absl::OkStatus();
   const NoSigpipe guard;
   ClientConnection& c = *this;

@@ -196,6 +196,9 @@ class HttpServer::Impl {
       boost::system::error_code peer_ec;
       const tcp::endpoint remote = socket.remote_endpoint(peer_ec);
       if (peer_ec) continue;  // gone already
+      // A response goes out in several writes (a TLS record each): with Nagle on, each one after
+      // the first waits for the client's delayed ACK, 40 ms a request.
+      socket.set_option(tcp::no_delay(true), peer_ec);
       std::string client = remote.address().to_string();
       const ConnectionLimits::Verdict verdict = admission_.TryAdmit(client);
       if (verdict == ConnectionLimits::Verdict::kAdmitted) {
