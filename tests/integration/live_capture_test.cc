@@ -515,7 +515,7 @@ TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
   EXPECT_FALSE(stream->Read(&reply));
   const grpc::Status status = stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(status.error_message().find("agent protocol 99.0 is not supported by this coordinator (protocol 1.0)"),
+  EXPECT_NE(status.error_message().find("agent protocol 99.0 is not supported by this coordinator (protocol 1.1)"),
             std::string::npos)
       << status.error_message();
 }

@@ -1,0 +1,127 @@
+#include "common/watch_wire.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace podscope::common {
+namespace {
+
+using ::testing::HasSubstr;
+
+StepSummary EightBuckets(int32_t rank, int64_t step) {
+  StepSummary s;
+  s.rank = rank;
+  s.step = step;
+  s.start_ns = 1'700'000'000'000'000'000 + step * 100'000'000;
+  s.end_ns = s.start_ns + 97'654'321;
+  s.comm_kernel_ns = 30'000'000;
+  for (int b = 0; b < 8; ++b) {
+    CollectiveArrival a;
+    a.communicator = 0x9e3779b97f4a7c15ull;
+    a.sequence = step * 8 + b;
+    a.op = CollectiveOp::kAllReduce;
+    a.nranks = 1024;
+    a.bytes = 250'000'000;
+    a.enqueue_ns = s.start_ns + 30'000'000 + b * 7'000'000;
+    a.start_ns = a.enqueue_ns + 1'234'567;
+    a.end_ns = a.start_ns + 4'400'000;
+    s.collectives.push_back(a);
+  }
+  return s;
+}
+
+bool Same(const StepSummary& a, const StepSummary& b) {
+  if (a.rank != b.rank || a.step != b.step || a.start_ns != b.start_ns || a.end_ns != b.end_ns ||
+      a.comm_kernel_ns != b.comm_kernel_ns || a.collectives.size() != b.collectives.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.collectives.size(); ++i) {
+    const CollectiveArrival &x = a.collectives[i], &y = b.collectives[i];
+    if (x.communicator != y.communicator || x.sequence != y.sequence || x.op != y.op ||
+        x.nranks != y.nranks || x.bytes != y.bytes || x.enqueue_ns != y.enqueue_ns ||
+        x.start_ns != y.start_ns || x.end_ns != y.end_ns) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(WatchWireTest, RoundTripsStepsAndProgressOfSeveralJobs) {
+  WatchBatchBuilder builder;
+  builder.Add("llama", EightBuckets(3, 41));
+  builder.Add("bert", EightBuckets(0, 7));
+  RankProgress p;
+  p.rank = 3;
+  p.communicator = 0x9e3779b97f4a7c15ull;
+  p.nranks = 1024;
+  p.entered_sequence = 42 * 8;
+  p.entered_ns = 5;
+  p.entered_op = CollectiveOp::kAllGather;
+  p.entered_bytes = 77;
+  p.completed_sequence = 42 * 8 - 1;
+  p.completed_ns = 4;
+  builder.Add("llama", p);
+  v1::WatchBatch batch = builder.Take();
+  EXPECT_TRUE(builder.empty()) << "Take starts over";
+  EXPECT_EQ(batch.jobs_size(), 2);
+  EXPECT_EQ(batch.communicators_size(), 1) << "one table entry however often it is named";
+  std::string wire;
+  ASSERT_TRUE(batch.SerializeToString(&wire));
+  v1::WatchBatch parsed;
+  ASSERT_TRUE(parsed.ParseFromString(wire));
+  absl::StatusOr<DecodedWatch> d = DecodeWatchBatch(parsed);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->steps.size(), 2u);
+  EXPECT_EQ(d->steps[0].first, "llama");
+  EXPECT_TRUE(Same(d->steps[0].second, EightBuckets(3, 41)));
+  EXPECT_EQ(d->steps[1].first, "bert");
+  EXPECT_TRUE(Same(d->steps[1].second, EightBuckets(0, 7)));
+  ASSERT_EQ(d->progress.size(), 1u);
+  EXPECT_EQ(d->progress[0].first, "llama");
+  EXPECT_EQ(d->progress[0].second.entered_op, CollectiveOp::kAllGather);
+  EXPECT_EQ(d->progress[0].second.completed_sequence, 42 * 8 - 1);
+}
+
+// Watch data is small by design (DESIGN §11): a step of 8 AllReduce buckets, in a batch of a
+// node's 8 ranks, costs under 300 bytes per rank.
+TEST(WatchWireTest, AStepOfEightBucketsIsUnder300Bytes) {
+  WatchBatchBuilder builder;
+  for (int32_t r = 0; r < 8; ++r) builder.Add("llama-70b-pretrain", EightBuckets(r, 123'456));
+  const size_t bytes = builder.Take().ByteSizeLong();
+  EXPECT_LT(bytes / 8, 300u) << bytes << " bytes for 8 ranks";
+}
+
+TEST(WatchWireTest, RefusesIndexesOutsideItsTablesAndBrokenBounds) {
+  WatchBatchBuilder builder;
+  builder.Add("job", EightBuckets(0, 1));
+  const v1::WatchBatch good = builder.Take();
+
+  v1::WatchBatch b = good;
+  b.mutable_steps(0)->set_job(5);
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("names job #5 of 1"));
+  b = good;
+  b.mutable_steps(0)->mutable_collectives(2)->set_communicator(9);
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()),
+              HasSubstr("names communicator #9 of 1"));
+  b = good;
+  b.mutable_steps(0)->mutable_collectives(0)->set_op(200);
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("has op 200"));
+  b = good;
+  b.mutable_steps(0)->set_duration_ns(-1);
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("negative duration"));
+  b = good;
+  b.set_jobs(0, std::string(200, 'j'));
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()),
+              HasSubstr("longer than 128 bytes"));
+  WatchWireLimits tight;
+  tight.max_collectives_per_step = 4;
+  EXPECT_THAT(std::string(DecodeWatchBatch(good, tight).status().message()),
+              HasSubstr("more than 4 collectives"));
+  tight = {};
+  tight.max_steps = 0;
+  EXPECT_THAT(std::string(DecodeWatchBatch(good, tight).status().message()),
+              HasSubstr("more than 0 steps"));
+}
+
+}  // namespace
+}  // namespace podscope::common
