@@ -26,6 +26,7 @@
 #include "coordinator/agents/clock_keeper.h"
 #include "coordinator/agents/grpc_connection_gate.h"
 #include "coordinator/api/live_api.h"
+#include "coordinator/api/watch_api.h"
 #include "coordinator/api/rest_api.h"
 #include "coordinator/auth/token_authorizer.h"
 #include "coordinator/capture/capture_scheduler.h"
@@ -271,6 +272,16 @@ int main(int argc, char** argv) {
   api.Register(router);
   podscope::coordinator::LiveApi live_api(registry, aligner, scheduler, NowNs);
   live_api.Register(router);
+  // Watching every job between captures: rules kept in the store, alerts evaluated on a timer.
+  absl::StatusOr<std::unique_ptr<podscope::coordinator::watch::WatchService>> watch =
+      podscope::coordinator::watch::WatchService::Create(**store, NowNs);
+  if (!watch.ok()) {
+    spdlog::error("{}", std::string(watch.status().message()));
+    return 1;
+  }
+  (*watch)->Start();
+  podscope::coordinator::WatchApi watch_api(**watch);
+  watch_api.Register(router);
   if (settings.open_metrics) router.SetAccess("GET", "/metrics", podscope::coordinator::Access::kOpen);
   podscope::coordinator::HttpServer server(router, settings.http_limits);
   api.set_http_counters(&server.counters());
@@ -342,6 +353,7 @@ int main(int argc, char** argv) {
   grpc_gate.Stop();
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   clock_keeper.Stop();
+  (*watch)->Stop();
   scheduler.Stop();
   spdlog::info("stopped");
   return 0;

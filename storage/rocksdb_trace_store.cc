@@ -347,6 +347,41 @@ absl::Status RocksDbTraceStore::DeleteAnalysis(std::string_view capture_id, std:
   return absl::OkStatus();
 }
 
+namespace {
+
+constexpr size_t kMaxSettingBytes = 1 << 20;
+
+// Settings live in the default family beside the format key, under their own prefix.
+absl::StatusOr<std::string> SettingKey(std::string_view name) {
+  const bool ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+  });
+  if (!ok) return absl::InvalidArgumentError("a setting's name is 1-64 characters of [a-z0-9_.-]");
+  return common::StrCat("settings/", name);
+}
+
+}  // namespace
+
+absl::Status RocksDbTraceStore::PutSetting(std::string_view name, std::string_view value) {
+  absl::StatusOr<std::string> key = SettingKey(name);
+  if (!key.ok()) return key.status();
+  if (value.size() > kMaxSettingBytes) {
+    return absl::InvalidArgumentError(common::StrCat("setting ", name, " is larger than ", kMaxSettingBytes, " bytes"));
+  }
+  ROCKSDB_CALL(db_->Put(Synced(), handles_[kDefault], *key, rocksdb::Slice(value.data(), value.size())));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::string>> RocksDbTraceStore::GetSetting(std::string_view name) {
+  absl::StatusOr<std::string> key = SettingKey(name);
+  if (!key.ok()) return key.status();
+  std::string value;
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kDefault], *key, &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  ROCKSDB_CALL(s);
+  return std::optional<std::string>(std::move(value));
+}
+
 absl::Status RocksDbTraceStore::ForEachAnalysis(
     const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>& visit) {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kAnalyses]));

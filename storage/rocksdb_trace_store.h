@@ -46,6 +46,8 @@ class RocksDbTraceStore : public TraceStore {
   absl::StatusOr<std::optional<std::string>> GetAnalysis(std::string_view capture_id,
                                                          std::string_view kind) override;
   absl::Status DeleteAnalysis(std::string_view capture_id, std::string_view kind) override;
+  absl::Status PutSetting(std::string_view name, std::string_view value) override;
+  absl::StatusOr<std::optional<std::string>> GetSetting(std::string_view name) override;
   absl::Status ForEachAnalysis(
       const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>& visit) override;
   absl::Status DeleteCapture(std::string_view id) override;

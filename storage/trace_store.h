@@ -109,6 +109,12 @@ class TraceStore {
   virtual absl::Status ForEachAnalysis(
       const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>& visit) = 0;
 
+  // Small named settings the coordinator keeps across restarts (alert rules, schedules):
+  // durable (synced), at most 1 MiB each; names are 1-64 characters of [a-z0-9_.-].
+  virtual absl::Status PutSetting(std::string_view name, std::string_view value) = 0;
+  // Empty when the setting was never stored.
+  virtual absl::StatusOr<std::optional<std::string>> GetSetting(std::string_view name) = 0;
+
   // Removes the record, all events and cached analyses of a capture (range deletes).
   virtual absl::Status DeleteCapture(std::string_view id) = 0;
   // Bytes of event chunks on disk for a capture (approximate, from the store's index).

@@ -177,3 +177,26 @@ TEST(RetentionTest, DeletesOldAndOverBudgetFinishedCapturesOnly) {
 
 }  // namespace
 }  // namespace podscope::storage
+
+namespace podscope::storage {
+namespace {
+
+TEST(RocksDbTraceStoreTest, SettingsSurviveReopenAndNamesAreChecked) {
+  ScratchDir dir;
+  {
+    auto store = OpenStore(dir.File("db"));
+    EXPECT_FALSE(store->GetSetting("alert_rules")->has_value());
+    ASSERT_TRUE(store->PutSetting("alert_rules", R"({"rules":[]})").ok());
+    ASSERT_TRUE(store->PutSetting("alert_rules", R"({"rules":[1]})").ok()) << "replaced";
+    EXPECT_EQ(store->PutSetting("../format", "x").code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(store->PutSetting("Big", "x").code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(store->PutSetting("big", std::string((1 << 20) + 1, 'x')).code(), absl::StatusCode::kInvalidArgument);
+  }
+  auto store = OpenStore(dir.File("db"));
+  absl::StatusOr<std::optional<std::string>> rules = store->GetSetting("alert_rules");
+  ASSERT_TRUE(rules.ok());
+  EXPECT_EQ(rules->value_or(""), R"({"rules":[1]})");
+}
+
+}  // namespace
+}  // namespace podscope::storage

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "coordinator/api/live_api.h"
+#include "coordinator/api/watch_api.h"
 #include "coordinator/api/rest_api.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/test_paths.h"
@@ -27,6 +28,10 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   CaptureScheduler scheduler(**store, registry, aligner, {}, now);
   LiveApi live(registry, aligner, scheduler, now);
   live.Register(router);
+  auto watch = watch::WatchService::Create(**store, now);
+  ASSERT_TRUE(watch.ok());
+  WatchApi watch_api(**watch);
+  watch_api.Register(router);
   std::set<std::string> registered;
   for (const Route& r : router.routes()) {
     std::string method = r.method;

@@ -1,0 +1,26 @@
+// The REST routes of watching (DESIGN §8, §11): alerts, and the alert rules.
+#pragma once
+
+#include "coordinator/http/http_types.h"
+#include "coordinator/watch/watch_service.h"
+
+namespace podscope::coordinator {
+
+class WatchApi {
+ public:
+  explicit WatchApi(watch::WatchService& watch) : watch_(watch) {}
+
+  void Register(Router& router);
+
+ private:
+  HttpResponse ListAlerts(HttpRequest& request);
+  HttpResponse GetRules(HttpRequest& request);
+  HttpResponse PutRules(HttpRequest& request);
+
+  watch::WatchService& watch_;
+};
+
+// An alert as GET /v1/alerts lists it.
+std::string AlertToJson(const watch::Alert& alert);
+
+}  // namespace podscope::coordinator

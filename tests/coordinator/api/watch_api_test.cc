@@ -1,0 +1,125 @@
+// The watch service behind its REST routes (no daemon): watch data in, alerts out, rules
+// checked, stored and read back after a restart. Time is injected.
+#include "coordinator/api/watch_api.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include "agent/sim/summary_model.h"
+#include "storage/rocksdb_trace_store.h"
+#include "tests/test_paths.h"
+
+namespace podscope::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Fixture {
+  podscope::testing::ScratchDir dir;
+  std::unique_ptr<storage::RocksDbTraceStore> store;
+  common::TimeNs now = 0;
+  std::unique_ptr<watch::WatchService> service;
+  Router router;
+  std::unique_ptr<WatchApi> api;
+
+  Fixture() { Open(); }
+  void Open() {
+    service.reset();
+    store.reset();
+    store = std::move(*storage::RocksDbTraceStore::Open({.path = dir.File("db")}));
+    service = std::move(*watch::WatchService::Create(*store, [this] { return now; }));
+    router = Router();
+    api = std::make_unique<WatchApi>(*service);
+    api->Register(router);
+  }
+  HttpResponse Call(const std::string& method, const std::string& path, std::string body = "",
+                    std::map<std::string, std::string> query = {}) {
+    std::map<std::string, std::string> params;
+    bool path_matched = false;
+    const Route* route = router.Match(method, path, &params, &path_matched);
+    EXPECT_NE(route, nullptr) << method << " " << path;
+    if (route == nullptr) return HttpResponse::Problem(404, "Not Found", path);
+    HttpRequest r;
+    r.method = method;
+    r.path = path;
+    r.body = std::move(body);
+    r.query = std::move(query);
+    r.params = std::move(params);
+    return route->handler(r);
+  }
+  // Feeds a simulated job's steps as agents would, one step at a time, evaluating after each.
+  void Watch(agent::sim::SummaryModel& model, const std::string& job) {
+    std::vector<common::StepSummary> step;
+    while (model.Next(&step)) {
+      common::DecodedWatch batch;
+      for (common::StepSummary& s : step) batch.steps.emplace_back(job, std::move(s));
+      step.clear();
+      service->Ingest("agent-0", batch);
+      now = model.now();
+      service->Evaluate();
+    }
+  }
+};
+
+TEST(WatchApiTest, AStragglerShowsUpAsAFiringAlertWithItsEvidence) {
+  Fixture f;
+  agent::sim::WorkloadOptions o;
+  o.ranks = 8;
+  o.steps = 60;
+  o.slowdowns.push_back({6, 1.05, agent::sim::SlowdownKind::kCompute});
+  agent::sim::SummaryModel model(o);
+  f.service->SetHost("llama", 6, "node-0");
+  f.Watch(model, "llama");
+  const HttpResponse r = f.Call("GET", "/v1/alerts");
+  ASSERT_EQ(r.status, 200);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(r.body);
+  simdjson::dom::array alerts = doc["alerts"].get_array();
+  ASSERT_EQ(alerts.size(), 1u) << r.body;
+  simdjson::dom::element a = alerts.at(0);
+  EXPECT_EQ(std::string_view(a["kind"]), "straggler");
+  EXPECT_EQ(std::string_view(a["state"]), "firing");
+  EXPECT_EQ(std::string_view(a["job"]), "llama");
+  EXPECT_EQ(int64_t(a["ranks"].at(0)), 6);
+  EXPECT_EQ(std::string_view(a["hosts"].at(0)), "node-0");
+  EXPECT_GT(double(a["evidence"]["caused_delay_ms"]), 0);
+  EXPECT_GT(double(a["evidence"]["share_of_step_time"]), 0.005);
+  EXPECT_TRUE(a["capture_id"].is_null());
+  EXPECT_GT(int64_t(a["first_seen_ns"]), 0);
+  EXPECT_EQ(f.service->counters().steps, 60u * 8);
+
+  EXPECT_THAT(f.Call("GET", "/v1/alerts", "", {{"state", "resolved"}}).body, HasSubstr("\"alerts\":[]"));
+  EXPECT_THAT(f.Call("GET", "/v1/alerts", "", {{"job", "other"}}).body, HasSubstr("\"alerts\":[]"));
+  EXPECT_EQ(f.Call("GET", "/v1/alerts", "", {{"state", "burning"}}).status, 400);
+}
+
+TEST(WatchApiTest, RulesAreCheckedStoredAndSurviveARestart) {
+  Fixture f;
+  const HttpResponse bad = f.Call("PUT", "/v1/alerts/rules", R"({"rules":[{"name":"s","kind":"straggler","min_share_of_step_tme":0.1}]})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.content_type, "application/problem+json");
+  EXPECT_THAT(bad.body, HasSubstr("did you mean \\\"min_share_of_step_time\\\""));
+  EXPECT_THAT(f.Call("GET", "/v1/alerts/rules").body, HasSubstr("\"name\":\"hang\"")) << "the defaults, unchanged";
+
+  const HttpResponse good = f.Call("PUT", "/v1/alerts/rules", R"({"window_steps": 12, "rules":[{"name":"stuck","kind":"hang","hang_after_s":5}]})");
+  ASSERT_EQ(good.status, 200) << good.body;
+  EXPECT_THAT(good.body, HasSubstr("\"window_steps\":12"));
+  f.Open();  // a restart of the coordinator on the same store
+  const HttpResponse after = f.Call("GET", "/v1/alerts/rules");
+  EXPECT_THAT(after.body, HasSubstr("\"name\":\"stuck\""));
+  EXPECT_THAT(after.body, HasSubstr("\"hang_after_s\":5"));
+  EXPECT_THAT(after.body, ::testing::Not(HasSubstr("\"name\":\"straggler\"")));
+}
+
+TEST(WatchApiTest, RoutesCarryTheirRoles) {
+  Fixture f;
+  std::map<std::string, Access> roles;
+  for (const Route& r : f.router.routes()) roles[r.method + " " + r.pattern] = r.access;
+  EXPECT_EQ(roles.at("GET /v1/alerts"), Access::kRead);
+  EXPECT_EQ(roles.at("GET /v1/alerts/rules"), Access::kRead);
+  EXPECT_EQ(roles.at("PUT /v1/alerts/rules"), Access::kAdmin);
+}
+
+}  // namespace
+}  // namespace podscope::coordinator
