@@ -1,6 +1,7 @@
 #include "common/watch_summary.h"
 
 #include <algorithm>
+#include <climits>
 #include <numeric>
 
 namespace podscope::common {
@@ -12,6 +13,20 @@ uint64_t CommunicatorHash(std::string_view name) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+TimeNs CommunicationKernelTime(const std::vector<CollectiveArrival>& collectives) {
+  std::vector<std::pair<TimeNs, TimeNs>> kernels;
+  kernels.reserve(collectives.size());
+  for (const CollectiveArrival& a : collectives) kernels.emplace_back(a.start_ns, a.end_ns);
+  std::sort(kernels.begin(), kernels.end());
+  TimeNs covered = 0, covered_to = INT64_MIN;
+  for (const auto& [start, end] : kernels) {
+    const TimeNs from = std::max(start, covered_to);
+    if (end > from) covered += end - from;
+    covered_to = std::max(covered_to, end);
+  }
+  return covered;
 }
 
 std::vector<StepSummary> SummarizeSteps(const WorkerTrace& w) {
@@ -35,7 +50,6 @@ std::vector<StepSummary> SummarizeSteps(const WorkerTrace& w) {
     s.start_ns = w.steps.start[i];
     s.end_ns = w.steps.end[i];
     while (next < order.size() && c.enqueue[order[next]] < s.start_ns) ++next;
-    std::vector<std::pair<TimeNs, TimeNs>> kernels;
     for (size_t k = next; k < order.size() && c.enqueue[order[k]] < s.end_ns; ++k) {
       const size_t row = order[k];
       CollectiveArrival a;
@@ -48,16 +62,8 @@ std::vector<StepSummary> SummarizeSteps(const WorkerTrace& w) {
       a.start_ns = c.kernel_start[row];
       a.end_ns = c.kernel_end[row];
       s.collectives.push_back(a);
-      kernels.emplace_back(a.start_ns, a.end_ns);
     }
-    // The union of the step's communication kernels.
-    std::sort(kernels.begin(), kernels.end());
-    TimeNs covered_to = INT64_MIN;
-    for (const auto& [start, end] : kernels) {
-      const TimeNs from = std::max(start, covered_to);
-      if (end > from) s.comm_kernel_ns += end - from;
-      covered_to = std::max(covered_to, end);
-    }
+    s.comm_kernel_ns = CommunicationKernelTime(s.collectives);
     out.push_back(std::move(s));
   }
   return out;

@@ -53,6 +53,9 @@ struct RankProgress {
 // in every process.
 uint64_t CommunicatorHash(std::string_view name);
 
+// The time covered by the collectives' kernels (their union): a step's comm_kernel_ns.
+TimeNs CommunicationKernelTime(const std::vector<CollectiveArrival>& collectives);
+
 // The step summaries of one worker's steps and collectives, on its own clock: a collective
 // belongs to the step its host launch falls in. What an agent sends for a rank.
 std::vector<StepSummary> SummarizeSteps(const WorkerTrace& worker);

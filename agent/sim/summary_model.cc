@@ -156,13 +156,7 @@ bool SummaryModel::Next(std::vector<common::StepSummary>* out) {
     summary.step = number;
     summary.start_ns = s.step_start;
     summary.end_ns = s.host;
-    // Bucket collectives run in order on one stream: their union, without double counting.
-    TimeNs covered_to = INT64_MIN;
-    for (const common::CollectiveArrival& a : summary.collectives) {
-      const TimeNs from = std::max(a.start_ns, covered_to);
-      if (a.end_ns > from) summary.comm_kernel_ns += a.end_ns - from;
-      covered_to = std::max(covered_to, a.end_ns);
-    }
+    summary.comm_kernel_ns = common::CommunicationKernelTime(summary.collectives);
     now_ = std::max(now_, s.host);
   }
   ++step_;

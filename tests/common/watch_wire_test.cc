@@ -123,5 +123,15 @@ TEST(WatchWireTest, RefusesIndexesOutsideItsTablesAndBrokenBounds) {
               HasSubstr("more than 0 steps"));
 }
 
+// [0,10] and [5,15] overlap for 5; [20,25] stands alone: 15 + 5 covered, in any order.
+TEST(WatchSummaryTest, CommunicationKernelTimeIsTheUnionOfTheKernels) {
+  std::vector<CollectiveArrival> c(3);
+  c[0].start_ns = 20, c[0].end_ns = 25;
+  c[1].start_ns = 0, c[1].end_ns = 10;
+  c[2].start_ns = 5, c[2].end_ns = 15;
+  EXPECT_EQ(CommunicationKernelTime(c), 20);
+  EXPECT_EQ(CommunicationKernelTime({}), 0);
+}
+
 }  // namespace
 }  // namespace podscope::common
