@@ -91,7 +91,6 @@ class JobWatch {
 
   std::vector<CommunicatorProgress> Progress() const;
   const WatchCounters& counters() const { return counters_; }
-  size_t rank_count() const { return ranks_.size(); }
   int64_t newest_step() const { return newest_step_; }
 
  private:

@@ -120,9 +120,4 @@ std::vector<std::string> WatchEngine::jobs() const {
   return out;
 }
 
-const JobWatch* WatchEngine::job(const std::string& name) const {
-  auto it = jobs_.find(name);
-  return it == jobs_.end() ? nullptr : it->second.get();
-}
-
 }  // namespace podscope::coordinator::watch

@@ -45,7 +45,6 @@ class WatchEngine {
   // The latest window of each job that has one (for /metrics and `podscope watch`).
   const std::map<std::string, WindowStats>& latest() const { return latest_; }
   std::vector<std::string> jobs() const;
-  const JobWatch* job(const std::string& name) const;
 
  private:
   JobWatch* JobOf(const std::string& job);

@@ -1,7 +1,5 @@
 #include "coordinator/watch/watch_service.h"
 
-#include <atomic>
-
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -40,12 +38,7 @@ void WatchService::Ingest(const std::string& agent_id, const common::DecodedWatc
       continue;
     }
     ++counters_.refused_steps;
-    static std::atomic<int64_t> last_log{0};
-    const int64_t t = now_();
-    if (t - last_log.load() > 10'000'000'000) {  // at most one line per 10 s
-      last_log = t;
-      spdlog::warn("watch: agent {}, job {}: {}", agent_id, job, std::string(s.message()));
-    }
+    refused_log_.Warn("watch: agent {}, job {}: {}", agent_id, job, std::string(s.message()));
   }
   for (const auto& [job, progress] : data.progress) {
     if (engine_.Add(job, progress).ok()) ++counters_.progress;
