@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<ProbeCollector>> ProbeCollector::Start(ProbeColle
                                                                       const AgentClock& clock,
                                                                       std::unique_ptr<host::HostSampler> sampler) {
   std::unique_ptr<ProbeCollector> c(new ProbeCollector(std::move(options), clock, std::move(sampler)));
-  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Start(c->options_.server, c.get());
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Listen(c->options_.server, c.get());
   if (!server.ok()) {
     const std::string why(server.status().message());
     const bool denied = server.status().code() == absl::StatusCode::kPermissionDenied ||
@@ -53,7 +53,9 @@ absl::StatusOr<std::unique_ptr<ProbeCollector>> ProbeCollector::Start(ProbeColle
                         common::StrCat("probe socket ", c->options_.server.socket_path, ": ", why,
                                        denied ? " (run the agent as root, or give --probe-socket a path it may create)" : ""));
   }
+  // Held before it runs: a probe that registers at once is answered through server_.
   c->server_ = *std::move(server);
+  c->server_->Run();
   return c;
 }
 

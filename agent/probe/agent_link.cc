@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -183,7 +184,7 @@ void AgentLink::Serve(common::UniqueFd fd) {
       std::unique_lock<std::mutex> lock(mu_);
       if (queue_.empty()) break;
       const std::string& front = queue_.front().bytes;
-      const ssize_t n = write(fd.get(), front.data() + front_written_, front.size() - front_written_);
+      const ssize_t n = send(fd.get(), front.data() + front_written_, front.size() - front_written_, MSG_NOSIGNAL);
       if (n < 0) {
         if (errno != EAGAIN && errno != EINTR) broken = true;
         break;

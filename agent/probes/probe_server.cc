@@ -15,14 +15,14 @@
 
 namespace podscope::agent {
 
-absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Start(ProbeServerOptions options, Listener* listener) {
+absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Listen(ProbeServerOptions options, Listener* listener) {
   absl::StatusOr<common::UniqueFd> fd = common::ListenUnix(options.socket_path, options.socket_mode);
   if (!fd.ok()) return fd.status();
   fcntl(fd->get(), F_SETFL, fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
-  std::unique_ptr<ProbeServer> server(new ProbeServer(std::move(options), *std::move(fd), listener));
-  server->thread_ = std::thread([s = server.get()] { s->Loop(); });
-  return server;
+  return std::unique_ptr<ProbeServer>(new ProbeServer(std::move(options), *std::move(fd), listener));
 }
+
+void ProbeServer::Run() { thread_ = std::thread([this] { Loop(); }); }
 
 ProbeServer::ProbeServer(ProbeServerOptions options, common::UniqueFd listen_fd, Listener* listener)
     : options_(std::move(options)), listen_fd_(std::move(listen_fd)), listener_(listener) {
@@ -189,7 +189,7 @@ void ProbeServer::Loop() {
       if (revents & (POLLIN | POLLHUP | POLLERR)) keep = c->closing ? (revents & POLLIN) != 0 : ReadFrom(ids[i], *c);
       if (keep && (revents & POLLOUT)) {
         std::lock_guard<std::mutex> lock(mu_);
-        const ssize_t n = write(c->fd.get(), c->outbound.data(), c->outbound.size());
+        const ssize_t n = send(c->fd.get(), c->outbound.data(), c->outbound.size(), MSG_NOSIGNAL);
         if (n > 0) c->outbound.erase(0, static_cast<size_t>(n));
         if (n < 0 && errno != EAGAIN && errno != EINTR) keep = false;
         if (c->closing && c->outbound.empty()) keep = false;

@@ -52,8 +52,11 @@ class ProbeServer {
     virtual void OnDisconnect(ProbeConnectionId id) = 0;
   };
 
-  // Listens and starts the thread. The socket's directory is created if missing.
-  static absl::StatusOr<std::unique_ptr<ProbeServer>> Start(ProbeServerOptions options, Listener* listener);
+  // Listens (the socket's directory is created if missing); serves nobody until Run. Two steps,
+  // so that the listener can hold the server before any callback can use it.
+  static absl::StatusOr<std::unique_ptr<ProbeServer>> Listen(ProbeServerOptions options, Listener* listener);
+  // Starts the thread that accepts probes and calls the listener. Once.
+  void Run();
   ~ProbeServer();
   void Stop();
 
