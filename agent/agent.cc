@@ -112,7 +112,8 @@ Agent::Agent(AgentOptions options, const AgentClock& clock, std::vector<std::uni
       clock_(clock),
       collectors_(std::move(collectors)),
       heartbeat_interval_ns_(options_.heartbeat_interval_ns),
-      clock_sync_interval_ns_(options_.clock_sync_interval_ns) {
+      clock_sync_interval_ns_(options_.clock_sync_interval_ns),
+      watch_queue_(options_.watch_queue) {
   if (options_.host.empty()) options_.host = MachineHostName();
   if (options_.agent_id.empty()) options_.agent_id = common::StrCat(options_.host, "-", getpid());
   for (const std::unique_ptr<Collector>& c : collectors_) {
@@ -169,6 +170,16 @@ void Agent::Start() {
   stub_ = v1::AgentService::NewStub(channel_);
   connection_thread_ = std::thread([this] { ConnectionLoop(); });
   timer_thread_ = std::thread([this] { TimerLoop(); });
+  if (options_.watch) {
+    watch_sender_ = std::make_unique<WatchSender>(options_.watch_sender, options_.agent_id, stub_.get(), watch_queue_,
+                                                  [this] { return connected_.load(); });
+    watch_sender_->Start();
+    for (const std::unique_ptr<Collector>& c : collectors_) c->StartWatch(&watch_queue_);
+  }
+}
+
+WatchSenderCounters Agent::watch_sender_counters() const {
+  return watch_sender_ != nullptr ? watch_sender_->counters() : WatchSenderCounters{};
 }
 
 void Agent::Stop() {
@@ -181,6 +192,14 @@ void Agent::Stop() {
     for (auto& [id, run] : captures_) run->Cancel("agent shutting down");
   }
   cv_.notify_all();
+  if (watch_sender_ != nullptr) {
+    for (const std::unique_ptr<Collector>& c : collectors_) c->StopWatch();
+    watch_sender_->Stop();
+    const WatchQueueCounters q = watch_queue_.counters();
+    const WatchSenderCounters w = watch_sender_->counters();
+    spdlog::info("agent {}: watch data: {} steps summarised, {} sent in {} batches, {} dropped", options_.agent_id,
+                 q.pushed_steps, w.steps, w.batches, q.dropped_steps);
+  }
   if (connection_thread_.joinable()) connection_thread_.join();
   if (timer_thread_.joinable()) timer_thread_.join();
   std::map<std::string, std::unique_ptr<CaptureRun>> runs;

@@ -25,6 +25,8 @@
 #include "agent/capture_run.h"
 #include "agent/collector.h"
 #include "agent/start_timer.h"
+#include "agent/watch/watch_queue.h"
+#include "agent/watch/watch_sender.h"
 #include "common/tls_files.h"
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
@@ -52,6 +54,11 @@ struct AgentOptions {
   int64_t keep_finished_ns = 600'000'000'000;
   // capture.start_timer may be shared by the agents of one process; null: the agent's own.
   CaptureRunOptions capture;
+  // Watch data (DESIGN §11): the collectors' step summaries streamed to the coordinator between
+  // captures. On by default; --watch=off turns it off.
+  bool watch = true;
+  WatchQueueLimits watch_queue;
+  WatchSenderOptions watch_sender;
 };
 
 class Agent {
@@ -70,6 +77,9 @@ class Agent {
   const std::string& agent_id() const { return options_.agent_id; }
   // Blocks until connected (and welcomed) or `timeout_ns` passes.
   bool WaitConnected(int64_t timeout_ns);
+  // What the watch queue and stream did (zeros with watch off).
+  WatchQueueCounters watch_queue_counters() const { return watch_queue_.counters(); }
+  WatchSenderCounters watch_sender_counters() const;
 
  private:
   std::shared_ptr<grpc::ChannelCredentials> Credentials(grpc::ChannelArguments* args) const;
@@ -128,6 +138,8 @@ class Agent {
   std::atomic<int64_t> heartbeat_interval_ns_;
   std::atomic<int64_t> clock_sync_interval_ns_;
   std::unique_ptr<StartTimer> own_start_timer_;
+  WatchQueue watch_queue_;
+  std::unique_ptr<WatchSender> watch_sender_;
   std::thread connection_thread_, timer_thread_;
 };
 

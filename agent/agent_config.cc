@@ -10,7 +10,7 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
     const common::ConfigSection o(
         root, "", {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events", "max_spool_bytes",
                     "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids", "host_sample_interval_ms", "tls",
-                    "insecure"});
+                    "insecure", "watch"});
     const common::ConfigSection tls = o.Section("tls", {"cert", "key", "ca", "server_name"});
     tls.String("cert", &s->agent.tls.cert);
     tls.String("key", &s->agent.tls.key);
@@ -34,6 +34,24 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
           throw o.Bad("probe_allowed_uids", boost::json::serialize(uid) + " is not a uid");
         }
         s->collectors.probe_allowed_uids.push_back(static_cast<uint32_t>(uid.get_int64()));
+      }
+    }
+    if (o.Has("watch")) {
+      const common::ConfigSection watch =
+          o.Section("watch", {"enabled", "max_queued_steps", "flush_interval_ms", "max_batch_steps"});
+      watch.Bool("enabled", &s->agent.watch);
+      int64_t n = 0;
+      if (watch.Has("max_queued_steps")) {
+        watch.Integer("max_queued_steps", &n, 1, 10'000'000);
+        s->agent.watch_queue.max_steps = static_cast<size_t>(n);
+      }
+      if (watch.Has("flush_interval_ms")) {
+        watch.Integer("flush_interval_ms", &n, 10, 60'000);
+        s->agent.watch_sender.flush_interval = absl::Milliseconds(n);
+      }
+      if (watch.Has("max_batch_steps")) {
+        watch.Integer("max_batch_steps", &n, 1, 65'536);
+        s->agent.watch_sender.max_batch_steps = static_cast<size_t>(n);
       }
     }
     int64_t sample_ms = 0;

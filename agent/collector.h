@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/watch_summary.h"
 #include "common/worker_trace.h"
 
 namespace podscope::agent {
@@ -56,6 +57,17 @@ struct CollectedWorker {
   std::string error;  // non-empty: this worker failed (the pieces may be partial)
 };
 
+// Watch data (DESIGN §11): what a collector's workers do between captures, pushed as it happens,
+// times on the agent's clock. Thread-safe, and never blocks the caller: a full queue drops its
+// oldest summaries and counts them.
+class WatchSink {
+ public:
+  virtual ~WatchSink() = default;
+  virtual void Step(std::string_view job, const common::StepSummary& step) = 0;
+  // Where a rank stands while its steps do not end (what localises a hang).
+  virtual void Progress(std::string_view job, const common::RankProgress& progress) = 0;
+};
+
 class Collector {
  public:
   virtual ~Collector() = default;
@@ -72,6 +84,11 @@ class Collector {
   virtual absl::Status Stop(std::string_view capture_id) = 0;
   virtual absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) = 0;
   virtual void Forget(std::string_view capture_id) = 0;
+
+  // Starts pushing watch data into `sink` until StopWatch (the sink outlives that). A capture
+  // window and watch data coexist. Collectors with nothing to watch ignore both.
+  virtual void StartWatch(WatchSink* sink) {}
+  virtual void StopWatch() {}
 };
 
 }  // namespace podscope::agent

@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
   app.add_option("--tls-ca", tls_flags.ca, "the CA the coordinator's certificate must chain to, PEM");
   app.add_option("--tls-server-name", tls_server_name,
                  "the name the coordinator's certificate must hold [the host of --coordinator]");
+  std::string watch;
+  app.add_option("--watch", watch,
+                 "on: stream step summaries to the coordinator between captures, for alerts (DESIGN §11); off: "
+                 "only captures [on]")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--insecure", insecure, "plaintext gRPC without certificates: only on a network you trust (logs a warning)");
   // Exit codes: 0 success, 1 a runtime failure, 2 a wrong command line or config.
   try {
@@ -67,6 +72,7 @@ int main(int argc, char** argv) {
   if (!tls_flags.key.empty()) settings.agent.tls.key = tls_flags.key;
   if (!tls_flags.ca.empty()) settings.agent.tls.ca = tls_flags.ca;
   if (!tls_server_name.empty()) settings.agent.tls_server_name = tls_server_name;
+  if (!watch.empty()) settings.agent.watch = watch == "on";
   settings.insecure = settings.insecure || insecure;
   if (absl::Status s = podscope::common::CheckTlsChoice(settings.agent.tls, settings.insecure, "podscope-agent"); !s.ok()) {
     spdlog::error("{}", std::string(s.message()));
@@ -147,6 +153,7 @@ int main(int argc, char** argv) {
   // The exact line tests and scripts wait for.
   spdlog::info("podscope-agent {} serving {} workers, coordinator {}", agent.agent_id(), workers,
                settings.agent.coordinator);
+  if (!settings.agent.watch) spdlog::info("--watch=off: no step summaries are sent; the coordinator cannot alert on this node");
 
   // Wait for a signal, or for the coordinator to refuse us (checked once a second).
   int exit_code = 0;

@@ -23,7 +23,7 @@
 #include "agent/collectors/simulated_ranks.h"
 #include "bench/jitter_proxy.h"
 #include "common/str_util.h"
-#include "coordinator/cli/http_client.h"
+#include "coordinator/http/http_client.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -90,6 +90,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed);
   app.add_option("--sim-world", sim_world, "ranks actually simulated; rank r serves rank r mod this (0: all)");
   app.add_option("--job", job);
+  // Off by default, so that the capture figures stay those of capture traffic alone.
+  bool watch = false;
+  app.add_flag("--watch", watch, "agents also stream watch data (step summaries) between captures");
   bool verbose = false;
   app.add_flag("--verbose", verbose, "log what every agent does (info), not only warnings");
   CLI11_PARSE(app, argc, argv);
@@ -153,6 +156,7 @@ int main(int argc, char** argv) {
     options.host = host;
     options.clock_burst = clock_burst;
     options.capture.start_timer = &start_timer;
+    options.watch = watch;
     swarm.push_back(std::make_unique<podscope::agent::Agent>(options, *clocks[i], std::move(collectors)));
     swarm.back()->Start();
     // Agents of a real cluster come up over seconds, not in one instant on one host.

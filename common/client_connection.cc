@@ -1,5 +1,7 @@
 #include "common/client_connection.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
@@ -210,10 +212,14 @@ void ClientConnection::FinishSending() {
   }
 }
 
-std::string ClientConnection::ReceiveAll() {
+std::string ClientConnection::ReceiveAll(size_t max_bytes) {
   std::string out;
   char buffer[65536];
-  while (const size_t n = Receive(buffer, sizeof(buffer))) out.append(buffer, n);
+  while (out.size() < max_bytes) {
+    const size_t n = Receive(buffer, std::min(sizeof(buffer), max_bytes - out.size()));
+    if (n == 0) break;
+    out.append(buffer, n);
+  }
   return out;
 }
 

@@ -50,8 +50,8 @@ class ClientConnection {
   // No more to send: TCP half-close, or TLS close_notify. Reading goes on.
   void FinishSending();
   int fd() const { return fd_; }
-  // Everything until the peer closes.
-  std::string ReceiveAll();
+  // Everything until the peer closes, or the first `max_bytes` of it.
+  std::string ReceiveAll(size_t max_bytes = SIZE_MAX);
 
  private:
   ClientConnection() = default;

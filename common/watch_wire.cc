@@ -99,8 +99,10 @@ absl::StatusOr<DecodedWatch> DecodeWatchBatch(const v1::WatchBatch& b,
       return bad("step ", w.step(), " of rank ", w.rank(), " has more than ",
                  limits.max_collectives_per_step, " collectives");
     }
-    if (w.duration_ns() < 0)
-      return bad("step ", w.step(), " of rank ", w.rank(), " has a negative duration");
+    if (w.start_ns() < 0 || w.start_ns() > kMaxWatchTimeNs)
+      return bad("step ", w.step(), " of rank ", w.rank(), " starts outside [0, 2^62) ns");
+    if (w.duration_ns() < 0 || w.duration_ns() > kMaxWatchSpanNs)
+      return bad("step ", w.step(), " of rank ", w.rank(), " lasts less than 0 or more than a day");
     StepSummary s;
     s.rank = w.rank();
     s.step = w.step();
@@ -111,6 +113,10 @@ absl::StatusOr<DecodedWatch> DecodeWatchBatch(const v1::WatchBatch& b,
       if (c.communicator() >= communicators)
         return bad("a collective names communicator #", c.communicator(), " of ", communicators);
       if (c.op() > kMaxOp) return bad("collective ", c.sequence(), " has op ", c.op());
+      for (const int64_t delta : {c.enqueue_delta_ns(), c.start_delta_ns(), c.end_delta_ns()}) {
+        if (delta < -kMaxWatchSpanNs || delta > kMaxWatchSpanNs)
+          return bad("collective ", c.sequence(), " lies more than a day from its step");
+      }
       CollectiveArrival a;
       a.communicator = b.communicators(static_cast<int>(c.communicator()));
       a.sequence = c.sequence();
@@ -131,6 +137,10 @@ absl::StatusOr<DecodedWatch> DecodeWatchBatch(const v1::WatchBatch& b,
       return bad("progress of rank ", w.rank(), " names communicator #", w.communicator());
     if (w.entered_op() > kMaxOp)
       return bad("progress of rank ", w.rank(), " has op ", w.entered_op());
+    for (const int64_t t : {w.entered_ns(), w.completed_ns()}) {
+      if (t < 0 || t > kMaxWatchTimeNs)
+        return bad("progress of rank ", w.rank(), " has a time outside [0, 2^62) ns");
+    }
     RankProgress p;
     p.rank = w.rank();
     p.communicator = b.communicators(static_cast<int>(w.communicator()));
@@ -144,6 +154,22 @@ absl::StatusOr<DecodedWatch> DecodeWatchBatch(const v1::WatchBatch& b,
     out.progress.emplace_back(b.jobs(static_cast<int>(w.job())), p);
   }
   return out;
+}
+
+void AlignWatch(const ClockModel& model, DecodedWatch* data) {
+  for (auto& [job, step] : data->steps) {
+    step.start_ns = model.ToAligned(step.start_ns);
+    step.end_ns = model.ToAligned(step.end_ns);
+    for (CollectiveArrival& c : step.collectives) {
+      c.enqueue_ns = model.ToAligned(c.enqueue_ns);
+      c.start_ns = model.ToAligned(c.start_ns);
+      c.end_ns = model.ToAligned(c.end_ns);
+    }
+  }
+  for (auto& [job, p] : data->progress) {
+    if (p.entered_sequence >= 0) p.entered_ns = model.ToAligned(p.entered_ns);
+    if (p.completed_sequence >= 0) p.completed_ns = model.ToAligned(p.completed_ns);
+  }
 }
 
 }  // namespace podscope::common

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/clock_model.h"
 #include "common/watch_summary.h"
 #include "podscope/v1/agent.pb.h"
 
@@ -49,8 +50,16 @@ struct DecodedWatch {
   uint64_t dropped_steps = 0;
 };
 
+// Bounds that keep every time a decoded batch yields, and its clock conversion, far from
+// overflow: instants in [0, 2^62) ns (until 2116), spans within a day.
+inline constexpr int64_t kMaxWatchTimeNs = int64_t{1} << 62;
+inline constexpr int64_t kMaxWatchSpanNs = int64_t{86'400} * 1'000'000'000;
+
 // Refuses a batch that breaks a bound or points outside its tables, naming what.
 absl::StatusOr<DecodedWatch> DecodeWatchBatch(const v1::WatchBatch& batch,
                                               const WatchWireLimits& limits = {});
+
+// Moves every time of `data` from the agent's clock to the coordinator's.
+void AlignWatch(const ClockModel& model, DecodedWatch* data);
 
 }  // namespace podscope::common

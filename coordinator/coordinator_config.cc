@@ -11,7 +11,7 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root_object, Coor
     using common::ConfigSection;
     constexpr int64_t kTiB = int64_t{1} << 40;
     const ConfigSection root_section(*root, "", {"http", "grpc", "data_dir", "limits", "capture", "agents", "retention",
-                                                 "auth", "tls", "insecure"});
+                                                 "auth", "tls", "insecure", "notify"});
     const ConfigSection tls = root_section.Section("tls", {"cert", "key", "ca"});
     tls.String("cert", &s->tls.cert);
     tls.String("key", &s->tls.key);
@@ -89,6 +89,29 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root_object, Coor
       a.Number("clock_target_bound_us", &bound_us, 0.001, 1e9);
       s->clock_keeper.target_bound_ns = static_cast<int64_t>(bound_us * 1e3);
     }
+    const ConfigSection n = root_section.Section(
+        "notify", {"alertmanagers", "webhooks", "ca_file", "external_url", "timeout_ms", "max_attempts", "max_queued"});
+    for (const auto& [key, list] : {std::pair<const char*, std::vector<std::string>*>{"alertmanagers", &s->notify.alertmanagers},
+                                    {"webhooks", &s->notify.webhooks}}) {
+      const boost::json::value* urls = n.Raw(key);
+      if (urls == nullptr) continue;
+      if (!urls->is_array() || urls->get_array().size() > 16) throw n.Bad(key, "is not a list of at most 16 URLs");
+      for (const boost::json::value& url : urls->get_array()) {
+        if (!url.is_string() || url.get_string().empty() || url.get_string().size() > 2048) {
+          throw n.Bad(key, boost::json::serialize(url) + " is not a URL");
+        }
+        list->push_back(std::string(url.get_string()));
+      }
+    }
+    n.String("ca_file", &s->notify.ca_file);
+    n.String("external_url", &s->notify.external_url, 2048);
+    int64_t timeout_ns = 0;
+    if (n.Has("timeout_ms")) {
+      n.Millis("timeout_ms", &timeout_ns, 1'000, 600'000);
+      s->notify.timeout = absl::Nanoseconds(timeout_ns);
+    }
+    n.Integer("max_attempts", &s->notify.max_attempts, 1, 100);
+    n.Integer("max_queued", &s->notify.max_queued, 1, 1'000'000);
     const ConfigSection r = root_section.Section("retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
     double hours = 0;
     if (r.Has("max_age_hours")) {

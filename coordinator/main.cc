@@ -27,6 +27,7 @@
 #include "coordinator/agents/grpc_connection_gate.h"
 #include "coordinator/api/live_api.h"
 #include "coordinator/api/watch_api.h"
+#include "coordinator/api/watch_metrics.h"
 #include "coordinator/api/rest_api.h"
 #include "coordinator/auth/token_authorizer.h"
 #include "coordinator/capture/capture_scheduler.h"
@@ -222,7 +223,24 @@ int main(int argc, char** argv) {
   podscope::coordinator::ClockKeeper clock_keeper(registry, aligner, settings.clock_keeper, NowNs);
   clock_keeper.Start();
   api.set_live_lookup([&scheduler](const std::string& id) { return scheduler.LiveRecord(id); });
+  // Watching every job between captures: rules kept in the store, alerts evaluated on a timer,
+  // the agents' summaries in through their Watch streams.
+  absl::StatusOr<std::unique_ptr<podscope::coordinator::watch::WatchService>> watch =
+      podscope::coordinator::watch::WatchService::Create(**store, NowNs);
+  if (!watch.ok()) {
+    spdlog::error("{}", std::string(watch.status().message()));
+    return 1;
+  }
+  (*watch)->Start();
   podscope::coordinator::AgentService agent_service(registry, aligner, scheduler, settings.agents, NowNs);
+  podscope::coordinator::watch::WatchService& watch_service = **watch;
+  agent_service.set_watch_ingest(
+      {.ingest = [&watch_service](const std::string& agent, const podscope::common::DecodedWatch& data) {
+         watch_service.Ingest(agent, data);
+       },
+       .set_host = [&watch_service](const std::string& job, int32_t rank, const std::string& host) {
+         watch_service.SetHost(job, rank, host);
+       }});
   grpc::ServerBuilder builder;
   // podscope accepts the agents' connections itself (bounded, all and per client address) and
   // hands them to gRPC.
@@ -272,14 +290,21 @@ int main(int argc, char** argv) {
   api.Register(router);
   podscope::coordinator::LiveApi live_api(registry, aligner, scheduler, NowNs);
   live_api.Register(router);
-  // Watching every job between captures: rules kept in the store, alerts evaluated on a timer.
-  absl::StatusOr<std::unique_ptr<podscope::coordinator::watch::WatchService>> watch =
-      podscope::coordinator::watch::WatchService::Create(**store, NowNs);
-  if (!watch.ok()) {
-    spdlog::error("{}", std::string(watch.status().message()));
-    return 1;
+  // Alert transitions out to Alertmanager and webhooks, each on its own thread.
+  absl::StatusOr<std::unique_ptr<podscope::coordinator::watch::AlertNotifier>> notifier =
+      podscope::coordinator::watch::AlertNotifier::Create(settings.notify, [&watch_service] {
+        std::vector<podscope::coordinator::watch::Alert> firing;
+        for (podscope::coordinator::watch::Alert& a : watch_service.Alerts()) {
+          if (a.state == podscope::coordinator::watch::AlertState::kFiring) firing.push_back(std::move(a));
+        }
+        return firing;
+      });
+  if (!notifier.ok()) {
+    spdlog::error("{}", std::string(notifier.status().message()));
+    return 2;
   }
-  (*watch)->Start();
+  (*notifier)->Start();
+  watch_service.OnTransition([&notifier](const podscope::coordinator::watch::AlertEvent& e) { (*notifier)->Notify(e); });
   podscope::coordinator::WatchApi watch_api(**watch);
   watch_api.Register(router);
   if (settings.open_metrics) router.SetAccess("GET", "/metrics", podscope::coordinator::Access::kOpen);
@@ -290,6 +315,9 @@ int main(int argc, char** argv) {
     api.add_metrics_source([&authorizer](std::string* out) { authorizer->AppendMetrics(out); });
   }
   api.add_metrics_source([&grpc_gate](std::string* out) { grpc_gate.AppendMetrics(out); });
+  api.add_metrics_source([&agent_service](std::string* out) { agent_service.AppendMetrics(out); });
+  api.add_metrics_source([&watch_service](std::string* out) { podscope::coordinator::AppendWatchMetrics(watch_service, out); });
+  api.add_metrics_source([&notifier](std::string* out) { (*notifier)->AppendMetrics(out); });
   if (!settings.insecure) {
     if (absl::Status s = server.EnableTls({.cert_file = settings.tls.cert, .key_file = settings.tls.key}); !s.ok()) {
       spdlog::error("{}", std::string(s.message()));
@@ -354,6 +382,7 @@ int main(int argc, char** argv) {
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   clock_keeper.Stop();
   (*watch)->Stop();
+  (*notifier)->Stop();
   scheduler.Stop();
   spdlog::info("stopped");
   return 0;

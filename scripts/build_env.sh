@@ -17,12 +17,25 @@ PODSCOPE_DEBIAN_PACKAGES=(
   libssl-dev openssl
 )
 
+# What the test suite runs against, real and not mocked (scripts/test.sh installs these too):
+# Prometheus and promtool, Alertmanager.
+PODSCOPE_TEST_PACKAGES=(prometheus prometheus-alertmanager)
+
 podscope_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 podscope_install_deps() {
+  podscope_install_packages "${PODSCOPE_DEBIAN_PACKAGES[@]}"
+}
+
+podscope_install_test_deps() {
+  podscope_install_packages "${PODSCOPE_TEST_PACKAGES[@]}"
+}
+
+# podscope_install_packages PKG...: installs those not installed yet.
+podscope_install_packages() {
   local missing=()
   local pkg
-  for pkg in "${PODSCOPE_DEBIAN_PACKAGES[@]}"; do
+  for pkg in "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
       || missing+=("$pkg")
   done
@@ -73,7 +86,6 @@ podscope_build_sanitized() {
     cmake -S "$PODSCOPE_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
       -DPODSCOPE_SANITIZE=ON -DPODSCOPE_WERROR=ON -DPODSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
   fi
-  cmake --build "$dir" -j "$(nproc)" --target podscope podscope_common_tests podscope_cli_tests podscope_analysis_tests podscope_sim_tests podscope_storage_tests podscope_api_tests podscope_agent_tests podscope_control_tests podscope_integration_tests podscope_hardening_tests podscope-coordinator podscope-agent \
-    podscope_kineto_fuzz podscope_chunk_fuzz podscope_probe_frame_fuzz podscope_proc_fuzz podscope_step_pattern_fuzz podscope_http_fuzz podscope_config_fuzz \
-    $(podscope_probe_targets "$dir")
+  cmake --build "$dir" -j "$(nproc)" --target podscope podscope-coordinator podscope-agent \
+    podscope_all_tests $(podscope_probe_targets "$dir")
 }

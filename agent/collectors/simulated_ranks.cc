@@ -6,6 +6,7 @@
 #include <future>
 #include <list>
 
+#include "common/parse_number.h"
 #include "common/str_util.h"
 #include "common/trace_slice.h"
 
@@ -14,25 +15,23 @@ namespace podscope::agent {
 namespace {
 
 bool ParseInt(std::string_view text, int64_t* out) {
-  if (text.empty()) return false;
-  try {
-    size_t used = 0;
-    *out = std::stoll(std::string(text), &used);
-    return used == text.size();
-  } catch (const std::exception&) {
-    return false;
-  }
+  absl::StatusOr<int64_t> n = common::ParseInt(text);
+  if (n.ok()) *out = *n;
+  return n.ok();
 }
 
 bool ParseDouble(std::string_view text, double* out) {
-  if (text.empty()) return false;
-  try {
-    size_t used = 0;
-    *out = std::stod(std::string(text), &used);
-    return used == text.size();
-  } catch (const std::exception&) {
-    return false;
-  }
+  absl::StatusOr<double> x = common::ParseDouble(text);
+  if (x.ok()) *out = *x;
+  return x.ok();
+}
+
+// Unix seconds (fractions allowed) as nanoseconds, within 1970..2100.
+bool ParseUnixSeconds(std::string_view text, TimeNs* out) {
+  double seconds = 0;
+  if (!ParseDouble(text, &seconds) || !(seconds >= 0 && seconds < 4.1e9)) return false;
+  *out = static_cast<TimeNs>(seconds * 1e9);
+  return true;
 }
 
 // Process-wide cache of simulated segments: agents of one process (the scale benchmark runs
@@ -115,6 +114,21 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
       absl::StatusOr<sim::Slowdown> slow = sim::ParseSlowdown(value);
       if (!slow.ok()) return bad(std::string(slow.status().message()));
       spec.stragglers.push_back(*slow);
+    } else if (key == "straggler-at") {
+      // Unix times, so that every agent of the job agrees when the slowdown begins and ends.
+      const size_t dash = value.find('-');
+      if (!ParseUnixSeconds(value.substr(0, dash), &spec.straggler_from_ns) ||
+          (dash != std::string_view::npos && !ParseUnixSeconds(value.substr(dash + 1), &spec.straggler_until_ns))) {
+        return bad("expected T0 or T0-T1, Unix seconds");
+      }
+      if (spec.straggler_until_ns <= spec.straggler_from_ns) return bad("T1 must be after T0");
+    } else if (key == "hang") {
+      const size_t at = value.find('@');
+      if (at == std::string_view::npos || !ParseInt(value.substr(0, at), &n) || n < 0 || n >= 65536 ||
+          !ParseUnixSeconds(value.substr(at + 1), &spec.hang.at_ns)) {
+        return bad("expected RANK@T, T in Unix seconds");
+      }
+      spec.hang.rank = static_cast<int32_t>(n);
     } else if (key == "clock-offset-ms") {
       if (!ParseDouble(value, &spec.clock_offset_ms) || std::abs(spec.clock_offset_ms) > 3.6e6) {
         return bad("expected milliseconds within +-1 hour");
@@ -130,7 +144,8 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
     } else {
       return absl::InvalidArgumentError(common::StrCat(
           "--simulate: unknown key \"", key,
-          "\" (known: ranks, world, job, seed, straggler, clock-offset-ms, drift-ppm, profile, sim-world)"));
+          "\" (known: ranks, world, job, seed, straggler, straggler-at, hang, clock-offset-ms, drift-ppm, profile, "
+          "sim-world)"));
     }
   }
   if (!world_given) spec.world = spec.last_rank + 1;
@@ -140,10 +155,15 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
   }
   if (spec.sim_world > spec.world) spec.sim_world = 0;
   const int32_t simulated = spec.sim_world > 0 ? spec.sim_world : spec.world;
-  for (const sim::Slowdown& s : spec.stragglers) {
+  for (sim::Slowdown& s : spec.stragglers) {
     if (s.rank >= simulated) {
       return absl::InvalidArgumentError(common::StrCat("--simulate: straggler rank ", s.rank, " is not below world=", spec.world));
     }
+    s.from_ns = spec.straggler_from_ns;
+    s.until_ns = spec.straggler_until_ns;
+  }
+  if (spec.hang.rank >= simulated) {
+    return absl::InvalidArgumentError(common::StrCat("--simulate: hang rank ", spec.hang.rank, " is not below world=", spec.world));
   }
   return spec;
 }
@@ -203,19 +223,24 @@ absl::Status SimulatedRanksCollector::Stop(std::string_view capture_id) {
   return absl::OkStatus();
 }
 
+sim::WorkloadOptions SimulatedRanksCollector::SegmentOptions(int64_t k) const {
+  sim::WorkloadOptions o = base_;
+  o.epoch_ns = k * kSegmentNs;
+  o.first_step = k * steps_per_segment_;
+  o.seed = spec_.seed * 1'000'003ull + static_cast<uint64_t>(k);
+  return o;
+}
+
 std::shared_ptr<const sim::Workload> SimulatedRanksCollector::Segment(int64_t k) const {
   std::string key = common::StrCat(spec_.job, "|", spec_.seed, "|", base_.ranks, "|", spec_.profile, "|", k);
   for (const sim::Slowdown& s : spec_.stragglers) {
-    common::StrAppend(&key, "|", s.rank, ":", s.factor, ":", sim::SlowdownKindName(s.kind));
+    common::StrAppend(&key, "|", s.rank, ":", s.factor, ":", sim::SlowdownKindName(s.kind), ":", s.from_ns, ":",
+                      s.until_ns);
   }
   return Cache().Get(key, [this, k] {
-    sim::WorkloadOptions o = base_;
-    o.epoch_ns = k * kSegmentNs;
-    o.first_step = k * steps_per_segment_;
-    o.seed = spec_.seed * 1'000'003ull + static_cast<uint64_t>(k);
-    sim::Workload w = sim::SimulateJob(o);
+    sim::Workload w = sim::SimulateJob(SegmentOptions(k));
     // A segment ends where the next begins: steps that would overrun it are not part of it.
-    for (common::WorkerTrace& t : w.capture.workers) common::KeepWindow(o.epoch_ns, o.epoch_ns + kSegmentNs, &t);
+    for (common::WorkerTrace& t : w.capture.workers) common::KeepWindow(k * kSegmentNs, (k + 1) * kSegmentNs, &t);
     return w;
   });
 }
@@ -268,6 +293,85 @@ std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsBetween(int32_t 
 void SimulatedRanksCollector::Forget(std::string_view capture_id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = recordings_.find(capture_id); it != recordings_.end()) recordings_.erase(it);
+}
+
+void SimulatedRanksCollector::StartWatch(WatchSink* sink) {
+  {
+    absl::MutexLock lock(&watch_mu_);
+    watch_stopping_ = false;
+  }
+  watch_thread_ = std::thread([this, sink] { WatchLoop(sink); });
+}
+
+void SimulatedRanksCollector::StopWatch() {
+  {
+    absl::MutexLock lock(&watch_mu_);
+    watch_stopping_ = true;
+  }
+  if (watch_thread_.joinable()) watch_thread_.join();
+}
+
+bool SimulatedRanksCollector::WaitUntilHost(TimeNs host_ns) {
+  absl::MutexLock lock(&watch_mu_);
+  while (!watch_stopping_) {
+    const TimeNs left = host_ns - HostNowNs();
+    if (left <= 0) return true;
+    watch_mu_.AwaitWithTimeout(absl::Condition(&watch_stopping_), absl::Nanoseconds(left));
+  }
+  return false;
+}
+
+common::StepSummary SimulatedRanksCollector::AsServed(common::StepSummary s, int32_t rank) const {
+  const common::ClockModel& skew = clock_.skew();
+  s.rank = rank;
+  s.start_ns = skew.ToAligned(s.start_ns);
+  s.end_ns = skew.ToAligned(s.end_ns);
+  for (common::CollectiveArrival& c : s.collectives) {
+    c.nranks = spec_.world;  // with sim-world, ranks r and r + sim-world share a timeline
+    c.enqueue_ns = skew.ToAligned(c.enqueue_ns);
+    c.start_ns = skew.ToAligned(c.start_ns);
+    c.end_ns = skew.ToAligned(c.end_ns);
+  }
+  return s;
+}
+
+void SimulatedRanksCollector::WatchLoop(WatchSink* sink) {
+  std::vector<common::StepSummary> steps;
+  for (int64_t k = HostNowNs() / kSegmentNs;; ++k) {
+    const TimeNs segment_end = (k + 1) * kSegmentNs;
+    sim::SummaryModel model(SegmentOptions(k), spec_.hang);
+    while (true) {
+      steps.clear();
+      if (!model.Next(&steps)) break;
+      TimeNs last_end = 0;
+      for (int32_t r = spec_.first_rank; r <= spec_.last_rank; ++r) {
+        last_end = std::max(last_end, steps[static_cast<size_t>(r % base_.ranks)].end_ns);
+      }
+      // As in the captures' segments, a step overrunning its segment belongs to neither.
+      if (last_end > segment_end) break;
+      if (!WaitUntilHost(last_end)) return;
+      for (int32_t r = spec_.first_rank; r <= spec_.last_rank; ++r) {
+        sink->Step(spec_.job, AsServed(steps[static_cast<size_t>(r % base_.ranks)], r));
+      }
+    }
+    if (!model.hung()) {
+      if (!WaitUntilHost(segment_end)) return;
+      continue;
+    }
+    // Hung: nothing completes any more. Where each served rank stands, every second.
+    if (!WaitUntilHost(model.now())) return;
+    for (TimeNs t = model.now();; t += 1'000'000'000) {
+      for (int32_t r = spec_.first_rank; r <= spec_.last_rank; ++r) {
+        common::RankProgress p = model.progress()[static_cast<size_t>(r % base_.ranks)];
+        p.rank = r;
+        p.nranks = spec_.world;
+        if (p.entered_sequence >= 0) p.entered_ns = clock_.FromHost(p.entered_ns);
+        if (p.completed_sequence >= 0) p.completed_ns = clock_.FromHost(p.completed_ns);
+        sink->Progress(spec_.job, p);
+      }
+      if (!WaitUntilHost(t + 1'000'000'000)) return;
+    }
+  }
 }
 
 }  // namespace podscope::agent

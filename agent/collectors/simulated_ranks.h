@@ -12,22 +12,30 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/agent_clock.h"
 #include "agent/collector.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/sim/summary_model.h"
 #include "agent/sim/workload_model.h"
 
 namespace podscope::agent {
 
-// --simulate ranks=0-7,world=32,job=J,seed=S,straggler=RANK:FACTOR[:kind],clock-offset-ms=X,
-//            drift-ppm=Y,profile=default|light,sim-world=N
+// --simulate ranks=0-7,world=32,job=J,seed=S,straggler=RANK:FACTOR[:kind],straggler-at=T0[-T1],
+//            hang=RANK@T,clock-offset-ms=X,drift-ppm=Y,profile=default|light,sim-world=N
 struct SimulationSpec {
   int32_t first_rank = 0, last_rank = 7;
   int32_t world = 8;
   std::string job = "sim";
   uint64_t seed = 1;
   std::vector<sim::Slowdown> stragglers;
+  // straggler-at: every straggler is slow from this true time (Unix) until the next only.
+  TimeNs straggler_from_ns = INT64_MIN;
+  TimeNs straggler_until_ns = INT64_MAX;
+  sim::Hang hang;  // hang=RANK@T: that rank enters no collective from T on
   double clock_offset_ms = 0;  // of this agent's clock against the host's
   double drift_ppm = 0;
   std::string profile = "default";  // "light": a tenth of the kernels (scale tests)
@@ -42,6 +50,7 @@ class SimulatedRanksCollector : public Collector {
  public:
   // `clock` must outlive the collector.
   SimulatedRanksCollector(SimulationSpec spec, std::string host, const AgentClock& clock);
+  ~SimulatedRanksCollector() override { StopWatch(); }
 
   std::string_view name() const override { return "sim"; }
   std::vector<WorkerIdentity> Workers() const override;
@@ -50,13 +59,20 @@ class SimulatedRanksCollector : public Collector {
   absl::Status Stop(std::string_view capture_id) override;
   absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) override;
   void Forget(std::string_view capture_id) override;
+  // Watch data from the same timeline, step by step as true time passes each step's end: the
+  // summary model (agent/sim/summary_model.h) over the same segments, seeds and slowdowns as the
+  // captures'. Once the job hangs, each served rank's progress every second instead.
+  void StartWatch(WatchSink* sink) override;
+  void StopWatch() override;
 
   // The events of `rank` wholly inside [begin, end] on true (host) time, moved into the agent
   // clock: one piece per segment the window overlaps. What Drain serves.
   std::vector<common::WorkerTrace> EventsBetween(int32_t rank, TimeNs begin, TimeNs end) const;
 
-  // Segment length of the simulated timeline.
+  // Segment length of the simulated timeline; segment k starts at k * kSegmentNs (Unix time)
+  // with step k * steps_per_segment().
   static constexpr TimeNs kSegmentNs = 4'000'000'000;
+  int32_t steps_per_segment() const { return steps_per_segment_; }
 
  private:
   struct Recording {
@@ -65,6 +81,12 @@ class SimulatedRanksCollector : public Collector {
   };
   // The whole job over segment k (true time), shared by every collector of this process.
   std::shared_ptr<const sim::Workload> Segment(int64_t k) const;
+  sim::WorkloadOptions SegmentOptions(int64_t k) const;
+  void WatchLoop(WatchSink* sink);
+  // Waits until true time `host_ns` unless StopWatch; false when stopping.
+  bool WaitUntilHost(TimeNs host_ns);
+  // A summary of simulated rank `timeline` as served rank `rank`, on the agent's clock.
+  common::StepSummary AsServed(common::StepSummary s, int32_t rank) const;
 
   const SimulationSpec spec_;
   const std::string host_;
@@ -73,6 +95,9 @@ class SimulatedRanksCollector : public Collector {
   int32_t steps_per_segment_ = 0;
   std::mutex mu_;
   std::map<std::string, Recording, std::less<>> recordings_;
+  absl::Mutex watch_mu_;
+  bool watch_stopping_ ABSL_GUARDED_BY(watch_mu_) = false;
+  std::thread watch_thread_;
 };
 
 }  // namespace podscope::agent

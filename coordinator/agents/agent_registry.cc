@@ -157,6 +157,17 @@ size_t AgentRegistry::ConnectedCount() const {
   return static_cast<size_t>(std::count_if(agents_.begin(), agents_.end(), [](const auto& kv) { return kv.second.info.connected; }));
 }
 
+std::map<std::pair<std::string, int32_t>, std::string> AgentRegistry::ServedRanks(const std::string& agent_id) const {
+  std::map<std::pair<std::string, int32_t>, std::string> served;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = agents_.find(agent_id);
+  if (it == agents_.end() || !it->second.info.connected) return served;
+  for (const v1::WorkerDescriptor& w : it->second.info.workers) {
+    served.emplace(std::make_pair(w.job(), w.rank()), w.host().empty() ? it->second.info.host : w.host());
+  }
+  return served;
+}
+
 absl::StatusOr<TargetSelection> AgentRegistry::SelectTargets(const std::string& job,
                                                               const std::vector<int32_t>& ranks) const {
   const std::set<int32_t> wanted(ranks.begin(), ranks.end());

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -96,6 +97,10 @@ class AgentRegistry {
   // ranks claimed by several agents are conflicts, given to none. NotFound when no connected
   // agent serves the job, or when a requested rank is not served.
   absl::StatusOr<TargetSelection> SelectTargets(const std::string& job, const std::vector<int32_t>& ranks) const;
+
+  // The (job, rank) pairs a connected agent serves now, each with its host (the worker's, else
+  // the agent's); empty when the agent is not connected. Watch data is taken for these only.
+  std::map<std::pair<std::string, int32_t>, std::string> ServedRanks(const std::string& agent_id) const;
 
   const AgentRegistryOptions& options() const { return options_; }
 

@@ -307,6 +307,100 @@ class UploadSession : public grpc::ServerReadReactor<v1::UploadRequest> {
   std::set<int32_t> ranks_;
 };
 
+// One agent's Watch stream: batches of step summaries and progress, for as long as the agent
+// runs. Each batch is checked (identity, bounds, which ranks the agent serves), moved onto the
+// coordinator's clock and handed to the sink before the next is read, so gRPC's flow control
+// is the backpressure: an agent that sends faster than the coordinator takes queues at home,
+// where its bounded queue drops the oldest and counts them.
+class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
+ public:
+  WatchSession(AgentService& service, grpc::CallbackServerContext* context, v1::WatchAck* response)
+      : service_(service), certificate_identity_(CertificateIdentity(*context)), response_(response) {
+    if (!service_.watch_ingest_.ingest) {
+      Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this coordinator does not take watch data"));
+      return;
+    }
+    StartRead(&batch_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      response_->set_batches(batches_);
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (absl::Status s = Take(); !s.ok()) {
+      ++service_.watch_counters_.refused_batches;
+      service_.watch_log_.Warn("agent {}: watch stream refused: {}", agent_id_.empty() ? batch_.agent_id() : agent_id_,
+                std::string(s.message()));
+      Finish(ToGrpc(s));
+      return;
+    }
+    StartRead(&batch_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Take() {
+    if (agent_id_.empty()) {
+      if (absl::Status s = CheckIdentity(service_.options_, certificate_identity_, batch_.agent_id()); !s.ok()) return s;
+      agent_id_ = batch_.agent_id();
+    } else if (batch_.agent_id() != agent_id_) {
+      return absl::InvalidArgumentError("one Watch call carries one agent's data");
+    }
+    // Ranks are the registry's word, so an agent must hold its control stream to be heard.
+    if (!service_.registry_.IsConnected(agent_id_)) {
+      return absl::FailedPreconditionError(
+          common::StrCat("agent ", agent_id_, " has no control stream: connect before sending watch data"));
+    }
+    absl::StatusOr<common::DecodedWatch> data = common::DecodeWatchBatch(batch_);
+    if (!data.ok()) return data.status();
+    ++batches_;
+    ++service_.watch_counters_.batches;
+    absl::StatusOr<common::ClockModel> model = service_.aligner_.Model(agent_id_);
+    if (!model.ok()) {
+      // Only until the agent's first clock burst lands: summaries on an unknown clock would be
+      // matched against other agents' and name the wrong rank.
+      ++service_.watch_counters_.unaligned_batches;
+      return absl::OkStatus();
+    }
+    // A rank the agent does not serve is another agent's to report (or nobody's).
+    const std::map<std::pair<std::string, int32_t>, std::string> served = service_.registry_.ServedRanks(agent_id_);
+    uint64_t foreign = 0;
+    auto serves = [&](const std::string& job, int32_t rank) {
+      const auto it = served.find({job, rank});
+      if (it == served.end()) {
+        ++foreign;
+        return false;
+      }
+      auto [known, inserted] = hosts_.try_emplace(it->first, it->second);
+      if (inserted || known->second != it->second) {
+        known->second = it->second;
+        if (service_.watch_ingest_.set_host) service_.watch_ingest_.set_host(job, rank, it->second);
+      }
+      return true;
+    };
+    std::erase_if(data->steps, [&](const auto& s) { return !serves(s.first, s.second.rank); });
+    std::erase_if(data->progress, [&](const auto& p) { return !serves(p.first, p.second.rank); });
+    if (foreign > 0) {
+      service_.watch_counters_.foreign_records += foreign;
+      service_.watch_log_.Warn("agent {}: {} watch records for ranks it does not serve were dropped", agent_id_, foreign);
+    }
+    common::AlignWatch(*model, &*data);
+    service_.watch_ingest_.ingest(agent_id_, *data);
+    return absl::OkStatus();
+  }
+
+  AgentService& service_;
+  const std::string certificate_identity_;
+  v1::WatchAck* response_;
+  v1::WatchBatch batch_;
+  std::string agent_id_;
+  uint64_t batches_ = 0;
+  std::map<std::pair<std::string, int32_t>, std::string> hosts_;  // as last given to the sink
+};
+
 AgentService::AgentService(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler,
                            AgentServiceOptions options, std::function<TimeNs()> now)
     : registry_(registry), aligner_(aligner), scheduler_(scheduler), options_(std::move(options)), now_(std::move(now)) {}
@@ -328,6 +422,23 @@ grpc::ServerUnaryReactor* AgentService::SyncClock(grpc::CallbackServerContext* c
 grpc::ServerReadReactor<v1::UploadRequest>* AgentService::Upload(grpc::CallbackServerContext* context,
                                                                  v1::UploadResponse* response) {
   return new UploadSession(*this, context, response);
+}
+
+grpc::ServerReadReactor<v1::WatchBatch>* AgentService::Watch(grpc::CallbackServerContext* context, v1::WatchAck* response) {
+  return new WatchSession(*this, context, response);
+}
+
+void AgentService::AppendMetrics(std::string* out) const {
+  const auto counter = [out](std::string_view name, std::string_view help, uint64_t value) {
+    common::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ", value, "\n");
+  };
+  counter("podscope_watch_batches_total", "Watch batches taken from agents.", watch_counters_.batches.load());
+  counter("podscope_watch_refused_batches_total", "Watch batches refused (malformed, an agent not who it says, or one without a control stream).",
+          watch_counters_.refused_batches.load());
+  counter("podscope_watch_unaligned_batches_total", "Watch batches dropped because the agent's clock had no model yet.",
+          watch_counters_.unaligned_batches.load());
+  counter("podscope_watch_foreign_records_total", "Watch records dropped for ranks their agent does not serve.",
+          watch_counters_.foreign_records.load());
 }
 
 }  // namespace podscope::coordinator

@@ -4,14 +4,17 @@
 // capture scheduler.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <set>
 #include <string>
 
+#include "common/watch_wire.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/capture/capture_scheduler.h"
 #include "coordinator/clock/clock_aligner.h"
+#include "coordinator/http/rate_limited_log.h"
 #include "podscope/v1/agent.grpc.pb.h"
 
 namespace podscope::coordinator {
@@ -41,6 +44,23 @@ struct AgentServiceOptions {
   std::map<std::string, std::set<std::string>> job_agents;
 };
 
+// Where the agents' watch data goes once checked and moved onto the coordinator's clock: the
+// watch service, wired in main.cc (this folder does not depend on it).
+struct WatchIngest {
+  std::function<void(const std::string& agent_id, const common::DecodedWatch& data)> ingest;
+  // Called once per (job, rank) a Watch stream first reports, and again when its host changes.
+  std::function<void(const std::string& job, int32_t rank, const std::string& host)> set_host;
+};
+
+// What the Watch streams took and refused, for /metrics.
+struct WatchStreamCounters {
+  std::atomic<uint64_t> batches{0};
+  // malformed, from an agent that is not who it says, or from one without a control stream
+  std::atomic<uint64_t> refused_batches{0};
+  std::atomic<uint64_t> unaligned_batches{0};  // the agent's clock had no model yet: dropped
+  std::atomic<uint64_t> foreign_records{0};    // for a (job, rank) the agent does not serve: dropped
+};
+
 class AgentService final : public v1::AgentService::CallbackService {
  public:
   AgentService(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler, AgentServiceOptions options,
@@ -51,15 +71,25 @@ class AgentService final : public v1::AgentService::CallbackService {
                                       v1::SyncClockResponse* response) override;
   grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* context,
                                                      v1::UploadResponse* response) override;
+  grpc::ServerReadReactor<v1::WatchBatch>* Watch(grpc::CallbackServerContext* context, v1::WatchAck* response) override;
+
+  // Before the server starts. Without a sink, Watch calls are refused (UNIMPLEMENTED).
+  void set_watch_ingest(WatchIngest ingest) { watch_ingest_ = std::move(ingest); }
+  const WatchStreamCounters& watch_counters() const { return watch_counters_; }
+  void AppendMetrics(std::string* out) const;
 
  private:
   friend class ControlSession;
   friend class UploadSession;
+  friend class WatchSession;
   AgentRegistry& registry_;
   ClockAligner& aligner_;
   CaptureScheduler& scheduler_;
   const AgentServiceOptions options_;
   const std::function<TimeNs()> now_;
+  WatchIngest watch_ingest_;
+  WatchStreamCounters watch_counters_;
+  RateLimitedLog watch_log_{"watch"};  // shared by all streams: many streams cannot flood the log
 };
 
 }  // namespace podscope::coordinator

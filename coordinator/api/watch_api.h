@@ -20,7 +20,4 @@ class WatchApi {
   watch::WatchService& watch_;
 };
 
-// An alert as GET /v1/alerts lists it.
-std::string AlertToJson(const watch::Alert& alert);
-
 }  // namespace podscope::coordinator

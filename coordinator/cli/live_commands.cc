@@ -12,32 +12,18 @@
 #include "common/parse_number.h"
 #include "common/ranges.h"
 #include "common/str_util.h"
-#include "coordinator/cli/http_client.h"
+#include "coordinator/cli/cli_util.h"
+#include "coordinator/http/http_client.h"
 #include "coordinator/cli/online_commands.h"
 #include "coordinator/cli/terminal_progress.h"
 
 namespace podscope::coordinator {
 namespace {
 
-int Fail(const std::string& command, const std::string& message) {
-  std::fprintf(stderr, "podscope %s: %s\n", command.c_str(), message.c_str());
-  return 1;
-}
-
-// A command line that cannot be run as given: exit code 2, as CLI11's own usage errors.
-int Usage(const std::string& command, const std::string& message) {
-  std::fprintf(stderr, "podscope %s: %s\n", command.c_str(), message.c_str());
-  return 2;
-}
-
-std::string Str(simdjson::dom::element e) {
-  std::string_view s;
-  return e.get_string().get(s) == simdjson::SUCCESS ? std::string(s) : std::string();
-}
-int64_t Int(simdjson::dom::element e) {
-  int64_t v = 0;
-  return e.get_int64().get(v) == simdjson::SUCCESS ? v : 0;
-}
+using cli::Fail;
+using cli::Int;
+using cli::Str;
+using cli::Usage;
 
 // "0-3,8,10-11" from sorted ranks.
 std::string RankRanges(std::vector<int64_t> ranks) {

@@ -14,6 +14,7 @@
 #include "coordinator/cli/inspect_command.h"
 #include "coordinator/cli/live_commands.h"
 #include "coordinator/cli/online_commands.h"
+#include "coordinator/cli/watch_commands.h"
 #include "coordinator/cli/simulate_command.h"
 
 namespace {
@@ -58,6 +59,8 @@ int main(int argc, char** argv) {
   const podscope::coordinator::OnlineCommands online_cmds = podscope::coordinator::AddOnlineCommands(app, online);
   podscope::coordinator::LiveOptions live;
   const podscope::coordinator::LiveCommands live_cmds = podscope::coordinator::AddLiveCommands(app, live);
+  podscope::coordinator::WatchOptions watch;
+  const podscope::coordinator::WatchCommands watch_cmds = podscope::coordinator::AddWatchCommands(app, watch);
 
   // Exit codes: 0 success, 1 the command failed, 2 the command line is wrong (CLI11's own codes,
   // 105-109, are folded into 2), 3 a `capture --wait` that ended partial.
@@ -77,6 +80,9 @@ int main(int argc, char** argv) {
   if (online_cmds.trace->parsed()) return podscope::coordinator::RunTraceCommand(online);
   if (live_cmds.workers->parsed()) return podscope::coordinator::RunWorkersCommand(online, live);
   if (live_cmds.capture->parsed()) return podscope::coordinator::RunCaptureCommand(online, live);
+  if (watch_cmds.alerts->parsed()) return podscope::coordinator::RunAlertsCommand(online, watch);
+  if (watch_cmds.rules_get->parsed()) return podscope::coordinator::RunRulesGetCommand(online);
+  if (watch_cmds.rules_set->parsed()) return podscope::coordinator::RunRulesSetCommand(online, watch);
   if (simulate_cmd->parsed()) return podscope::coordinator::RunSimulateCommand(simulate);
   if (export_cmd->parsed()) return podscope::coordinator::RunExportCommand(export_options);
   return 2;

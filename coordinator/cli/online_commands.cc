@@ -12,17 +12,15 @@
 #include "common/file_io.h"
 #include "common/str_util.h"
 #include "common/trace_files.h"
-#include "coordinator/cli/http_client.h"
+#include "coordinator/cli/cli_util.h"
+#include "coordinator/http/http_client.h"
 #include "coordinator/cli/terminal_progress.h"
 #include "fmt/format.h"
 
 namespace podscope::coordinator {
 namespace {
 
-int Fail(const std::string& command, const std::string& message) {
-  std::fprintf(stderr, "podscope %s: %s\n", command.c_str(), message.c_str());
-  return 1;
-}
+using cli::Fail;
 
 absl::StatusOr<ServerAddress> Server(const OnlineOptions& o) { return ResolveServer(o); }
 

@@ -7,7 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
-#include "coordinator/cli/http_client.h"
+#include "coordinator/http/http_client.h"
 
 namespace podscope::coordinator {
 

@@ -1,4 +1,4 @@
-#include "coordinator/cli/http_client.h"
+#include "coordinator/http/http_client.h"
 
 #include "coordinator/http/http_types.h"
 
@@ -29,7 +29,11 @@ absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url) {
   } else if (rest.find("://") != std::string::npos) {
     return absl::InvalidArgumentError(common::StrCat("--server ", url, ": only http:// and https:// are supported"));
   }
-  rest = rest.substr(0, rest.find('/'));
+  if (const size_t slash = rest.find('/'); slash != std::string::npos) {
+    address.base_path = rest.substr(slash);
+    while (address.base_path.ends_with('/')) address.base_path.pop_back();
+    rest = rest.substr(0, slash);
+  }
   const size_t colon = rest.rfind(':');
   address.host = colon == std::string::npos ? rest : rest.substr(0, colon);
   if (colon != std::string::npos) {
@@ -61,7 +65,7 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
                                                  const std::string& content_type,
                                                  const std::function<void(uint64_t)>& progress) {
   absl::StatusOr<common::ClientConnection> connection = common::ClientConnection::Connect(
-      server.host, server.port, {.enabled = server.tls, .ca_file = server.ca_file});
+      server.host, server.port, {.enabled = server.tls, .ca_file = server.ca_file}, server.timeout_seconds);
   if (!connection.ok()) {
     if (!server.tls || connection.status().code() == absl::StatusCode::kInvalidArgument) return connection.status();
     return absl::UnavailableError(common::StrCat(connection.status().message(),
@@ -69,7 +73,7 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
   }
   std::ostringstream head;
   head << method << " " << target << " HTTP/1.1\r\nHost: " << server.host << ":" << server.port
-       << "\r\nUser-Agent: podscope-cli\r\nConnection: close\r\n";
+       << "\r\nUser-Agent: " << server.user_agent << "\r\nConnection: close\r\n";
   if (!server.token.empty()) head << "Authorization: Bearer " << server.token << "\r\n";
   if (!content_type.empty()) head << "Content-Type: " << content_type << "\r\n";
   if (!body.empty() || method == "POST" || method == "PUT") head << "Content-Length: " << body.size() << "\r\n";
@@ -85,13 +89,15 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
       if (progress) progress(sent);
     }
   }
-  const std::string raw = connection->ReceiveAll();
+  const std::string raw = connection->ReceiveAll(server.max_response_bytes);
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos || !raw.starts_with("HTTP/1.")) {
     return absl::UnavailableError(common::StrCat("no valid HTTP response from ", server.host, ":", server.port));
   }
   HttpClientResponse response;
-  response.status = std::atoi(raw.substr(9, 3).c_str());
+  const absl::StatusOr<int64_t> status = common::ParseInt(std::string_view(raw).substr(9, 3));
+  if (!status.ok()) return absl::UnavailableError(common::StrCat("no valid HTTP status from ", server.host, ":", server.port));
+  response.status = static_cast<int>(*status);
   std::istringstream lines(raw.substr(0, header_end));
   std::string line;
   std::getline(lines, line);

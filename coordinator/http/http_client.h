@@ -1,5 +1,5 @@
-// A small blocking HTTP/1.1 client for the CLI's online mode (http:// or https://, with a bearer
-// token when one is given).
+// A small blocking HTTP/1.1 client (http:// or https://, with a bearer token when one is given):
+// the CLI's online mode, and the coordinator's alert notifications.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +24,15 @@ struct ServerAddress {
   bool tls = false;      // https://
   std::string ca_file;   // --ca-cert: the CA the server's certificate must chain to (empty: the system's)
   std::string token;     // --token-file or PODSCOPE_TOKEN: sent as "Authorization: Bearer"
+  int timeout_seconds = 60;             // connecting, and each read or write without progress
+  size_t max_response_bytes = SIZE_MAX;  // the rest of a longer response is not read
+  std::string user_agent = "podscope-cli";
+  std::string base_path;                // "/base" of the URL, "" without one
 };
 absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url);
 
 // One request per connection. `progress` (optional) is told how many body bytes were sent.
-// Errors: unreachable server, timeouts (60 s without progress), malformed responses.
+// Errors: unreachable server, timeouts (timeout_seconds without progress), malformed responses.
 absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, const std::string& method,
                                                  const std::string& target, const std::string& body = "",
                                                  const std::string& content_type = "",

@@ -53,6 +53,7 @@ std::vector<AlertEvent> AlertTracker::Observe(const AlertRule& rule, const std::
     a.hosts = f->hosts;
     a.finding = *f;
     a.first_seen_ns = a.last_seen_ns = now;
+    a.fired_at_step = f->window_last_step;
     s.alert = a;
     events.push_back({Transition::kFired, std::move(a)});
   }

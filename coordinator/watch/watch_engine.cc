@@ -100,8 +100,11 @@ std::vector<AlertEvent> WatchEngine::Evaluate(TimeNs now) {
     for (WindowStats& window : job->Settle()) {
       // Over the last N steps, not fewer: a job's first steps are too few to judge.
       for (const AlertRule& rule : window.full ? rules_.rules : std::vector<AlertRule>{}) {
-        if (rule.kind != AlertKind::kHang && Applies(rule, name))
-          observe(rule, name, Detect(window, rule));
+        if (rule.kind != AlertKind::kHang && Applies(rule, name)) {
+          std::vector<Finding> findings = Detect(window, rule);
+          for (Finding& f : findings) f.window_last_step = window.last_step;
+          observe(rule, name, std::move(findings));
+        }
       }
       latest_[name] = std::move(window);
     }

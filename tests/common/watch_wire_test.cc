@@ -108,7 +108,29 @@ TEST(WatchWireTest, RefusesIndexesOutsideItsTablesAndBrokenBounds) {
   EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("has op 200"));
   b = good;
   b.mutable_steps(0)->set_duration_ns(-1);
-  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("negative duration"));
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("less than 0 or more than a day"));
+  // Times an attacker picks to overflow the arithmetic of decoding or of clock conversion.
+  b = good;
+  b.mutable_steps(0)->set_start_ns(INT64_MAX);
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("starts outside [0, 2^62) ns"));
+  b = good;
+  b.mutable_steps(0)->set_start_ns(-1);
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("starts outside"));
+  b = good;
+  b.mutable_steps(0)->set_duration_ns(INT64_MAX);
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("more than a day"));
+  b = good;
+  b.mutable_steps(0)->mutable_collectives(1)->set_end_delta_ns(INT64_MIN);
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("more than a day from its step"));
+  {
+    WatchBatchBuilder with_progress;
+    RankProgress p;
+    p.entered_sequence = 3;
+    p.entered_ns = INT64_MIN;
+    with_progress.Add("job", p);
+    EXPECT_THAT(std::string(DecodeWatchBatch(with_progress.Take()).status().message()),
+                HasSubstr("time outside [0, 2^62) ns"));
+  }
   b = good;
   b.set_jobs(0, std::string(200, 'j'));
   EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()),
@@ -121,6 +143,34 @@ TEST(WatchWireTest, RefusesIndexesOutsideItsTablesAndBrokenBounds) {
   tight.max_steps = 0;
   EXPECT_THAT(std::string(DecodeWatchBatch(good, tight).status().message()),
               HasSubstr("more than 0 steps"));
+}
+
+// Every time moves by the agent's model (offset 1 ms, no drift here); a progress record's times
+// that mean "none yet" stay as they are.
+TEST(WatchWireTest, AlignWatchMovesEveryTimeOntoTheCoordinatorsClock) {
+  WatchBatchBuilder builder;
+  builder.Add("job", EightBuckets(2, 9));
+  RankProgress entered_only;
+  entered_only.entered_sequence = 80;
+  entered_only.entered_ns = 1'000;
+  builder.Add("job", entered_only);
+  absl::StatusOr<DecodedWatch> d = DecodeWatchBatch(builder.Take());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ClockModel model;
+  model.offset_ns = 1'000'000;
+  AlignWatch(model, &*d);
+  const StepSummary want = EightBuckets(2, 9);
+  const StepSummary& got = d->steps[0].second;
+  EXPECT_EQ(got.start_ns, want.start_ns + 1'000'000);
+  EXPECT_EQ(got.end_ns, want.end_ns + 1'000'000);
+  EXPECT_EQ(got.comm_kernel_ns, want.comm_kernel_ns) << "a duration does not move";
+  for (size_t i = 0; i < want.collectives.size(); ++i) {
+    EXPECT_EQ(got.collectives[i].enqueue_ns, want.collectives[i].enqueue_ns + 1'000'000);
+    EXPECT_EQ(got.collectives[i].start_ns, want.collectives[i].start_ns + 1'000'000);
+    EXPECT_EQ(got.collectives[i].end_ns, want.collectives[i].end_ns + 1'000'000);
+  }
+  EXPECT_EQ(d->progress[0].second.entered_ns, 1'001'000);
+  EXPECT_EQ(d->progress[0].second.completed_ns, 0) << "nothing completed: no time to move";
 }
 
 // [0,10] and [5,15] overlap for 5; [20,25] stands alone: 15 + 5 covered, in any order.

@@ -17,6 +17,7 @@
 #include "podscope/v1/agent.grpc.pb.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/daemon.h"
+#include "tests/integration/live_cluster_fixture.h"
 #include "tests/integration/test_security.h"
 #include "tests/test_paths.h"
 
@@ -25,133 +26,7 @@ namespace {
 
 using common::TimeNs;
 
-std::string FileText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-class LiveCaptureTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    config_ = dir_.Write("coordinator.json", R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 20000},
-                                               "agents": {"heartbeat_interval_ms": 300}})");
-  }
-
-  void StartCoordinator() {
-    const std::string log = dir_.File("coordinator-" + std::to_string(++starts_) + ".log");
-    coordinator_ = std::make_unique<Daemon>(
-        PODSCOPE_COORDINATOR_PATH,
-        Concat({"--config", config_, "--data-dir", dir_.File("store"), "--http", "127.0.0.1:" + std::to_string(http_port_),
-                "--grpc", "127.0.0.1:" + std::to_string(grpc_port_)},
-               TestSecurity::Get().CoordinatorFlags()),
-        log);
-    const std::string grpc = coordinator_->WaitForLog("agents on grpc://[^:]+:([0-9]+)");
-    ASSERT_FALSE(grpc.empty()) << coordinator_->Log();
-    grpc_port_ = std::stoi(grpc);
-    http_port_ = coordinator_->WaitForPort();
-    ASSERT_GT(http_port_, 0) << coordinator_->Log();
-  }
-
-  Daemon& StartAgent(const std::string& id, const std::string& simulate, const std::string& host = "") {
-    const std::string name = host.empty() ? "host-" + id : host;
-    agents_.push_back(std::make_unique<Daemon>(
-        PODSCOPE_AGENT_PATH,
-        Concat({"--coordinator", "127.0.0.1:" + std::to_string(grpc_port_), "--agent-id", id, "--host", name, "--simulate",
-                simulate},
-               TestSecurity::Get().AgentFlags(id)),
-        dir_.File("agent-" + id + "-" + name + ".log")));
-    return *agents_.back();
-  }
-
-  simdjson::dom::element Json(const std::string& body) {
-    documents_.push_back(std::make_unique<simdjson::dom::parser>());
-    simdjson::dom::element e;
-    EXPECT_EQ(documents_.back()->parse(body).get(e), simdjson::SUCCESS) << body;
-    return e;
-  }
-
-  // Until `n` agents are connected and each has a clock model.
-  void WaitForAgents(size_t n) {
-    for (int i = 0; i < 300; ++i) {
-      const HttpResult r = HttpCall(http_port_, "GET", "/v1/workers");
-      if (r.status == 200) {
-        simdjson::dom::element doc = Json(r.body);
-        size_t synced = 0;
-        for (simdjson::dom::element a : doc["agents"].get_array()) {
-          if (a["health"].get_string().value() != "disconnected" && !a["clock"].is_null()) ++synced;
-        }
-        if (synced == n) return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL() << "agents never connected: " << HttpCall(http_port_, "GET", "/v1/workers").body;
-  }
-
-  std::string StartCapture(const std::string& body) {
-    const HttpResult r = HttpCall(http_port_, "POST", "/v1/captures", body, "application/json");
-    EXPECT_EQ(r.status, 202) << r.body;
-    EXPECT_EQ(r.headers.count("location"), 1u);
-    return std::string(Json(r.body)["id"].get_string().value());
-  }
-
-  std::string State(const std::string& id) {
-    const HttpResult r = HttpCall(http_port_, "GET", "/v1/captures/" + id);
-    if (r.status != 200) return "";
-    return std::string(Json(r.body)["state"].get_string().value());
-  }
-
-  std::string WaitForState(const std::string& id, const std::set<std::string>& states, int timeout_ms) {
-    std::string state;
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-      state = State(id);
-      if (states.count(state)) return state;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return state;
-  }
-
-  simdjson::dom::element Capture(const std::string& id) { return Json(HttpCall(http_port_, "GET", "/v1/captures/" + id).body); }
-
-  // The exact skew an agent's simulated clock runs with, from its log.
-  agent::AgentClock AgentSkew(Daemon& agent) {
-    const std::string line = agent.WaitForLog("simulated clock skew: (offset_ns=-?[0-9]+ drift_ppb=-?[0-9]+ reference_ns=[0-9]+)");
-    std::smatch m;
-    const std::regex numbers("offset_ns=(-?[0-9]+) drift_ppb=(-?[0-9]+) reference_ns=([0-9]+)");
-    EXPECT_TRUE(std::regex_search(line, m, numbers)) << line;
-    return agent::AgentClock(std::stoll(m[1]), std::stoll(m[2]) / 1000.0, std::stoll(m[3]));
-  }
-
-  // A control stream to the coordinator opened by hand, to send what no real agent would.
-  struct RawAgentSession {
-    std::unique_ptr<v1::AgentService::Stub> stub;
-    grpc::ClientContext context;
-    std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>> stream;
-  };
-  // Over mutual TLS with a certificate for `agent_id`, as a real agent would connect.
-  std::unique_ptr<RawAgentSession> OpenRawAgentSession(const std::string& agent_id) {
-    auto session = std::make_unique<RawAgentSession>();
-    const std::vector<std::string> flags = TestSecurity::Get().AgentFlags(agent_id);  // cert, key, ca
-    grpc::SslCredentialsOptions tls;
-    tls.pem_cert_chain = FileText(flags[1]);
-    tls.pem_private_key = FileText(flags[3]);
-    tls.pem_root_certs = FileText(flags[5]);
-    session->stub = v1::AgentService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::SslCredentials(tls)));
-    session->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    session->stream = session->stub->Connect(&session->context);
-    return session;
-  }
-
-  ScratchDir dir_;
-  std::string config_;
-  int starts_ = 0;
-  int http_port_ = 0, grpc_port_ = 0;
-  std::unique_ptr<Daemon> coordinator_;
-  std::vector<std::unique_ptr<Daemon>> agents_;
-  std::vector<std::unique_ptr<simdjson::dom::parser>> documents_;
-};
+class LiveCaptureTest : public LiveClusterTest {};
 
 TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
   StartCoordinator();

@@ -163,3 +163,160 @@ TEST(SimulatedRanksTest, SimWorldServesManyRanksFromASmallerJob) {
 
 }  // namespace
 }  // namespace podscope::agent
+
+namespace podscope::agent {
+namespace {
+
+TEST(SimulationSpecTest, StragglerAtAndHangTakeUnixTimes) {
+  absl::StatusOr<SimulationSpec> spec =
+      ParseSimulationSpec("world=8,straggler=3:1.05,straggler=5:2:input,straggler-at=1800000000-1800000012.5,hang=2@1800000100");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->stragglers.size(), 2u);
+  for (const sim::Slowdown& s : spec->stragglers) {
+    EXPECT_EQ(s.from_ns, 1'800'000'000'000'000'000);
+    EXPECT_EQ(s.until_ns, 1'800'000'012'500'000'000);
+  }
+  EXPECT_EQ(spec->hang.rank, 2);
+  EXPECT_EQ(spec->hang.at_ns, 1'800'000'100'000'000'000);
+  // Without straggler-at a straggler is slow throughout; without an end, from T0 on.
+  absl::StatusOr<SimulationSpec> always = ParseSimulationSpec("world=8,straggler=3:1.05");
+  ASSERT_TRUE(always.ok());
+  EXPECT_EQ(always->stragglers[0].from_ns, INT64_MIN);
+  EXPECT_EQ(always->stragglers[0].until_ns, INT64_MAX);
+  absl::StatusOr<SimulationSpec> open = ParseSimulationSpec("straggler-at=1800000000,world=8,straggler=3:1.05");
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->stragglers[0].from_ns, 1'800'000'000'000'000'000);
+  EXPECT_EQ(open->stragglers[0].until_ns, INT64_MAX);
+
+  auto message = [](std::string_view text) { return std::string(ParseSimulationSpec(text).status().message()); };
+  EXPECT_NE(message("straggler-at=1800000010-1800000005").find("T1 must be after T0"), std::string::npos);
+  EXPECT_NE(message("straggler-at=soon").find("Unix seconds"), std::string::npos);
+  EXPECT_NE(message("straggler-at=-5").find("Unix seconds"), std::string::npos);
+  EXPECT_NE(message("hang=2").find("RANK@T"), std::string::npos);
+  EXPECT_NE(message("hang=x@1800000000").find("RANK@T"), std::string::npos);
+  EXPECT_NE(message("world=8,hang=9@1800000000").find("hang rank 9 is not below world=8"), std::string::npos);
+}
+
+// What a WatchSink receives, for tests.
+class RecordingSink : public WatchSink {
+ public:
+  void Step(std::string_view job, const common::StepSummary& step) override {
+    absl::MutexLock lock(&mu_);
+    EXPECT_EQ(job, "t");
+    steps_[step.rank].push_back(step);
+  }
+  void Progress(std::string_view job, const common::RankProgress& progress) override {
+    absl::MutexLock lock(&mu_);
+    progress_[progress.rank] = progress;
+  }
+  // Waits (up to 60 s) until `pred` holds over what was received.
+  template <typename Pred>
+  bool WaitFor(Pred pred) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pred(steps_, progress_); };
+    return mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(60));
+  }
+  std::map<int32_t, std::vector<common::StepSummary>> steps() {
+    absl::MutexLock lock(&mu_);
+    return steps_;
+  }
+  std::map<int32_t, common::RankProgress> progress() {
+    absl::MutexLock lock(&mu_);
+    return progress_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<int32_t, std::vector<common::StepSummary>> steps_ ABSL_GUARDED_BY(mu_);
+  std::map<int32_t, common::RankProgress> progress_ ABSL_GUARDED_BY(mu_);
+};
+
+// Watch data runs on the same timeline as captures: consecutive step numbers from the
+// segment's first, every rank's step summarised once its end has passed on true time, times on
+// the agent's skewed clock, one collective sequence shared by every rank.
+TEST(SimulatedRanksTest, WatchDataFollowsTheJobsTimelineOnTheAgentsClock) {
+  const AgentClock clock(7'000'000, 0, 0);
+  SimulationSpec spec = Spec(2, 5);
+  SimulatedRanksCollector collector(spec, "node", clock);
+  RecordingSink sink;
+  const int64_t first_segment = HostNowNs() / kSegment;
+  collector.StartWatch(&sink);
+  const bool enough = sink.WaitFor([](const auto& steps, const auto&) {
+    if (steps.size() < 4) return false;
+    for (const auto& [rank, list] : steps) {
+      if (list.size() < 12) return false;
+    }
+    return true;
+  });
+  const TimeNs stopped_at = clock.Now();
+  collector.StopWatch();
+  ASSERT_TRUE(enough) << "no watch data within 60 s";
+  const auto steps = sink.steps();
+  EXPECT_EQ(steps.size(), 4u) << "ranks 2-5 only";
+  const uint64_t pg0 = common::CommunicatorHash("pg:0");
+  for (const auto& [rank, list] : steps) {
+    EXPECT_GE(rank, 2);
+    EXPECT_LE(rank, 5);
+    // The first step is the watch's first segment's, or a later one's.
+    EXPECT_GE(list.front().step, first_segment * collector.steps_per_segment());
+    for (size_t i = 0; i < list.size(); ++i) {
+      const common::StepSummary& s = list[i];
+      if (i > 0) {
+        EXPECT_GT(s.step, list[i - 1].step);
+        EXPECT_GE(s.start_ns, list[i - 1].end_ns) << "steps run back to back";
+      }
+      EXPECT_LT(s.start_ns, s.end_ns);
+      EXPECT_LE(s.end_ns, stopped_at) << "a step is summarised only after it ended";
+      EXPECT_GT(s.comm_kernel_ns, 0);
+      ASSERT_EQ(s.collectives.size(), 2u) << "the light profile's two buckets";
+      for (const common::CollectiveArrival& c : s.collectives) {
+        EXPECT_EQ(c.communicator, pg0);
+        EXPECT_EQ(c.nranks, 8);
+        EXPECT_EQ(c.sequence / 2, s.step) << "sequences follow step numbers";
+        EXPECT_LE(c.enqueue_ns, c.start_ns);
+        EXPECT_LT(c.start_ns, c.end_ns);
+      }
+    }
+  }
+  // The same collective ends on every rank at once (a ring completes together); the agent's
+  // 7 ms offset is in every time: a step's end lies 7 ms after its true end, within a segment.
+  const common::StepSummary& a = steps.at(2)[3];
+  for (const auto& [rank, list] : steps) {
+    for (const common::StepSummary& s : list) {
+      if (s.step != a.step) continue;
+      EXPECT_EQ(s.collectives.back().end_ns, a.collectives.back().end_ns);
+    }
+  }
+  EXPECT_EQ(clock.ToHost(a.start_ns) / kSegment, clock.ToHost(a.end_ns) / kSegment) << "no step crosses a segment";
+}
+
+// A hung rank stops the job: no step ends any more, and every served rank's progress is sent
+// each second instead. The hung rank never entered the collective the others wait in.
+TEST(SimulatedRanksTest, AHangStopsTheStepsAndSendsWhereEachRankStands) {
+  const AgentClock clock;
+  SimulationSpec spec = Spec(0, 3);
+  spec.hang = {.rank = 2, .at_ns = HostNowNs() - 100'000'000};
+  SimulatedRanksCollector collector(spec, "node", clock);
+  RecordingSink sink;
+  collector.StartWatch(&sink);
+  const bool reported = sink.WaitFor([](const auto&, const auto& progress) { return progress.size() == 4; });
+  collector.StopWatch();
+  ASSERT_TRUE(reported) << "no progress within 60 s";
+  const auto progress = sink.progress();
+  const int64_t waiting_in = progress.at(0).entered_sequence;
+  EXPECT_GE(waiting_in, 0);
+  for (const int32_t r : {0, 1, 3}) {
+    EXPECT_EQ(progress.at(r).entered_sequence, waiting_in) << "rank " << r;
+    EXPECT_LT(progress.at(r).completed_sequence, waiting_in) << "rank " << r;
+    EXPECT_EQ(progress.at(r).nranks, 8);
+  }
+  EXPECT_LT(progress.at(2).entered_sequence, waiting_in) << "the hung rank never entered it";
+  for (const auto& [rank, list] : sink.steps()) {
+    for (const common::StepSummary& s : list) {
+      EXPECT_LT(s.step * 2, waiting_in) << "no step ends after the hang";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace podscope::agent

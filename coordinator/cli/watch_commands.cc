@@ -1,0 +1,122 @@
+#include "coordinator/cli/watch_commands.h"
+
+#include <simdjson.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include "common/str_util.h"
+#include "coordinator/cli/cli_util.h"
+#include "coordinator/http/http_client.h"
+#include "fmt/format.h"
+
+namespace podscope::coordinator {
+namespace {
+
+using cli::Fail;
+using cli::Int;
+using cli::Str;
+
+// "4m ago", "2h ago": how long ago `ns` (Unix) was.
+std::string Ago(int64_t ns) {
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t s = std::max<int64_t>(0, (now - ns) / 1'000'000'000);
+  if (s < 120) return fmt::format("{}s ago", s);
+  if (s < 7200) return fmt::format("{}m ago", s / 60);
+  if (s < 172800) return fmt::format("{}h ago", s / 3600);
+  return fmt::format("{}d ago", s / 86400);
+}
+
+}  // namespace
+
+WatchCommands AddWatchCommands(CLI::App& app, WatchOptions& o) {
+  WatchCommands c;
+  c.alerts = app.add_subcommand("alerts", "Alerts raised by watching the jobs: stragglers, hangs, regressions");
+  c.alerts->add_option("--job", o.job, "Only this job's alerts");
+  c.alerts->add_option("--state", o.state, "Which alerts")->check(CLI::IsMember({"firing", "resolved", "all"}))->capture_default_str();
+  c.alerts->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  c.rules = app.add_subcommand("rules", "The alert rules: get them, or set them from a JSON file (docs/watch.md)");
+  c.rules->require_subcommand(1);
+  c.rules_get = c.rules->add_subcommand("get", "Print the rules in force (JSON)");
+  c.rules_set = c.rules->add_subcommand("set", "Replace the rules with FILE's (checked first: a bad file changes nothing)");
+  c.rules_set->add_option("FILE", o.rules_file, "JSON rules file, or - for standard input")->required();
+  return c;
+}
+
+int RunAlertsCommand(const OnlineOptions& online, const WatchOptions& o) {
+  absl::StatusOr<ServerAddress> server = ResolveServer(online);
+  if (!server.ok()) return Fail("alerts", std::string(server.status().message()));
+  std::string target = "/v1/alerts?";
+  if (o.state != "all") target += "state=" + o.state;
+  if (!o.job.empty()) target += "&job=" + UrlEncode(o.job);
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", target);
+  if (!r.ok()) return Fail("alerts", std::string(r.status().message()));
+  if (r->status != 200) return Fail("alerts", ProblemDetail(*r));
+  if (o.format == "json") {
+    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+    std::printf("\n");
+    return 0;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  simdjson::dom::array alerts;
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS || doc["alerts"].get_array().get(alerts) != simdjson::SUCCESS) {
+    return Fail("alerts", "unreadable answer");
+  }
+  if (alerts.size() == 0) {
+    std::printf("no %s alerts%s\n", o.state == "all" ? "" : o.state.c_str(),
+                o.job.empty() ? "" : common::StrCat(" for job ", o.job).c_str());
+    return 0;
+  }
+  std::printf("%-9s %-22s %-16s %-12s %-16s %-10s %s\n", "state", "kind", "job", "ranks", "hosts", "since", "what");
+  for (simdjson::dom::element a : alerts) {
+    std::string ranks, hosts;
+    for (simdjson::dom::element rank : a["ranks"].get_array()) common::StrAppend(&ranks, ranks.empty() ? "" : ",", Int(rank));
+    for (simdjson::dom::element host : a["hosts"].get_array()) common::StrAppend(&hosts, hosts.empty() ? "" : ",", Str(host));
+    std::printf("%-9s %-22s %-16s %-12s %-16s %-10s %s\n", Str(a["state"]).c_str(), Str(a["kind"]).c_str(),
+                Str(a["job"]).c_str(), ranks.empty() ? "-" : ranks.c_str(), hosts.empty() ? "-" : hosts.c_str(),
+                Ago(Int(a["first_seen_ns"])).c_str(), Str(a["message"]).c_str());
+  }
+  return 0;
+}
+
+int RunRulesGetCommand(const OnlineOptions& online) {
+  absl::StatusOr<ServerAddress> server = ResolveServer(online);
+  if (!server.ok()) return Fail("rules get", std::string(server.status().message()));
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", "/v1/alerts/rules");
+  if (!r.ok()) return Fail("rules get", std::string(r.status().message()));
+  if (r->status != 200) return Fail("rules get", ProblemDetail(*r));
+  std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+  std::printf("\n");
+  return 0;
+}
+
+int RunRulesSetCommand(const OnlineOptions& online, const WatchOptions& o) {
+  std::string body;
+  if (o.rules_file == "-") {
+    body.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(o.rules_file, std::ios::binary);
+    if (!in) return cli::Usage("rules set", common::StrCat("cannot read ", o.rules_file));
+    body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  absl::StatusOr<ServerAddress> server = ResolveServer(online);
+  if (!server.ok()) return Fail("rules set", std::string(server.status().message()));
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "PUT", "/v1/alerts/rules", body, "application/json");
+  if (!r.ok()) return Fail("rules set", std::string(r.status().message()));
+  if (r->status != 200) return Fail("rules set", ProblemDetail(*r));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  size_t rules = 0;
+  if (parser.parse(r->body).get(doc) == simdjson::SUCCESS) {
+    simdjson::dom::array list;
+    if (doc["rules"].get_array().get(list) == simdjson::SUCCESS) rules = list.size();
+  }
+  std::printf("%zu rules in force\n", rules);
+  return 0;
+}
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,89 @@
+// Sends alert transitions out (DESIGN §11): to Alertmanager's v2 API (POST /api/v2/alerts, with
+// firing alerts re-sent periodically, as Alertmanager expects of its clients) and to webhooks
+// (POST of {"event": "fired"|"resolved", "alert": {...}}). Each destination has its own thread
+// and bounded queue (drop oldest, counted), a timeout per attempt and retries with backoff, so
+// a destination that fails or never answers delays only its own deliveries: Notify never blocks.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "coordinator/http/http_client.h"
+#include "coordinator/http/rate_limited_log.h"
+#include "coordinator/watch/alert_tracker.h"
+
+namespace podscope::coordinator::watch {
+
+struct NotifierOptions {
+  std::vector<std::string> alertmanagers;  // http[s]://host:port of each Alertmanager
+  std::vector<std::string> webhooks;       // http[s]://host:port/path
+  std::string ca_file;                     // for https destinations with a private CA
+  std::string external_url;                // this coordinator's REST URL, for links in alerts
+  absl::Duration timeout = absl::Seconds(5);  // per attempt: connect, and each read or write
+  int max_attempts = 5;
+  absl::Duration first_retry = absl::Milliseconds(500);
+  absl::Duration max_retry = absl::Seconds(30);
+  size_t max_queued = 1'024;  // per destination
+  absl::Duration alertmanager_resend = absl::Seconds(60);
+};
+
+struct DestinationCounters {
+  uint64_t delivered = 0;
+  uint64_t retried = 0;
+  uint64_t failed = 0;   // every attempt failed
+  uint64_t dropped = 0;  // pushed out of a full queue
+};
+
+class AlertNotifier {
+ public:
+  // `firing` lists the alerts firing now (for Alertmanager's periodic re-send). Bad URLs are an
+  // error naming them.
+  static absl::StatusOr<std::unique_ptr<AlertNotifier>> Create(NotifierOptions options,
+                                                               std::function<std::vector<Alert>()> firing);
+  ~AlertNotifier();
+
+  void Start();
+  void Stop();  // joins; a delivery in flight ends within its timeout
+  // Queues the transition for every destination; never blocks.
+  void Notify(const AlertEvent& event);
+  // Per destination: podscope_notifications_total{destination, outcome}.
+  void AppendMetrics(std::string* out) const;
+  std::vector<std::pair<std::string, DestinationCounters>> counters() const;
+
+ private:
+  struct Delivery {
+    std::string body;
+    int attempts = 0;
+    absl::Time not_before = absl::InfinitePast();
+  };
+  struct Destination {
+    std::string url;
+    bool alertmanager = false;
+    ServerAddress address;
+    mutable absl::Mutex mu;
+    std::deque<Delivery> queue ABSL_GUARDED_BY(mu);
+    DestinationCounters counters ABSL_GUARDED_BY(mu);
+    std::thread thread;
+  };
+
+  AlertNotifier(NotifierOptions options, std::function<std::vector<Alert>()> firing);
+  void Run(Destination& d);
+  absl::Status Post(const Destination& d, const std::string& body) const;
+  std::string AlertmanagerBody(const std::vector<Alert>& alerts) const;
+
+  const NotifierOptions options_;
+  const std::function<std::vector<Alert>()> firing_;
+  std::vector<std::unique_ptr<Destination>> destinations_;
+  mutable absl::Mutex stop_mu_;
+  bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
+  mutable RateLimitedLog log_{"notify"};
+};
+
+}  // namespace podscope::coordinator::watch

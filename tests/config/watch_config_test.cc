@@ -1,0 +1,71 @@
+// The watch's configuration keys in both daemons' config files (issue 15): every key checked,
+// an unknown one named with the closest known one, values out of range refused.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "agent/agent_config.h"
+#include "coordinator/coordinator_config.h"
+
+namespace podscope {
+namespace {
+
+boost::json::object Parse(std::string_view json) { return boost::json::parse(json).as_object(); }
+
+std::string CoordinatorError(std::string_view json) {
+  coordinator::CoordinatorSettings s;
+  return std::string(coordinator::ApplyCoordinatorConfig(Parse(json), &s).message());
+}
+
+std::string AgentError(std::string_view json) {
+  agent::AgentSettings s;
+  return std::string(agent::ApplyAgentConfig(Parse(json), &s).message());
+}
+
+TEST(WatchConfigTest, CoordinatorNotifyKeysAreReadAndChecked) {
+  coordinator::CoordinatorSettings s;
+  ASSERT_TRUE(coordinator::ApplyCoordinatorConfig(
+                  Parse(R"({"notify": {"alertmanagers": ["http://am:9093"], "webhooks": ["https://h/x", "http://h:81/y"],
+                                       "timeout_ms": 2500, "max_attempts": 7, "max_queued": 10,
+                                       "external_url": "https://podscope.example", "ca_file": "/etc/ca.pem"}})"),
+                  &s)
+                  .ok());
+  EXPECT_EQ(s.notify.alertmanagers, std::vector<std::string>{"http://am:9093"});
+  EXPECT_EQ(s.notify.webhooks.size(), 2u);
+  EXPECT_EQ(s.notify.timeout, absl::Milliseconds(2500));
+  EXPECT_EQ(s.notify.max_attempts, 7);
+  EXPECT_EQ(s.notify.max_queued, 10u);
+  EXPECT_EQ(s.notify.external_url, "https://podscope.example");
+  EXPECT_EQ(s.notify.ca_file, "/etc/ca.pem");
+
+  EXPECT_NE(CoordinatorError(R"({"notify": {"webhook": []}})").find("\"webhooks\""), std::string::npos)
+      << CoordinatorError(R"({"notify": {"webhook": []}})");
+  EXPECT_NE(CoordinatorError(R"({"notify": {"webhooks": "http://h"}})").find("not a list"), std::string::npos);
+  EXPECT_NE(CoordinatorError(R"({"notify": {"webhooks": [5]}})").find("5 is not a URL"), std::string::npos);
+  EXPECT_NE(CoordinatorError(R"({"notify": {"timeout_ms": 10}})").find("timeout_ms"), std::string::npos);
+  EXPECT_NE(CoordinatorError(R"({"notify": {"max_attempts": 0}})").find("max_attempts"), std::string::npos);
+}
+
+TEST(WatchConfigTest, AgentWatchKeysAreReadAndChecked) {
+  agent::AgentSettings s;
+  ASSERT_TRUE(agent::ApplyAgentConfig(
+                  Parse(R"({"watch": {"enabled": false, "max_queued_steps": 100, "flush_interval_ms": 250,
+                                      "max_batch_steps": 64}})"),
+                  &s)
+                  .ok());
+  EXPECT_FALSE(s.agent.watch);
+  EXPECT_EQ(s.agent.watch_queue.max_steps, 100u);
+  EXPECT_EQ(s.agent.watch_sender.flush_interval, absl::Milliseconds(250));
+  EXPECT_EQ(s.agent.watch_sender.max_batch_steps, 64u);
+  agent::AgentSettings defaults;
+  ASSERT_TRUE(agent::ApplyAgentConfig(Parse("{}"), &defaults).ok());
+  EXPECT_TRUE(defaults.agent.watch) << "watching is on unless turned off";
+
+  EXPECT_NE(AgentError(R"({"watch": {"enable": false}})").find("\"enabled\""), std::string::npos)
+      << AgentError(R"({"watch": {"enable": false}})");
+  EXPECT_NE(AgentError(R"({"watch": {"max_queued_steps": 0}})").find("max_queued_steps"), std::string::npos);
+  EXPECT_NE(AgentError(R"({"watch": {"max_batch_steps": 100000}})").find("max_batch_steps"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace podscope

@@ -1,0 +1,257 @@
+// Watching jobs end to end (issue 15): real podscope-agent processes stream their simulated
+// ranks' step summaries to a real podscope-coordinator, whose detectors raise alerts read back
+// over REST. As deployed: HTTPS, mutual TLS, tokens.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "agent/collectors/simulated_ranks.h"
+#include "common/parse_number.h"
+#include "common/protocol_version.h"
+#include "common/watch_wire.h"
+#include "tests/integration/live_cluster_fixture.h"
+
+namespace podscope::testing {
+namespace {
+
+using common::TimeNs;
+
+int64_t UnixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+class WatchTest : public LiveClusterTest {
+ protected:
+  // The alerts of `job` in `state` ("firing" or "resolved"), as GET /v1/alerts gives them.
+  std::vector<simdjson::dom::element> Alerts(const std::string& job, const std::string& state) {
+    const HttpResult r = HttpCall(http_port_, "GET", "/v1/alerts?job=" + job + "&state=" + state);
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::vector<simdjson::dom::element> out;
+    if (r.status != 200) return out;
+    for (simdjson::dom::element a : Json(r.body)["alerts"].get_array()) out.push_back(a);
+    return out;
+  }
+
+  // Polls until an alert of `kind` is in `state`, or until Unix time `deadline_ns`.
+  std::optional<simdjson::dom::element> WaitForAlert(const std::string& job, const std::string& kind,
+                                                     const std::string& state, TimeNs deadline_ns) {
+    while (UnixNowNs() < deadline_ns) {
+      for (simdjson::dom::element a : Alerts(job, state)) {
+        if (a["kind"].get_string().value() == kind) return a;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return std::nullopt;
+  }
+
+  // "4 agents x 8 ranks" of `job`, each with `extra` simulation keys.
+  void StartFourAgents(const std::string& job, const std::string& extra) {
+    const int offsets_ms[] = {35, -50, 12, -20};
+    for (int a = 0; a < 4; ++a) {
+      StartAgent("a" + std::to_string(a), "ranks=" + std::to_string(8 * a) + "-" + std::to_string(8 * a + 7) +
+                                              ",world=32,job=" + job + ",seed=11,clock-offset-ms=" +
+                                              std::to_string(offsets_ms[a]) + extra);
+    }
+    WaitForAgents(4);
+  }
+};
+
+// A 5% compute straggler from a segment boundary 20 s into the run: the alert names exactly that
+// rank and its host within 10 steps of the first slow step, and resolves once the slowdown stops.
+TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResolves) {
+  StartCoordinator();
+  constexpr TimeNs kSegment = agent::SimulatedRanksCollector::kSegmentNs;
+  const TimeNs onset = (UnixNowNs() + 20'000'000'000) / kSegment * kSegment + kSegment;
+  const TimeNs end = onset + 12'000'000'000;
+  const std::string at = ",straggler=13:1.05,straggler-at=" + std::to_string(onset / 1'000'000'000) + "-" +
+                         std::to_string(end / 1'000'000'000);
+  StartFourAgents("watched", at);
+  // The first slow step: the first of the onset's segment (its steps start at the boundary).
+  absl::StatusOr<agent::SimulationSpec> spec = agent::ParseSimulationSpec("ranks=0-7,world=32,job=watched");
+  ASSERT_TRUE(spec.ok());
+  const agent::AgentClock host_clock;
+  const int64_t first_slow_step =
+      onset / kSegment * agent::SimulatedRanksCollector(*spec, "h", host_clock).steps_per_segment();
+
+  // Nothing fires while the job is clean.
+  while (UnixNowNs() < onset) {
+    ASSERT_TRUE(Alerts("watched", "firing").empty()) << HttpCall(http_port_, "GET", "/v1/alerts").body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  std::optional<simdjson::dom::element> fired = WaitForAlert("watched", "straggler", "firing", end);
+  ASSERT_TRUE(fired.has_value()) << "no straggler alert while rank 13 was slow: "
+                                 << HttpCall(http_port_, "GET", "/v1/alerts").body;
+  simdjson::dom::element alert = *fired;
+  ASSERT_EQ(alert["ranks"].get_array().size(), 1u) << simdjson::to_string(alert);
+  EXPECT_EQ(alert["ranks"].at(0).get_int64().value(), 13);
+  EXPECT_EQ(alert["hosts"].at(0).get_string().value(), "host-a1");
+  const int64_t fired_at = alert["fired_at_step"].get_int64().value();
+  std::printf("straggler alert fired at step %lld, %lld steps after the first slow one (%lld)\n",
+              static_cast<long long>(fired_at), static_cast<long long>(fired_at - first_slow_step),
+              static_cast<long long>(first_slow_step));
+  EXPECT_GE(fired_at, first_slow_step) << "fired before rank 13 slowed down";
+  EXPECT_LE(fired_at - first_slow_step, 10) << simdjson::to_string(alert);
+  EXPECT_GT(alert["evidence"]["share_of_caused_delay"].get_double().value(), 0.5) << simdjson::to_string(alert);
+  const std::string id(alert["id"].get_string().value());
+
+  std::optional<simdjson::dom::element> resolved =
+      WaitForAlert("watched", "straggler", "resolved", end + 30'000'000'000);
+  ASSERT_TRUE(resolved.has_value()) << "the alert did not resolve after the slowdown stopped: "
+                                    << HttpCall(http_port_, "GET", "/v1/alerts").body;
+  EXPECT_EQ((*resolved)["id"].get_string().value(), id);
+  EXPECT_GE((*resolved)["resolved_ns"].get_int64().value(), end);
+  EXPECT_TRUE(Alerts("watched", "firing").empty()) << HttpCall(http_port_, "GET", "/v1/alerts").body;
+
+  const HttpResult metrics = HttpCall(http_port_, "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("podscope_watch_batches_total"), std::string::npos);
+  EXPECT_NE(metrics.body.find("podscope_watch_refused_batches_total 0"), std::string::npos) << metrics.body;
+}
+
+// Two minutes of a clean 32-rank job through the real daemons: every rule evaluated on every
+// settled step, and nothing fires (nor fired and resolved in between).
+TEST_F(WatchTest, ACleanJobWatchedForTwoMinutesFiresNothing) {
+  StartCoordinator();
+  StartFourAgents("clean", "");
+  const TimeNs until = UnixNowNs() + 120'000'000'000;
+  while (UnixNowNs() < until) {
+    const HttpResult r = HttpCall(http_port_, "GET", "/v1/alerts?job=clean");
+    ASSERT_EQ(r.status, 200) << r.body;
+    ASSERT_EQ(r.body, R"({"alerts":[]})") << "a clean job raised an alert";
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  // And the data really flowed: about 10 steps a second of 32 ranks for two minutes.
+  const HttpResult metrics = HttpCall(http_port_, "GET", "/metrics");
+  const size_t at = metrics.body.find("\npodscope_watch_steps_total ");
+  ASSERT_NE(at, std::string::npos) << metrics.body;
+  const size_t from = at + std::string("\npodscope_watch_steps_total ").size();
+  absl::StatusOr<int64_t> steps = common::ParseInt(metrics.body.substr(from, metrics.body.find('\n', from) - from));
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  std::printf("%lld step summaries watched\n", static_cast<long long>(*steps));
+  EXPECT_GT(*steps, 32 * 10 * 90);
+  EXPECT_NE(metrics.body.find("podscope_watch_job_ranks{training_job=\"clean\"} 32"), std::string::npos) << metrics.body;
+}
+
+// A rank that stops entering collectives: the hang alert names it, the collective it never
+// entered and where every rank stands, within twice the threshold (lowered to 5 s here).
+TEST_F(WatchTest, AHangIsNamedWithItsRankAndCollectiveWithinTwiceTheThreshold) {
+  StartCoordinator();
+  // Through the CLI: a bad rule set is refused naming the key and changes nothing; a good one is in force.
+  const auto [refused, refused_code] = Cli("rules set " + dir_.Write("bad.json", R"({"rules":[{"name":"h","kind":"hang","hang_after":5}]})"));
+  EXPECT_EQ(refused_code, 1) << refused;
+  EXPECT_NE(refused.find("hang_after"), std::string::npos) << refused;
+  const auto [set, set_code] = Cli("rules set " + dir_.Write("rules.json", R"({"rules":[{"name":"hang","kind":"hang","hang_after_s":5}]})"));
+  ASSERT_EQ(set_code, 0) << set;
+  EXPECT_NE(set.find("1 rules in force"), std::string::npos) << set;
+  const TimeNs hang_at = UnixNowNs() + 8'000'000'000;
+  char at[64];
+  std::snprintf(at, sizeof(at), ",hang=21@%.3f", static_cast<double>(hang_at) / 1e9);
+  StartFourAgents("stuck", at);
+  std::optional<simdjson::dom::element> fired = WaitForAlert("stuck", "hang", "firing", hang_at + 30'000'000'000);
+  ASSERT_TRUE(fired.has_value()) << HttpCall(http_port_, "GET", "/v1/alerts").body;
+  simdjson::dom::element alert = *fired;
+  const TimeNs after = alert["first_seen_ns"].get_int64().value() - hang_at;
+  std::printf("hang alert %.1f s after the hang (threshold 5 s)\n", static_cast<double>(after) / 1e9);
+  EXPECT_LE(after, 10'000'000'000) << simdjson::to_string(alert);
+  EXPECT_GE(after, 5'000'000'000) << "fired before the threshold";
+  ASSERT_EQ(alert["ranks"].get_array().size(), 1u) << simdjson::to_string(alert);
+  EXPECT_EQ(alert["ranks"].at(0).get_int64().value(), 21);
+  EXPECT_EQ(alert["hosts"].at(0).get_string().value(), "host-a2");
+  simdjson::dom::element evidence = alert["evidence"];
+  EXPECT_EQ(evidence["op"].get_string().value(), "AllReduce");
+  EXPECT_EQ(evidence["nranks"].get_double().value(), 32);
+  EXPECT_EQ(evidence["waiting_ranks"].get_double().value(), 31);
+  const int64_t sequence = static_cast<int64_t>(evidence["sequence"].get_double().value());
+  EXPECT_GT(evidence["bytes"].get_double().value(), 0);
+  // Where each rank stands: 31 completed the collective before, the hung one too, none this one.
+  size_t ranks = 0;
+  for (simdjson::dom::element r : evidence["last_completed"].get_array()) {
+    ++ranks;
+    EXPECT_EQ(r["sequence"].get_int64().value(), sequence - 1) << simdjson::to_string(r);
+  }
+  EXPECT_EQ(ranks, 32u);
+  const auto [listed, listed_code] = Cli("alerts --job stuck");
+  EXPECT_EQ(listed_code, 0) << listed;
+  EXPECT_NE(listed.find("hang"), std::string::npos) << listed;
+  EXPECT_NE(listed.find(" 21 "), std::string::npos) << listed;
+  EXPECT_NE(listed.find("host-a2"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("never entered AllReduce"), std::string::npos) << listed;
+}
+
+// The Watch call is held to what the other agent calls are: the caller is its certificate, it
+// holds a control stream, its batches are well formed, and it speaks only for its own ranks.
+TEST_F(WatchTest, WatchStreamsAreCheckedLikeEveryOtherAgentCall) {
+  StartCoordinator();
+  common::WatchBatchBuilder builder;
+  common::StepSummary step;
+  step.rank = 0;
+  step.step = 1;
+  step.start_ns = UnixNowNs();
+  step.end_ns = step.start_ns + 1'000'000;
+  builder.Add("j", step);
+  const v1::WatchBatch good = builder.Take();
+  auto send = [&](RawAgentSession& session, v1::WatchBatch batch) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::WatchAck ack;
+    std::unique_ptr<grpc::ClientWriter<v1::WatchBatch>> writer = session.stub->Watch(&context, &ack);
+    writer->Write(batch);
+    writer->WritesDone();
+    return writer->Finish();
+  };
+
+  std::unique_ptr<RawAgentSession> mallory = OpenRawAgentSession("mallory");
+  v1::WatchBatch as_other = good;
+  as_other.set_agent_id("node-1");
+  grpc::Status s = send(*mallory, as_other);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+
+  v1::WatchBatch as_self = good;
+  as_self.set_agent_id("mallory");
+  s = send(*mallory, as_self);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("connect before sending watch data"), std::string::npos) << s.error_message();
+
+  // Connected, serving job j's rank 0: an out-of-table index is refused, another rank dropped.
+  v1::AgentMessage hello;
+  v1::AgentHello* h = hello.mutable_hello();
+  h->set_protocol_major(common::kAgentProtocolMajor);
+  h->set_agent_id("mallory");
+  h->set_instance_id("i1");
+  v1::WorkerDescriptor* w = h->add_workers();
+  w->set_job("j");
+  w->set_rank(0);
+  ASSERT_TRUE(mallory->stream->Write(hello));
+  v1::CoordinatorMessage welcome;
+  ASSERT_TRUE(mallory->stream->Read(&welcome));
+  v1::WatchBatch broken = as_self;
+  broken.mutable_steps(0)->set_job(3);
+  s = send(*mallory, broken);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("names job #3 of 1"), std::string::npos) << s.error_message();
+  // Until its first clock burst, an agent's batches are dropped, not taken on an unknown clock.
+  s = send(*mallory, as_self);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  v1::AgentMessage clock;
+  v1::ClockSample* sample = clock.mutable_clock()->add_samples();
+  sample->set_t1_ns(UnixNowNs());
+  sample->set_t2_ns(sample->t1_ns() + 100'000);
+  sample->set_t3_ns(sample->t1_ns() + 110'000);
+  sample->set_t4_ns(sample->t1_ns() + 210'000);
+  ASSERT_TRUE(mallory->stream->Write(clock));
+  WaitForAgents(1);
+  v1::WatchBatch foreign = as_self;
+  foreign.mutable_steps(0)->set_rank(5);
+  s = send(*mallory, foreign);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  const HttpResult metrics = HttpCall(http_port_, "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("podscope_watch_refused_batches_total 3\n"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_watch_unaligned_batches_total 1\n"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_watch_foreign_records_total 1\n"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_watch_batches_total 2\n"), std::string::npos) << metrics.body;
+}
+
+}  // namespace
+}  // namespace podscope::testing
