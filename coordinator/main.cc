@@ -231,6 +231,13 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(watch.status().message()));
     return 1;
   }
+  // An alert that fires captures its job (rate-limited per job), so its evidence is kept.
+  (*watch)->SetEvidenceStarter([&scheduler](const std::string& job, int64_t duration_ns) -> absl::StatusOr<std::string> {
+    absl::StatusOr<podscope::storage::CaptureRecord> capture =
+        scheduler.StartCapture({.job = job, .duration_ns = duration_ns});
+    if (!capture.ok()) return capture.status();
+    return capture->id;
+  });
   (*watch)->Start();
   podscope::coordinator::AgentService agent_service(registry, aligner, scheduler, settings.agents, NowNs);
   podscope::coordinator::watch::WatchService& watch_service = **watch;

@@ -44,6 +44,11 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
   common::StrAppend(out, "podscope_alerts_fired_total ", c.alerts_fired, "\n");
   Family(out, "podscope_alerts_resolved_total", "counter", "Alerts that resolved.");
   common::StrAppend(out, "podscope_alerts_resolved_total ", c.alerts_resolved, "\n");
+  Family(out, "podscope_evidence_captures_total", "counter",
+         "Evidence captures for alerts that fired, by outcome (rate_limited: the job had one within evidence.interval_s).");
+  common::StrAppend(out, "podscope_evidence_captures_total{outcome=\"started\"} ", c.evidence_captures, "\n",
+                    "podscope_evidence_captures_total{outcome=\"rate_limited\"} ", c.evidence_rate_limited, "\n",
+                    "podscope_evidence_captures_total{outcome=\"failed\"} ", c.evidence_failed, "\n");
 
   // Firing alerts by job, rule and kind: what the shipped Prometheus rules alert on.
   std::map<std::tuple<std::string, std::string, std::string>, int> firing;

@@ -1,5 +1,7 @@
 #include "coordinator/watch/watch_service.h"
 
+#include <algorithm>
+
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -53,19 +55,64 @@ void WatchService::SetHost(const std::string& job, int32_t rank, std::string hos
 std::vector<AlertEvent> WatchService::Evaluate() {
   std::vector<AlertEvent> events;
   std::vector<std::function<void(const AlertEvent&)>> listeners;
+  std::vector<size_t> wants_evidence;  // indexes into events
+  EvidenceStarter starter;
+  TimeNs evidence_duration_ns = 0;
   {
     absl::MutexLock lock(&mu_);
-    events = engine_.Evaluate(now_());
-    for (const AlertEvent& e : events) ++(e.transition == Transition::kFired ? counters_.alerts_fired : counters_.alerts_resolved);
+    const TimeNs now = now_();
+    events = engine_.Evaluate(now);
+    const RuleSet& rules = engine_.rules();
+    for (size_t i = 0; i < events.size(); ++i) {
+      const AlertEvent& e = events[i];
+      if (e.transition != Transition::kFired) {
+        ++counters_.alerts_resolved;
+        continue;
+      }
+      ++counters_.alerts_fired;
+      const auto rule = std::find_if(rules.rules.begin(), rules.rules.end(),
+                                     [&](const AlertRule& r) { return r.name == e.alert.rule; });
+      if (!evidence_starter_ || rule == rules.rules.end() || !rule->capture_evidence) continue;
+      // One evidence capture per job per interval: a job that fires several rules at once, or
+      // flaps, does not start a capture storm.
+      auto [last, first] = last_evidence_ns_.try_emplace(e.alert.job, now);
+      if (!first && now - last->second < rules.evidence_interval_ns) {
+        ++counters_.evidence_rate_limited;
+        continue;
+      }
+      last->second = now;
+      wants_evidence.push_back(i);
+    }
     listeners = listeners_;
+    starter = evidence_starter_;
+    evidence_duration_ns = rules.evidence_duration_ns;
+  }
+  // The scheduler has locks of its own: started outside ours.
+  for (const size_t i : wants_evidence) {
+    Alert& alert = events[i].alert;
+    absl::StatusOr<std::string> capture = starter(alert.job, evidence_duration_ns);
+    absl::MutexLock lock(&mu_);
+    if (!capture.ok()) {
+      ++counters_.evidence_failed;
+      spdlog::warn("alert {}: no evidence capture of job {}: {}", alert.id, alert.job, std::string(capture.status().message()));
+      continue;
+    }
+    ++counters_.evidence_captures;
+    engine_.tracker().SetCaptureId(alert.id, *capture);
+    alert.capture_id = *capture;
   }
   for (const AlertEvent& e : events) {
-    spdlog::info("alert {} {}: job {} rule {}: {}", e.alert.id,
+    spdlog::info("alert {} {}: job {} rule {}: {}{}", e.alert.id,
                  e.transition == Transition::kFired ? "firing" : "resolved", e.alert.job, e.alert.rule,
-                 e.alert.finding.message);
+                 e.alert.finding.message, e.alert.capture_id ? " (evidence capture " + *e.alert.capture_id + ")" : "");
     for (const auto& listener : listeners) listener(e);
   }
   return events;
+}
+
+void WatchService::SetEvidenceStarter(EvidenceStarter starter) {
+  absl::MutexLock lock(&mu_);
+  evidence_starter_ = std::move(starter);
 }
 
 void WatchService::OnTransition(std::function<void(const AlertEvent&)> listener) {

@@ -32,7 +32,14 @@ struct ServiceCounters {
   uint64_t agent_dropped_steps = 0;  // what agents' bounded queues dropped, as they report it
   uint64_t alerts_fired = 0;
   uint64_t alerts_resolved = 0;
+  uint64_t evidence_captures = 0;         // started for alerts that fired
+  uint64_t evidence_rate_limited = 0;     // not started: the job had one within evidence.interval_s
+  uint64_t evidence_failed = 0;           // the scheduler refused (named in the log)
 };
+
+// Starts an evidence capture of every rank of `job` for `duration_ns`; the capture's id. The
+// capture scheduler, wired in main.cc (this folder does not depend on it).
+using EvidenceStarter = std::function<absl::StatusOr<std::string>(const std::string& job, TimeNs duration_ns)>;
 
 class WatchService {
  public:
@@ -50,6 +57,9 @@ class WatchService {
   std::vector<AlertEvent> Evaluate();
   // Called (outside the lock) with every transition, from Evaluate's caller.
   void OnTransition(std::function<void(const AlertEvent&)> listener);
+  // When an alert of a rule with capture_evidence fires, a capture of its job is started (at
+  // most one per job per evidence.interval_s) and linked to the alert before listeners hear of it.
+  void SetEvidenceStarter(EvidenceStarter starter);
 
   // Evaluates every evaluate_interval on a thread of its own until Stop.
   void Start();
@@ -73,6 +83,8 @@ class WatchService {
   WatchEngine engine_ ABSL_GUARDED_BY(mu_);
   ServiceCounters counters_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void(const AlertEvent&)>> listeners_ ABSL_GUARDED_BY(mu_);
+  EvidenceStarter evidence_starter_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, TimeNs> last_evidence_ns_ ABSL_GUARDED_BY(mu_);  // by job; bounded by the engine's jobs
   absl::Mutex run_mu_;
   bool stopping_ ABSL_GUARDED_BY(run_mu_) = false;
   std::thread thread_;

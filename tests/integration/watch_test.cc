@@ -97,6 +97,19 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
   EXPECT_GT(alert["evidence"]["share_of_caused_delay"].get_double().value(), 0.5) << simdjson::to_string(alert);
   const std::string id(alert["id"].get_string().value());
 
+  // The alert links the evidence capture it started: complete, every rank, and its offline
+  // straggler report names the same rank.
+  std::string_view capture_id;
+  ASSERT_EQ(alert["capture_id"].get_string().get(capture_id), simdjson::SUCCESS) << simdjson::to_string(alert);
+  const std::string capture(capture_id);
+  EXPECT_EQ(WaitForState(capture, {"complete", "partial", "failed"}, 60'000), "complete") << Capture(capture);
+  EXPECT_EQ(Capture(capture)["workers"].get_array().size(), 32u);
+  const HttpResult stragglers = HttpCall(http_port_, "GET", "/v1/captures/" + capture + "/stragglers");
+  ASSERT_EQ(stragglers.status, 200) << stragglers.body;
+  simdjson::dom::element report = Json(stragglers.body);
+  ASSERT_GE(report["stragglers"].get_array().size(), 1u) << stragglers.body;
+  EXPECT_EQ(report["stragglers"].at(0)["rank"].get_int64().value(), 13) << stragglers.body;
+
   std::optional<simdjson::dom::element> resolved =
       WaitForAlert("watched", "straggler", "resolved", end + 30'000'000'000);
   ASSERT_TRUE(resolved.has_value()) << "the alert did not resolve after the slowdown stopped: "

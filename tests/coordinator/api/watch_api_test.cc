@@ -94,6 +94,58 @@ TEST(WatchApiTest, AStragglerShowsUpAsAFiringAlertWithItsEvidence) {
   EXPECT_EQ(f.Call("GET", "/v1/alerts", "", {{"state", "burning"}}).status, 400);
 }
 
+// An alert that fires starts an evidence capture of its job and links it; one per job per
+// evidence interval, however many rules fire; a refused capture leaves the alert unlinked.
+TEST(WatchApiTest, EvidenceCapturesAreStartedOncePerJobPerIntervalAndLinked) {
+  Fixture f;
+  std::vector<std::pair<std::string, common::TimeNs>> started;
+  bool refuse = false;
+  f.service->SetEvidenceStarter([&](const std::string& job, common::TimeNs duration) -> absl::StatusOr<std::string> {
+    if (refuse) return absl::FailedPreconditionError("no agent serves it");
+    started.emplace_back(job, duration);
+    return "cap-" + std::to_string(started.size());
+  });
+  // Two rules that fire on the same step.
+  ASSERT_TRUE(f.service->SetRules(R"({"rules":[{"name":"straggler","kind":"straggler"},
+                                                {"name":"straggler-too","kind":"straggler"}]})").ok());
+  agent::sim::WorkloadOptions o;
+  o.ranks = 8;
+  o.steps = 80;
+  o.slowdowns.push_back({3, 1.5, agent::sim::SlowdownKind::kCompute});
+  agent::sim::SummaryModel llama(o);
+  f.Watch(llama, "llama");
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].first, "llama");
+  EXPECT_EQ(started[0].second, 2'000'000'000) << "evidence.duration_ms's default";
+  const std::vector<watch::Alert> alerts = f.service->Alerts();
+  ASSERT_EQ(alerts.size(), 2u) << "both rules fired";
+  size_t linked = 0;
+  for (const watch::Alert& a : alerts) linked += a.capture_id == "cap-1";
+  EXPECT_EQ(linked, 1u) << "the first alert to fire holds the capture";
+  EXPECT_EQ(f.service->counters().evidence_captures, 1u);
+  EXPECT_EQ(f.service->counters().evidence_rate_limited, alerts.size() - 1);
+  EXPECT_THAT(f.Call("GET", "/v1/alerts").body, HasSubstr("\"capture_id\":\"cap-1\""));
+
+  // Another job has its own allowance; a refused capture is counted and links nothing.
+  refuse = true;
+  o.epoch_ns += 1'000'000'000'000;
+  agent::sim::SummaryModel bert(o);
+  f.Watch(bert, "bert");
+  EXPECT_EQ(f.service->counters().evidence_failed, 1u);
+  for (const watch::Alert& a : f.service->Alerts()) {
+    if (a.job == "bert") EXPECT_FALSE(a.capture_id.has_value());
+  }
+
+  // Past the interval (600 s), the same job's next alert captures again.
+  refuse = false;
+  ASSERT_TRUE(f.service->SetRules(R"({"rules":[{"name":"straggler2","kind":"straggler"}]})").ok());
+  o.epoch_ns += 1'000'000'000'000;
+  agent::sim::SummaryModel later(o);
+  f.Watch(later, "llama");
+  ASSERT_EQ(started.size(), 2u);
+  EXPECT_EQ(started[1].first, "llama");
+}
+
 TEST(WatchApiTest, RulesAreCheckedStoredAndSurviveARestart) {
   Fixture f;
   const HttpResponse bad = f.Call("PUT", "/v1/alerts/rules", R"({"rules":[{"name":"s","kind":"straggler","min_share_of_step_tme":0.1}]})");
