@@ -26,6 +26,7 @@
 #include "coordinator/agents/clock_keeper.h"
 #include "coordinator/agents/grpc_connection_gate.h"
 #include "coordinator/api/live_api.h"
+#include "coordinator/api/schedules_api.h"
 #include "coordinator/api/watch_api.h"
 #include "coordinator/api/watch_metrics.h"
 #include "coordinator/api/rest_api.h"
@@ -312,6 +313,24 @@ int main(int argc, char** argv) {
   }
   (*notifier)->Start();
   watch_service.OnTransition([&notifier](const podscope::coordinator::watch::AlertEvent& e) { (*notifier)->Notify(e); });
+  // Periodic captures, kept in the store; never over a running capture of the same job.
+  absl::StatusOr<std::unique_ptr<podscope::coordinator::ScheduleRunner>> schedules =
+      podscope::coordinator::ScheduleRunner::Create(
+          **store, NowNs,
+          {.start = [&scheduler](const podscope::coordinator::ScheduleSpec& spec) -> absl::StatusOr<std::string> {
+             absl::StatusOr<podscope::storage::CaptureRecord> capture =
+                 scheduler.StartCapture({.job = spec.job, .ranks = spec.ranks, .duration_ns = spec.duration_ns});
+             if (!capture.ok()) return capture.status();
+             return capture->id;
+           },
+           .busy = [&scheduler](const std::string& job) { return scheduler.HasLiveCapture(job); }});
+  if (!schedules.ok()) {
+    spdlog::error("{}", std::string(schedules.status().message()));
+    return 1;
+  }
+  (*schedules)->Start();
+  podscope::coordinator::SchedulesApi schedules_api(**schedules);
+  schedules_api.Register(router);
   podscope::coordinator::WatchApi watch_api(**watch);
   watch_api.Register(router);
   if (settings.open_metrics) router.SetAccess("GET", "/metrics", podscope::coordinator::Access::kOpen);
@@ -388,6 +407,7 @@ int main(int argc, char** argv) {
   grpc_gate.Stop();
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   clock_keeper.Stop();
+  (*schedules)->Stop();
   (*watch)->Stop();
   (*notifier)->Stop();
   scheduler.Stop();

@@ -544,6 +544,14 @@ size_t CaptureScheduler::LiveCount() const {
   return live_.size();
 }
 
+bool CaptureScheduler::HasLiveCapture(const std::string& job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, c] : live_) {
+    if (c->record.job == job) return true;
+  }
+  return false;
+}
+
 void CaptureScheduler::CheckDeadlines(LiveCapture& c, TimeNs now) {
   const TimeNs start = c.record.window_start_ns;
   const TimeNs stop = start + c.record.window_duration_ns;

@@ -96,6 +96,8 @@ class CaptureScheduler {
   // The scheduler's view of a capture in progress or just finished; nullopt otherwise.
   std::optional<storage::CaptureRecord> LiveRecord(const std::string& capture_id) const;
   size_t LiveCount() const;
+  // Whether a capture of `job` is in progress (not yet complete, partial, failed or cancelled).
+  bool HasLiveCapture(const std::string& job) const;
 
  private:
   enum class Phase { kPending, kArmed, kCapturing, kCollected, kUploaded, kFailed, kCancelled };

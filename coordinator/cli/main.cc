@@ -83,6 +83,9 @@ int main(int argc, char** argv) {
   if (watch_cmds.alerts->parsed()) return podscope::coordinator::RunAlertsCommand(online, watch);
   if (watch_cmds.rules_get->parsed()) return podscope::coordinator::RunRulesGetCommand(online);
   if (watch_cmds.rules_set->parsed()) return podscope::coordinator::RunRulesSetCommand(online, watch);
+  if (watch_cmds.schedules_list->parsed()) return podscope::coordinator::RunSchedulesListCommand(online);
+  if (watch_cmds.schedules_add->parsed()) return podscope::coordinator::RunSchedulesAddCommand(online, watch);
+  if (watch_cmds.schedules_delete->parsed()) return podscope::coordinator::RunSchedulesDeleteCommand(online, watch);
   if (simulate_cmd->parsed()) return podscope::coordinator::RunSimulateCommand(simulate);
   if (export_cmd->parsed()) return podscope::coordinator::RunExportCommand(export_options);
   return 2;

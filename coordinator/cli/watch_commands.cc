@@ -7,6 +7,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "common/ranges.h"
 #include "common/str_util.h"
 #include "coordinator/cli/cli_util.h"
 #include "coordinator/http/http_client.h"
@@ -43,6 +44,16 @@ WatchCommands AddWatchCommands(CLI::App& app, WatchOptions& o) {
   c.rules_get = c.rules->add_subcommand("get", "Print the rules in force (JSON)");
   c.rules_set = c.rules->add_subcommand("set", "Replace the rules with FILE's (checked first: a bad file changes nothing)");
   c.rules_set->add_option("FILE", o.rules_file, "JSON rules file, or - for standard input")->required();
+  CLI::App* schedules = app.add_subcommand("schedules", "Periodic captures of a job (kept by the coordinator)");
+  schedules->require_subcommand(1);
+  c.schedules_list = schedules->add_subcommand("list", "The schedules, their next run and last capture");
+  c.schedules_add = schedules->add_subcommand("add", "Capture a job periodically (jittered; never over a running capture)");
+  c.schedules_add->add_option("--job", o.job, "The job")->required();
+  c.schedules_add->add_option("--every", o.every, "Period: 30s, 10m, 1h (at least 10 s)")->capture_default_str();
+  c.schedules_add->add_option("--duration", o.duration, "How long each capture records")->capture_default_str();
+  c.schedules_add->add_option("--ranks", o.ranks, "Only these ranks: 0-7,12 [all]");
+  c.schedules_delete = schedules->add_subcommand("delete", "Stop a schedule");
+  c.schedules_delete->add_option("ID", o.schedule_id, "Its id (schedules list)")->required();
   return c;
 }
 
@@ -116,6 +127,71 @@ int RunRulesSetCommand(const OnlineOptions& online, const WatchOptions& o) {
     if (doc["rules"].get_array().get(list) == simdjson::SUCCESS) rules = list.size();
   }
   std::printf("%zu rules in force\n", rules);
+  return 0;
+}
+
+int RunSchedulesListCommand(const OnlineOptions& online) {
+  absl::StatusOr<ServerAddress> server = ResolveServer(online);
+  if (!server.ok()) return Fail("schedules list", std::string(server.status().message()));
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", "/v1/schedules");
+  if (!r.ok()) return Fail("schedules list", std::string(r.status().message()));
+  if (r->status != 200) return Fail("schedules list", ProblemDetail(*r));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  simdjson::dom::array list;
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS || doc["schedules"].get_array().get(list) != simdjson::SUCCESS) {
+    return Fail("schedules list", "unreadable answer");
+  }
+  if (list.size() == 0) {
+    std::printf("no schedules\n");
+    return 0;
+  }
+  std::printf("%-12s %-16s %10s %10s %6s %8s %6s  %s\n", "id", "job", "every", "duration", "runs", "deferred", "failed",
+              "last capture");
+  for (simdjson::dom::element s : list) {
+    std::printf("%-12s %-16s %9.0fs %8.0fms %6lld %8lld %6lld  %s\n", Str(s["id"]).c_str(), Str(s["job"]).c_str(),
+                cli::Number(s["every_s"]), cli::Number(s["duration_ms"]), static_cast<long long>(Int(s["runs"])),
+                static_cast<long long>(Int(s["deferred"])), static_cast<long long>(Int(s["failed"])),
+                Str(s["last_capture_id"]).empty() ? "-" : Str(s["last_capture_id"]).c_str());
+  }
+  return 0;
+}
+
+int RunSchedulesAddCommand(const OnlineOptions& online, const WatchOptions& o) {
+  absl::StatusOr<int64_t> every = common::ParseDurationMs(o.every);
+  if (!every.ok()) return cli::Usage("schedules add", common::StrCat("--every: ", every.status().message()));
+  absl::StatusOr<int64_t> duration = common::ParseDurationMs(o.duration);
+  if (!duration.ok()) return cli::Usage("schedules add", common::StrCat("--duration: ", duration.status().message()));
+  if (o.job.find_first_of("\"\\") != std::string::npos) return cli::Usage("schedules add", "job names may not hold quotes or backslashes");
+  std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"every_s\":", static_cast<double>(*every) / 1e3,
+                                    ",\"duration_ms\":", *duration);
+  if (!o.ranks.empty()) {
+    absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
+    if (!ranks.ok()) return cli::Usage("schedules add", std::string(ranks.status().message()));
+    body += ",\"ranks\":[";
+    for (size_t i = 0; i < ranks->size(); ++i) common::StrAppend(&body, i ? "," : "", (*ranks)[i]);
+    body += "]";
+  }
+  body += "}";
+  absl::StatusOr<ServerAddress> server = ResolveServer(online);
+  if (!server.ok()) return Fail("schedules add", std::string(server.status().message()));
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "POST", "/v1/schedules", body, "application/json");
+  if (!r.ok()) return Fail("schedules add", std::string(r.status().message()));
+  if (r->status != 201) return Fail("schedules add", ProblemDetail(*r));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("schedules add", "unreadable answer");
+  std::printf("%s: job %s every %s for %s\n", Str(doc["id"]).c_str(), o.job.c_str(), o.every.c_str(), o.duration.c_str());
+  return 0;
+}
+
+int RunSchedulesDeleteCommand(const OnlineOptions& online, const WatchOptions& o) {
+  absl::StatusOr<ServerAddress> server = ResolveServer(online);
+  if (!server.ok()) return Fail("schedules delete", std::string(server.status().message()));
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "DELETE", "/v1/schedules/" + UrlEncode(o.schedule_id));
+  if (!r.ok()) return Fail("schedules delete", std::string(r.status().message()));
+  if (r->status != 204) return Fail("schedules delete", ProblemDetail(*r));
+  std::printf("%s deleted\n", o.schedule_id.c_str());
   return 0;
 }
 

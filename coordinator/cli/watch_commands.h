@@ -1,5 +1,6 @@
-// The CLI's watch commands (DESIGN §11): `podscope alerts [--job J] [--state firing|resolved|all]`
-// and `podscope rules get|set FILE`, against the coordinator of --server.
+// The CLI's watch commands (DESIGN §11): `podscope alerts [--job J] [--state firing|resolved|all]`,
+// `podscope rules get|set FILE` and `podscope schedules list|add|delete`, against the coordinator
+// of --server.
 #pragma once
 
 #include <string>
@@ -14,6 +15,11 @@ struct WatchOptions {
   std::string state = "firing";
   std::string format = "table";
   std::string rules_file;  // rules set: a JSON file, or - for standard input
+  // schedules add | delete
+  std::string every = "10m";
+  std::string duration = "2s";
+  std::string ranks;
+  std::string schedule_id;
 };
 
 struct WatchCommands {
@@ -21,11 +27,17 @@ struct WatchCommands {
   CLI::App* rules = nullptr;
   CLI::App* rules_get = nullptr;
   CLI::App* rules_set = nullptr;
+  CLI::App* schedules_list = nullptr;
+  CLI::App* schedules_add = nullptr;
+  CLI::App* schedules_delete = nullptr;
 };
 
 WatchCommands AddWatchCommands(CLI::App& app, WatchOptions& options);
 int RunAlertsCommand(const OnlineOptions& online, const WatchOptions& options);
 int RunRulesGetCommand(const OnlineOptions& online);
 int RunRulesSetCommand(const OnlineOptions& online, const WatchOptions& options);
+int RunSchedulesListCommand(const OnlineOptions& online);
+int RunSchedulesAddCommand(const OnlineOptions& online, const WatchOptions& options);
+int RunSchedulesDeleteCommand(const OnlineOptions& online, const WatchOptions& options);
 
 }  // namespace podscope::coordinator

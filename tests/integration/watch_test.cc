@@ -193,6 +193,45 @@ TEST_F(WatchTest, AHangIsNamedWithItsRankAndCollectiveWithinTwiceTheThreshold) {
   EXPECT_NE(listed.find("never entered AllReduce"), std::string::npos) << listed;
 }
 
+// Scheduled captures through the CLI and the real daemons: the schedule captures on its own,
+// survives a coordinator restart, and stops when deleted.
+TEST_F(WatchTest, ScheduledCapturesRunSurviveARestartAndStop) {
+  StartCoordinator();
+  StartAgent("s0", "ranks=0-1,world=4,job=sched,profile=light");
+  StartAgent("s1", "ranks=2-3,world=4,job=sched,profile=light");
+  WaitForAgents(2);
+  const auto [bad, bad_code] = Cli("schedules add --job sched --every 5s --duration 500ms");
+  EXPECT_EQ(bad_code, 1) << bad;
+  EXPECT_NE(bad.find("every_s: must be 10 to"), std::string::npos) << bad;
+  const auto [added, added_code] = Cli("schedules add --job sched --every 10s --duration 500ms");
+  ASSERT_EQ(added_code, 0) << added;
+  const std::string id = added.substr(0, added.find(':'));
+  ASSERT_EQ(id.rfind("sch-", 0), 0u) << added;
+  // The first run comes 9 to 11 s after the schedule was made; its capture completes.
+  std::string capture;
+  for (int i = 0; i < 200 && capture.empty(); ++i) {
+    simdjson::dom::element s = Json(HttpCall(http_port_, "GET", "/v1/schedules/" + id).body);
+    std::string_view c;
+    if (s["last_capture_id"].get_string().get(c) == simdjson::SUCCESS) capture = std::string(c);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(capture.empty()) << HttpCall(http_port_, "GET", "/v1/schedules").body;
+  EXPECT_EQ(WaitForState(capture, {"complete", "partial", "failed"}, 60'000), "complete") << Capture(capture);
+  EXPECT_EQ(Capture(capture)["workers"].get_array().size(), 4u);
+
+  coordinator_->Terminate();
+  StartCoordinator();  // same ports, same store
+  const auto [listed, listed_code] = Cli("schedules list");
+  EXPECT_EQ(listed_code, 0) << listed;
+  EXPECT_NE(listed.find(id), std::string::npos) << listed;
+  EXPECT_NE(listed.find(capture), std::string::npos) << listed;
+  const auto [deleted, deleted_code] = Cli("schedules delete " + id);
+  EXPECT_EQ(deleted_code, 0) << deleted;
+  EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/schedules/" + id).status, 404);
+  EXPECT_EQ(Cli("schedules delete " + id).second, 1);
+  EXPECT_NE(Cli("schedules list").first.find("no schedules"), std::string::npos);
+}
+
 // The Watch call is held to what the other agent calls are: the caller is its certificate, it
 // holds a control stream, its batches are well formed, and it speaks only for its own ranks.
 TEST_F(WatchTest, WatchStreamsAreCheckedLikeEveryOtherAgentCall) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "coordinator/api/live_api.h"
+#include "coordinator/api/schedules_api.h"
 #include "coordinator/api/watch_api.h"
 #include "coordinator/api/rest_api.h"
 #include "storage/rocksdb_trace_store.h"
@@ -32,6 +33,10 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   ASSERT_TRUE(watch.ok());
   WatchApi watch_api(**watch);
   watch_api.Register(router);
+  auto schedules = ScheduleRunner::Create(**store, now, {});
+  ASSERT_TRUE(schedules.ok());
+  SchedulesApi schedules_api(**schedules);
+  schedules_api.Register(router);
   std::set<std::string> registered;
   for (const Route& r : router.routes()) {
     std::string method = r.method;

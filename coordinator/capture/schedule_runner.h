@@ -1,0 +1,60 @@
+// Runs the schedule book (schedule_book.h) against the capture scheduler: kept in the store (it
+// survives a restart), ticked every second on its own thread, or by tests on an injected clock.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/capture/schedule_book.h"
+#include "storage/trace_store.h"
+
+namespace podscope::coordinator {
+
+struct ScheduleHooks {
+  // Starts a capture of the spec; its id.
+  std::function<absl::StatusOr<std::string>(const ScheduleSpec& spec)> start;
+  // Whether a capture of the job is running now (a scheduled one, an evidence one, a person's).
+  std::function<bool(const std::string& job)> busy;
+};
+
+class ScheduleRunner {
+ public:
+  // Loads the stored schedules (a stored book that does not parse is DataLoss, named).
+  static absl::StatusOr<std::unique_ptr<ScheduleRunner>> Create(storage::TraceStore& store, std::function<TimeNs()> now,
+                                                                ScheduleHooks hooks, ScheduleLimits limits = {});
+  ~ScheduleRunner();
+
+  // Stored before it answers: a schedule the caller was told of survives a crash.
+  absl::StatusOr<Schedule> Add(ScheduleSpec spec);
+  absl::Status Remove(const std::string& id);  // NotFound for an unknown id
+  std::vector<Schedule> List() const;
+  std::optional<Schedule> Get(const std::string& id) const;
+
+  // Runs the schedules due at now(): a capture each, or a deferral while the job is busy.
+  void Tick();
+  void Start();  // ticks every second until Stop
+  void Stop();
+
+ private:
+  ScheduleRunner(storage::TraceStore& store, std::function<TimeNs()> now, ScheduleHooks hooks, ScheduleBook book);
+  absl::Status Persist() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  storage::TraceStore& store_;
+  const std::function<TimeNs()> now_;
+  const ScheduleHooks hooks_;
+  mutable absl::Mutex mu_;
+  ScheduleBook book_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex run_mu_;
+  bool stopping_ ABSL_GUARDED_BY(run_mu_) = false;
+  std::thread thread_;
+};
+
+inline constexpr std::string_view kSchedulesSetting = "capture_schedules";
+
+}  // namespace podscope::coordinator
