@@ -90,9 +90,10 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root_object, Coor
       s->clock_keeper.target_bound_ns = static_cast<int64_t>(bound_us * 1e3);
     }
     const ConfigSection n = root_section.Section(
-        "notify", {"alertmanagers", "webhooks", "ca_file", "external_url", "timeout_ms", "max_attempts", "max_queued"});
+        "notify", {"alertmanagers", "webhooks", "slack_webhooks", "ca_file", "external_url", "timeout_ms", "max_attempts", "max_queued"});
     for (const auto& [key, list] : {std::pair<const char*, std::vector<std::string>*>{"alertmanagers", &s->notify.alertmanagers},
-                                    {"webhooks", &s->notify.webhooks}}) {
+                                    {"webhooks", &s->notify.webhooks},
+                                    {"slack_webhooks", &s->notify.slack_webhooks}}) {
       const boost::json::value* urls = n.Raw(key);
       if (urls == nullptr) continue;
       if (!urls->is_array() || urls->get_array().size() > 16) throw n.Bad(key, "is not a list of at most 16 URLs");

@@ -9,6 +9,8 @@
 
 namespace podscope::coordinator {
 
+using common::TimeNs;
+
 std::string PromLabelValue(std::string_view value) {
   std::string out;
   out.reserve(value.size());
@@ -27,7 +29,7 @@ void Family(std::string* out, std::string_view name, std::string_view type, std:
   common::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
 }
 
-std::string Seconds(common::TimeNs ns) { return fmt::format("{:.6f}", static_cast<double>(ns) / 1e9); }
+std::string Seconds(TimeNs ns) { return fmt::format("{:.6f}", static_cast<double>(ns) / 1e9); }
 
 }  // namespace
 
@@ -71,11 +73,28 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
     common::StrAppend(out, "podscope_watch_job_last_step{training_job=\"", PromLabelValue(job), "\"} ", w.last_step, "\n");
   }
   Family(out, "podscope_watch_job_step_seconds", "gauge",
-         "The job's step time: the median over ranks of the newest settled step.");
+         "The job's step time over its window (stat p50, p90, p99 of the per-step median over ranks; a gauge, not a summary).");
   for (const auto& [job, w] : windows) {
     if (w.step_time_ns.empty()) continue;
-    common::StrAppend(out, "podscope_watch_job_step_seconds{training_job=\"", PromLabelValue(job), "\"} ",
-                      Seconds(w.step_time_ns.back()), "\n");
+    std::vector<TimeNs> sorted = w.step_time_ns;
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& [label, q] : {std::pair<const char*, double>{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}}) {
+      const size_t i = std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())));
+      common::StrAppend(out, "podscope_watch_job_step_seconds{training_job=\"", PromLabelValue(job), "\",stat=\"",
+                        label, "\"} ", Seconds(sorted[i]), "\n");
+    }
+  }
+  Family(out, "podscope_watch_job_exposed_communication_ratio", "gauge",
+         "The median rank's exposed communication (its last collective's wait and transfer) over its step time.");
+  for (const auto& [job, w] : windows) {
+    std::vector<double> shares;
+    for (const watch::RankWindow& r : w.ranks) {
+      if (r.step_time_ns > 0) shares.push_back(static_cast<double>(r.exposed_comm_ns) / static_cast<double>(r.step_time_ns));
+    }
+    if (shares.empty()) continue;
+    std::nth_element(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(shares.size() / 2), shares.end());
+    common::StrAppend(out, "podscope_watch_job_exposed_communication_ratio{training_job=\"", PromLabelValue(job), "\"} ",
+                      fmt::format("{:.6f}", shares[shares.size() / 2]), "\n");
   }
   Family(out, "podscope_watch_job_allreduce_busbw_gbps", "gauge",
          "AllReduce bus bandwidth over the window, bytes-weighted, GB/s.");
@@ -85,10 +104,9 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
                       fmt::format("{:.3f}", w.allreduce_busbw_gbps), "\n");
   }
   // Only the ranks that caused the most delay: a bound that holds at any job size.
-  Family(out, "podscope_watch_rank_caused_delay_seconds", "gauge",
-         "Delay a rank caused others over the window (it arrived last), for the job's top ranks only.");
+  std::map<std::string, std::vector<size_t>> top;
   for (const auto& [job, w] : windows) {
-    std::vector<size_t> order;
+    std::vector<size_t>& order = top[job];
     for (size_t i = 0; i < w.ranks.size(); ++i) {
       if (w.ranks[i].caused_delay_ns > 0) order.push_back(i);
     }
@@ -97,11 +115,28 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
       return w.ranks[a].caused_delay_ns != w.ranks[b].caused_delay_ns ? w.ranks[a].caused_delay_ns > w.ranks[b].caused_delay_ns
                                                                       : w.ranks[a].rank < w.ranks[b].rank;
     });
-    for (size_t k = 0; k < n; ++k) {
-      const size_t i = order[k];
-      const std::string& host = i < w.hosts.size() ? w.hosts[i] : std::string();
-      common::StrAppend(out, "podscope_watch_rank_caused_delay_seconds{training_job=\"", PromLabelValue(job), "\",rank=\"",
-                        w.ranks[i].rank, "\",host=\"", PromLabelValue(host), "\"} ", Seconds(w.ranks[i].caused_delay_ns),
+    order.resize(n);
+  }
+  auto rank_labels = [&](const std::string& job, const watch::WindowStats& w, size_t i) {
+    const std::string& host = i < w.hosts.size() ? w.hosts[i] : std::string();
+    return common::StrCat("{training_job=\"", PromLabelValue(job), "\",rank=\"", w.ranks[i].rank, "\",host=\"",
+                          PromLabelValue(host), "\"} ");
+  };
+  Family(out, "podscope_watch_rank_caused_delay_seconds", "gauge",
+         "Delay a rank caused others over the window (it arrived last), for the job's top ranks only.");
+  for (const auto& [job, w] : windows) {
+    for (const size_t i : top[job]) {
+      common::StrAppend(out, "podscope_watch_rank_caused_delay_seconds", rank_labels(job, w, i),
+                        Seconds(w.ranks[i].caused_delay_ns), "\n");
+    }
+  }
+  Family(out, "podscope_watch_rank_last_arriver_share", "gauge",
+         "Share of its collectives a rank arrived last at, for the same top ranks.");
+  for (const auto& [job, w] : windows) {
+    for (const size_t i : top[job]) {
+      const watch::RankWindow& r = w.ranks[i];
+      const double share = r.collectives > 0 ? static_cast<double>(r.last_arrivals) / static_cast<double>(r.collectives) : 0;
+      common::StrAppend(out, "podscope_watch_rank_last_arriver_share", rank_labels(job, w, i), fmt::format("{:.6f}", share),
                         "\n");
     }
   }

@@ -41,15 +41,16 @@ std::string Joined(const std::vector<int32_t>& ranks) {
 absl::StatusOr<std::unique_ptr<AlertNotifier>> AlertNotifier::Create(NotifierOptions options,
                                                                       std::function<std::vector<Alert>()> firing) {
   std::unique_ptr<AlertNotifier> n(new AlertNotifier(std::move(options), std::move(firing)));
-  auto add = [&](const std::string& url, bool alertmanager) -> absl::Status {
+  auto add = [&](const std::string& url, bool alertmanager, bool slack = false) -> absl::Status {
     absl::StatusOr<ServerAddress> address = ParseServerUrl(url);
     if (!address.ok()) {
-      return absl::InvalidArgumentError(common::StrCat(alertmanager ? "notify.alertmanagers: " : "notify.webhooks: ",
+      return absl::InvalidArgumentError(common::StrCat(alertmanager ? "notify.alertmanagers: " : slack ? "notify.slack_webhooks: " : "notify.webhooks: ",
                                                        address.status().message()));
     }
     auto d = std::make_unique<Destination>();
     d->url = url;
     d->alertmanager = alertmanager;
+    d->slack = slack;
     d->address = *address;
     d->address.ca_file = n->options_.ca_file;
     d->address.timeout_seconds = std::max<int>(1, static_cast<int>(absl::ToInt64Seconds(n->options_.timeout)));
@@ -63,6 +64,9 @@ absl::StatusOr<std::unique_ptr<AlertNotifier>> AlertNotifier::Create(NotifierOpt
   }
   for (const std::string& url : n->options_.webhooks) {
     if (absl::Status s = add(url, false); !s.ok()) return s;
+  }
+  for (const std::string& url : n->options_.slack_webhooks) {
+    if (absl::Status s = add(url, false, true); !s.ok()) return s;
   }
   return n;
 }
@@ -136,6 +140,18 @@ void AlertNotifier::Notify(const AlertEvent& event) {
     webhook_body = std::move(out.buffer());
   }
   const std::string alertmanager_body = AlertmanagerBody({event.alert});
+  // Slack (and the chat tools that take its incoming-webhook format): one line a person reads.
+  std::string slack_body;
+  {
+    const Alert& a = event.alert;
+    common::JsonWriter out;
+    out.Char('{').Key("text").String(common::StrCat(
+        event.transition == Transition::kFired ? ":rotating_light: *firing*" : ":white_check_mark: *resolved*", " podscope ",
+        AlertKindName(a.kind), " in job `", a.job, "` (rule ", a.rule, "): ", a.finding.message,
+        a.capture_id ? common::StrCat(" Evidence capture: ", *a.capture_id, ".") : std::string()));
+    out.Char('}');
+    slack_body = std::move(out.buffer());
+  }
   for (auto& d : destinations_) {
     absl::MutexLock lock(&d->mu);
     while (d->queue.size() >= options_.max_queued && !d->queue.empty()) {
@@ -146,7 +162,7 @@ void AlertNotifier::Notify(const AlertEvent& event) {
       ++d->counters.dropped;
       continue;
     }
-    d->queue.push_back({d->alertmanager ? alertmanager_body : webhook_body, 0, absl::InfinitePast()});
+    d->queue.push_back({d->alertmanager ? alertmanager_body : d->slack ? slack_body : webhook_body, 0, absl::InfinitePast()});
   }
 }
 

@@ -1,6 +1,6 @@
 // Sends alert transitions out (DESIGN §11): to Alertmanager's v2 API (POST /api/v2/alerts, with
 // firing alerts re-sent periodically, as Alertmanager expects of its clients) and to webhooks
-// (POST of {"event": "fired"|"resolved", "alert": {...}}). Each destination has its own thread
+// (POST of {"event": "fired"|"resolved", "alert": {...}}, or Slack's {"text": "..."}). Each destination has its own thread
 // and bounded queue (drop oldest, counted), a timeout per attempt and retries with backoff, so
 // a destination that fails or never answers delays only its own deliveries: Notify never blocks.
 #pragma once
@@ -23,7 +23,8 @@ namespace podscope::coordinator::watch {
 
 struct NotifierOptions {
   std::vector<std::string> alertmanagers;  // http[s]://host:port of each Alertmanager
-  std::vector<std::string> webhooks;       // http[s]://host:port/path
+  std::vector<std::string> webhooks;       // http[s]://host:port/path: the alert as JSON
+  std::vector<std::string> slack_webhooks;  // Slack-compatible incoming webhooks: {"text": ...}
   std::string ca_file;                     // for https destinations with a private CA
   std::string external_url;                // this coordinator's REST URL, for links in alerts
   absl::Duration timeout = absl::Seconds(5);  // per attempt: connect, and each read or write
@@ -66,6 +67,7 @@ class AlertNotifier {
   struct Destination {
     std::string url;
     bool alertmanager = false;
+    bool slack = false;
     ServerAddress address;
     mutable absl::Mutex mu;
     std::deque<Delivery> queue ABSL_GUARDED_BY(mu);

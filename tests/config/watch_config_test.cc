@@ -25,13 +25,14 @@ std::string AgentError(std::string_view json) {
 TEST(WatchConfigTest, CoordinatorNotifyKeysAreReadAndChecked) {
   coordinator::CoordinatorSettings s;
   ASSERT_TRUE(coordinator::ApplyCoordinatorConfig(
-                  Parse(R"({"notify": {"alertmanagers": ["http://am:9093"], "webhooks": ["https://h/x", "http://h:81/y"],
+                  Parse(R"({"notify": {"alertmanagers": ["http://am:9093"], "webhooks": ["https://h/x", "http://h:81/y"], "slack_webhooks": ["https://hooks.slack.example/T0/B0/x"],
                                        "timeout_ms": 2500, "max_attempts": 7, "max_queued": 10,
                                        "external_url": "https://podscope.example", "ca_file": "/etc/ca.pem"}})"),
                   &s)
                   .ok());
   EXPECT_EQ(s.notify.alertmanagers, std::vector<std::string>{"http://am:9093"});
   EXPECT_EQ(s.notify.webhooks.size(), 2u);
+  EXPECT_EQ(s.notify.slack_webhooks.size(), 1u);
   EXPECT_EQ(s.notify.timeout, absl::Milliseconds(2500));
   EXPECT_EQ(s.notify.max_attempts, 7);
   EXPECT_EQ(s.notify.max_queued, 10u);

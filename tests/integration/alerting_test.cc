@@ -63,13 +63,14 @@ class AlertingTest : public LiveClusterTest {
 
   // The coordinator's config: the LiveClusterTest one, with notifications to `alertmanager` and
   // the webhooks.
-  void ConfigureNotify(int alertmanager_port, const std::vector<std::string>& webhooks) {
+  void ConfigureNotify(int alertmanager_port, const std::vector<std::string>& webhooks, const std::string& slack) {
     std::string hooks;
     for (const std::string& url : webhooks) hooks += (hooks.empty() ? "\"" : ",\"") + url + "\"";
     config_ = dir_.Write("coordinator.json", R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 20000},
         "agents": {"heartbeat_interval_ms": 300},
         "notify": {"alertmanagers": ["http://127.0.0.1:)" + std::to_string(alertmanager_port) + R"("],
-                   "webhooks": [)" + hooks + R"(], "timeout_ms": 2000, "max_attempts": 3,
+                   "webhooks": [)" + hooks + R"(], "slack_webhooks": [")" + slack + R"("],
+                   "timeout_ms": 2000, "max_attempts": 3,
                    "external_url": "https://127.0.0.1"}})");
   }
 
@@ -113,8 +114,9 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
   WebhookReceiver ok(WebhookReceiver::Mode::kOk);
   WebhookReceiver failing(WebhookReceiver::Mode::kFail);
   WebhookReceiver silent(WebhookReceiver::Mode::kNeverAnswer);
+  WebhookReceiver slack(WebhookReceiver::Mode::kOk);
   const int alertmanager_port = FreePort();
-  ConfigureNotify(alertmanager_port, {silent.url(), failing.url(), ok.url()});
+  ConfigureNotify(alertmanager_port, {silent.url(), failing.url(), ok.url()}, slack.url());
   std::unique_ptr<Daemon> alertmanager = StartAlertmanager(alertmanager_port);
   StartCoordinator();
   const int prometheus_port = FreePort();
@@ -131,6 +133,11 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
   EXPECT_NE(fired.find(R"("kind":"straggler")"), std::string::npos) << fired;
   EXPECT_NE(fired.find(R"("ranks":[5])"), std::string::npos) << fired;
   ASSERT_TRUE(silent.WaitForRequests(1, absl::Seconds(10)));
+  // A Slack-compatible webhook gets one line a person reads.
+  ASSERT_TRUE(slack.WaitForRequests(1, absl::Seconds(10)));
+  const std::string line = slack.bodies().front();
+  EXPECT_EQ(line.rfind(R"({"text":":rotating_light: *firing* podscope )", 0), 0u) << line;
+  EXPECT_NE(line.find("in job `alerting`"), std::string::npos) << line;
   // The failing webhook is tried max_attempts times, with backoff; then counted as failed.
   ASSERT_TRUE(failing.WaitForRequests(3, absl::Seconds(30)));
 

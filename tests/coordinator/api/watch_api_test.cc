@@ -1,6 +1,7 @@
 // The watch service behind its REST routes (no daemon): watch data in, alerts out, rules
 // checked, stored and read back after a restart. Time is injected.
 #include "coordinator/api/watch_api.h"
+#include "coordinator/api/watch_metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -144,6 +145,37 @@ TEST(WatchApiTest, EvidenceCapturesAreStartedOncePerJobPerIntervalAndLinked) {
   f.Watch(later, "llama");
   ASSERT_EQ(started.size(), 2u);
   EXPECT_EQ(started[1].first, "llama");
+}
+
+// /metrics stays bounded however many ranks a job has: per-rank series only for the top 8 by
+// caused delay, the straggler first among them.
+TEST(WatchApiTest, MetricsOfA1024RankJobAreBoundedAndNameTheStraggler) {
+  Fixture f;
+  agent::sim::WorkloadOptions o;
+  o.ranks = 1024;
+  o.steps = 30;
+  o.slowdowns.push_back({700, 1.2, agent::sim::SlowdownKind::kCompute});
+  agent::sim::SummaryModel model(o);
+  f.Watch(model, "big");
+  std::string out;
+  AppendWatchMetrics(*f.service, &out);
+  size_t job_series = 0, rank_series = 0;
+  for (size_t at = 0, end; at < out.size(); at = end + 1) {
+    end = out.find('\n', at);
+    const std::string line = out.substr(at, end - at);
+    if (line.find("training_job=\"big\"") == std::string::npos) continue;
+    ++job_series;
+    if (line.find(",rank=\"") != std::string::npos) ++rank_series;
+  }
+  EXPECT_LE(rank_series, 2 * kMetricsTopRanks) << out;
+  EXPECT_LE(job_series, 2 * kMetricsTopRanks + 10) << out;
+  EXPECT_THAT(out, HasSubstr("podscope_watch_job_ranks{training_job=\"big\"} 1024"));
+  EXPECT_THAT(out, HasSubstr("podscope_watch_job_step_seconds{training_job=\"big\",stat=\"p99\"}"));
+  // The first rank series listed is the straggler's.
+  const size_t first = out.find("podscope_watch_rank_caused_delay_seconds{");
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_EQ(out.substr(first, out.find('\n', first) - first).find("rank=\"700\"") != std::string::npos, true) << out;
+  EXPECT_THAT(out, HasSubstr("podscope_alerts_firing{training_job=\"big\",rule=\"straggler\",kind=\"straggler\"} 1"));
 }
 
 TEST(WatchApiTest, RulesAreCheckedStoredAndSurviveARestart) {
