@@ -358,6 +358,7 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
     if (!data.ok()) return data.status();
     ++batches_;
     ++service_.watch_counters_.batches;
+    service_.watch_counters_.bytes += batch_.ByteSizeLong();
     absl::StatusOr<common::ClockModel> model = service_.aligner_.Model(agent_id_);
     if (!model.ok()) {
       // Only until the agent's first clock burst lands: summaries on an unknown clock would be
@@ -433,6 +434,8 @@ void AgentService::AppendMetrics(std::string* out) const {
     common::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ", value, "\n");
   };
   counter("podscope_watch_batches_total", "Watch batches taken from agents.", watch_counters_.batches.load());
+  counter("podscope_watch_bytes_total", "Bytes of the watch batches taken (protobuf, before gRPC's framing).",
+          watch_counters_.bytes.load());
   counter("podscope_watch_refused_batches_total", "Watch batches refused (malformed, an agent not who it says, or one without a control stream).",
           watch_counters_.refused_batches.load());
   counter("podscope_watch_unaligned_batches_total", "Watch batches dropped because the agent's clock had no model yet.",

@@ -55,6 +55,7 @@ struct WatchIngest {
 // What the Watch streams took and refused, for /metrics.
 struct WatchStreamCounters {
   std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> bytes{0};  // of the batches taken, as serialised on the wire
   // malformed, from an agent that is not who it says, or from one without a control stream
   std::atomic<uint64_t> refused_batches{0};
   std::atomic<uint64_t> unaligned_batches{0};  // the agent's clock had no model yet: dropped

@@ -89,9 +89,10 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
   EXPECT_EQ(alert["ranks"].at(0).get_int64().value(), 13);
   EXPECT_EQ(alert["hosts"].at(0).get_string().value(), "host-a1");
   const int64_t fired_at = alert["fired_at_step"].get_int64().value();
-  std::printf("straggler alert fired at step %lld, %lld steps after the first slow one (%lld)\n",
+  std::printf("straggler alert fired at step %lld, %lld steps after the first slow one (%lld), %.2f s after it began\n",
               static_cast<long long>(fired_at), static_cast<long long>(fired_at - first_slow_step),
-              static_cast<long long>(first_slow_step));
+              static_cast<long long>(first_slow_step),
+              static_cast<double>(alert["first_seen_ns"].get_int64().value() - onset) / 1e9);
   EXPECT_GE(fired_at, first_slow_step) << "fired before rank 13 slowed down";
   EXPECT_LE(fired_at - first_slow_step, 10) << simdjson::to_string(alert);
   EXPECT_GT(alert["evidence"]["share_of_caused_delay"].get_double().value(), 0.5) << simdjson::to_string(alert);
