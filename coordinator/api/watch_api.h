@@ -16,6 +16,7 @@ class WatchApi {
   HttpResponse ListAlerts(HttpRequest& request);
   HttpResponse GetRules(HttpRequest& request);
   HttpResponse PutRules(HttpRequest& request);
+  HttpResponse JobWindow(HttpRequest& request);
 
   watch::WatchService& watch_;
 };

@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   if (watch_cmds.alerts->parsed()) return podscope::coordinator::RunAlertsCommand(online, watch);
   if (watch_cmds.rules_get->parsed()) return podscope::coordinator::RunRulesGetCommand(online);
   if (watch_cmds.rules_set->parsed()) return podscope::coordinator::RunRulesSetCommand(online, watch);
+  if (watch_cmds.watch->parsed()) return podscope::coordinator::RunWatchCommand(online, watch);
   if (watch_cmds.schedules_list->parsed()) return podscope::coordinator::RunSchedulesListCommand(online);
   if (watch_cmds.schedules_add->parsed()) return podscope::coordinator::RunSchedulesAddCommand(online, watch);
   if (watch_cmds.schedules_delete->parsed()) return podscope::coordinator::RunSchedulesDeleteCommand(online, watch);

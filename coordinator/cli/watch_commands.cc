@@ -2,7 +2,11 @@
 
 #include <simdjson.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -44,6 +48,11 @@ WatchCommands AddWatchCommands(CLI::App& app, WatchOptions& o) {
   c.rules_get = c.rules->add_subcommand("get", "Print the rules in force (JSON)");
   c.rules_set = c.rules->add_subcommand("set", "Replace the rules with FILE's (checked first: a bad file changes nothing)");
   c.rules_set->add_option("FILE", o.rules_file, "JSON rules file, or - for standard input")->required();
+  c.watch = app.add_subcommand("watch", "A job's ranks live: step time, lag and caused delay (JSON lines when piped)");
+  c.watch->add_option("--job", o.job, "The job")->required();
+  c.watch->add_option("--interval", o.interval, "Refresh period")->capture_default_str();
+  c.watch->add_option("--count", o.count, "Stop after this many refreshes (0: until interrupted)")->capture_default_str();
+  c.watch->add_option("--top", o.top, "Rows on a terminal, most caused delay first")->capture_default_str();
   CLI::App* schedules = app.add_subcommand("schedules", "Periodic captures of a job (kept by the coordinator)");
   schedules->require_subcommand(1);
   c.schedules_list = schedules->add_subcommand("list", "The schedules, their next run and last capture");
@@ -127,6 +136,48 @@ int RunRulesSetCommand(const OnlineOptions& online, const WatchOptions& o) {
     if (doc["rules"].get_array().get(list) == simdjson::SUCCESS) rules = list.size();
   }
   std::printf("%zu rules in force\n", rules);
+  return 0;
+}
+
+int RunWatchCommand(const OnlineOptions& online, const WatchOptions& o) {
+  absl::StatusOr<int64_t> interval = common::ParseDurationMs(o.interval);
+  if (!interval.ok() || *interval < 100) return cli::Usage("watch", "--interval: at least 100ms");
+  absl::StatusOr<ServerAddress> server = ResolveServer(online);
+  if (!server.ok()) return Fail("watch", std::string(server.status().message()));
+  const bool terminal = isatty(STDOUT_FILENO) != 0;
+  for (int64_t n = 0; o.count == 0 || n < o.count; ++n) {
+    if (n > 0) std::this_thread::sleep_for(std::chrono::milliseconds(*interval));
+    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", "/v1/watch/jobs/" + UrlEncode(o.job));
+    if (!r.ok()) return Fail("watch", std::string(r.status().message()));
+    if (r->status != 200) return Fail("watch", ProblemDetail(*r));
+    if (!terminal) {
+      // One window a line, for jq and log collectors.
+      std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+      std::printf("\n");
+      std::fflush(stdout);
+      continue;
+    }
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("watch", "unreadable answer");
+    std::vector<simdjson::dom::element> ranks;
+    for (simdjson::dom::element rank : doc["ranks"].get_array()) ranks.push_back(rank);
+    std::sort(ranks.begin(), ranks.end(), [](simdjson::dom::element a, simdjson::dom::element b) {
+      return cli::Number(a["caused_delay_ms"]) > cli::Number(b["caused_delay_ms"]);
+    });
+    std::printf("\033[H\033[2J");  // home, clear: a table that refreshes in place
+    std::printf("job %s  steps %lld-%lld  step %.1f ms  %zu ranks%s\n\n", o.job.c_str(),
+                static_cast<long long>(Int(doc["first_step"])), static_cast<long long>(Int(doc["last_step"])),
+                cli::Number(doc["step_time_ms"]), ranks.size(), doc["full"].get_bool().value_unsafe() ? "" : "  (window filling)");
+    std::printf("%6s %-20s %12s %10s %16s %12s\n", "rank", "host", "step (ms)", "lag (ms)", "caused delay(ms)", "last arriver");
+    for (size_t i = 0; i < ranks.size() && static_cast<int64_t>(i) < o.top; ++i) {
+      simdjson::dom::element k = ranks[i];
+      std::printf("%6lld %-20s %12.2f %+10.2f %16.1f %11.0f%%\n", static_cast<long long>(Int(k["rank"])), Str(k["host"]).c_str(),
+                  cli::Number(k["step_time_ms"]), cli::Number(k["lag_ms"]), cli::Number(k["caused_delay_ms"]),
+                  100 * cli::Number(k["last_arriver_share"]));
+    }
+    std::fflush(stdout);
+  }
   return 0;
 }
 

@@ -1,5 +1,5 @@
 // The CLI's watch commands (DESIGN §11): `podscope alerts [--job J] [--state firing|resolved|all]`,
-// `podscope rules get|set FILE` and `podscope schedules list|add|delete`, against the coordinator
+// `podscope rules get|set FILE`, `podscope schedules list|add|delete` and `podscope watch --job J`, against the coordinator
 // of --server.
 #pragma once
 
@@ -20,6 +20,10 @@ struct WatchOptions {
   std::string duration = "2s";
   std::string ranks;
   std::string schedule_id;
+  // watch
+  std::string interval = "1s";
+  int64_t count = 0;  // polls before exiting; 0: until interrupted
+  int64_t top = 20;   // rows on a terminal, most caused delay first
 };
 
 struct WatchCommands {
@@ -30,6 +34,7 @@ struct WatchCommands {
   CLI::App* schedules_list = nullptr;
   CLI::App* schedules_add = nullptr;
   CLI::App* schedules_delete = nullptr;
+  CLI::App* watch = nullptr;
 };
 
 WatchCommands AddWatchCommands(CLI::App& app, WatchOptions& options);
@@ -37,6 +42,8 @@ int RunAlertsCommand(const OnlineOptions& online, const WatchOptions& options);
 int RunRulesGetCommand(const OnlineOptions& online);
 int RunRulesSetCommand(const OnlineOptions& online, const WatchOptions& options);
 int RunSchedulesListCommand(const OnlineOptions& online);
+// A live per-rank table of the job's window on a terminal; one JSON line per poll when piped.
+int RunWatchCommand(const OnlineOptions& online, const WatchOptions& options);
 int RunSchedulesAddCommand(const OnlineOptions& online, const WatchOptions& options);
 int RunSchedulesDeleteCommand(const OnlineOptions& online, const WatchOptions& options);
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <thread>
 
@@ -136,6 +138,18 @@ TEST_F(WatchTest, ACleanJobWatchedForTwoMinutesFiresNothing) {
     ASSERT_EQ(r.body, R"({"alerts":[]})") << "a clean job raised an alert";
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }
+  // podscope watch, piped: one JSON line per refresh, every rank with its figures.
+  const auto [lines, lines_code] = Cli("watch --job clean --count 2 --interval 200ms");
+  ASSERT_EQ(lines_code, 0) << lines;
+  ASSERT_EQ(std::count(lines.begin(), lines.end(), '\n'), 2) << lines;
+  simdjson::dom::element window = Json(lines.substr(0, lines.find('\n')));
+  EXPECT_EQ(window["ranks"].get_array().size(), 32u) << lines;
+  EXPECT_TRUE(window["full"].get_bool().value()) << lines;
+  for (simdjson::dom::element r : window["ranks"].get_array()) {
+    EXPECT_GT(r["step_time_ms"].get_double().value(), 50) << simdjson::to_string(r);
+    EXPECT_LT(std::abs(r["lag_ms"].get_double().value()), 10) << "a clean job: nobody lags " << simdjson::to_string(r);
+  }
+  EXPECT_EQ(Cli("watch --job nosuch --count 1").second, 1);
   // And the data really flowed: about 10 steps a second of 32 ranks for two minutes.
   const HttpResult metrics = HttpCall(http_port_, "GET", "/metrics");
   const size_t at = metrics.body.find("\npodscope_watch_steps_total ");
