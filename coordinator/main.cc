@@ -232,10 +232,13 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(watch.status().message()));
     return 1;
   }
+  // Captures nobody waits on (evidence, schedules) start a second later than the scheduler's
+  // minimum lead: a busy agent then still acknowledges in time, and a second costs nothing.
+  constexpr int64_t kBackgroundCaptureLeadNs = 1'000'000'000;
   // An alert that fires captures its job (rate-limited per job), so its evidence is kept.
   (*watch)->SetEvidenceStarter([&scheduler](const std::string& job, int64_t duration_ns) -> absl::StatusOr<std::string> {
     absl::StatusOr<podscope::storage::CaptureRecord> capture =
-        scheduler.StartCapture({.job = job, .duration_ns = duration_ns});
+        scheduler.StartCapture({.job = job, .duration_ns = duration_ns, .delay_ns = kBackgroundCaptureLeadNs});
     if (!capture.ok()) return capture.status();
     return capture->id;
   });
@@ -319,7 +322,8 @@ int main(int argc, char** argv) {
           **store, NowNs,
           {.start = [&scheduler](const podscope::coordinator::ScheduleSpec& spec) -> absl::StatusOr<std::string> {
              absl::StatusOr<podscope::storage::CaptureRecord> capture =
-                 scheduler.StartCapture({.job = spec.job, .ranks = spec.ranks, .duration_ns = spec.duration_ns});
+                 scheduler.StartCapture({.job = spec.job, .ranks = spec.ranks, .duration_ns = spec.duration_ns,
+                                         .delay_ns = kBackgroundCaptureLeadNs});
              if (!capture.ok()) return capture.status();
              return capture->id;
            },

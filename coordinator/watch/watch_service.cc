@@ -55,7 +55,8 @@ void WatchService::SetHost(const std::string& job, int32_t rank, std::string hos
 std::vector<AlertEvent> WatchService::Evaluate() {
   std::vector<AlertEvent> events;
   std::vector<std::function<void(const AlertEvent&)>> listeners;
-  std::vector<size_t> wants_evidence;  // indexes into events
+  std::vector<size_t> wants_evidence;   // indexes into events
+  std::vector<size_t> shares_evidence;  // alerts of the same evaluation whose job's capture starts now
   EvidenceStarter starter;
   TimeNs evidence_duration_ns = 0;
   {
@@ -74,13 +75,20 @@ std::vector<AlertEvent> WatchService::Evaluate() {
                                      [&](const AlertRule& r) { return r.name == e.alert.rule; });
       if (!evidence_starter_ || rule == rules.rules.end() || !rule->capture_evidence) continue;
       // One evidence capture per job per interval: a job that fires several rules at once, or
-      // flaps, does not start a capture storm.
-      auto [last, first] = last_evidence_ns_.try_emplace(e.alert.job, now);
-      if (!first && now - last->second < rules.evidence_interval_ns) {
+      // flaps, does not start a capture storm. An alert that fires while the job's capture
+      // still records is linked to it: it is evidence of that alert too.
+      auto [last, first] = last_evidence_.try_emplace(e.alert.job, Evidence{now, ""});
+      if (!first && now - last->second.started_ns < rules.evidence_interval_ns) {
         ++counters_.evidence_rate_limited;
+        if (!last->second.capture_id.empty() && now - last->second.started_ns <= rules.evidence_duration_ns) {
+          engine_.tracker().SetCaptureId(e.alert.id, last->second.capture_id);
+          events[i].alert.capture_id = last->second.capture_id;
+        } else if (last->second.capture_id.empty() && now == last->second.started_ns) {
+          shares_evidence.push_back(i);  // same evaluation as the one that starts it
+        }
         continue;
       }
-      last->second = now;
+      last->second = Evidence{now, ""};
       wants_evidence.push_back(i);
     }
     listeners = listeners_;
@@ -100,6 +108,17 @@ std::vector<AlertEvent> WatchService::Evaluate() {
     ++counters_.evidence_captures;
     engine_.tracker().SetCaptureId(alert.id, *capture);
     alert.capture_id = *capture;
+    last_evidence_[alert.job].capture_id = *capture;
+  }
+  if (!shares_evidence.empty()) {
+    absl::MutexLock lock(&mu_);
+    for (const size_t i : shares_evidence) {
+      Alert& alert = events[i].alert;
+      const auto it = last_evidence_.find(alert.job);
+      if (it == last_evidence_.end() || it->second.capture_id.empty()) continue;
+      engine_.tracker().SetCaptureId(alert.id, it->second.capture_id);
+      alert.capture_id = it->second.capture_id;
+    }
   }
   for (const AlertEvent& e : events) {
     spdlog::info("alert {} {}: job {} rule {}: {}{}", e.alert.id,

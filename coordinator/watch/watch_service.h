@@ -59,6 +59,7 @@ class WatchService {
   void OnTransition(std::function<void(const AlertEvent&)> listener);
   // When an alert of a rule with capture_evidence fires, a capture of its job is started (at
   // most one per job per evidence.interval_s) and linked to the alert before listeners hear of it.
+  // Alerts of the job that fire while that capture still records share it.
   void SetEvidenceStarter(EvidenceStarter starter);
 
   // Evaluates every evaluate_interval on a thread of its own until Stop.
@@ -84,7 +85,11 @@ class WatchService {
   ServiceCounters counters_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void(const AlertEvent&)>> listeners_ ABSL_GUARDED_BY(mu_);
   EvidenceStarter evidence_starter_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, TimeNs> last_evidence_ns_ ABSL_GUARDED_BY(mu_);  // by job; bounded by the engine's jobs
+  struct Evidence {
+    TimeNs started_ns = 0;
+    std::string capture_id;  // empty until started (or when it failed)
+  };
+  std::map<std::string, Evidence> last_evidence_ ABSL_GUARDED_BY(mu_);  // by job; bounded by the engine's jobs
   absl::Mutex run_mu_;
   bool stopping_ ABSL_GUARDED_BY(run_mu_) = false;
   std::thread thread_;
