@@ -79,6 +79,17 @@ podscope_log "podscope --server $SERVER --ca-cert certs/ca.pem --token-file cert
 "${PODSCOPE[@]}" --server "$SERVER" capture --job demo --duration 2s --wait --trace "$OUT_DIR/demo-capture.json.gz"
 echo
 
+podscope_log "podscope alerts --job demo (the coordinator watches every step, no capture needed)"
+# The agents stream every rank's step summaries; the straggler alert fires within a few steps
+# of the window filling, with its evidence and the capture it started.
+for _ in $(seq 1 60); do
+  ALERTS="$("${PODSCOPE[@]}" --server "$SERVER" alerts --job demo)"
+  grep -q straggler <<<"$ALERTS" && break
+  sleep 0.5
+done
+echo "$ALERTS"
+echo
+
 if [ -d "$DATA_DIR/kineto" ]; then
   podscope_log "offline: the shared 8-rank DLRM Kineto traces, inspected and merged"
   "$BIN/coordinator/podscope" inspect "$DATA_DIR/kineto/dlrm_8rank"

@@ -98,7 +98,8 @@ int RunAlertsCommand(const OnlineOptions& online, const WatchOptions& o) {
     for (simdjson::dom::element host : a["hosts"].get_array()) common::StrAppend(&hosts, hosts.empty() ? "" : ",", Str(host));
     std::printf("%-9s %-22s %-16s %-12s %-16s %-10s %s\n", Str(a["state"]).c_str(), Str(a["kind"]).c_str(),
                 Str(a["job"]).c_str(), ranks.empty() ? "-" : ranks.c_str(), hosts.empty() ? "-" : hosts.c_str(),
-                Ago(Int(a["first_seen_ns"])).c_str(), Str(a["message"]).c_str());
+                Ago(Int(a["first_seen_ns"])).c_str(),
+                (Str(a["message"]) + (Str(a["capture_id"]).empty() ? "" : " [evidence capture " + Str(a["capture_id"]) + "]")).c_str());
   }
   return 0;
 }
