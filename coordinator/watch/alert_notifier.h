@@ -83,9 +83,9 @@ class AlertNotifier {
   const NotifierOptions options_;
   const std::function<std::vector<Alert>()> firing_;
   std::vector<std::unique_ptr<Destination>> destinations_;
-  mutable absl::Mutex stop_mu_;
+  absl::Mutex stop_mu_;
   bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
-  mutable RateLimitedLog log_{"notify"};
+  RateLimitedLog log_{"notify"};
 };
 
 }  // namespace podscope::coordinator::watch
