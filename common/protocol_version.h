@@ -17,6 +17,6 @@ namespace podscope::common {
 // The probe <-> agent protocol (common/proto/podscope/v1/probe.proto), versioned the same way:
 // an agent refuses a probe of another major version, naming both.
 inline constexpr uint32_t kProbeProtocolMajor = 1;
-inline constexpr uint32_t kProbeProtocolMinor = 0;
+inline constexpr uint32_t kProbeProtocolMinor = 1;  // 1: watch data (ProbeWatch)
 
 }  // namespace podscope::common

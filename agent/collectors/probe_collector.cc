@@ -10,6 +10,8 @@
 #include "common/protocol_version.h"
 #include "common/str_util.h"
 #include "common/trace_slice.h"
+#include "common/watch_wire.h"
+#include "agent/watch/probe_watch.h"
 #include "spdlog/spdlog.h"
 
 namespace podscope::agent {
@@ -179,8 +181,10 @@ void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredenti
     }
   }
   v1::AgentToProbe welcome;
-  welcome.mutable_welcome()->set_protocol_major(common::kProbeProtocolMajor);
-  welcome.mutable_welcome()->set_protocol_minor(common::kProbeProtocolMinor);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    welcome = Welcome();
+  }
   server_->Send(id, welcome);
   for (const v1::ProbeArm& arm : rearm) {
     v1::AgentToProbe command;
@@ -188,6 +192,73 @@ void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredenti
     server_->Send(id, command);
   }
   NotifyWorkersChanged();
+}
+
+v1::AgentToProbe ProbeCollector::Welcome() const {
+  v1::AgentToProbe welcome;
+  welcome.mutable_welcome()->set_protocol_major(common::kProbeProtocolMajor);
+  welcome.mutable_welcome()->set_protocol_minor(common::kProbeProtocolMinor);
+  welcome.mutable_welcome()->set_watch(watch_sink_ != nullptr);
+  return welcome;
+}
+
+void ProbeCollector::StartWatch(WatchSink* sink) {
+  std::vector<ProbeConnectionId> ids;
+  v1::AgentToProbe welcome;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watch_sink_ = sink;
+    welcome = Welcome();
+    for (const auto& [id, p] : probes_) ids.push_back(id);
+  }
+  // Probes already here hear of it at once (a welcome again changes nothing else).
+  for (ProbeConnectionId id : ids) server_->Send(id, welcome);
+}
+
+void ProbeCollector::StopWatch() { StartWatch(nullptr); }
+
+ProbeCollector::WatchCounters ProbeCollector::watch_counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watch_counters_;
+}
+
+void ProbeCollector::OnWatch(ProbeConnectionId id, const v1::ProbeWatch& message) {
+  ProbeWatchData data = DecodeProbeWatch(message);
+  std::vector<common::StepSummary> steps;
+  // Under the lock, sink calls included: StopWatch returns only once no call is under way (the
+  // sink never calls back into the collector).
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = probes_.find(id);
+  if (watch_sink_ == nullptr || it == probes_.end() || it->second.rank < 0) return;
+  Probe& p = it->second;
+  const std::string& job = p.registration.job();
+  ++watch_counters_.messages;
+  watch_counters_.refused_records += data.refused;
+  if (p.steps == nullptr) p.steps = std::make_unique<StepAssembler>();
+  const uint64_t unassigned = p.steps->counters().dropped_collectives;
+  p.steps->Add(data.collectives, data.steps, data.now_ns, &steps);
+  watch_counters_.unassigned_collectives += p.steps->counters().dropped_collectives - unassigned;
+  // Probes record on the host clock; watch data goes out on the agent's.
+  const auto to_agent = [&](TimeNs t) { return clock_.FromHost(t); };
+  for (common::StepSummary& s : steps) {
+    if (s.end_ns - s.start_ns > common::kMaxWatchSpanNs) continue;  // a pause of days: no step
+    s.rank = p.rank;
+    s.start_ns = to_agent(s.start_ns);
+    s.end_ns = to_agent(s.end_ns);
+    for (common::CollectiveArrival& a : s.collectives) {
+      a.enqueue_ns = to_agent(a.enqueue_ns);
+      a.start_ns = to_agent(a.start_ns);
+      a.end_ns = to_agent(a.end_ns);
+    }
+    ++watch_counters_.steps;
+    watch_sink_->Step(job, s);
+  }
+  for (common::RankProgress& r : data.progress) {
+    r.rank = p.rank;
+    if (r.entered_sequence >= 0) r.entered_ns = to_agent(r.entered_ns);
+    if (r.completed_sequence >= 0) r.completed_ns = to_agent(r.completed_ns);
+    watch_sink_->Progress(job, r);
+  }
 }
 
 void ProbeCollector::OnDisconnect(ProbeConnectionId id) {

@@ -4,6 +4,10 @@
 // and streams its chunks and a status back, which Drain hands to the capture runner, together
 // with the host collector's samples for that worker.
 //
+// Watch data (issue 15): while StartWatch holds a sink, every probe is told so in its welcome and
+// flushes its collectives and step marks every second; a StepAssembler per probe makes them
+// into step summaries for the sink, and quiet communicators' progress goes on as it is.
+//
 // Restarts: a probe keeps recording through an agent restart and re-registers with the new
 // agent, naming the window under way; chunks that arrive before the new agent knows the capture
 // wait in a bounded unclaimed store and are claimed when the capture is armed again.
@@ -22,6 +26,7 @@
 #include "agent/collector.h"
 #include "agent/host/host_sampler.h"
 #include "agent/probes/probe_server.h"
+#include "agent/watch/step_assembler.h"
 
 namespace podscope::agent {
 
@@ -51,6 +56,16 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   absl::Status Stop(std::string_view capture_id) override;
   absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) override;
   void Forget(std::string_view capture_id) override;
+  void StartWatch(WatchSink* sink) override;
+  void StopWatch() override;
+
+  struct WatchCounters {
+    uint64_t messages = 0;
+    uint64_t steps = 0;
+    uint64_t refused_records = 0;  // broke a bound (probe_watch.h)
+    uint64_t unassigned_collectives = 0;  // in no step handed on
+  };
+  WatchCounters watch_counters() const;
 
   const std::string& socket_path() const { return server_->socket_path(); }
 
@@ -60,6 +75,7 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
     v1::ProbeRegister registration;
     int32_t rank = -1;     // as served; -1: not served (a duplicate or a child of a worker)
     std::string ignored;   // why it is not served
+    std::unique_ptr<StepAssembler> steps;  // watch data, once some came
   };
   struct WorkerCapture {
     ProbeConnectionId probe = 0;
@@ -88,6 +104,8 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   void OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) override;
   void OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus& status) override;
   void OnDisconnect(ProbeConnectionId id) override;
+  void OnWatch(ProbeConnectionId id, const v1::ProbeWatch& watch) override;
+  v1::AgentToProbe Welcome() const;  // requires mu_
 
   // Requires mu_. Gives ranks to probes that registered without one, and decides duplicates.
   void AssignRanks();
@@ -107,6 +125,8 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   std::vector<Unclaimed> unclaimed_;  // oldest first
   size_t unclaimed_bytes_ = 0;
   std::function<void()> workers_changed_;
+  WatchSink* watch_sink_ = nullptr;  // under mu_
+  WatchCounters watch_counters_;     // under mu_
 };
 
 }  // namespace podscope::agent

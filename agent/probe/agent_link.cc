@@ -91,6 +91,7 @@ void AgentLink::Loop() {
       if (fd.ok()) {
         connections_.fetch_add(1);
         Serve(*std::move(fd));
+        handler_->OnDisconnected();
         if (stopping_) break;
         next_attempt = MonotonicNs() + std::min(kQuickRetryNs, reconnect_interval_ns_);
         std::lock_guard<std::mutex> lock(mu_);

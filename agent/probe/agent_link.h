@@ -38,6 +38,8 @@ class AgentLink {
     virtual void OnCancel(const v1::ProbeCancel& cancel) = 0;
     // The agent refused this probe (e.g. another protocol major); the probe stays quiet.
     virtual void OnRefused(const std::string& reason) {}
+    // The connection broke (or was refused); the link tries again by itself.
+    virtual void OnDisconnected() {}
   };
 
   AgentLink(std::string socket_path, int64_t reconnect_interval_ns, size_t max_queue_bytes, Handler* handler);

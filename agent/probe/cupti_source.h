@@ -48,11 +48,12 @@ class CuptiSource : public EventSource {
   // Buffers handed to CUPTI and not returned yet; buffers CUPTI asked for and did not get.
   size_t buffers_out() const;
   uint64_t buffers_refused() const;
+  // Adds a (CUPTI timestamp, host time) pair to `clock`; watch data's clock between windows.
+  void ReadClockPair(GpuClockMap* clock);
 
  private:
   // "cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_... (what it means)".
   std::string Describe(const char* call, CUptiResult result);
-  void ReadClockPair(GpuClockMap* clock);
 
   CuptiApi* api_;
   const CuptiSourceOptions options_;

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "agent/probe/gpu_clock_map.h"
+#include "common/watch_summary.h"
 #include "common/worker_trace.h"
 
 namespace podscope::agent::probe {
@@ -57,6 +58,34 @@ class EventSource {
   virtual void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) = 0;
   virtual void CloseWindow(TimeNs host_now) = 0;
   virtual Harvest TakeHarvest() = 0;
+};
+
+// Watch data (issue 15, docs/watch.md): what a source saw between two flushes of the probe,
+// inside capture windows or not. The agent turns it into step summaries.
+struct WatchStepMark {
+  int64_t step = 0;
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+};
+
+struct WatchHarvest {
+  std::vector<common::CollectiveArrival> collectives;  // finished, host clock, in enqueue order
+  std::vector<WatchStepMark> steps;
+  std::vector<common::RankProgress> progress;  // communicators quiet for a while (rank: -1)
+  uint64_t dropped = 0;                        // since the process started
+};
+
+// A source that also watches between windows. Its hooks stay as cheap as in a window: one short
+// mutex and a write into a fixed ring, never an allocation.
+class WatchSource {
+ public:
+  virtual ~WatchSource() = default;
+  // On: record watch data from now on (NCCL is asked for collectives between windows). Off:
+  // record none, and NCCL between windows is asked for nothing.
+  virtual void SetWatching(bool on) = 0;
+  // What finished since the last call, appended to `out`; `now` (host clock) decides which
+  // communicators count as quiet.
+  virtual void TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarvest* out) = 0;
 };
 
 }  // namespace podscope::agent::probe

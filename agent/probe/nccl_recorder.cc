@@ -37,12 +37,20 @@ int DatatypeBytes(std::string_view dtype) {
   return 0;
 }
 
+// A handle: bit 63 marks a kernel channel, bit 62 a watch slot (the rest is its serial);
+// otherwise bits 32-61 hold the window generation and bits 0-31 the row + 1.
 constexpr uint64_t kChannelBit = uint64_t{1} << 63;
+constexpr uint64_t kWatchBit = uint64_t{1} << 62;
+constexpr uint32_t kGenerationMask = 0x3fffffffu;
 
 void* PackHandle(uint32_t generation, size_t row, bool channel) {
-  const uint64_t bits = (static_cast<uint64_t>(generation & 0x7fffffffu) << 32) | (static_cast<uint64_t>(row) + 1);
+  const uint64_t bits = (static_cast<uint64_t>(generation & kGenerationMask) << 32) | (static_cast<uint64_t>(row) + 1);
   return reinterpret_cast<void*>(static_cast<uintptr_t>(channel ? bits | kChannelBit : bits));
 }
+
+void* WatchHandle(uint64_t serial) { return reinterpret_cast<void*>(static_cast<uintptr_t>(serial | kWatchBit)); }
+
+uint64_t BitsOf(void* handle) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)); }
 
 std::string_view OrEmpty(const char* s) { return s == nullptr ? std::string_view() : std::string_view(s); }
 
@@ -59,8 +67,8 @@ NcclCommunicator* NcclRecorder::InitCommunicator(uint64_t comm_id, const char* n
   comm.nranks = nranks;
   comm.rank = rank;
   comm.activation_mask = activation_mask;
-  // A communicator made while a window is open records from the start.
-  if (activation_mask != nullptr) *activation_mask = open_ ? kWindowMask : 0;
+  // A communicator made while a window is open (or while watching) records from the start.
+  if (activation_mask != nullptr) *activation_mask = MaskNow();
   return &comm;
 }
 
@@ -92,13 +100,24 @@ void NcclRecorder::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap*
   }
 }
 
+int NcclRecorder::MaskNow() const { return open_ ? kWindowMask : watching_ ? kWatchMask : 0; }
+
+void NcclRecorder::SetWatching(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (on && ring_.empty()) ring_.resize(kWatchRingSlots);  // once, off every training thread
+  watching_ = on;
+  for (NcclCommunicator& c : comms_) {
+    if (c.activation_mask != nullptr) *c.activation_mask = MaskNow();
+  }
+}
+
 void NcclRecorder::CloseWindow(TimeNs host_now) {
   std::lock_guard<std::mutex> lock(mu_);
   open_ = false;
   // Kernel channels still running keep reporting into their rows until the harvest; new
-  // collectives are not asked for any more.
+  // collectives are asked for only as watch data.
   for (NcclCommunicator& c : comms_) {
-    if (c.activation_mask != nullptr) *c.activation_mask = 0;
+    if (c.activation_mask != nullptr) *c.activation_mask = MaskNow();
   }
 }
 
@@ -106,9 +125,11 @@ void* NcclRecorder::StartCollective(NcclCommunicator* comm, const NcclCollective
   if (comm == nullptr) return nullptr;
   const TimeNs now = host_now_();
   std::lock_guard<std::mutex> lock(mu_);
-  if (!open_ || budget_ == nullptr || !budget_->Take()) return nullptr;
+  const uint64_t watch_serial = watching_ && start.has_sequence ? AddWatchSlot(comm, start, now) : 0;
+  if (!open_ || budget_ == nullptr || !budget_->Take()) return watch_serial != 0 ? WatchHandle(watch_serial) : nullptr;
   Row& row = rows_.emplace_back();
   row.comm = comm;
+  row.watch_serial = watch_serial;
   row.sequence = start.has_sequence ? static_cast<int64_t>(start.sequence) : common::kUnknownSequence;
   row.func = OrEmpty(start.func);
   row.datatype = OrEmpty(start.datatype);
@@ -121,30 +142,150 @@ void* NcclRecorder::StartCollective(NcclCommunicator* comm, const NcclCollective
   return PackHandle(generation_, rows_.size() - 1, false);
 }
 
+uint64_t NcclRecorder::AddWatchSlot(NcclCommunicator* comm, const NcclCollectiveStart& start, TimeNs now) {
+  const uint64_t serial = next_serial_++;
+  WatchSlot& slot = ring_[serial % ring_.size()];
+  if (slot.serial != 0 && !slot.taken) ++watch_dropped_;  // overrun: the flush fell behind
+  slot = WatchSlot{};
+  slot.serial = serial;
+  slot.comm = comm;
+  slot.sequence = static_cast<int64_t>(start.sequence);
+  slot.op = OpOfFunc(OrEmpty(start.func));
+  slot.bytes = static_cast<int64_t>(start.count) * DatatypeBytes(OrEmpty(start.datatype));
+  slot.channels = start.channels;
+  slot.enqueue_ns = now;
+  comm->entered_sequence = slot.sequence;
+  comm->entered_ns = now;
+  comm->entered_op = slot.op;
+  comm->entered_bytes = slot.bytes;
+  return serial;
+}
+
+NcclRecorder::WatchSlot* NcclRecorder::SlotOf(uint64_t serial) {
+  if (serial == 0 || ring_.empty()) return nullptr;
+  WatchSlot& slot = ring_[serial % ring_.size()];
+  return slot.serial == serial ? &slot : nullptr;
+}
+
+void NcclRecorder::ChannelStarted(WatchSlot* slot, uint64_t gpu_start_ns) {
+  if (slot == nullptr) return;
+  ++slot->started;
+  if (gpu_start_ns != 0 && (slot->gpu_start == 0 || gpu_start_ns < slot->gpu_start)) slot->gpu_start = gpu_start_ns;
+}
+
+void NcclRecorder::ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns, TimeNs now) {
+  if (slot == nullptr) return;
+  ++slot->stopped;
+  slot->gpu_end = std::max(slot->gpu_end, gpu_stop_ns);
+  slot->stopped_ns = now;
+  // The collective completed once every channel it announced has stopped.
+  if (slot->stopped >= slot->started && slot->stopped >= slot->channels &&
+      slot->sequence > slot->comm->completed_sequence) {
+    slot->comm->completed_sequence = slot->sequence;
+    slot->comm->completed_ns = now;
+  }
+}
+
 NcclRecorder::Row* NcclRecorder::RowOf(void* handle) {
-  const auto bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
-  if (bits == 0) return nullptr;
+  const uint64_t bits = BitsOf(handle);
+  if (bits == 0 || (bits & kWatchBit) != 0) return nullptr;
   const uint32_t generation = static_cast<uint32_t>((bits & ~kChannelBit) >> 32);
   const uint64_t row = (bits & 0xffffffffu);
-  if (generation != (generation_ & 0x7fffffffu) || row == 0 || row > rows_.size()) return nullptr;
+  if (generation != (generation_ & kGenerationMask) || row == 0 || row > rows_.size()) return nullptr;
   return &rows_[row - 1];
 }
 
 void* NcclRecorder::StartKernelChannel(void* parent, uint64_t gpu_start_ns) {
+  const uint64_t bits = BitsOf(parent);
   std::lock_guard<std::mutex> lock(mu_);
+  if ((bits & kWatchBit) != 0) {
+    WatchSlot* slot = SlotOf(bits & ~(kWatchBit | kChannelBit));
+    if (slot == nullptr) return nullptr;
+    ChannelStarted(slot, gpu_start_ns);
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(bits | kChannelBit));
+  }
   Row* row = RowOf(parent);
   if (row == nullptr) return nullptr;
   if (gpu_start_ns != 0 && (row->gpu_start == 0 || gpu_start_ns < row->gpu_start)) row->gpu_start = gpu_start_ns;
+  ChannelStarted(SlotOf(row->watch_serial), gpu_start_ns);
   return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(parent) | kChannelBit);
 }
 
 void NcclRecorder::StopKernelChannel(void* handle, uint64_t gpu_stop_ns) {
-  const auto bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
+  const uint64_t bits = BitsOf(handle);
   if ((bits & kChannelBit) == 0) return;
+  const TimeNs now = host_now_();
   std::lock_guard<std::mutex> lock(mu_);
+  if ((bits & kWatchBit) != 0) {
+    ChannelStopped(SlotOf(bits & ~(kWatchBit | kChannelBit)), gpu_stop_ns, now);
+    return;
+  }
   Row* row = RowOf(handle);
   if (row == nullptr) return;
   row->gpu_end = std::max(row->gpu_end, gpu_stop_ns);
+  ChannelStopped(SlotOf(row->watch_serial), gpu_stop_ns, now);
+}
+
+void NcclRecorder::TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarvest* out) {
+  // A collective whose channels all stopped is finished; one that NCCL announced more channels
+  // for than it reported is taken once its channels have been quiet for a while; one with no
+  // kernel at all for minutes is given up (counted).
+  constexpr TimeNs kSettleNs = 200'000'000;
+  constexpr TimeNs kAbandonNs = 300'000'000'000;
+  std::vector<WatchSlot> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ring_.empty()) return;
+    if (next_serial_ - oldest_serial_ > ring_.size()) oldest_serial_ = next_serial_ - ring_.size();
+    for (uint64_t serial = oldest_serial_; serial < next_serial_; ++serial) {
+      WatchSlot* slot = SlotOf(serial);
+      if (slot == nullptr || slot->taken) continue;
+      const bool all_stopped = slot->started > 0 && slot->stopped >= slot->started;
+      if (all_stopped && (slot->stopped >= slot->channels || now - slot->stopped_ns >= kSettleNs)) {
+        slot->taken = true;
+        if (slot->sequence > slot->comm->completed_sequence) {  // fewer channels than announced
+          slot->comm->completed_sequence = slot->sequence;
+          slot->comm->completed_ns = slot->stopped_ns;
+        }
+        finished.push_back(*slot);
+      } else if (slot->started == 0 && now - slot->enqueue_ns >= kAbandonNs) {
+        slot->taken = true;
+        ++watch_dropped_;
+      }
+    }
+    while (oldest_serial_ < next_serial_) {
+      const WatchSlot* slot = SlotOf(oldest_serial_);
+      if (slot != nullptr && !slot->taken) break;
+      ++oldest_serial_;
+    }
+    for (const NcclCommunicator& c : comms_) {
+      if (c.finalized || c.entered_sequence < 0) continue;
+      if (now - std::max(c.entered_ns, c.completed_ns) < kQuietNs) continue;
+      common::RankProgress& p = out->progress.emplace_back();
+      p.rank = -1;
+      p.communicator = c.comm_id;
+      p.nranks = c.nranks;
+      p.entered_sequence = c.entered_sequence;
+      p.entered_ns = c.entered_ns;
+      p.entered_op = c.entered_op;
+      p.entered_bytes = c.entered_bytes;
+      p.completed_sequence = c.completed_sequence;
+      p.completed_ns = c.completed_ns;
+    }
+    out->dropped += watch_dropped_;
+  }
+  out->collectives.reserve(out->collectives.size() + finished.size());
+  for (const WatchSlot& slot : finished) {
+    common::CollectiveArrival& a = out->collectives.emplace_back();
+    a.communicator = slot.comm->comm_id;
+    a.sequence = slot.sequence;
+    a.op = slot.op;
+    a.nranks = slot.comm->nranks;
+    a.bytes = slot.bytes;
+    a.enqueue_ns = slot.enqueue_ns;
+    a.start_ns = gpu_clock.ToHost(slot.gpu_start);
+    a.end_ns = gpu_clock.ToHost(slot.gpu_end);
+  }
 }
 
 Harvest NcclRecorder::TakeHarvest() {

@@ -10,6 +10,12 @@
 // Handles are numbers, not pointers: (window generation, row) packed into the void* NCCL
 // keeps. An event that stops after its window closed (or after the rows were harvested) finds a
 // stale generation and is ignored; nothing NCCL holds can ever dangle.
+//
+// Watch mode (issue 15): between windows NCCL is asked only for collectives and their kernel
+// channels (kWatchMask), and each collective takes a slot of a fixed ring (a serial number is
+// its handle; a slot reused before it was taken is counted as dropped). Inside a window a
+// collective has both a window row and a watch slot. Each communicator also keeps where this
+// rank stands in it (the last collective entered and completed), for hang detection.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +36,13 @@ struct NcclCommunicator {
   int rank = 0;
   int* activation_mask = nullptr;  // NCCL's; written only under the recorder's mutex
   bool finalized = false;
+  // Watch progress (host clock).
+  int64_t entered_sequence = -1;
+  TimeNs entered_ns = 0;
+  common::CollectiveOp entered_op = common::CollectiveOp::kUnknown;
+  int64_t entered_bytes = 0;
+  int64_t completed_sequence = -1;
+  TimeNs completed_ns = 0;
 };
 
 struct NcclCollectiveStart {
@@ -44,12 +57,21 @@ struct NcclCollectiveStart {
   int peer = -1;  // send / recv
 };
 
-class NcclRecorder : public EventSource {
+class NcclRecorder : public EventSource, public WatchSource {
  public:
-  // The events the probe asks NCCL for inside a window.
+  // The events the probe asks NCCL for inside a window, and between windows when watching.
   static constexpr int kWindowMask = (1 << 1) | (1 << 2) | (1 << 6);  // Coll | P2p | KernelCh
+  static constexpr int kWatchMask = (1 << 1) | (1 << 6);              // Coll | KernelCh
+  // Collectives between two watch flushes (a second): past this, the oldest are dropped.
+  static constexpr size_t kWatchRingSlots = 8192;
+  // A communicator with nothing entered or completed for this long reports its progress.
+  static constexpr TimeNs kQuietNs = 1'000'000'000;
 
   explicit NcclRecorder(TimeNs (*host_now)() = nullptr);
+
+  // WatchSource.
+  void SetWatching(bool on) override;
+  void TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarvest* out) override;
 
   std::string_view name() const override { return "nccl"; }
   void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) override;
@@ -66,8 +88,24 @@ class NcclRecorder : public EventSource {
   size_t communicators() const;
 
  private:
+  struct WatchSlot {
+    uint64_t serial = 0;  // 0: never used
+    bool taken = false;
+    NcclCommunicator* comm = nullptr;
+    int64_t sequence = 0;
+    common::CollectiveOp op = common::CollectiveOp::kUnknown;
+    int64_t bytes = 0;
+    int channels = 0;  // what NCCL announced
+    int started = 0;   // kernel channels started and stopped
+    int stopped = 0;
+    TimeNs enqueue_ns = 0;
+    TimeNs stopped_ns = 0;  // host time of the last channel stop
+    uint64_t gpu_start = 0;
+    uint64_t gpu_end = 0;
+  };
   struct Row {
     const NcclCommunicator* comm = nullptr;
+    uint64_t watch_serial = 0;  // its watch slot, 0: none
     int64_t sequence = -1;
     std::string func, datatype, algorithm, protocol;
     int64_t count = 0;
@@ -79,6 +117,13 @@ class NcclRecorder : public EventSource {
   };
   // The row a handle names, or null when stale. Requires mu_.
   Row* RowOf(void* handle);
+  // The watch slot of a serial, or null when it was reused. Requires mu_.
+  WatchSlot* SlotOf(uint64_t serial);
+  // Requires mu_.
+  uint64_t AddWatchSlot(NcclCommunicator* comm, const NcclCollectiveStart& start, TimeNs now);
+  void ChannelStarted(WatchSlot* slot, uint64_t gpu_start_ns);
+  void ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns, TimeNs now);
+  int MaskNow() const;
 
   TimeNs (*host_now_)();
   mutable std::mutex mu_;
@@ -88,6 +133,11 @@ class NcclRecorder : public EventSource {
   EventBudget* budget_ = nullptr;
   GpuClockMap* gpu_clock_ = nullptr;
   std::vector<Row> rows_;
+  bool watching_ = false;
+  std::vector<WatchSlot> ring_;  // kWatchRingSlots once watching started
+  uint64_t next_serial_ = 1;
+  uint64_t oldest_serial_ = 1;  // the oldest slot not taken yet
+  uint64_t watch_dropped_ = 0;
 };
 
 }  // namespace podscope::agent::probe

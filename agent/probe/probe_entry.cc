@@ -39,6 +39,8 @@ Probe* TheProbe() {
     description.warnings = warnings;
     p->runtime = std::make_unique<ProbeRuntime>(settings, std::move(description),
                                                 std::vector<EventSource*>{&p->nccl, &p->steps});
+    p->runtime->AddWatchSource(&p->nccl);
+    p->runtime->AddWatchSource(&p->steps);
     p->runtime->Start();
     if (!warnings.empty()) std::fprintf(stderr, "podscope probe: %s\n", warnings.c_str());
     return p;
@@ -78,6 +80,7 @@ int StartCupti() {
     options.step_pattern = p->settings.step_pattern;
     p->cupti_source = std::make_unique<CuptiSource>(p->cupti.get(), options);
     p->runtime->AddSource(p->cupti_source.get());
+    p->runtime->SetClockReader([source = p->cupti_source.get()](GpuClockMap* clock) { source->ReadClockPair(clock); });
     p->runtime->AddFeature("cupti");
     p->runtime->AddFeature("nvtx");
   });

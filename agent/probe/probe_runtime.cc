@@ -68,6 +68,7 @@ ProbeRuntime::~ProbeRuntime() { Stop(); }
 void ProbeRuntime::Start() {
   if (thread_.joinable()) return;
   thread_ = std::thread([this] { WindowLoop(); });
+  watch_thread_ = std::thread([this] { WatchLoop(); });
   link_.Start();
 }
 
@@ -78,7 +79,115 @@ void ProbeRuntime::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (watch_thread_.joinable()) watch_thread_.join();
   link_.Stop();
+}
+
+void ProbeRuntime::AddWatchSource(WatchSource* source) {
+  bool on = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watch_sources_.push_back(source);
+    on = watching_;
+  }
+  source->SetWatching(on);
+}
+
+void ProbeRuntime::SetClockReader(std::function<void(GpuClockMap*)> reader) {
+  std::lock_guard<std::mutex> lock(mu_);
+  clock_reader_ = std::move(reader);
+}
+
+bool ProbeRuntime::watching() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watching_;
+}
+
+uint64_t ProbeRuntime::watch_messages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watch_messages_;
+}
+
+void ProbeRuntime::OnWelcome(const v1::ProbeWelcome& welcome) { SetWatching(settings_.watch && welcome.watch()); }
+
+void ProbeRuntime::OnDisconnected() { SetWatching(false); }
+
+void ProbeRuntime::SetWatching(bool on) {
+  std::vector<WatchSource*> sources;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (watching_ == on) return;
+    watching_ = on;
+    sources = watch_sources_;
+  }
+  for (WatchSource* s : sources) s->SetWatching(on);
+  cv_.notify_all();
+}
+
+void ProbeRuntime::WatchLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait(lock, [this] { return stopping_ || watching_; });
+    if (stopping_) return;
+    cv_.wait_for(lock, std::chrono::nanoseconds(settings_.watch_flush_interval_ns), [this] { return stopping_ || !watching_; });
+    if (stopping_ || !watching_) continue;
+    lock.unlock();
+    FlushWatch();
+    lock.lock();
+  }
+}
+
+bool ProbeRuntime::FlushWatch() {
+  std::lock_guard<std::mutex> flush(flush_mu_);
+  std::vector<WatchSource*> sources;
+  std::function<void(GpuClockMap*)> reader;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sources = watch_sources_;
+    reader = clock_reader_;
+  }
+  if (reader) reader(&watch_clock_);
+  const TimeNs now = host_now_();
+  WatchHarvest h;
+  for (WatchSource* s : sources) s->TakeWatch(now, watch_clock_, &h);
+  if (h.collectives.empty() && h.steps.empty() && h.progress.empty()) return false;
+  v1::ProbeMessage m;
+  v1::ProbeWatch* w = m.mutable_watch();
+  w->set_now_ns(now);
+  w->set_dropped_collectives(h.dropped);
+  for (const common::CollectiveArrival& a : h.collectives) {
+    v1::ProbeWatchCollective* c = w->add_collectives();
+    c->set_communicator(a.communicator);
+    c->set_sequence(a.sequence);
+    c->set_op(static_cast<uint32_t>(a.op));
+    c->set_nranks(a.nranks);
+    c->set_bytes(a.bytes);
+    c->set_enqueue_ns(a.enqueue_ns);
+    c->set_start_ns(a.start_ns);
+    c->set_end_ns(a.end_ns);
+  }
+  for (const WatchStepMark& s : h.steps) {
+    v1::ProbeWatchStep* step = w->add_steps();
+    step->set_step(s.step);
+    step->set_start_ns(s.start_ns);
+    step->set_end_ns(s.end_ns);
+  }
+  for (const common::RankProgress& p : h.progress) {
+    v1::ProbeWatchProgress* q = w->add_progress();
+    q->set_communicator(p.communicator);
+    q->set_nranks(p.nranks);
+    q->set_entered_sequence(p.entered_sequence);
+    q->set_entered_ns(p.entered_ns);
+    q->set_entered_op(static_cast<uint32_t>(p.entered_op));
+    q->set_entered_bytes(p.entered_bytes);
+    q->set_completed_sequence(p.completed_sequence);
+    q->set_completed_ns(p.completed_ns);
+  }
+  // Not connected: nothing queues up for an agent that may never come (it is dropped).
+  if (!link_.connected() || !link_.Send(m)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++watch_messages_;
+  return true;
 }
 
 void ProbeRuntime::AddSource(EventSource* source) {

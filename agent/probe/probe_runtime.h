@@ -6,9 +6,15 @@
 // them, waits a short grace for in-flight kernel events, harvests, encodes the events as
 // columnar chunks and queues them for the agent, then the window's status. Neither thread is
 // ever one of the training process's.
+//
+// Watch data (issue 15): a third thread flushes the watch sources every interval and sends what
+// they hold as one ProbeWatch message, while the agent it is connected to asked for watch data
+// (its welcome) and PODSCOPE_WATCH is not 0. Not connected, the sources are told to stop, so a
+// probe without an agent asks NCCL for nothing between windows.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +49,16 @@ class ProbeRuntime : public AgentLink::Handler {
   void Stop();
 
   void AddSource(EventSource* source);
+  // Also watched between windows (a source may be both).
+  void AddWatchSource(WatchSource* source);
+  // Reads a (GPU, host) clock pair for watch data's kernel times (CUPTI's timestamp, once
+  // CUPTI loaded); without one the GPU clock is taken as the host's.
+  void SetClockReader(std::function<void(GpuClockMap*)> reader);
+  // Sends what the watch sources hold now; the watch thread calls it every interval. False when
+  // there was nothing, or the link did not take it.
+  bool FlushWatch();
+  bool watching() const;
+  uint64_t watch_messages() const;
   // What loaded, and what did not; an agent already connected hears it at once.
   void AddFeature(const std::string& feature);
   void AddWarning(const std::string& warning);
@@ -52,6 +68,8 @@ class ProbeRuntime : public AgentLink::Handler {
   void OnArm(const v1::ProbeArm& arm) override;
   void OnCancel(const v1::ProbeCancel& cancel) override;
   void OnRefused(const std::string& reason) override;
+  void OnWelcome(const v1::ProbeWelcome& welcome) override;
+  void OnDisconnected() override;
 
   const AgentLink& link() const { return link_; }
   // Windows finished (delivered or not) since Start.
@@ -64,6 +82,8 @@ class ProbeRuntime : public AgentLink::Handler {
     bool cancelled = false;
   };
   void WindowLoop();
+  void WatchLoop();
+  void SetWatching(bool on);
   // Sleeps until `deadline` (host clock) or until the window is cancelled / the runtime stops.
   bool SleepUntil(TimeNs deadline, std::unique_lock<std::mutex>& lock);
   void Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>& lock);
@@ -87,6 +107,14 @@ class ProbeRuntime : public AgentLink::Handler {
   uint64_t windows_done_ = 0;
   bool stopping_ = false;
   std::thread thread_;
+
+  std::vector<WatchSource*> watch_sources_;  // under mu_
+  bool watching_ = false;                    // under mu_
+  std::function<void(GpuClockMap*)> clock_reader_;  // under mu_
+  GpuClockMap watch_clock_;
+  std::mutex flush_mu_;  // one flush at a time
+  uint64_t watch_messages_ = 0;  // under mu_
+  std::thread watch_thread_;
 };
 
 // The description of this process: pid, parents, identity from the environment.

@@ -12,6 +12,8 @@
 //                               of digits is the step number)
 //                               [^(ProfilerStep#|[Ss]tep[ _#]?)([0-9]+)$]
 //   PODSCOPE_CUPTI_PATH         libcupti to load                [libcupti.so.13, libcupti.so]
+//   PODSCOPE_WATCH              0: no watch data between windows (NCCL stays quiet) [1]
+//   PODSCOPE_WATCH_FLUSH_MS     how often watch data goes to the agent [1000]
 //   PODSCOPE_PROBE_DISABLE      set (to anything): the probe stays inert
 #pragma once
 
@@ -35,6 +37,9 @@ struct ProbeSettings {
   std::string step_pattern = kDefaultStepPattern;
   std::string cupti_path;  // empty: the default search
   bool disabled = false;
+  // Watch data between windows (issue 15), when the agent asks for it too.
+  bool watch = true;
+  int64_t watch_flush_interval_ns = 1'000'000'000;
   // How long a closed window waits for in-flight events (kernel ends, CUPTI buffers) before
   // its harvest.
   int64_t harvest_grace_ns = 50'000'000;

@@ -5,6 +5,7 @@ namespace podscope::agent::probe {
 namespace {
 
 constexpr size_t kMaxOpenSteps = 256;
+constexpr size_t kMaxWatchSteps = 4096;  // steps between two flushes
 
 }  // namespace
 
@@ -14,38 +15,62 @@ void StepSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* g
   std::lock_guard<std::mutex> lock(mu_);
   open_ = true;
   budget_ = budget;
-  begun_.clear();
+  for (Open& o : begun_) o.in_window = false;  // begun before the window: not a step of it
   trace_ = common::WorkerTrace();
 }
 
 void StepSource::CloseWindow(TimeNs host_now) {
   std::lock_guard<std::mutex> lock(mu_);
   open_ = false;
-  begun_.clear();  // steps still running at the end are not whole steps of this window
+  // Steps still running at the end are not whole steps of this window (watching still wants
+  // them).
+  if (!watching_) begun_.clear();
+  for (Open& o : begun_) o.in_window = false;
+}
+
+void StepSource::SetWatching(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watching_ = on;
+  if (on) watch_steps_.reserve(kMaxWatchSteps);
+  if (!on && !open_) begun_.clear();
+}
+
+void StepSource::TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarvest* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  out->steps.insert(out->steps.end(), watch_steps_.begin(), watch_steps_.end());
+  watch_steps_.clear();
+  out->dropped += watch_dropped_;
 }
 
 void StepSource::Begin(uint64_t step, int64_t thread) {
   const TimeNs now = host_now_();
   std::lock_guard<std::mutex> lock(mu_);
-  if (!open_) return;
+  if (!open_ && !watching_) return;
   for (Open& o : begun_) {
     if (o.thread == thread) {  // a begin without its end: the newer one wins
-      o = Open{step, thread, now};
+      o = Open{step, thread, now, open_};
       return;
     }
   }
-  if (begun_.size() < kMaxOpenSteps) begun_.push_back(Open{step, thread, now});
+  if (begun_.size() < kMaxOpenSteps) begun_.push_back(Open{step, thread, now, open_});
 }
 
 void StepSource::End(uint64_t step, int64_t thread) {
   const TimeNs now = host_now_();
   std::lock_guard<std::mutex> lock(mu_);
-  if (!open_) return;
+  if (!open_ && !watching_) return;
   for (size_t i = 0; i < begun_.size(); ++i) {
     const Open o = begun_[i];
     if (o.thread != thread || o.step != step) continue;
     begun_.erase(begun_.begin() + static_cast<std::ptrdiff_t>(i));
-    if (budget_ == nullptr || !budget_->Take(2)) return;
+    if (watching_) {
+      if (watch_steps_.size() >= kMaxWatchSteps) {
+        watch_steps_.erase(watch_steps_.begin());
+        ++watch_dropped_;
+      }
+      watch_steps_.push_back(WatchStepMark{static_cast<int64_t>(step), o.start, now});
+    }
+    if (!open_ || !o.in_window || budget_ == nullptr || !budget_->Take(2)) return;
     const auto number = static_cast<int64_t>(step);
     common::StepTable& s = trace_.steps;
     s.number.push_back(number);

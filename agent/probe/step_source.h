@@ -1,5 +1,6 @@
 // Steps marked through the C API (podscope/step.h): podscope_step_begin(n) and
-// podscope_step_end(n) on any thread. A step counts when it begins and ends inside one window.
+// podscope_step_end(n) on any thread. A step counts for a window when it begins and ends inside
+// it; while watching, every step that ends is also kept for the next watch flush.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 namespace podscope::agent::probe {
 
-class StepSource : public EventSource {
+class StepSource : public EventSource, public WatchSource {
  public:
   explicit StepSource(TimeNs (*host_now)() = nullptr);
 
@@ -18,6 +19,9 @@ class StepSource : public EventSource {
   void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) override;
   void CloseWindow(TimeNs host_now) override;
   Harvest TakeHarvest() override;
+
+  void SetWatching(bool on) override;
+  void TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarvest* out) override;
 
   void Begin(uint64_t step, int64_t thread);
   void End(uint64_t step, int64_t thread);
@@ -27,6 +31,7 @@ class StepSource : public EventSource {
     uint64_t step;
     int64_t thread;
     TimeNs start;
+    bool in_window;  // begun while the window was open
   };
   TimeNs (*host_now_)();
   std::mutex mu_;
@@ -34,6 +39,9 @@ class StepSource : public EventSource {
   EventBudget* budget_ = nullptr;
   std::vector<Open> begun_;  // a handful: one per thread that marks steps
   common::WorkerTrace trace_;
+  bool watching_ = false;
+  std::vector<WatchStepMark> watch_steps_;  // bounded: the oldest go first
+  uint64_t watch_dropped_ = 0;
 };
 
 }  // namespace podscope::agent::probe

@@ -130,6 +130,8 @@ bool ProbeServer::HandleFrame(ProbeConnectionId id, Connection& c, const std::st
     listener_->OnChunk(id, std::move(*m.mutable_chunk()));
   } else if (m.has_status()) {
     listener_->OnStatus(id, m.status());
+  } else if (m.has_watch()) {
+    listener_->OnWatch(id, m.watch());
   }
   return true;
 }

@@ -49,6 +49,7 @@ class ProbeServer {
     virtual void OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer, const v1::ProbeRegister& r) = 0;
     virtual void OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) = 0;
     virtual void OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus& status) = 0;
+    virtual void OnWatch(ProbeConnectionId id, const v1::ProbeWatch& watch) {}
     virtual void OnDisconnect(ProbeConnectionId id) = 0;
   };
 

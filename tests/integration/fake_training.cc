@@ -3,13 +3,27 @@
 // "steps" that each issue two AllReduces through the plugin (kernel channels timed on the host
 // clock, as a GPU's globaltimer is) and mark themselves with podscope/step.h.
 //
-//   fake_training LIBRARY SOCKET RANK WORLD JOB SECONDS
+//   fake_training LIBRARY SOCKET RANK WORLD JOB SECONDS [KEY=VALUE,...]
+//
+// Keys, for watching (issue 15):
+//   barrier=PATH   ranks share a file: an AllReduce's "kernel" runs until every rank entered it,
+//                  as NCCL's does, so a slow rank makes the others wait
+//   compute-ms=N   the forward and backward pass [5]
+//   slow=F         this rank's compute takes F times as long ...
+//   slow-after=S   ... from S seconds into the run [0]
+//   hang-at=S      this rank stops entering collectives S seconds into the run
+//   marks=0        no step marks: the agent infers steps from the collectives
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <podscope/step.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <sstream>
 #include <string>
 
 #include "agent/probe/nccl_profiler_abi.h"
@@ -29,7 +43,24 @@ void SleepUs(long us) {
   nanosleep(&t, nullptr);
 }
 
-void AllReduce(const ProfilerV5& nccl, void* context, uint64_t seq, int rank) {
+// Every rank's newest collective entered (sequence + 1), in a file all ranks map.
+uint64_t* g_barrier = nullptr;
+int g_world = 1;
+
+// Until every rank entered collective `seq`, or `deadline`; false at the deadline.
+bool WaitForPeers(uint64_t seq, uint64_t deadline) {
+  if (g_barrier == nullptr) return true;
+  for (int r = 0; r < g_world; ++r) {
+    while (__atomic_load_n(&g_barrier[r * 8], __ATOMIC_ACQUIRE) < seq + 1) {
+      if (NowNs() >= deadline) return false;
+      SleepUs(50);
+    }
+  }
+  return true;
+}
+
+// False when a peer never came (the kernel never ends, as in a hang).
+bool AllReduce(const ProfilerV5& nccl, void* context, uint64_t seq, int rank, uint64_t deadline) {
   EventDescrV5 coll{};
   coll.type = kProfileColl;
   coll.rank = rank;
@@ -43,25 +74,43 @@ void AllReduce(const ProfilerV5& nccl, void* context, uint64_t seq, int rank) {
   void* handle = nullptr;
   nccl.startEvent(context, &handle, &coll);
   SleepUs(200);  // launch latency
-  EventDescrV5 ch{};
-  ch.type = kProfileKernelCh;
-  ch.parentObj = handle;
-  ch.kernelCh.pTimer = NowNs();
-  void* ch_handle = nullptr;
-  nccl.startEvent(context, &ch_handle, &ch);
-  SleepUs(2000);  // the collective's kernel
-  EventStateArgs args{};
-  args.kernelCh.pTimer = NowNs();
-  nccl.recordEventState(ch_handle, kKernelChStop, &args);
-  nccl.stopEvent(ch_handle);
+  void* channels[2] = {nullptr, nullptr};
+  for (void*& ch_handle : channels) {
+    EventDescrV5 ch{};
+    ch.type = kProfileKernelCh;
+    ch.parentObj = handle;
+    ch.kernelCh.pTimer = NowNs();
+    nccl.startEvent(context, &ch_handle, &ch);
+  }
+  if (g_barrier != nullptr) __atomic_store_n(&g_barrier[rank * 8], seq + 1, __ATOMIC_RELEASE);
+  if (!WaitForPeers(seq, deadline)) return false;
+  SleepUs(2000);  // the transfer
+  for (void* ch_handle : channels) {
+    EventStateArgs args{};
+    args.kernelCh.pTimer = NowNs();
+    nccl.recordEventState(ch_handle, kKernelChStop, &args);
+    nccl.stopEvent(ch_handle);
+  }
   nccl.stopEvent(handle);
+  return true;
+}
+
+std::map<std::string, std::string> Options(const char* text) {
+  std::map<std::string, std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq != std::string::npos) out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: fake_training LIBRARY SOCKET RANK WORLD JOB SECONDS\n");
+  if (argc != 7 && argc != 8) {
+    std::fprintf(stderr, "usage: fake_training LIBRARY SOCKET RANK WORLD JOB SECONDS [KEY=VALUE,...]\n");
     return 2;
   }
   setenv("NCCL_PROFILER_PLUGIN", argv[1], 1);  // what NCCL loads it by (and the step API finds it by)
@@ -72,7 +121,27 @@ int main(int argc, char** argv) {
   setenv("WORLD_SIZE", argv[4], 1);
   setenv("PODSCOPE_JOB", argv[5], 1);
   const int rank = std::atoi(argv[3]);
+  g_world = std::atoi(argv[4]);
   const double seconds = std::atof(argv[6]);
+  std::map<std::string, std::string> options = argc == 8 ? Options(argv[7]) : std::map<std::string, std::string>();
+  const auto number = [&](const char* key, double fallback) {
+    return options.contains(key) ? std::atof(options[key].c_str()) : fallback;
+  };
+  const double compute_ms = number("compute-ms", 5);
+  const double slow = number("slow", 1);
+  const double slow_after = number("slow-after", 0);
+  const double hang_at = number("hang-at", -1);
+  const bool marks = number("marks", 1) != 0;
+  if (options.contains("barrier")) {
+    const int fd = open(options["barrier"].c_str(), O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, 64 * 1024) != 0) {
+      std::fprintf(stderr, "fake_training: cannot open the barrier file\n");
+      return 1;
+    }
+    void* map = mmap(nullptr, 64 * 1024, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED || g_world * 8 * 8 > 64 * 1024) return 1;
+    g_barrier = static_cast<uint64_t*>(map);
+  }
 
   void* probe = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (probe == nullptr) {
@@ -82,22 +151,31 @@ int main(int argc, char** argv) {
   const auto* nccl = static_cast<const ProfilerV5*>(dlsym(probe, "ncclProfiler_v5"));
   int mask = 0;
   void* context = nullptr;
-  if (nccl == nullptr || nccl->init(&context, 0x5eed, &mask, "dp", 1, std::atoi(argv[4]), rank, nullptr) != kNcclSuccess) {
+  if (nccl == nullptr || nccl->init(&context, 0x5eed, &mask, "dp", 1, g_world, rank, nullptr) != kNcclSuccess) {
     std::fprintf(stderr, "fake_training: the plugin's init failed\n");
     return 1;
   }
   std::printf("fake_training rank %d running\n", rank);
   std::fflush(stdout);
-  const uint64_t end = NowNs() + static_cast<uint64_t>(seconds * 1e9);
+  const uint64_t begin = NowNs();
+  const uint64_t end = begin + static_cast<uint64_t>(seconds * 1e9);
+  const auto elapsed = [&] { return static_cast<double>(NowNs() - begin) / 1e9; };
   uint64_t seq = 0;
   for (uint64_t step = 0; NowNs() < end; ++step) {
-    podscope_step_begin(step);
-    SleepUs(5000);  // forward and backward
-    AllReduce(*nccl, context, seq++, rank);
-    AllReduce(*nccl, context, seq++, rank);
+    if (marks) podscope_step_begin(step);
+    SleepUs(static_cast<long>(compute_ms * (elapsed() >= slow_after ? slow : 1.0) * 1000));  // forward and backward
+    if (hang_at >= 0 && elapsed() >= hang_at) {
+      std::printf("fake_training rank %d hangs before collective %llu\n", rank, static_cast<unsigned long long>(seq));
+      std::fflush(stdout);
+      while (NowNs() < end) SleepUs(100'000);
+      break;
+    }
+    if (!AllReduce(*nccl, context, seq++, rank, end) || !AllReduce(*nccl, context, seq++, rank, end)) break;
     SleepUs(1000);  // optimizer
-    podscope_step_end(step);
+    if (marks) podscope_step_end(step);
   }
+  // Leave the probe a flush to report the last steps before NCCL's communicator goes.
+  SleepUs(1'500'000);
   nccl->finalize(context);
   return 0;
 }

@@ -121,3 +121,138 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
 
 }  // namespace
 }  // namespace podscope::testing
+
+namespace podscope::testing {
+namespace {
+
+int64_t UnixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Watch mode (issue 15) through the real probe library: four probed processes synchronised
+// at every AllReduce (fake_training's barrier), one real agent streaming watch data, the
+// coordinator's detectors alerting. No capture is asked for: all of it comes from between
+// windows.
+class ProbeWatchTest : public ProbeCaptureTest {
+ protected:
+  void Start(const std::string& job, const std::vector<std::string>& options, const std::string& rules) {
+    const std::string config = dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300}})");
+    coordinator_ = std::make_unique<Daemon>(
+        PODSCOPE_COORDINATOR_PATH,
+        Concat({"--config", config, "--data-dir", dir_.File("store"), "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"},
+               TestSecurity::Get().CoordinatorFlags()),
+        dir_.File("coordinator.log"));
+    const std::string grpc = coordinator_->WaitForLog("agents on grpc://[^:]+:([0-9]+)");
+    ASSERT_FALSE(grpc.empty()) << coordinator_->Log();
+    http_ = coordinator_->WaitForPort();
+    ASSERT_GT(http_, 0);
+    const HttpResult put = HttpCall(http_, "PUT", "/v1/alerts/rules", rules, "application/json");
+    ASSERT_EQ(put.status, 200) << put.body;
+    const std::string socket = dir_.File("run/agent.sock");
+    agent_ = std::make_unique<Daemon>(
+        PODSCOPE_AGENT_PATH,
+        Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-w", "--host", "node-w", "--probe-socket", socket},
+               TestSecurity::Get().AgentFlags("node-w")),
+        dir_.File("agent.log"));
+    ASSERT_FALSE(agent_->WaitForLog("(serving) 0 workers").empty()) << agent_->Log();
+    for (size_t rank = 0; rank < options.size(); ++rank) {
+      training_.push_back(std::make_unique<Daemon>(
+          PODSCOPE_FAKE_TRAINING_PATH,
+          std::vector<std::string>{PODSCOPE_PROBE_PATH, socket, std::to_string(rank), std::to_string(options.size()), job,
+                                   "60", "barrier=" + dir_.File("barrier") + "," + options[rank]},
+          dir_.File("rank" + std::to_string(rank) + ".log")));
+    }
+  }
+
+  // The alert of `kind` firing for `job`, polled until `deadline_ns` (Unix).
+  std::optional<simdjson::dom::element> WaitForAlert(const std::string& job, const std::string& kind, int64_t deadline_ns) {
+    while (UnixNowNs() < deadline_ns) {
+      const HttpResult r = HttpCall(http_, "GET", "/v1/alerts?job=" + job + "&state=firing");
+      if (r.status == 200) {
+        for (simdjson::dom::element a : Json(r.body)["alerts"].get_array()) {
+          if (a["kind"].get_string().value() == kind) return a;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return std::nullopt;
+  }
+
+  // Until every one of `ranks` has at least `steps` steps in the watch's window (20 at most).
+  bool WaitForSteps(const std::string& job, size_t ranks, int64_t steps, int64_t deadline_ns) {
+    while (UnixNowNs() < deadline_ns) {
+      const HttpResult r = HttpCall(http_, "GET", "/v1/watch/jobs/" + job);
+      if (r.status == 200) {
+        size_t ready = 0;
+        for (simdjson::dom::element rank : Json(r.body)["ranks"].get_array()) {
+          if (rank["steps"].get_int64().value() >= steps) ++ready;
+        }
+        if (ready == ranks) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+  }
+
+  int http_ = 0;
+  std::unique_ptr<Daemon> coordinator_;
+  std::unique_ptr<Daemon> agent_;
+  std::vector<std::unique_ptr<Daemon>> training_;
+};
+
+TEST_F(ProbeWatchTest, AStragglingProbedProcessIsAlertedFromItsMarkedSteps) {
+  // Rank 2's compute takes 40% longer from 15 s on; the others wait for it at every AllReduce.
+  // Real processes on a loaded two-core machine: the scheduler alone makes a rank last by a
+  // millisecond now and then (about 0.7% of a step), over the default's 0.5%. A user with
+  // noisy hosts raises the bar the same way.
+  const std::string rules = R"({"rules": [{"name": "straggler", "kind": "straggler", "capture_evidence": false,
+                                          "min_share_of_step_time": 0.05}]})";
+  Start("probe-straggler", {"compute-ms=20", "compute-ms=20", "compute-ms=20,slow=1.4,slow-after=15", "compute-ms=20"}, rules);
+  const int64_t started = UnixNowNs();
+  ASSERT_TRUE(WaitForSteps("probe-straggler", 4, 20, started + 30'000'000'000))
+      << HttpCall(http_, "GET", "/v1/watch/jobs/probe-straggler").body << agent_->Log();
+  const HttpResult before = HttpCall(http_, "GET", "/v1/alerts?job=probe-straggler");
+  // (Asked only while the job is still even; on a slow machine the window may fill later.)
+  if (UnixNowNs() < started + 14'000'000'000) {
+    EXPECT_EQ(before.body.find("\"kind\""), std::string::npos) << "nothing fires while the job is even: " << before.body;
+  }
+
+  std::optional<simdjson::dom::element> fired = WaitForAlert("probe-straggler", "straggler", started + 45'000'000'000);
+  ASSERT_TRUE(fired.has_value()) << HttpCall(http_, "GET", "/v1/watch/jobs/probe-straggler").body << agent_->Log();
+  ASSERT_EQ((*fired)["ranks"].get_array().size(), 1u) << simdjson::to_string(*fired);
+  EXPECT_EQ((*fired)["ranks"].at(0).get_int64().value(), 2);
+  EXPECT_EQ((*fired)["hosts"].at(0).get_string().value(), "node-w");
+  // The watch view: every rank's steps came from its marks, rank 2 caused the delay.
+  simdjson::dom::element job = Json(HttpCall(http_, "GET", "/v1/watch/jobs/probe-straggler").body);
+  double rank2 = 0, others = 0;
+  for (simdjson::dom::element r : job["ranks"].get_array()) {
+    (r["rank"].get_int64().value() == 2 ? rank2 : others) += r["caused_delay_ms"].get_double().value();
+  }
+  EXPECT_GT(rank2, others) << simdjson::to_string(job) << "\n" << simdjson::to_string(*fired);
+}
+
+TEST_F(ProbeWatchTest, StepsAreInferredWithoutMarksAndAHungProcessIsNamedWithItsCollective) {
+  const std::string rules = R"({"rules": [{"name": "hang", "kind": "hang", "hang_after_s": 3}]})";
+  Start("probe-hang", {"marks=0", "marks=0", "marks=0", "marks=0,hang-at=15"}, rules);
+  const int64_t started = UnixNowNs();
+  // Steps inferred from the AllReduces' period reach the watch before the hang.
+  ASSERT_TRUE(WaitForSteps("probe-hang", 4, 20, started + 14'000'000'000))
+      << HttpCall(http_, "GET", "/v1/watch/jobs/probe-hang").body << agent_->Log();
+  std::optional<simdjson::dom::element> fired = WaitForAlert("probe-hang", "hang", started + 45'000'000'000);
+  ASSERT_TRUE(fired.has_value()) << HttpCall(http_, "GET", "/v1/alerts").body << agent_->Log();
+  simdjson::dom::element alert = *fired;
+  ASSERT_EQ(alert["ranks"].get_array().size(), 1u) << simdjson::to_string(alert);
+  EXPECT_EQ(alert["ranks"].at(0).get_int64().value(), 3);
+  simdjson::dom::element evidence = alert["evidence"];
+  EXPECT_EQ(evidence["communicator"].get_string().value(), "0000000000005eed");
+  EXPECT_EQ(evidence["op"].get_string().value(), "AllReduce");
+  EXPECT_EQ(evidence["bytes"].get_double().value(), 2 << 20);
+  EXPECT_EQ(evidence["waiting_ranks"].get_double().value(), 3);
+  // The sequence the hung rank never entered is the one its log names.
+  const std::string hung = training_[3]->WaitForLog("hangs before collective ([0-9]+)");
+  ASSERT_FALSE(hung.empty()) << training_[3]->Log();
+  EXPECT_EQ(static_cast<int64_t>(evidence["sequence"].get_double().value()), std::stoll(hung));
+}
+
+}  // namespace
+}  // namespace podscope::testing

@@ -200,6 +200,158 @@ TEST_F(NcclPluginTest, ACommunicatorMadeDuringAWindowRecordsAtOnce) {
   recorder_.CloseWindow(g_now);
 }
 
+// Watch mode (issue 15): between windows NCCL is asked only for collectives and their kernel
+// channels, and every finished collective is kept for the next flush.
+TEST_F(NcclPluginTest, WatchModeAsksForLessBetweenWindowsAndKeepsEveryFinishedCollective) {
+  int mask = -1;
+  void* context = nullptr;
+  ASSERT_EQ(kNcclProfilerV5.init(&context, 0xabcdef, &mask, "dp", 2, 8, 1, nullptr), kNcclSuccess);
+  EXPECT_EQ(mask, 0);
+  recorder_.SetWatching(true);
+  EXPECT_EQ(mask, NcclRecorder::kWatchMask);
+  EXPECT_EQ(NcclRecorder::kWatchMask & (1 << 2), 0) << "no point-to-point events between windows";
+
+  // Between windows: a handle, and the collective is kept.
+  g_now = 2'000'000;
+  ASSERT_NE(AllReduce(context, 3, 2'100'000, 2'050'000, 2'400'000), nullptr);
+  // Inside a window: the window's row and the watch's both.
+  budget_.Reset(100);
+  recorder_.OpenWindow(g_now, &budget_, &gpu_clock_);
+  EXPECT_EQ(mask, NcclRecorder::kWindowMask);
+  g_now = 3'000'000;
+  ASSERT_NE(AllReduce(context, 4, 3'100'000, 3'100'000, 3'500'000), nullptr);
+  recorder_.CloseWindow(g_now);
+  EXPECT_EQ(mask, NcclRecorder::kWatchMask) << "back to watching after the window";
+  EXPECT_EQ(recorder_.TakeHarvest().trace.collectives.size(), 1u);
+
+  GpuClockMap identity;
+  WatchHarvest h;
+  recorder_.TakeWatch(g_now, identity, &h);
+  ASSERT_EQ(h.collectives.size(), 2u);
+  const common::CollectiveArrival& a = h.collectives[0];
+  EXPECT_EQ(a.communicator, 0xabcdefu);
+  EXPECT_EQ(a.sequence, 3);
+  EXPECT_EQ(a.op, common::CollectiveOp::kAllReduce);
+  EXPECT_EQ(a.nranks, 8);
+  EXPECT_EQ(a.bytes, 4096);
+  EXPECT_EQ(a.enqueue_ns, 2'000'000);
+  EXPECT_EQ(a.start_ns, 2'050'000);  // the earliest channel
+  EXPECT_EQ(a.end_ns, 2'400'000);    // the latest
+  EXPECT_EQ(h.collectives[1].sequence, 4);
+  EXPECT_EQ(h.collectives[1].enqueue_ns, 3'000'000);
+  EXPECT_EQ(h.dropped, 0u);
+  EXPECT_TRUE(h.progress.empty()) << "the communicator was busy a moment ago";
+
+  // Taken once only.
+  WatchHarvest again;
+  recorder_.TakeWatch(g_now, identity, &again);
+  EXPECT_TRUE(again.collectives.empty());
+
+  recorder_.SetWatching(false);
+  EXPECT_EQ(mask, 0) << "watch off: nothing between windows";
+  EXPECT_EQ(AllReduce(context, 5, 1, 1, 2), nullptr);
+  EXPECT_EQ(kNcclProfilerV5.finalize(context), kNcclSuccess);
+}
+
+TEST_F(NcclPluginTest, AQuietCommunicatorReportsWhereTheRankStandsAndAnUnfinishedCollectiveWaits) {
+  int mask = -1;
+  void* context = nullptr;
+  recorder_.SetWatching(true);
+  ASSERT_EQ(kNcclProfilerV5.init(&context, 0x77, &mask, "dp", 1, 4, 2, nullptr), kNcclSuccess);
+  EXPECT_EQ(mask, NcclRecorder::kWatchMask) << "a communicator made while watching watches at once";
+  g_now = 10'000'000;
+  ASSERT_NE(AllReduce(context, 41, 10'100'000, 10'100'000, 10'300'000), nullptr);
+  // Sequence 42 enters and its kernel starts, but never ends (a peer never came).
+  g_now = 20'000'000;
+  EventDescrV5 coll{};
+  coll.type = kProfileColl;
+  coll.coll.seqNumber = 42;
+  coll.coll.func = "AllGather";
+  coll.coll.count = 256;
+  coll.coll.datatype = "ncclBfloat16";
+  coll.coll.nChannels = 1;
+  void* handle = nullptr;
+  kNcclProfilerV5.startEvent(context, &handle, &coll);
+  ASSERT_NE(handle, nullptr);
+  EventDescrV5 ch{};
+  ch.type = kProfileKernelCh;
+  ch.parentObj = handle;
+  ch.kernelCh.pTimer = 20'100'000;
+  void* ch_handle = nullptr;
+  kNcclProfilerV5.startEvent(context, &ch_handle, &ch);
+
+  GpuClockMap identity;
+  WatchHarvest early;
+  recorder_.TakeWatch(g_now + 1'000, identity, &early);
+  ASSERT_EQ(early.collectives.size(), 1u);
+  EXPECT_EQ(early.collectives[0].sequence, 41);
+  EXPECT_TRUE(early.progress.empty());
+
+  // A second later nothing has moved: the progress says 42 entered, 41 completed.
+  const TimeNs later = g_now + NcclRecorder::kQuietNs;
+  WatchHarvest h;
+  recorder_.TakeWatch(later, identity, &h);
+  EXPECT_TRUE(h.collectives.empty()) << "an unfinished collective is not sent";
+  ASSERT_EQ(h.progress.size(), 1u);
+  const common::RankProgress& p = h.progress[0];
+  EXPECT_EQ(p.communicator, 0x77u);
+  EXPECT_EQ(p.nranks, 4);
+  EXPECT_EQ(p.entered_sequence, 42);
+  EXPECT_EQ(p.entered_ns, 20'000'000);
+  EXPECT_EQ(p.entered_op, common::CollectiveOp::kAllGather);
+  EXPECT_EQ(p.entered_bytes, 512);
+  EXPECT_EQ(p.completed_sequence, 41);
+  EXPECT_EQ(p.completed_ns, 10'000'000) << "when the probe saw the last channel stop";
+
+  // It finishes after all: sent with the next flush.
+  EventStateArgs args{};
+  args.kernelCh.pTimer = 30'000'000;
+  kNcclProfilerV5.recordEventState(ch_handle, kKernelChStop, &args);
+  WatchHarvest last;
+  recorder_.TakeWatch(later + 1, identity, &last);
+  ASSERT_EQ(last.collectives.size(), 1u);
+  EXPECT_EQ(last.collectives[0].sequence, 42);
+  EXPECT_EQ(last.collectives[0].end_ns, 30'000'000);
+  EXPECT_EQ(kNcclProfilerV5.finalize(context), kNcclSuccess);
+}
+
+TEST_F(NcclPluginTest, AWatchRingThatOverrunsDropsTheOldestAndCountsAndTheirHandlesGoStale) {
+  int mask = -1;
+  void* context = nullptr;
+  ASSERT_EQ(kNcclProfilerV5.init(&context, 0x1, &mask, "dp", 1, 2, 0, nullptr), kNcclSuccess);
+  recorder_.SetWatching(true);
+  // The first collective's kernel is still running when the ring comes round to its slot.
+  EventDescrV5 coll{};
+  coll.type = kProfileColl;
+  coll.coll.seqNumber = 0;
+  coll.coll.func = "AllReduce";
+  coll.coll.count = 1;
+  coll.coll.datatype = "ncclFloat32";
+  coll.coll.nChannels = 1;
+  void* first = nullptr;
+  kNcclProfilerV5.startEvent(context, &first, &coll);
+  ASSERT_NE(first, nullptr);
+  for (uint64_t seq = 1; seq < NcclRecorder::kWatchRingSlots + 10; ++seq) {
+    ASSERT_NE(AllReduce(context, seq, 5, 5, 6), nullptr);
+  }
+  // The first one's channel: its slot belongs to another collective now.
+  EventDescrV5 ch{};
+  ch.type = kProfileKernelCh;
+  ch.parentObj = first;
+  void* ch_handle = reinterpret_cast<void*>(1);
+  kNcclProfilerV5.startEvent(context, &ch_handle, &ch);
+  EXPECT_EQ(ch_handle, nullptr) << "a stale watch handle is ignored";
+
+  GpuClockMap identity;
+  WatchHarvest h;
+  recorder_.TakeWatch(g_now, identity, &h);
+  EXPECT_EQ(h.dropped, 10u);
+  EXPECT_EQ(h.collectives.size(), NcclRecorder::kWatchRingSlots);
+  EXPECT_EQ(h.collectives.front().sequence, 10);
+  EXPECT_EQ(h.collectives.back().sequence, static_cast<int64_t>(NcclRecorder::kWatchRingSlots + 9));
+  EXPECT_EQ(kNcclProfilerV5.finalize(context), kNcclSuccess);
+}
+
 TEST(GpuClockMapTest, MapsThroughTheLineOfTheWindowsPairs) {
   GpuClockMap map;
   EXPECT_EQ(map.ToHost(123), 123);

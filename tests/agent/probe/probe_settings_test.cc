@@ -63,3 +63,23 @@ TEST(ProbeSettingsTest, AnInvalidStepPatternKeepsTheDefaultAndSaysWhy) {
 
 }  // namespace
 }  // namespace podscope::agent::probe
+
+namespace podscope::agent::probe {
+namespace {
+
+TEST(ProbeSettingsTest, WatchIsOnByDefaultAndPodscopeWatchZeroTurnsItOff) {
+  std::string warnings;
+  EXPECT_TRUE(From({}, &warnings).watch);
+  EXPECT_EQ(From({}, &warnings).watch_flush_interval_ns, 1'000'000'000);
+  EXPECT_FALSE(From({{"PODSCOPE_WATCH", "0"}}, &warnings).watch);
+  EXPECT_FALSE(From({{"PODSCOPE_WATCH", "off"}}, &warnings).watch);
+  EXPECT_TRUE(From({{"PODSCOPE_WATCH", "1"}}, &warnings).watch);
+  EXPECT_EQ(warnings, "");
+  const ProbeSettings s = From({{"PODSCOPE_WATCH", "nope"}, {"PODSCOPE_WATCH_FLUSH_MS", "250"}}, &warnings);
+  EXPECT_TRUE(s.watch) << "a typo keeps the default";
+  EXPECT_EQ(s.watch_flush_interval_ns, 250'000'000);
+  EXPECT_NE(warnings.find("PODSCOPE_WATCH='nope' ignored"), std::string::npos) << warnings;
+}
+
+}  // namespace
+}  // namespace podscope::agent::probe
