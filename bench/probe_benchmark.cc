@@ -1,12 +1,14 @@
 // What the probe costs a training process, per call, on the paths its threads take: an NCCL
 // collective inside a window (the plugin's start, two kernel channels, stop), a step mark with
 // and without a probe loaded, and turning CUPTI kernel records into the trace model (CUPTI's
-// buffer-completion thread, not a training thread).
+// buffer-completion thread, not a training thread). Watch mode (issue 15): the same collective
+// and step mark between windows, and the probe's own flush of watch data.
 #include <benchmark/benchmark.h>
 #include <podscope/step.h>
 
 #include "agent/probe/cupti_records.h"
 #include "agent/probe/nccl_recorder.h"
+#include "agent/probe/probe_runtime.h"
 #include "agent/probe/step_source.h"
 
 namespace podscope::agent::probe {
@@ -42,6 +44,72 @@ void BM_NcclCollectiveInWindow(benchmark::State& state) {
 }
 BENCHMARK(BM_NcclCollectiveInWindow);
 
+// Between windows, watching: what each collective costs the training process (the launching
+// thread and NCCL's proxy thread together).
+void BM_NcclCollectiveWatching(benchmark::State& state) {
+  NcclRecorder recorder;
+  int mask = 0;
+  NcclCommunicator* comm = recorder.InitCommunicator(1, "dp", 8, 0, &mask);
+  recorder.SetWatching(true);
+  GpuClockMap clock;
+  NcclCollectiveStart start{.sequence = 0, .func = "AllReduce", .count = 1 << 20, .datatype = "ncclBfloat16",
+                            .channels = 2, .algorithm = "RING", .protocol = "SIMPLE"};
+  uint64_t n = 0;
+  WatchHarvest h;
+  for (auto _ : state) {
+    if ((n & 0xfff) == 0) {  // the flush, on the probe's thread: not the training process's
+      state.PauseTiming();
+      h = WatchHarvest();
+      recorder.TakeWatch(1'000'000, clock, &h);
+      state.ResumeTiming();
+    }
+    start.sequence = n++;
+    void* handle = recorder.StartCollective(comm, start);
+    void* ch0 = recorder.StartKernelChannel(handle, 1000 + n);
+    void* ch1 = recorder.StartKernelChannel(handle, 1001 + n);
+    recorder.StopKernelChannel(ch0, 2000 + n);
+    recorder.StopKernelChannel(ch1, 2001 + n);
+    benchmark::DoNotOptimize(handle);
+  }
+  if (h.dropped != 0) state.SkipWithError("the ring overran");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_NcclCollectiveWatching);
+
+// The probe's watch thread: taking `range(0)` finished collectives and sending them as one
+// ProbeWatch message (built and serialized; the link is not connected, so it goes no further).
+void BM_WatchFlush(benchmark::State& state) {
+  NcclRecorder recorder;
+  StepSource steps;
+  int mask = 0;
+  NcclCommunicator* comm = recorder.InitCommunicator(1, "dp", 8, 0, &mask);
+  ProbeSettings settings;
+  settings.agent_socket = "/nonexistent/podscope-bench.sock";
+  ProbeRuntime runtime(settings, ProbeDescription(), {});
+  runtime.AddWatchSource(&recorder);
+  runtime.AddWatchSource(&steps);
+  recorder.SetWatching(true);
+  steps.SetWatching(true);
+  NcclCollectiveStart start{.sequence = 0, .func = "AllReduce", .count = 1 << 20, .datatype = "ncclBfloat16",
+                            .channels = 2, .algorithm = "RING", .protocol = "SIMPLE"};
+  uint64_t n = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int64_t i = 0; i < state.range(0); ++i) {
+      start.sequence = n++;
+      void* handle = recorder.StartCollective(comm, start);
+      void* ch = recorder.StartKernelChannel(handle, 1000 + n);
+      void* ch1 = recorder.StartKernelChannel(handle, 1000 + n);
+      recorder.StopKernelChannel(ch, 2000 + n);
+      recorder.StopKernelChannel(ch1, 2000 + n);
+    }
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(runtime.FlushWatch());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_WatchFlush)->Arg(100)->Arg(1000);
+
 void BM_StepMarkWithoutProbe(benchmark::State& state) {
   uint64_t step = 0;
   for (auto _ : state) {
@@ -70,6 +138,25 @@ void BM_StepMarkInWindow(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_StepMarkInWindow);
+
+void BM_StepMarkWatching(benchmark::State& state) {
+  StepSource steps;
+  steps.SetWatching(true);
+  GpuClockMap clock;
+  uint64_t step = 0;
+  for (auto _ : state) {
+    steps.Begin(step, 1);
+    steps.End(step++, 1);
+    if ((step & 0xfff) == 0) {
+      state.PauseTiming();
+      WatchHarvest h;
+      steps.TakeWatch(0, clock, &h);
+      state.ResumeTiming();
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_StepMarkWatching);
 
 void BM_CuptiKernelRecords(benchmark::State& state) {
   static const char* kNames[] = {"_Z5myAddPfS_i", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",

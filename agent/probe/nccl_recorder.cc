@@ -173,14 +173,17 @@ void NcclRecorder::ChannelStarted(WatchSlot* slot, uint64_t gpu_start_ns) {
   if (gpu_start_ns != 0 && (slot->gpu_start == 0 || gpu_start_ns < slot->gpu_start)) slot->gpu_start = gpu_start_ns;
 }
 
-void NcclRecorder::ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns, TimeNs now) {
+void NcclRecorder::ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns) {
   if (slot == nullptr) return;
   ++slot->stopped;
   slot->gpu_end = std::max(slot->gpu_end, gpu_stop_ns);
+  // The clock is read only for the stop that may finish the collective (a clock read is a good
+  // part of a channel's cost).
+  if (slot->stopped < slot->started) return;
+  const TimeNs now = host_now_();
   slot->stopped_ns = now;
   // The collective completed once every channel it announced has stopped.
-  if (slot->stopped >= slot->started && slot->stopped >= slot->channels &&
-      slot->sequence > slot->comm->completed_sequence) {
+  if (slot->stopped >= slot->channels && slot->sequence > slot->comm->completed_sequence) {
     slot->comm->completed_sequence = slot->sequence;
     slot->comm->completed_ns = now;
   }
@@ -214,16 +217,15 @@ void* NcclRecorder::StartKernelChannel(void* parent, uint64_t gpu_start_ns) {
 void NcclRecorder::StopKernelChannel(void* handle, uint64_t gpu_stop_ns) {
   const uint64_t bits = BitsOf(handle);
   if ((bits & kChannelBit) == 0) return;
-  const TimeNs now = host_now_();
   std::lock_guard<std::mutex> lock(mu_);
   if ((bits & kWatchBit) != 0) {
-    ChannelStopped(SlotOf(bits & ~(kWatchBit | kChannelBit)), gpu_stop_ns, now);
+    ChannelStopped(SlotOf(bits & ~(kWatchBit | kChannelBit)), gpu_stop_ns);
     return;
   }
   Row* row = RowOf(handle);
   if (row == nullptr) return;
   row->gpu_end = std::max(row->gpu_end, gpu_stop_ns);
-  ChannelStopped(SlotOf(row->watch_serial), gpu_stop_ns, now);
+  ChannelStopped(SlotOf(row->watch_serial), gpu_stop_ns);
 }
 
 void NcclRecorder::TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarvest* out) {

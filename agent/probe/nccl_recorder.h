@@ -122,7 +122,7 @@ class NcclRecorder : public EventSource, public WatchSource {
   // Requires mu_.
   uint64_t AddWatchSlot(NcclCommunicator* comm, const NcclCollectiveStart& start, TimeNs now);
   void ChannelStarted(WatchSlot* slot, uint64_t gpu_start_ns);
-  void ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns, TimeNs now);
+  void ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns);
   int MaskNow() const;
 
   TimeNs (*host_now_)();

@@ -111,6 +111,10 @@ if [ "${GPU_CHECK:-all}" != "cuda" ]; then
   LOOP="$ROOT/tests/gpu/train_loop.py"
   python3 "$LOOP" --seconds 15 --out "$WORK/steps-baseline.json" >"$WORK/torch-baseline.log" 2>&1
   env $(probe_env gpu-torch-idle) python3 "$LOOP" --seconds 15 --out "$WORK/steps-idle.json" >"$WORK/torch-idle.log" 2>&1
+  # What the watch saw of the idle run (its steps, between windows), and the same run unwatched.
+  api "/v1/watch/jobs/gpu-torch-idle" >"$WORK/torch-watch.json" || echo '{}' >"$WORK/torch-watch.json"
+  env $(probe_env gpu-torch-nowatch) PODSCOPE_WATCH=0 python3 "$LOOP" --seconds 15 --out "$WORK/steps-nowatch.json" \
+    >"$WORK/torch-nowatch.log" 2>&1
   env $(probe_env gpu-torch) python3 "$LOOP" --seconds 20 --out "$WORK/steps-capture.json" >"$WORK/torch-capture.log" 2>&1 &
   TRAIN=$!
   wait_worker gpu-torch
@@ -134,6 +138,9 @@ def median_ms(path, inside=None):
     return statistics.median(s["duration_ns"] for s in steps) / 1e6, len(steps)
 base, nb = median_ms(f"{work}/steps-baseline.json")
 idle, ni = median_ms(f"{work}/steps-idle.json")
+nowatch, nn = median_ms(f"{work}/steps-nowatch.json")
+watch = json.load(open(f"{work}/torch-watch.json"))
+watched_steps = sum(r.get("steps", 0) for r in watch.get("ranks", []))
 during, nc = median_ms(f"{work}/steps-capture.json", (start, stop))
 trace = json.load(open(f"{work}/torch-trace.json"))
 events = trace["traceEvents"] if isinstance(trace, dict) else trace
@@ -145,7 +152,10 @@ print(f"torch: state {cap['state']}, kernels {kernels}, collectives {collectives
       f"({steps['step_source']}), dropped {w['dropped_events']}")
 print(f"torch step time (median ms): baseline {base:.3f} ({nb} steps), probe idle {idle:.3f} ({ni}) "
       f"= {100 * (idle / base - 1):+.2f}%, capturing {during:.3f} ({nc}) = {100 * (during / base - 1):+.2f}%")
-ok = cap["state"] == "complete" and kernels > 0 and collectives > 0 and len(steps["steps"]) > 0 and w["dropped_events"] == 0
+print(f"watch mode: idle with watch {idle:.3f} ms vs PODSCOPE_WATCH=0 {nowatch:.3f} ms ({nn}) "
+      f"= {100 * (idle / nowatch - 1):+.2f}% (target under 0.5%); steps in the watch window {watched_steps}")
+ok = cap["state"] == "complete" and kernels > 0 and collectives > 0 and len(steps["steps"]) > 0 and w["dropped_events"] == 0 \
+     and watched_steps > 0
 print("TORCH_CHECK", "ok" if ok else "failed")
 PY
   grep -q "TORCH_CHECK ok" "$WORK/summary.txt"; check torch $? "kernels, AllReduces and steps captured, nothing dropped"
