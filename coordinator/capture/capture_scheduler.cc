@@ -486,6 +486,7 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
     lw.received[chunk.sequence()] = true;
     ++lw.received_count;
     lw.received_bytes += bytes;
+    lw.received_events += events;
     c.record.stored_bytes += bytes;
     c.record.events += events;
   }
@@ -499,6 +500,9 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
     // restart): the clock model is frozen now, or as soon as the agent's samples arrive.
     lw.chunks_complete = true;
     c.record.workers[i].chunks = *lw.expected;
+    // What is stored is what counts, even before the agent's status (which says the same)
+    // arrives: a capture complete on its chunks never shows a worker with no events.
+    c.record.workers[i].events = lw.received_events;
     CompleteIfAligned(c, i, false);
     UpdateCaptureState(c);
     cv_.notify_all();

@@ -107,6 +107,7 @@ class CaptureScheduler {
     uint64_t received_count = 0;
     std::optional<uint64_t> expected;  // known once the last chunk arrived
     uint64_t received_bytes = 0;
+    uint64_t received_events = 0;
     // Every chunk is stored; the worker is uploaded once its clock model is known too.
     bool chunks_complete = false;
     // The agent said the window is over (it may still be draining): the upload deadline applies.

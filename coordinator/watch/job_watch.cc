@@ -83,6 +83,7 @@ absl::Status JobWatch::Add(const common::StepSummary& s) {
   ++counters_.summaries;
   if (cell->present) return absl::OkStatus();  // a resent summary
   cell->present = true;
+  if (StepRecord* record = Record(s.step); record != nullptr) record->newest_end_ns = std::max(record->newest_end_ns, s.end_ns);
   cell->step_ns = s.end_ns - s.start_ns;
   // The exposed tail: the step's last collective (waiting plus transfer) cannot hide behind the
   // backward pass, whose end makes its gradients ready.
@@ -221,13 +222,15 @@ void JobWatch::EvictPendingBefore(int64_t step) {
   }
 }
 
-std::vector<WindowStats> JobWatch::Settle() {
+std::vector<WindowStats> JobWatch::Settle(TimeNs now) {
   std::vector<WindowStats> out;
   while (!unsettled_.empty()) {
     const int64_t step = unsettled_.begin()->first;
     bool everyone_past = true;
     for (int64_t newest : rank_newest_) everyone_past = everyone_past && newest > step;
-    if (!everyone_past && step > newest_step_ - limits_.settle_lag_steps) break;
+    const TimeNs end = unsettled_.begin()->second.newest_end_ns;
+    const bool overdue = now != INT64_MIN && end != INT64_MIN && now - end >= limits_.settle_after_ns;
+    if (!everyone_past && !overdue && step > newest_step_ - limits_.settle_lag_steps) break;
     window_.emplace_back(step, std::move(unsettled_.begin()->second));
     unsettled_.erase(unsettled_.begin());
     settled_through_ = step;

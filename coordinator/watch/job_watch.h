@@ -23,9 +23,14 @@ using common::TimeNs;
 struct WatchLimits {
   int32_t window_steps = 20;
   int32_t baseline_steps = 100;
-  // A step settles when every rank has reported a later one, or when it is this many steps
-  // behind the newest (a rank that stopped reporting does not hold the window back).
-  int32_t settle_lag_steps = 3;
+  // A step settles when every rank has reported a later one; or when the coordinator's clock is
+  // settle_after_ns past its end (a rank that stopped reporting does not hold the window back;
+  // the time covers a probe's flush, its agent's step hold and batch, and the stream: each
+  // process flushes on its own phase, so at 30 steps/s one rank's summaries may arrive dozens of
+  // steps after another's); or when it is settle_lag_steps behind the newest (the bound on
+  // steps waiting).
+  TimeNs settle_after_ns = 5'000'000'000;
+  int32_t settle_lag_steps = 256;
   size_t max_ranks = 65'536;
   size_t max_collectives_per_summary = 4'096;
   size_t max_pending_collectives = 65'536;
@@ -86,8 +91,9 @@ class JobWatch {
   absl::Status Add(const common::StepSummary& summary);
   void Add(const common::RankProgress& progress);
 
-  // Settles what can settle and returns the window after each newly settled step, oldest first.
-  std::vector<WindowStats> Settle();
+  // Settles what can settle at `now` (coordinator clock) and returns the window after each newly
+  // settled step, oldest first. Without a time, only the ranks and the lag settle steps.
+  std::vector<WindowStats> Settle(TimeNs now = INT64_MIN);
 
   std::vector<CommunicatorProgress> Progress() const;
   const WatchCounters& counters() const { return counters_; }
@@ -105,6 +111,7 @@ class JobWatch {
   struct StepRecord {
     std::vector<Cell> cells;    // by rank index
     TimeNs median_step_ns = 0;  // over ranks, set when the step settles
+    TimeNs newest_end_ns = INT64_MIN;  // the latest end any rank reported for it
     double allreduce_bytes = 0;
     double allreduce_busbw_bytes = 0;  // sum of busbw x bytes
   };

@@ -97,7 +97,7 @@ std::vector<AlertEvent> WatchEngine::Evaluate(TimeNs now) {
                   std::make_move_iterator(e.end()));
   };
   for (auto& [name, job] : jobs_) {
-    for (WindowStats& window : job->Settle()) {
+    for (WindowStats& window : job->Settle(now)) {
       // Over the last N steps, not fewer: a job's first steps are too few to judge.
       for (const AlertRule& rule : window.full ? rules_.rules : std::vector<AlertRule>{}) {
         if (rule.kind != AlertKind::kHang && Applies(rule, name)) {
