@@ -264,6 +264,7 @@ WindowStats JobWatch::Window() const {
       r.last_arrivals += c.last_arrivals;
       r.collectives += c.collectives;
       if (c.caused_ns > 0) r.late_steps.push_back(step);
+      r.largest_step_caused_ns = std::max(r.largest_step_caused_ns, c.caused_ns);
       if (!c.present) continue;
       r.step_time_ns += c.step_ns;
       r.exposed_comm_ns += c.exposed_ns;

@@ -41,6 +41,7 @@ struct WatchLimits {
 struct RankWindow {
   int32_t rank = 0;
   TimeNs caused_delay_ns = 0;  // summed over the collectives it arrived last at
+  TimeNs largest_step_caused_ns = 0;  // the most it caused in any one step of the window
   int64_t last_arrivals = 0;
   int64_t collectives = 0;  // matched collectives it took part in
   TimeNs step_time_ns = 0;  // summed over its steps in the window

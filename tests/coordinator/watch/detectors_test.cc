@@ -48,6 +48,22 @@ WindowStats EightRanks(TimeNs rank5_caused_ms, int64_t rank5_last, int64_t colle
   return w;
 }
 
+// A hiccup is not a straggler: the criterion's share of step time leaves out the rank's worst
+// step, so 30 of its 33 ms in one step (a process descheduled once) fires nothing, while the
+// same 33 ms spread over the window does.
+TEST(DetectorsTest, OneBadStepDoesNotMakeAStraggler) {
+  const AlertRule rule = RuleOf(AlertKind::kStraggler);
+  WindowStats once = EightRanks(33, 5);
+  once.ranks[5].largest_step_caused_ns = 30 * kMs;
+  EXPECT_TRUE(FindStragglers(once, rule).empty()) << "3 ms without its worst step: 0.3% of the step time";
+  WindowStats spread = EightRanks(33, 5);
+  spread.ranks[5].largest_step_caused_ns = 5 * kMs;
+  const std::vector<Finding> found = FindStragglers(spread, rule);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_DOUBLE_EQ(EvidenceOf(found[0], "caused_delay_ms"), 33) << "the evidence keeps the whole delay";
+  EXPECT_DOUBLE_EQ(EvidenceOf(found[0], "share_of_step_time"), 0.028);
+}
+
 // Rank 5 caused 33 of 40 ms (83%), 3.3% of the step time, and arrived last at 5 of 10: all
 // three terms of the offline criterion hold.
 TEST(DetectorsTest, StragglerByTheOfflineCriterion) {

@@ -38,6 +38,7 @@ TEST(JobWatchTest, CausedDelayIsTheLastArrivalMinusTheSecondLast) {
   EXPECT_EQ(s.first_step, 0);
   EXPECT_EQ(s.last_step, 0);
   EXPECT_EQ(RankOf(s, 2).caused_delay_ns, 30 * kMs);
+  EXPECT_EQ(RankOf(s, 2).largest_step_caused_ns, 30 * kMs);
   EXPECT_EQ(RankOf(s, 2).last_arrivals, 1);
   EXPECT_EQ(RankOf(s, 0).caused_delay_ns, 0);
   EXPECT_EQ(RankOf(s, 0).collectives, 1);
