@@ -202,11 +202,9 @@ class ProbeWatchTest : public ProbeCaptureTest {
 
 TEST_F(ProbeWatchTest, AStragglingProbedProcessIsAlertedFromItsMarkedSteps) {
   // Rank 2's compute takes 40% longer from 15 s on; the others wait for it at every AllReduce.
-  // Real processes on a loaded two-core machine: the scheduler alone makes a rank last by a
-  // millisecond now and then (about 0.7% of a step), over the default's 0.5%. A user with
-  // noisy hosts raises the bar the same way.
-  const std::string rules = R"({"rules": [{"name": "straggler", "kind": "straggler", "capture_evidence": false,
-                                          "min_share_of_step_time": 0.05}]})";
+  // The default straggler rule (no evidence capture): real processes on a loaded two-core
+  // machine, where the scheduler now and then makes a rank late once, must not fire on that.
+  const std::string rules = R"({"rules": [{"name": "straggler", "kind": "straggler", "capture_evidence": false}]})";
   Start("probe-straggler", {"compute-ms=20", "compute-ms=20", "compute-ms=20,slow=1.4,slow-after=15", "compute-ms=20"}, rules);
   const int64_t started = UnixNowNs();
   ASSERT_TRUE(WaitForSteps("probe-straggler", 4, 20, started + 30'000'000'000))
