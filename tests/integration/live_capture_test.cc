@@ -39,7 +39,7 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
   }
   WaitForAgents(4);
   const std::string id = StartCapture(R"({"job": "demo", "duration_ms": 1500})");
-  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 30'000), "complete") << coordinator_->Log();
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 150'000), "complete") << coordinator_->Log();
   // The agents share communicators, so the collectives refine every clock (DESIGN §4.3).
   simdjson::dom::element capture;
   for (int i = 0; i < 200; ++i) {
@@ -265,7 +265,7 @@ TEST_F(LiveCaptureTest, CoordinatorRestartDuringUploadLosesAndDuplicatesNothing)
   coordinator_->Kill();  // no goodbye: the agents find out when they try to upload
   std::this_thread::sleep_for(std::chrono::milliseconds(2'300));
   StartCoordinator();  // same ports, same store
-  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 30'000), "complete") << coordinator_->Log() << "\nAGENT A\n" << agents_[0]->Log() << "\nAGENT B\n" << agents_[1]->Log();
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 150'000), "complete") << coordinator_->Log() << "\nAGENT A\n" << agents_[0]->Log() << "\nAGENT B\n" << agents_[1]->Log();
   // Both agents lost the coordinator and came back to the new one.
   for (auto& a : agents_) {
     const std::string log = a->Log();
