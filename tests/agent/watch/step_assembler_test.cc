@@ -142,20 +142,9 @@ TEST(StepAssemblerTest, InferredStepsMatchTheWorkloadModelsStepsOnEveryRank) {
   o.first_step = 100;
   const sim::Workload w = sim::SimulateJob(o);
   for (const common::WorkerTrace& worker : w.capture.workers) {
+    // The probe's records of this rank: its collectives as the agent's summaries carry them.
     std::vector<CollectiveArrival> all;
-    const common::CollectiveTable& c = worker.collectives;
-    for (size_t i = 0; i < c.size(); ++i) {
-      CollectiveArrival a;
-      a.communicator = common::CommunicatorHash(worker.strings.Get(c.communicator[i]));
-      a.sequence = c.sequence[i];
-      a.op = c.op[i];
-      a.nranks = c.nranks[i];
-      a.bytes = c.bytes[i];
-      a.enqueue_ns = c.enqueue[i];
-      a.start_ns = c.kernel_start[i];
-      a.end_ns = c.kernel_end[i];
-      all.push_back(a);
-    }
+    for (const StepSummary& s : common::SummarizeSteps(worker)) all.insert(all.end(), s.collectives.begin(), s.collectives.end());
     std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.enqueue_ns < y.enqueue_ns; });
     ASSERT_FALSE(all.empty());
     // Flushed once a second of the rank's clock.
