@@ -14,14 +14,25 @@
 namespace podscope::agent::probe {
 namespace {
 
+// Collective number `n` as NCCL reports it: a 2 MiB AllReduce, two kernel channels started and
+// stopped.
+void* Collective(NcclRecorder& recorder, NcclCommunicator* comm, uint64_t n) {
+  const NcclCollectiveStart start{.sequence = n, .func = "AllReduce", .count = 1 << 20, .datatype = "ncclBfloat16",
+                                  .channels = 2, .algorithm = "RING", .protocol = "SIMPLE"};
+  void* handle = recorder.StartCollective(comm, start);
+  void* ch0 = recorder.StartKernelChannel(handle, 1000 + n);
+  void* ch1 = recorder.StartKernelChannel(handle, 1001 + n);
+  recorder.StopKernelChannel(ch0, 2000 + n);
+  recorder.StopKernelChannel(ch1, 2001 + n);
+  return handle;
+}
+
 void BM_NcclCollectiveInWindow(benchmark::State& state) {
   NcclRecorder recorder;
   int mask = 0;
   NcclCommunicator* comm = recorder.InitCommunicator(1, "dp", 8, 0, &mask);
   EventBudget budget;
   GpuClockMap clock;
-  NcclCollectiveStart start{.sequence = 0, .func = "AllReduce", .count = 1 << 20, .datatype = "ncclBfloat16",
-                            .channels = 2, .algorithm = "RING", .protocol = "SIMPLE"};
   uint64_t n = 0;
   for (auto _ : state) {
     if ((n & 0xffff) == 0) {  // a fresh window now and then, so rows do not pile up
@@ -32,13 +43,7 @@ void BM_NcclCollectiveInWindow(benchmark::State& state) {
       recorder.OpenWindow(0, &budget, &clock);
       state.ResumeTiming();
     }
-    start.sequence = n++;
-    void* handle = recorder.StartCollective(comm, start);
-    void* ch0 = recorder.StartKernelChannel(handle, 1000 + n);
-    void* ch1 = recorder.StartKernelChannel(handle, 1001 + n);
-    recorder.StopKernelChannel(ch0, 2000 + n);
-    recorder.StopKernelChannel(ch1, 2001 + n);
-    benchmark::DoNotOptimize(handle);
+    benchmark::DoNotOptimize(Collective(recorder, comm, n++));
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -52,8 +57,6 @@ void BM_NcclCollectiveWatching(benchmark::State& state) {
   NcclCommunicator* comm = recorder.InitCommunicator(1, "dp", 8, 0, &mask);
   recorder.SetWatching(true);
   GpuClockMap clock;
-  NcclCollectiveStart start{.sequence = 0, .func = "AllReduce", .count = 1 << 20, .datatype = "ncclBfloat16",
-                            .channels = 2, .algorithm = "RING", .protocol = "SIMPLE"};
   uint64_t n = 0;
   WatchHarvest h;
   for (auto _ : state) {
@@ -63,13 +66,7 @@ void BM_NcclCollectiveWatching(benchmark::State& state) {
       recorder.TakeWatch(1'000'000, clock, &h);
       state.ResumeTiming();
     }
-    start.sequence = n++;
-    void* handle = recorder.StartCollective(comm, start);
-    void* ch0 = recorder.StartKernelChannel(handle, 1000 + n);
-    void* ch1 = recorder.StartKernelChannel(handle, 1001 + n);
-    recorder.StopKernelChannel(ch0, 2000 + n);
-    recorder.StopKernelChannel(ch1, 2001 + n);
-    benchmark::DoNotOptimize(handle);
+    benchmark::DoNotOptimize(Collective(recorder, comm, n++));
   }
   if (h.dropped != 0) state.SkipWithError("the ring overran");
   state.SetItemsProcessed(state.iterations());
@@ -90,19 +87,10 @@ void BM_WatchFlush(benchmark::State& state) {
   runtime.AddWatchSource(&steps);
   recorder.SetWatching(true);
   steps.SetWatching(true);
-  NcclCollectiveStart start{.sequence = 0, .func = "AllReduce", .count = 1 << 20, .datatype = "ncclBfloat16",
-                            .channels = 2, .algorithm = "RING", .protocol = "SIMPLE"};
   uint64_t n = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    for (int64_t i = 0; i < state.range(0); ++i) {
-      start.sequence = n++;
-      void* handle = recorder.StartCollective(comm, start);
-      void* ch = recorder.StartKernelChannel(handle, 1000 + n);
-      void* ch1 = recorder.StartKernelChannel(handle, 1000 + n);
-      recorder.StopKernelChannel(ch, 2000 + n);
-      recorder.StopKernelChannel(ch1, 2000 + n);
-    }
+    for (int64_t i = 0; i < state.range(0); ++i) Collective(recorder, comm, n++);
     state.ResumeTiming();
     benchmark::DoNotOptimize(runtime.FlushWatch());
   }

@@ -9,9 +9,9 @@
 #include "common/chunk_codec.h"
 #include "common/protocol_version.h"
 #include "common/str_util.h"
+#include "agent/watch/probe_watch.h"
 #include "common/trace_slice.h"
 #include "common/watch_wire.h"
-#include "agent/watch/probe_watch.h"
 #include "spdlog/spdlog.h"
 
 namespace podscope::agent {
@@ -217,11 +217,6 @@ void ProbeCollector::StartWatch(WatchSink* sink) {
 
 void ProbeCollector::StopWatch() { StartWatch(nullptr); }
 
-ProbeCollector::WatchCounters ProbeCollector::watch_counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return watch_counters_;
-}
-
 void ProbeCollector::OnWatch(ProbeConnectionId id, const v1::ProbeWatch& message) {
   ProbeWatchData data = DecodeProbeWatch(message);
   std::vector<common::StepSummary> steps;
@@ -232,12 +227,20 @@ void ProbeCollector::OnWatch(ProbeConnectionId id, const v1::ProbeWatch& message
   if (watch_sink_ == nullptr || it == probes_.end() || it->second.rank < 0) return;
   Probe& p = it->second;
   const std::string& job = p.registration.job();
-  ++watch_counters_.messages;
-  watch_counters_.refused_records += data.refused;
+  // Losses are said once as they happen, not every second: the probe's ring overran (its flush
+  // fell behind), or the process sent records that break a bound (the first time).
+  if (data.probe_dropped > p.watch_lost) {
+    spdlog::warn("probe pid {} (rank {}): {} watch records (collectives, step marks) lost so far: its buffers overran between flushes",
+                 PidOf(p.peer, p.registration), p.rank, data.probe_dropped);
+    p.watch_lost = data.probe_dropped;
+  }
+  if (data.refused > 0 && p.watch_refused == 0) {
+    spdlog::warn("probe pid {} (rank {}): {} watch records dropped for breaking a bound (times, ops or sizes)",
+                 PidOf(p.peer, p.registration), p.rank, data.refused);
+  }
+  p.watch_refused += data.refused;
   if (p.steps == nullptr) p.steps = std::make_unique<StepAssembler>();
-  const uint64_t unassigned = p.steps->counters().dropped_collectives;
   p.steps->Add(data.collectives, data.steps, data.now_ns, &steps);
-  watch_counters_.unassigned_collectives += p.steps->counters().dropped_collectives - unassigned;
   // Probes record on the host clock; watch data goes out on the agent's.
   const auto to_agent = [&](TimeNs t) { return clock_.FromHost(t); };
   for (common::StepSummary& s : steps) {
@@ -250,7 +253,6 @@ void ProbeCollector::OnWatch(ProbeConnectionId id, const v1::ProbeWatch& message
       a.start_ns = to_agent(a.start_ns);
       a.end_ns = to_agent(a.end_ns);
     }
-    ++watch_counters_.steps;
     watch_sink_->Step(job, s);
   }
   for (common::RankProgress& r : data.progress) {

@@ -59,14 +59,6 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   void StartWatch(WatchSink* sink) override;
   void StopWatch() override;
 
-  struct WatchCounters {
-    uint64_t messages = 0;
-    uint64_t steps = 0;
-    uint64_t refused_records = 0;  // broke a bound (probe_watch.h)
-    uint64_t unassigned_collectives = 0;  // in no step handed on
-  };
-  WatchCounters watch_counters() const;
-
   const std::string& socket_path() const { return server_->socket_path(); }
 
  private:
@@ -76,6 +68,8 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
     int32_t rank = -1;     // as served; -1: not served (a duplicate or a child of a worker)
     std::string ignored;   // why it is not served
     std::unique_ptr<StepAssembler> steps;  // watch data, once some came
+    uint64_t watch_lost = 0;     // collectives the probe said it lost, as last logged
+    uint64_t watch_refused = 0;  // its records that broke a bound (probe_watch.h)
   };
   struct WorkerCapture {
     ProbeConnectionId probe = 0;
@@ -126,7 +120,6 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   size_t unclaimed_bytes_ = 0;
   std::function<void()> workers_changed_;
   WatchSink* watch_sink_ = nullptr;  // under mu_
-  WatchCounters watch_counters_;     // under mu_
 };
 
 }  // namespace podscope::agent

@@ -98,16 +98,6 @@ void ProbeRuntime::SetClockReader(std::function<void(GpuClockMap*)> reader) {
   clock_reader_ = std::move(reader);
 }
 
-bool ProbeRuntime::watching() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return watching_;
-}
-
-uint64_t ProbeRuntime::watch_messages() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return watch_messages_;
-}
-
 void ProbeRuntime::OnWelcome(const v1::ProbeWelcome& welcome) { SetWatching(settings_.watch && welcome.watch()); }
 
 void ProbeRuntime::OnDisconnected() { SetWatching(false); }
@@ -154,7 +144,7 @@ bool ProbeRuntime::FlushWatch() {
   v1::ProbeMessage m;
   v1::ProbeWatch* w = m.mutable_watch();
   w->set_now_ns(now);
-  w->set_dropped_collectives(h.dropped);
+  w->set_dropped(h.dropped);
   for (const common::CollectiveArrival& a : h.collectives) {
     v1::ProbeWatchCollective* c = w->add_collectives();
     c->set_communicator(a.communicator);
@@ -184,10 +174,7 @@ bool ProbeRuntime::FlushWatch() {
     q->set_completed_ns(p.completed_ns);
   }
   // Not connected: nothing queues up for an agent that may never come (it is dropped).
-  if (!link_.connected() || !link_.Send(m)) return false;
-  std::lock_guard<std::mutex> lock(mu_);
-  ++watch_messages_;
-  return true;
+  return link_.connected() && link_.Send(m);
 }
 
 void ProbeRuntime::AddSource(EventSource* source) {

@@ -57,8 +57,6 @@ class ProbeRuntime : public AgentLink::Handler {
   // Sends what the watch sources hold now; the watch thread calls it every interval. False when
   // there was nothing, or the link did not take it.
   bool FlushWatch();
-  bool watching() const;
-  uint64_t watch_messages() const;
   // What loaded, and what did not; an agent already connected hears it at once.
   void AddFeature(const std::string& feature);
   void AddWarning(const std::string& warning);
@@ -113,7 +111,6 @@ class ProbeRuntime : public AgentLink::Handler {
   std::function<void(GpuClockMap*)> clock_reader_;  // under mu_
   GpuClockMap watch_clock_;
   std::mutex flush_mu_;  // one flush at a time
-  uint64_t watch_messages_ = 0;  // under mu_
   std::thread watch_thread_;
 };
 

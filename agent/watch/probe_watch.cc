@@ -18,7 +18,7 @@ bool Op(uint32_t op) { return op < static_cast<uint32_t>(common::kCollectiveOpCo
 ProbeWatchData DecodeProbeWatch(const v1::ProbeWatch& watch, const ProbeWatchLimits& limits) {
   ProbeWatchData out;
   out.now_ns = Instant(watch.now_ns()) ? watch.now_ns() : 0;
-  out.probe_dropped = watch.dropped_collectives();
+  out.probe_dropped = watch.dropped();
   for (const v1::ProbeWatchCollective& c : watch.collectives()) {
     if (out.collectives.size() >= limits.max_collectives || !Op(c.op()) || c.sequence() < 0 || c.nranks() < 1 ||
         c.nranks() > limits.max_nranks || c.bytes() < 0 || !Span(c.enqueue_ns(), c.end_ns()) ||

@@ -37,11 +37,14 @@ JobWatch::StepRecord* JobWatch::Record(int64_t step) {
   return nullptr;
 }
 
+JobWatch::Cell& JobWatch::CellIn(StepRecord& record, uint32_t rank_index) {
+  if (record.cells.size() <= rank_index) record.cells.resize(ranks_.size());
+  return record.cells[rank_index];
+}
+
 JobWatch::Cell* JobWatch::CellOf(int64_t step, uint32_t rank_index) {
   StepRecord* r = Record(step);
-  if (r == nullptr) return nullptr;
-  if (r->cells.size() <= rank_index) r->cells.resize(ranks_.size());
-  return &r->cells[rank_index];
+  return r == nullptr ? nullptr : &CellIn(*r, rank_index);
 }
 
 absl::Status JobWatch::Add(const common::StepSummary& s) {
@@ -75,15 +78,16 @@ absl::Status JobWatch::Add(const common::StepSummary& s) {
     Reset();
     return Add(s);
   }
-  Cell* cell = CellOf(s.step, r);
-  if (cell == nullptr) {
+  StepRecord* record = Record(s.step);
+  if (record == nullptr) {
     ++counters_.late_summaries;
     return absl::OkStatus();
   }
+  Cell* cell = &CellIn(*record, r);
   ++counters_.summaries;
   if (cell->present) return absl::OkStatus();  // a resent summary
   cell->present = true;
-  if (StepRecord* record = Record(s.step); record != nullptr) record->newest_end_ns = std::max(record->newest_end_ns, s.end_ns);
+  record->newest_end_ns = std::max(record->newest_end_ns, s.end_ns);
   cell->step_ns = s.end_ns - s.start_ns;
   // The exposed tail: the step's last collective (waiting plus transfer) cannot hide behind the
   // backward pass, whose end makes its gradients ready.

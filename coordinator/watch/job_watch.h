@@ -142,6 +142,7 @@ class JobWatch {
   // -1 when the rank does not fit.
   int64_t RankIndex(int32_t rank);
   StepRecord* Record(int64_t step);
+  Cell& CellIn(StepRecord& record, uint32_t rank_index);
   Cell* CellOf(int64_t step, uint32_t rank_index);
   void AddArrival(const common::CollectiveArrival& a, uint32_t rank_index, int64_t step);
   void Resolve(const PendingCollective& c);

@@ -57,6 +57,29 @@ class NcclPluginTest : public ::testing::Test {
     return handle;
   }
 
+  // A collective that starts and is left running (its kernel channels are the test's to drive).
+  void* StartCollective(void* context, uint64_t seq, const char* func, uint64_t count, const char* datatype) {
+    EventDescrV5 coll{};
+    coll.type = kProfileColl;
+    coll.coll.seqNumber = seq;
+    coll.coll.func = func;
+    coll.coll.count = count;
+    coll.coll.datatype = datatype;
+    coll.coll.nChannels = 1;
+    void* handle = nullptr;
+    kNcclProfilerV5.startEvent(context, &handle, &coll);
+    return handle;
+  }
+  void* StartChannel(void* context, void* parent, uint64_t gpu_start) {
+    EventDescrV5 ch{};
+    ch.type = kProfileKernelCh;
+    ch.parentObj = parent;
+    ch.kernelCh.pTimer = gpu_start;
+    void* handle = reinterpret_cast<void*>(1);
+    kNcclProfilerV5.startEvent(context, &handle, &ch);
+    return handle;
+  }
+
   NcclRecorder recorder_{&FakeNow};
   EventBudget budget_;
   GpuClockMap gpu_clock_;
@@ -263,22 +286,9 @@ TEST_F(NcclPluginTest, AQuietCommunicatorReportsWhereTheRankStandsAndAnUnfinishe
   ASSERT_NE(AllReduce(context, 41, 10'100'000, 10'100'000, 10'300'000), nullptr);
   // Sequence 42 enters and its kernel starts, but never ends (a peer never came).
   g_now = 20'000'000;
-  EventDescrV5 coll{};
-  coll.type = kProfileColl;
-  coll.coll.seqNumber = 42;
-  coll.coll.func = "AllGather";
-  coll.coll.count = 256;
-  coll.coll.datatype = "ncclBfloat16";
-  coll.coll.nChannels = 1;
-  void* handle = nullptr;
-  kNcclProfilerV5.startEvent(context, &handle, &coll);
+  void* handle = StartCollective(context, 42, "AllGather", 256, "ncclBfloat16");
   ASSERT_NE(handle, nullptr);
-  EventDescrV5 ch{};
-  ch.type = kProfileKernelCh;
-  ch.parentObj = handle;
-  ch.kernelCh.pTimer = 20'100'000;
-  void* ch_handle = nullptr;
-  kNcclProfilerV5.startEvent(context, &ch_handle, &ch);
+  void* ch_handle = StartChannel(context, handle, 20'100'000);
 
   GpuClockMap identity;
   WatchHarvest early;
@@ -321,26 +331,13 @@ TEST_F(NcclPluginTest, AWatchRingThatOverrunsDropsTheOldestAndCountsAndTheirHand
   ASSERT_EQ(kNcclProfilerV5.init(&context, 0x1, &mask, "dp", 1, 2, 0, nullptr), kNcclSuccess);
   recorder_.SetWatching(true);
   // The first collective's kernel is still running when the ring comes round to its slot.
-  EventDescrV5 coll{};
-  coll.type = kProfileColl;
-  coll.coll.seqNumber = 0;
-  coll.coll.func = "AllReduce";
-  coll.coll.count = 1;
-  coll.coll.datatype = "ncclFloat32";
-  coll.coll.nChannels = 1;
-  void* first = nullptr;
-  kNcclProfilerV5.startEvent(context, &first, &coll);
+  void* first = StartCollective(context, 0, "AllReduce", 1, "ncclFloat32");
   ASSERT_NE(first, nullptr);
   for (uint64_t seq = 1; seq < NcclRecorder::kWatchRingSlots + 10; ++seq) {
     ASSERT_NE(AllReduce(context, seq, 5, 5, 6), nullptr);
   }
   // The first one's channel: its slot belongs to another collective now.
-  EventDescrV5 ch{};
-  ch.type = kProfileKernelCh;
-  ch.parentObj = first;
-  void* ch_handle = reinterpret_cast<void*>(1);
-  kNcclProfilerV5.startEvent(context, &ch_handle, &ch);
-  EXPECT_EQ(ch_handle, nullptr) << "a stale watch handle is ignored";
+  EXPECT_EQ(StartChannel(context, first, 0), nullptr) << "a stale watch handle is ignored";
 
   GpuClockMap identity;
   WatchHarvest h;

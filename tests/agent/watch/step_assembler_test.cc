@@ -180,7 +180,7 @@ TEST(StepAssemblerTest, InferredStepsMatchTheWorkloadModelsStepsOnEveryRank) {
 TEST(ProbeWatchTest, RecordsThatBreakABoundAreDroppedAndCountedAndTheRestKept) {
   v1::ProbeWatch m;
   m.set_now_ns(5 * kS);
-  m.set_dropped_collectives(3);
+  m.set_dropped(3);
   auto add = [&](int64_t seq, int64_t enqueue, int64_t start, int64_t end, uint32_t op = 1, int32_t nranks = 4) {
     v1::ProbeWatchCollective* c = m.add_collectives();
     c->set_communicator(1);
