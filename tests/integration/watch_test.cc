@@ -110,9 +110,20 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
 
   // The alert links the evidence capture it started: complete, every rank, and its offline
   // straggler report names the same rank.
-  std::string_view capture_id;
-  ASSERT_EQ(alert["capture_id"].get_string().get(capture_id), simdjson::SUCCESS) << simdjson::to_string(alert);
-  const std::string capture(capture_id);
+  // The alert is listed as it fires; its capture is started right after, outside the watch's
+  // lock, so the link may follow it by a moment.
+  std::string capture;
+  for (const TimeNs deadline = UnixNowNs() + 30'000'000'000; capture.empty() && UnixNowNs() < deadline;) {
+    const HttpResult r = HttpCall(http_port_, "GET", "/v1/alerts?job=watched");
+    if (r.status == 200) {
+      for (simdjson::dom::element a : Json(r.body)["alerts"].get_array()) {
+        std::string_view linked;
+        if (a["id"].get_string().value() == id && a["capture_id"].get_string().get(linked) == simdjson::SUCCESS) capture = linked;
+      }
+    }
+    if (capture.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(capture.empty()) << "the alert links no evidence capture: " << HttpCall(http_port_, "GET", "/v1/alerts").body;
   EXPECT_EQ(WaitForState(capture, {"complete", "partial", "failed"}, 180'000), "complete") << Capture(capture);
   EXPECT_EQ(Capture(capture)["workers"].get_array().size(), 32u);
   const HttpResult stragglers = HttpCall(http_port_, "GET", "/v1/captures/" + capture + "/stragglers");
