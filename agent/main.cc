@@ -2,6 +2,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <iostream>
+
 #include <boost/json.hpp>
 
 #include "CLI/CLI.hpp"
@@ -50,6 +52,9 @@ int main(int argc, char** argv) {
                  "on: stream step summaries to the coordinator between captures, for alerts (DESIGN §11); off: "
                  "only captures [on]")
       ->check(CLI::IsMember({"on", "off"}));
+  bool check_config = false;
+  app.add_flag("--check-config", check_config,
+               "check the config file, flags and TLS files, print \"config OK\" and exit (0 if good, 2 if not)");
   app.add_flag("--insecure", insecure, "plaintext gRPC without certificates: only on a network you trust (logs a warning)");
   // Exit codes: 0 success, 1 a runtime failure, 2 a wrong command line or config.
   try {
@@ -118,6 +123,17 @@ int main(int argc, char** argv) {
     // Tests compare the coordinator's fitted model against this exact skew.
     spdlog::info("simulated clock skew: offset_ns={} drift_ppb={} reference_ns={}", clock.skew().offset_ns,
                  clock.skew().drift_ppb, clock.skew().reference_ns);
+  }
+  if (check_config) {
+    for (const auto& [file, flag] : {std::pair{settings.agent.tls.key, "tls.key"}, {settings.agent.tls.ca, "tls.ca"}}) {
+      if (file.empty()) continue;
+      if (absl::StatusOr<std::string> pem = podscope::common::ReadPemFile(file, flag); !pem.ok()) {
+        spdlog::error("{}", std::string(pem.status().message()));
+        return 2;
+      }
+    }
+    std::cout << "config OK" << std::endl;
+    return 0;
   }
   // Blocked before any thread exists (collectors start theirs), so that SIGTERM reaches the
   // sigtimedwait below instead of killing the process from some other thread.

@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
   std::string auth_tokens_flag;
   app.add_option("--auth-tokens", auth_tokens_flag,
                  "the REST API's token file (lines from hash-token; reloaded on SIGHUP)");
+  bool check_config = false;
+  app.add_flag("--check-config", check_config,
+               "check the config file, flags, token file and TLS files, print \"config OK\" and exit (0 if good, 2 if not)");
   std::string hash_role, hash_name;
   CLI::App* hash_token = app.add_subcommand(
       "hash-token", "read a bearer token on stdin and print its line for the --auth-tokens file");
@@ -166,6 +169,18 @@ int main(int argc, char** argv) {
   if (!SplitHostPort(settings.grpc, &grpc_host, &grpc_port)) {
     spdlog::error("--grpc must be HOST:PORT, got \"{}\"", settings.grpc);
     return 2;
+  }
+  if (check_config) {
+    for (const auto& [file, flag] : {std::pair{settings.tls.cert, "tls.cert"}, {settings.tls.key, "tls.key"},
+                                     {settings.tls.ca, "tls.ca"}}) {
+      if (file.empty()) continue;
+      if (absl::StatusOr<std::string> pem = podscope::common::ReadPemFile(file, flag); !pem.ok()) {
+        spdlog::error("{}", std::string(pem.status().message()));
+        return 2;
+      }
+    }
+    std::cout << "config OK" << std::endl;
+    return 0;
   }
   settings.scheduler.max_events_per_worker = settings.api_limits.max_events_per_worker;
   settings.scheduler.max_workers_per_capture = settings.api_limits.max_ranks_per_capture;

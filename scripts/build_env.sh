@@ -18,8 +18,8 @@ PODSCOPE_DEBIAN_PACKAGES=(
 )
 
 # What the test suite runs against, real and not mocked (scripts/test.sh installs these too):
-# Prometheus and promtool, Alertmanager.
-PODSCOPE_TEST_PACKAGES=(prometheus prometheus-alertmanager)
+# Prometheus and promtool, Alertmanager; systemd-analyze (the units in deploy/systemd).
+PODSCOPE_TEST_PACKAGES=(prometheus prometheus-alertmanager systemd)
 
 podscope_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
