@@ -6,6 +6,7 @@
 #include <grpcpp/security/tls_credentials_options.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <deque>
 #include <optional>
 #include <random>
@@ -222,6 +223,16 @@ bool Agent::WaitConnected(int64_t timeout_ns) {
          connected_.load();
 }
 
+bool Agent::busy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::any_of(captures_.begin(), captures_.end(), [](const auto& c) { return !c.second->finished(); });
+}
+
+std::string Agent::shard() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shard_;
+}
+
 bool Agent::Sleep(int64_t ns) {
   std::unique_lock<std::mutex> lock(mu_);
   return !cv_.wait_for(lock, std::chrono::nanoseconds(ns), [this] { return stopping_; });
@@ -375,6 +386,7 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
       std::lock_guard<std::mutex> lock(mu_);
       connected_ = true;
       sync_wanted_ = true;  // a burst at every connect
+      shard_ = w.has_shards() ? w.shards().shard() : "";
     }
     cv_.notify_all();
     spdlog::info("agent {} connected to {} (coordinator {})", options_.agent_id, options_.coordinator, w.coordinator_id());
@@ -388,6 +400,7 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
       for (const auto& [id, run] : captures_) *statuses.emplace_back().mutable_capture() = run->Status();
     }
     for (const v1::AgentMessage& m : statuses) Send(m);
+    if (w.has_shards() && options_.on_shard_owners) options_.on_shard_owners(w.shards());
     return;
   }
   switch (message.kind_case()) {
@@ -396,6 +409,9 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
       break;
     case v1::CoordinatorMessage::kCancel:
       OnCancel(message.cancel());
+      break;
+    case v1::CoordinatorMessage::kShards:
+      if (options_.on_shard_owners) options_.on_shard_owners(message.shards());
       break;
     case v1::CoordinatorMessage::kSyncClock: {
       std::lock_guard<std::mutex> lock(mu_);

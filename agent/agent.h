@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,9 @@ struct AgentOptions {
   bool watch = true;
   WatchQueueLimits watch_queue;
   WatchSenderOptions watch_sender;
+  // A sharded coordinator's word on who owns this agent's jobs (in its welcome, and again when
+  // they change); called on a gRPC thread, so it must only hand the news on (ShardedAgent).
+  std::function<void(const v1::ShardOwners&)> on_shard_owners;
 };
 
 class Agent {
@@ -77,6 +81,10 @@ class Agent {
   const std::string& agent_id() const { return options_.agent_id; }
   // Blocks until connected (and welcomed) or `timeout_ns` passes.
   bool WaitConnected(int64_t timeout_ns);
+  // Whether a capture this agent took part in is still running or uploading.
+  bool busy() const;
+  // The coordinator shard that welcomed this agent ("" when unsharded or not yet welcomed).
+  std::string shard() const;
   // What the watch queue and stream did (zeros with watch off).
   WatchQueueCounters watch_queue_counters() const { return watch_queue_.counters(); }
   WatchSenderCounters watch_sender_counters() const;
@@ -125,6 +133,7 @@ class Agent {
   bool stopping_ = false;
   bool sync_wanted_ = false;
   std::string refusal_;
+  std::string shard_;
   grpc::ClientContext* session_context_ = nullptr;  // the live Connect call, for cancelling
   std::set<grpc::ClientContext*> uploads_;          // live Upload calls, likewise
   std::map<std::string, std::unique_ptr<CaptureRun>> captures_;

@@ -10,7 +10,7 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
     const common::ConfigSection o(
         root, "", {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events", "max_spool_bytes",
                     "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids", "host_sample_interval_ms", "tls",
-                    "insecure", "watch"});
+                    "insecure", "watch", "health"});
     const common::ConfigSection tls = o.Section("tls", {"cert", "key", "ca", "server_name"});
     tls.String("cert", &s->agent.tls.cert);
     tls.String("key", &s->agent.tls.key);
@@ -21,6 +21,7 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
     o.String("agent_id", &s->agent.agent_id, 128);
     o.String("host", &s->agent.host, 256);
     o.String("simulate", &s->simulate);
+    o.String("health", &s->health, 256);
     o.String("log_level", &s->log_level, 16);
     o.Integer("chunk_events", &s->agent.capture.chunk_events, 1, 100'000'000);
     o.Integer("max_spool_bytes", &s->agent.capture.max_spool_bytes, 1 << 20, int64_t{1} << 44);

@@ -18,6 +18,7 @@ struct AgentSettings {
   std::string log_level = "info";
   bool insecure = false;
   CollectorConfig collectors;
+  std::string health;  // HOST:PORT of the health endpoint (/healthz, /readyz); empty: none
 };
 
 // Applies a parsed config to `s` (flags are applied after, by main). Errors name the key.

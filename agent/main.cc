@@ -11,6 +11,8 @@
 #include "agent/agent_config.h"
 #include "agent/collector_registry.h"
 #include "agent/collectors/simulated_ranks.h"
+#include "agent/health/health_server.h"
+#include "agent/sharded_agent.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -52,6 +54,9 @@ int main(int argc, char** argv) {
                  "on: stream step summaries to the coordinator between captures, for alerts (DESIGN §11); off: "
                  "only captures [on]")
       ->check(CLI::IsMember({"on", "off"}));
+  std::string health;
+  app.add_option("--health", health,
+                 "serve /healthz and /readyz (plain HTTP, no data) on HOST:PORT, for Kubernetes probes [none]");
   bool check_config = false;
   app.add_flag("--check-config", check_config,
                "check the config file, flags and TLS files, print \"config OK\" and exit (0 if good, 2 if not)");
@@ -78,6 +83,7 @@ int main(int argc, char** argv) {
   if (!tls_flags.ca.empty()) settings.agent.tls.ca = tls_flags.ca;
   if (!tls_server_name.empty()) settings.agent.tls_server_name = tls_server_name;
   if (!watch.empty()) settings.agent.watch = watch == "on";
+  if (!health.empty()) settings.health = health;
   settings.insecure = settings.insecure || insecure;
   if (absl::Status s = podscope::common::CheckTlsChoice(settings.agent.tls, settings.insecure, "podscope-agent"); !s.ok()) {
     spdlog::error("{}", std::string(s.message()));
@@ -164,8 +170,27 @@ int main(int argc, char** argv) {
 
   size_t workers = 0;
   for (const auto& c : *collectors) workers += c->Workers().size();
-  podscope::agent::Agent agent(settings.agent, clock, *std::move(collectors));
+  // One control stream per coordinator shard that owns one of this node's jobs (one in all
+  // against an unsharded coordinator).
+  podscope::agent::ShardedAgent agent(settings.agent, clock, *std::move(collectors));
   agent.Start();
+  std::unique_ptr<podscope::agent::HealthServer> health_server;
+  if (!settings.health.empty()) {
+    absl::StatusOr<std::unique_ptr<podscope::agent::HealthServer>> started =
+        podscope::agent::HealthServer::Start(settings.health, [&agent](std::string* why) {
+          if (agent.connected()) return true;
+          *why = "not connected to every coordinator shard it needs (yet)";
+          return false;
+        });
+    if (!started.ok()) {
+      spdlog::error("{}", std::string(started.status().message()));
+      agent.Stop();
+      return 2;
+    }
+    health_server = *std::move(started);
+    spdlog::info("health endpoint on http://{}:{} (/healthz, /readyz)",
+                 settings.health.substr(0, settings.health.rfind(':')), health_server->port());
+  }
   // The exact line tests and scripts wait for.
   spdlog::info("podscope-agent {} serving {} workers, coordinator {}", agent.agent_id(), workers,
                settings.agent.coordinator);

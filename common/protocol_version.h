@@ -8,7 +8,7 @@ namespace podscope::common {
 // Bump the major on an incompatible change: a coordinator refuses agents of another major.
 // Bump the minor on additions both sides may ignore.
 inline constexpr uint32_t kAgentProtocolMajor = 1;
-inline constexpr uint32_t kAgentProtocolMinor = 1;  // 1: Watch
+inline constexpr uint32_t kAgentProtocolMinor = 2;  // 1: Watch; 2: shard owners
 
 }  // namespace podscope::common
 

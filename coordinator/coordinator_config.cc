@@ -11,7 +11,7 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root_object, Coor
     using common::ConfigSection;
     constexpr int64_t kTiB = int64_t{1} << 40;
     const ConfigSection root_section(*root, "", {"http", "grpc", "data_dir", "limits", "capture", "agents", "retention",
-                                                 "auth", "tls", "insecure", "notify"});
+                                                 "auth", "tls", "insecure", "notify", "shards"});
     const ConfigSection tls = root_section.Section("tls", {"cert", "key", "ca"});
     tls.String("cert", &s->tls.cert);
     tls.String("key", &s->tls.key);
@@ -113,6 +113,19 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root_object, Coor
     }
     n.Integer("max_attempts", &s->notify.max_attempts, 1, 100);
     n.Integer("max_queued", &s->notify.max_queued, 1, 1'000'000);
+    const ConfigSection sh = root_section.Section(
+        "shards", {"self", "members_file", "forward", "reload_interval_ms", "max_proxy_bytes", "peer_timeout_ms"});
+    sh.String("self", &s->shards.self, 253);
+    sh.String("members_file", &s->shards.members_file);
+    if (sh.Has("forward")) {
+      std::string forward;
+      sh.String("forward", &forward, 16);
+      if (forward != "proxy" && forward != "redirect") throw sh.Bad("forward", "\"" + forward + "\" is not proxy or redirect");
+      s->shards.redirect = forward == "redirect";
+    }
+    sh.Integer("reload_interval_ms", &s->shards.reload_interval_ms, 100, 3'600'000);
+    sh.Integer("max_proxy_bytes", &s->shards.max_proxy_bytes, 1 << 20, kTiB);
+    sh.Integer("peer_timeout_ms", &s->shards.peer_timeout_ms, 1'000, 3'600'000);
     const ConfigSection r = root_section.Section("retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
     double hours = 0;
     if (r.Has("max_age_hours")) {

@@ -16,6 +16,7 @@
 #include "coordinator/api/rest_api.h"
 #include "coordinator/capture/capture_scheduler.h"
 #include "coordinator/http/http_server.h"
+#include "coordinator/shards/shard_membership.h"
 #include "coordinator/watch/alert_notifier.h"
 #include "storage/retention.h"
 
@@ -38,6 +39,7 @@ struct CoordinatorSettings {
   storage::RetentionPolicy retention;
   int retention_interval_seconds = 300;
   watch::NotifierOptions notify;
+  ShardOptions shards;
 };
 
 

@@ -19,6 +19,7 @@
 
 #include "CLI/CLI.hpp"
 #include "common/parse_number.h"
+#include "common/str_util.h"
 #include "common/tls_files.h"
 #include "coordinator/agents/agent_certificates.h"
 #include "coordinator/agents/agent_registry.h"
@@ -35,6 +36,7 @@
 #include "coordinator/clock/clock_aligner.h"
 #include "coordinator/coordinator_config.h"
 #include "coordinator/http/http_server.h"
+#include "coordinator/shards/shard_router.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "storage/retention.h"
@@ -104,6 +106,9 @@ int main(int argc, char** argv) {
   std::string auth_tokens_flag;
   app.add_option("--auth-tokens", auth_tokens_flag,
                  "the REST API's token file (lines from hash-token; reloaded on SIGHUP)");
+  std::string shard_name_flag;
+  app.add_option("--shard-name", shard_name_flag,
+                 "this replica's name among the shards (shards.members_file); in Kubernetes, its pod's name");
   bool check_config = false;
   app.add_flag("--check-config", check_config,
                "check the config file, flags, token file and TLS files, print \"config OK\" and exit (0 if good, 2 if not)");
@@ -130,6 +135,7 @@ int main(int argc, char** argv) {
   if (!grpc_flag.empty()) settings.grpc = grpc_flag;
   if (!data_dir_flag.empty()) settings.data_dir = data_dir_flag;
   if (!auth_tokens_flag.empty()) settings.auth_tokens = auth_tokens_flag;
+  if (!shard_name_flag.empty()) settings.shards.self = shard_name_flag;
   if (!tls_flags.cert.empty()) settings.tls.cert = tls_flags.cert;
   if (!tls_flags.key.empty()) settings.tls.key = tls_flags.key;
   if (!tls_flags.ca.empty()) settings.tls.ca = tls_flags.ca;
@@ -168,6 +174,12 @@ int main(int argc, char** argv) {
   uint16_t grpc_port = 0;
   if (!SplitHostPort(settings.grpc, &grpc_host, &grpc_port)) {
     spdlog::error("--grpc must be HOST:PORT, got \"{}\"", settings.grpc);
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<podscope::coordinator::ShardMembership>> shards =
+      podscope::coordinator::ShardMembership::Open(settings.shards);
+  if (!shards.ok()) {
+    spdlog::error("{}", std::string(shards.status().message()));
     return 2;
   }
   if (check_config) {
@@ -215,6 +227,10 @@ int main(int argc, char** argv) {
   // Every multi-step change to a stored capture (imports, deletes, retention) holds this lock.
   absl::Mutex capture_mutations;
   podscope::coordinator::RestApi api(**store, settings.api_limits, NowNs, capture_mutations);
+  // Sharded: ids name their shard, so that no two shards ever make the same one.
+  const std::string id_suffix = settings.shards.members_file.empty() ? "" : "-" + settings.shards.self;
+  settings.scheduler.id_suffix = id_suffix;
+  api.set_id_suffix(id_suffix);
   if (absl::Status s = api.RecoverInterruptedImports(); !s.ok()) {
     spdlog::error("recovering interrupted imports: {}", std::string(s.message()));
     return 1;
@@ -260,13 +276,57 @@ int main(int argc, char** argv) {
   (*watch)->Start();
   podscope::coordinator::AgentService agent_service(registry, aligner, scheduler, settings.agents, NowNs);
   podscope::coordinator::watch::WatchService& watch_service = **watch;
+  podscope::coordinator::ShardMembership& membership = **shards;
   agent_service.set_watch_ingest(
-      {.ingest = [&watch_service](const std::string& agent, const podscope::common::DecodedWatch& data) {
-         watch_service.Ingest(agent, data);
+      {.ingest = [&watch_service, &membership](const std::string& agent, const podscope::common::DecodedWatch& data) {
+         const std::shared_ptr<const podscope::coordinator::ShardMap> map = membership.current();
+         if (!map->sharded()) {
+           watch_service.Ingest(agent, data);
+           return;
+         }
+         // Sharded: only the owner watches a job (an agent that has not yet heard who owns it
+         // may send here; its steps of another shard's job are not this shard's to judge).
+         podscope::common::DecodedWatch mine;
+         mine.dropped_steps = data.dropped_steps;
+         for (const auto& step : data.steps) {
+           if (map->Owns(step.first)) mine.steps.push_back(step);
+         }
+         for (const auto& progress : data.progress) {
+           if (map->Owns(progress.first)) mine.progress.push_back(progress);
+         }
+         watch_service.Ingest(agent, mine);
        },
        .set_host = [&watch_service](const std::string& job, int32_t rank, const std::string& host) {
          watch_service.SetHost(job, rank, host);
        }});
+  // Sharded: agents hear who owns each of their jobs in their welcome, and again whenever the
+  // members change; the jobs this shard no longer owns stop being watched here.
+  if (!settings.shards.members_file.empty()) {
+    agent_service.set_shard_owners(
+        [&membership](const std::set<std::string>& jobs) -> std::optional<podscope::v1::ShardOwners> {
+          const std::shared_ptr<const podscope::coordinator::ShardMap> map = membership.current();
+          podscope::v1::ShardOwners owners;
+          owners.set_shard(map->self().name);
+          for (const std::string& job : jobs) {
+            const podscope::coordinator::ShardMember& owner = map->OwnerOf(job);
+            podscope::v1::JobOwner* o = owners.add_owners();
+            o->set_job(job);
+            o->set_shard(owner.name);
+            o->set_grpc(owner.grpc);
+          }
+          return owners;
+        });
+    membership.OnChange([&agent_service, &watch_service](const podscope::coordinator::ShardMap&,
+                                                         const podscope::coordinator::ShardMap& after) {
+      agent_service.PushShardOwners();
+      watch_service.ForgetJobs([&after](const std::string& job) { return after.Owns(job); });
+    });
+    membership.StartWatching();
+    const std::shared_ptr<const podscope::coordinator::ShardMap> map = membership.current();
+    spdlog::info("shards: this is {} of {} members (members re-read from {} every {} ms; REST calls {})",
+                 map->self().name, map->members().size(), settings.shards.members_file, settings.shards.reload_interval_ms,
+                 settings.shards.redirect ? "redirected" : "proxied");
+  }
   grpc::ServerBuilder builder;
   // podscope accepts the agents' connections itself (bounded, all and per client address) and
   // hands them to gRPC.
@@ -332,17 +392,28 @@ int main(int argc, char** argv) {
   (*notifier)->Start();
   watch_service.OnTransition([&notifier](const podscope::coordinator::watch::AlertEvent& e) { (*notifier)->Notify(e); });
   // Periodic captures, kept in the store; never over a running capture of the same job.
+  podscope::coordinator::ScheduleLimits schedule_limits;
+  schedule_limits.id_suffix = id_suffix;
   absl::StatusOr<std::unique_ptr<podscope::coordinator::ScheduleRunner>> schedules =
       podscope::coordinator::ScheduleRunner::Create(
           **store, NowNs,
-          {.start = [&scheduler](const podscope::coordinator::ScheduleSpec& spec) -> absl::StatusOr<std::string> {
+          {.start = [&scheduler, &shards](const podscope::coordinator::ScheduleSpec& spec) -> absl::StatusOr<std::string> {
+             // Sharded: a schedule stays with the shard that took it; once its job has moved to
+             // another shard (a replica was added) the job's agents are there, not here.
+             const std::shared_ptr<const podscope::coordinator::ShardMap> map = (*shards)->current();
+             if (!map->Owns(spec.job)) {
+               return absl::FailedPreconditionError(podscope::common::StrCat(
+                   "job ", spec.job, " is owned by shard ", map->OwnerOf(spec.job).name,
+                   " now; delete this schedule and create it again (through any shard)"));
+             }
              absl::StatusOr<podscope::storage::CaptureRecord> capture =
                  scheduler.StartCapture({.job = spec.job, .ranks = spec.ranks, .duration_ns = spec.duration_ns,
                                          .delay_ns = kBackgroundCaptureLeadNs});
              if (!capture.ok()) return capture.status();
              return capture->id;
            },
-           .busy = [&scheduler](const std::string& job) { return scheduler.HasLiveCapture(job); }});
+           .busy = [&scheduler](const std::string& job) { return scheduler.HasLiveCapture(job); }},
+          schedule_limits);
   if (!schedules.ok()) {
     spdlog::error("{}", std::string(schedules.status().message()));
     return 1;
@@ -352,6 +423,13 @@ int main(int argc, char** argv) {
   schedules_api.Register(router);
   podscope::coordinator::WatchApi watch_api(**watch);
   watch_api.Register(router);
+  // Sharded: any replica answers for any job (the routes' handlers stay unaware of shards).
+  podscope::coordinator::ShardRouter shard_router(**shards, settings.insecure ? "" : settings.tls.ca);
+  if (const auto unmatched = shard_router.Install(router, podscope::coordinator::ShardRouter::ApiRules()); !unmatched.empty()) {
+    spdlog::error("shards: no route {} {} to shard (a bug)", unmatched.front().method, unmatched.front().pattern);
+    return 1;
+  }
+  api.add_metrics_source([&shard_router](std::string* out) { shard_router.AppendMetrics(out); });
   if (settings.open_metrics) router.SetAccess("GET", "/metrics", podscope::coordinator::Access::kOpen);
   podscope::coordinator::HttpServer server(router, settings.http_limits);
   api.set_http_counters(&server.counters());
@@ -422,6 +500,7 @@ int main(int argc, char** argv) {
   }
   stop_cv.notify_all();
   retention.join();
+  (*shards)->StopWatching();
   server.Stop(/*grace_seconds=*/20);
   grpc_gate.Stop();
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

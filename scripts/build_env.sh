@@ -18,8 +18,12 @@ PODSCOPE_DEBIAN_PACKAGES=(
 )
 
 # What the test suite runs against, real and not mocked (scripts/test.sh installs these too):
-# Prometheus and promtool, Alertmanager; systemd-analyze (the units in deploy/systemd).
-PODSCOPE_TEST_PACKAGES=(prometheus prometheus-alertmanager systemd)
+# Prometheus and promtool, Alertmanager; systemd-analyze (the units in deploy/systemd); Go with
+# Sprig, yaml.v3 and gojsonschema (the Helm chart's offline renderer, tests/deploy/helm);
+# debootstrap, buildah, podman and runc (the container images, tests/deploy/image_test.sh).
+PODSCOPE_TEST_PACKAGES=(prometheus prometheus-alertmanager systemd
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev golang-github-xeipuuv-gojsonschema-dev
+  debootstrap buildah podman runc)
 
 podscope_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 

@@ -1,6 +1,7 @@
 #include "coordinator/agents/agent_service.h"
 
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -12,6 +13,12 @@
 namespace podscope::coordinator {
 
 namespace {
+
+std::set<std::string> JobsOf(const google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>& workers) {
+  std::set<std::string> jobs;
+  for (const v1::WorkerDescriptor& w : workers) jobs.insert(w.job());
+  return jobs;
+}
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -199,6 +206,11 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
       w->set_protocol_minor(common::kAgentProtocolMinor);
       w->set_heartbeat_interval_ms(service_.options_.heartbeat_interval_ms);
       w->set_clock_sync_interval_ms(service_.options_.clock_sync_interval_ms);
+      if (service_.shard_owners_) {
+        if (std::optional<v1::ShardOwners> owners = service_.shard_owners_(JobsOf(hello.workers()))) {
+          *w->mutable_shards() = *std::move(owners);
+        }
+      }
       Enqueue(welcome);
       absl::StatusOr<bool> new_instance = service_.registry_.Connected(hello, peer_, link_);
       if (!new_instance.ok()) {
@@ -222,6 +234,13 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
         if (absl::Status s = ValidateWorkers(workers.mutable_workers(), service_.options_, agent_id_); !s.ok()) return s;
         if (!service_.registry_.IsCurrent(agent_id_, link_.get())) break;
         service_.registry_.WorkersChanged(agent_id_, workers);
+        if (service_.shard_owners_) {
+          if (std::optional<v1::ShardOwners> owners = service_.shard_owners_(JobsOf(workers.workers()))) {
+            v1::CoordinatorMessage update;
+            *update.mutable_shards() = *std::move(owners);
+            Enqueue(update);
+          }
+        }
         break;
       }
       case v1::AgentMessage::kClock: {
@@ -429,6 +448,20 @@ grpc::ServerReadReactor<v1::WatchBatch>* AgentService::Watch(grpc::CallbackServe
   return new WatchSession(*this, context, response);
 }
 
+void AgentService::PushShardOwners() {
+  if (!shard_owners_) return;
+  for (const AgentSnapshot& a : registry_.Snapshot()) {
+    if (!a.connected) continue;
+    std::set<std::string> jobs;
+    for (const v1::WorkerDescriptor& w : a.workers) jobs.insert(w.job());
+    if (std::optional<v1::ShardOwners> owners = shard_owners_(jobs)) {
+      v1::CoordinatorMessage update;
+      *update.mutable_shards() = *std::move(owners);
+      registry_.Send(a.agent_id, update);
+    }
+  }
+}
+
 void AgentService::AppendMetrics(std::string* out) const {
   const auto counter = [out](std::string_view name, std::string_view help, uint64_t value) {
     common::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ", value, "\n");
@@ -442,6 +475,20 @@ void AgentService::AppendMetrics(std::string* out) const {
           watch_counters_.unaligned_batches.load());
   counter("podscope_watch_foreign_records_total", "Watch records dropped for ranks their agent does not serve.",
           watch_counters_.foreign_records.load());
+  // The agents this coordinator knows, by health, and the workers the connected ones serve: the
+  // dashboard's "agents" panel, and an alert when a node goes quiet.
+  std::map<std::string_view, uint64_t> agents = {{AgentHealthName(AgentHealth::kHealthy), 0},
+                                                 {AgentHealthName(AgentHealth::kStale), 0},
+                                                 {AgentHealthName(AgentHealth::kDisconnected), 0}};
+  uint64_t workers = 0;
+  for (const AgentSnapshot& a : registry_.Snapshot()) {
+    ++agents[AgentHealthName(a.health)];
+    if (a.connected) workers += a.workers.size();
+  }
+  common::StrAppend(out, "# HELP podscope_agents Agents this coordinator knows, by health.\n# TYPE podscope_agents gauge\n");
+  for (const auto& [health, n] : agents) common::StrAppend(out, "podscope_agents{health=\"", health, "\"} ", n, "\n");
+  common::StrAppend(out, "# HELP podscope_workers Workers (ranks) served by the connected agents.\n# TYPE podscope_workers gauge\n",
+                    "podscope_workers ", workers, "\n");
 }
 
 }  // namespace podscope::coordinator

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -76,6 +77,12 @@ class AgentService final : public v1::AgentService::CallbackService {
 
   // Before the server starts. Without a sink, Watch calls are refused (UNIMPLEMENTED).
   void set_watch_ingest(WatchIngest ingest) { watch_ingest_ = std::move(ingest); }
+  // Sharded coordinators (DESIGN §10): who owns each of `jobs`, sent in every welcome and again
+  // whenever an agent's jobs change; nullopt when not sharded. Before the server starts.
+  using ShardOwnersFn = std::function<std::optional<v1::ShardOwners>(const std::set<std::string>& jobs)>;
+  void set_shard_owners(ShardOwnersFn owners) { shard_owners_ = std::move(owners); }
+  // Tells every connected agent who owns its jobs now (the shards' members changed).
+  void PushShardOwners();
   const WatchStreamCounters& watch_counters() const { return watch_counters_; }
   void AppendMetrics(std::string* out) const;
 
@@ -89,6 +96,7 @@ class AgentService final : public v1::AgentService::CallbackService {
   const AgentServiceOptions options_;
   const std::function<TimeNs()> now_;
   WatchIngest watch_ingest_;
+  ShardOwnersFn shard_owners_;
   WatchStreamCounters watch_counters_;
   RateLimitedLog watch_log_{"watch"};  // shared by all streams: many streams cannot flood the log
 };

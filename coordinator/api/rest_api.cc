@@ -321,7 +321,7 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   std::string id = r.Query("capture");
   const std::string job = r.Query("job", "imported");
   if (absl::Status s = storage::ValidateJobName(job); !s.ok()) return FromStatus(s);
-  if (id.empty()) id = common::StrCat("imp-", now_ns_() / 1000, "-", next_id_++);
+  if (id.empty()) id = common::StrCat("imp-", now_ns_() / 1000, "-", next_id_++, id_suffix_);
   if (absl::Status s = storage::ValidateCaptureId(id); !s.ok()) return FromStatus(s);
   // Whether the client is adding ranks to a capture that exists now: if it is deleted while
   // this file is parsed, the ranks are not added to a new capture of the same name.

@@ -44,6 +44,8 @@ class RestApi {
   void Register(Router& router);
   // Answers GET /v1/captures/{id} for captures still running (set by the daemon when it runs
   // the capture scheduler); returns nullopt for captures that are not live.
+  // Appended to import ids ("-SHARD" on a sharded coordinator).
+  void set_id_suffix(std::string suffix) { id_suffix_ = std::move(suffix); }
   void set_live_lookup(std::function<std::optional<storage::CaptureRecord>(const std::string&)> lookup) {
     live_lookup_ = std::move(lookup);
   }
@@ -81,6 +83,7 @@ class RestApi {
   // Deletes cached entries from the store and takes their bytes off their captures' records.
   absl::Status DropCached(const std::vector<AnalysisCacheIndex::Entry>& entries) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutations_);
   std::atomic<uint64_t> next_id_{0};
+  std::string id_suffix_;
 };
 
 // The OpenAPI 3 document of the API (coordinator/api/openapi.json, embedded at build time).

@@ -117,7 +117,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
     if (live_.size() >= options_.max_live_captures) {
       return absl::ResourceExhaustedError(common::StrCat(live_.size(), " captures are already running; wait for one to finish"));
     }
-    r.id = common::StrCat("cap-", now / 1000, "-", next_id_++);
+    r.id = common::StrCat("cap-", now / 1000, "-", next_id_++, options_.id_suffix);
   }
   r.job = spec.job;
   r.state = CaptureState::kPending;

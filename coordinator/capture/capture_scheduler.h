@@ -30,6 +30,8 @@
 namespace podscope::coordinator {
 
 struct SchedulerOptions {
+  // Appended to capture ids: "-SHARD" on a sharded coordinator, so that ids are unique across shards.
+  std::string id_suffix;
   // start = now + delay + lead, lead = min_lead + agents x lead_per_agent: every agent must
   // hear of the capture, acknowledge and (when its model is stale) sync its clock before it.
   int64_t min_lead_ns = 250'000'000;

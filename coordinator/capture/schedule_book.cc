@@ -90,7 +90,7 @@ absl::StatusOr<Schedule> ScheduleBook::Add(ScheduleSpec spec, TimeNs now) {
     return absl::ResourceExhaustedError(common::StrCat("at most ", limits_.max_schedules, " schedules; delete one first"));
   }
   Schedule s;
-  s.id = fmt::format("sch-{:06d}", next_id_++);
+  s.id = fmt::format("sch-{:06d}{}", next_id_++, limits_.id_suffix);
   s.spec = std::move(spec);
   s.created_ns = now;
   s.next_ns = now + Jittered(s.id, 0, s.spec.every_ns);

@@ -48,6 +48,8 @@ struct ScheduleLimits {
   TimeNs max_every_ns = int64_t{7} * 86'400'000'000'000;
   TimeNs max_duration_ns = 600'000'000'000;
   size_t max_ranks = 65'536;
+  // Appended to new ids: "-SHARD" on a sharded coordinator, so that ids are unique across shards.
+  std::string id_suffix;
 };
 
 // POST /v1/schedules' body: {"job", "every_s", "duration_ms", "ranks"?}. Errors name the field.

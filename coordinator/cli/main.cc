@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   if (online_cmds.remove->parsed()) return podscope::coordinator::RunDeleteCommand(online);
   if (online_cmds.cancel->parsed()) return podscope::coordinator::RunCancelCommand(online);
   if (online_cmds.trace->parsed()) return podscope::coordinator::RunTraceCommand(online);
+  if (online_cmds.health->parsed()) return podscope::coordinator::RunHealthCommand(online);
   if (live_cmds.workers->parsed()) return podscope::coordinator::RunWorkersCommand(online, live);
   if (live_cmds.capture->parsed()) return podscope::coordinator::RunCaptureCommand(online, live);
   if (watch_cmds.alerts->parsed()) return podscope::coordinator::RunAlertsCommand(online, watch);

@@ -37,6 +37,8 @@ absl::StatusOr<ServerAddress> ResolveServer(const OnlineOptions& o) {
   absl::StatusOr<ServerAddress> server = ParseServerUrl(o.server);
   if (!server.ok()) return server;
   server->ca_file = o.ca_cert;
+  // A sharded coordinator in redirect mode sends a job's calls to the replica that owns it.
+  server->follow_redirects = true;
   if (!o.token_file.empty()) {
     // The first line, without its newline: what `openssl rand -hex 32 > FILE` writes.
     absl::StatusOr<std::string> text = common::ReadFileMaybeGzip(o.token_file, {.max_file_bytes = 64 << 10});
@@ -59,6 +61,7 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
   app.add_option("--token-file", o.token_file,
                  "File holding the bearer token for the coordinator (else the PODSCOPE_TOKEN environment variable)");
   app.add_option("--ca-cert", o.ca_cert, "CA certificate (PEM) the coordinator's https:// certificate must chain to")
+      ->envname("PODSCOPE_CA_CERT")
       ->envname("PODSCOPE_CA_CERT");
   app.fallthrough();
   OnlineCommands c;
@@ -102,6 +105,10 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
   c.cancel = app.add_subcommand("cancel", "Cancel a running capture on every agent");
   c.cancel->add_option("capture", o.capture_id, "Capture id")->required();
   c.cancel->add_option("--reason", o.reason, "Why (logged by the agents)");
+  c.health = app.add_subcommand(
+      "health", "Whether a coordinator, or an agent's --health endpoint, is up (/healthz) and ready (/readyz): exit 0 if "
+                "so, 1 if not (for container HEALTHCHECKs and scripts)");
+  c.health->add_flag("--live-only", o.live_only, "Check /healthz only");
   c.trace = app.add_subcommand("trace", "Write a capture's merged Chrome/Perfetto trace");
   c.trace->add_option("capture", o.capture_id, "Capture id")->required();
   c.trace->add_option("-o,--output", o.trace_path, "File to write (.json, or .json.gz for gzip)")->required();
@@ -300,6 +307,24 @@ absl::StatusOr<uint64_t> DownloadTrace(const ServerAddress& server, const std::s
   const bool written = std::fwrite(r->body.data(), 1, r->body.size(), f) == r->body.size();
   if (std::fclose(f) != 0 || !written) return absl::InternalError(common::StrCat("cannot write ", path));
   return r->body.size();
+}
+
+int RunHealthCommand(const OnlineOptions& o) {
+  absl::StatusOr<ServerAddress> server = ResolveServer(o);
+  if (!server.ok()) return Fail("health", std::string(server.status().message()));
+  server->timeout_seconds = 5;
+  server->max_response_bytes = 64 << 10;
+  for (const char* path : {"/healthz", "/readyz"}) {
+    if (o.live_only && std::string_view(path) == "/readyz") break;
+    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", path);
+    if (!r.ok()) return Fail("health", std::string(r.status().message()));
+    if (r->status != 200) {
+      std::printf("%s: HTTP %d %s\n", path, r->status, std::string(common::StripWhitespace(r->body.substr(0, 300))).c_str());
+      return 1;
+    }
+  }
+  std::printf("%s\n", o.live_only ? "live" : "live and ready");
+  return 0;
 }
 
 int RunTraceCommand(const OnlineOptions& o) {

@@ -36,6 +36,7 @@ struct OnlineOptions {
   std::string capture_id;
   std::string reason;      // cancel
   std::string trace_path;  // trace: -o (.json or .json.gz)
+  bool live_only = false;  // health: /healthz only
 };
 
 struct OnlineCommands {
@@ -46,6 +47,7 @@ struct OnlineCommands {
   CLI::App* remove = nullptr;
   CLI::App* cancel = nullptr;
   CLI::App* trace = nullptr;
+  CLI::App* health = nullptr;
 };
 
 // The server of --server (or PODSCOPE_SERVER) with the token of --token-file (or
@@ -60,6 +62,7 @@ int RunShowCommand(const OnlineOptions& options);
 int RunDeleteCommand(const OnlineOptions& options);
 int RunCancelCommand(const OnlineOptions& options);
 int RunTraceCommand(const OnlineOptions& options);
+int RunHealthCommand(const OnlineOptions& options);
 // GETs a capture's merged trace into `path` (gzip when it ends in .gz); returns its size.
 absl::StatusOr<uint64_t> DownloadTrace(const ServerAddress& server, const std::string& capture_id,
                                        const std::string& path);

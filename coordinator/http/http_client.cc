@@ -60,10 +60,55 @@ std::string UrlEncode(const std::string& value) {
   return out;
 }
 
+absl::StatusOr<ServerAddress> RedirectTarget(const ServerAddress& from, const std::string& location, std::string* target) {
+  if (!location.starts_with("http://") && !location.starts_with("https://")) {
+    return absl::UnavailableError(common::StrCat("redirected to \"", location.substr(0, 200), "\", not an absolute http(s) URL"));
+  }
+  const size_t path_at = location.find('/', location.find("://") + 3);
+  absl::StatusOr<ServerAddress> to = ParseServerUrl(location.substr(0, path_at));
+  if (!to.ok()) return to.status();
+  if (from.tls && !to->tls) {
+    return absl::UnavailableError(common::StrCat("refusing a redirect from https to ", location.substr(0, 200)));
+  }
+  *target = path_at == std::string::npos ? "/" : location.substr(path_at);
+  ServerAddress next = from;
+  next.host = to->host;
+  next.port = to->port;
+  next.tls = to->tls;
+  next.base_path.clear();
+  return next;
+}
+
+namespace {
+absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, const std::string& method,
+                                                   const std::string& target, const std::string& body,
+                                                   const std::string& content_type,
+                                                   const std::function<void(uint64_t)>& progress);
+}  // namespace
+
 absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, const std::string& method,
                                                  const std::string& target, const std::string& body,
                                                  const std::string& content_type,
                                                  const std::function<void(uint64_t)>& progress) {
+  absl::StatusOr<HttpClientResponse> response = HttpRequestOnce(server, method, target, body, content_type, progress);
+  ServerAddress at = server;
+  for (int hops = 0; server.follow_redirects && response.ok() && (response->status == 307 || response->status == 308);
+       ++hops) {
+    if (hops == 3) return absl::UnavailableError(common::StrCat("more than 3 redirects for ", method, " ", target));
+    std::string next_target;
+    absl::StatusOr<ServerAddress> next = RedirectTarget(at, response->headers["location"], &next_target);
+    if (!next.ok()) return next.status();
+    at = *std::move(next);
+    response = HttpRequestOnce(at, method, next_target, body, content_type, progress);
+  }
+  return response;
+}
+
+namespace {
+absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, const std::string& method,
+                                                   const std::string& target, const std::string& body,
+                                                   const std::string& content_type,
+                                                   const std::function<void(uint64_t)>& progress) {
   absl::StatusOr<common::ClientConnection> connection = common::ClientConnection::Connect(
       server.host, server.port, {.enabled = server.tls, .ca_file = server.ca_file}, server.timeout_seconds);
   if (!connection.ok()) {
@@ -76,6 +121,7 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
        << "\r\nUser-Agent: " << server.user_agent << "\r\nConnection: close\r\n";
   if (!server.token.empty()) head << "Authorization: Bearer " << server.token << "\r\n";
   if (!content_type.empty()) head << "Content-Type: " << content_type << "\r\n";
+  for (const auto& [name, value] : server.headers) head << name << ": " << value << "\r\n";
   if (!body.empty() || method == "POST" || method == "PUT") head << "Content-Length: " << body.size() << "\r\n";
   head << "\r\n";
   // The body goes in pieces so that progress can be reported. When a send fails the server may
@@ -120,6 +166,7 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
   }
   return response;
 }
+}  // namespace
 
 std::string ProblemDetail(const HttpClientResponse& r) {
   simdjson::dom::parser parser;

@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -28,8 +30,16 @@ struct ServerAddress {
   size_t max_response_bytes = SIZE_MAX;  // the rest of a longer response is not read
   std::string user_agent = "podscope-cli";
   std::string base_path;                // "/base" of the URL, "" without one
+  std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
+  // Follow 307 and 308 redirects (a sharded coordinator sends a job's calls to its owner), at
+  // most 3, re-sending the method, body and token; never from https to http.
+  bool follow_redirects = false;
 };
 absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url);
+
+// The server a redirect's Location names, with `from`'s credentials; the target (path and query)
+// in `*target`. Refuses a Location that is not absolute or leaves https for http.
+absl::StatusOr<ServerAddress> RedirectTarget(const ServerAddress& from, const std::string& location, std::string* target);
 
 // One request per connection. `progress` (optional) is told how many body bytes were sent.
 // Errors: unreachable server, timeouts (timeout_seconds without progress), malformed responses.

@@ -89,6 +89,8 @@ class Router {
   const Route* Match(std::string_view method, std::string_view path, std::map<std::string, std::string>* params,
                      bool* path_matched) const;
   const std::vector<Route>& routes() const { return routes_; }
+  // For wrapping handlers once registered (ShardRouter); not while serving.
+  std::vector<Route>& mutable_routes() { return routes_; }
 
  private:
   std::vector<Route> routes_;

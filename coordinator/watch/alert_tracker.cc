@@ -101,6 +101,19 @@ std::vector<AlertEvent> AlertTracker::Drop(const std::string& rule_name, TimeNs 
   return events;
 }
 
+std::vector<AlertEvent> AlertTracker::DropJob(const std::string& job, TimeNs now) {
+  std::vector<AlertEvent> events;
+  for (auto it = subjects_.begin(); it != subjects_.end();) {
+    if (std::get<1>(it->first) != job) {
+      ++it;
+      continue;
+    }
+    if (it->second.alert) events.push_back(Resolve(it->second, now));
+    it = subjects_.erase(it);
+  }
+  return events;
+}
+
 bool AlertTracker::SetCaptureId(const std::string& alert_id, const std::string& capture_id) {
   for (auto& [key, s] : subjects_) {
     if (s.alert && s.alert->id == alert_id) {

@@ -61,6 +61,8 @@ class AlertTracker {
 
   // Forget a rule (deleted or changed): its firing alerts resolve now.
   std::vector<AlertEvent> Drop(const std::string& rule_name, TimeNs now);
+  // Forget a job (another coordinator shard owns it now): its firing alerts resolve now.
+  std::vector<AlertEvent> DropJob(const std::string& job, TimeNs now);
 
   bool SetCaptureId(const std::string& alert_id, const std::string& capture_id);
   // Firing alerts first (newest first), then resolved ones (newest first).

@@ -44,6 +44,13 @@ std::vector<AlertEvent> WatchEngine::SetRules(RuleSet rules, TimeNs now) {
   return events;
 }
 
+std::vector<AlertEvent> WatchEngine::ForgetJob(const std::string& job, TimeNs now) {
+  jobs_.erase(job);
+  latest_.erase(job);
+  hosts_.erase(job);
+  return tracker_.DropJob(job, now);
+}
+
 JobWatch* WatchEngine::JobOf(const std::string& job) {
   auto it = jobs_.find(job);
   if (it != jobs_.end()) return it->second.get();

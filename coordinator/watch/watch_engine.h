@@ -35,6 +35,8 @@ class WatchEngine {
   absl::Status Add(const std::string& job, const common::StepSummary& summary);
   absl::Status Add(const std::string& job, const common::RankProgress& progress);
   void SetHost(const std::string& job, int32_t rank, std::string host);
+  // Forgets `job` (its window, hosts and alerts, which resolve now): another shard owns it.
+  std::vector<AlertEvent> ForgetJob(const std::string& job, TimeNs now);
 
   // Settles every job's new steps and runs the rules on each new window, then looks for hangs
   // at `now`. Returns what fired and resolved, in order.

@@ -189,6 +189,24 @@ absl::Status WatchService::SetRules(std::string_view json) {
   return absl::OkStatus();
 }
 
+void WatchService::ForgetJobs(const std::function<bool(const std::string& job)>& keep) {
+  std::vector<AlertEvent> events;
+  std::vector<std::function<void(const AlertEvent&)>> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const std::string& job : engine_.jobs()) {
+      if (keep(job)) continue;
+      std::vector<AlertEvent> dropped = engine_.ForgetJob(job, now_());
+      events.insert(events.end(), dropped.begin(), dropped.end());
+    }
+    counters_.alerts_resolved += events.size();
+    listeners = listeners_;
+  }
+  for (const AlertEvent& e : events) {
+    for (const auto& listener : listeners) listener(e);
+  }
+}
+
 std::map<std::string, WindowStats> WatchService::Windows() const {
   absl::MutexLock lock(&mu_);
   return engine_.latest();

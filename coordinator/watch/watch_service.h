@@ -52,6 +52,9 @@ class WatchService {
   // Watch data from agent `agent_id`, times on the coordinator's clock.
   void Ingest(const std::string& agent_id, const common::DecodedWatch& data);
   void SetHost(const std::string& job, int32_t rank, std::string host);
+  // Stops watching the jobs `keep` says no (another shard owns them now); their alerts resolve,
+  // and listeners hear of it.
+  void ForgetJobs(const std::function<bool(const std::string& job)>& keep);
 
   // Runs the engine at now(); what fired and resolved goes to the listener.
   std::vector<AlertEvent> Evaluate();

@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "common/parse_number.h"
+#include "coordinator/http/http_client.h"
 #include "tests/integration/live_cluster_fixture.h"
 #include "tests/integration/webhook_receiver.h"
 
@@ -27,19 +29,6 @@ constexpr const char* kPrometheus = "/usr/bin/prometheus";
 constexpr const char* kAlertmanager = "/usr/bin/prometheus-alertmanager";
 constexpr const char* kPromtool = "/usr/bin/promtool";
 
-// A port free now (bound and released): for daemons that cannot listen on port 0 and say which.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Runs `command`, its output into `*output`; its exit status.
 int RunCommand(const std::string& command, std::string* output) {
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");
@@ -49,6 +38,8 @@ int RunCommand(const std::string& command, std::string* output) {
   const int status = pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+std::string DashboardFile() { return std::string(PODSCOPE_SOURCE_DIR) + "/deploy/grafana/podscope-dashboard.json"; }
 
 std::string RulesFile() { return std::string(PODSCOPE_SOURCE_DIR) + "/deploy/prometheus/podscope-rules.yml"; }
 
@@ -208,6 +199,68 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
   for (const std::string& body : failing.bodies()) {
     EXPECT_NE(std::find(delivered.begin(), delivered.end(), body), delivered.end()) << body;
   }
+}
+
+// The Grafana dashboard (deploy/grafana) over what a coordinator really exports: every series its
+// queries name is a family of /metrics, and every query is PromQL a real Prometheus, scraping a
+// watched job with a straggler, answers.
+TEST_F(AlertingTest, EveryDashboardQueryNamesAnExportedSeriesAndRunsInPrometheus) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element dashboard;
+  ASSERT_EQ(parser.load(DashboardFile()).get(dashboard), simdjson::SUCCESS) << DashboardFile();
+  std::vector<std::string> queries;
+  for (simdjson::dom::element panel : dashboard["panels"].get_array()) {
+    simdjson::dom::array targets;
+    if (panel["targets"].get(targets) != simdjson::SUCCESS) continue;  // a row
+    for (simdjson::dom::element target : targets) queries.emplace_back(std::string_view(target["expr"]));
+  }
+  for (simdjson::dom::element variable : dashboard["templating"]["list"].get_array()) {
+    std::string_view definition;
+    if (variable["definition"].get(definition) == simdjson::SUCCESS) queries.emplace_back(definition);
+  }
+  ASSERT_GE(queries.size(), 15u);
+
+  StartCoordinator();
+  const int prometheus_port = FreePort();
+  std::unique_ptr<Daemon> prometheus = StartPrometheus(prometheus_port);
+  StartAgent("n0", "ranks=0-3,world=8,job=dashboard,seed=3,straggler=5:1.3,profile=light");
+  StartAgent("n1", "ranks=4-7,world=8,job=dashboard,seed=3,straggler=5:1.3,profile=light");
+  // The job's per-rank series are scraped once its first window settles.
+  std::string ranks;
+  for (int i = 0; i < 600 && ranks.find("\"training_job\":\"dashboard\"") == std::string::npos; ++i) {
+    ranks = HttpCall(prometheus_port, "GET", "/api/v1/query?query=podscope_watch_rank_caused_delay_seconds").body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(ranks.find("\"training_job\":\"dashboard\""), std::string::npos) << ranks;
+
+  const std::string metrics = HttpCall(http_port_, "GET", "/metrics").body;
+  size_t with_data = 0;
+  for (std::string query : queries) {
+    // Grafana's variables, as Grafana would fill them.
+    for (const auto& [variable, value] : {std::pair<std::string, std::string>{"$__rate_interval", "1m"}, {"$job", ".*"}}) {
+      for (size_t at; (at = query.find(variable)) != std::string::npos;) query.replace(at, variable.size(), value);
+    }
+    // Every podscope_* name in the query is a family the coordinator exports.
+    for (size_t at = 0; (at = query.find("podscope_", at)) != std::string::npos;) {
+      size_t end = at;
+      while (end < query.size() && (std::isalnum(static_cast<unsigned char>(query[end])) || query[end] == '_')) ++end;
+      const std::string name = query.substr(at, end - at);
+      EXPECT_NE(metrics.find("# TYPE " + name + " "), std::string::npos) << name << " (in " << query << ") is not exported";
+      at = end;
+    }
+    if (query.rfind("label_values(", 0) == 0) continue;  // Grafana's, not PromQL
+    // Not HttpCall: it half-closes after the request, and Prometheus cancels a query whose
+    // client it sees leave.
+    absl::StatusOr<coordinator::HttpClientResponse> answer = coordinator::HttpRequestTo(
+        {.host = "127.0.0.1", .port = static_cast<uint16_t>(prometheus_port)}, "GET", "/api/v1/query?query=" + coordinator::UrlEncode(query));
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    EXPECT_EQ(answer->status, 200) << query << ": " << answer->body;
+    EXPECT_NE(answer->body.find("\"status\":\"success\""), std::string::npos) << query << ": " << answer->body;
+    if (answer->body.find("\"result\":[]") == std::string::npos) ++with_data;
+  }
+  // Most panels show data for a watched job within a minute (rates need two scrapes; some series,
+  // like refusals, stay empty on a healthy cluster).
+  EXPECT_GE(with_data, queries.size() / 2) << with_data << " of " << queries.size() << " queries returned data";
 }
 
 }  // namespace

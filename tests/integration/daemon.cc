@@ -76,6 +76,18 @@ std::string Exchange(int port, const std::string& bytes, bool add_token) {
 
 }  // namespace
 
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
 std::string RawExchange(int port, const std::string& bytes) { return Exchange(port, bytes, /*add_token=*/true); }
 
 HttpResult HttpCall(int port, const std::string& method, const std::string& target, const std::string& body,
@@ -84,11 +96,13 @@ HttpResult HttpCall(int port, const std::string& method, const std::string& targ
 }
 
 HttpResult HttpCallWithToken(int port, const std::string& token, const std::string& method, const std::string& target,
-                             const std::string& body, const std::string& content_type) {
+                             const std::string& body, const std::string& content_type,
+                             const std::vector<std::pair<std::string, std::string>>& headers) {
   std::ostringstream request;
   request << method << " " << target << " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (!token.empty()) request << "Authorization: Bearer " << token << "\r\n";
   if (!content_type.empty()) request << "Content-Type: " << content_type << "\r\n";
+  for (const auto& [name, value] : headers) request << name << ": " << value << "\r\n";
   if (!body.empty() || method == "POST") request << "Content-Length: " << body.size() << "\r\n";
   request << "\r\n" << body;
   const std::string raw = Exchange(port, request.str(), /*add_token=*/false);

@@ -31,10 +31,15 @@ HttpResult HttpCall(int port, const std::string& method, const std::string& targ
                     const std::string& content_type = "");
 // The same with another token ("" for none) than the port's.
 HttpResult HttpCallWithToken(int port, const std::string& token, const std::string& method, const std::string& target,
-                             const std::string& body = "", const std::string& content_type = "");
+                             const std::string& body = "", const std::string& content_type = "",
+                             const std::vector<std::pair<std::string, std::string>>& headers = {});
 // Sends raw bytes (over TLS when the port is, with the port's token as a header after the first
 // line) and returns whatever comes back (for malformed and truncated requests).
 std::string RawExchange(int port, const std::string& bytes);
+
+// A loopback TCP port free now (bound and released): for daemons that cannot listen on port 0
+// and say which, or whose peers must know the port before they start.
+int FreePort();
 
 // `a` followed by `b` (argument lists).
 inline std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {

@@ -14,6 +14,7 @@
 
 #include "agent/agent_clock.h"
 #include "common/protocol_version.h"
+#include "common/str_util.h"
 #include "podscope/v1/agent.grpc.pb.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/daemon.h"
@@ -390,7 +391,8 @@ TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
   EXPECT_FALSE(stream->Read(&reply));
   const grpc::Status status = stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(status.error_message().find("agent protocol 99.0 is not supported by this coordinator (protocol 1.1)"),
+  EXPECT_NE(status.error_message().find(common::StrCat("agent protocol 99.0 is not supported by this coordinator (protocol ",
+                                                      common::kAgentProtocolMajor, ".", common::kAgentProtocolMinor, ")")),
             std::string::npos)
       << status.error_message();
 }

@@ -1,0 +1,308 @@
+#include "agent/sharded_agent.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/str_util.h"
+
+#include "spdlog/spdlog.h"
+
+namespace podscope::agent {
+
+// The jobs one link serves: its Agent sees only their workers.
+struct JobSet {
+  mutable std::mutex mu;
+  std::set<std::string> jobs;
+  bool Contains(const std::string& job) const {
+    std::lock_guard<std::mutex> lock(mu);
+    return jobs.count(job) > 0;
+  }
+};
+
+struct ShardedAgent::Link {
+  std::string address;
+  std::shared_ptr<JobSet> jobs = std::make_shared<JobSet>();
+  std::vector<JobView*> views;  // owned by `agent`
+  std::unique_ptr<Agent> agent;
+};
+
+// Routes each job's watch data to the sink of the link that serves the job (the first link for
+// a job not assigned yet).
+class ShardedAgent::WatchRouter : public WatchSink {
+ public:
+  void Step(std::string_view job, const common::StepSummary& step) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (WatchSink* sink = SinkFor(job)) sink->Step(job, step);
+  }
+  void Progress(std::string_view job, const common::RankProgress& progress) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (WatchSink* sink = SinkFor(job)) sink->Progress(job, progress);
+  }
+  void SetSink(const Link* link, WatchSink* sink) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sink == nullptr) {
+      sinks_.erase(link);
+    } else {
+      sinks_[link] = sink;
+    }
+  }
+  void Assign(std::map<std::string, const Link*> jobs, const Link* fallback) {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_ = std::move(jobs);
+    fallback_ = fallback;
+  }
+
+ private:
+  WatchSink* SinkFor(std::string_view job) {  // under mu_
+    const auto it = jobs_.find(std::string(job));
+    const auto sink = sinks_.find(it != jobs_.end() ? it->second : fallback_);
+    return sink == sinks_.end() ? nullptr : sink->second;
+  }
+  std::mutex mu_;
+  std::map<const Link*, WatchSink*> sinks_;
+  std::map<std::string, const Link*> jobs_;
+  const Link* fallback_ = nullptr;
+};
+
+// A collector as one link's Agent sees it: only the workers of the link's jobs. Captures pass
+// through untouched (a capture under way finishes even if its job has moved meanwhile).
+class ShardedAgent::JobView : public Collector {
+ public:
+  JobView(Collector& real, const Link& link, WatchRouter& router) : real_(real), link_(link), router_(router) {}
+
+  std::string_view name() const override { return real_.name(); }
+  std::vector<WorkerIdentity> Workers() const override {
+    std::vector<WorkerIdentity> mine;
+    for (WorkerIdentity& w : real_.Workers()) {
+      if (link_.jobs->Contains(w.job)) mine.push_back(std::move(w));
+    }
+    return mine;
+  }
+  void SetWorkersChangedCallback(std::function<void()> callback) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    changed_ = std::move(callback);
+  }
+  void NotifyWorkersChanged() {
+    std::function<void()> changed;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      changed = changed_;
+    }
+    if (changed) changed();
+  }
+  absl::Status Arm(const CaptureWindow& window) override { return real_.Arm(window); }
+  absl::Status Start(std::string_view capture_id) override { return real_.Start(capture_id); }
+  absl::Status Stop(std::string_view capture_id) override { return real_.Stop(capture_id); }
+  absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) override {
+    return real_.Drain(capture_id, rank);
+  }
+  void Forget(std::string_view capture_id) override { real_.Forget(capture_id); }
+  void StartWatch(WatchSink* sink) override { router_.SetSink(&link_, sink); }
+  void StopWatch() override { router_.SetSink(&link_, nullptr); }
+
+ private:
+  Collector& real_;
+  const Link& link_;
+  WatchRouter& router_;
+  std::mutex mu_;
+  std::function<void()> changed_;
+};
+
+ShardedAgent::ShardedAgent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors)
+    : options_(std::move(options)), clock_(clock), collectors_(std::move(collectors)),
+      watch_router_(std::make_unique<WatchRouter>()) {
+  if (options_.host.empty()) {
+    char name[256] = {};
+    options_.host = gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0' ? name : "unknown-host";
+  }
+  if (options_.agent_id.empty()) options_.agent_id = common::StrCat(options_.host, "-", getpid());
+  // One start timer for every link: a capture's start does not depend on which link armed it.
+  if (options_.capture.start_timer == nullptr) {
+    own_start_timer_ = std::make_unique<StartTimer>();
+    options_.capture.start_timer = own_start_timer_.get();
+  }
+  for (const std::unique_ptr<Collector>& c : collectors_) {
+    c->SetWorkersChangedCallback([this] {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!collectors_alive_) return;
+      dirty_ = true;
+      cv_.notify_all();
+    });
+  }
+}
+
+ShardedAgent::~ShardedAgent() {
+  Stop();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    collectors_alive_ = false;
+  }
+  collectors_.clear();  // while the callbacks they may still call are alive
+}
+
+std::set<std::string> ShardedAgent::CurrentJobs() const {
+  std::set<std::string> jobs;
+  for (const std::unique_ptr<Collector>& c : collectors_) {
+    for (const WorkerIdentity& w : c->Workers()) jobs.insert(w.job);
+  }
+  return jobs;
+}
+
+ShardedAgent::Link* ShardedAgent::OpenLink(const std::string& address, const std::string& shard) {
+  auto link = std::make_unique<Link>();
+  link->address = address;
+  AgentOptions options = options_;
+  options.coordinator = address;
+  // The configured name is the configured coordinator's; a shard is checked against its own.
+  if (!links_.empty()) options.tls_server_name.clear();
+  options.on_shard_owners = [this](const v1::ShardOwners& news) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const v1::JobOwner& o : news.owners()) owners_[o.job()] = {o.shard(), o.grpc()};
+    dirty_ = true;
+    cv_.notify_all();
+  };
+  std::vector<std::unique_ptr<Collector>> views;
+  for (const std::unique_ptr<Collector>& c : collectors_) {
+    auto view = std::make_unique<JobView>(*c, *link, *watch_router_);
+    link->views.push_back(view.get());
+    views.push_back(std::move(view));
+  }
+  link->agent = std::make_unique<Agent>(std::move(options), clock_, std::move(views));
+  if (!links_.empty()) {
+    spdlog::info("agent {}: opening a control stream to shard {} at {}", options_.agent_id, shard, address);
+  }
+  links_.push_back(std::move(link));
+  return links_.back().get();
+}
+
+void ShardedAgent::Start() {
+  std::vector<Agent*> start;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Link* seed = OpenLink(options_.coordinator, "");
+    seed->jobs->jobs = CurrentJobs();
+    watch_router_->Assign({}, seed);
+    start.push_back(seed->agent.get());
+  }
+  for (Agent* a : start) a->Start();
+  if (options_.watch) {
+    for (const std::unique_ptr<Collector>& c : collectors_) c->StartWatch(watch_router_.get());
+  }
+  reconcile_thread_ = std::thread([this] { ReconcileLoop(); });
+}
+
+void ShardedAgent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (reconcile_thread_.joinable()) reconcile_thread_.join();
+  if (options_.watch) {
+    for (const std::unique_ptr<Collector>& c : collectors_) c->StopWatch();
+  }
+  std::vector<std::unique_ptr<Link>> links;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    links.swap(links_);
+    for (auto& l : closing_) links.push_back(std::move(l));
+    closing_.clear();
+  }
+  for (auto& l : links) l->agent->Stop();
+  links.clear();
+}
+
+std::string ShardedAgent::refusal() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& l : links_) {
+    if (std::string r = l->agent->refusal(); !r.empty()) return r;
+  }
+  return "";
+}
+
+bool ShardedAgent::connected() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !links_.empty() && std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->agent->connected(); });
+}
+
+std::map<std::string, std::set<std::string>> ShardedAgent::Links() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& l : links_) {
+    std::lock_guard<std::mutex> jobs_lock(l->jobs->mu);
+    out[l->address] = l->jobs->jobs;
+  }
+  return out;
+}
+
+void ShardedAgent::ReconcileLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    // Also once a second: a link kept open for a capture in flight closes once it is over.
+    cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || dirty_; });
+    if (stopping_) return;
+    dirty_ = false;
+    lock.unlock();
+    Reconcile();
+    lock.lock();
+  }
+}
+
+void ShardedAgent::Reconcile() {
+  const std::set<std::string> jobs = CurrentJobs();
+  std::vector<Agent*> to_start;
+  std::vector<std::unique_ptr<Link>> to_close;
+  std::vector<JobView*> to_notify;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    // Each job to its owner's link: the link its shard welcomed, else one dialling its address,
+    // else a new one. Jobs whose owner is not known yet stay on the first link.
+    std::map<Link*, std::set<std::string>> want;
+    std::map<std::string, const Link*> assignment;
+    for (const std::string& job : jobs) {
+      Link* link = links_.front().get();
+      if (const auto owner = owners_.find(job); owner != owners_.end()) {
+        const auto& [shard, address] = owner->second;
+        const auto by_shard = std::find_if(links_.begin(), links_.end(), [&](const auto& l) { return l->agent->shard() == shard; });
+        const auto by_address = std::find_if(links_.begin(), links_.end(), [&](const auto& l) { return l->address == address; });
+        if (by_shard != links_.end()) {
+          link = by_shard->get();
+        } else if (by_address != links_.end()) {
+          link = by_address->get();
+        } else {
+          link = OpenLink(address, shard);
+          to_start.push_back(link->agent.get());
+        }
+      }
+      want[link].insert(job);
+      assignment[job] = link;
+    }
+    for (const auto& l : links_) {
+      std::lock_guard<std::mutex> jobs_lock(l->jobs->mu);
+      l->jobs->jobs = want[l.get()];
+    }
+    // A link without jobs closes, unless a capture it started still runs there, or it is the
+    // last one (an agent without workers still talks to a coordinator).
+    for (auto it = links_.begin(); it != links_.end() && links_.size() > 1;) {
+      if (want[it->get()].empty() && !(*it)->agent->busy()) {
+        spdlog::info("agent {}: closing the control stream to {}: the shard there owns none of this node's jobs",
+                     options_.agent_id, (*it)->address);
+        to_close.push_back(std::move(*it));
+        it = links_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    watch_router_->Assign(std::move(assignment), links_.front().get());
+    for (const auto& l : links_) to_notify.insert(to_notify.end(), l->views.begin(), l->views.end());
+  }
+  for (Agent* a : to_start) a->Start();
+  // Every link re-reads its workers (a moved job's ranks leave one coordinator and reach another).
+  for (JobView* v : to_notify) v->NotifyWorkersChanged();
+  for (auto& l : to_close) l->agent->Stop();
+}
+
+}  // namespace podscope::agent

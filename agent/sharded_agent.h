@@ -1,0 +1,74 @@
+// The node agent in front of coordinators sharded by job (DESIGN §10). It dials the configured
+// coordinator (in Kubernetes, the Service: any replica), which tells it who owns each of the
+// node's jobs; it then keeps one Agent (control stream, clock sync, captures, uploads, watch
+// stream) per owning replica, each advertising only the workers of the jobs that replica owns.
+//
+//   - A job whose owner is not known yet (a probe of a new job just registered) is served on the
+//     first link, whose coordinator answers with its owner.
+//   - When the owners change (a replica was added), the job's workers move to the new owner's
+//     link; a link left without jobs closes once no capture it started is still running
+//     (captures in flight finish where they started). The last link is never closed.
+//   - Watch data of a job goes to its owner's link.
+// Against an unsharded coordinator (no owners in its welcome) this is exactly one Agent.
+//
+// Threads: each link's Agent has its own; the reconcile thread applies owner news (which
+// arrive on gRPC threads) and worker changes. Everything else is guarded by mu_.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent.h"
+
+namespace podscope::agent {
+
+class ShardedAgent {
+ public:
+  ShardedAgent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors);
+  ~ShardedAgent();
+
+  void Start();
+  void Stop();
+  // A coordinator refused this agent (another protocol major): the reason, "" while none has.
+  std::string refusal() const;
+  // Every link is connected (at least one exists).
+  bool connected() const;
+  const std::string& agent_id() const { return options_.agent_id; }
+  // The coordinator addresses this agent has a control stream to now, and the jobs on each.
+  std::map<std::string, std::set<std::string>> Links() const;
+
+ private:
+  class JobView;
+  class WatchRouter;
+  struct Link;
+
+  void ReconcileLoop();
+  void Reconcile();
+  Link* OpenLink(const std::string& address, const std::string& shard);  // under mu_
+  std::set<std::string> CurrentJobs() const;
+
+  AgentOptions options_;
+  const AgentClock& clock_;
+  std::vector<std::unique_ptr<Collector>> collectors_;
+  std::unique_ptr<WatchRouter> watch_router_;
+  std::unique_ptr<StartTimer> own_start_timer_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool collectors_alive_ = true;  // their worker-change reports are taken until destruction
+  bool dirty_ = false;  // owners or workers changed: reconcile
+  // job -> (shard, grpc address), from the latest owner news of any link.
+  std::map<std::string, std::pair<std::string, std::string>> owners_;
+  std::vector<std::unique_ptr<Link>> links_;  // links_[0] first opened: the default for unknown jobs
+  std::vector<std::unique_ptr<Link>> closing_;  // stopped and destroyed on the reconcile thread
+  std::thread reconcile_thread_;
+};
+
+}  // namespace podscope::agent

@@ -1,0 +1,101 @@
+#include "coordinator/shards/shard_membership.h"
+
+#include <fstream>
+
+#include "common/str_util.h"
+#include "spdlog/spdlog.h"
+
+namespace podscope::coordinator {
+namespace {
+
+absl::StatusOr<ShardMap> LoadMap(const ShardOptions& options) {
+  std::ifstream in(options.members_file, std::ios::binary);
+  if (!in) return absl::NotFoundError(common::StrCat("cannot read the shard members file ", options.members_file));
+  std::string text((1 << 20) + 1, '\0');  // ParseShardMembers refuses more than 1 MiB
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  absl::StatusOr<std::vector<ShardMember>> members = ParseShardMembers(text, options.members_file);
+  if (!members.ok()) return members.status();
+  absl::StatusOr<ShardMap> map = ShardMap::Make(*std::move(members), options.self);
+  if (!map.ok()) return absl::InvalidArgumentError(common::StrCat(options.members_file, ": ", map.status().message()));
+  return map;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardMembership>> ShardMembership::Open(ShardOptions options) {
+  if (options.members_file.empty()) {
+    return std::unique_ptr<ShardMembership>(
+        new ShardMembership(options, std::make_shared<const ShardMap>(ShardMap::Single(options.self.empty() ? "self" : options.self))));
+  }
+  if (options.self.empty()) {
+    return absl::InvalidArgumentError("shards.members_file is set, but not this replica's name (--shard-name or shards.self)");
+  }
+  absl::StatusOr<ShardMap> map = LoadMap(options);
+  if (!map.ok()) return map.status();
+  return std::unique_ptr<ShardMembership>(new ShardMembership(std::move(options), std::make_shared<const ShardMap>(*std::move(map))));
+}
+
+ShardMembership::~ShardMembership() { StopWatching(); }
+
+void ShardMembership::StopWatching() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+std::shared_ptr<const ShardMap> ShardMembership::current() const {
+  absl::MutexLock lock(&mu_);
+  return map_;
+}
+
+absl::StatusOr<bool> ShardMembership::Reload() {
+  if (options_.members_file.empty()) return false;
+  absl::MutexLock reload_lock(&reload_mu_);
+  absl::StatusOr<ShardMap> loaded = LoadMap(options_);
+  if (!loaded.ok()) return loaded.status();
+  auto next = std::make_shared<const ShardMap>(*std::move(loaded));
+  std::shared_ptr<const ShardMap> before;
+  {
+    absl::MutexLock lock(&mu_);
+    if (map_->members() == next->members()) return false;
+    before = map_;
+    map_ = next;
+  }
+  for (const Listener& listener : listeners_) listener(*before, *next);
+  return true;
+}
+
+void ShardMembership::OnChange(Listener listener) { listeners_.push_back(std::move(listener)); }
+
+void ShardMembership::StartWatching() {
+  if (options_.members_file.empty() || watcher_.joinable()) return;
+  watcher_ = std::thread([this] {
+    std::string last_error;
+    std::unique_lock<std::mutex> lock(stop_mu_);
+    while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.reload_interval_ms), [this] { return stopping_; })) {
+      lock.unlock();
+      absl::StatusOr<bool> changed = Reload();
+      if (!changed.ok()) {
+        // Once per distinct problem: a bad file stays bad for many intervals.
+        if (std::string(changed.status().message()) != last_error) {
+          last_error = std::string(changed.status().message());
+          spdlog::error("shards: {}; keeping the {} members in force", last_error, current()->members().size());
+        }
+      } else {
+        last_error.clear();
+        if (*changed) {
+          std::string names;
+          for (const ShardMember& m : current()->members()) common::StrAppend(&names, names.empty() ? "" : ", ", m.name);
+          spdlog::info("shards: members are now {}", names);
+        }
+      }
+      lock.lock();
+    }
+  });
+}
+
+}  // namespace podscope::coordinator

@@ -1,0 +1,89 @@
+// Any replica answers every REST call for any job (DESIGN §10): a call about a job another
+// replica owns goes to that replica, a call about a capture or schedule goes to the replica
+// that holds it, and a list is gathered from every replica. The routes' own handlers stay
+// unaware of shards: ShardRouter wraps them once they are registered.
+//
+// A call goes on to a peer as a proxy (the default: it works wherever the client reached the
+// Service) or as a 307 redirect to the peer's REST URL (the CLI follows it). The client's own
+// Authorization travels with it, and the peer checks it again: a forwarded call is worth exactly
+// what the client sent. A forwarded call carries X-Podscope-Shard-Forwarded and is always
+// answered where it lands, so that two replicas with different member lists (during a
+// rollout) cannot bounce a call between them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/http/http_client.h"
+#include "coordinator/http/http_types.h"
+#include "coordinator/shards/shard_membership.h"
+
+namespace podscope::coordinator {
+
+inline constexpr const char* kShardForwardedHeader = "x-podscope-shard-forwarded";
+
+enum class ShardPolicy {
+  kJobInBody,   // the owner of the body's "job" (POST /v1/captures, /v1/schedules)
+  kJobInPath,   // the owner of the {job} path parameter
+  kFindHolder,  // this replica if it knows the {id}, else the peer that does
+  kGather,      // every replica's list, merged
+  kBroadcast,   // applied here, then on every peer (alert rules)
+};
+
+// How the merged list of a kGather route is made.
+enum class GatherKind { kCaptures, kWorkers, kAlerts, kSchedules };
+
+struct ShardRouteRule {
+  std::string method, pattern;
+  ShardPolicy policy;
+  // kFindHolder: the GET that tells whether a replica holds {id} ("/v1/captures/").
+  std::string locate_prefix;
+  GatherKind gather = GatherKind::kCaptures;
+};
+
+class ShardRouter {
+ public:
+  // `ca_file`: the CA the peers' certificates chain to (empty: plaintext peers or the system's).
+  ShardRouter(ShardMembership& membership, std::string ca_file);
+
+  // The rules for podscope's REST API (DESIGN §8). Routes not named are answered locally:
+  // health, metrics, the OpenAPI document, imports (stored where they are uploaded).
+  static std::vector<ShardRouteRule> ApiRules();
+  // Wraps the routes `rules` names; call once every route is registered. Returns the rules
+  // that matched no route (a mismatch between the rules and the API is a bug to report).
+  std::vector<ShardRouteRule> Install(Router& router, const std::vector<ShardRouteRule>& rules);
+
+  // Prometheus text: podscope_shard_forwarded_total{policy}, podscope_shard_peer_errors_total.
+  void AppendMetrics(std::string* out) const;
+
+ private:
+  HttpResponse Handle(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
+  // Sends `r` on to `to`: a proxied answer, or a redirect.
+  HttpResponse Forward(const ShardMember& to, const HttpRequest& r, std::string_view why);
+  absl::StatusOr<HttpClientResponse> Call(const ShardMember& to, const std::string& method, const std::string& target,
+                                          const HttpRequest& r, const std::string& body);
+  HttpResponse FindHolder(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
+  HttpResponse Gather(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
+  HttpResponse Broadcast(const HttpHandler& local, HttpRequest& r);
+  void RememberHolder(const std::string& id, const std::string& member);
+  std::string KnownHolder(const std::string& id);
+
+  ShardMembership& membership_;
+  const std::string ca_file_;
+  mutable absl::Mutex mu_;
+  // Which peer holds an id (oldest evicted first, at most 4096): a hint, checked on every use.
+  std::map<std::string, std::string> holders_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> holder_order_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> forwarded_ ABSL_GUARDED_BY(mu_);  // by policy
+  uint64_t peer_errors_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The request target (path and query, percent-encoded) of `r`, as a peer is sent it.
+std::string RequestTarget(const HttpRequest& r);
+
+}  // namespace podscope::coordinator

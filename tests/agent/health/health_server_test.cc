@@ -1,0 +1,58 @@
+#include "agent/health/health_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <string>
+
+namespace podscope::agent {
+namespace {
+
+// One request on a fresh connection; the whole answer.
+std::string Exchange(uint16_t port, const std::string& request) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  boost::asio::write(socket, boost::asio::buffer(request));
+  std::string answer;
+  boost::system::error_code ec;
+  char buffer[4096];
+  while (const size_t n = socket.read_some(boost::asio::buffer(buffer), ec)) answer.append(buffer, n);
+  return answer;
+}
+
+std::string Get(uint16_t port, const std::string& path) {
+  return Exchange(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
+}
+
+TEST(HealthServerTest, LiveAlwaysReadyOnlyWhenConnectedAndNothingElse) {
+  std::atomic<bool> ready{false};
+  absl::StatusOr<std::unique_ptr<HealthServer>> server = HealthServer::Start("127.0.0.1:0", [&](std::string* why) {
+    if (!ready) *why = "not connected";
+    return ready.load();
+  });
+  ASSERT_TRUE(server.ok()) << server.status();
+  const uint16_t port = (*server)->port();
+  EXPECT_EQ(Get(port, "/healthz").rfind("HTTP/1.1 200", 0), 0u);
+  const std::string not_ready = Get(port, "/readyz");
+  EXPECT_EQ(not_ready.rfind("HTTP/1.1 503", 0), 0u) << not_ready;
+  EXPECT_NE(not_ready.find("not connected"), std::string::npos);
+  ready = true;
+  EXPECT_EQ(Get(port, "/readyz").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(Get(port, "/v1/captures").rfind("HTTP/1.1 404", 0), 0u);
+  EXPECT_EQ(Exchange(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
+  // Garbage, or headers past 8 KiB, get no answer; the server goes on serving.
+  EXPECT_EQ(Exchange(port, "\x16\x03\x01 not http\r\n\r\n"), "");
+  EXPECT_EQ(Exchange(port, "GET /healthz HTTP/1.1\r\nX: " + std::string(10'000, 'a') + "\r\n\r\n"), "");
+  EXPECT_EQ(Get(port, "/healthz").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+TEST(HealthServerTest, BadAddressesAreRefused) {
+  for (const char* address : {"nonsense", "127.0.0.1:99999", "not-an-ip:80"}) {
+    EXPECT_FALSE(HealthServer::Start(address, [](std::string*) { return true; }).ok()) << address;
+  }
+}
+
+}  // namespace
+}  // namespace podscope::agent
