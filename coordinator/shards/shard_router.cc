@@ -69,9 +69,8 @@ int64_t IntField(const boost::json::object& o, std::string_view key) {
   return f != nullptr && f->is_int64() ? f->get_int64() : f != nullptr && f->is_uint64() ? static_cast<int64_t>(f->get_uint64()) : 0;
 }
 
-// One page of a list paged by `id_key` after a cursor, from every replica: the union of their
-// pages is complete only up to the smallest cursor any replica gave (each stopped at its limit),
-// and holds at most `limit` items. The merged cursor is where it stops; empty at the end.
+}  // namespace
+
 std::string MergePage(std::vector<boost::json::object>& answers, std::string_view list_key, std::string_view id_key,
                       std::string_view cursor_key, size_t limit, boost::json::array* merged) {
   std::optional<std::string> bound;
@@ -102,14 +101,20 @@ std::string MergePage(std::vector<boost::json::object>& answers, std::string_vie
       next = StringField(merged->back(), id_key);
       break;
     }
-    if (!merged->empty() && StringField(merged->back(), id_key) == id) continue;  // the same item from two replicas
+    if (!merged->empty() && StringField(merged->back(), id_key) == id) {
+      // The same item from two replicas: an agent that left a replica is listed there as
+      // disconnected until forgotten, and connected where it went.
+      if (StringField(merged->back(), "health") == "disconnected" && StringField(item, "health") != "disconnected") {
+        merged->back() = std::move(item);
+      }
+      continue;
+    }
     merged->push_back(std::move(item));
   }
   if (next.empty() && bound && !merged->empty()) next = *bound;
   return next;
 }
 
-}  // namespace
 
 std::string RequestTarget(const HttpRequest& r) {
   std::string target = EncodePath(r.path);
@@ -332,15 +337,20 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
       const std::string next = MergePage(agent_lists, "agents", "agent_id", "next", limit, &agents);
       std::set<std::string> listed;
       for (const boost::json::value& a : agents) listed.insert(StringField(a, "agent_id"));
-      std::set<std::tuple<std::string, int64_t, std::string>> seen;
+      std::map<std::tuple<std::string, int64_t, std::string>, size_t> seen;  // -> index in workers
       boost::json::array workers;
       for (const boost::json::object& a : answers) {
         const boost::json::value* list = a.if_contains("workers");
         if (list == nullptr || !list->is_array()) continue;
         for (const boost::json::value& w : list->get_array()) {
           if (!w.is_object() || !listed.count(StringField(w, "agent_id"))) continue;
-          if (seen.emplace(StringField(w, "job"), IntField(w.get_object(), "rank"), StringField(w, "agent_id")).second) {
+          const auto [at, first] = seen.emplace(
+              std::make_tuple(StringField(w, "job"), IntField(w.get_object(), "rank"), StringField(w, "agent_id")),
+              workers.size());
+          if (first) {
             workers.push_back(w);
+          } else if (StringField(workers[at->second], "health") == "disconnected" && StringField(w, "health") != "disconnected") {
+            workers[at->second] = w;  // the replica it is connected to now
           }
         }
       }

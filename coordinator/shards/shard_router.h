@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/json.hpp>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/http/http_client.h"
@@ -85,5 +87,13 @@ class ShardRouter {
 
 // The request target (path and query, percent-encoded) of `r`, as a peer is sent it.
 std::string RequestTarget(const HttpRequest& r);
+
+// One page of a list paged by `id_key` after a cursor (`cursor_key`), gathered from every
+// replica's answer: the union of their pages is complete only up to the smallest cursor any
+// replica gave (each stopped at its limit), and holds at most `limit` items, in id order, each
+// once (a connected agent's entry over a disconnected one's). Returns the merged cursor, empty
+// at the end of the list.
+std::string MergePage(std::vector<boost::json::object>& answers, std::string_view list_key, std::string_view id_key,
+                      std::string_view cursor_key, size_t limit, boost::json::array* merged);
 
 }  // namespace podscope::coordinator

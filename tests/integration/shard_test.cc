@@ -201,6 +201,14 @@ TEST_F(ShardTest, EveryReplicaAnswersForEveryJobAndScalingOutMovesOnlyTheNewRepl
     EXPECT_EQ(int64_t(doc["connected_agents"]), 4) << r.body;
     EXPECT_EQ(doc["workers"].get_array().size(), 16u) << r.body;
     EXPECT_EQ(int64_t(doc["connected_workers"]), 16) << r.body;
+    // An agent that dialled c0 and moved on is listed there as disconnected; gathered, it is
+    // listed once, as connected where it is.
+    for (simdjson::dom::element a : doc["agents"].get_array()) {
+      EXPECT_NE(std::string_view(a["health"]), "disconnected") << r.body;
+    }
+    for (simdjson::dom::element w : doc["workers"].get_array()) {
+      EXPECT_NE(std::string_view(w["health"]), "disconnected") << r.body;
+    }
   }
 
   // A capture of each job, started through a replica that is not always its owner, lands on
