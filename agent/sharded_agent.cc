@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 
 #include "common/str_util.h"
 
@@ -22,6 +24,9 @@ struct JobSet {
 
 struct ShardedAgent::Link {
   std::string address;
+  // Since when it has not been connected (unset while connected): a link that stays down past
+  // kGiveUpOnLink loses its jobs (its replica may be gone for good).
+  std::optional<std::chrono::steady_clock::time_point> down_since;
   std::shared_ptr<JobSet> jobs = std::make_shared<JobSet>();
   std::vector<JobView*> views;  // owned by `agent`
   std::unique_ptr<Agent> agent;
@@ -251,6 +256,10 @@ void ShardedAgent::ReconcileLoop() {
 }
 
 void ShardedAgent::Reconcile() {
+  // A replica that stays unreachable this long is given up on: its jobs' owners are asked again
+  // through the configured address (scaled away, or a grpc address nodes cannot reach).
+  constexpr auto kGiveUpOnLink = std::chrono::seconds(30);
+  const auto now = std::chrono::steady_clock::now();
   const std::set<std::string> jobs = CurrentJobs();
   std::vector<Agent*> to_start;
   std::vector<std::unique_ptr<Link>> to_close;
@@ -258,23 +267,75 @@ void ShardedAgent::Reconcile() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
+    std::map<const Link*, bool> up;
+    for (const auto& l : links_) {
+      up[l.get()] = l->agent->connected();
+      if (up[l.get()]) {
+        l->down_since.reset();
+      } else if (!l->down_since) {
+        l->down_since = now;
+      }
+    }
+    // Links given up on: the owners they stood for are forgotten, so their jobs go back to the
+    // default link, whose coordinator says again who owns them.
+    std::set<const Link*> dead;
+    for (const auto& l : links_) {
+      if (l->down_since && now - *l->down_since > kGiveUpOnLink && l->address != options_.coordinator) {
+        dead.insert(l.get());
+        std::erase_if(owners_, [&](const auto& o) { return o.second.second == l->address; });
+      }
+    }
+    // The default link: a connected one dialling the configured address, else any connected
+    // one, else the configured address (dialled again if no link does).
+    auto pick_default = [&]() -> Link* {
+      Link* any_up = nullptr;
+      for (const auto& l : links_) {
+        if (dead.count(l.get())) continue;
+        if (up[l.get()] && l->address == options_.coordinator) return l.get();
+        if (up[l.get()] && any_up == nullptr) any_up = l.get();
+      }
+      if (any_up != nullptr) return any_up;
+      for (const auto& l : links_) {
+        if (l->address == options_.coordinator) return l.get();
+      }
+      Link* seed = OpenLink(options_.coordinator, "");
+      to_start.push_back(seed->agent.get());
+      return seed;
+    };
+    Link* fallback = pick_default();
+    // Where each job is now, so that it moves only once its new link is up.
+    std::map<std::string, Link*> current;
+    for (const auto& l : links_) {
+      std::lock_guard<std::mutex> jobs_lock(l->jobs->mu);
+      for (const std::string& job : l->jobs->jobs) current[job] = l.get();
+    }
     // Each job to its owner's link: the link its shard welcomed, else one dialling its address,
-    // else a new one. Jobs whose owner is not known yet stay on the first link.
+    // else a new one. Until that link is connected the job stays where it is (if that is up).
     std::map<Link*, std::set<std::string>> want;
+    std::set<const Link*> awaited;  // owners' links not yet up: kept open though they have no job yet
     std::map<std::string, const Link*> assignment;
     for (const std::string& job : jobs) {
-      Link* link = links_.front().get();
+      Link* link = fallback;
       if (const auto owner = owners_.find(job); owner != owners_.end()) {
         const auto& [shard, address] = owner->second;
-        const auto by_shard = std::find_if(links_.begin(), links_.end(), [&](const auto& l) { return l->agent->shard() == shard; });
-        const auto by_address = std::find_if(links_.begin(), links_.end(), [&](const auto& l) { return l->address == address; });
-        if (by_shard != links_.end()) {
-          link = by_shard->get();
-        } else if (by_address != links_.end()) {
-          link = by_address->get();
-        } else {
-          link = OpenLink(address, shard);
-          to_start.push_back(link->agent.get());
+        Link* target = nullptr;
+        for (const auto& l : links_) {
+          if (!dead.count(l.get()) && !shard.empty() && l->agent->shard() == shard) target = l.get();
+        }
+        for (const auto& l : links_) {
+          if (target == nullptr && !dead.count(l.get()) && l->address == address) target = l.get();
+        }
+        if (target == nullptr) {
+          target = OpenLink(address, shard);
+          to_start.push_back(target->agent.get());
+          up[target] = false;
+        }
+        link = target;
+        const auto here = current.find(job);
+        if (!up[target] && here != current.end() && here->second != target && up[here->second] &&
+            !dead.count(here->second)) {
+          link = here->second;
+          awaited.insert(target);
         }
       }
       want[link].insert(job);
@@ -284,19 +345,21 @@ void ShardedAgent::Reconcile() {
       std::lock_guard<std::mutex> jobs_lock(l->jobs->mu);
       l->jobs->jobs = want[l.get()];
     }
-    // A link without jobs closes, unless a capture it started still runs there, or it is the
-    // last one (an agent without workers still talks to a coordinator).
+    // A link without jobs closes, unless a capture it started still runs there, its owner's
+    // jobs wait for it to come up, or it is the last one (an agent without workers still talks
+    // to a coordinator). The fallback is only needed while a job sits on it.
     for (auto it = links_.begin(); it != links_.end() && links_.size() > 1;) {
-      if (want[it->get()].empty() && !(*it)->agent->busy()) {
-        spdlog::info("agent {}: closing the control stream to {}: the shard there owns none of this node's jobs",
-                     options_.agent_id, (*it)->address);
+      Link* l = it->get();
+      if (want[l].empty() && !awaited.count(l) && !l->agent->busy()) {
+        spdlog::info("agent {}: closing the control stream to {}: {}", options_.agent_id, l->address,
+                     dead.count(l) ? "unreachable for too long" : "the shard there owns none of this node's jobs");
         to_close.push_back(std::move(*it));
         it = links_.erase(it);
       } else {
         ++it;
       }
     }
-    watch_router_->Assign(std::move(assignment), links_.front().get());
+    watch_router_->Assign(std::move(assignment), fallback);
     for (const auto& l : links_) to_notify.insert(to_notify.end(), l->views.begin(), l->views.end());
   }
   for (Agent* a : to_start) a->Start();

@@ -227,8 +227,9 @@ int main(int argc, char** argv) {
   // Every multi-step change to a stored capture (imports, deletes, retention) holds this lock.
   absl::Mutex capture_mutations;
   podscope::coordinator::RestApi api(**store, settings.api_limits, NowNs, capture_mutations);
-  // Sharded: ids name their shard, so that no two shards ever make the same one.
-  const std::string id_suffix = settings.shards.members_file.empty() ? "" : "-" + settings.shards.self;
+  // Sharded: ids end with their shard's tag, so that no two shards ever make the same one.
+  const std::string id_suffix =
+      settings.shards.members_file.empty() ? "" : "-" + podscope::coordinator::ShardTag(settings.shards.self);
   settings.scheduler.id_suffix = id_suffix;
   api.set_id_suffix(id_suffix);
   if (absl::Status s = api.RecoverInterruptedImports(); !s.ok()) {
@@ -321,7 +322,6 @@ int main(int argc, char** argv) {
       agent_service.PushShardOwners();
       watch_service.ForgetJobs([&after](const std::string& job) { return after.Owns(job); });
     });
-    membership.StartWatching();
     const std::shared_ptr<const podscope::coordinator::ShardMap> map = membership.current();
     spdlog::info("shards: this is {} of {} members (members re-read from {} every {} ms; REST calls {})",
                  map->self().name, map->members().size(), settings.shards.members_file, settings.shards.reload_interval_ms,
@@ -425,9 +425,12 @@ int main(int argc, char** argv) {
   watch_api.Register(router);
   // Sharded: any replica answers for any job (the routes' handlers stay unaware of shards).
   podscope::coordinator::ShardRouter shard_router(**shards, settings.insecure ? "" : settings.tls.ca);
-  if (const auto unmatched = shard_router.Install(router, podscope::coordinator::ShardRouter::ApiRules()); !unmatched.empty()) {
-    spdlog::error("shards: no route {} {} to shard (a bug)", unmatched.front().method, unmatched.front().pattern);
-    return 1;
+  if (!settings.shards.members_file.empty()) {
+    if (const auto unmatched = shard_router.Install(router, podscope::coordinator::ShardRouter::ApiRules());
+        !unmatched.empty()) {
+      spdlog::error("shards: no route {} {} to shard (a bug)", unmatched.front().method, unmatched.front().pattern);
+      return 1;
+    }
   }
   api.add_metrics_source([&shard_router](std::string* out) { shard_router.AppendMetrics(out); });
   if (settings.open_metrics) router.SetAccess("GET", "/metrics", podscope::coordinator::Access::kOpen);
@@ -453,6 +456,9 @@ int main(int argc, char** argv) {
     spdlog::error("{}", std::string(bound.status().message()));
     return 1;
   }
+  // Re-reading the members starts last: its listeners use everything above, and every early
+  // return is behind us (the destructors would otherwise race the watcher).
+  (*shards)->StartWatching();
   // The exact line tests and scripts wait for.
   spdlog::info("podscope-coordinator listening on {}://{}:{} (store {})", settings.insecure ? "http" : "https", host, *bound,
                settings.data_dir);

@@ -21,22 +21,15 @@ struct HealthServer::State {
   tcp::acceptor acceptor{io};
   ReadyCheck ready;
   uint16_t port = 0;
+  int sessions = 0;  // only touched on the server's thread
   std::thread thread;
 };
 
 namespace {
 
-void Serve(HealthServer::ReadyCheck& ready, tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
-  stream.expires_after(std::chrono::seconds(2));
-  beast::flat_buffer buffer(8192);
-  http::request_parser<http::empty_body> parser;
-  parser.header_limit(8192);
-  parser.body_limit(0);
-  beast::error_code ec;
-  http::read(stream, buffer, parser, ec);
-  if (ec) return;
-  const http::request<http::empty_body>& request = parser.get();
+constexpr int kMaxSessions = 16;
+
+http::response<http::string_body> Answer(const http::request<http::empty_body>& request, HealthServer::ReadyCheck& ready) {
   http::response<http::string_body> response;
   response.version(11);
   response.set(http::field::content_type, "text/plain");
@@ -57,16 +50,40 @@ void Serve(HealthServer::ReadyCheck& ready, tcp::socket socket) {
     response.body() = "/healthz or /readyz\n";
   }
   response.prepare_payload();
-  http::write(stream, response, ec);
-  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  return response;
 }
 
-void Accept(HealthServer::ReadyCheck& ready, tcp::acceptor& acceptor) {
-  acceptor.async_accept([&ready, &acceptor](beast::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) Serve(ready, std::move(socket));
-    Accept(ready, acceptor);
-  });
+// One connection: a request within 2 s, the answer within 2 s more. Asynchronous, because
+// Beast's timers bound only asynchronous operations: a client that connects and sends nothing is
+// dropped when its time is up, and meanwhile the others are served.
+asio::awaitable<void> Serve(HealthServer::State& state, tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  stream.expires_after(std::chrono::seconds(2));
+  beast::flat_buffer buffer(8192);
+  http::request_parser<http::empty_body> parser;
+  parser.header_limit(8192);
+  parser.body_limit(0);
+  auto [read_ec, read_bytes] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+  if (!read_ec) {
+    http::response<http::string_body> response = Answer(parser.get(), state.ready);
+    stream.expires_after(std::chrono::seconds(2));
+    co_await http::async_write(stream, response, asio::as_tuple(asio::use_awaitable));
+  }
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  --state.sessions;
+}
+
+asio::awaitable<void> AcceptLoop(HealthServer::State& state) {
+  while (true) {
+    auto [ec, socket] = co_await state.acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+    if (ec == asio::error::operation_aborted || !state.acceptor.is_open()) co_return;
+    if (ec) continue;
+    // At most kMaxSessions at once (each lives 4 s at most): past that, closed at once.
+    if (state.sessions >= kMaxSessions) continue;
+    ++state.sessions;
+    asio::co_spawn(state.io, Serve(state, std::move(socket)), asio::detached);
+  }
 }
 
 }  // namespace
@@ -90,7 +107,7 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::str
   if (!ec) state->acceptor.listen(16, ec);
   if (ec) return absl::UnavailableError(common::StrCat("health: cannot listen on ", address, ": ", ec.message()));
   state->port = state->acceptor.local_endpoint().port();
-  Accept(state->ready, state->acceptor);
+  asio::co_spawn(state->io, AcceptLoop(*state), asio::detached);
   State* s = state.get();
   state->thread = std::thread([s] { s->io.run(); });
   return std::unique_ptr<HealthServer>(new HealthServer(std::move(state)));

@@ -2,8 +2,8 @@
 // an address of its own, no data, nothing to authenticate.
 //   GET /healthz  200 while the agent runs
 //   GET /readyz   200 once it is connected to every coordinator it needs, else 503 and why
-// One request per connection, served one at a time on the server's own thread; a client gets
-// 2 s to send at most 8 KiB of headers.
+// One request per connection, on the server's own thread, at most 16 connections at once; a
+// client gets 2 s to send at most 8 KiB of headers and 2 s to take the answer.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +24,9 @@ class HealthServer {
   ~HealthServer();
   uint16_t port() const;
 
+  struct State;  // public for the server's coroutines; defined in the .cc
+
  private:
-  struct State;
   explicit HealthServer(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };

@@ -156,6 +156,9 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, 
     response.headers[name] = value;
   }
   response.body = raw.substr(header_end + 4);
+  // Reading stopped at the bound: the rest was never read.
+  response.truncated = server.max_response_bytes != SIZE_MAX && raw.size() >= server.max_response_bytes;
+  if (response.truncated) return response;
   if (response.headers["transfer-encoding"] == "chunked") {
     std::string body;
     if (!DecodeChunkedBody(response.body, &body)) {
@@ -163,6 +166,12 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, 
                                                 " was cut short (the server failed while sending it)"));
     }
     response.body = std::move(body);
+  } else if (const auto length = response.headers.find("content-length"); length != response.headers.end()) {
+    const absl::StatusOr<int64_t> n = common::ParseInt(length->second);
+    if (n.ok() && static_cast<uint64_t>(*n) > response.body.size()) {
+      return absl::DataLossError(common::StrCat("the response from ", server.host, ":", server.port, " was cut short (",
+                                                response.body.size(), " of ", *n, " bytes)"));
+    }
   }
   return response;
 }

@@ -17,6 +17,8 @@ struct HttpClientResponse {
   int status = 0;
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
+  // Reading stopped at ServerAddress::max_response_bytes: the body is not the whole answer.
+  bool truncated = false;
 };
 
 // "http[s]://host:port[/base]" -> host, port; and how to talk to it.

@@ -125,6 +125,9 @@ class HttpServer::Impl {
     for (int i = 0; i < std::max(1, limits_.stream_threads); ++i) {
       heavy_threads_.emplace_back([this] { RunNamed(streams_, kStreamThreadName); });
     }
+    for (int i = 0; i < std::max(1, limits_.forward_threads); ++i) {
+      heavy_threads_.emplace_back([this] { RunNamed(forwards_, kForwardThreadName); });
+    }
     return bound;
   }
 
@@ -155,6 +158,8 @@ class HttpServer::Impl {
     heavy_.stop();
     stream_work_.reset();
     streams_.stop();
+    forward_work_.reset();
+    forwards_.stop();
     for (std::thread& t : heavy_threads_) t.join();
     heavy_threads_.clear();
     if (reserve_fd_ >= 0) ::close(reserve_fd_);
@@ -587,12 +592,13 @@ class HttpServer::Impl {
         else request.body = std::move(parser.get().body());
       }
       if (route != nullptr && read_body_ok) {
-        if (route->heavy) {
-          // The handler runs as its own coroutine on the heavy pool; this one resumes on the
-          // I/O threads when it is done. (Posting to the pool and awaiting the post would
-          // resume here, on an I/O thread, and run the handler there.)
+        if (route->heavy || route->forwarded) {
+          // The handler runs as its own coroutine on the heavy (or forwarding) pool; this one
+          // resumes on the I/O threads when it is done. (Posting to the pool and awaiting the
+          // post would resume here, on an I/O thread, and run the handler there.)
           response = co_await asio::co_spawn(
-              heavy_, [this, route, &request]() -> asio::awaitable<HttpResponse> { co_return Invoke(*route, request); },
+              route->heavy ? heavy_ : forwards_,
+              [this, route, &request]() -> asio::awaitable<HttpResponse> { co_return Invoke(*route, request); },
               asio::use_awaitable);
         } else {
           response = Invoke(*route, request);
@@ -667,6 +673,9 @@ class HttpServer::Impl {
   // pool, so slow readers can hold up other streams but never an analysis or an import.
   asio::io_context streams_;
   asio::executor_work_guard<asio::io_context::executor_type> stream_work_ = asio::make_work_guard(streams_);
+  // Calls that wait on other shards (Route::forwarded).
+  asio::io_context forwards_;
+  asio::executor_work_guard<asio::io_context::executor_type> forward_work_ = asio::make_work_guard(forwards_);
   absl::Mutex streams_mu_;
   absl::flat_hash_set<std::shared_ptr<PieceChannel>> open_streams_ ABSL_GUARDED_BY(streams_mu_);
   std::vector<std::thread> threads_;

@@ -18,6 +18,7 @@ namespace podscope::coordinator {
 inline constexpr char kIoThreadName[] = "podscope-http";
 inline constexpr char kHeavyThreadName[] = "podscope-heavy";
 inline constexpr char kStreamThreadName[] = "podscope-stream";
+inline constexpr char kForwardThreadName[] = "podscope-forward";
 
 struct HttpLimits {
   uint64_t max_body_bytes = 1 << 20;          // JSON request bodies
@@ -33,6 +34,7 @@ struct HttpLimits {
   int io_threads = 2;
   int heavy_threads = 2;
   int stream_threads = 2;  // streamed bodies (exports) being produced at once; more wait their turn
+  int forward_threads = 8;  // calls waiting on other shards at once (blocked on the network, not a core)
   std::string upload_dir = "/tmp";  // where streamed uploads land (removed after the handler)
 };
 

@@ -67,6 +67,9 @@ struct Route {
   bool streamed_upload = false;  // stream the body to a temporary file
   // The most restrictive by default: a route someone forgets to classify is never open.
   Access access = Access::kAdmin;
+  // Waits on other coordinators (a sharded replica's forwarded calls): run on the forwarding
+  // pool, so that a slow or dead peer holds up neither the I/O threads nor the analyses.
+  bool forwarded = false;
 };
 
 // Decides whether a request may call a route, from its credentials (the Authorization

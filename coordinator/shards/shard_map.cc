@@ -1,6 +1,7 @@
 #include "coordinator/shards/shard_map.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "common/json_config.h"
@@ -65,6 +66,14 @@ uint64_t RendezvousWeight(std::string_view member, std::string_view job) {
   return Mix(Fnv1a(job, h));
 }
 
+std::string ShardTag(std::string_view member) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const uint64_t h = Mix(Fnv1a(member, 0xcbf29ce484222325ULL));
+  std::string tag;
+  for (int shift = 28; shift >= 0; shift -= 4) tag.push_back(kHex[(h >> shift) & 15]);
+  return tag;
+}
+
 absl::StatusOr<ShardMap> ShardMap::Make(std::vector<ShardMember> members, std::string self) {
   if (members.empty()) return absl::InvalidArgumentError("shards: no members");
   if (members.size() > kMaxMembers) {
@@ -86,6 +95,16 @@ absl::StatusOr<ShardMap> ShardMap::Make(std::vector<ShardMember> members, std::s
     }
     if (!ValidHostPort(m.grpc)) {
       return absl::InvalidArgumentError(common::StrCat("shards: member ", m.name, ": grpc \"", m.grpc, "\" is not HOST:PORT"));
+    }
+  }
+  // Ids carry their shard's tag: two members must not share one (about one chance in 10^7 for
+  // a thousand members; renaming one fixes it).
+  std::map<std::string, std::string> tags;
+  for (const ShardMember& m : members) {
+    const auto [at, fresh] = tags.emplace(ShardTag(m.name), m.name);
+    if (!fresh) {
+      return absl::InvalidArgumentError(common::StrCat("shards: members ", at->second, " and ", m.name,
+                                                       " have the same id tag; rename one"));
     }
   }
   ShardMap map;

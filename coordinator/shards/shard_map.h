@@ -24,6 +24,10 @@ struct ShardMember {
 // The weight of `member` for `job`: a stable 64-bit hash (the same on every machine and build).
 uint64_t RendezvousWeight(std::string_view member, std::string_view job);
 
+// A short stable tag of a member name (8 hex digits) that ids made by that member end with, so
+// that no two shards ever make the same id (member names themselves may be too long for ids).
+std::string ShardTag(std::string_view member);
+
 // An immutable view of the members and which one this coordinator is.
 class ShardMap {
  public:

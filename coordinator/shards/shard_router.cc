@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/parse_number.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -97,10 +98,7 @@ std::string MergePage(std::vector<boost::json::object>& answers, std::string_vie
       next = *bound;
       break;
     }
-    if (merged->size() == limit) {
-      next = StringField(merged->back(), id_key);
-      break;
-    }
+    // A duplicate first: the page may be full, and the entry it holds may be the stale one.
     if (!merged->empty() && StringField(merged->back(), id_key) == id) {
       // The same item from two replicas: an agent that left a replica is listed there as
       // disconnected until forgotten, and connected where it went.
@@ -108,6 +106,10 @@ std::string MergePage(std::vector<boost::json::object>& answers, std::string_vie
         merged->back() = std::move(item);
       }
       continue;
+    }
+    if (merged->size() == limit) {
+      next = StringField(merged->back(), id_key);
+      break;
     }
     merged->push_back(std::move(item));
   }
@@ -158,6 +160,8 @@ std::vector<ShardRouteRule> ShardRouter::Install(Router& router, const std::vect
       found = true;
       HttpHandler local = std::move(route.handler);
       route.handler = [this, rule, local](HttpRequest& r) { return Handle(rule, local, r); };
+      // It may wait on peers: off the I/O threads (an analysis stays on the heavy pool).
+      if (!route.heavy) route.forwarded = true;
     }
     if (!found) unmatched.push_back(rule);
   }
@@ -200,7 +204,7 @@ absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to, cons
   if (const std::string auth = r.Header("authorization"); !auth.empty()) address->headers.emplace_back("Authorization", auth);
   const std::string type = r.Header("content-type");
   absl::StatusOr<HttpClientResponse> answer = HttpRequestTo(*address, method, target, body, type);
-  if (answer.ok() && answer->body.size() > static_cast<size_t>(options.max_proxy_bytes)) {
+  if (answer.ok() && answer->truncated) {
     return absl::ResourceExhaustedError(common::StrCat("its answer is larger than shards.max_proxy_bytes (",
                                                        options.max_proxy_bytes, "); fetch it from ", to.rest, " directly"));
   }
@@ -265,8 +269,12 @@ HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule, const HttpHandl
       unreachable.push_back(common::StrCat(peer.name, " (", answer.status().message(), ")"));
       continue;
     }
-    if (answer->status == 404) continue;
     if (answer->status == 401 || answer->status == 403) return FromPeer(*answer, peer);
+    if (answer->status / 100 == 5 || answer->status == 429) {
+      unreachable.push_back(common::StrCat(peer.name, " (HTTP ", answer->status, ")"));
+      continue;
+    }
+    if (answer->status / 100 != 2) continue;  // 404: not there
     RememberHolder(id, peer.name);
     if (r.method == "GET" && r.path == locate) {
       absl::MutexLock lock(&mu_);
@@ -314,7 +322,7 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
   switch (rule.gather) {
     case GatherKind::kCaptures: {
       size_t limit = 100;
-      if (const std::string l = r.Query("limit"); !l.empty()) limit = static_cast<size_t>(std::max(1, std::atoi(l.c_str())));
+      if (const absl::StatusOr<int64_t> l = common::ParseInt(r.Query("limit")); l.ok() && *l > 0) limit = static_cast<size_t>(*l);
       boost::json::array merged;
       const std::string next = MergePage(answers, "captures", "id", "next_after", limit, &merged);
       out["captures"] = std::move(merged);
@@ -325,7 +333,7 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
       // An agent serving jobs of several shards is connected to each, and each lists it with
       // the workers of its own jobs: one entry per agent, each worker once.
       size_t limit = 1000;
-      if (const std::string l = r.Query("limit"); !l.empty()) limit = static_cast<size_t>(std::max(1, std::atoi(l.c_str())));
+      if (const absl::StatusOr<int64_t> l = common::ParseInt(r.Query("limit")); l.ok() && *l > 0) limit = static_cast<size_t>(*l);
       std::vector<boost::json::object> agent_lists;
       for (const boost::json::object& a : answers) {
         boost::json::object copy;

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <signal.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -78,6 +81,7 @@ class ShardTest : public ::testing::Test {
         R"({"shards": {"members_file": ")" + dir_.File("members.json") + R"(", "reload_interval_ms": 200, "forward": ")" +
             forward_ + R"("}, "agents": {"heartbeat_interval_ms": 300},
             "capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 120000}})");
+    // (peer_timeout_ms stays at its 30 s default: the test above relies on peers waiting that long.)
     shards_[i].daemon = std::make_unique<Daemon>(
         PODSCOPE_COORDINATOR_PATH,
         Concat({"--config", config, "--shard-name", shards_[i].name, "--data-dir", dir_.File("store-" + shards_[i].name),
@@ -218,7 +222,7 @@ TEST_F(ShardTest, EveryReplicaAnswersForEveryJobAndScalingOutMovesOnlyTheNewRepl
     const std::string id = StartCapture(k % 3, jobs[k], 500);
     ASSERT_FALSE(id.empty());
     const std::string owner = three.OwnerOf(jobs[k]).name;
-    EXPECT_TRUE(id.ends_with("-" + owner)) << id << " of " << jobs[k] << " was not made by its owner " << owner;
+    EXPECT_TRUE(id.ends_with("-" + coordinator::ShardTag(owner))) << id << " of " << jobs[k] << " was not made by its owner " << owner;
     EXPECT_TRUE(Eventually([&] { return StateVia((k + 1) % 3, id) == "complete"; }))
         << id << ": " << StateVia((k + 1) % 3, id);
     EXPECT_TRUE(LocalCaptureIds(IndexOf(owner)).count(id)) << id << " is not stored on " << owner;
@@ -264,7 +268,7 @@ TEST_F(ShardTest, EveryReplicaAnswersForEveryJobAndScalingOutMovesOnlyTheNewRepl
   for (const std::string& job : jobs) {
     const std::string id = StartCapture(3, job, 500);
     ASSERT_FALSE(id.empty());
-    EXPECT_TRUE(id.ends_with("-" + four.OwnerOf(job).name)) << id;
+    EXPECT_TRUE(id.ends_with("-" + coordinator::ShardTag(four.OwnerOf(job).name))) << id;
     EXPECT_TRUE(Eventually([&] { return StateVia(1, id) == "complete"; })) << id << ": " << StateVia(1, id);
   }
   for (size_t i = 0; i < 4; ++i) {
@@ -278,6 +282,52 @@ TEST_F(ShardTest, EveryReplicaAnswersForEveryJobAndScalingOutMovesOnlyTheNewRepl
       EXPECT_EQ(agents_[k]->Log().find("opening a control stream to shard c3"), std::string::npos) << jobs[k];
     }
   }
+}
+
+// A replica that stops answering holds up neither its peers' health checks (forwarded calls
+// wait on their own pool) nor the jobs it owned: once it is taken out of the members, its
+// agents give up on it and follow their jobs' new owners.
+TEST_F(ShardTest, AReplicaThatGoesAwayHoldsUpNothingAndItsJobsMove) {
+  const ShardMap three = Map(3);
+  std::vector<ShardMember> without_c2 = Members(3);
+  without_c2.pop_back();
+  const ShardMap two = *ShardMap::Make(without_c2, "c0");
+  std::string job;
+  for (int k = 0; job.empty(); ++k) {
+    if (three.OwnerOf("g-" + std::to_string(k)).name == "c2") job = "g-" + std::to_string(k);
+  }
+  WriteMembers(3);
+  for (size_t i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(StartShard(i));
+  StartAgent("node-g", job);
+  ASSERT_TRUE(Eventually([&] { return LocalWorkers(2, job) == 4; })) << Local(2, "/v1/workers").body;
+
+  // c2 hangs: connections to it open, and nothing answers.
+  shards_[2].daemon->Signal(SIGSTOP);
+  std::vector<std::thread> gathers;
+  std::atomic<int> gathered{0};
+  for (int i = 0; i < 6; ++i) {
+    gathers.emplace_back([&] {
+      HttpCall(shards_[0].http, "GET", "/v1/workers");
+      ++gathered;
+    });
+  }
+  // While six gathers wait on c2 (more than c0 has I/O threads), c0 still answers its health
+  // check, and well before the peer timeout lets the gathers go.
+  const HttpResult health = HttpCall(shards_[0].http, "GET", "/healthz");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_LT(gathered.load(), 6) << "the health check was answered only after the gathers gave up";
+
+  // Taken out: c0 and c1 re-read the members, the agent gives up on c2 and asks again.
+  WriteMembers(2);
+  for (size_t i = 0; i < 2; ++i) EXPECT_NE(shards_[i].daemon->WaitForLog("shards: members are now (c0, c1)"), "");
+  shards_[2].daemon->Kill();
+  for (std::thread& t : gathers) t.join();
+  const size_t owner = IndexOf(two.OwnerOf(job).name);
+  EXPECT_TRUE(Eventually([&] { return LocalWorkers(owner, job) == 4; }, 90))
+      << job << " never reached its new owner c" << owner << ": " << agents_[0]->Log();
+  const std::string id = StartCapture(1 - owner, job, 300);
+  ASSERT_FALSE(id.empty());
+  EXPECT_TRUE(Eventually([&] { return StateVia(1 - owner, id) == "complete"; })) << StateVia(1 - owner, id);
 }
 
 // Redirect mode: a replica answers a call about another's job with a 307 to the owner, which
@@ -307,7 +357,7 @@ TEST_F(ShardTest, RedirectModeSendsTheClientToTheOwnerAndTheCliFollows) {
   char buffer[4096];
   while (const size_t n = fread(buffer, 1, sizeof(buffer), cli)) output.append(buffer, n);
   EXPECT_EQ(pclose(cli), 0) << output;
-  EXPECT_NE(output.find("-c2: job " + job), std::string::npos) << output;
+  EXPECT_NE(output.find("-" + coordinator::ShardTag("c2") + ": job " + job), std::string::npos) << output;
   EXPECT_NE(output.find("complete"), std::string::npos) << output;
 }
 

@@ -48,6 +48,17 @@ TEST(HealthServerTest, LiveAlwaysReadyOnlyWhenConnectedAndNothingElse) {
   EXPECT_EQ(Get(port, "/healthz").rfind("HTTP/1.1 200", 0), 0u);
 }
 
+TEST(HealthServerTest, AClientThatSendsNothingDoesNotHoldItUp) {
+  absl::StatusOr<std::unique_ptr<HealthServer>> server =
+      HealthServer::Start("127.0.0.1:0", [](std::string*) { return true; });
+  ASSERT_TRUE(server.ok()) << server.status();
+  // Connected, silent, and left open: served one at a time, the server gives it 2 s at most.
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket idle(io);
+  idle.connect({boost::asio::ip::make_address("127.0.0.1"), (*server)->port()});
+  EXPECT_EQ(Get((*server)->port(), "/healthz").rfind("HTTP/1.1 200", 0), 0u);
+}
+
 TEST(HealthServerTest, BadAddressesAreRefused) {
   for (const char* address : {"nonsense", "127.0.0.1:99999", "not-an-ip:80"}) {
     EXPECT_FALSE(HealthServer::Start(address, [](std::string*) { return true; }).ok()) << address;

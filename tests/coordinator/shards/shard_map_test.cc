@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 
 #include "coordinator/shards/shard_membership.h"
@@ -77,6 +78,19 @@ TEST(ShardMapTest, OwnsAndPeers) {
   const ShardMap single = ShardMap::Single();
   EXPECT_FALSE(single.sharded());
   EXPECT_TRUE(single.Owns("anything"));
+}
+
+TEST(ShardMapTest, IdTagsAreShortStableAndDistinct) {
+  // Ids end with "-TAG": a StatefulSet pod's name can be 60 characters, an id at most 64.
+  std::set<std::string> tags;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string tag = ShardTag("a-long-helm-release-name-podscope-coordinator-" + std::to_string(i));
+    EXPECT_EQ(tag.size(), 8u);
+    EXPECT_EQ(tag.find_first_not_of("0123456789abcdef"), std::string::npos) << tag;
+    tags.insert(tag);
+  }
+  EXPECT_EQ(tags.size(), 1000u);
+  EXPECT_EQ(ShardTag("c0"), ShardTag(std::string("c0")));
 }
 
 TEST(ShardMapTest, BadMembersAreRefusedNamingTheProblem) {
