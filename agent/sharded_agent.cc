@@ -232,16 +232,6 @@ bool ShardedAgent::connected() const {
   return !links_.empty() && std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->agent->connected(); });
 }
 
-std::map<std::string, std::set<std::string>> ShardedAgent::Links() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::map<std::string, std::set<std::string>> out;
-  for (const auto& l : links_) {
-    std::lock_guard<std::mutex> jobs_lock(l->jobs->mu);
-    out[l->address] = l->jobs->jobs;
-  }
-  return out;
-}
-
 void ShardedAgent::ReconcileLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {

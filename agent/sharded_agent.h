@@ -40,8 +40,6 @@ class ShardedAgent {
   // Every link is connected (at least one exists).
   bool connected() const;
   const std::string& agent_id() const { return options_.agent_id; }
-  // The coordinator addresses this agent has a control stream to now, and the jobs on each.
-  std::map<std::string, std::set<std::string>> Links() const;
 
  private:
   class JobView;

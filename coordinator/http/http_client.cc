@@ -60,6 +60,10 @@ std::string UrlEncode(const std::string& value) {
   return out;
 }
 
+namespace {
+
+// The server a redirect's Location names, with `from`'s credentials; the target (path and query)
+// in `*target`. Refuses a Location that is not absolute or leaves https for http.
 absl::StatusOr<ServerAddress> RedirectTarget(const ServerAddress& from, const std::string& location, std::string* target) {
   if (!location.starts_with("http://") && !location.starts_with("https://")) {
     return absl::UnavailableError(common::StrCat("redirected to \"", location.substr(0, 200), "\", not an absolute http(s) URL"));
@@ -79,7 +83,6 @@ absl::StatusOr<ServerAddress> RedirectTarget(const ServerAddress& from, const st
   return next;
 }
 
-namespace {
 absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, const std::string& method,
                                                    const std::string& target, const std::string& body,
                                                    const std::string& content_type,

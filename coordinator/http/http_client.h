@@ -39,10 +39,6 @@ struct ServerAddress {
 };
 absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url);
 
-// The server a redirect's Location names, with `from`'s credentials; the target (path and query)
-// in `*target`. Refuses a Location that is not absolute or leaves https for http.
-absl::StatusOr<ServerAddress> RedirectTarget(const ServerAddress& from, const std::string& location, std::string* target);
-
 // One request per connection. `progress` (optional) is told how many body bytes were sent.
 // Errors: unreachable server, timeouts (timeout_seconds without progress), malformed responses.
 absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, const std::string& method,

@@ -148,13 +148,6 @@ std::vector<ShardMember> ShardMap::peers() const {
   return out;
 }
 
-const ShardMember* ShardMap::Find(std::string_view name) const {
-  for (const ShardMember& m : members_) {
-    if (m.name == name) return &m;
-  }
-  return nullptr;
-}
-
 absl::StatusOr<std::vector<ShardMember>> ParseShardMembers(std::string_view json, const std::string& origin) {
   absl::StatusOr<boost::json::object> root = common::ParseJsonConfig(json, origin);
   if (!root.ok()) return root.status();

@@ -43,7 +43,6 @@ class ShardMap {
   const std::vector<ShardMember>& members() const { return members_; }  // sorted by name
   // The members other than this one.
   std::vector<ShardMember> peers() const;
-  const ShardMember* Find(std::string_view name) const;
   bool sharded() const { return members_.size() > 1; }
 
  private:
