@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "common/client_connection.h"
@@ -108,6 +109,34 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
 }
 
 namespace {
+// Reads the response up to its Content-Length, or to the end of the connection when it has none
+// (chunked, or a server that closes): a server that answers "Connection: close" but waits for
+// the client to hang up first (chromedriver does) costs nothing then.
+std::string ReceiveResponse(common::ClientConnection& connection, size_t max_bytes) {
+  std::string out;
+  char buffer[65536];
+  size_t header_end = std::string::npos;
+  std::optional<uint64_t> expected;  // header and body bytes, once the header has said
+  while (out.size() < max_bytes && (!expected || out.size() < *expected)) {
+    const size_t n = connection.Receive(buffer, std::min(sizeof(buffer), max_bytes - out.size()));
+    if (n == 0) break;
+    out.append(buffer, n);
+    if (header_end != std::string::npos) continue;
+    header_end = out.find("\r\n\r\n");
+    if (header_end == std::string::npos) continue;
+    std::string head = out.substr(0, header_end);
+    for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (head.find("\r\ntransfer-encoding:") != std::string::npos) continue;
+    const size_t at = head.find("\r\ncontent-length:");
+    if (at == std::string::npos) continue;
+    const size_t value = at + std::string_view("\r\ncontent-length:").size();
+    const absl::StatusOr<int64_t> length =
+        common::ParseInt(common::StripWhitespace(std::string_view(head).substr(value, head.find("\r\n", value) - value)));
+    if (length.ok() && *length >= 0) expected = header_end + 4 + static_cast<uint64_t>(*length);
+  }
+  return out;
+}
+
 absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, const std::string& method,
                                                    const std::string& target, const std::string& body,
                                                    const std::string& content_type,
@@ -138,7 +167,7 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, 
       if (progress) progress(sent);
     }
   }
-  const std::string raw = connection->ReceiveAll(server.max_response_bytes);
+  const std::string raw = ReceiveResponse(*connection, server.max_response_bytes);
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos || !raw.starts_with("HTTP/1.")) {
     return absl::UnavailableError(common::StrCat("no valid HTTP response from ", server.host, ":", server.port));

@@ -1,0 +1,88 @@
+#include "coordinator/http/http_client.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+
+namespace podscope::coordinator {
+namespace {
+
+// A one-connection server on loopback: reads a request's head, writes `answer`, then keeps the
+// connection open until `hang_up` is notified (or 30 s pass), as chromedriver does.
+class OneShotServer {
+ public:
+  explicit OneShotServer(std::string answer) : answer_(std::move(answer)) {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(listener_, 1);
+    socklen_t len = sizeof(addr);
+    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      const int fd = accept(listener_, nullptr, nullptr);
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+      }
+      send(fd, answer_.data(), answer_.size(), MSG_NOSIGNAL);
+      hung_up_by_client_in_time_ = hang_up.WaitForNotificationWithTimeout(absl::Seconds(30));
+      close(fd);
+    });
+  }
+  ~OneShotServer() { Finish(); }
+  uint16_t port() const { return port_; }
+  // Lets the server hang up; whether the client had its answer while the connection was open.
+  bool Finish() {
+    if (!hang_up.HasBeenNotified()) hang_up.Notify();
+    if (thread_.joinable()) thread_.join();
+    if (listener_ >= 0) close(listener_);
+    listener_ = -1;
+    return hung_up_by_client_in_time_;
+  }
+  absl::Notification hang_up;
+
+ private:
+  std::string answer_;
+  int listener_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  bool hung_up_by_client_in_time_ = false;
+};
+
+// A response with a Content-Length is complete once that many bytes came: the client does not
+// wait for the server to close (chromedriver answers "Connection: close" and then waits for the
+// client to go; every WebDriver call took the read timeout before).
+TEST(HttpClientTest, AResponseEndsAtItsContentLengthWithoutWaitingForTheServerToClose) {
+  OneShotServer server("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+  absl::StatusOr<HttpClientResponse> r =
+      HttpRequestTo({.host = "127.0.0.1", .port = server.port(), .timeout_seconds = 120}, "GET", "/");
+  server.hang_up.Notify();
+  EXPECT_TRUE(server.Finish());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "hello");
+}
+
+// Cut short (the server closes after 5 of 10 bytes): a DataLoss error, never a short 200.
+TEST(HttpClientTest, ABodyShorterThanItsContentLengthIsAnError) {
+  OneShotServer server("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello");
+  server.hang_up.Notify();  // the server closes at once
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo({.host = "127.0.0.1", .port = server.port()}, "GET", "/");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+}
+
+}  // namespace
+}  // namespace podscope::coordinator
