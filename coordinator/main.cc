@@ -37,6 +37,7 @@
 #include "coordinator/coordinator_config.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/shards/shard_router.h"
+#include "coordinator/ui/ui_routes.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "storage/retention.h"
@@ -417,6 +418,7 @@ int main(int argc, char** argv) {
   schedules_api.Register(router);
   podscope::coordinator::WatchApi watch_api(**watch);
   watch_api.Register(router);
+  podscope::coordinator::RegisterUi(router);
   // Sharded: any replica answers for any job (the routes' handlers stay unaware of shards).
   podscope::coordinator::ShardRouter shard_router(**shards, settings.insecure ? "" : settings.tls.ca);
   if (!settings.shards.members_file.empty()) {

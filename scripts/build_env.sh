@@ -23,7 +23,8 @@ PODSCOPE_DEBIAN_PACKAGES=(
 # debootstrap, buildah, podman and runc (the container images, tests/deploy/image_test.sh).
 PODSCOPE_TEST_PACKAGES=(prometheus prometheus-alertmanager systemd
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev golang-github-xeipuuv-gojsonschema-dev
-  debootstrap buildah podman runc)
+  debootstrap buildah podman runc
+  chromium chromium-driver fonts-dejavu-core)
 
 podscope_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 

@@ -5,7 +5,9 @@
 # one straggler. A capture is triggered through the REST API (the CLI), the agents align their
 # clocks, capture the same window and upload; the coordinator prints the capture's summary
 # (stragglers with their step-time loss) and writes one merged Perfetto trace. Then the shared Kineto traces get the same
-# analyses offline. Everything started here is stopped on exit.
+# analyses offline. It ends by printing the web UI's address and a token; run from a terminal, it
+# keeps the cluster up until Enter so the UI can be looked at. Everything started here is
+# stopped on exit.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 
@@ -76,7 +78,9 @@ echo
 
 podscope_log "podscope --server $SERVER --ca-cert certs/ca.pem --token-file certs/token capture --job demo --duration 2s --wait"
 # It follows the capture and prints its summary (one screen whatever the number of ranks).
-"${PODSCOPE[@]}" --server "$SERVER" capture --job demo --duration 2s --wait --trace "$OUT_DIR/demo-capture.json.gz"
+"${PODSCOPE[@]}" --server "$SERVER" capture --job demo --duration 2s --wait --trace "$OUT_DIR/demo-capture.json.gz" \
+  | tee "$RUN_DIR/capture.out"
+CAPTURE_ID="$(grep -oE '^capture cap-[^:]+' "$RUN_DIR/capture.out" | head -n1 | cut -d' ' -f2)"
 echo
 
 podscope_log "podscope alerts --job demo (the coordinator watches every step, no capture needed)"
@@ -100,8 +104,21 @@ if [ -d "$DATA_DIR/kineto" ]; then
   echo
 fi
 
-podscope_log "done; stopping the coordinator and the agents"
 echo "Merged traces (one process per rank, aligned clocks):"
 echo "  $OUT_DIR/demo-capture.json.gz   (the live capture)"
 [ -d "$DATA_DIR/kineto" ] && echo "  $OUT_DIR/dlrm_8rank.merged.json.gz"
 echo "Open one at https://ui.perfetto.dev (Open trace file) or in chrome://tracing."
+echo
+
+# The web UI, served by the coordinator itself: the link opens the capture above (its pod view
+# marks rank 13) and signs in with the demo's token (the part after # never reaches a server).
+podscope_log "the web UI"
+echo "  $SERVER/#/capture/$CAPTURE_ID&token=$(cat "$CERTS/token")"
+echo "  token (role admin): $(cat "$CERTS/token")"
+echo "  The certificate is signed by this demo's own CA ($CERTS/ca.pem): the browser warns once;"
+echo "  accept it for 127.0.0.1. Watch and Alerts show the live job; the coordinator listens on"
+echo "  127.0.0.1 only (from another machine: ssh -L $HTTP_PORT:127.0.0.1:$HTTP_PORT this-host)."
+if [ -t 0 ] || [ "${PODSCOPE_DEMO_KEEP:-0}" = "1" ]; then
+  read -r -p "The cluster keeps running for the UI; press Enter to stop it. " _ || true
+fi
+podscope_log "done; stopping the coordinator and the agents"

@@ -38,6 +38,10 @@ struct AnalysisRequest {
   std::vector<int32_t> ranks;
   size_t top_workers = 20;
   bool allow_mixed = false;  // analyse inputs that are not one job (job_check.h) all the same
+  // JSON only: one entry per worker and nothing per step or per collective (pod: the worker x
+  // step matrix without the rows; overlap: each worker's total; communication: no collectives),
+  // what a page of 1024 workers can load at once.
+  bool workers_only = false;
 };
 
 struct AnalysisResults {

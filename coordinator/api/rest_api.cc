@@ -37,7 +37,8 @@ bool ParseNumber(const std::string& text, T* out) {
 absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* request) {
   static const std::map<std::string, int> kKnown = {{"window", 0}, {"clocks", 0}, {"link_gbps", 0}, {"params", 0},
                                                     {"bytes_per_param", 0}, {"step_pattern", 0}, {"top", 0},
-                                                    {"format", 0}, {"ranks", 0}, {"steps", 0}, {"allow_mixed", 0}};
+                                                    {"format", 0}, {"ranks", 0}, {"steps", 0}, {"allow_mixed", 0},
+                                                    {"detail", 0}};
   for (const auto& [key, value] : r.query) {
     if (!kKnown.count(key)) return absl::InvalidArgumentError(common::StrCat("unknown query parameter \"", key, "\""));
     if (value.size() > 1024) return absl::InvalidArgumentError(common::StrCat("query parameter \"", key, "\" is too long"));
@@ -76,6 +77,9 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
   if (mixed != "true" && mixed != "false") return absl::InvalidArgumentError("allow_mixed must be true or false");
   request->allow_mixed = mixed == "true";
   request->steps.marker_pattern = r.Query("step_pattern");
+  const std::string detail = r.Query("detail", "full");
+  if (detail != "full" && detail != "workers") return absl::InvalidArgumentError("detail must be full or workers");
+  request->workers_only = detail == "workers";
   const std::string format = r.Query("format", "json");
   if (format != "json" && format != "table") return absl::InvalidArgumentError("format must be json or table");
   return analysis::ValidateRequest(request);
@@ -87,12 +91,12 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
 std::string CacheKey(std::string_view report, uint64_t generation, const analysis::AnalysisRequest& request,
                      std::string_view format) {
   return fmt::format("{}@{}|window={}|clocks={}|link_gbps={:.17g}|params={}|bytes_per_param={}|top={}|format={}|"
-                     "ranks={}|steps={}-{}|allow_mixed={}|step_pattern={}",
+                     "ranks={}|steps={}-{}|allow_mixed={}|workers_only={}|step_pattern={}",
                      report, generation, request.window == analysis::WindowMode::kHta ? "hta" : "steps",
                      static_cast<int>(request.communication.clocks), request.bandwidth.link_gbps,
                      request.bandwidth.params, request.bandwidth.bytes_per_param, request.top_kernels, format,
                      fmt::join(request.ranks, ","), request.first_step, request.last_step, request.allow_mixed,
-                     request.steps.marker_pattern);
+                     request.workers_only, request.steps.marker_pattern);
 }
 
 }  // namespace

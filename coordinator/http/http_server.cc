@@ -83,7 +83,7 @@ bool TimedOut(const beast::error_code& ec, Clock::time_point deadline) {
 http::response<http::string_body> ToMessage(HttpResponse response, unsigned version, bool keep_alive) {
   http::response<http::string_body> out{static_cast<http::status>(response.status), version};
   out.set(http::field::server, "podscope");
-  out.set(http::field::content_type, response.content_type);
+  if (!response.content_type.empty()) out.set(http::field::content_type, response.content_type);  // not on a 304
   for (const auto& [name, value] : response.headers) out.set(name, value);
   out.body() = std::move(response.body);
   out.keep_alive(keep_alive);

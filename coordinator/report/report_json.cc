@@ -39,20 +39,31 @@ void Steps(JsonWriter& w, const std::vector<WorkerBreakdown>& b) {
   w.Raw("]}");
 }
 
-void Overlap(JsonWriter& w, const std::vector<WorkerBreakdown>& b) {
+// workers_only: each worker's totals over its steps instead of the steps.
+void Overlap(JsonWriter& w, const std::vector<WorkerBreakdown>& b, bool workers_only) {
   w.Raw("{\"workers\":[");
   for (size_t i = 0; i < b.size(); ++i) {
-    TimeNs overlap = 0, comm = 0;
-    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(b[i].rank).Raw(",\"steps\":[");
+    TimeNs overlap = 0, comm = 0, computation = 0, communication = 0;
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(b[i].rank);
+    if (!workers_only) w.Raw(",\"steps\":[");
     for (size_t s = 0; s < b[i].steps.size(); ++s) {
       const StepBreakdown& st = b[i].steps[s];
       overlap += st.overlap_ns;
       comm += st.overlap_ns + st.communication_ns;
+      computation += st.compute_ns;
+      communication += st.communication_ns;
+      if (workers_only) continue;
       w.Raw(s ? "," : "").Raw("{\"step\":").Int(st.step).Raw(",\"computation_ns\":").Int(st.compute_ns);
       w.Raw(",\"communication_ns\":").Int(st.communication_ns).Raw(",\"overlap_ns\":").Int(st.overlap_ns);
       w.Raw(",\"overlap_pct\":").Fixed(st.OverlapPercent(), 2).Char('}');
     }
-    w.Raw("],\"overlap_pct\":").Fixed(comm > 0 ? 100.0 * overlap / comm : 0.0, 2).Char('}');
+    if (workers_only) {
+      w.Raw(",\"steps\":").Uint(b[i].steps.size()).Raw(",\"computation_ns\":").Int(computation);
+      w.Raw(",\"communication_ns\":").Int(communication).Raw(",\"overlap_ns\":").Int(overlap);
+    } else {
+      w.Char(']');
+    }
+    w.Raw(",\"overlap_pct\":").Fixed(comm > 0 ? 100.0 * overlap / comm : 0.0, 2).Char('}');
   }
   w.Raw("]}");
 }
@@ -65,7 +76,8 @@ void OptionalInt(JsonWriter& w, const std::optional<TimeNs>& v) {
   }
 }
 
-void Communication(JsonWriter& w, const CommunicationReport& c, const common::CaptureView& capture) {
+void Communication(JsonWriter& w, const CommunicationReport& c, const common::CaptureView& capture,
+                   bool workers_only) {
   w.Raw("{\"aligned\":").Bool(c.aligned).Raw(",\"clock_basis\":").String(ClockBasisName(c.clock_basis));
   w.Raw(",\"clock_error_bound_ns\":");
   OptionalInt(w, c.clock_bound_known() ? std::optional<TimeNs>(c.clock_error_bound_ns) : std::nullopt);
@@ -74,6 +86,10 @@ void Communication(JsonWriter& w, const CommunicationReport& c, const common::Ca
     const auto& t = c.workers[i];
     w.Raw(i ? "," : "").Raw("{\"rank\":").Int(t.rank).Raw(",\"collectives\":").Uint(t.collectives);
     w.Raw(",\"wait_ns\":").Int(t.wait_ns).Raw(",\"transfer_ns\":").Int(t.transfer_ns).Char('}');
+  }
+  if (workers_only) {
+    w.Raw("]}");
+    return;
   }
   w.Raw("],\"collectives\":[");
   for (size_t i = 0; i < c.collectives.size(); ++i) {
@@ -212,9 +228,10 @@ void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
   w.Raw("]}");
 }
 
-void Pod(JsonWriter& w, const PodView& v) {
+// workers_only: the matrix alone ("steps" is empty).
+void Pod(JsonWriter& w, const PodView& v, bool workers_only) {
   w.Raw("{\"steps\":[");
-  for (size_t i = 0; i < v.steps.size(); ++i) {
+  for (size_t i = 0; i < (workers_only ? 0 : v.steps.size()); ++i) {
     const PodStep& s = v.steps[i];
     w.Raw(i ? "," : "").Raw("{\"step\":").Int(s.step).Raw(",\"median_step_ns\":").Int(s.median_step_ns);
     w.Raw(",\"rows\":[");
@@ -297,11 +314,11 @@ std::string RenderJson(const common::CaptureView& capture, const AnalysisRequest
     }
     if (name == "summary") Summary(w, *results.summary);
     if (name == "steps") Steps(w, *results.breakdown);
-    if (name == "overlap") Overlap(w, *results.breakdown);
-    if (name == "communication") Communication(w, *results.communication, capture);
+    if (name == "overlap") Overlap(w, *results.breakdown, request.workers_only);
+    if (name == "communication") Communication(w, *results.communication, capture, request.workers_only);
     if (name == "stragglers") Stragglers(w, *results.stragglers);
     if (name == "allreduce") Bandwidth(w, *results.bandwidth);
-    if (name == "pod") Pod(w, *results.pod);
+    if (name == "pod") Pod(w, *results.pod, request.workers_only);
     if (name == "kernels") Kernels(w, *results.kernels);
     if (name == "temporal") Temporal(w, *results.temporal);
   }

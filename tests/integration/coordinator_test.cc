@@ -112,6 +112,7 @@ TEST_F(CoordinatorTest, BadInputGetsProblemJsonAndLeavesTheStoreUnchanged) {
                  400, "exceeds the limit of 4096");
   expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?window=sideways"), 400, "window must be");
   expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?bogus=1"), 400, "unknown query parameter");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/pod?detail=some"), 400, "detail must be full or workers");
   expect_problem(HttpCall(port_, "GET", "/v1/captures?limit=0"), 400, "limit must be");
   expect_problem(HttpCall(port_, "GET", "/v1/captures/good/nonsense"), 404, "no report");
   expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=big", std::string(300000, ' '), "application/json"),

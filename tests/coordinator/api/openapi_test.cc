@@ -9,6 +9,7 @@
 #include "coordinator/api/schedules_api.h"
 #include "coordinator/api/watch_api.h"
 #include "coordinator/api/rest_api.h"
+#include "coordinator/ui/ui_routes.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/test_paths.h"
 
@@ -37,6 +38,7 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   ASSERT_TRUE(schedules.ok());
   SchedulesApi schedules_api(**schedules);
   schedules_api.Register(router);
+  RegisterUi(router);
   std::set<std::string> registered;
   for (const Route& r : router.routes()) {
     std::string method = r.method;
@@ -61,7 +63,7 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   EXPECT_EQ(registered, documented);
 }
 
-TEST(OpenApiTest, OnlyTheProbesAreOpenAndAnUnclassifiedRouteIsAdminOnly) {
+TEST(OpenApiTest, OnlyTheProbesAndTheUisFilesAreOpenAndAnUnclassifiedRouteIsAdminOnly) {
   EXPECT_EQ(Route{}.access, Access::kAdmin);
   podscope::testing::ScratchDir dir;
   auto store = storage::RocksDbTraceStore::Open({.path = dir.File("db")});
@@ -70,11 +72,12 @@ TEST(OpenApiTest, OnlyTheProbesAreOpenAndAnUnclassifiedRouteIsAdminOnly) {
   RestApi api(**store, {}, [] { return int64_t{0}; }, mutations);
   Router router;
   api.Register(router);
+  RegisterUi(router);
   std::set<std::string> open;
   for (const Route& r : router.routes()) {
     if (r.access == Access::kOpen) open.insert(r.pattern);
   }
-  EXPECT_EQ(open, (std::set<std::string>{"/healthz", "/readyz"}));
+  EXPECT_EQ(open, (std::set<std::string>{"/healthz", "/readyz", "/", "/ui/{file}"}));
   EXPECT_TRUE(router.SetAccess("GET", "/metrics", Access::kOpen));
   EXPECT_FALSE(router.SetAccess("GET", "/no-such-route", Access::kOpen));
 }

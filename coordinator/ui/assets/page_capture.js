@@ -1,0 +1,240 @@
+// The capture page: pod view, heat map, overlap, wait vs transfer, stragglers, AllReduce
+// bandwidth, top kernels, clock bounds, and the Perfetto trace. Stragglers are marked in every
+// chart. Each panel loads on its own, with progress, so one slow analysis holds up nothing else.
+import * as api from "./api.js";
+import {h, clear, put, ns, pct, count, bytes, when, table} from "./format.js";
+import {CATEGORIES, columnChart, heatMap, xyChart} from "./charts.js";
+import {panel, errorBox, every} from "./widgets.js";
+import {stateBadge} from "./page_captures.js";
+
+const ENDED = new Set(["complete", "partial", "failed", "cancelled"]);
+
+export function capturePage(main, id) {
+  const base = `/v1/captures/${encodeURIComponent(id)}`;
+  main.append(h("h1", {}, `Capture ${id}`));
+  const head = h("section", {class: "panel"}, h("p", {class: "progress"}, "loading…"));
+  const body = h("div");
+  main.append(head, body);
+  let rendered = false;
+  const poll = every(1000, async () => {
+    let record;
+    try {
+      record = await api.get(base, `read capture ${id}`);
+    } catch (e) {
+      put(head, errorBox(e));
+      poll.stop();
+      return;
+    }
+    put(head, facts(record, base));
+    if (!ENDED.has(record.state)) {
+      const done = record.workers.filter((w) => ENDED.has(w.state) || w.state === "uploaded").length;
+      put(body, h("section", {class: "panel"}, h("p", {class: "progress"},
+        h("progress", {max: Math.max(1, record.workers.length), value: done}),
+        `${record.state}: ${done} of ${record.workers.length} workers done; the analyses show once the capture has ended.`)));
+      return;
+    }
+    poll.stop();
+    if (!rendered) {
+      rendered = true;
+      clear(body);
+      if (record.events === 0) {
+        body.append(h("section", {class: "panel"}, h("p", {}, `This capture (${record.state}) holds no events${record.error ? ": " + record.error : ""}.`)));
+        return;
+      }
+      analyses(body, base, record);
+    }
+  });
+  return poll;
+}
+
+function facts(c, base) {
+  const progress = h("span", {"aria-live": "polite"});
+  const download = h("button", {type: "button", class: "secondary", onclick: async () => {
+    download.disabled = true;
+    try {
+      const got = await api.download(`${base}/trace`, `${c.id}.json`, (n) => { progress.textContent = `downloading… ${bytes(n)}`; });
+      progress.textContent = `saved ${c.id}.json (${bytes(got)}): open it at ui.perfetto.dev or chrome://tracing`;
+    } catch (e) {
+      put(progress, errorBox(e));
+    } finally {
+      download.disabled = false;
+    }
+  }}, "Download Perfetto trace");
+  const failed = c.workers.filter((w) => w.error);
+  return h("div", {},
+    h("dl", {class: "facts"},
+      h("dt", {}, "state"), h("dd", {}, stateBadge(c.state), c.error ? ` ${c.error}` : ""),
+      h("dt", {}, "job"), h("dd", {}, c.job),
+      h("dt", {}, "workers"), h("dd", {}, count(c.workers.length)),
+      h("dt", {}, "events"), h("dd", {}, count(c.events)),
+      h("dt", {}, "window"), h("dd", {}, c.window ? `${ns(c.window.duration_ns)} from ${when(c.window.start_ns)}, start skew ≤ ${ns(c.window.max_start_skew_ns)}` : "–"),
+      h("dt", {}, "created"), h("dd", {}, when(c.created_ns))),
+    failed.length ? h("details", {}, h("summary", {}, `${failed.length} workers failed`),
+      h("ul", {}, failed.slice(0, 50).map((w) => h("li", {}, `rank ${w.rank} (${w.host}): ${w.error}`)))) : null,
+    ENDED.has(c.state) && c.events > 0 ? h("div", {class: "row"}, download, progress,
+      h("a", {href: `#/capture-new/${encodeURIComponent(c.job)}`}, "Capture this job again")) : null);
+}
+
+function analyses(body, base, record) {
+  const stragglers = api.get(`${base}/stragglers`, "the straggler report");
+  const flagged = stragglers.then((r) => new Set(r.stragglers.map((s) => s.rank))).catch(() => new Set());
+  const matrix = api.get(`${base}/pod?detail=workers`, "the step-time matrix");
+  const podHolder = h("div");
+  body.append(
+    panel("Stragglers", async () => stragglerReport(await stragglers)),
+    h("section", {class: "panel"}, h("h2", {}, "Pod view"), podHolder),
+    panel("Step time per worker and step", async () => {
+      const [m, f] = await Promise.all([matrix, flagged]);
+      if (!m.matrix.ranks.length) return h("p", {}, "No steps found in this capture.");
+      return heatMap({ranks: m.matrix.ranks, steps: m.matrix.steps, values: m.matrix.step_time_ns, highlight: f,
+        title: "Step time, worker × step (darker is longer)"});
+    }),
+    h("div", {class: "grid2"},
+      panel("Computation / communication overlap", async () => overlapChart(await api.get(`${base}/overlap?detail=workers`, "the overlap report"), await flagged)),
+      panel("Wait vs transfer", async () => waitChart(await api.get(`${base}/communication?detail=workers`, "the communication report"), await flagged))),
+    allReducePanel(base),
+    h("div", {class: "grid2"},
+      panel("Top kernels (pod)", async () => kernelTable(await api.get(`${base}/kernels?top=20`, "the kernel report"))),
+      panel("Clock bounds per worker", async () => clockChart(record, await flagged))));
+  podHolder.append(panel("", async () => {
+    const [m, f] = await Promise.all([matrix, flagged]);
+    return podView(base, m.matrix.steps, f);
+  }));
+}
+
+function stragglerReport(r) {
+  const lines = [];
+  if (!r.stragglers.length) {
+    lines.push(h("p", {}, "No straggler: no worker held the others up significantly in this window."));
+  } else {
+    lines.push(h("p", {}, `Ranked by the delay each caused; the cost is the step time the job would have saved ` +
+      `without that rank's excess (${ns(r.step_time_loss_ns)} in all over ${ns(r.window_step_time_ns)} of steps).`));
+    lines.push(table([
+      {label: "rank", value: (s) => `rank ${s.rank}`},
+      {label: "host", value: (s) => s.host},
+      {label: "step-time loss", num: true, value: (s) => ns(s.step_time_loss_ns)},
+      {label: "caused delay", num: true, value: (s) => ns(s.caused_delay_ns)},
+      {label: "last to arrive", num: true, value: (s) => pct(s.last_arriver_share)},
+      {label: "where its time went", value: (s) => s.category},
+      {label: "why", value: (s) => s.reason === "caused_delay" ? "held the others up" : s.reason === "compute_outlier" ? `compute outlier (z ${s.compute_z})` : s.reason},
+      {label: "clock bound", num: true, value: (s) => "±" + ns(s.clock_error_bound_ns)},
+      {label: "evidence", value: (s) => s.evidence && s.evidence.top ? s.evidence.top.slice(0, 3).map((k) =>
+        h("div", {}, `${k.name.slice(0, 80)}${k.name.length > 80 ? "…" : ""}: ${ns(k.worker_ns)} vs median ${ns(k.median_ns)}`)) : ""},
+    ], r.stragglers, {label: "stragglers", rowClass: () => "straggler"}));
+  }
+  lines.push(h("p", {class: "muted"}, `Clocks: ${r.aligned ? "aligned" : "not aligned"} (${r.clock_basis}), error bound ±${ns(r.clock_error_bound_ns)}.`));
+  for (const w of r.warnings || []) lines.push(h("p", {class: "error"}, w));
+  return lines;
+}
+
+// One step, one stacked column per worker in the DESIGN §7 categories.
+function podView(base, steps, flagged) {
+  if (!steps.length) return h("p", {}, "No steps found in this capture.");
+  const holder = h("div");
+  const select = h("select", {id: "pod-step", "aria-label": "step"}, steps.map((s) => h("option", {value: s}, `step ${s}`)));
+  let index = Math.floor(steps.length / 2);
+  select.value = String(steps[index]);
+  const go = (i) => { index = Math.min(steps.length - 1, Math.max(0, i)); select.value = String(steps[index]); show(); };
+  select.addEventListener("change", () => go(steps.indexOf(Number(select.value))));
+  const prev = h("button", {type: "button", class: "secondary", onclick: () => go(index - 1), "aria-label": "previous step"}, "◀");
+  const next = h("button", {type: "button", class: "secondary", onclick: () => go(index + 1), "aria-label": "next step"}, "▶");
+  async function show() {
+    const step = steps[index];
+    put(holder, h("p", {class: "progress"}, h("progress"), `loading step ${step}…`));
+    try {
+      const pod = await api.get(`${base}/pod?steps=${step}-${step}`, `the pod view of step ${step}`);
+      const s = pod.steps[0];
+      if (!s) { put(holder, h("p", {}, `No worker has step ${step}.`)); return; }
+      const workers = s.rows.map((row) => ({label: `rank ${row.rank}`, values: row, highlight: flagged.has(row.rank),
+        note: `step ${ns(row.step_ns)} (${row.deviation_pct >= 0 ? "+" : ""}${row.deviation_pct}% vs median)`}));
+      put(holder, 
+        h("p", {class: "muted"}, `Median step ${ns(s.median_step_ns)} over ${count(s.rows.length)} workers. ` +
+          "Each column partitions one worker's step; ▲ marks a straggler."),
+        columnChart({workers, series: CATEGORIES, title: `Step ${step}: where each worker's time went`}));
+    } catch (e) {
+      put(holder, errorBox(e));
+    }
+  }
+  show();
+  return h("div", {}, h("div", {class: "row"}, prev, select, next), holder);
+}
+
+function overlapChart(r, flagged) {
+  const workers = r.workers.map((w) => ({label: `rank ${w.rank}`, highlight: flagged.has(w.rank),
+    values: {computation_ns: w.computation_ns, overlap_ns: w.overlap_ns, communication_ns: w.communication_ns},
+    note: `${w.overlap_pct}% of communication hidden`}));
+  const hidden = r.workers.map((w) => w.overlap_pct).sort((a, b) => a - b);
+  return [h("p", {class: "muted"}, `Median share of communication hidden behind computation: ${hidden.length ? hidden[Math.floor(hidden.length / 2)] : 0}%.`),
+    columnChart({workers, title: "Per worker, over the window", height: 200, series: [
+      {key: "computation_ns", label: "computation only", color: "#3b6fb6", pattern: "solid"},
+      {key: "overlap_ns", label: "overlap", color: "#7fb3e6", pattern: "diagonal"},
+      {key: "communication_ns", label: "communication only", color: "#e08a2c", pattern: "solid"}]})];
+}
+
+function waitChart(r, flagged) {
+  const workers = r.workers.map((w) => ({label: `rank ${w.rank}`, highlight: flagged.has(w.rank),
+    values: {transfer_ns: w.transfer_ns, wait_ns: w.wait_ns},
+    note: `${count(w.collectives)} collectives, ${pct(w.wait_ns / Math.max(1, w.wait_ns + w.transfer_ns))} waiting`}));
+  return [h("p", {class: "muted"}, `Clocks ${r.aligned ? "aligned" : "not aligned"} (${r.clock_basis}); a rank waits for the last arrival of each collective.`),
+    columnChart({workers, title: "Collective time per worker", height: 200, series: [
+      {key: "transfer_ns", label: "transfer", color: "#e08a2c", pattern: "solid"},
+      {key: "wait_ns", label: "wait", color: "#c4452f", pattern: "cross"}]})];
+}
+
+function allReducePanel(base) {
+  const holder = h("div");
+  const link = h("input", {type: "number", min: 0, step: "any", id: "link-gbps", placeholder: "e.g. 400", size: 8});
+  const apply = h("button", {type: "submit", class: "secondary"}, "Draw");
+  const form = h("form", {class: "row", onsubmit: (e) => { e.preventDefault(); show(); }},
+    h("label", {for: "link-gbps"}, "Link bandwidth (GB/s)"), link, apply);
+  async function show() {
+    put(holder, h("p", {class: "progress"}, h("progress"), "loading…"));
+    try {
+      const q = link.value && Number(link.value) > 0 ? `?link_gbps=${Number(link.value)}` : "";
+      const r = await api.get(`${base}/allreduce${q}`, "the AllReduce report");
+      const ops = new Map();
+      for (const c of r.collectives) {
+        if (!ops.has(c.op)) ops.set(c.op, []);
+        ops.get(c.op).push([c.bytes, c.busbw_gbps]);
+      }
+      const colors = ["#1a56b0", "#e08a2c", "#5a9e5a", "#8a62b5", "#c4452f", "#555"];
+      const series = [...ops].map(([op, points], i) => ({label: op, color: colors[i % colors.length], points: points.slice(0, 20000),
+        marker: i % 2 ? "square" : "circle"}));
+      const measured = r.collectives.map((c) => c.busbw_gbps).sort((a, b) => a - b);
+      put(holder, 
+        h("p", {class: "muted"}, `${count(r.collectives.length)} collectives; median bus bandwidth ${measured.length ? measured[Math.floor(measured.length / 2)].toFixed(1) : "–"} GB/s` +
+          (r.link_gbps > 0 ? ` against a ${r.link_gbps} GB/s link` : "; enter the link bandwidth to draw the link line and see efficiency") +
+          `. Measured AllReduce per step ${ns(r.measured_allreduce_ns)}` +
+          (r.expected_allreduce_ns !== null && r.expected_allreduce_ns !== undefined ? `, expected ${ns(r.expected_allreduce_ns)}` : "") + "."),
+        series.length ? xyChart({series, kind: "dots", logX: true, title: "Bus bandwidth against message size",
+          xLabel: "message size (bytes, log scale)", yLabel: "GB/s", xFormat: bytes, yFormat: (v) => v.toFixed(0),
+          hLines: r.link_gbps > 0 ? [{y: r.link_gbps, label: `link ${r.link_gbps} GB/s`}] : []})
+          : h("p", {}, "No collectives in this capture."));
+      performance.mark("podscope:loaded:AllReduce bandwidth");
+    } catch (e) {
+      put(holder, errorBox(e));
+    }
+  }
+  show();
+  return h("section", {class: "panel"}, h("h2", {}, "AllReduce bandwidth"), form, holder);
+}
+
+function kernelTable(r) {
+  return table([
+    {label: "kernel", value: (k) => h("span", {title: k.name}, k.name.length > 100 ? k.name.slice(0, 100) + "…" : k.name)},
+    {label: "class", value: (k) => k.class},
+    {label: "count", num: true, value: (k) => count(k.count)},
+    {label: "total", num: true, value: (k) => ns(k.total_ns)},
+    {label: "mean", num: true, value: (k) => ns(k.mean_ns)},
+    {label: "share", num: true, value: (k) => pct(k.share)},
+  ], r.pod, {label: "top kernels"});
+}
+
+function clockChart(record, flagged) {
+  const workers = record.workers.map((w) => ({label: `rank ${w.rank}`, highlight: flagged.has(w.rank),
+    values: {bound: w.clock ? w.clock.error_bound_ns : 0},
+    note: w.clock ? `${w.clock.source}, offset ${ns(Math.abs(w.clock.offset_ns))}, drift ${(w.clock.drift_ppb / 1000).toFixed(2)} ppm` : "no clock model"}));
+  const bounds = record.workers.map((w) => (w.clock ? w.clock.error_bound_ns : 0));
+  return [h("p", {class: "muted"}, `Largest bound ±${ns(Math.max(0, ...bounds))}: differences smaller than that between workers are not real.`),
+    columnChart({workers, title: "Clock error bound per worker", height: 160, series: [{key: "bound", label: "error bound", color: "#8a62b5", pattern: "solid"}]})];
+}

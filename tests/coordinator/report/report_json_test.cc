@@ -1,0 +1,66 @@
+#include "coordinator/report/report_json.h"
+
+#include <gtest/gtest.h>
+
+#include "coordinator/analysis/analysis_run.h"
+#include "tests/coordinator/analysis/hand_trace.h"
+
+namespace podscope::coordinator {
+namespace {
+
+using podscope::testing::HandTrace;
+
+// Two ranks, two steps 1 ms apart: compute [0, 600) us, an AllReduce kernel [400, 900) us, so per
+// step 400 us computation only, 200 us overlap, 300 us communication only, and a step span (first
+// to last device activity, DESIGN §7) of 900 us.
+common::Capture TwoRanks() {
+  common::Capture capture;
+  for (int r = 0; r < 2; ++r) {
+    HandTrace t(r, 2);
+    for (int i = 0; i < 2; ++i) {
+      const common::TimeNs base = i * 1'000'000;
+      t.Step(i, base, base + 1'000'000)
+          .Kernel(base, base + 600'000, "gemm", base)
+          .Kernel(base + 400'000, base + 900'000, "ncclDevKernel_AllReduce", base + 1)
+          .Collective("pg:0", common::CollectiveOp::kAllReduce, i, 4096, 2, base + 1);
+    }
+    capture.workers.push_back(t.Build());
+  }
+  return capture;
+}
+
+std::string Render(const common::Capture& capture, const std::string& report, bool workers_only) {
+  const common::CaptureView view(capture);
+  analysis::AnalysisRequest request;
+  request.reports = {report};
+  request.workers_only = workers_only;
+  EXPECT_TRUE(analysis::ValidateRequest(&request).ok());
+  return RenderJson(view, request, analysis::RunAnalyses(view, request));
+}
+
+// detail=workers (what the web UI loads for 1024 workers): one entry per worker, nothing per step
+// or per collective; the totals are the sums of the full report's steps.
+TEST(ReportJsonTest, WorkersOnlyKeepsOneEntryPerWorkerWithTheTotalsOfItsSteps) {
+  const common::Capture capture = TwoRanks();
+  const std::string full_overlap = Render(capture, "overlap", false);
+  EXPECT_NE(full_overlap.find(R"({"rank":0,"steps":[{"step":0,"computation_ns":400000,"communication_ns":300000,"overlap_ns":200000,"overlap_pct":40.00})"),
+            std::string::npos) << full_overlap;
+  const std::string overlap = Render(capture, "overlap", true);
+  EXPECT_NE(overlap.find(R"({"rank":0,"steps":2,"computation_ns":800000,"communication_ns":600000,"overlap_ns":400000,"overlap_pct":40.00})"),
+            std::string::npos) << overlap;
+  EXPECT_NE(overlap.find(R"({"rank":1,"steps":2,)"), std::string::npos) << overlap;
+
+  const std::string pod = Render(capture, "pod", true);
+  EXPECT_NE(pod.find(R"({"steps":[],"matrix":{"ranks":[0,1],"steps":[0,1],"step_time_ns":[[900000,900000],[900000,900000]]},"warnings":[]})"),
+            std::string::npos) << pod;
+  EXPECT_NE(Render(capture, "pod", false).find(R"({"steps":[{"step":0,"median_step_ns":900000,"rows":[{"rank":0,)"), std::string::npos);
+
+  const std::string communication = Render(capture, "communication", true);
+  EXPECT_NE(communication.find(R"("workers":[{"rank":0,"collectives":2,)"), std::string::npos) << communication;
+  EXPECT_EQ(communication.find("\"collectives\":["), std::string::npos) << communication;
+  EXPECT_NE(Render(capture, "communication", false).find(R"("collectives":[{"communicator":"pg:0","op":"AllReduce")"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace podscope::coordinator
