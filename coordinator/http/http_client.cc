@@ -111,29 +111,43 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, co
 namespace {
 // Reads the response up to its Content-Length, or to the end of the connection when it has none
 // (chunked, or a server that closes): a server that answers "Connection: close" but waits for
-// the client to hang up first (chromedriver does) costs nothing then.
-std::string ReceiveResponse(common::ClientConnection& connection, size_t max_bytes) {
+// the client to hang up first (chromedriver does) costs nothing then. Interim 1xx answers are
+// skipped; 204, 304 and answers to HEAD end with their header, whatever length they announce.
+std::string ReceiveResponse(common::ClientConnection& connection, size_t max_bytes, std::string_view method) {
   std::string out;
   char buffer[65536];
-  size_t header_end = std::string::npos;
   std::optional<uint64_t> expected;  // header and body bytes, once the header has said
+  bool header_seen = false;
   while (out.size() < max_bytes && (!expected || out.size() < *expected)) {
     const size_t n = connection.Receive(buffer, std::min(sizeof(buffer), max_bytes - out.size()));
     if (n == 0) break;
     out.append(buffer, n);
-    if (header_end != std::string::npos) continue;
-    header_end = out.find("\r\n\r\n");
-    if (header_end == std::string::npos) continue;
-    std::string head = out.substr(0, header_end);
-    for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (head.find("\r\ntransfer-encoding:") != std::string::npos) continue;
-    const size_t at = head.find("\r\ncontent-length:");
-    if (at == std::string::npos) continue;
-    const size_t value = at + std::string_view("\r\ncontent-length:").size();
-    const absl::StatusOr<int64_t> length =
-        common::ParseInt(common::StripWhitespace(std::string_view(head).substr(value, head.find("\r\n", value) - value)));
-    if (length.ok() && *length >= 0) expected = header_end + 4 + static_cast<uint64_t>(*length);
+    while (!header_seen) {
+      const size_t header_end = out.find("\r\n\r\n");
+      if (header_end == std::string::npos) break;
+      std::string head = out.substr(0, header_end);
+      for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const absl::StatusOr<int64_t> status =
+          head.size() >= 12 ? common::ParseInt(std::string_view(head).substr(9, 3)) : absl::StatusOr<int64_t>(0);
+      if (status.ok() && *status >= 100 && *status < 200) {
+        out.erase(0, header_end + 4);  // "100 Continue" and the like: the answer follows
+        continue;
+      }
+      header_seen = true;
+      if ((status.ok() && (*status == 204 || *status == 304)) || method == "HEAD") {
+        expected = header_end + 4;
+        break;
+      }
+      if (head.find("\r\ntransfer-encoding:") != std::string::npos) break;
+      const size_t at = head.find("\r\ncontent-length:");
+      if (at == std::string::npos) break;
+      const size_t value = at + std::string_view("\r\ncontent-length:").size();
+      const absl::StatusOr<int64_t> length =
+          common::ParseInt(common::StripWhitespace(std::string_view(head).substr(value, head.find("\r\n", value) - value)));
+      if (length.ok() && *length >= 0) expected = header_end + 4 + static_cast<uint64_t>(*length);
+    }
   }
+  if (expected && out.size() > *expected) out.resize(*expected);
   return out;
 }
 
@@ -167,7 +181,7 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, 
       if (progress) progress(sent);
     }
   }
-  const std::string raw = ReceiveResponse(*connection, server.max_response_bytes);
+  const std::string raw = ReceiveResponse(*connection, server.max_response_bytes, method);
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos || !raw.starts_with("HTTP/1.")) {
     return absl::UnavailableError(common::StrCat("no valid HTTP response from ", server.host, ":", server.port));
@@ -198,7 +212,8 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, 
                                                 " was cut short (the server failed while sending it)"));
     }
     response.body = std::move(body);
-  } else if (const auto length = response.headers.find("content-length"); length != response.headers.end()) {
+  } else if (const auto length = response.headers.find("content-length");
+             length != response.headers.end() && response.status != 204 && response.status != 304 && method != "HEAD") {
     const absl::StatusOr<int64_t> n = common::ParseInt(length->second);
     if (n.ok() && static_cast<uint64_t>(*n) > response.body.size()) {
       return absl::DataLossError(common::StrCat("the response from ", server.host, ":", server.port, " was cut short (",

@@ -76,6 +76,26 @@ TEST(HttpClientTest, AResponseEndsAtItsContentLengthWithoutWaitingForTheServerTo
   EXPECT_EQ(r->body, "hello");
 }
 
+// The length is found however the header is written (case, spaces), after an interim 100, and
+// a 304 ends with its header even when it announces the length of what it did not send.
+TEST(HttpClientTest, TheEndOfAResponseIsFoundInEveryFormOfItsHeader) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"HTTP/1.1 200 OK\r\nCONTENT-LENGTH:   5  \r\n\r\nhello", "hello"},
+      {"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi", "hi"},
+      {"HTTP/1.1 304 Not Modified\r\nContent-Length: 900\r\nETag: \"x\"\r\n\r\n", ""},
+  };
+  for (const auto& [answer, body] : cases) {
+    OneShotServer server(answer);
+    absl::StatusOr<HttpClientResponse> r =
+        HttpRequestTo({.host = "127.0.0.1", .port = server.port(), .timeout_seconds = 120}, "GET", "/");
+    server.hang_up.Notify();
+    EXPECT_TRUE(server.Finish()) << answer;
+    ASSERT_TRUE(r.ok()) << r.status() << " for " << answer;
+    EXPECT_NE(r->status, 100) << answer;
+    EXPECT_EQ(r->body, body) << answer;
+  }
+}
+
 // Cut short (the server closes after 5 of 10 bytes): a DataLoss error, never a short 200.
 TEST(HttpClientTest, ABodyShorterThanItsContentLengthIsAnError) {
   OneShotServer server("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello");
