@@ -80,9 +80,22 @@ bool TimedOut(const beast::error_code& ec, Clock::time_point deadline) {
   return ec == beast::error::timeout || (ec == asio::error::operation_aborted && Clock::now() >= deadline);
 }
 
+// Every answer: never sniffed into another type, and (unless it says otherwise, as the web UI's
+// pages do) a document that runs nothing if a browser is led to open it, so that a trace's names
+// in a JSON or text answer can never act as a page on this origin, where the UI keeps its token.
+template <class Message>
+void SetSafetyHeaders(Message& out, const HttpResponse& response) {
+  out.set("X-Content-Type-Options", "nosniff");
+  for (const auto& [name, value] : response.headers) {
+    if (beast::iequals(name, "Content-Security-Policy")) return;
+  }
+  out.set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; sandbox");
+}
+
 http::response<http::string_body> ToMessage(HttpResponse response, unsigned version, bool keep_alive) {
   http::response<http::string_body> out{static_cast<http::status>(response.status), version};
   out.set(http::field::server, "podscope");
+  SetSafetyHeaders(out, response);
   if (!response.content_type.empty()) out.set(http::field::content_type, response.content_type);  // not on a 304
   for (const auto& [name, value] : response.headers) out.set(name, value);
   out.body() = std::move(response.body);
@@ -318,6 +331,7 @@ class HttpServer::Impl {
                                       bool keep_alive, const std::string& peer) {
     http::response<http::empty_body> head{static_cast<http::status>(response.status), version};
     head.set(http::field::server, "podscope");
+    SetSafetyHeaders(head, response);
     head.set(http::field::content_type, response.content_type);
     for (const auto& [name, value] : response.headers) head.set(name, value);
     head.keep_alive(keep_alive);

@@ -18,7 +18,9 @@ const UiAsset* FindAsset(std::string_view name) {
 HttpResponse Serve(const HttpRequest& request, std::string_view name) {
   const UiAsset* asset = FindAsset(name);
   if (asset == nullptr) {
-    return HttpResponse::Problem(404, "Not Found", common::StrCat("the web UI has no file \"", name, "\""));
+    HttpResponse missing = HttpResponse::Problem(404, "Not Found", common::StrCat("the web UI has no file \"", name, "\""));
+    missing.headers = UiSecurityHeaders();
+    return missing;
   }
   HttpResponse response;
   response.headers = UiSecurityHeaders();
