@@ -39,8 +39,8 @@ struct AnalysisRequest {
   size_t top_workers = 20;
   bool allow_mixed = false;  // analyse inputs that are not one job (job_check.h) all the same
   // JSON only: one entry per worker and nothing per step or per collective (pod: the worker x
-  // step matrix without the rows; overlap: each worker's total; communication: no collectives),
-  // what a page of 1024 workers can load at once.
+  // step matrix without the rows; overlap: each worker's totals; communication: no collectives;
+  // kernels: the pod-wide list alone), what a page of 1024 workers can load at once.
   bool workers_only = false;
 };
 

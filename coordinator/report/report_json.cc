@@ -58,7 +58,7 @@ void Overlap(JsonWriter& w, const std::vector<WorkerBreakdown>& b, bool workers_
       w.Raw(",\"overlap_pct\":").Fixed(st.OverlapPercent(), 2).Char('}');
     }
     if (workers_only) {
-      w.Raw(",\"steps\":").Uint(b[i].steps.size()).Raw(",\"computation_ns\":").Int(computation);
+      w.Raw(",\"step_count\":").Uint(b[i].steps.size()).Raw(",\"computation_ns\":").Int(computation);
       w.Raw(",\"communication_ns\":").Int(communication).Raw(",\"overlap_ns\":").Int(overlap);
     } else {
       w.Char(']');
@@ -268,9 +268,14 @@ void KernelList(JsonWriter& w, const std::vector<KernelStats>& list) {
   w.Char(']');
 }
 
-void Kernels(JsonWriter& w, const KernelReport& r) {
+// workers_only: the pod-wide list alone (each worker's list is per worker x kernel).
+void Kernels(JsonWriter& w, const KernelReport& r, bool workers_only) {
   w.Raw("{\"pod\":");
   KernelList(w, r.pod);
+  if (workers_only) {
+    w.Char('}');
+    return;
+  }
   w.Raw(",\"workers\":[");
   for (size_t i = 0; i < r.workers.size(); ++i) {
     w.Raw(i ? "," : "").Raw("{\"rank\":").Int(r.workers[i].rank).Raw(",\"top\":");
@@ -319,7 +324,7 @@ std::string RenderJson(const common::CaptureView& capture, const AnalysisRequest
     if (name == "stragglers") Stragglers(w, *results.stragglers);
     if (name == "allreduce") Bandwidth(w, *results.bandwidth);
     if (name == "pod") Pod(w, *results.pod, request.workers_only);
-    if (name == "kernels") Kernels(w, *results.kernels);
+    if (name == "kernels") Kernels(w, *results.kernels, request.workers_only);
     if (name == "temporal") Temporal(w, *results.temporal);
   }
   // The inputs' disagreements (not one whole job), beside the report(s).

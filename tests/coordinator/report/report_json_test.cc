@@ -46,14 +46,19 @@ TEST(ReportJsonTest, WorkersOnlyKeepsOneEntryPerWorkerWithTheTotalsOfItsSteps) {
   EXPECT_NE(full_overlap.find(R"({"rank":0,"steps":[{"step":0,"computation_ns":400000,"communication_ns":300000,"overlap_ns":200000,"overlap_pct":40.00})"),
             std::string::npos) << full_overlap;
   const std::string overlap = Render(capture, "overlap", true);
-  EXPECT_NE(overlap.find(R"({"rank":0,"steps":2,"computation_ns":800000,"communication_ns":600000,"overlap_ns":400000,"overlap_pct":40.00})"),
+  EXPECT_NE(overlap.find(R"({"rank":0,"step_count":2,"computation_ns":800000,"communication_ns":600000,"overlap_ns":400000,"overlap_pct":40.00})"),
             std::string::npos) << overlap;
-  EXPECT_NE(overlap.find(R"({"rank":1,"steps":2,)"), std::string::npos) << overlap;
+  EXPECT_NE(overlap.find(R"({"rank":1,"step_count":2,)"), std::string::npos) << overlap;
 
   const std::string pod = Render(capture, "pod", true);
   EXPECT_NE(pod.find(R"({"steps":[],"matrix":{"ranks":[0,1],"steps":[0,1],"step_time_ns":[[900000,900000],[900000,900000]]},"warnings":[]})"),
             std::string::npos) << pod;
   EXPECT_NE(Render(capture, "pod", false).find(R"({"steps":[{"step":0,"median_step_ns":900000,"rows":[{"rank":0,)"), std::string::npos);
+
+  const std::string kernels = Render(capture, "kernels", true);
+  EXPECT_NE(kernels.find(R"({"pod":[{"name":"gemm","class":"compute","count":4,"total_ns":2400000,)"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("\"workers\""), std::string::npos) << kernels;
+  EXPECT_NE(Render(capture, "kernels", false).find(R"("workers":[{"rank":0,"top":[)"), std::string::npos);
 
   const std::string communication = Render(capture, "communication", true);
   EXPECT_NE(communication.find(R"("workers":[{"rank":0,"collectives":2,)"), std::string::npos) << communication;
