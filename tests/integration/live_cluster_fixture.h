@@ -8,6 +8,7 @@
 #include <simdjson.h>
 
 #include <chrono>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -72,6 +73,16 @@ class LiveClusterTest : public ::testing::Test {
     simdjson::dom::element e;
     EXPECT_EQ(documents_.back()->parse(body).get(e), simdjson::SUCCESS) << body;
     return e;
+  }
+
+  // Polls `condition` every 50 ms until it holds (true) or `timeout_ms` pass (false).
+  static bool WaitUntil(const std::function<bool()>& condition, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!condition()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
   }
 
   // Until `n` agents are connected and each has a clock model.

@@ -33,8 +33,11 @@ class UiTest : public LiveClusterTest {
     browser_ = std::move(*browser);
   }
 
-  // The UI at `route` ("#/workers"), signed in with `token` through the address's fragment.
+  // The UI at `route` ("#/workers"), signed in with `token` through the address's fragment, in a
+  // new document: a route of the page already open would only change its fragment, and the
+  // previous page could answer the checks that follow.
   void Open(const std::string& route, const std::string& token) {
+    ASSERT_TRUE(browser_->Navigate("about:blank").ok());
     ASSERT_TRUE(browser_->Navigate("https://127.0.0.1:" + std::to_string(http_port_) + "/" + route + "&token=" + token).ok());
   }
 
@@ -186,6 +189,9 @@ TEST_F(UiTest, TheWatchViewAndTheAlertsPageShowTheStragglerAlertWithItsEvidenceC
   StartAgent("a", "ranks=0-3,world=8,job=watched,seed=3,straggler=6:1.3,profile=light");
   StartAgent("b", "ranks=4-7,world=8,job=watched,seed=3,straggler=6:1.3,profile=light");
   WaitForAgents(2);
+  // Until the agents' first summaries arrive the job has no window, a 404 the page shows as
+  // "no watch data yet" and Chromium logs as a console error: open the page once it has one.
+  ASSERT_TRUE(WaitUntil([&] { return HttpCall(http_port_, "GET", "/v1/watch/jobs/watched").status == 200; }, 60'000));
   OpenBrowser();
   Open("#/watch/watched", TestSecurity::Get().read_token);
   ASSERT_TRUE(browser_->WaitFor("[...document.querySelectorAll('.alert-card')].some(c => c.textContent.includes('straggler: rank 6'))",
@@ -265,6 +271,71 @@ TEST_F(UiTest, ACaptureTriggeredFromTheFormReachesCompleteAndAReadTokenIsToldWhy
   Shot("capture-form-result");
 }
 
+// The rule editor: a rule set with a misspelt key is refused with the coordinator's own words
+// and changes nothing; a good edit is stored. The schedules form adds one, and deletes it.
+TEST_F(UiTest, TheRulesAndSchedulesFormsChangeWhatTheCoordinatorKeeps) {
+  StartCoordinator();
+  OpenBrowser();
+  Open("#/rules", TestSecurity::Get().admin_token);
+  ASSERT_TRUE(browser_->WaitFor("document.querySelector('#rules-text') && document.querySelector('#rules-text').value.includes('straggler')",
+                                20'000))
+      << Js("return document.body.innerText;");
+  const std::string before = HttpCall(http_port_, "GET", "/v1/alerts/rules").body;
+  auto save = [&](const std::string& edit_js) {
+    Js("const t = document.querySelector('#rules-text'); const r = JSON.parse(t.value); " + edit_js +
+       " t.value = JSON.stringify(r, null, 2);");
+    absl::StatusOr<std::string> button = browser_->Find("#rules-text ~ .row button[type=submit]");
+    ASSERT_TRUE(button.ok()) << button.status();
+    ASSERT_TRUE(browser_->Click(*button).ok());
+  };
+  save("r.rules[0].min_share_of_caused_delai = 0.3;");
+  ASSERT_TRUE(browser_->WaitFor("document.querySelector('.error')", 10'000));
+  EXPECT_NE(Text(".error").find("min_share_of_caused_delai"), std::string::npos) << Text(".error");
+  EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/alerts/rules").body, before);
+  for (const std::string& e : browser_->ConsoleErrors()) {
+    EXPECT_NE(e.find("/v1/alerts/rules - Failed to load resource: the server responded with a status of 400"), std::string::npos) << e;
+  }
+  save("delete r.rules[0].min_share_of_caused_delai; r.rules[1].enabled = false;");
+  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('Saved 5 rules')", 10'000)) << Js("return document.body.innerText;");
+  EXPECT_NE(HttpCall(http_port_, "GET", "/v1/alerts/rules").body.find(R"("name":"hang","kind":"hang","enabled":false)"), std::string::npos);
+
+  Open("#/schedules", TestSecurity::Get().capture_token);
+  ASSERT_TRUE(browser_->WaitFor("document.querySelector('#schedule-job')", 10'000));
+  absl::StatusOr<std::string> job = browser_->Find("#schedule-job");
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(browser_->Type(*job, "nightly").ok());
+  absl::StatusOr<std::string> add = browser_->Find("#schedule-job ~ .wide button[type=submit]");
+  ASSERT_TRUE(add.ok()) << add.status();
+  ASSERT_TRUE(browser_->Click(*add).ok());
+  ASSERT_TRUE(browser_->WaitFor("[...document.querySelectorAll('td')].some(td => td.textContent === 'nightly')", 15'000))
+      << Js("return document.body.innerText;");
+  EXPECT_NE(HttpCall(http_port_, "GET", "/v1/schedules").body.find(R"("job":"nightly")"), std::string::npos);
+  absl::StatusOr<std::string> remove = browser_->Find("button[aria-label^='delete schedule']");
+  ASSERT_TRUE(remove.ok()) << remove.status();
+  ASSERT_TRUE(browser_->Click(*remove).ok());
+  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('No schedule.')", 15'000));
+  EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/schedules").body.find("nightly"), std::string::npos);
+  ExpectNoConsoleErrors("rules and schedules");
+
+  // Import two ranks of a real Kineto trace from the captures page: one capture of two workers.
+  Open("#/captures", TestSecurity::Get().admin_token);
+  ASSERT_TRUE(browser_->WaitFor("document.querySelector('#import-files')", 10'000));
+  absl::StatusOr<std::string> files = browser_->Find("#import-files");
+  ASSERT_TRUE(files.ok());
+  // chromedriver takes canonical paths only (no "..").
+  const std::string dlrm = std::filesystem::canonical(std::string(PODSCOPE_SHARED_DATA_DIR) + "/kineto/dlrm_8rank").string() + "/";
+  const absl::Status typed = browser_->Type(*files, dlrm + "rank-0.json.gz\n" + dlrm + "rank-1.json.gz");
+  ASSERT_TRUE(typed.ok()) << typed;
+  absl::StatusOr<std::string> import = browser_->Find("#import-job ~ .wide button[type=submit]");
+  ASSERT_TRUE(import.ok()) << import.status();
+  ASSERT_TRUE(browser_->Click(*import).ok());
+  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('Imported into')", 60'000)) << Js("return document.body.innerText;");
+  const std::string id(Js("return document.querySelector('a[href^=\"#/capture/imp-\"]').textContent;").as_string());
+  EXPECT_EQ(Capture(id)["workers"].get_array().size(), 2u);
+  EXPECT_EQ(Capture(id)["state"].get_string().value(), "complete");
+  ExpectNoConsoleErrors("import");
+}
+
 // The files: served with the CSP and caching headers, revalidated by ETag; an unknown file is a
 // 404 problem. No token is needed for them, and they hold no data.
 TEST_F(UiTest, TheFilesCarryTheirSecurityHeadersAndRevalidate) {
@@ -286,8 +357,14 @@ TEST_F(UiTest, TheFilesCarryTheirSecurityHeadersAndRevalidate) {
     EXPECT_EQ(r.status, 404) << bad;
     EXPECT_EQ(r.headers.at("content-type"), "application/problem+json") << bad;
   }
-  // The data behind the pages still needs a token.
-  EXPECT_EQ(HttpCallWithToken(http_port_, "", "GET", "/v1/workers").status, 401);
+  // The data behind the pages still needs a token, and no API answer can act as a page: not
+  // sniffed, and sandboxed with nothing allowed to run.
+  const HttpResult data = HttpCallWithToken(http_port_, "", "GET", "/v1/workers");
+  EXPECT_EQ(data.status, 401);
+  EXPECT_EQ(data.headers.at("x-content-type-options"), "nosniff");
+  EXPECT_EQ(data.headers.at("content-security-policy"), "default-src 'none'; frame-ancestors 'none'; sandbox");
+  const HttpResult missing = HttpCallWithToken(http_port_, "", "GET", "/ui/nosuch.js");
+  EXPECT_NE(missing.headers.at("content-security-policy").find("script-src 'self'"), std::string::npos);
 }
 
 // 1024 workers x 100 steps (simulated, written to the store before the coordinator starts): the
@@ -330,7 +407,6 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
     // Every panel loaded (7 and the AllReduce one) and every chart drawn (5).
   const std::string done = R"(performance.getEntriesByType('mark').filter(m => m.name.startsWith('podscope:')).length >= 13)";
   auto load = [&](const std::string& what) {
-    EXPECT_TRUE(browser_->Navigate("about:blank").ok());  // a new document: its clock and marks start afresh
     Open("#/capture/" + id, TestSecurity::Get().read_token);
     EXPECT_TRUE(browser_->WaitFor(done, 300'000)) << Js("return document.body.innerText;");
     json::value marks = Js("return performance.getEntriesByType('mark').filter(m => m.name.startsWith('podscope:'))"
@@ -363,6 +439,15 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
                            return [c.getAttribute('aria-label'), +c.dataset.rows, +c.dataset.group];)");
   EXPECT_NE(heat.as_array()[0].as_string().find("1024 workers by 100 steps"), json::string::npos) << heat;
   EXPECT_EQ(heat.as_array()[2], json::value(3));  // 1024 ranks in 342 rows of 3: a straggler shows as its row's longest
+  // Zoom from the keyboard: "+" on the focused map shows a quarter of the ranks, one per row;
+  // "0" shows them all again.
+  absl::StatusOr<std::string> map = browser_->Find(R"(canvas[aria-label^="Step time, worker"])");
+  ASSERT_TRUE(map.ok()) << map.status();
+  ASSERT_TRUE(browser_->Type(*map, "+").ok());
+  EXPECT_TRUE(browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step time, worker"]').dataset.group === '1')", 5'000));
+  EXPECT_EQ(Js(R"(return +document.querySelector('canvas[aria-label^="Step time, worker"]').dataset.rows;)"), json::value(256));
+  ASSERT_TRUE(browser_->Type(*map, "0").ok());
+  EXPECT_TRUE(browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step time, worker"]').dataset.group === '3')", 5'000));
   ExpectNoConsoleErrors("1024-worker capture page");
   FullPageShot("capture-page-1024-workers");
   std::ofstream(std::string(PODSCOPE_UI_SCREENSHOT_DIR) + "/load-times.txt")

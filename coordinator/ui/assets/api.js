@@ -4,10 +4,13 @@
 
 const TOKEN_KEY = "podscope.token";
 
+// A link's token replaces the tab's (the link is the sign-in). Tokens in links are URL-encoded.
 export function takeTokenFromAddress() {
   const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
   if (!match) return;
-  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+  let value = match[1];
+  try { value = decodeURIComponent(value); } catch (_) { /* taken as it is */ }
+  sessionStorage.setItem(TOKEN_KEY, value);
   const rest = location.hash.replace(/&token=[^&]*/, "").replace(/^#token=[^&]*&?/, "#");
   history.replaceState(null, "", location.pathname + location.search + (rest === "#" ? "" : rest));
 }
@@ -57,6 +60,10 @@ async function failure(response, what) {
 }
 
 // GET/POST/PUT/DELETE `path` (JSON in, JSON out). `what` names the call in errors.
+// Every call gives up after CALL_TIMEOUT_MS (a first analysis of millions of events takes
+// seconds; a coordinator that says nothing for two minutes is not coming back).
+const CALL_TIMEOUT_MS = 120000;
+
 export async function call(method, path, body, what) {
   const label = what || `${method} ${path}`;
   let response;
@@ -66,9 +73,11 @@ export async function call(method, path, body, what) {
       headers: headers(body === undefined ? {} : {"Content-Type": "application/json"}),
       body: body === undefined ? undefined : JSON.stringify(body),
       cache: "no-store",
+      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
     });
   } catch (e) {
-    throw new ApiError(0, "unreachable", String(e.message || e), label);
+    const timedOut = e && e.name === "TimeoutError";
+    throw new ApiError(0, "unreachable", timedOut ? `no answer within ${CALL_TIMEOUT_MS / 1000} s` : String(e.message || e), label);
   }
   if (!response.ok) throw await failure(response, label);
   if (response.status === 204) return null;

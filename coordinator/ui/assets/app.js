@@ -7,32 +7,38 @@ import {capturePage} from "./page_capture.js";
 import {newCapturePage, rulesPage, schedulesPage} from "./page_forms.js";
 
 const main = document.getElementById("main");
+
+// A malformed %-escape in a hand-edited address is taken as it is, not a page that fails.
+function decode(text) {
+  try { return decodeURIComponent(text); } catch (_) { return text; }
+}
 let current = null;  // the page now shown: {stop()} ends its polling
 
 const routes = [
   [/^#?\/?$/, () => workersPage],
   [/^#\/workers$/, () => workersPage],
-  [/^#\/watch(?:\/(.+))?$/, (m) => (el) => watchPage(el, m[1] ? decodeURIComponent(m[1]) : "")],
+  [/^#\/watch(?:\/(.+))?$/, (m) => (el) => watchPage(el, m[1] ? decode(m[1]) : "")],
   [/^#\/alerts$/, () => alertsPage],
   [/^#\/captures$/, () => capturesPage],
-  [/^#\/capture\/(.+)$/, (m) => (el) => capturePage(el, decodeURIComponent(m[1]))],
-  [/^#\/capture-new(?:\/(.+))?$/, (m) => (el) => newCapturePage(el, m[1] ? decodeURIComponent(m[1]) : "")],
+  [/^#\/capture\/(.+)$/, (m) => (el) => capturePage(el, decode(m[1]))],
+  [/^#\/capture-new(?:\/(.+))?$/, (m) => (el) => newCapturePage(el, m[1] ? decode(m[1]) : "")],
   [/^#\/schedules$/, () => schedulesPage],
   [/^#\/rules$/, () => rulesPage],
 ];
 
 function showSignIn() {
+  // Already asking: a page's every refusal must not wipe what the user is typing.
+  if (document.getElementById("token-input")) return;
   const session = clear(document.getElementById("session"));
-  const input = h("input", {type: "password", autocomplete: "current-password", placeholder: "bearer token",
+  // Not offered to password managers: a token stays in this tab.
+  const input = h("input", {type: "password", autocomplete: "off", placeholder: "bearer token",
     "aria-label": "bearer token", id: "token-input"});
-  // The hidden user name lets password managers (and Chromium's form checks) file the token.
-  const user = h("input", {type: "text", autocomplete: "username", value: "podscope", hidden: true, "aria-hidden": "true"});
   const form = h("form", {class: "row", onsubmit: (e) => {
     e.preventDefault();
     api.setToken(input.value);
     showSession();
     route();
-  }}, user, input, h("button", {type: "submit"}, "Sign in"));
+  }}, input, h("button", {type: "submit"}, "Sign in"));
   session.append(form);
 }
 
@@ -69,6 +75,8 @@ function route() {
 api.takeTokenFromAddress();
 showSession();
 window.addEventListener("podscope:unauthorized", showSignIn);
+// The skip link moves the focus; it is not a route.
+document.querySelector(".skip").addEventListener("click", (e) => { e.preventDefault(); main.focus(); });
 window.addEventListener("hashchange", () => {
   api.takeTokenFromAddress();  // a link with "&token=" followed from within the page
   showSession();

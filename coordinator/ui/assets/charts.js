@@ -207,9 +207,11 @@ export function heatMap({ranks, steps, values, highlight = new Set(), title = "S
   const vmax = finite.length ? finite[finite.length - 1] : 1;
   const t = (v) => (vmax > vmin ? (v - vmin) / (vmax - vmin) : 0.5);
 
+  // Shows ranks [a, b), moved inside the range when it sticks out (it keeps its width).
   function zoom(a, b) {
-    lo = Math.max(0, Math.min(a, ranks.length - 1));
-    hi = Math.max(lo + 1, Math.min(b, ranks.length));
+    const width = Math.max(1, Math.min(b - a, ranks.length));
+    lo = Math.max(0, Math.min(a, ranks.length - width));
+    hi = lo + width;
     cursor = {row: 0, col: cursor.col};
     draw();
   }
@@ -303,7 +305,10 @@ export function heatMap({ranks, steps, values, highlight = new Set(), title = "S
     if (drag) drag.to = c.row;
     draw();
   });
-  window.addEventListener("mouseup", () => {
+  // On the canvas, not the window: a listener on the window would outlive the page. A drag that
+  // leaves the map is dropped.
+  canvas.addEventListener("mouseleave", () => { if (drag) { drag = null; draw(); } });
+  canvas.addEventListener("mouseup", () => {
     if (!drag) return;
     const a = Math.min(drag.from, drag.to), b = Math.max(drag.from, drag.to);
     drag = null;
@@ -341,12 +346,18 @@ export function xyChart({series, title, xLabel, yLabel, xFormat = String, yForma
                          kind = "line", hLines = [], width = 640, height = 260}) {
   const margin = {left: 70, right: 16, top: 24, bottom: 40};
   const all = series.flatMap((s) => s.points);
-  const xs = all.map((p) => (logX ? Math.log10(Math.max(p[0], 1)) : p[0]));
-  const ys = all.map((p) => p[1]).concat(hLines.map((l) => l.y));
-  let x0 = xs.length ? Math.min(...xs) : 0, x1 = xs.length ? Math.max(...xs) : 1;
+  // Loops, not Math.min(...xs): spreading 100k points overflows the call stack.
+  let x0 = Infinity, x1 = -Infinity, ymax = -Infinity, ymin = Infinity;
+  for (const p of all) {
+    const x = logX ? Math.log10(Math.max(p[0], 1)) : p[0];
+    x0 = Math.min(x0, x); x1 = Math.max(x1, x);
+    ymin = Math.min(ymin, p[1]); ymax = Math.max(ymax, p[1]);
+  }
+  for (const l of hLines) { ymin = Math.min(ymin, l.y); ymax = Math.max(ymax, l.y); }
+  if (!Number.isFinite(x0)) { x0 = 0; x1 = 1; }
   if (x1 - x0 < 1e-9) { x0 -= logX ? 0.5 : 1; x1 += logX ? 0.5 : 1; }  // one x value: centre it
-  const y1 = niceMax(ys.length ? Math.max(...ys) : 1);
-  const y0 = Math.min(0, ...ys);
+  const y1 = niceMax(Number.isFinite(ymax) ? ymax : 1);
+  const y0 = Number.isFinite(ymin) ? Math.min(0, ymin) : 0;
   const sx = (x) => margin.left + ((logX ? Math.log10(Math.max(x, 1)) : x) - x0) / (x1 - x0 || 1) * (width - margin.left - margin.right);
   const sy = (y) => height - margin.bottom - (y - y0) / (y1 - y0 || 1) * (height - margin.top - margin.bottom);
   const svg = h("svg:svg", {viewBox: `0 0 ${width} ${height}`, class: "xy", role: "img", "aria-label": title});

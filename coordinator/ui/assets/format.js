@@ -38,15 +38,19 @@ export function put(el, ...children) {
 
 // Nanoseconds as the unit a person reads: "812 ns", "4.41 ms", "1.93 s".
 export function ns(value) {
-  if (value === null || value === undefined || value < 0) return "–";
+  if (value === null || value === undefined || !Number.isFinite(value)) return "–";
+  if (value < 0) return "−" + ns(-value);
   if (value >= 1e9) return (value / 1e9).toFixed(2) + " s";
   if (value >= 1e6) return (value / 1e6).toFixed(2) + " ms";
   if (value >= 1e3) return (value / 1e3).toFixed(1) + " µs";
   return Math.round(value) + " ns";
 }
 
+// Milliseconds (the watch API's unit); under one, in microseconds.
 export function ms(value) {
   if (value === null || value === undefined || !Number.isFinite(value)) return "–";
+  if (value === 0) return "0 ms";
+  if (Math.abs(value) < 1) return (value * 1000).toFixed(1).replace(/^-0\.0$/, "0.0") + " µs";
   return value.toFixed(Math.abs(value) >= 100 ? 1 : 2) + " ms";
 }
 

@@ -27,7 +27,7 @@ export function capturePage(main, id) {
     }
     put(head, facts(record, base));
     if (!ENDED.has(record.state)) {
-      const done = record.workers.filter((w) => ENDED.has(w.state) || w.state === "uploaded").length;
+      const done = record.workers.filter((w) => ENDED.has(w.state)).length;
       put(body, h("section", {class: "panel"}, h("p", {class: "progress"},
         h("progress", {max: Math.max(1, record.workers.length), value: done}),
         `${record.state}: ${done} of ${record.workers.length} workers done; the analyses show once the capture has ended.`)));
@@ -94,7 +94,7 @@ function analyses(body, base, record) {
       panel("Wait vs transfer", async () => waitChart(await api.get(`${base}/communication?detail=workers`, "the communication report"), await flagged))),
     allReducePanel(base),
     h("div", {class: "grid2"},
-      panel("Top kernels (pod)", async () => kernelTable(await api.get(`${base}/kernels?top=20`, "the kernel report"))),
+      panel("Top kernels (pod)", async () => kernelTable(await api.get(`${base}/kernels?top=20&detail=workers`, "the kernel report"))),
       panel("Clock bounds per worker", async () => clockChart(record, await flagged))));
   podHolder.append(panel("", async () => {
     const [m, f] = await Promise.all([matrix, flagged]);
@@ -138,11 +138,14 @@ function podView(base, steps, flagged) {
   select.addEventListener("change", () => go(steps.indexOf(Number(select.value))));
   const prev = h("button", {type: "button", class: "secondary", onclick: () => go(index - 1), "aria-label": "previous step"}, "◀");
   const next = h("button", {type: "button", class: "secondary", onclick: () => go(index + 1), "aria-label": "next step"}, "▶");
+  let shown = 0;  // the latest request: a slower earlier answer must not replace it
   async function show() {
     const step = steps[index];
+    const mine = ++shown;
     put(holder, h("p", {class: "progress"}, h("progress"), `loading step ${step}…`));
     try {
       const pod = await api.get(`${base}/pod?steps=${step}-${step}`, `the pod view of step ${step}`);
+      if (mine !== shown) return;
       const s = pod.steps[0];
       if (!s) { put(holder, h("p", {}, `No worker has step ${step}.`)); return; }
       const workers = s.rows.map((row) => ({label: `rank ${row.rank}`, values: row, highlight: flagged.has(row.rank),
@@ -152,7 +155,7 @@ function podView(base, steps, flagged) {
           "Each column partitions one worker's step; ▲ marks a straggler."),
         columnChart({workers, series: CATEGORIES, title: `Step ${step}: where each worker's time went`}));
     } catch (e) {
-      put(holder, errorBox(e));
+      if (mine === shown) put(holder, errorBox(e));
     }
   }
   show();
@@ -162,7 +165,7 @@ function podView(base, steps, flagged) {
 function overlapChart(r, flagged) {
   const workers = r.workers.map((w) => ({label: `rank ${w.rank}`, highlight: flagged.has(w.rank),
     values: {computation_ns: w.computation_ns, overlap_ns: w.overlap_ns, communication_ns: w.communication_ns},
-    note: `${w.overlap_pct}% of communication hidden`}));
+    note: `${w.overlap_pct}% of communication hidden over ${w.step_count} steps`}));
   const hidden = r.workers.map((w) => w.overlap_pct).sort((a, b) => a - b);
   return [h("p", {class: "muted"}, `Median share of communication hidden behind computation: ${hidden.length ? hidden[Math.floor(hidden.length / 2)] : 0}%.`),
     columnChart({workers, title: "Per worker, over the window", height: 200, series: [
@@ -187,32 +190,38 @@ function allReducePanel(base) {
   const apply = h("button", {type: "submit", class: "secondary"}, "Draw");
   const form = h("form", {class: "row", onsubmit: (e) => { e.preventDefault(); show(); }},
     h("label", {for: "link-gbps"}, "Link bandwidth (GB/s)"), link, apply);
+  let shown = 0;
   async function show() {
+    const mine = ++shown;
     put(holder, h("p", {class: "progress"}, h("progress"), "loading…"));
     try {
       const q = link.value && Number(link.value) > 0 ? `?link_gbps=${Number(link.value)}` : "";
       const r = await api.get(`${base}/allreduce${q}`, "the AllReduce report");
+      if (mine !== shown) return;
       const ops = new Map();
       for (const c of r.collectives) {
         if (!ops.has(c.op)) ops.set(c.op, []);
         ops.get(c.op).push([c.bytes, c.busbw_gbps]);
       }
       const colors = ["#1a56b0", "#e08a2c", "#5a9e5a", "#8a62b5", "#c4452f", "#555"];
-      const series = [...ops].map(([op, points], i) => ({label: op, color: colors[i % colors.length], points: points.slice(0, 20000),
+      const kMaxPoints = 20000;  // per operation: beyond that the dots only overlap
+      const cut = [...ops.values()].some((p) => p.length > kMaxPoints);
+      const series = [...ops].map(([op, points], i) => ({label: op, color: colors[i % colors.length], points: points.slice(0, kMaxPoints),
         marker: i % 2 ? "square" : "circle"}));
       const measured = r.collectives.map((c) => c.busbw_gbps).sort((a, b) => a - b);
       put(holder, 
         h("p", {class: "muted"}, `${count(r.collectives.length)} collectives; median bus bandwidth ${measured.length ? measured[Math.floor(measured.length / 2)].toFixed(1) : "–"} GB/s` +
           (r.link_gbps > 0 ? ` against a ${r.link_gbps} GB/s link` : "; enter the link bandwidth to draw the link line and see efficiency") +
           `. Measured AllReduce per step ${ns(r.measured_allreduce_ns)}` +
-          (r.expected_allreduce_ns !== null && r.expected_allreduce_ns !== undefined ? `, expected ${ns(r.expected_allreduce_ns)}` : "") + "."),
+          (r.expected_allreduce_ns !== null && r.expected_allreduce_ns !== undefined ? `, expected ${ns(r.expected_allreduce_ns)}` : "") + "." +
+          (cut ? ` The chart shows the first ${count(kMaxPoints)} collectives of each operation.` : "")),
         series.length ? xyChart({series, kind: "dots", logX: true, title: "Bus bandwidth against message size",
           xLabel: "message size (bytes, log scale)", yLabel: "GB/s", xFormat: bytes, yFormat: (v) => v.toFixed(0),
           hLines: r.link_gbps > 0 ? [{y: r.link_gbps, label: `link ${r.link_gbps} GB/s`}] : []})
           : h("p", {}, "No collectives in this capture."));
       performance.mark("podscope:loaded:AllReduce bandwidth");
     } catch (e) {
-      put(holder, errorBox(e));
+      if (mine === shown) put(holder, errorBox(e));
     }
   }
   show();

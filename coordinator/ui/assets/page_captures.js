@@ -2,6 +2,29 @@
 import * as api from "./api.js";
 import {h, clear, put, ns, count, bytes, when, table} from "./format.js";
 import {every, errorBox} from "./widgets.js";
+import {unreachableNote} from "./page_live.js";
+
+const kShown = 1000;
+const kMaxPages = 50;
+
+// The newest kShown captures: the API lists by id (oldest first for live captures, imports
+// after them), so every page is read, up to kMaxPages of 1000.
+async function newestCaptures() {
+  const all = [];
+  const unreachable = new Set();
+  let after = "", pages = 0;
+  for (; pages < kMaxPages; ++pages) {
+    const q = new URLSearchParams({limit: "1000"});
+    if (after) q.set("after", after);
+    const page = await api.get(`/v1/captures?${q}`, "list captures");
+    all.push(...page.captures);
+    for (const shard of page.unreachable_shards || []) unreachable.add(shard);
+    if (!page.next_after) break;
+    after = page.next_after;
+  }
+  all.sort((a, b) => b.created_ns - a.created_ns);
+  return {rows: all.slice(0, kShown), total: all.length, more: pages === kMaxPages, unreachable};
+}
 
 export function stateBadge(state) {
   const kind = {complete: "good", partial: "warn", failed: "bad", cancelled: "neutral"}[state] || "neutral";
@@ -51,20 +74,20 @@ export function capturesPage(main) {
   const list = h("div");
   let shown = 0;
   main.append(
-    h("div", {class: "row"}, h("a", {href: "#/capture-new"}, "New capture"), h("span", {class: "muted"}, "Newest first; refreshed every 5 s.")),
+    h("div", {class: "row"}, h("a", {href: "#/capture-new"}, "New capture"), h("span", {class: "muted"}, "Newest first; refreshed every 10 s.")),
     h("section", {class: "panel"}, h("h2", {}, "All captures"), list),
     h("section", {class: "panel"}, h("h2", {}, "Import trace files"), importForm(() => poll.now())));
   async function tick() {
-    let page;
+    let got;
     try {
-      page = await api.get("/v1/captures?limit=1000", "list captures");
+      got = await newestCaptures();
     } catch (e) {
       put(list, errorBox(e));
       return;
     }
-    const rows = [...page.captures].sort((a, b) => b.created_ns - a.created_ns);
+    const rows = got.rows;
     shown = rows.length;
-    put(list, rows.length === 0 ? h("p", {}, "No capture yet. Start one (New capture) or import trace files below.")
+    put(list, unreachableNote(got.unreachable), rows.length === 0 ? h("p", {}, "No capture yet. Start one (New capture) or import trace files below.")
       : table([
         {label: "capture", value: (c) => h("a", {href: `#/capture/${encodeURIComponent(c.id)}`}, c.id)},
         {label: "state", value: (c) => stateBadge(c.state)},
@@ -74,9 +97,10 @@ export function capturesPage(main) {
         {label: "window", num: true, value: (c) => c.window ? ns(c.window.duration_ns) : "–"},
         {label: "created", num: true, value: (c) => when(c.created_ns)},
         {label: "stored", num: true, value: (c) => bytes(c.stored_bytes)},
-      ], rows, {label: "captures", caption: page.next_after ? `the first ${count(shown)} captures; the CLI lists all` : null}));
+      ], rows, {label: "captures", caption: got.total > shown || got.more
+        ? `the newest ${count(shown)} of ${got.more ? "more than " : ""}${count(got.total)} captures; podscope captures lists all` : null}));
   }
-  const poll = every(5000, tick);
+  const poll = every(10000, tick);
   poll.now = tick;
   return poll;
 }

@@ -4,6 +4,13 @@ import {h, clear, put, ns, ms, pct, count, rankList, table, when} from "./format
 import {xyChart, STRAGGLER_COLOR} from "./charts.js";
 import {panel, every, errorBox, status} from "./widgets.js";
 
+// A sharded coordinator's replicas that did not answer: the list lacks what they hold.
+export function unreachableNote(shards) {
+  if (!shards || !shards.size) return null;
+  return h("p", {class: "error", role: "alert"}, `Not shown: what coordinator replicas ${[...shards].join(", ")} hold ` +
+    "(they did not answer). Their agents and captures are missing from this list; check those replicas.");
+}
+
 function healthBadge(health) {
   const kind = {healthy: "good", connected: "good", disconnected: "bad", degraded: "warn", stale: "warn"}[health] || "neutral";
   return h("span", {class: `badge ${kind}`}, health);
@@ -11,7 +18,7 @@ function healthBadge(health) {
 
 // Every page of /v1/workers (a bounded number of them).
 async function allWorkers(job) {
-  const out = {agents: [], workers: [], connected_agents: 0, disconnected_agents: 0};
+  const out = {agents: [], workers: [], connected_agents: 0, disconnected_agents: 0, unreachable: new Set()};
   let after = "";
   for (let page = 0; page < 50; ++page) {
     const q = new URLSearchParams({limit: "10000"});
@@ -22,6 +29,7 @@ async function allWorkers(job) {
     out.workers.push(...r.workers);
     out.connected_agents = r.connected_agents;
     out.disconnected_agents = r.disconnected_agents;
+    for (const shard of r.unreachable_shards || []) out.unreachable.add(shard);
     if (!r.next) break;
     after = r.next;
   }
@@ -63,6 +71,7 @@ export function workersPage(main) {
     put(holder, 
       h("p", {class: "muted"}, `${count(data.connected_agents)} connected agents, ${count(data.workers.length)} workers` +
         (data.disconnected_agents ? `; ${data.disconnected_agents} disconnected` : "") + ". Refreshed every 5 s."),
+      unreachableNote(data.unreachable),
       h("section", {class: "panel"}, h("h2", {}, "Jobs"),
         jobs.length === 0 ? h("p", {}, "No agent serves a job yet. Start agents on the training nodes (docs/deploy.md).")
           : table([
@@ -153,7 +162,7 @@ export function watchPage(main, job) {
         yLabel: "ms", yFormat: (v) => v.toFixed(0), xFormat: (v) => v.toFixed(0),
         series: worst.length ? line("caused_delay_ms") : [{label: "no rank caused delay", color: "#999", points: history.map((s) => [s.t, 0])}]})),
       h("section", {class: "panel"}, xyChart({title: "Lag behind the median arrival, per rank", xLabel: "seconds since this page opened",
-        yLabel: "ms", yFormat: (v) => (Math.abs(v) < 1 ? (v * 1000).toFixed(0) + " µs" : v.toFixed(1)), xFormat: (v) => v.toFixed(0),
+        yLabel: "", yFormat: (v) => (Math.abs(v) < 1 ? (v * 1000).toFixed(0) + " µs" : v.toFixed(1) + " ms"), xFormat: (v) => v.toFixed(0),
         series: worst.length ? line("lag_ms") : [{label: "no rank lags", color: "#999", points: history.map((s) => [s.t, 0])}]})));
     const rows = [...window.ranks].sort((a, b) => b.caused_delay_ms - a.caused_delay_ms || a.rank - b.rank);
     put(ranksTable, table([
@@ -169,6 +178,9 @@ export function watchPage(main, job) {
   });
 }
 
+// Evidence sections the user opened stay open across refreshes (cards are rebuilt each time).
+const openEvidence = new Set();
+
 function alertCard(a) {
   const ev = a.evidence || {};
   const facts = Object.entries(ev).filter(([k, v]) => typeof v !== "object")
@@ -177,7 +189,9 @@ function alertCard(a) {
     h("div", {class: "row"}, h("span", {class: `badge ${a.state === "firing" ? "bad" : "good"}`}, a.state),
       h("strong", {}, `${a.rule}: ${a.subject}`), h("span", {class: "muted"}, `job ${a.job}`)),
     h("p", {}, a.message),
-    h("details", {}, h("summary", {}, "Evidence"), h("dl", {class: "facts"}, facts),
+    h("details", {open: openEvidence.has(a.id), ontoggle: (e) => {
+      if (e.target.open) openEvidence.add(a.id); else openEvidence.delete(a.id);
+    }}, h("summary", {}, "Evidence"), h("dl", {class: "facts"}, facts),
       h("p", {class: "muted"}, `first seen ${when(a.first_seen_ns)}, last seen ${when(a.last_seen_ns)}`)),
     a.capture_id ? h("p", {}, "Evidence capture: ", h("a", {href: `#/capture/${encodeURIComponent(a.capture_id)}`}, a.capture_id))
       : null);
