@@ -149,6 +149,12 @@ void EncodeInfo(const WorkerInfo& info, v1::WorkerInfo* out) {
     o->set_compute_major(d.compute_major);
     o->set_compute_minor(d.compute_minor);
     o->set_sm_count(d.sm_count);
+    o->set_max_threads_per_sm(d.max_threads_per_sm);
+    o->set_max_threads_per_block(d.max_threads_per_block);
+    o->set_registers_per_sm(d.registers_per_sm);
+    o->set_registers_per_block(d.registers_per_block);
+    o->set_shared_memory_per_sm(d.shared_memory_per_sm);
+    o->set_shared_memory_per_block_optin(d.shared_memory_per_block_optin);
   }
   for (const ProcessGroupInfo& g : info.process_groups) {
     v1::ProcessGroupInfo* o = out->add_process_groups();
@@ -176,8 +182,15 @@ WorkerInfo DecodeInfo(const v1::WorkerInfo& in) {
   info.process_name = in.process_name();
   info.source = in.source();
   for (const v1::DeviceInfo& d : in.devices()) {
-    info.devices.push_back(DeviceInfo{d.id(), d.name(), d.total_memory_bytes(), d.compute_major(),
-                                      d.compute_minor(), d.sm_count()});
+    DeviceInfo device{.id = d.id(), .name = d.name(), .total_memory_bytes = d.total_memory_bytes(),
+                      .compute_major = d.compute_major(), .compute_minor = d.compute_minor(), .sm_count = d.sm_count()};
+    device.max_threads_per_sm = d.max_threads_per_sm();
+    device.max_threads_per_block = d.max_threads_per_block();
+    device.registers_per_sm = d.registers_per_sm();
+    device.registers_per_block = d.registers_per_block();
+    device.shared_memory_per_sm = d.shared_memory_per_sm();
+    device.shared_memory_per_block_optin = d.shared_memory_per_block_optin();
+    info.devices.push_back(std::move(device));
   }
   for (const v1::ProcessGroupInfo& g : in.process_groups()) {
     info.process_groups.push_back(

@@ -273,6 +273,16 @@ Workload SimulateJob(const WorkloadOptions& o) {
     w.info.backend = "nccl";
     w.info.process_name = "python3";
     w.info.source = "simulated";
+    // One H100 SXM per rank, as Kineto describes a device: its SM count and compute capability
+    // are what occupancy and SM efficiency are computed from.
+    common::DeviceInfo gpu;
+    gpu.id = w.info.local_rank;
+    gpu.name = "NVIDIA H100 80GB HBM3";
+    gpu.total_memory_bytes = 85'045'870'592;
+    gpu.compute_major = 9;
+    gpu.compute_minor = 0;
+    gpu.sm_count = 132;
+    w.info.devices.push_back(std::move(gpu));
     w.info.tracks.push_back(common::TrackName{w.info.pid, false, common::StrCat("thread ", w.info.pid, " (python3)")});
     // local = t + off + (t - epoch) d  =>  t ~= local - off - (local - (epoch + off)) d.
     out.true_clocks[r] = common::ClockModel{-host_offset[h], -host_drift[h], o.epoch_ns + host_offset[h], 0,

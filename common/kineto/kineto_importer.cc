@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <limits>
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
@@ -164,6 +165,15 @@ class KinetoImporter::Impl {
       return Fail(StrCat(what, ": string of ", out->size(), " bytes exceeds the limit of ",
                          options_.max_string_bytes));
     }
+    return absl::OkStatus();
+  }
+
+  // A device limit: a count that fits an int32 and is not negative.
+  absl::Status GetLimit(od::value& v, std::string_view key, int32_t* out) {
+    int64_t n = 0;
+    RETURN_IF_ERROR(GetInt(v, StrCat("deviceProperties.", key), &n));
+    if (n < 0 || n > std::numeric_limits<int32_t>::max()) return Fail(StrCat("deviceProperties.", key, ": out of range"));
+    *out = static_cast<int32_t>(n);
     return absl::OkStatus();
   }
 
@@ -569,6 +579,18 @@ class KinetoImporter::Impl {
         } else if (key.unsafe_is_equal("numSms")) {
           RETURN_IF_ERROR(GetInt(v, "deviceProperties.numSms", &n));
           d.sm_count = static_cast<int32_t>(n);
+        } else if (key.unsafe_is_equal("maxThreadsPerMultiprocessor")) {
+          RETURN_IF_ERROR(GetLimit(v, "maxThreadsPerMultiprocessor", &d.max_threads_per_sm));
+        } else if (key.unsafe_is_equal("maxThreadsPerBlock")) {
+          RETURN_IF_ERROR(GetLimit(v, "maxThreadsPerBlock", &d.max_threads_per_block));
+        } else if (key.unsafe_is_equal("regsPerMultiprocessor")) {
+          RETURN_IF_ERROR(GetLimit(v, "regsPerMultiprocessor", &d.registers_per_sm));
+        } else if (key.unsafe_is_equal("regsPerBlock")) {
+          RETURN_IF_ERROR(GetLimit(v, "regsPerBlock", &d.registers_per_block));
+        } else if (key.unsafe_is_equal("sharedMemPerMultiprocessor")) {
+          RETURN_IF_ERROR(GetInt(v, "deviceProperties.sharedMemPerMultiprocessor", &d.shared_memory_per_sm));
+        } else if (key.unsafe_is_equal("sharedMemPerBlockOptin")) {
+          RETURN_IF_ERROR(GetInt(v, "deviceProperties.sharedMemPerBlockOptin", &d.shared_memory_per_block_optin));
         }
       }
       w.devices.push_back(std::move(d));

@@ -17,6 +17,13 @@ inline common::WorkerTrace MakeSampleTrace() {
   w.info.host = "node-1";
   w.info.process_name = "python3";
   w.info.devices.push_back(DeviceInfo{0, "H100", 80ll << 30, 9, 0, 132});
+  // The occupancy limits, each a different value so that a swapped field shows.
+  w.info.devices.back().max_threads_per_sm = 2048;
+  w.info.devices.back().max_threads_per_block = 1024;
+  w.info.devices.back().registers_per_sm = 65536;
+  w.info.devices.back().registers_per_block = 65535;
+  w.info.devices.back().shared_memory_per_sm = 233472;
+  w.info.devices.back().shared_memory_per_block_optin = 232448;
   w.info.process_groups.push_back(ProcessGroupInfo{"0", "default_pg", {0, 1, 2, 3}});
   w.info.tracks.push_back(TrackName{4242, false, "main"});
   w.clock = ClockModel{-1500, 20, 1'000'000'000'000, 40'000, ClockSource::kNetwork};

@@ -88,6 +88,7 @@ TEST(WorkloadModelTest, RoundTripsThroughKinetoFiles) {
     EXPECT_EQ(b.info.rank, w.info.rank);
     EXPECT_EQ(b.info.world_size, w.info.world_size);
     EXPECT_EQ(b.info.pid, w.info.pid);
+    EXPECT_EQ(b.info.devices, w.info.devices);  // the simulated H100, as Kineto describes it
     podscope::testing::ExpectSameEvents(w, b);
   }
 }

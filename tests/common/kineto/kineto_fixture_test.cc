@@ -116,6 +116,16 @@ TEST(Dlrm8RankFixtureTest, LoadsAllRanksAsOneCapture) {
     EXPECT_EQ(w.steps.number, std::vector<int64_t>{10}) << r;
     ASSERT_EQ(w.info.devices.size(), 8u);
     EXPECT_EQ(w.info.devices[0].name, "Tesla V100-SXM2-32GB");
+    // The limits occupancy is computed from, as the trace gives them.
+    EXPECT_EQ(w.info.devices[3].id, 3);
+    EXPECT_EQ(w.info.devices[3].compute_major, 7);
+    EXPECT_EQ(w.info.devices[3].sm_count, 80);
+    EXPECT_EQ(w.info.devices[3].max_threads_per_sm, 2048);
+    EXPECT_EQ(w.info.devices[3].max_threads_per_block, 1024);
+    EXPECT_EQ(w.info.devices[3].registers_per_sm, 65536);
+    EXPECT_EQ(w.info.devices[3].registers_per_block, 65536);
+    EXPECT_EQ(w.info.devices[3].shared_memory_per_sm, 98304);
+    EXPECT_EQ(w.info.devices[3].shared_memory_per_block_optin, 98304);
     EXPECT_EQ(OpCounts(w), (std::map<CollectiveOp, size_t>{{CollectiveOp::kAllReduce, 3},
                                                            {CollectiveOp::kAllToAll, 5}}))
         << r;
