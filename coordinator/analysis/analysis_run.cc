@@ -23,7 +23,7 @@ absl::Status ValidateRequest(AnalysisRequest* request) {
     if (std::find(std::begin(kReportNames), std::end(kReportNames), name) == std::end(kReportNames)) {
       return absl::InvalidArgumentError(common::StrCat(
           "unknown report \"", name,
-          "\" (summary, steps, pod, overlap, communication, stragglers, allreduce, kernels, temporal, all)"));
+          "\" (summary, overview, steps, pod, overlap, communication, stragglers, allreduce, kernels, gpu, operators, input, temporal, all)"));
     }
     if (std::find(expanded.begin(), expanded.end(), name) == expanded.end()) expanded.push_back(name);
   }
@@ -47,11 +47,12 @@ absl::Status ValidateRequest(AnalysisRequest* request) {
 AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRequest& request) {
   AnalysisResults results;
   results.warnings = CheckOneJob(capture).warnings;
-  const bool summary = Wants(request, "summary");
+  const bool overview = Wants(request, "overview");
+  const bool summary = Wants(request, "summary") || overview;
   const bool need_breakdown = summary || Wants(request, "steps") || Wants(request, "pod") ||
-                              Wants(request, "overlap") || Wants(request, "stragglers");
+                              Wants(request, "overlap") || Wants(request, "stragglers") || Wants(request, "input") || overview;
   const bool need_comm = need_breakdown || Wants(request, "communication") || Wants(request, "allreduce");
-  const bool need_steps = need_breakdown || Wants(request, "allreduce") ||
+  const bool need_steps = need_breakdown || Wants(request, "allreduce") || Wants(request, "gpu") || overview ||
                           (Wants(request, "temporal") && request.window == WindowMode::kSteps);
   std::vector<WorkerSteps> steps;
   if (need_steps) steps = FindAllSteps(capture, request.steps);
@@ -67,13 +68,22 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
   if (Wants(request, "allreduce") || summary) {
     results.bandwidth = ComputeBandwidth(capture, steps, *results.communication, request.bandwidth);
   }
-  if (Wants(request, "kernels")) results.kernels = ComputeTopKernels(capture, request.top_kernels);
+  if (Wants(request, "kernels") || overview) results.kernels = ComputeTopKernels(capture, request.top_kernels);
+  if (Wants(request, "gpu") || overview) {
+    results.gpu = ComputeGpuEfficiency(capture, steps, request.first_step, request.last_step);
+  }
+  if (Wants(request, "operators")) results.operators = ComputeOperators(capture, request.top_kernels);
+  if (Wants(request, "input") || overview) results.input = ComputeInputPipeline(capture, *results.breakdown);
   if (Wants(request, "temporal")) {
     results.temporal = ComputeTemporal(capture, {.window = request.window, .steps = request.steps},
                                        request.window == WindowMode::kSteps ? &steps : nullptr);
   }
   if (summary) {
     results.summary = Summarize(capture, *results.breakdown, *results.stragglers, *results.bandwidth, results.warnings);
+  }
+  if (overview) {
+    results.overview = ComputeOverview(*results.summary, *results.breakdown, *results.gpu, *results.kernels,
+                                       *results.input);
   }
   return results;
 }

@@ -11,7 +11,11 @@
 #include "coordinator/analysis/breakdown.h"
 #include "coordinator/analysis/collective_bandwidth.h"
 #include "coordinator/analysis/communication.h"
+#include "coordinator/analysis/gpu_efficiency.h"
+#include "coordinator/analysis/input_pipeline.h"
 #include "coordinator/analysis/job_check.h"
+#include "coordinator/analysis/operators.h"
+#include "coordinator/analysis/overview.h"
 #include "coordinator/analysis/pod_view.h"
 #include "coordinator/analysis/stragglers.h"
 #include "coordinator/analysis/summary.h"
@@ -22,7 +26,7 @@ namespace podscope::coordinator::analysis {
 
 // Report names, in the order `all` lists them.
 inline constexpr std::string_view kReportNames[] = {
-    "summary", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"};
+    "summary", "overview", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "gpu", "operators", "input", "temporal"};
 
 struct AnalysisRequest {
   std::vector<std::string> reports;  // names from kReportNames
@@ -31,7 +35,7 @@ struct AnalysisRequest {
   CommunicationOptions communication;
   BandwidthOptions bandwidth;
   StragglerOptions stragglers;
-  size_t top_kernels = 20;
+  size_t top_kernels = 20;  // kernels and operators kept per list
   int64_t first_step = -1, last_step = -1;
   // The long tables (steps, overlap, pod): only these ranks (empty: all), worst workers (longest
   // mean step) first, at most top_workers of them (0: all).
@@ -40,7 +44,7 @@ struct AnalysisRequest {
   bool allow_mixed = false;  // analyse inputs that are not one job (job_check.h) all the same
   // JSON only: one entry per worker and nothing per step or per collective (pod: the worker x
   // step matrix without the rows; overlap: each worker's totals; communication: no collectives;
-  // kernels: the pod-wide list alone), what a page of 1024 workers can load at once.
+  // kernels and operators: the pod-wide list alone; gpu and input: each worker's totals), what a page of 1024 workers can load at once.
   bool workers_only = false;
 };
 
@@ -52,6 +56,10 @@ struct AnalysisResults {
   std::optional<StragglerReport> stragglers;
   std::optional<BandwidthReport> bandwidth;
   std::optional<KernelReport> kernels;
+  std::optional<GpuReport> gpu;
+  std::optional<OperatorReport> operators;
+  std::optional<InputReport> input;
+  std::optional<OverviewReport> overview;
   std::optional<TemporalReport> temporal;
   std::optional<SummaryReport> summary;
 };

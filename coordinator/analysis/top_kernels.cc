@@ -3,14 +3,36 @@
 #include <algorithm>
 #include <map>
 
+#include "coordinator/analysis/occupancy.h"
+#include "coordinator/analysis/tensor_cores.h"
+
 namespace podscope::coordinator::analysis {
 namespace {
 
-void Add(KernelStats& s, TimeNs d) {
+void Add(KernelStats& s, TimeNs d, const std::optional<Occupancy>& occupancy) {
   s.min_ns = s.count == 0 ? d : std::min(s.min_ns, d);
   s.max_ns = std::max(s.max_ns, d);
   s.total_ns += d;
   ++s.count;
+  if (occupancy && occupancy->limiter != OccupancyLimiter::kInvalid) {
+    s.known_ns += d;
+    s.blocks_weighted_ns += occupancy->blocks_per_sm * static_cast<double>(d);
+    s.occupancy_weighted_ns += occupancy->achieved * static_cast<double>(d);
+  }
+}
+
+void Merge(KernelStats& into, const KernelStats& s) {
+  if (into.count == 0) {
+    into = s;
+    return;
+  }
+  into.min_ns = std::min(into.min_ns, s.min_ns);
+  into.max_ns = std::max(into.max_ns, s.max_ns);
+  into.total_ns += s.total_ns;
+  into.count += s.count;
+  into.known_ns += s.known_ns;
+  into.blocks_weighted_ns += s.blocks_weighted_ns;
+  into.occupancy_weighted_ns += s.occupancy_weighted_ns;
 }
 
 std::vector<KernelStats> Finish(std::map<std::string, KernelStats>& by_name, size_t limit) {
@@ -19,6 +41,7 @@ std::vector<KernelStats> Finish(std::map<std::string, KernelStats>& by_name, siz
   for (auto& [name, s] : by_name) total += s.total_ns;
   for (auto& [name, s] : by_name) {
     s.share = total > 0 ? static_cast<double>(s.total_ns) / static_cast<double>(total) : 0;
+    s.Finish();
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const KernelStats& a, const KernelStats& b) {
@@ -30,35 +53,42 @@ std::vector<KernelStats> Finish(std::map<std::string, KernelStats>& by_name, siz
 
 }  // namespace
 
+void KernelStats::Finish() {
+  if (known_ns <= 0) return;
+  blocks_per_sm = blocks_weighted_ns / static_cast<double>(known_ns);
+  achieved_occupancy = occupancy_weighted_ns / static_cast<double>(known_ns);
+}
+
 KernelReport ComputeTopKernels(const common::CaptureView& capture, size_t limit) {
   KernelReport report;
   std::map<std::string, KernelStats> pod;
   for (size_t w = 0; w < capture.size(); ++w) {
     const common::WorkerTrace& trace = capture.worker(w);
     const common::KernelTable& k = trace.kernels;
+    const WorkerOccupancy occupancy(trace.info);
     // Aggregate by name id first (cheap), then by string.
     std::map<common::NameId, KernelStats> by_id;
     for (size_t i = 0; i < k.size(); ++i) {
       if (k.kernel_class[i] == common::KernelClass::kSync) continue;
       KernelStats& s = by_id[k.name[i]];
       if (s.count == 0) s.kernel_class = std::string(common::KernelClassName(k.kernel_class[i]));
-      Add(s, k.end[i] - k.start[i]);
+      Add(s, k.end[i] - k.start[i], occupancy.ForKernel(k, i));
     }
     std::map<std::string, KernelStats> by_name;
+    TensorCoreTime tensor_cores;
     for (auto& [id, s] : by_id) {
       s.name = std::string(trace.strings.Get(id));
-      KernelStats& p = pod[s.name];
-      if (p.count == 0) {
-        p = s;
-      } else {
-        p.min_ns = std::min(p.min_ns, s.min_ns);
-        p.max_ns = std::max(p.max_ns, s.max_ns);
-        p.total_ns += s.total_ns;
-        p.count += s.count;
+      s.tensor_core = UsesTensorCores(s.name);
+      if (s.kernel_class == common::KernelClassName(common::KernelClass::kCompute)) {
+        tensor_cores.compute_ns += s.total_ns;
+        if (s.tensor_core) tensor_cores.tensor_core_ns += s.total_ns;
       }
-      by_name[s.name] = std::move(s);
+      Merge(pod[s.name], s);
+      Merge(by_name[s.name], s);
     }
-    report.workers.push_back(WorkerKernels{trace.info.rank, Finish(by_name, limit)});
+    report.tensor_cores.compute_ns += tensor_cores.compute_ns;
+    report.tensor_cores.tensor_core_ns += tensor_cores.tensor_core_ns;
+    report.workers.push_back(WorkerKernels{trace.info.rank, Finish(by_name, limit), tensor_cores});
   }
   report.pod = Finish(pod, limit);
   return report;

@@ -1,7 +1,10 @@
-// Top kernels per worker and pod-wide: count, total, mean, min, max, share of kernel time.
+// Top kernels per worker and pod-wide: count, total, mean, min, max, share of kernel time; and
+// the kernel view's columns (docs/gpu-efficiency.md): blocks per SM, Est. Achieved Occupancy,
+// Tensor Core use, and the share of compute-kernel time on Tensor Cores.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,16 +20,32 @@ struct KernelStats {
   TimeNs total_ns = 0, min_ns = 0, max_ns = 0;
   TimeNs mean_ns() const { return count ? total_ns / static_cast<TimeNs>(count) : 0; }
   double share = 0;  // of all kernel time of the worker (or pod)
+  bool tensor_core = false;  // from the name (tensor_cores.h)
+  // Weighted by duration over the calls whose shape and device are known; nullopt when none is.
+  std::optional<double> blocks_per_sm, achieved_occupancy;
+
+  // Sums behind the two means.
+  double blocks_weighted_ns = 0, occupancy_weighted_ns = 0;
+  TimeNs known_ns = 0;
+  void Finish();
+};
+
+// Compute-kernel time, and the part of it in kernels that use Tensor Cores.
+struct TensorCoreTime {
+  TimeNs compute_ns = 0, tensor_core_ns = 0;
+  double share() const { return compute_ns > 0 ? static_cast<double>(tensor_core_ns) / static_cast<double>(compute_ns) : 0; }
 };
 
 struct WorkerKernels {
   int32_t rank = 0;
   std::vector<KernelStats> top;  // by total time, descending
+  TensorCoreTime tensor_cores;
 };
 
 struct KernelReport {
   std::vector<WorkerKernels> workers;
   std::vector<KernelStats> pod;
+  TensorCoreTime tensor_cores;
 };
 
 // `limit`: kernels kept per list (0 = all). Pure.

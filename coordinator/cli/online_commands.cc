@@ -12,6 +12,7 @@
 #include "common/file_io.h"
 #include "common/str_util.h"
 #include "common/trace_files.h"
+#include "coordinator/analysis/analysis_run.h"
 #include "coordinator/cli/cli_util.h"
 #include "coordinator/http/http_client.h"
 #include "coordinator/cli/terminal_progress.h"
@@ -78,7 +79,7 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
   c.report = app.add_subcommand("report", "Analyses of a stored capture (the same reports as `analyze`)");
   c.report->add_option("capture", o.report_capture, "Capture id")->required();
   c.report->add_option("--report", o.reports,
-                       "summary|steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all (default: "
+                       "summary|overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|input|temporal|all (default: "
                        "summary for tables, all for JSON)")
       ->expected(1)
       ->allow_extra_args(false)
@@ -192,7 +193,7 @@ int RunReportCommand(const OnlineOptions& o) {
   std::vector<std::string> reports = o.reports;
   if (reports.empty()) reports = {o.format == "json" ? "all" : "summary"};
   if (std::find(reports.begin(), reports.end(), "all") != reports.end()) {
-    reports = {"summary", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"};
+    reports.assign(std::begin(analysis::kReportNames), std::end(analysis::kReportNames));
   }
   std::string query = common::StrCat("?format=", o.format, "&window=", o.window, "&clocks=", o.clocks);
   if (!o.step_pattern.empty()) query += "&step_pattern=" + UrlEncode(o.step_pattern);

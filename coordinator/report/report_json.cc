@@ -257,13 +257,26 @@ void Pod(JsonWriter& w, const PodView& v, bool workers_only) {
   w.Raw("]}}");
 }
 
+// A fraction or null, to 4 decimals.
+JsonWriter& Fraction(JsonWriter& w, const std::optional<double>& v) {
+  return v ? w.Fixed(*v, 4) : w.Raw("null");
+}
+
+void TensorCores(JsonWriter& w, const TensorCoreTime& t) {
+  w.Raw("{\"compute_ns\":").Int(t.compute_ns).Raw(",\"tensor_core_ns\":").Int(t.tensor_core_ns);
+  w.Raw(",\"share\":").Fixed(t.share(), 4).Char('}');
+}
+
 void KernelList(JsonWriter& w, const std::vector<KernelStats>& list) {
   w.Char('[');
   for (size_t i = 0; i < list.size(); ++i) {
     const KernelStats& k = list[i];
     w.Raw(i ? "," : "").Raw("{\"name\":").String(k.name).Raw(",\"class\":").String(k.kernel_class);
     w.Raw(",\"count\":").Uint(k.count).Raw(",\"total_ns\":").Int(k.total_ns).Raw(",\"mean_ns\":").Int(k.mean_ns());
-    w.Raw(",\"min_ns\":").Int(k.min_ns).Raw(",\"max_ns\":").Int(k.max_ns).Raw(",\"share\":").Fixed(k.share, 4).Char('}');
+    w.Raw(",\"min_ns\":").Int(k.min_ns).Raw(",\"max_ns\":").Int(k.max_ns).Raw(",\"share\":").Fixed(k.share, 4);
+    w.Raw(",\"tensor_core\":").Bool(k.tensor_core).Raw(",\"blocks_per_sm\":");
+    Fraction(w, k.blocks_per_sm).Raw(",\"achieved_occupancy\":");
+    Fraction(w, k.achieved_occupancy).Char('}');
   }
   w.Char(']');
 }
@@ -272,15 +285,160 @@ void KernelList(JsonWriter& w, const std::vector<KernelStats>& list) {
 void Kernels(JsonWriter& w, const KernelReport& r, bool workers_only) {
   w.Raw("{\"pod\":");
   KernelList(w, r.pod);
+  w.Raw(",\"tensor_cores\":");
+  TensorCores(w, r.tensor_cores);
   if (workers_only) {
     w.Char('}');
     return;
   }
   w.Raw(",\"workers\":[");
   for (size_t i = 0; i < r.workers.size(); ++i) {
-    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(r.workers[i].rank).Raw(",\"top\":");
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(r.workers[i].rank).Raw(",\"tensor_cores\":");
+    TensorCores(w, r.workers[i].tensor_cores);
+    w.Raw(",\"top\":");
     KernelList(w, r.workers[i].top);
     w.Char('}');
+  }
+  w.Raw("]}");
+}
+
+void GpuPodFields(JsonWriter& w, const GpuPod& p);
+
+void GpuFields(JsonWriter& w, const GpuFigures& f) {
+  w.Raw("\"span_ns\":").Int(f.span_ns).Raw(",\"busy_ns\":").Int(f.busy_ns);
+  w.Raw(",\"gpu_utilization\":").Fixed(f.gpu_utilization, 4).Raw(",\"sm_efficiency\":");
+  Fraction(w, f.sm_efficiency).Raw(",\"achieved_occupancy\":");
+  Fraction(w, f.achieved_occupancy);
+}
+
+// workers_only: each worker's totals, without its steps.
+void Gpu(JsonWriter& w, const GpuReport& r, bool workers_only) {
+  w.Raw("{\"workers\":[");
+  for (size_t i = 0; i < r.workers.size(); ++i) {
+    const WorkerGpu& g = r.workers[i];
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(g.rank).Raw(",\"device\":").String(g.device);
+    w.Raw(",\"kernels\":").Uint(g.kernels).Raw(",\"kernels_without_occupancy\":").Uint(g.kernels_without_occupancy).Char(',');
+    GpuFields(w, g.total);
+    if (workers_only) {
+      w.Raw(",\"step_count\":").Uint(g.steps.size()).Char('}');
+      continue;
+    }
+    w.Raw(",\"steps\":[");
+    for (size_t s = 0; s < g.steps.size(); ++s) {
+      w.Raw(s ? "," : "").Raw("{\"step\":").Int(g.steps[s].step).Char(',');
+      GpuFields(w, g.steps[s].figures);
+      w.Char('}');
+    }
+    w.Raw("]}");
+  }
+  w.Raw("],\"pod\":{");
+  GpuPodFields(w, r.pod);
+  w.Raw("}}");
+}
+
+void OperatorFields(JsonWriter& w, const OperatorStats& s) {
+  w.Raw("\"name\":").String(s.name).Raw(",\"calls\":").Uint(s.calls);
+  w.Raw(",\"host_total_ns\":").Int(s.host_total_ns).Raw(",\"host_self_ns\":").Int(s.host_self_ns);
+  w.Raw(",\"device_total_ns\":").Int(s.device_total_ns).Raw(",\"device_self_ns\":").Int(s.device_self_ns);
+}
+
+// workers_only: the pod-wide list alone.
+void Operators(JsonWriter& w, const OperatorReport& r, bool workers_only) {
+  w.Raw("{\"pod\":[");
+  for (size_t i = 0; i < r.pod.size(); ++i) {
+    w.Raw(i ? ",{" : "{");
+    OperatorFields(w, r.pod[i].stats);
+    w.Raw(",\"costliest\":[");
+    for (size_t c = 0; c < r.pod[i].costliest.size(); ++c) {
+      const OperatorCost& cost = r.pod[i].costliest[c];
+      w.Raw(c ? "," : "").Raw("{\"rank\":").Int(cost.rank).Raw(",\"device_total_ns\":").Int(cost.device_total_ns);
+      w.Raw(",\"host_total_ns\":").Int(cost.host_total_ns).Char('}');
+    }
+    w.Raw("]}");
+  }
+  w.Char(']');
+  if (!workers_only) {
+    w.Raw(",\"workers\":[");
+    for (size_t i = 0; i < r.workers.size(); ++i) {
+      w.Raw(i ? "," : "").Raw("{\"rank\":").Int(r.workers[i].rank).Raw(",\"top\":[");
+      for (size_t k = 0; k < r.workers[i].top.size(); ++k) {
+        w.Raw(k ? ",{" : "{");
+        OperatorFields(w, r.workers[i].top[k]);
+        w.Char('}');
+      }
+      w.Raw("]}");
+    }
+    w.Char(']');
+  }
+  w.Char('}');
+}
+
+// workers_only: each worker's totals, without its steps.
+void Input(JsonWriter& w, const InputReport& r, bool workers_only) {
+  w.Raw("{\"moderate_share\":").Fixed(r.options.moderate_share, 4).Raw(",\"high_share\":").Fixed(r.options.high_share, 4);
+  w.Raw(",\"workers\":[");
+  for (size_t i = 0; i < r.workers.size(); ++i) {
+    const WorkerInput& in = r.workers[i];
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(in.rank).Raw(",\"step_ns\":").Int(in.step_ns);
+    w.Raw(",\"input_wait_ns\":").Int(in.input_wait_ns).Raw(",\"dataloader_ns\":").Int(in.dataloader_ns);
+    w.Raw(",\"input_share\":").Fixed(in.input_share, 4).Raw(",\"verdict\":").String(InputVerdictName(in.verdict));
+    if (workers_only) {
+      w.Raw(",\"step_count\":").Uint(in.steps.size()).Char('}');
+      continue;
+    }
+    w.Raw(",\"steps\":[");
+    for (size_t s = 0; s < in.steps.size(); ++s) {
+      const StepInput& st = in.steps[s];
+      w.Raw(s ? "," : "").Raw("{\"step\":").Int(st.step).Raw(",\"step_ns\":").Int(st.step_ns);
+      w.Raw(",\"input_wait_ns\":").Int(st.input_wait_ns).Raw(",\"dataloader_ns\":").Int(st.dataloader_ns);
+      w.Raw(",\"input_share\":").Fixed(st.input_share(), 4).Char('}');
+    }
+    w.Raw("]}");
+  }
+  w.Raw("],\"median_input_share\":");
+  Fraction(w, r.median_input_share).Raw(",\"input_bound\":[");
+  for (size_t i = 0; i < r.input_bound.size(); ++i) w.Raw(i ? "," : "").Int(r.input_bound[i]);
+  w.Raw("]}");
+}
+
+void GpuPodFields(JsonWriter& w, const GpuPod& p) {
+  w.Raw("\"median_gpu_utilization\":");
+  Fraction(w, p.median_gpu_utilization).Raw(",\"median_sm_efficiency\":");
+  Fraction(w, p.median_sm_efficiency).Raw(",\"median_achieved_occupancy\":");
+  Fraction(w, p.median_achieved_occupancy).Raw(",\"least_utilized\":[");
+  for (size_t i = 0; i < p.least_utilized.size(); ++i) w.Raw(i ? "," : "").Int(p.least_utilized[i]);
+  w.Char(']');
+}
+
+void Overview(JsonWriter& w, const OverviewReport& o) {
+  const PodBreakdown& b = o.breakdown;
+  w.Raw("{\"workers\":").Uint(o.workers).Raw(",\"steps\":").Uint(o.steps);
+  w.Raw(",\"step_p50_ns\":").Int(o.step_p50_ns).Raw(",\"step_max_ns\":").Int(o.step_max_ns);
+  w.Raw(",\"breakdown\":{\"step_ns\":").Int(b.step_ns);
+  const std::pair<const char*, TimeNs> parts[] = {
+      {"compute", b.compute_ns},        {"overlap", b.overlap_ns},           {"comm_wait", b.comm_wait_ns},
+      {"comm_transfer", b.comm_transfer_ns}, {"memcpy", b.memcpy_ns},        {"idle_input", b.idle_input_ns},
+      {"idle_launch", b.idle_launch_ns}, {"idle_host", b.idle_host_ns},      {"idle_other", b.idle_other_ns}};
+  for (const auto& [name, ns] : parts) w.Raw(",\"").Raw(name).Raw("_share\":").Fixed(b.Share(ns), 4);
+  w.Raw("},\"gpu\":{");
+  GpuPodFields(w, o.gpu);
+  w.Raw(",\"tensor_core_share\":").Fixed(o.tensor_core_share, 4);
+  w.Raw("},\"communication\":{\"exposed_share\":").Fixed(o.exposed_communication_share, 4);
+  w.Raw(",\"overlap_pct\":").Fixed(o.overlap_pct, 2).Raw(",\"median_busbw_gbps\":").Fixed(o.median_busbw_gbps, 2);
+  w.Raw(",\"link_gbps\":").Fixed(o.link_gbps, 2).Raw(",\"median_efficiency\":").Fixed(o.median_efficiency, 4);
+  w.Raw("},\"straggler_count\":").Uint(o.straggler_count).Raw(",\"recommendations\":[");
+  for (size_t i = 0; i < o.recommendations.size(); ++i) {
+    const Recommendation& r = o.recommendations[i];
+    w.Raw(i ? "," : "").Raw("{\"rule\":").String(r.rule).Raw(",\"title\":").String(r.title);
+    w.Raw(",\"advice\":").String(r.advice).Raw(",\"step_share\":").Fixed(r.step_share, 4);
+    if (!r.subject.empty()) w.Raw(",\"subject\":").String(r.subject);
+    w.Raw(",\"evidence\":{");
+    for (size_t e = 0; e < r.evidence.size(); ++e) {
+      w.Raw(e ? "," : "").String(r.evidence[e].first).Char(':').Double(r.evidence[e].second);
+    }
+    w.Raw("},\"ranks\":[");
+    for (size_t k = 0; k < r.ranks.size(); ++k) w.Raw(k ? "," : "").Int(r.ranks[k]);
+    w.Raw("]}");
   }
   w.Raw("]}");
 }
@@ -325,6 +483,10 @@ std::string RenderJson(const common::CaptureView& capture, const AnalysisRequest
     if (name == "allreduce") Bandwidth(w, *results.bandwidth);
     if (name == "pod") Pod(w, *results.pod, request.workers_only);
     if (name == "kernels") Kernels(w, *results.kernels, request.workers_only);
+    if (name == "gpu") Gpu(w, *results.gpu, request.workers_only);
+    if (name == "overview") Overview(w, *results.overview);
+    if (name == "operators") Operators(w, *results.operators, request.workers_only);
+    if (name == "input") Input(w, *results.input, request.workers_only);
     if (name == "temporal") Temporal(w, *results.temporal);
   }
   // The inputs' disagreements (not one whole job), beside the report(s).

@@ -43,15 +43,18 @@ StepNumbers NumbersFor(const AnalysisResults& results) {
   return StepNumbers{first != INT64_MAX && first >= 1'000'000 ? first : -1};
 }
 
+// Whether `--ranks` (or the API's ranks) keeps this rank in the tables.
+bool RankShown(const AnalysisRequest& request, int32_t rank) {
+  return request.ranks.empty() || std::find(request.ranks.begin(), request.ranks.end(), rank) != request.ranks.end();
+}
+
 // The workers a long table shows: those asked for, worst (longest mean step) first, at most
 // request.top_workers; `hidden` counts the others.
 std::vector<const WorkerBreakdown*> Shown(const std::vector<WorkerBreakdown>& b, const AnalysisRequest& request,
                                           size_t* hidden) {
   std::vector<std::pair<TimeNs, const WorkerBreakdown*>> ranked;
   for (const WorkerBreakdown& w : b) {
-    if (!request.ranks.empty() && std::find(request.ranks.begin(), request.ranks.end(), w.rank) == request.ranks.end()) {
-      continue;
-    }
+    if (!RankShown(request, w.rank)) continue;
     TimeNs total = 0;
     for (const StepBreakdown& s : w.steps) total += s.span_ns;
     ranked.emplace_back(w.steps.empty() ? 0 : total / static_cast<TimeNs>(w.steps.size()), &w);
@@ -218,7 +221,7 @@ void Summary(std::string& out, const SummaryReport& s) {
   if (s.expected_allreduce_ns) out += fmt::format(" (expected {:.3f} ms)", Ms(*s.expected_allreduce_ns));
   out += "\n";
   out += fmt::format("warnings: {}\n", s.warnings.empty() ? "none" : fmt::format("{} (above)", s.warnings.size()));
-  out += "more: --report steps|pod|overlap|communication|stragglers|allreduce|kernels|temporal|all\n";
+  out += "more: --report overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|input|temporal|all\n";
 }
 
 void Bandwidth(std::string& out, const BandwidthReport& r, const StepNumbers& numbers) {
@@ -251,7 +254,7 @@ void Pod(std::string& out, const PodView& v, const AnalysisRequest& request, con
                        "overlap", "comm", "memcpy", "idle");
     std::vector<const PodRow*> rows;
     for (const PodRow& r : s.rows) {
-      if (request.ranks.empty() || std::find(request.ranks.begin(), request.ranks.end(), r.rank) != request.ranks.end()) {
+      if (RankShown(request, r.rank)) {
         rows.push_back(&r);
       }
     }
@@ -268,12 +271,123 @@ void Pod(std::string& out, const PodView& v, const AnalysisRequest& request, con
   }
 }
 
+// "12.3" for a fraction as a percentage, "-" when unknown.
+std::string Percent(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", 100 * *v) : "-"; }
+
 void Kernels(std::string& out, const KernelReport& r) {
-  out += "== kernels: top kernels pod-wide\n";
-  out += fmt::format("{:<60} {:>6} {:>8} {:>10} {:>10} {:>7}\n", "name", "class", "count", "total_ms", "mean_us", "share%");
+  out += "== kernels: top kernels pod-wide (blk/SM: blocks per SM; occ%: Est. Achieved Occupancy; TC: Tensor Cores)\n";
+  out += fmt::format("{:<48} {:>6} {:>8} {:>10} {:>10} {:>7} {:>7} {:>5} {:>3}\n", "name", "class", "count", "total_ms",
+                     "mean_us", "share%", "blk/SM", "occ%", "TC");
   for (const KernelStats& k : r.pod) {
-    out += fmt::format("{:<60} {:>6} {:>8} {:>10.3f} {:>10.1f} {:>7.2f}\n", Truncate(k.name, 60),
-                       k.kernel_class.substr(0, 6), k.count, Ms(k.total_ns), k.mean_ns() / 1e3, 100 * k.share);
+    out += fmt::format("{:<48} {:>6} {:>8} {:>10.3f} {:>10.1f} {:>7.2f} {:>7} {:>5} {:>3}\n", Truncate(k.name, 48),
+                       k.kernel_class.substr(0, 6), k.count, Ms(k.total_ns), k.mean_ns() / 1e3, 100 * k.share,
+                       k.blocks_per_sm ? fmt::format("{:.2f}", *k.blocks_per_sm) : "-", Percent(k.achieved_occupancy),
+                       k.tensor_core ? "yes" : "no");
+  }
+  out += fmt::format("compute-kernel time on Tensor Cores: {:.1f}% ({:.3f} of {:.3f} ms)\n", 100 * r.tensor_cores.share(),
+                     Ms(r.tensor_cores.tensor_core_ns), Ms(r.tensor_cores.compute_ns));
+}
+
+void Gpu(std::string& out, const GpuReport& r, const AnalysisRequest& request) {
+  out += fmt::format("== gpu: pod medians: GPU utilization {}%, Est. SM Efficiency {}%, Est. Achieved Occupancy {}%\n",
+                     Percent(r.pod.median_gpu_utilization), Percent(r.pod.median_sm_efficiency),
+                     Percent(r.pod.median_achieved_occupancy));
+  out += "least utilized first\n";
+  out += fmt::format("{:>7} {:<24} {:>6} {:>9} {:>9} {:>10} {:>10} {:>8}\n", "rank", "device", "util%", "sm_eff%", "occ%",
+                     "busy_ms", "span_ms", "steps");
+  std::vector<const WorkerGpu*> rows;
+  for (const WorkerGpu& w : r.workers) {
+    if (RankShown(request, w.rank)) {
+      rows.push_back(&w);
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const WorkerGpu* a, const WorkerGpu* b) {
+    return a->total.gpu_utilization < b->total.gpu_utilization;
+  });
+  const size_t keep = request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
+  size_t unknown = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    const WorkerGpu& w = *rows[i];
+    unknown += w.kernels_without_occupancy;
+    out += fmt::format("{:>7} {:<24} {:>6.1f} {:>9} {:>9} {:>10.3f} {:>10.3f} {:>8}\n", w.rank,
+                       Truncate(w.device.empty() ? "-" : w.device, 24), 100 * w.total.gpu_utilization,
+                       Percent(w.total.sm_efficiency), Percent(w.total.achieved_occupancy), Ms(w.total.busy_ns),
+                       Ms(w.total.span_ns), w.steps.size());
+  }
+  MoreWorkers(out, rows.size() - keep);
+  if (unknown > 0) {
+    out += fmt::format("({} kernels without a launch shape or device limits count as busy time only)\n", unknown);
+  }
+}
+
+void Operators(std::string& out, const OperatorReport& r) {
+  out += "== operators: pod-wide, by device self time (host self: less child operators and CUDA calls)\n";
+  out += fmt::format("{:<40} {:>8} {:>11} {:>11} {:>12} {:>11}  {}\n", "name", "calls", "host_ms", "host_self", "device_ms",
+                     "dev_self", "costliest ranks (device ms)");
+  for (const PodOperator& p : r.pod) {
+    std::string costliest;
+    for (const OperatorCost& c : p.costliest) {
+      costliest += fmt::format("{}{} ({:.3f})", costliest.empty() ? "" : ", ", c.rank, Ms(c.device_total_ns));
+    }
+    const OperatorStats& s = p.stats;
+    out += fmt::format("{:<40} {:>8} {:>11.3f} {:>11.3f} {:>12.3f} {:>11.3f}  {}\n", Truncate(s.name, 40), s.calls,
+                       Ms(s.host_total_ns), Ms(s.host_self_ns), Ms(s.device_total_ns), Ms(s.device_self_ns), costliest);
+  }
+}
+
+void Input(std::string& out, const InputReport& r, const AnalysisRequest& request) {
+  out += fmt::format("== input: device time waiting on the dataloader; median {}% of step time (input-bound above {:.0f}%, highly above "
+                     "{:.0f}%)\n",
+                     Percent(r.median_input_share), 100 * r.options.moderate_share, 100 * r.options.high_share);
+  out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>8}  {}\n", "rank", "step_ms", "input_wait", "dataloader_ms", "share%",
+                     "verdict");
+  std::vector<const WorkerInput*> rows;
+  for (const WorkerInput& w : r.workers) {
+    if (RankShown(request, w.rank)) {
+      rows.push_back(&w);
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const WorkerInput* a, const WorkerInput* b) { return a->input_share > b->input_share; });
+  const size_t keep = request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
+  for (size_t i = 0; i < keep; ++i) {
+    const WorkerInput& w = *rows[i];
+    out += fmt::format("{:>7} {:>12.3f} {:>12.3f} {:>14.3f} {:>8.1f}  {}\n", w.rank, Ms(w.step_ns), Ms(w.input_wait_ns),
+                       Ms(w.dataloader_ns), 100 * w.input_share, InputVerdictName(w.verdict));
+  }
+  MoreWorkers(out, rows.size() - keep);
+}
+
+void Overview(std::string& out, const OverviewReport& o) {
+  const PodBreakdown& b = o.breakdown;
+  out += fmt::format("== overview: {} workers, {} steps; step time p50 {:.3f} ms, max {:.3f} ms\n", o.workers, o.steps,
+                     Ms(o.step_p50_ns), Ms(o.step_max_ns));
+  out += fmt::format("step time (pod): compute {:.1f}%, overlap {:.1f}%, comm wait {:.1f}%, comm transfer {:.1f}%, memcpy "
+                     "{:.1f}%, idle: input {:.1f}%, launch {:.1f}%, host {:.1f}%, other {:.1f}%\n",
+                     100 * b.Share(b.compute_ns), 100 * b.Share(b.overlap_ns), 100 * b.Share(b.comm_wait_ns),
+                     100 * b.Share(b.comm_transfer_ns), 100 * b.Share(b.memcpy_ns), 100 * b.Share(b.idle_input_ns),
+                     100 * b.Share(b.idle_launch_ns), 100 * b.Share(b.idle_host_ns), 100 * b.Share(b.idle_other_ns));
+  out += fmt::format("GPU (pod medians): utilization {}%, Est. SM Efficiency {}%, Est. Achieved Occupancy {}%; Tensor Cores "
+                     "{:.1f}% of compute-kernel time\n",
+                     Percent(o.gpu.median_gpu_utilization), Percent(o.gpu.median_sm_efficiency),
+                     Percent(o.gpu.median_achieved_occupancy), 100 * o.tensor_core_share);
+  out += fmt::format("communication (median worker): {:.1f}% of the step exposed, {:.1f}% hidden; AllReduce bus bandwidth "
+                     "{:.1f} Gbit/s{}; {} straggler(s)\n",
+                     100 * o.exposed_communication_share, o.overlap_pct, o.median_busbw_gbps,
+                     o.link_gbps > 0 ? fmt::format(" ({:.1f}% of {:.0f})", 100 * o.median_efficiency, o.link_gbps) : "",
+                     o.straggler_count);
+  if (o.recommendations.empty()) {
+    out += "recommendations: none (no rule's threshold is crossed)\n";
+    return;
+  }
+  out += "recommendations, most step time at stake first:\n";
+  for (size_t i = 0; i < o.recommendations.size(); ++i) {
+    const Recommendation& r = o.recommendations[i];
+    out += fmt::format("{:>2}. {} [{}; {:.1f}% of step time at stake]\n", i + 1, r.title, r.rule, 100 * r.step_share);
+    if (!r.subject.empty()) out += fmt::format("    kernel: {}\n", Truncate(r.subject, 100));
+    out += fmt::format("    try: {}\n", r.advice);
+    std::string evidence;
+    for (const auto& [name, value] : r.evidence) evidence += fmt::format("{}{}={:.4g}", evidence.empty() ? "" : ", ", name, value);
+    out += fmt::format("    evidence: {}\n", evidence);
   }
 }
 
@@ -305,6 +419,10 @@ std::string RenderTables(const common::CaptureView& capture, const AnalysisReque
     if (name == "allreduce") Bandwidth(out, *results.bandwidth, numbers);
     if (name == "pod") Pod(out, *results.pod, request, numbers);
     if (name == "kernels") Kernels(out, *results.kernels);
+    if (name == "gpu") Gpu(out, *results.gpu, request);
+    if (name == "overview") Overview(out, *results.overview);
+    if (name == "operators") Operators(out, *results.operators);
+    if (name == "input") Input(out, *results.input, request);
     if (name == "temporal") Temporal(out, *results.temporal);
   }
   return out;

@@ -47,7 +47,7 @@ TEST_F(CoordinatorTest, ImportAnalyseExportRestartDelete) {
   // Every analysis equals the CLI's on the same files.
   const std::string files = KinetoFixture("trace_filter");
   std::map<std::string, std::string> served;
-  for (const char* report : {"steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "temporal"}) {
+  for (const char* report : {"overview", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "gpu", "operators", "input", "temporal"}) {
     const HttpResult r = HttpCall(port_, "GET", std::string("/v1/captures/tf1/") + report);
     ASSERT_EQ(r.status, 200) << report << ": " << r.body;
     EXPECT_EQ(r.body, RunCli(std::string("analyze --format json --report ") + report + " " + files)) << report;
@@ -147,6 +147,11 @@ TEST_F(CoordinatorTest, CliOnlineModeImportsListsAndReportsLikeOffline) {
   // The same tables as offline.
   EXPECT_EQ(RunCli(server + "report d1 --report pod --report temporal --window hta"),
             RunCli("analyze --report pod --report temporal --window hta " + KinetoFixture("dlrm_8rank")));
+  // The devices' limits survive the store: occupancy and SM efficiency as offline.
+  const std::string gpu = RunCli(server + "report d1 --report gpu --format json");
+  EXPECT_EQ(gpu, RunCli("analyze --report gpu --format json " + KinetoFixture("dlrm_8rank")));
+  EXPECT_NE(gpu.find(R"("device":"Tesla V100-SXM2-32GB")"), std::string::npos) << gpu.substr(0, 400);
+  EXPECT_EQ(gpu.find(R"("median_achieved_occupancy":null)"), std::string::npos) << gpu.substr(0, 400);
   EXPECT_EQ(RunCli(server + "report d1 --report stragglers --format json"),
             RunCli("analyze --report stragglers --format json " + KinetoFixture("dlrm_8rank")));
 }

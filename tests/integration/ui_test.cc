@@ -145,6 +145,26 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   }
   EXPECT_NE(Text("tr.straggler").find("rank 5"), std::string::npos) << Text("tr.straggler");
 
+  // GPU efficiency: a column per worker, rank 5 marked, the pod's medians known (the simulated
+  // ranks describe their H100); the kernel table says which kernels use Tensor Cores.
+  ASSERT_TRUE(browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step time by GPU use"]'))", 30'000));
+  json::value gpu = ColumnPixels(R"(canvas[aria-label^="Step time by GPU use"])");
+  ASSERT_TRUE(gpu.is_object());
+  EXPECT_EQ(gpu.at("runs"), json::value(8)) << gpu;
+  EXPECT_EQ(gpu.at("red"), (json::array{5})) << gpu;
+  EXPECT_TRUE(browser_->WaitFor("/Pod medians: GPU utilization \\d+\\.\\d%, Est. SM Efficiency \\d+\\.\\d%, Est. Achieved "
+                                "Occupancy \\d+\\.\\d%/.test(document.body.textContent)", 10'000))
+      << Js("return document.body.innerText;");
+  EXPECT_TRUE(browser_->WaitFor("/Compute-kernel time on Tensor Cores: \\d+\\.\\d%/.test(document.body.textContent) && "
+                                "[...document.querySelectorAll('td')].some(td => td.textContent === 'yes')", 10'000));
+
+  // The overview comes first and ends in recommendations with their numbers; the straggler is one.
+  EXPECT_TRUE(browser_->WaitFor("[...document.querySelectorAll('ol.recommendations li')].some(li => "
+                                "li.textContent.includes('Rank 5') && li.textContent.includes('Evidence: step_time_loss_ns = '))",
+                                30'000))
+      << Text("ol.recommendations");
+  EXPECT_EQ(Js("return document.querySelector('main section.panel h2').textContent;"), json::value("Overview"));
+
   // The heat map renders: 8 rows by the capture's steps, in more than one colour, rank 5 marked.
   ASSERT_TRUE(browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step time, worker"]'))", 30'000));
   json::value heat = Js(R"(

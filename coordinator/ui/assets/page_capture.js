@@ -81,6 +81,7 @@ function analyses(body, base, record) {
   const matrix = api.get(`${base}/pod?detail=workers`, "the step-time matrix");
   const podHolder = h("div");
   body.append(
+    panel("Overview", async () => overviewPanel(await api.get(`${base}/overview`, "the overview"))),
     panel("Stragglers", async () => stragglerReport(await stragglers)),
     h("section", {class: "panel"}, h("h2", {}, "Pod view"), podHolder),
     panel("Step time per worker and step", async () => {
@@ -92,6 +93,7 @@ function analyses(body, base, record) {
     h("div", {class: "grid2"},
       panel("Computation / communication overlap", async () => overlapChart(await api.get(`${base}/overlap?detail=workers`, "the overlap report"), await flagged)),
       panel("Wait vs transfer", async () => waitChart(await api.get(`${base}/communication?detail=workers`, "the communication report"), await flagged))),
+    panel("GPU efficiency", async () => gpuChart(await api.get(`${base}/gpu?detail=workers`, "the GPU report"), await flagged)),
     allReducePanel(base),
     h("div", {class: "grid2"},
       panel("Top kernels (pod)", async () => kernelTable(await api.get(`${base}/kernels?top=20&detail=workers`, "the kernel report"))),
@@ -228,15 +230,65 @@ function allReducePanel(base) {
   return h("section", {class: "panel"}, h("h2", {}, "AllReduce bandwidth"), form, holder);
 }
 
+// The pod in three lines, then what to try, most step time at stake first, each with the numbers
+// that triggered it.
+function overviewPanel(o) {
+  const b = o.breakdown;
+  const fraction = (v) => (v === null || v === undefined ? "unknown" : pct(v));
+  const lines = [
+    `${count(o.workers)} workers, ${count(o.steps)} steps; step time median ${ns(o.step_p50_ns)}, longest ${ns(o.step_max_ns)}.`,
+    `Step time: compute ${pct(b.compute_share)}, overlap ${pct(b.overlap_share)}, communication waiting ${pct(b.comm_wait_share)} ` +
+      `and transferring ${pct(b.comm_transfer_share)}, copies ${pct(b.memcpy_share)}; idle on input ${pct(b.idle_input_share)}, ` +
+      `launches ${pct(b.idle_launch_share)}, host ${pct(b.idle_host_share)}, other ${pct(b.idle_other_share)}.`,
+    `GPU utilization ${fraction(o.gpu.median_gpu_utilization)}, Est. SM Efficiency ${fraction(o.gpu.median_sm_efficiency)}, ` +
+      `Est. Achieved Occupancy ${fraction(o.gpu.median_achieved_occupancy)} (medians); Tensor Cores run ${pct(o.gpu.tensor_core_share)} ` +
+      `of compute-kernel time. Communication exposed ${pct(o.communication.exposed_share)} of the median worker's step.`,
+  ];
+  const recommendations = o.recommendations.length
+    ? h("ol", {class: "recommendations"}, ...o.recommendations.map((r) => h("li", {},
+        h("strong", {}, r.title), ` — ${pct(r.step_share)} of step time at stake.`,
+        r.subject ? h("div", {class: "muted"}, `kernel: ${r.subject}`) : null,
+        h("div", {}, `Try: ${r.advice}.`),
+        h("div", {class: "muted"}, "Evidence: " + Object.entries(r.evidence).map(([k, v]) => `${k} = ${Number(v).toPrecision(4)}`).join(", ") +
+          (r.ranks.length ? `; ranks ${r.ranks.join(", ")}` : "")))))
+    : h("p", {}, "No recommendation: no rule's threshold is crossed.");
+  return [...lines.map((l) => h("p", {}, l)), h("h3", {}, "Recommendations"), recommendations];
+}
+
+// Per worker, the step spans split three ways: SM efficiency (the SMs' estimated share in use),
+// the rest of the busy time, and idle; the three stack to 100%.
+function gpuChart(r, flagged) {
+  const fraction = (v) => (v === null || v === undefined ? "unknown" : pct(v));
+  const workers = r.workers.map((w) => {
+    const sm = w.sm_efficiency ?? 0;
+    return {label: `rank ${w.rank}`, highlight: flagged.has(w.rank),
+      values: {sm, busy: Math.max(0, w.gpu_utilization - sm), idle: Math.max(0, 1 - w.gpu_utilization)},
+      note: `GPU utilization ${pct(w.gpu_utilization)}, Est. SM Efficiency ${fraction(w.sm_efficiency)}, ` +
+        `Est. Achieved Occupancy ${fraction(w.achieved_occupancy)}${w.device ? ` (${w.device})` : ""}`};
+  });
+  const p = r.pod;
+  return [h("p", {class: "muted"}, `Pod medians: GPU utilization ${fraction(p.median_gpu_utilization)}, ` +
+      `Est. SM Efficiency ${fraction(p.median_sm_efficiency)}, Est. Achieved Occupancy ${fraction(p.median_achieved_occupancy)}. ` +
+      `Least utilized: ${p.least_utilized.length ? p.least_utilized.map((rank) => `rank ${rank}`).join(", ") : "none"}.`),
+    columnChart({workers, title: "Step time by GPU use, per worker", height: 180, format: (v) => pct(v), series: [
+      {key: "sm", label: "SMs in use (Est. SM Efficiency)", color: "#3b6fb6", pattern: "solid"},
+      {key: "busy", label: "rest of the busy time", color: "#7fb3e6", pattern: "diagonal"},
+      {key: "idle", label: "no kernel running", color: "#cfcfcf", pattern: "dots"}]})];
+}
+
 function kernelTable(r) {
-  return table([
+  const tc = r.tensor_cores;
+  return [h("p", {class: "muted"}, `Compute-kernel time on Tensor Cores: ${pct(tc.share)} (${ns(tc.tensor_core_ns)} of ${ns(tc.compute_ns)}).`),
+    table([
     {label: "kernel", value: (k) => h("span", {title: k.name}, k.name.length > 100 ? k.name.slice(0, 100) + "…" : k.name)},
     {label: "class", value: (k) => k.class},
     {label: "count", num: true, value: (k) => count(k.count)},
     {label: "total", num: true, value: (k) => ns(k.total_ns)},
     {label: "mean", num: true, value: (k) => ns(k.mean_ns)},
     {label: "share", num: true, value: (k) => pct(k.share)},
-  ], r.pod, {label: "top kernels"});
+    {label: "occupancy", num: true, value: (k) => (k.achieved_occupancy === null ? "–" : pct(k.achieved_occupancy))},
+    {label: "Tensor Cores", value: (k) => (k.tensor_core ? "yes" : "no")},
+  ], r.pod, {label: "top kernels"})];
 }
 
 function clockChart(record, flagged) {

@@ -116,6 +116,22 @@ class HandTrace {
     return *this;
   }
 
+  // The last kernel's launch shape: blocks in the grid, threads per block, registers per
+  // thread, shared memory per block.
+  HandTrace& Shape(uint32_t grid, uint32_t block, int32_t registers = 32, int32_t shared_bytes = 0) {
+    common::KernelTable& k = trace_.kernels;
+    k.grid_x.back() = grid;
+    k.block_x.back() = block;
+    k.registers_per_thread.back() = registers;
+    k.shared_memory_bytes.back() = shared_bytes;
+    return *this;
+  }
+
+  HandTrace& Device(const common::DeviceInfo& device) {
+    trace_.info.devices.push_back(device);
+    return *this;
+  }
+
   common::WorkerTrace Build() {
     common::WorkerTrace out = trace_;
     out.SortByTime();

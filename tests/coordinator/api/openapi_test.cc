@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "coordinator/analysis/analysis_run.h"
 #include "coordinator/api/live_api.h"
 #include "coordinator/api/schedules_api.h"
 #include "coordinator/api/watch_api.h"
@@ -61,6 +62,21 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
     }
   }
   EXPECT_EQ(registered, documented);
+}
+
+// The analyses a capture answers are the CLI's reports, every one of them.
+TEST(OpenApiTest, TheReportParameterListsEveryReport) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const std::string text(OpenApiDocument());
+  ASSERT_EQ(parser.parse(text).get(doc), simdjson::SUCCESS);
+  std::vector<std::string> documented;
+  for (simdjson::dom::element p : doc["paths"]["/v1/captures/{id}/{report}"]["parameters"].get_array()) {
+    std::string_view name;
+    if (p["name"].get(name) != simdjson::SUCCESS || name != "report") continue;  // not the $ref
+    for (simdjson::dom::element e : p["schema"]["enum"].get_array()) documented.emplace_back(std::string_view(e));
+  }
+  EXPECT_EQ(documented, std::vector<std::string>(std::begin(analysis::kReportNames), std::end(analysis::kReportNames)));
 }
 
 TEST(OpenApiTest, OnlyTheProbesAndTheUisFilesAreOpenAndAnUnclassifiedRouteIsAdminOnly) {

@@ -288,3 +288,134 @@ TEST(CliSimulateTest, SimulatedStragglerIsNamedByAnalyze) {
 
 }  // namespace
 }  // namespace podscope::coordinator
+
+#include <simdjson.h>
+
+#include "common/file_io.h"
+
+namespace podscope::coordinator {
+namespace {
+
+// Issue 18: a simulated job's files say their rank the way HTA reads it, and describe their
+// H100; the gpu report computes utilization, SM efficiency and occupancy from that, and the
+// kernel view marks the Hopper GEMMs as Tensor Core kernels.
+TEST(CliGpuReportTest, ASimulatedJobHasGpuEfficiencyAndTensorCoreKernels) {
+  ScratchDir dir;
+  ASSERT_EQ(RunCli("simulate --ranks 2 --steps 3 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " +
+                   dir.File("job")).exit_code, 0);
+  absl::StatusOr<std::string> file = common::ReadFileMaybeGzip(dir.File("job/rank-1.json.gz"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_NE(file->find(R"("distributedInfo":{"backend":"nccl","rank": 1,"world_size": 2})"), std::string::npos)
+      << file->substr(0, 300);
+  EXPECT_NE(file->find(R"("name":"NVIDIA H100 80GB HBM3")"), std::string::npos);
+  EXPECT_NE(file->find(R"("computeMajor":9,"computeMinor":0,"numSms":132)"), std::string::npos);
+
+  const RunResult gpu = RunCli("analyze --report gpu --format json " + dir.File("job"));
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(gpu.output).get(doc), simdjson::SUCCESS) << gpu.output;
+  simdjson::dom::array workers = doc["workers"];
+  ASSERT_EQ(workers.size(), 2u);
+  for (simdjson::dom::element w : workers) {
+    const double utilization = w["gpu_utilization"];
+    const double sm = w["sm_efficiency"];
+    const double occupancy = w["achieved_occupancy"];
+    EXPECT_GT(utilization, 0.2);
+    EXPECT_LE(utilization, 1.0);
+    EXPECT_GT(sm, 0.0);
+    EXPECT_LE(sm, utilization);  // min(blocks per SM, 1) over busy time at most
+    EXPECT_GT(occupancy, 0.0);
+    EXPECT_LE(occupancy, 1.0);
+    EXPECT_EQ(uint64_t(w["kernels_without_occupancy"]), 0u);
+    EXPECT_EQ(simdjson::dom::array(w["steps"]).size(), 3u);
+  }
+
+  const RunResult kernels = RunCli("analyze --report kernels --format json " + dir.File("job"));
+  ASSERT_EQ(kernels.exit_code, 0) << kernels.output;
+  EXPECT_NE(kernels.output.find(R"("name":"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas","class":"compute")"),
+            std::string::npos);
+  EXPECT_NE(kernels.output.find(R"(_cublas","class":"compute")"), std::string::npos);
+  ASSERT_EQ(parser.parse(kernels.output).get(doc), simdjson::SUCCESS);
+  bool tensor_core_gemm = false;
+  for (simdjson::dom::element k : doc["pod"].get_array()) {
+    const std::string_view name = k["name"];
+    if (name.starts_with("sm90_xmma_gemm")) tensor_core_gemm = bool(k["tensor_core"]);
+    if (name.starts_with("ncclDevKernel")) {
+      EXPECT_FALSE(bool(k["tensor_core"]));
+    }
+  }
+  EXPECT_TRUE(tensor_core_gemm);
+  const double share = doc["tensor_cores"]["share"];
+  EXPECT_GT(share, 0.0);
+  EXPECT_LT(share, 1.0);
+
+  const RunResult table = RunCli("analyze --report gpu " + dir.File("job"));
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("== gpu: pod medians: GPU utilization "), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("NVIDIA H100 80GB HBM3"), std::string::npos) << table.output;
+}
+
+}  // namespace
+}  // namespace podscope::coordinator
+
+namespace podscope::coordinator {
+namespace {
+
+// Issue 18: the operator view attributes device time on the dlrm fixture, whose runtime events'
+// External ids match no operator; a rank with a slow dataloader is input-bound, and the overview
+// recommends on it with its numbers.
+TEST(CliGpuReportTest, OperatorsInputAndTheOverviewOnRealAndSimulatedJobs) {
+  const RunResult operators = RunCli("analyze --report operators --format json " + KinetoFixture("dlrm_8rank"));
+  ASSERT_EQ(operators.exit_code, 0) << operators.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(operators.output).get(doc), simdjson::SUCCESS) << operators.output;
+  simdjson::dom::array pod = doc["pod"];
+  ASSERT_GT(pod.size(), 5u);
+  const int64_t top_device = int64_t(pod.at(0)["device_self_ns"]);
+  EXPECT_GT(top_device, 0);
+  for (simdjson::dom::element op : pod) {
+    EXPECT_LE(int64_t(op["host_self_ns"]), int64_t(op["host_total_ns"]));
+    EXPECT_LE(int64_t(op["device_self_ns"]), int64_t(op["device_total_ns"]));
+    EXPECT_LE(int64_t(op["device_self_ns"]), top_device);  // worst first
+    EXPECT_GE(simdjson::dom::array(op["costliest"]).size(), 1u);
+  }
+  EXPECT_EQ(simdjson::dom::array(doc["workers"]).size(), 8u);
+
+  ScratchDir dir;
+  ASSERT_EQ(RunCli("simulate --ranks 4 --steps 4 --forward-kernels 4 --backward-kernels 8 --buckets 2 "
+                   "--straggler 2:4:input -o " + dir.File("job")).exit_code, 0);
+  const RunResult input = RunCli("analyze --report input --format json " + dir.File("job"));
+  ASSERT_EQ(input.exit_code, 0) << input.output;
+  ASSERT_EQ(parser.parse(input.output).get(doc), simdjson::SUCCESS) << input.output;
+  simdjson::dom::array bound = doc["input_bound"];
+  ASSERT_GE(bound.size(), 1u) << input.output;
+  EXPECT_EQ(int64_t(bound.at(0)), 2) << input.output;
+  for (simdjson::dom::element w : doc["workers"].get_array()) {
+    const double share = w["input_share"];
+    if (int64_t(w["rank"]) == 2) {
+      EXPECT_GT(share, 0.05);
+    }
+    EXPECT_EQ(simdjson::dom::array(w["steps"]).size(), 4u);
+  }
+
+  const RunResult overview = RunCli("analyze --report overview --format json " + dir.File("job"));
+  ASSERT_EQ(overview.exit_code, 0) << overview.output;
+  ASSERT_EQ(parser.parse(overview.output).get(doc), simdjson::SUCCESS) << overview.output;
+  bool input_named = false;
+  for (simdjson::dom::element r : doc["recommendations"].get_array()) {
+    EXPECT_GT(simdjson::dom::object(r["evidence"]).size(), 0u);  // no recommendation without its number
+    const std::string_view rule = r["rule"];
+    if (rule == "input_bound" || rule == "straggler") {
+      for (simdjson::dom::element rank : r["ranks"].get_array()) input_named = input_named || int64_t(rank) == 2;
+    }
+  }
+  EXPECT_TRUE(input_named) << overview.output;
+  const RunResult table = RunCli("analyze --report overview " + dir.File("job"));
+  EXPECT_NE(table.output.find("recommendations, most step time at stake first:"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("    evidence: "), std::string::npos) << table.output;
+}
+
+}  // namespace
+}  // namespace podscope::coordinator

@@ -58,7 +58,19 @@ TEST(ReportJsonTest, WorkersOnlyKeepsOneEntryPerWorkerWithTheTotalsOfItsSteps) {
   const std::string kernels = Render(capture, "kernels", true);
   EXPECT_NE(kernels.find(R"({"pod":[{"name":"gemm","class":"compute","count":4,"total_ns":2400000,)"), std::string::npos) << kernels;
   EXPECT_EQ(kernels.find("\"workers\""), std::string::npos) << kernels;
-  EXPECT_NE(Render(capture, "kernels", false).find(R"("workers":[{"rank":0,"top":[)"), std::string::npos);
+  EXPECT_NE(kernels.find(R"("tensor_core":false,"blocks_per_sm":null,"achieved_occupancy":null})"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find(R"("tensor_cores":{"compute_ns":2400000,"tensor_core_ns":0,"share":0.0000},"warnings":[]})"), std::string::npos) << kernels;
+  EXPECT_NE(Render(capture, "kernels", false).find(R"("workers":[{"rank":0,"tensor_cores":{"compute_ns":1200000,"tensor_core_ns":0,"share":0.0000},"top":[)"),
+            std::string::npos);
+
+  // No device record: busy time alone, and null where an estimate needs the device.
+  const std::string gpu = Render(capture, "gpu", true);
+  EXPECT_NE(gpu.find(R"({"workers":[{"rank":0,"device":"","kernels":4,"kernels_without_occupancy":4,"span_ns":1800000,"busy_ns":1800000,"gpu_utilization":1.0000,"sm_efficiency":null,"achieved_occupancy":null,"step_count":2},)"),
+            std::string::npos) << gpu;
+  EXPECT_NE(gpu.find(R"("pod":{"median_gpu_utilization":1.0000,"median_sm_efficiency":null,"median_achieved_occupancy":null,"least_utilized":[0,1]},"warnings":[]})"),
+            std::string::npos) << gpu;
+  EXPECT_NE(Render(capture, "gpu", false).find(R"("steps":[{"step":0,"span_ns":900000,"busy_ns":900000,"gpu_utilization":1.0000,"sm_efficiency":null,"achieved_occupancy":null},)"),
+            std::string::npos);
 
   const std::string communication = Render(capture, "communication", true);
   EXPECT_NE(communication.find(R"("workers":[{"rank":0,"collectives":2,)"), std::string::npos) << communication;
