@@ -155,15 +155,20 @@ void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredenti
     std::lock_guard<std::mutex> lock(mu_);
     const bool again = probes_.contains(id);
     Probe& p = probes_[id];
+    const bool features_changed =
+        again && !std::equal(p.registration.features().begin(), p.registration.features().end(), r.features().begin(),
+                             r.features().end());
     p.peer = peer;
     p.registration = r;
     AssignRanks();
     const int64_t pid = PidOf(peer, r);
+    std::string features;
+    for (const std::string& f : r.features()) common::StrAppend(&features, features.empty() ? "" : ",", f);
     if (!again) {
-      std::string features;
-      for (const std::string& f : r.features()) common::StrAppend(&features, features.empty() ? "" : ",", f);
       spdlog::info("probe registered: pid {} rank {} job '{}' features [{}]{}", pid, p.rank, r.job(), features,
                    p.ignored.empty() ? "" : common::StrCat(" (not served: ", p.ignored, ")"));
+    } else if (features_changed) {  // e.g. NCCL's init, after the probe first registered
+      spdlog::info("probe pid {} rank {} job '{}' features now [{}]", pid, p.rank, r.job(), features);
     }
     if (!r.warnings().empty()) spdlog::warn("probe pid {}: {}", pid, r.warnings());
     if (sampler_ != nullptr && p.rank >= 0) sampler_->Watch(pid, GpuIndexOf(r));

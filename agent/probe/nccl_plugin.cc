@@ -1,6 +1,7 @@
 #include "agent/probe/nccl_plugin.h"
 
 #include <atomic>
+#include <type_traits>
 
 namespace podscope::agent::probe {
 
@@ -66,6 +67,10 @@ NcclPluginResult Start(void* context, void** handle, Descr* d) {
     *handle = c->recorder->StartCollective(c->comm, s);
   } else if (type == kProfileKernelCh) {
     *handle = c->recorder->StartKernelChannel(d->parentObj, d->kernelCh.pTimer);
+  } else if constexpr (std::is_same_v<Descr, EventDescrV6>) {
+    // A copy-engine collective runs no kernel, so no kernel channel ever times it: counted, not
+    // recorded (its copies are in CUPTI's memcpy records). Its syncs and batches come with it.
+    if (type == kProfileCeColl) c->recorder->CountCopyEngineCollective();
   }
   return kNcclSuccess;
 }
@@ -85,6 +90,12 @@ NcclPluginResult RecordState(void* handle, int state, EventStateArgs* args) {
   return kNcclSuccess;
 }
 
+NcclPluginResult InitV6(void** context, uint64_t comm_id, int* mask, const char* name, int nodes, int nranks, int rank,
+                        NcclDebugLogger) {
+  TellVersion("nccl-profiler-v6");
+  return Init(context, comm_id, mask, name, nranks, rank);
+}
+
 NcclPluginResult InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int nodes, int nranks, int rank,
                         NcclDebugLogger) {
   TellVersion("nccl-profiler-v5");
@@ -97,6 +108,7 @@ NcclPluginResult InitV4(void** context, int* mask, const char* name, uint64_t co
   return Init(context, comm_hash, mask, name, nranks, rank);
 }
 
+NcclPluginResult StartV6(void* context, void** handle, EventDescrV6* d) { return Start(context, handle, d); }
 NcclPluginResult StartV5(void* context, void** handle, EventDescrV5* d) { return Start(context, handle, d); }
 NcclPluginResult StartV4(void* context, void** handle, EventDescrV4* d) { return Start(context, handle, d); }
 
@@ -105,6 +117,7 @@ NcclPluginResult StartV4(void* context, void** handle, EventDescrV4* d) { return
 void SetNcclRecorderProvider(NcclRecorderProvider provider) { g_provider.store(provider); }
 void SetNcclVersionHook(NcclVersionHook hook) { g_version_hook.store(hook); }
 
+const ProfilerV6 kNcclProfilerV6 = {"podscope", &InitV6, &StartV6, &Stop, &RecordState, &Finalize};
 const ProfilerV5 kNcclProfilerV5 = {"podscope", &InitV5, &StartV5, &Stop, &RecordState, &Finalize};
 const ProfilerV4 kNcclProfilerV4 = {"podscope", &InitV4, &StartV4, &Stop, &RecordState, &Finalize};
 

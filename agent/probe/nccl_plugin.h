@@ -1,6 +1,6 @@
-// NCCL's profiler plugin entry points (v5 and v4) onto an NcclRecorder. The shared library
-// exports the two tables as `ncclProfiler_v5` and `ncclProfiler_v4` (probe_entry.cc); tests call
-// them through the same tables NCCL would.
+// NCCL's profiler plugin entry points (v6, v5 and v4) onto an NcclRecorder. The shared library
+// exports the three tables as `ncclProfiler_v6`, `ncclProfiler_v5` and `ncclProfiler_v4`
+// (probe_entry.cc); tests call them through the same tables NCCL would.
 #pragma once
 
 #include "agent/probe/nccl_profiler_abi.h"
@@ -16,6 +16,7 @@ void SetNcclRecorderProvider(NcclRecorderProvider provider);
 using NcclVersionHook = void (*)(const char* feature);
 void SetNcclVersionHook(NcclVersionHook hook);
 
+extern const nccl_abi::ProfilerV6 kNcclProfilerV6;
 extern const nccl_abi::ProfilerV5 kNcclProfilerV5;
 extern const nccl_abi::ProfilerV4 kNcclProfilerV4;
 

@@ -94,6 +94,7 @@ void NcclRecorder::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap*
   budget_ = budget;
   gpu_clock_ = gpu_clock;
   rows_.clear();
+  window_bad_channel_times_ = 0;
   rows_.reserve(4096);
   for (NcclCommunicator& c : comms_) {
     if (c.activation_mask != nullptr) *c.activation_mask = kWindowMask;
@@ -176,6 +177,10 @@ void NcclRecorder::ChannelStarted(WatchSlot* slot, uint64_t gpu_start_ns) {
 void NcclRecorder::ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns) {
   if (slot == nullptr) return;
   ++slot->stopped;
+  if (gpu_stop_ns != 0 && slot->gpu_start != 0 && gpu_stop_ns < slot->gpu_start) {
+    ++bad_channel_times_;  // ends before the collective began (a window row counted it already)
+    gpu_stop_ns = 0;
+  }
   slot->gpu_end = std::max(slot->gpu_end, gpu_stop_ns);
   // The clock is read only for the stop that may finish the collective (a clock read is a good
   // part of a channel's cost).
@@ -187,6 +192,21 @@ void NcclRecorder::ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns) {
     slot->comm->completed_sequence = slot->sequence;
     slot->comm->completed_ns = now;
   }
+}
+
+bool NcclRecorder::PlausibleChannelTime(uint64_t gpu_ns, TimeNs enqueue_ns, TimeNs now) {
+  // Outside a window there is no clock map to hold the GPU's time against the host's.
+  if (gpu_clock_ == nullptr || gpu_ns == 0) return true;
+  const TimeNs host = gpu_clock_->ToHost(gpu_ns);
+  if (host >= enqueue_ns - kChannelSlackNs && host <= now + kChannelSlackNs) return true;
+  ++bad_channel_times_;
+  ++window_bad_channel_times_;
+  return false;
+}
+
+uint64_t NcclRecorder::bad_channel_times() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bad_channel_times_;
 }
 
 NcclRecorder::Row* NcclRecorder::RowOf(void* handle) {
@@ -209,8 +229,10 @@ void* NcclRecorder::StartKernelChannel(void* parent, uint64_t gpu_start_ns) {
   }
   Row* row = RowOf(parent);
   if (row == nullptr) return nullptr;
-  if (gpu_start_ns != 0 && (row->gpu_start == 0 || gpu_start_ns < row->gpu_start)) row->gpu_start = gpu_start_ns;
-  ChannelStarted(SlotOf(row->watch_serial), gpu_start_ns);
+  // A wrong start is left out of the row and its watch slot alike; the channel's stop still counts.
+  const uint64_t start = PlausibleChannelTime(gpu_start_ns, row->enqueue_ns, host_now_()) ? gpu_start_ns : 0;
+  if (start != 0 && (row->gpu_start == 0 || start < row->gpu_start)) row->gpu_start = start;
+  ChannelStarted(SlotOf(row->watch_serial), start);
   return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(parent) | kChannelBit);
 }
 
@@ -224,8 +246,16 @@ void NcclRecorder::StopKernelChannel(void* handle, uint64_t gpu_stop_ns) {
   }
   Row* row = RowOf(handle);
   if (row == nullptr) return;
-  row->gpu_end = std::max(row->gpu_end, gpu_stop_ns);
-  ChannelStopped(SlotOf(row->watch_serial), gpu_stop_ns);
+  uint64_t stop = gpu_stop_ns;
+  if (!PlausibleChannelTime(stop, row->enqueue_ns, host_now_())) {
+    stop = 0;
+  } else if (row->gpu_start != 0 && stop < row->gpu_start) {  // ends before the collective began
+    ++bad_channel_times_;
+    ++window_bad_channel_times_;
+    stop = 0;
+  }
+  row->gpu_end = std::max(row->gpu_end, stop);
+  ChannelStopped(SlotOf(row->watch_serial), stop);
 }
 
 void NcclRecorder::TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarvest* out) {
@@ -293,11 +323,14 @@ void NcclRecorder::TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarv
 Harvest NcclRecorder::TakeHarvest() {
   std::vector<Row> rows;
   GpuClockMap* gpu_clock = nullptr;
+  uint64_t bad_times = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     rows.swap(rows_);
     gpu_clock = gpu_clock_;
     ++generation_;  // late kernel-channel stops now find nothing
+    bad_times = window_bad_channel_times_;
+    window_bad_channel_times_ = 0;
   }
   Harvest out;
   common::WorkerTrace& t = out.trace;
@@ -328,7 +361,8 @@ Harvest NcclRecorder::TakeHarvest() {
     c.kernel_end.push_back(gpu_clock != nullptr ? gpu_clock->ToHost(row.gpu_end) : static_cast<TimeNs>(row.gpu_end));
     c.correlation.push_back(-1);  // NCCL does not say which kernel record is this call's
   }
-  out.dropped = unfinished;
+  // Collectives without device time, and kernel-channel timestamps that could not be true.
+  out.dropped = unfinished + bad_times;
   return out;
 }
 

@@ -103,8 +103,10 @@ void NoteNcclVersion(const char* feature) {
 
 using podscope::agent::probe::kNcclProfilerV4;
 using podscope::agent::probe::kNcclProfilerV5;
+using podscope::agent::probe::kNcclProfilerV6;
 using podscope::agent::probe::nccl_abi::ProfilerV4;
 using podscope::agent::probe::nccl_abi::ProfilerV5;
+using podscope::agent::probe::nccl_abi::ProfilerV6;
 
 extern "C" {
 
@@ -114,6 +116,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
 }
 
 // NCCL_PROFILER_PLUGIN: NCCL reads the newest version it knows.
+__attribute__((visibility("default"))) ProfilerV6 ncclProfiler_v6 = kNcclProfilerV6;
 __attribute__((visibility("default"))) ProfilerV5 ncclProfiler_v5 = kNcclProfilerV5;
 __attribute__((visibility("default"))) ProfilerV4 ncclProfiler_v4 = kNcclProfilerV4;
 

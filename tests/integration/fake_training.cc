@@ -1,7 +1,8 @@
 // A stand-in for a training process on a machine without a GPU: it loads libpodscope_probe.so
-// exactly as NCCL does (dlopen, then the ncclProfiler_v5 table), makes a communicator, and runs
-// "steps" that each issue two AllReduces through the plugin (kernel channels timed on the host
-// clock, as a GPU's globaltimer is) and mark themselves with podscope/step.h.
+// exactly as NCCL does (dlopen, then the newest table it knows, ncclProfiler_v6), makes a
+// communicator, and runs "steps" that each issue two AllReduces through the plugin (kernel
+// channels timed on the host clock, as a GPU's globaltimer is) and mark themselves with
+// podscope/step.h. Through v6 each step also runs a copy-engine AllGather, as NCCL 2.29 may.
 //
 //   fake_training LIBRARY SOCKET RANK WORLD JOB SECONDS [KEY=VALUE,...]
 //
@@ -13,6 +14,7 @@
 //   slow-after=S   ... from S seconds into the run [0]
 //   hang-at=S      this rank stops entering collectives S seconds into the run
 //   marks=0        no step marks: the agent infers steps from the collectives
+//   nccl=v5        use the v5 table, as NCCL before 2.29 does [v6]
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <podscope/step.h>
@@ -59,9 +61,11 @@ bool WaitForPeers(uint64_t seq, uint64_t deadline) {
   return true;
 }
 
-// False when a peer never came (the kernel never ends, as in a hang).
-bool AllReduce(const ProfilerV5& nccl, void* context, uint64_t seq, int rank, uint64_t deadline) {
-  EventDescrV5 coll{};
+// False when a peer never came (the kernel never ends, as in a hang). `Profiler` is ProfilerV6 or
+// ProfilerV5, `Descr` its event descriptor.
+template <typename Profiler, typename Descr>
+bool AllReduce(const Profiler& nccl, void* context, uint64_t seq, int rank, uint64_t deadline) {
+  Descr coll{};
   coll.type = kProfileColl;
   coll.rank = rank;
   coll.coll.seqNumber = seq;
@@ -76,7 +80,7 @@ bool AllReduce(const ProfilerV5& nccl, void* context, uint64_t seq, int rank, ui
   SleepUs(200);  // launch latency
   void* channels[2] = {nullptr, nullptr};
   for (void*& ch_handle : channels) {
-    EventDescrV5 ch{};
+    Descr ch{};
     ch.type = kProfileKernelCh;
     ch.parentObj = handle;
     ch.kernelCh.pTimer = NowNs();
@@ -93,6 +97,31 @@ bool AllReduce(const ProfilerV5& nccl, void* context, uint64_t seq, int rank, ui
   }
   nccl.stopEvent(handle);
   return true;
+}
+
+// A copy-engine AllGather (v6): the collective, its sync and its batch, started and stopped; no
+// kernel channel times it.
+void CopyEngineAllGather(const ProfilerV6& nccl, void* context, uint64_t seq, int rank) {
+  EventDescrV6 coll{};
+  coll.type = kProfileCeColl;
+  coll.rank = rank;
+  coll.ceColl.seqNumber = seq;
+  coll.ceColl.ceSeqNum = static_cast<uint32_t>(seq);
+  coll.ceColl.func = "AllGather";
+  coll.ceColl.count = 1 << 16;
+  coll.ceColl.datatype = "ncclBfloat16";
+  coll.ceColl.syncStrategy = "UC";
+  void* handle = nullptr;
+  nccl.startEvent(context, &handle, &coll);
+  for (uint64_t type : {kProfileCeSync, kProfileCeBatch}) {
+    EventDescrV6 part{};
+    part.type = type;
+    part.parentObj = handle;
+    void* part_handle = nullptr;
+    nccl.startEvent(context, &part_handle, &part);
+    nccl.stopEvent(part_handle);
+  }
+  nccl.stopEvent(handle);
 }
 
 std::map<std::string, std::string> Options(const char* text) {
@@ -148,10 +177,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fake_training: %s\n", dlerror());
     return 1;
   }
-  const auto* nccl = static_cast<const ProfilerV5*>(dlsym(probe, "ncclProfiler_v5"));
+  const bool v5 = options["nccl"] == "v5";
+  const auto* v6_table = v5 ? nullptr : static_cast<const ProfilerV6*>(dlsym(probe, "ncclProfiler_v6"));
+  const auto* v5_table = v5 ? static_cast<const ProfilerV5*>(dlsym(probe, "ncclProfiler_v5")) : nullptr;
   int mask = 0;
   void* context = nullptr;
-  if (nccl == nullptr || nccl->init(&context, 0x5eed, &mask, "dp", 1, g_world, rank, nullptr) != kNcclSuccess) {
+  const int init = v6_table != nullptr   ? v6_table->init(&context, 0x5eed, &mask, "dp", 1, g_world, rank, nullptr)
+                   : v5_table != nullptr ? v5_table->init(&context, 0x5eed, &mask, "dp", 1, g_world, rank, nullptr)
+                                         : kNcclInternalError;
+  if (init != kNcclSuccess) {
     std::fprintf(stderr, "fake_training: the plugin's init failed\n");
     return 1;
   }
@@ -160,6 +194,10 @@ int main(int argc, char** argv) {
   const uint64_t begin = NowNs();
   const uint64_t end = begin + static_cast<uint64_t>(seconds * 1e9);
   const auto elapsed = [&] { return static_cast<double>(NowNs() - begin) / 1e9; };
+  const auto all_reduce = [&](uint64_t s) {
+    return v6_table != nullptr ? AllReduce<ProfilerV6, EventDescrV6>(*v6_table, context, s, rank, end)
+                               : AllReduce<ProfilerV5, EventDescrV5>(*v5_table, context, s, rank, end);
+  };
   uint64_t seq = 0;
   for (uint64_t step = 0; NowNs() < end; ++step) {
     if (marks) podscope_step_begin(step);
@@ -170,12 +208,17 @@ int main(int argc, char** argv) {
       while (NowNs() < end) SleepUs(100'000);
       break;
     }
-    if (!AllReduce(*nccl, context, seq++, rank, end) || !AllReduce(*nccl, context, seq++, rank, end)) break;
+    if (!all_reduce(seq++) || !all_reduce(seq++)) break;
+    if (v6_table != nullptr) CopyEngineAllGather(*v6_table, context, step, rank);
     SleepUs(1000);  // optimizer
     if (marks) podscope_step_end(step);
   }
   // Leave the probe a flush to report the last steps before NCCL's communicator goes.
   SleepUs(1'500'000);
-  nccl->finalize(context);
+  if (v6_table != nullptr) {
+    v6_table->finalize(context);
+  } else {
+    v5_table->finalize(context);
+  }
   return 0;
 }

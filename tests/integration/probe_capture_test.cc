@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -51,11 +52,14 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
                dir_.File("agent.log"));
   ASSERT_FALSE(agent.WaitForLog("(serving) 0 workers").empty()) << agent.Log();
 
+  // Rank 0's NCCL reads the plugin's v6 table (NCCL 2.29+, copy-engine collectives included),
+  // rank 1's the v5 table, as an older NCCL would.
   std::vector<std::unique_ptr<Daemon>> training;
   for (int rank = 0; rank < 2; ++rank) {
     training.push_back(std::make_unique<Daemon>(
         PODSCOPE_FAKE_TRAINING_PATH,
-        std::vector<std::string>{PODSCOPE_PROBE_PATH, socket, std::to_string(rank), "2", "fake-job", "30"},
+        std::vector<std::string>{PODSCOPE_PROBE_PATH, socket, std::to_string(rank), "2", "fake-job", "30",
+                                 rank == 0 ? "nccl=v6" : "nccl=v5"},
         dir_.File("rank" + std::to_string(rank) + ".log")));
   }
   // Both processes register and the coordinator hears of them.
@@ -89,6 +93,12 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
     EXPECT_EQ(w["dropped_events"].get_uint64().value(), 0u) << simdjson::to_string(w);
   }
   EXPECT_EQ(ranks, (std::set<int64_t>{0, 1}));
+  // Each NCCL told the probe which table it read, and the probe told its agent.
+  // (At registration, or later when NCCL's init comes after it.)
+  EXPECT_TRUE(std::regex_search(agent.Log(), std::regex("rank 0 job 'fake-job' features (now )?\\[nccl-profiler-v6\\]")))
+      << agent.Log();
+  EXPECT_TRUE(std::regex_search(agent.Log(), std::regex("rank 1 job 'fake-job' features (now )?\\[nccl-profiler-v5\\]")))
+      << agent.Log();
 
   // Steps found on both ranks from the probe's markers. (Without a GPU there is no device time,
   // so no per-step breakdown: DESIGN §7 measures steps on the device.)

@@ -1,6 +1,6 @@
 #!/bin/sh
-# libpodscope_probe.so must export what CUDA (InitializeInjection), NCCL (ncclProfiler_v5 and
-# the v4 fallback) and podscope/step.h look up, and nothing else: every other symbol stays
+# libpodscope_probe.so must export what CUDA (InitializeInjection), NCCL (ncclProfiler_v6 and
+# the v5 and v4 fallbacks) and podscope/step.h look up, and nothing else: every other symbol stays
 # inside, so the probe cannot clash with the training process's own libraries.
 set -eu
 lib="$1"
@@ -8,6 +8,7 @@ exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
 want="InitializeInjection
 ncclProfiler_v4
 ncclProfiler_v5
+ncclProfiler_v6
 podscope_probe_step_begin
 podscope_probe_step_end"
 if [ "$exported" != "$want" ]; then

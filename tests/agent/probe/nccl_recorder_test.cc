@@ -1,4 +1,4 @@
-// The NCCL profiler plugin driven through the same v5 / v4 tables NCCL reads.
+// The NCCL profiler plugin driven through the same v6 / v5 / v4 tables NCCL reads.
 #include "agent/probe/nccl_plugin.h"
 
 #include "agent/probe/collective_links.h"
@@ -123,6 +123,118 @@ TEST_F(NcclPluginTest, RecordsCollectivesOnlyInsideAWindowWithKernelTimesOnTheHo
   EXPECT_EQ(c.kernel_end[0], 1'295'000);
   EXPECT_TRUE(h.trace.Validate().ok());
   EXPECT_EQ(kNcclProfilerV5.finalize(context), kNcclSuccess);
+}
+
+// Version 6 (NCCL 2.29): the same collectives and kernel channels as v5, through the larger
+// descriptor; copy-engine collectives, their syncs and batches get no handle and no row, and are
+// counted.
+TEST_F(NcclPluginTest, VersionSixRecordsKernelCollectivesAndCountsCopyEngineOnes) {
+  int mask = -1;
+  void* context = nullptr;
+  ASSERT_EQ(kNcclProfilerV6.init(&context, 0x66, &mask, "dp", 1, 4, 2, nullptr), kNcclSuccess);
+  EXPECT_EQ(mask, 0);
+  gpu_clock_.Add({1'000'000, 1'000'000});
+  budget_.Reset(100);
+  recorder_.OpenWindow(g_now, &budget_, &gpu_clock_);
+  EXPECT_EQ(mask, NcclRecorder::kWindowMask);  // copy-engine events are not asked for
+  g_now = 1'100'000;
+  EventDescrV6 coll{};
+  coll.type = kProfileColl;
+  coll.coll.seqNumber = 3;
+  coll.coll.func = "ReduceScatter";
+  coll.coll.count = 256;
+  coll.coll.datatype = "ncclBfloat16";
+  coll.coll.nChannels = 1;
+  coll.coll.algo = "RING";
+  coll.coll.proto = "SIMPLE";
+  void* handle = nullptr;
+  ASSERT_EQ(kNcclProfilerV6.startEvent(context, &handle, &coll), kNcclSuccess);
+  ASSERT_NE(handle, nullptr);
+  EventDescrV6 ch{};
+  ch.type = kProfileKernelCh;
+  ch.parentObj = handle;
+  ch.kernelCh.pTimer = 1'110'000;
+  void* ch_handle = nullptr;
+  kNcclProfilerV6.startEvent(context, &ch_handle, &ch);
+  ASSERT_NE(ch_handle, nullptr);
+  g_now = 1'200'000;
+  EventStateArgs args{};
+  args.kernelCh.pTimer = 1'190'000;
+  EXPECT_EQ(kNcclProfilerV6.recordEventState(ch_handle, kKernelChStop, &args), kNcclSuccess);
+  kNcclProfilerV6.stopEvent(ch_handle);
+  kNcclProfilerV6.stopEvent(handle);
+
+  // A copy-engine AllGather with its sync and batch, as NCCL 2.29 reports one.
+  EventDescrV6 ce{};
+  ce.type = kProfileCeColl;
+  ce.ceColl.seqNumber = 1;
+  ce.ceColl.func = "AllGather";
+  ce.ceColl.count = 4096;
+  ce.ceColl.datatype = "ncclBfloat16";
+  ce.ceColl.syncStrategy = "MC";
+  void* ce_handle = reinterpret_cast<void*>(1);
+  EXPECT_EQ(kNcclProfilerV6.startEvent(context, &ce_handle, &ce), kNcclSuccess);
+  EXPECT_EQ(ce_handle, nullptr);
+  for (uint64_t type : {kProfileCeSync, kProfileCeBatch}) {
+    EventDescrV6 part{};
+    part.type = type;
+    part.parentObj = ce_handle;
+    void* part_handle = reinterpret_cast<void*>(1);
+    EXPECT_EQ(kNcclProfilerV6.startEvent(context, &part_handle, &part), kNcclSuccess);
+    EXPECT_EQ(part_handle, nullptr);
+    EXPECT_EQ(kNcclProfilerV6.stopEvent(part_handle), kNcclSuccess);
+  }
+  EXPECT_EQ(kNcclProfilerV6.stopEvent(ce_handle), kNcclSuccess);
+  recorder_.CloseWindow(g_now);
+
+  Harvest h = recorder_.TakeHarvest();
+  EXPECT_EQ(h.dropped, 0u);
+  const common::CollectiveTable& c = h.trace.collectives;
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c.op[0], common::CollectiveOp::kReduceScatter);
+  EXPECT_EQ(c.sequence[0], 3);
+  EXPECT_EQ(c.bytes[0], 512);
+  EXPECT_EQ(c.rank[0], 2);
+  EXPECT_EQ(c.enqueue[0], 1'100'000);
+  EXPECT_EQ(c.kernel_start[0], 1'110'000);
+  EXPECT_EQ(c.kernel_end[0], 1'190'000);
+  EXPECT_EQ(recorder_.copy_engine_collectives(), 1u);
+  EXPECT_EQ(kNcclProfilerV6.finalize(context), kNcclSuccess);
+}
+
+// NCCL before 2.30 can give a kernel channel another task's timer: a start seconds away from its
+// collective, or a stop before the collective began. Those are dropped and counted; the
+// collective keeps the times of its other channels.
+TEST_F(NcclPluginTest, KernelChannelTimesThatCannotBeTrueAreDroppedAndCounted) {
+  int mask = 0;
+  void* context = nullptr;
+  ASSERT_EQ(kNcclProfilerV6.init(&context, 0x77, &mask, "dp", 1, 2, 0, nullptr), kNcclSuccess);
+  gpu_clock_.Add({1'000'000, 1'000'000});
+  budget_.Reset(100);
+  recorder_.OpenWindow(g_now, &budget_, &gpu_clock_);
+  g_now = 2'000'000;
+  void* coll = StartCollective(context, 1, "AllReduce", 16, "ncclFloat32");
+  ASSERT_NE(coll, nullptr);
+  g_now = 3'000'000;  // NCCL's proxy reports the channels a millisecond later
+  void* good = StartChannel(context, coll, 2'010'000);
+  void* early = StartChannel(context, coll, 1'000);              // long before the enqueue
+  void* late = StartChannel(context, coll, 9'000'000'000);       // seconds after it was reported
+  void* backwards = StartChannel(context, coll, 2'020'000);
+  for (auto [ch, stop] : {std::pair{good, uint64_t{2'500'000}}, std::pair{early, uint64_t{2'600'000}},
+                          std::pair{late, uint64_t{2'700'000}}, std::pair{backwards, uint64_t{2'005'000}}}) {
+    ASSERT_NE(ch, nullptr);
+    EventStateArgs args{};
+    args.kernelCh.pTimer = stop;
+    kNcclProfilerV6.recordEventState(ch, kKernelChStop, &args);
+  }
+  recorder_.CloseWindow(g_now);
+  EXPECT_EQ(recorder_.bad_channel_times(), 3u);  // two starts, and a stop before the first start
+  Harvest h = recorder_.TakeHarvest();
+  EXPECT_EQ(h.dropped, 3u);
+  ASSERT_EQ(h.trace.collectives.size(), 1u);
+  EXPECT_EQ(h.trace.collectives.kernel_start[0], 2'010'000);
+  EXPECT_EQ(h.trace.collectives.kernel_end[0], 2'700'000);
+  EXPECT_EQ(kNcclProfilerV6.finalize(context), kNcclSuccess);
 }
 
 TEST_F(NcclPluginTest, BudgetExhaustionDropsAndCountsAndUnfinishedKernelsAreNotInvented) {
