@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 
+#include "agent/probe/cuda_devices.h"
 #include "agent/probe/cupti_loader.h"
 #include "agent/probe/cupti_source.h"
 #include "agent/probe/nccl_plugin.h"
@@ -81,6 +82,11 @@ int StartCupti() {
     p->cupti_source = std::make_unique<CuptiSource>(p->cupti.get(), options);
     p->runtime->AddSource(p->cupti_source.get());
     p->runtime->SetClockReader([source = p->cupti_source.get()](GpuClockMap* clock) { source->ReadClockPair(clock); });
+    // The devices' limits from the driver the process loaded, for occupancy (none: no figures).
+    p->runtime->SetDeviceDescriber([](const std::vector<int32_t>& ids) {
+      const std::optional<CudaDeviceCalls> driver = FindCudaDriver();
+      return driver ? DescribeDevices(*driver, ids) : std::vector<common::DeviceInfo>();
+    });
     p->runtime->AddFeature("cupti");
     p->runtime->AddFeature("nvtx");
   });

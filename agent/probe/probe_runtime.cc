@@ -93,6 +93,11 @@ void ProbeRuntime::AddWatchSource(WatchSource* source) {
   source->SetWatching(on);
 }
 
+void ProbeRuntime::SetDeviceDescriber(DeviceDescriber describer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  device_describer_ = std::move(describer);
+}
+
 void ProbeRuntime::SetClockReader(std::function<void(GpuClockMap*)> reader) {
   std::lock_guard<std::mutex> lock(mu_);
   clock_reader_ = std::move(reader);
@@ -317,6 +322,7 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>&
   budget_.Reset(max_events);
   gpu_clock_.Clear();
   const std::vector<EventSource*> sources = sources_;
+  const DeviceDescriber describer = device_describer_;
   common::WorkerInfo info;
   info.rank = description_.identity.rank;
   info.world_size = std::max(description_.identity.world_size, 0);
@@ -359,6 +365,7 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>&
   if (Harvest* cupti = named("cupti"), *nccl = named("nccl"); cupti != nullptr && nccl != nullptr) {
     LinkCollectivesToKernels(cupti->trace, &nccl->trace);
   }
+  info.devices = devices_.For(harvests, describer);
   for (Harvest& h : harvests) {
     if (cancelled || h.trace.Counts().Total() == 0) continue;
     h.trace.info = info;

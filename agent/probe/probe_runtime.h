@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "agent/probe/agent_link.h"
+#include "agent/probe/device_catalog.h"
 #include "agent/probe/event_source.h"
 #include "agent/probe/probe_identity.h"
 #include "agent/probe/probe_settings.h"
@@ -54,6 +55,8 @@ class ProbeRuntime : public AgentLink::Handler {
   // Reads a (GPU, host) clock pair for watch data's kernel times (CUPTI's timestamp, once
   // CUPTI loaded); without one the GPU clock is taken as the host's.
   void SetClockReader(std::function<void(GpuClockMap*)> reader);
+  // Describes the GPUs (by CUPTI device id) a window's kernels ran on; each id is asked once.
+  void SetDeviceDescriber(DeviceDescriber describer);
   // Sends what the watch sources hold now; the watch thread calls it every interval. False when
   // there was nothing, or the link did not take it.
   bool FlushWatch();
@@ -109,6 +112,8 @@ class ProbeRuntime : public AgentLink::Handler {
   std::vector<WatchSource*> watch_sources_;  // under mu_
   bool watching_ = false;                    // under mu_
   std::function<void(GpuClockMap*)> clock_reader_;  // under mu_
+  DeviceDescriber device_describer_;                 // under mu_
+  DeviceCatalog devices_;                            // the window thread's
   GpuClockMap watch_clock_;
   std::mutex flush_mu_;  // one flush at a time
   std::thread watch_thread_;
