@@ -290,6 +290,15 @@ absl::Status CheckHostSamples(const v1::HostSampleColumns& c, const std::vector<
   return r.Check(c.gpu_throttle_reasons(), "gpu_throttle_reasons");
 }
 
+absl::Status CheckMemoryEvents(const v1::MemoryEventColumns& c, const std::vector<NameId>& names) {
+  ColumnReader r("memory_events", c.time_delta_size(), names);
+  RETURN_IF_ERROR(r.Check(c.device(), "device"));
+  RETURN_IF_ERROR(r.Check(c.bytes(), "bytes"));
+  RETURN_IF_ERROR(r.Check(c.total_allocated(), "total_allocated"));
+  RETURN_IF_ERROR(r.Check(c.total_reserved(), "total_reserved"));
+  return r.Check(c.thread(), "thread");
+}
+
 }  // namespace
 
 void EncodeChunk(const WorkerTrace& trace, const ChunkHeader& header, v1::TraceChunk* chunk) {
@@ -396,6 +405,17 @@ void EncodeChunk(const WorkerTrace& trace, const ChunkHeader& header, v1::TraceC
   PutValues(hs.gpu_power_mw, hsc->mutable_gpu_power_mw());
   PutValues(hs.gpu_temperature_c, hsc->mutable_gpu_temperature_c());
   PutValues(hs.gpu_throttle_reasons, hsc->mutable_gpu_throttle_reasons());
+
+  const MemoryEventTable& me = trace.memory_events;
+  if (me.size() > 0) {
+    v1::MemoryEventColumns* mc = chunk->mutable_memory_events();
+    PutDeltas(me.time, mc->mutable_time_delta());
+    PutValues(me.device, mc->mutable_device());
+    PutValues(me.bytes, mc->mutable_bytes());
+    PutValues(me.total_allocated, mc->mutable_total_allocated());
+    PutValues(me.total_reserved, mc->mutable_total_reserved());
+    PutValues(me.thread, mc->mutable_thread());
+  }
 }
 
 std::string EncodeChunkToBytes(const WorkerTrace& trace, const ChunkHeader& header) {
@@ -419,6 +439,7 @@ absl::Status AppendChunk(const v1::TraceChunk& chunk, WorkerTrace* trace) {
   RETURN_IF_ERROR(CheckCollectives(chunk.collectives(), identity));
   RETURN_IF_ERROR(CheckSteps(chunk.steps(), identity));
   RETURN_IF_ERROR(CheckHostSamples(chunk.host_samples(), identity));
+  RETURN_IF_ERROR(CheckMemoryEvents(chunk.memory_events(), identity));
 
   if (chunk.clock().source() > static_cast<uint32_t>(ClockSource::kCollective)) {
     return absl::DataLossError(
@@ -530,6 +551,15 @@ absl::Status AppendChunk(const v1::TraceChunk& chunk, WorkerTrace* trace) {
   R::AppendValues(hsc.gpu_power_mw(), &hs.gpu_power_mw);
   R::AppendValues(hsc.gpu_temperature_c(), &hs.gpu_temperature_c);
   R::AppendValues(hsc.gpu_throttle_reasons(), &hs.gpu_throttle_reasons);
+
+  const v1::MemoryEventColumns& mec = chunk.memory_events();
+  MemoryEventTable& me = trace->memory_events;
+  R::AppendDeltas(mec.time_delta(), &me.time);
+  R::AppendValues(mec.device(), &me.device);
+  R::AppendValues(mec.bytes(), &me.bytes);
+  R::AppendValues(mec.total_allocated(), &me.total_allocated);
+  R::AppendValues(mec.total_reserved(), &me.total_reserved);
+  R::AppendValues(mec.thread(), &me.thread);
   return absl::OkStatus();
 }
 

@@ -221,4 +221,27 @@ struct HostSampleTable {
   }
 };
 
+// The allocator's events (Kineto's `[memory]` instants; the probe's device memory samples):
+// one row per allocation (bytes > 0) or free (bytes < 0), or a sample (bytes 0), with the
+// allocator's totals after it. Device -1 is the host.
+inline constexpr int64_t kUnknownBytes = -1;
+struct MemoryEventTable {
+  std::vector<TimeNs> time;
+  std::vector<int32_t> device;
+  std::vector<int64_t> bytes;
+  std::vector<int64_t> total_allocated, total_reserved;  // kUnknownBytes when not given
+  std::vector<int64_t> thread;
+
+  size_t size() const { return time.size(); }
+  // Visits every column (a std::vector) in a fixed order; const and non-const.
+  template <typename F>
+  void ForEachColumn(F&& f) { Columns(*this, f); }
+  template <typename F>
+  void ForEachColumn(F&& f) const { Columns(*this, f); }
+  template <typename Self, typename F>
+  static void Columns(Self& t, F& f) {
+    f(t.time), f(t.device), f(t.bytes), f(t.total_allocated), f(t.total_reserved), f(t.thread);
+  }
+};
+
 }  // namespace podscope::common

@@ -54,6 +54,9 @@ void KeepWindow(TimeNs begin, TimeNs end, WorkerTrace* t) {
   KeepWhere(&t->host_samples, [t, begin, end](size_t i) {
     return t->host_samples.time[i] >= begin && t->host_samples.time[i] <= end;
   });
+  KeepWhere(&t->memory_events, [t, begin, end](size_t i) {
+    return t->memory_events.time[i] >= begin && t->memory_events.time[i] <= end;
+  });
 }
 
 void MapTimes(const ClockModel& clock, WorkerTrace* t) {
@@ -67,6 +70,7 @@ void MapTimes(const ClockModel& clock, WorkerTrace* t) {
   map(t->collectives.enqueue), map(t->collectives.kernel_start), map(t->collectives.kernel_end);
   map(t->steps.start), map(t->steps.end);
   map(t->host_samples.time);
+  map(t->memory_events.time);
 }
 
 std::vector<WorkerTrace> SplitIntoChunks(WorkerTrace trace, size_t max_events) {
@@ -104,6 +108,7 @@ std::vector<WorkerTrace> SplitIntoChunks(WorkerTrace trace, size_t max_events) {
   split(trace.collectives, &WorkerTrace::collectives);
   split(trace.steps, &WorkerTrace::steps);
   split(trace.host_samples, &WorkerTrace::host_samples);
+  split(trace.memory_events, &WorkerTrace::memory_events);
   return chunks;
 }
 

@@ -88,7 +88,7 @@ std::string WorkerInfo::DisplayName() const {
 EventCounts WorkerTrace::Counts() const {
   return EventCounts{kernels.size(),     memcpys.size(), runtime_calls.size(),
                      host_spans.size(),  collectives.size(), steps.size(),
-                     host_samples.size()};
+                     host_samples.size(), memory_events.size()};
 }
 
 void WorkerTrace::SortByTime() {
@@ -99,6 +99,7 @@ void WorkerTrace::SortByTime() {
   SortTableBy(collectives, collectives.kernel_start);
   SortTableBy(steps, steps.start);
   SortTableBy(host_samples, host_samples.time);
+  SortTableBy(memory_events, memory_events.time);
 }
 
 absl::Status WorkerTrace::Validate() const {
@@ -109,6 +110,7 @@ absl::Status WorkerTrace::Validate() const {
   if (absl::Status s = CheckColumnLengths(collectives, "collectives"); !s.ok()) return s;
   if (absl::Status s = CheckColumnLengths(steps, "steps"); !s.ok()) return s;
   if (absl::Status s = CheckColumnLengths(host_samples, "host_samples"); !s.ok()) return s;
+  if (absl::Status s = CheckColumnLengths(memory_events, "memory_events"); !s.ok()) return s;
   const std::pair<const std::vector<NameId>*, std::string_view> name_columns[] = {
       {&kernels.name, "kernels"},          {&memcpys.name, "memcpys"},
       {&runtime_calls.name, "runtime_calls"}, {&host_spans.name, "host_spans"},

@@ -60,9 +60,9 @@ struct WorkerInfo {
 // Per-kind event counts, used by inspect, tests and round-trip checks.
 struct EventCounts {
   size_t kernels = 0, memcpys = 0, runtime_calls = 0, host_spans = 0, collectives = 0,
-         steps = 0, host_samples = 0;
+         steps = 0, host_samples = 0, memory_events = 0;
   size_t Total() const {
-    return kernels + memcpys + runtime_calls + host_spans + collectives + steps + host_samples;
+    return kernels + memcpys + runtime_calls + host_spans + collectives + steps + host_samples + memory_events;
   }
   friend bool operator==(const EventCounts&, const EventCounts&) = default;
 };
@@ -79,6 +79,7 @@ struct WorkerTrace {
   CollectiveTable collectives;
   StepTable steps;
   HostSampleTable host_samples;
+  MemoryEventTable memory_events;
 
   EventCounts Counts() const;
   // Sorts every table by start time (stable), as analyses expect.

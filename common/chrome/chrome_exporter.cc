@@ -92,6 +92,19 @@ class WorkerWriter {
       out_.Raw("}}");
       if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
     }
+    // The allocator's events as Kineto writes them: thread-scoped `[memory]` instants.
+    const MemoryEventTable& mem = w_.memory_events;
+    for (size_t i = 0; i < mem.size(); ++i) {
+      Separator();
+      out_.Raw("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\",\"pid\":").Int(pid_);
+      out_.Raw(",\"tid\":").Int(mem.thread[i]).Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(mem.time[i]) - base_ns_);
+      out_.Raw(",\"args\":{\"Device Type\":").Int(mem.device[i] < 0 ? 0 : 1).Raw(",\"Device Id\":").Int(mem.device[i]);
+      out_.Raw(",\"Bytes\":").Int(mem.bytes[i]);
+      if (mem.total_allocated[i] >= 0) out_.Raw(",\"Total Allocated\":").Int(mem.total_allocated[i]);
+      if (mem.total_reserved[i] >= 0) out_.Raw(",\"Total Reserved\":").Int(mem.total_reserved[i]);
+      out_.Raw("}}");
+      if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
+    }
     return absl::OkStatus();
   }
 

@@ -347,6 +347,17 @@ class KinetoImporter::Impl {
         case 'p':
           if (key.unsafe_is_equal("protocol")) RETURN_IF_ERROR(GetString(value, "protocol", &c.protocol));
           break;
+        case 'D':
+          if (key.unsafe_is_equal("Device Id")) RETURN_IF_ERROR(GetInt(value, "Device Id", &a->memory_device_id));
+          else if (key.unsafe_is_equal("Device Type")) RETURN_IF_ERROR(GetInt(value, "Device Type", &a->memory_device_type));
+          break;
+        case 'B':
+          if (key.unsafe_is_equal("Bytes")) RETURN_IF_ERROR(GetInt(value, "Bytes", &a->memory_bytes));
+          break;
+        case 'T':
+          if (key.unsafe_is_equal("Total Allocated")) RETURN_IF_ERROR(GetInt(value, "Total Allocated", &a->total_allocated));
+          else if (key.unsafe_is_equal("Total Reserved")) RETURN_IF_ERROR(GetInt(value, "Total Reserved", &a->total_reserved));
+          break;
         case 'C':
           if (key.unsafe_is_equal("Collective name")) {
             RETURN_IF_ERROR(GetString(value, "Collective name", &c.collective_name));

@@ -35,6 +35,9 @@ struct RawArgs {
   int64_t bytes = kAbsent;
   int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   int64_t registers = 0, shared_memory = 0;
+  // `[memory]` instants: the allocator's event ("Device Type" 0 CPU, 1 CUDA).
+  int64_t memory_device_type = kAbsent, memory_device_id = kAbsent, memory_bytes = kAbsent;
+  int64_t total_allocated = kAbsent, total_reserved = kAbsent;
   // Metadata events ("M"): args.name (process / thread names).
   std::string_view name;
   RawCollectiveArgs collective;

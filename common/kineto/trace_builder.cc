@@ -106,6 +106,10 @@ void TraceBuilder::Add(const RawEvent& e, ImportStats* stats) {
     ++stats->flows;
     return;
   }
+  if ((e.ph == 'i' || e.ph == 'I') && e.name == "[memory]") {
+    AddMemoryEvent(e, stats);
+    return;
+  }
   if (e.ph != 'X') {
     ++stats->skipped;
     return;
@@ -235,6 +239,27 @@ int8_t TraceBuilder::HostCategoryOf(NameId name, HostSpanCategory by_category) {
     cached = static_cast<int8_t>(ClassifyHostSpan(trace_->strings.Get(name), by_category));
   }
   return cached;
+}
+
+// Kineto's allocator events: CPU (-1) and CUDA devices; other device types and events without a
+// time or a size are skipped (counted).
+void TraceBuilder::AddMemoryEvent(const RawEvent& e, ImportStats* stats) {
+  const RawArgs& a = e.args;
+  const bool cpu = a.memory_device_type == 0;
+  if (e.ts == kAbsent || a.memory_bytes == kAbsent || (!cpu && a.memory_device_type != 1) ||
+      (!cpu && (a.memory_device_id == kAbsent || a.memory_device_id < 0 || a.memory_device_id > INT32_MAX))) {
+    ++stats->skipped;
+    return;
+  }
+  MemoryEventTable& m = trace_->memory_events;
+  m.time.push_back(e.ts);
+  m.device.push_back(cpu ? -1 : static_cast<int32_t>(a.memory_device_id));
+  m.bytes.push_back(a.memory_bytes);
+  m.total_allocated.push_back(a.total_allocated == kAbsent || a.total_allocated < 0 ? kUnknownBytes : a.total_allocated);
+  m.total_reserved.push_back(a.total_reserved == kAbsent || a.total_reserved < 0 ? kUnknownBytes : a.total_reserved);
+  m.thread.push_back(e.tid == kAbsent ? 0 : e.tid);
+  ++stats->memory_events;
+  ++stats->kept;
 }
 
 void TraceBuilder::AddMetadata(const RawEvent& e) {

@@ -19,6 +19,7 @@ struct ImportStats {
   uint64_t metadata = 0;       // "M" events
   uint64_t profiler_spans = 0; // cat "Trace" spans, dropped as HTA does
   uint64_t skipped = 0;        // other phases / categories podscope does not model
+  uint64_t memory_events = 0;  // `[memory]` instants kept
 };
 
 // Owned by the importer for the duration of one file; single-threaded.
@@ -53,6 +54,7 @@ class TraceBuilder {
   void AddRuntimeCall(const RawEvent& e, ApiKind api_kind);
   void AddHostSpan(const RawEvent& e, HostSpanCategory category);
   void AddMetadata(const RawEvent& e);
+  void AddMemoryEvent(const RawEvent& e, ImportStats* stats);
   void NoteHostPid(int64_t pid);
   void LinkCollectives();
   int32_t RankInGroup(const RawCollectiveArgs& args);

@@ -74,7 +74,8 @@ void PrintJson(const common::Capture& capture) {
     out.Raw(",\"communication_kernels\":").Uint(CommunicationKernels(w));
     out.Raw(",\"memcpys\":").Uint(c.memcpys).Raw(",\"runtime_calls\":").Uint(c.runtime_calls);
     out.Raw(",\"host_spans\":").Uint(c.host_spans).Raw(",\"collectives\":").Uint(c.collectives);
-    out.Raw(",\"steps\":").Uint(c.steps).Raw(",\"host_samples\":").Uint(c.host_samples).Raw("}");
+    out.Raw(",\"steps\":").Uint(c.steps).Raw(",\"host_samples\":").Uint(c.host_samples);
+    out.Raw(",\"memory_events\":").Uint(c.memory_events).Raw("}");
     out.Raw(",\"steps\":[");
     for (size_t s = 0; s < w.steps.size(); ++s) out.Raw(s ? "," : "").Int(w.steps.number[s]);
     out.Raw("],\"collectives_by_op\":{");

@@ -105,6 +105,13 @@ inline common::WorkerTrace MakeSampleTrace() {
   hs.gpu_power_mw = {700000, 690000};
   hs.gpu_temperature_c = {60, 84};
   hs.gpu_throttle_reasons = {0, 0x20};
+  MemoryEventTable& me = w.memory_events;
+  me.time = {t0 - 500, t0 + 100, t0 + 4000};
+  me.device = {0, -1, 0};
+  me.bytes = {1 << 20, 4096, -(1 << 20)};
+  me.total_allocated = {3 << 20, 8192, 2 << 20};
+  me.total_reserved = {8 << 20, kUnknownBytes, 8 << 20};
+  me.thread = {4242, 4242, 4243};
   return w;
 }
 
@@ -149,6 +156,7 @@ inline void ExpectSameEvents(const common::WorkerTrace& a, const common::WorkerT
                      &CollectiveTable::algorithm, &CollectiveTable::protocol});
   ExpectSameColumns(a.steps, b.steps, a.strings, b.strings, {});
   ExpectSameColumns(a.host_samples, b.host_samples, a.strings, b.strings, {});
+  ExpectSameColumns(a.memory_events, b.memory_events, a.strings, b.strings, {});
 }
 
 }  // namespace podscope::testing

@@ -1,5 +1,6 @@
 // The importer on small hand-written traces: every event kind, exact nanoseconds, collective
 // linking, and every error path.
+#include "common/chrome/chrome_exporter.h"
 #include "common/kineto/kineto_importer.h"
 
 #include <gtest/gtest.h>
@@ -154,6 +155,52 @@ TEST(KinetoImporterTest, ReadsWorkerMetadata) {
   EXPECT_EQ(info.process_groups[0].ranks, (std::vector<int32_t>{4, 5, 1, 7}));
   ASSERT_EQ(info.tracks.size(), 1u);
   EXPECT_EQ(info.tracks[0].name, "thread 11 (python)");
+}
+
+// The allocator's `[memory]` instants (PyTorch's profile_memory=True): CUDA and CPU events are
+// kept with their totals; other device types, and events without a size, are skipped.
+TEST(KinetoImporterTest, MemoryInstantsBecomeMemoryEvents) {
+  const std::string json = R"json({"traceEvents": [
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 5, "tid": 9, "ts": 100,
+     "args": {"Device Type": 1, "Device Id": 3, "Addr": 140000, "Bytes": 2097152, "Total Allocated": 6291456,
+              "Total Reserved": 20971520, "Stream": -1}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 5, "tid": 9, "ts": 101.5,
+     "args": {"Device Type": 0, "Device Id": -1, "Addr": 1, "Bytes": -512}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 5, "tid": 9, "ts": 102,
+     "args": {"Device Type": 2, "Device Id": 0, "Bytes": 64}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 5, "tid": 9, "ts": 103,
+     "args": {"Device Type": 1, "Device Id": 0}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "Iteration Start: PyTorch Profiler", "pid": 5, "tid": 9, "ts": 1}
+  ]})json";
+  ImportResult r = MustImport(json);
+  const MemoryEventTable& m = r.workers.at(0).memory_events;
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m.time, (std::vector<TimeNs>{100'000, 101'500}));
+  EXPECT_EQ(m.device, (std::vector<int32_t>{3, -1}));
+  EXPECT_EQ(m.bytes, (std::vector<int64_t>{2097152, -512}));
+  EXPECT_EQ(m.total_allocated, (std::vector<int64_t>{6291456, kUnknownBytes}));
+  EXPECT_EQ(m.total_reserved, (std::vector<int64_t>{20971520, kUnknownBytes}));
+  EXPECT_EQ(m.thread, (std::vector<int64_t>{9, 9}));
+  EXPECT_EQ(r.stats.memory_events, 2u);
+  EXPECT_EQ(r.stats.skipped, 3u);  // the other device type, the sizeless one, the iteration mark
+
+  // Exported as Kineto writes them, they import as they were.
+  std::string exported;
+  ExportOptions options;
+  options.layout = ExportLayout::kKineto;
+  const WorkerTrace& w = r.workers.at(0);
+  ASSERT_TRUE(WriteChromeTrace(CaptureView(std::vector<const WorkerTrace*>{&w}), options, [&](std::string_view piece) {
+                exported.append(piece);
+                return absl::OkStatus();
+              }).ok());
+  const ImportResult reimported = MustImport(exported);
+  const MemoryEventTable& again = reimported.workers.at(0).memory_events;
+  EXPECT_EQ(again.time, m.time);
+  EXPECT_EQ(again.device, m.device);
+  EXPECT_EQ(again.bytes, m.bytes);
+  EXPECT_EQ(again.total_allocated, m.total_allocated);
+  EXPECT_EQ(again.total_reserved, m.total_reserved);
+  EXPECT_EQ(again.thread, m.thread);
 }
 
 TEST(KinetoImporterTest, OlderSchemaTakesShapeAndTypeFromTheEnclosingAnnotation) {
