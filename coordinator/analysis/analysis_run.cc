@@ -23,7 +23,7 @@ absl::Status ValidateRequest(AnalysisRequest* request) {
     if (std::find(std::begin(kReportNames), std::end(kReportNames), name) == std::end(kReportNames)) {
       return absl::InvalidArgumentError(common::StrCat(
           "unknown report \"", name,
-          "\" (summary, overview, steps, pod, overlap, communication, stragglers, allreduce, kernels, gpu, operators, input, temporal, all)"));
+          "\" (summary, overview, steps, pod, overlap, communication, stragglers, allreduce, kernels, gpu, operators, memory, input, temporal, all)"));
     }
     if (std::find(expanded.begin(), expanded.end(), name) == expanded.end()) expanded.push_back(name);
   }
@@ -73,6 +73,7 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
     results.gpu = ComputeGpuEfficiency(capture, steps, request.first_step, request.last_step);
   }
   if (Wants(request, "operators")) results.operators = ComputeOperators(capture, request.top_kernels);
+  if (Wants(request, "memory")) results.memory = ComputeMemory(capture);
   if (Wants(request, "input") || overview) results.input = ComputeInputPipeline(capture, *results.breakdown);
   if (Wants(request, "temporal")) {
     results.temporal = ComputeTemporal(capture, {.window = request.window, .steps = request.steps},

@@ -14,6 +14,7 @@
 #include "coordinator/analysis/gpu_efficiency.h"
 #include "coordinator/analysis/input_pipeline.h"
 #include "coordinator/analysis/job_check.h"
+#include "coordinator/analysis/memory.h"
 #include "coordinator/analysis/operators.h"
 #include "coordinator/analysis/overview.h"
 #include "coordinator/analysis/pod_view.h"
@@ -26,7 +27,7 @@ namespace podscope::coordinator::analysis {
 
 // Report names, in the order `all` lists them.
 inline constexpr std::string_view kReportNames[] = {
-    "summary", "overview", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "gpu", "operators", "input", "temporal"};
+    "summary", "overview", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "gpu", "operators", "memory", "input", "temporal"};
 
 struct AnalysisRequest {
   std::vector<std::string> reports;  // names from kReportNames
@@ -44,7 +45,8 @@ struct AnalysisRequest {
   bool allow_mixed = false;  // analyse inputs that are not one job (job_check.h) all the same
   // JSON only: one entry per worker and nothing per step or per collective (pod: the worker x
   // step matrix without the rows; overlap: each worker's totals; communication: no collectives;
-  // kernels and operators: the pod-wide list alone; gpu and input: each worker's totals), what a page of 1024 workers can load at once.
+  // kernels and operators: the pod-wide list alone; gpu and input: each worker's totals;
+// memory: no timelines), what a page of 1024 workers can load at once.
   bool workers_only = false;
 };
 
@@ -58,6 +60,7 @@ struct AnalysisResults {
   std::optional<KernelReport> kernels;
   std::optional<GpuReport> gpu;
   std::optional<OperatorReport> operators;
+  std::optional<MemoryReport> memory;
   std::optional<InputReport> input;
   std::optional<OverviewReport> overview;
   std::optional<TemporalReport> temporal;

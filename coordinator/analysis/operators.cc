@@ -9,20 +9,6 @@
 namespace podscope::coordinator::analysis {
 namespace {
 
-bool IsOperator(const common::HostSpanTable& h, size_t i) {
-  using common::HostSpanCategory;
-  if (h.step[i] != common::kNoStep) return false;  // a step marker
-  switch (h.category[i]) {
-    case HostSpanCategory::kOp:
-    case HostSpanCategory::kAnnotation:
-    case HostSpanCategory::kInput:
-    case HostSpanCategory::kOptimizer:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // One thread's timeline item: an operator span or a CUDA call.
 struct Item {
   TimeNs start = 0, end = 0;
@@ -56,7 +42,7 @@ std::vector<OperatorStats> ForWorker(const common::WorkerTrace& t) {
   std::map<int64_t, std::vector<Item>> threads;
   const common::HostSpanTable& h = t.host_spans;
   for (size_t i = 0; i < h.size(); ++i) {
-    if (IsOperator(h, i) && h.end[i] >= h.start[i]) threads[h.thread[i]].push_back({h.start[i], h.end[i], i, false});
+    if (IsOperatorSpan(h, i) && h.end[i] >= h.start[i]) threads[h.thread[i]].push_back({h.start[i], h.end[i], i, false});
   }
   const common::RuntimeCallTable& r = t.runtime_calls;
   for (size_t i = 0; i < r.size(); ++i) {
@@ -124,6 +110,20 @@ std::vector<OperatorStats> ForWorker(const common::WorkerTrace& t) {
 }
 
 }  // namespace
+
+bool IsOperatorSpan(const common::HostSpanTable& h, size_t i) {
+  using common::HostSpanCategory;
+  if (h.step[i] != common::kNoStep) return false;  // a step marker
+  switch (h.category[i]) {
+    case HostSpanCategory::kOp:
+    case HostSpanCategory::kAnnotation:
+    case HostSpanCategory::kInput:
+    case HostSpanCategory::kOptimizer:
+      return true;
+    default:
+      return false;
+  }
+}
 
 OperatorReport ComputeOperators(const common::CaptureView& capture, size_t limit) {
   OperatorReport report;

@@ -42,6 +42,9 @@ struct OperatorReport {
   std::vector<PodOperator> pod;
 };
 
+// Whether host span `row` is an operator: op, annotation (not a step marker), input, optimizer.
+bool IsOperatorSpan(const common::HostSpanTable& spans, size_t row);
+
 // Operators are host spans of category op, annotation (not step markers), input and optimizer;
 // on each thread they nest by time. A CUDA call belongs to the innermost operator around it on
 // its thread, and its device work (kernels but sync records, copies, memsets) to the call, by

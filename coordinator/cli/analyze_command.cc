@@ -15,7 +15,7 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
                                                 "AllReduce time, pod view, top kernels, temporal summary");
   cmd->add_option("inputs", o.inputs, "Trace directories or files (*.json, *.json.gz)")->required();
   cmd->add_option("--report", o.reports,
-                  "summary|overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|input|temporal|all (repeatable; "
+                  "summary|overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|memory|input|temporal|all (repeatable; "
                   "default: summary for tables, all for JSON)")
       ->expected(1)
       ->allow_extra_args(false)

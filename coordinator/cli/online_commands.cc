@@ -79,7 +79,7 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
   c.report = app.add_subcommand("report", "Analyses of a stored capture (the same reports as `analyze`)");
   c.report->add_option("capture", o.report_capture, "Capture id")->required();
   c.report->add_option("--report", o.reports,
-                       "summary|overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|input|temporal|all (default: "
+                       "summary|overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|memory|input|temporal|all (default: "
                        "summary for tables, all for JSON)")
       ->expected(1)
       ->allow_extra_args(false)

@@ -443,6 +443,53 @@ void Overview(JsonWriter& w, const OverviewReport& o) {
   w.Raw("]}");
 }
 
+// workers_only: without the timelines.
+void Memory(JsonWriter& w, const MemoryReport& r, bool workers_only) {
+  w.Raw("{\"workers\":[");
+  for (size_t i = 0; i < r.workers.size(); ++i) {
+    const WorkerMemory& m = r.workers[i];
+    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(m.rank).Raw(",\"devices\":[");
+    for (size_t d = 0; d < m.devices.size(); ++d) {
+      const DeviceMemory& dev = m.devices[d];
+      w.Raw(d ? "," : "").Raw("{\"device\":").Int(dev.device).Raw(",\"events\":").Uint(dev.events);
+      w.Raw(",\"peak_allocated_bytes\":").Int(dev.peak_allocated_bytes).Raw(",\"peak_time_ns\":").Int(dev.peak_time);
+      w.Raw(",\"peak_reserved_bytes\":");
+      if (dev.peak_reserved_bytes >= 0) w.Int(dev.peak_reserved_bytes); else w.Raw("null");
+      w.Raw(",\"total_memory_bytes\":");
+      if (dev.total_memory_bytes) w.Int(*dev.total_memory_bytes); else w.Raw("null");
+      w.Raw(",\"headroom_bytes\":");
+      if (dev.headroom_bytes) w.Int(*dev.headroom_bytes); else w.Raw("null");
+      if (!workers_only) {
+        w.Raw(",\"timeline\":[");
+        for (size_t p = 0; p < dev.timeline.size(); ++p) {
+          const MemoryPoint& pt = dev.timeline[p];
+          w.Raw(p ? ",[" : "[").Int(pt.time).Char(',').Int(pt.allocated).Char(',');
+          if (pt.reserved >= 0) w.Int(pt.reserved); else w.Raw("null");
+          w.Char(']');
+        }
+        w.Char(']');
+      }
+      w.Char('}');
+    }
+    w.Raw("],\"top_operators\":[");
+    for (size_t k = 0; k < m.top_operators.size(); ++k) {
+      const OperatorAllocation& a = m.top_operators[k];
+      w.Raw(k ? "," : "").Raw("{\"name\":").String(a.name).Raw(",\"allocations\":").Uint(a.allocations);
+      w.Raw(",\"bytes\":").Int(a.bytes).Char('}');
+    }
+    w.Raw("]}");
+  }
+  w.Raw("],\"nearest_oom\":");
+  if (const auto& n = r.nearest_oom) {
+    w.Raw("{\"rank\":").Int(n->rank).Raw(",\"device\":").Int(n->device).Raw(",\"peak_bytes\":").Int(n->peak_bytes);
+    w.Raw(",\"total_memory_bytes\":").Int(n->total_memory_bytes).Raw(",\"headroom_bytes\":").Int(n->headroom_bytes);
+    w.Char('}');
+  } else {
+    w.Raw("null");
+  }
+  w.Char('}');
+}
+
 void Temporal(JsonWriter& w, const TemporalReport& r) {
   w.Raw("{\"window\":").String(r.window == WindowMode::kHta ? "hta" : "steps").Raw(",\"workers\":[");
   for (size_t i = 0; i < r.workers.size(); ++i) {
@@ -486,6 +533,7 @@ std::string RenderJson(const common::CaptureView& capture, const AnalysisRequest
     if (name == "gpu") Gpu(w, *results.gpu, request.workers_only);
     if (name == "overview") Overview(w, *results.overview);
     if (name == "operators") Operators(w, *results.operators, request.workers_only);
+    if (name == "memory") Memory(w, *results.memory, request.workers_only);
     if (name == "input") Input(w, *results.input, request.workers_only);
     if (name == "temporal") Temporal(w, *results.temporal);
   }

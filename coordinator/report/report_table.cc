@@ -221,7 +221,7 @@ void Summary(std::string& out, const SummaryReport& s) {
   if (s.expected_allreduce_ns) out += fmt::format(" (expected {:.3f} ms)", Ms(*s.expected_allreduce_ns));
   out += "\n";
   out += fmt::format("warnings: {}\n", s.warnings.empty() ? "none" : fmt::format("{} (above)", s.warnings.size()));
-  out += "more: --report overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|input|temporal|all\n";
+  out += "more: --report overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|memory|input|temporal|all\n";
 }
 
 void Bandwidth(std::string& out, const BandwidthReport& r, const StepNumbers& numbers) {
@@ -391,6 +391,36 @@ void Overview(std::string& out, const OverviewReport& o) {
   }
 }
 
+double GiB(int64_t bytes) { return static_cast<double>(bytes) / (1ll << 30); }
+
+void Memory(std::string& out, const MemoryReport& r) {
+  if (r.workers.empty()) {
+    out += "== memory: no allocator events in this capture (PyTorch: profile_memory=True)\n";
+    return;
+  }
+  if (const auto& n = r.nearest_oom) {
+    out += fmt::format("== memory: nearest to out of memory: rank {} device {}, peak {:.2f} of {:.2f} GiB ({:.2f} GiB free)\n",
+                       n->rank, n->device, GiB(n->peak_bytes), GiB(n->total_memory_bytes), GiB(n->headroom_bytes));
+  } else {
+    out += "== memory (device sizes unknown: no headroom)\n";
+  }
+  out += fmt::format("{:>7} {:>7} {:>9} {:>15} {:>15} {:>12}  {}\n", "rank", "device", "events", "peak_alloc_GiB",
+                     "peak_rsrv_GiB", "free_GiB", "allocated most (MiB)");
+  for (const WorkerMemory& w : r.workers) {
+    std::string top;
+    for (size_t i = 0; i < w.top_operators.size() && i < 3; ++i) {
+      top += fmt::format("{}{} ({:.1f})", top.empty() ? "" : ", ", Truncate(w.top_operators[i].name, 30),
+                         static_cast<double>(w.top_operators[i].bytes) / (1 << 20));
+    }
+    for (const DeviceMemory& d : w.devices) {
+      out += fmt::format("{:>7} {:>7} {:>9} {:>15.3f} {:>15} {:>12}  {}\n", w.rank, d.device < 0 ? "host" : std::to_string(d.device),
+                         d.events, GiB(d.peak_allocated_bytes),
+                         d.peak_reserved_bytes >= 0 ? fmt::format("{:.3f}", GiB(d.peak_reserved_bytes)) : "-",
+                         d.headroom_bytes ? fmt::format("{:.3f}", GiB(*d.headroom_bytes)) : "-", top);
+    }
+  }
+}
+
 void Temporal(std::string& out, const TemporalReport& r) {
   out += fmt::format("== temporal ({} window; ms)\n", r.window == WindowMode::kHta ? "HTA" : "steps");
   out += fmt::format("{:>5} {:>12} {:>10} {:>10} {:>12} {:>9}\n", "rank", "kernel_time", "idle", "compute",
@@ -422,6 +452,7 @@ std::string RenderTables(const common::CaptureView& capture, const AnalysisReque
     if (name == "gpu") Gpu(out, *results.gpu, request);
     if (name == "overview") Overview(out, *results.overview);
     if (name == "operators") Operators(out, *results.operators);
+    if (name == "memory") Memory(out, *results.memory);
     if (name == "input") Input(out, *results.input, request);
     if (name == "temporal") Temporal(out, *results.temporal);
   }

@@ -47,7 +47,7 @@ TEST_F(CoordinatorTest, ImportAnalyseExportRestartDelete) {
   // Every analysis equals the CLI's on the same files.
   const std::string files = KinetoFixture("trace_filter");
   std::map<std::string, std::string> served;
-  for (const char* report : {"overview", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "gpu", "operators", "input", "temporal"}) {
+  for (const char* report : {"overview", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "gpu", "operators", "memory", "input", "temporal"}) {
     const HttpResult r = HttpCall(port_, "GET", std::string("/v1/captures/tf1/") + report);
     ASSERT_EQ(r.status, 200) << report << ": " << r.body;
     EXPECT_EQ(r.body, RunCli(std::string("analyze --format json --report ") + report + " " + files)) << report;

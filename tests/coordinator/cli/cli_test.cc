@@ -419,3 +419,35 @@ TEST(CliGpuReportTest, OperatorsInputAndTheOverviewOnRealAndSimulatedJobs) {
 
 }  // namespace
 }  // namespace podscope::coordinator
+
+namespace podscope::coordinator {
+namespace {
+
+// Issue 18: the memory view from Kineto's [memory] instants, with the device's size from its
+// deviceProperties: the peak, the headroom, and the operator that allocated.
+TEST(CliGpuReportTest, TheMemoryViewNamesThePeakAndTheHeadroom) {
+  ScratchDir dir;
+  const std::string trace = dir.Write("rank-0.json", R"json({"distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 85899345920, "computeMajor": 9, "computeMinor": 0, "numSms": 132}],
+  "traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 10, "dur": 10},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 12,
+     "args": {"Device Type": 1, "Device Id": 0, "Bytes": 68719476736, "Total Allocated": 75161927680, "Total Reserved": 77309411328}},
+    {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 30,
+     "args": {"Device Type": 1, "Device Id": 0, "Bytes": -68719476736, "Total Allocated": 6442450944, "Total Reserved": 77309411328}}
+  ]})json");
+  const RunResult json = RunCli("analyze --report memory --format json " + trace);
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_NE(json.output.find(R"("peak_allocated_bytes":75161927680,"peak_time_ns":12000,"peak_reserved_bytes":77309411328,"total_memory_bytes":85899345920,"headroom_bytes":8589934592,)"),
+            std::string::npos) << json.output;
+  EXPECT_NE(json.output.find(R"("top_operators":[{"name":"aten::empty","allocations":1,"bytes":68719476736}])"), std::string::npos)
+      << json.output;
+  EXPECT_NE(json.output.find(R"("nearest_oom":{"rank":0,"device":0,"peak_bytes":77309411328,"total_memory_bytes":85899345920,"headroom_bytes":8589934592})"),
+            std::string::npos) << json.output;
+  const RunResult table = RunCli("analyze --report memory " + trace);
+  EXPECT_NE(table.output.find("nearest to out of memory: rank 0 device 0, peak 72.00 of 80.00 GiB (8.00 GiB free)"), std::string::npos)
+      << table.output;
+}
+
+}  // namespace
+}  // namespace podscope::coordinator

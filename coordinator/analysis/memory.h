@@ -1,0 +1,61 @@
+// The memory view (docs/gpu-efficiency.md), as the PyTorch profiler's: from the allocator's
+// events, per worker and device the allocated and reserved bytes over time and their peaks, the
+// operators that allocated most, and pod-wide the device nearest to running out of memory.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/capture.h"
+#include "coordinator/analysis/intervals.h"
+
+namespace podscope::coordinator::analysis {
+
+struct MemoryPoint {
+  TimeNs time = 0;
+  int64_t allocated = 0;
+  int64_t reserved = -1;  // -1: the source does not say
+};
+
+struct DeviceMemory {
+  int32_t device = 0;  // -1: the host
+  uint64_t events = 0;
+  int64_t peak_allocated_bytes = 0;
+  TimeNs peak_time = 0;
+  int64_t peak_reserved_bytes = -1;            // -1: unknown
+  std::optional<int64_t> total_memory_bytes;   // the device's, when its record says
+  std::optional<int64_t> headroom_bytes;       // total - the larger peak
+  std::vector<MemoryPoint> timeline;           // at most kMemoryTimelinePoints, peaks kept
+};
+
+struct OperatorAllocation {
+  std::string name;
+  uint64_t allocations = 0;
+  int64_t bytes = 0;
+};
+
+struct WorkerMemory {
+  int32_t rank = 0;
+  std::vector<DeviceMemory> devices;            // by device
+  std::vector<OperatorAllocation> top_operators;  // by bytes allocated, at most 10
+};
+
+struct NearestOutOfMemory {
+  int32_t rank = 0, device = 0;
+  int64_t peak_bytes = 0, total_memory_bytes = 0, headroom_bytes = 0;
+};
+
+struct MemoryReport {
+  std::vector<WorkerMemory> workers;  // by rank; workers without memory events are left out
+  std::optional<NearestOutOfMemory> nearest_oom;
+};
+
+inline constexpr size_t kMemoryTimelinePoints = 200;
+
+// When events carry no totals, the allocated bytes are the running sum of their sizes. A device
+// event is attributed to the innermost operator (operators.h) around it on its thread. Pure.
+MemoryReport ComputeMemory(const common::CaptureView& capture);
+
+}  // namespace podscope::coordinator::analysis
