@@ -473,7 +473,8 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   if (sampler_ != nullptr && pid > 0) {
     common::WorkerTrace samples;
     samples.host_samples = sampler_->SamplesFor(pid, s.actual_start_ns(), s.actual_stop_ns());
-    if (samples.host_samples.size() > 0) out.pieces.push_back(std::move(samples));
+    samples.memory_events = sampler_->GpuMemoryFor(pid, s.actual_start_ns(), s.actual_stop_ns());
+    if (samples.host_samples.size() > 0 || samples.memory_events.size() > 0) out.pieces.push_back(std::move(samples));
   }
   const bool skewed = clock_.skew().offset_ns != 0 || clock_.skew().drift_ppb != 0;
   std::vector<WorkerIdentity> workers;

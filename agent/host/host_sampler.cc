@@ -132,6 +132,26 @@ common::HostSampleTable HostSampler::SamplesFor(int64_t pid, TimeNs begin, TimeN
   return t;
 }
 
+common::MemoryEventTable HostSampler::GpuMemoryFor(int64_t pid, TimeNs begin, TimeNs end) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  common::MemoryEventTable t;
+  const auto watched = watched_.find(pid);
+  if (watched == watched_.end() || watched->second < 0) return t;
+  const int gpu_index = watched->second;
+  for (const Sample& s : ring_) {
+    if (s.time < begin || s.time > end) continue;
+    const auto g = s.gpu.find(gpu_index);
+    if (g == s.gpu.end() || g->second.memory_used_bytes < 0) continue;
+    t.time.push_back(s.time);
+    t.device.push_back(gpu_index);
+    t.bytes.push_back(0);
+    t.total_allocated.push_back(common::kUnknownBytes);
+    t.total_reserved.push_back(g->second.memory_used_bytes);
+    t.thread.push_back(0);
+  }
+  return t;
+}
+
 size_t HostSampler::samples() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ring_.size();

@@ -51,6 +51,9 @@ class HostSampler {
 
   // The samples within [begin, end] for one worker: node figures, its process CPU, its GPU.
   common::HostSampleTable SamplesFor(int64_t pid, TimeNs begin, TimeNs end) const;
+  // The memory used on pid's GPU (NVML: every process's together) in [begin, end], as memory
+  // samples of that device (bytes 0, reserved = used); empty without NVML's memory figures.
+  common::MemoryEventTable GpuMemoryFor(int64_t pid, TimeNs begin, TimeNs end) const;
   size_t samples() const;
   // Why a counter could not be read, the first time it happened (empty when all is well).
   std::string problems() const;

@@ -2,6 +2,7 @@
 // needed to build the agent). NVML's calls return 0 on success.
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <string>
 
 #include "agent/host/gpu_reader.h"
@@ -14,6 +15,10 @@ namespace {
 using NvmlDevice = void*;
 constexpr unsigned kNvmlClockSm = 1;
 constexpr unsigned kNvmlTemperatureGpu = 0;
+// nvmlMemory_t (v1): bytes on the device.
+struct NvmlMemory {
+  unsigned long long total, free, used;
+};
 
 struct NvmlSymbols {
   int (*init)();
@@ -22,6 +27,7 @@ struct NvmlSymbols {
   int (*power_usage)(NvmlDevice, unsigned*);
   int (*temperature)(NvmlDevice, unsigned, unsigned*);
   int (*throttle_reasons)(NvmlDevice, unsigned long long*);
+  int (*memory_info)(NvmlDevice, NvmlMemory*);  // optional
 };
 
 class NvmlReader : public GpuReader {
@@ -38,6 +44,10 @@ class NvmlReader : public GpuReader {
     if (s_.temperature(device, kNvmlTemperatureGpu, &value) == 0) g.temperature_c = static_cast<int32_t>(value);
     unsigned long long reasons = 0;
     if (s_.throttle_reasons != nullptr && s_.throttle_reasons(device, &reasons) == 0) g.throttle_reasons = reasons;
+    NvmlMemory memory{};
+    if (s_.memory_info != nullptr && s_.memory_info(device, &memory) == 0 && memory.used <= INT64_MAX) {
+      g.memory_used_bytes = static_cast<int64_t>(memory.used);
+    }
     return g;
   }
 
@@ -61,6 +71,7 @@ absl::StatusOr<std::unique_ptr<GpuReader>> OpenNvml(const std::string& path) {
   void* reasons = dlsym(handle, "nvmlDeviceGetCurrentClocksEventReasons");
   if (reasons == nullptr) reasons = dlsym(handle, "nvmlDeviceGetCurrentClocksThrottleReasons");
   s.throttle_reasons = reinterpret_cast<int (*)(NvmlDevice, unsigned long long*)>(reasons);
+  s.memory_info = reinterpret_cast<int (*)(NvmlDevice, NvmlMemory*)>(dlsym(handle, "nvmlDeviceGetMemoryInfo"));
   if (s.init == nullptr || s.handle_by_index == nullptr || s.clock_info == nullptr || s.power_usage == nullptr ||
       s.temperature == nullptr) {
     dlclose(handle);

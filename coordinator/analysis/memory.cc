@@ -14,13 +14,16 @@ namespace {
 // that the peak is always drawn.
 std::vector<MemoryPoint> Downsample(const std::vector<MemoryPoint>& points, size_t limit) {
   if (points.size() <= limit) return points;
+  // By allocated bytes, then (memory samples) by reserved bytes.
+  const auto lower = [](const MemoryPoint& a, const MemoryPoint& c) {
+    return a.allocated != c.allocated ? a.allocated < c.allocated : a.reserved < c.reserved;
+  };
   std::vector<MemoryPoint> out;
   out.reserve(limit);
   for (size_t b = 0; b < limit; ++b) {
     const size_t from = points.size() * b / limit, to = points.size() * (b + 1) / limit;
     const auto top = std::max_element(points.begin() + static_cast<std::ptrdiff_t>(from),
-                                      points.begin() + static_cast<std::ptrdiff_t>(to),
-                                      [](const MemoryPoint& a, const MemoryPoint& c) { return a.allocated < c.allocated; });
+                                      points.begin() + static_cast<std::ptrdiff_t>(to), lower);
     out.push_back(*top);
   }
   return out;
@@ -33,10 +36,16 @@ DeviceMemory ForDevice(const common::MemoryEventTable& m, const std::vector<size
   std::vector<MemoryPoint> points;
   points.reserve(rows.size());
   int64_t running = 0;
+  bool allocator = false;
   for (size_t i : rows) {
-    running += m.bytes[i];
-    MemoryPoint p{m.time[i], m.total_allocated[i] >= 0 ? m.total_allocated[i] : running, m.total_reserved[i]};
-    if (points.empty() || p.allocated > d.peak_allocated_bytes) {
+    const bool sample = m.bytes[i] == 0 && m.total_allocated[i] < 0;
+    if (!sample) {
+      allocator = true;
+      running += m.bytes[i];
+    }
+    MemoryPoint p{m.time[i], m.total_allocated[i] >= 0 ? m.total_allocated[i] : allocator ? running : -1,
+                  m.total_reserved[i]};
+    if (p.allocated >= 0 && p.allocated > d.peak_allocated_bytes) {
       d.peak_allocated_bytes = p.allocated;
       d.peak_time = p.time;
     }

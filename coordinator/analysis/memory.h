@@ -15,14 +15,14 @@ namespace podscope::coordinator::analysis {
 
 struct MemoryPoint {
   TimeNs time = 0;
-  int64_t allocated = 0;
-  int64_t reserved = -1;  // -1: the source does not say
+  int64_t allocated = -1;  // -1: no allocator event yet (a device with memory samples alone)
+  int64_t reserved = -1;   // -1: the source does not say
 };
 
 struct DeviceMemory {
   int32_t device = 0;  // -1: the host
   uint64_t events = 0;
-  int64_t peak_allocated_bytes = 0;
+  int64_t peak_allocated_bytes = -1;  // -1: no allocator events, only memory samples
   TimeNs peak_time = 0;
   int64_t peak_reserved_bytes = -1;            // -1: unknown
   std::optional<int64_t> total_memory_bytes;   // the device's, when its record says
@@ -54,8 +54,10 @@ struct MemoryReport {
 
 inline constexpr size_t kMemoryTimelinePoints = 200;
 
-// When events carry no totals, the allocated bytes are the running sum of their sizes. A device
-// event is attributed to the innermost operator (operators.h) around it on its thread. Pure.
+// When events carry no totals, the allocated bytes are the running sum of their sizes. Memory
+// samples (bytes 0 and no allocated total: NVML's memory used, from the agent) give the reserved
+// line alone. An allocation is attributed to the innermost operator (operators.h) around it on
+// its thread. Pure.
 MemoryReport ComputeMemory(const common::CaptureView& capture);
 
 }  // namespace podscope::coordinator::analysis

@@ -452,7 +452,9 @@ void Memory(JsonWriter& w, const MemoryReport& r, bool workers_only) {
     for (size_t d = 0; d < m.devices.size(); ++d) {
       const DeviceMemory& dev = m.devices[d];
       w.Raw(d ? "," : "").Raw("{\"device\":").Int(dev.device).Raw(",\"events\":").Uint(dev.events);
-      w.Raw(",\"peak_allocated_bytes\":").Int(dev.peak_allocated_bytes).Raw(",\"peak_time_ns\":").Int(dev.peak_time);
+      w.Raw(",\"peak_allocated_bytes\":");
+      if (dev.peak_allocated_bytes >= 0) w.Int(dev.peak_allocated_bytes); else w.Raw("null");
+      w.Raw(",\"peak_time_ns\":").Int(dev.peak_time);
       w.Raw(",\"peak_reserved_bytes\":");
       if (dev.peak_reserved_bytes >= 0) w.Int(dev.peak_reserved_bytes); else w.Raw("null");
       w.Raw(",\"total_memory_bytes\":");
@@ -463,7 +465,9 @@ void Memory(JsonWriter& w, const MemoryReport& r, bool workers_only) {
         w.Raw(",\"timeline\":[");
         for (size_t p = 0; p < dev.timeline.size(); ++p) {
           const MemoryPoint& pt = dev.timeline[p];
-          w.Raw(p ? ",[" : "[").Int(pt.time).Char(',').Int(pt.allocated).Char(',');
+          w.Raw(p ? ",[" : "[").Int(pt.time).Char(',');
+          if (pt.allocated >= 0) w.Int(pt.allocated); else w.Raw("null");
+          w.Char(',');
           if (pt.reserved >= 0) w.Int(pt.reserved); else w.Raw("null");
           w.Char(']');
         }

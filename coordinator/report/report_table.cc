@@ -413,8 +413,8 @@ void Memory(std::string& out, const MemoryReport& r) {
                          static_cast<double>(w.top_operators[i].bytes) / (1 << 20));
     }
     for (const DeviceMemory& d : w.devices) {
-      out += fmt::format("{:>7} {:>7} {:>9} {:>15.3f} {:>15} {:>12}  {}\n", w.rank, d.device < 0 ? "host" : std::to_string(d.device),
-                         d.events, GiB(d.peak_allocated_bytes),
+      out += fmt::format("{:>7} {:>7} {:>9} {:>15} {:>15} {:>12}  {}\n", w.rank, d.device < 0 ? "host" : std::to_string(d.device),
+                         d.events, d.peak_allocated_bytes >= 0 ? fmt::format("{:.3f}", GiB(d.peak_allocated_bytes)) : "-",
                          d.peak_reserved_bytes >= 0 ? fmt::format("{:.3f}", GiB(d.peak_reserved_bytes)) : "-",
                          d.headroom_bytes ? fmt::format("{:.3f}", GiB(*d.headroom_bytes)) : "-", top);
     }

@@ -48,7 +48,7 @@ class FakeGpus : public GpuReader {
  public:
   std::optional<GpuSample> Read(int index) override {
     if (index != 1) return std::nullopt;
-    return GpuSample{1980, 612'000, 71, 0x4};
+    return GpuSample{1980, 612'000, 71, 0x4, 42'000'000'000};
   }
 };
 
@@ -126,6 +126,17 @@ TEST(HostSamplerTest, SamplesNodeProcessAndGpuBetweenReadings) {
   ASSERT_EQ(other.size(), 1u);
   EXPECT_FLOAT_EQ(other.process_cpu_percent[0], 0.0f);
   EXPECT_EQ(other.gpu_sm_clock_mhz[0], 0);
+  // GPU memory used on pid 10's GPU, as a memory sample of device 1; none for pid 11's GPU
+  // (NVML does not answer for it) or an unwatched pid.
+  common::MemoryEventTable memory = sampler.GpuMemoryFor(10, 1'000'000'000, 2'000'000'000);
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_EQ(memory.time[0], 1'500'000'000);
+  EXPECT_EQ(memory.device[0], 1);
+  EXPECT_EQ(memory.bytes[0], 0);
+  EXPECT_EQ(memory.total_allocated[0], common::kUnknownBytes);
+  EXPECT_EQ(memory.total_reserved[0], 42'000'000'000);
+  EXPECT_EQ(sampler.GpuMemoryFor(11, 0, 2'000'000'000).size(), 0u);
+  EXPECT_EQ(sampler.GpuMemoryFor(12, 0, 2'000'000'000).size(), 0u);
   // Outside the window: nothing.
   EXPECT_EQ(sampler.SamplesFor(10, 1'600'000'000, 2'000'000'000).size(), 0u);
   EXPECT_EQ(sampler.problems(), "");

@@ -81,6 +81,31 @@ TEST(MemoryTest, PeaksHeadroomAndTheOperatorsThatAllocatedByHand) {
   EXPECT_EQ(r.nearest_oom->headroom_bytes, 100);
 }
 
+// The agent's NVML samples of a GPU (memory used, no allocator events) give its reserved line and
+// its headroom; nothing is allocated that the samples do not say.
+TEST(MemoryTest, MemorySamplesAloneGiveTheReservedLineAndTheHeadroom) {
+  common::DeviceInfo gpu;
+  gpu.id = 1;
+  gpu.total_memory_bytes = 80;
+  common::WorkerTrace t = HandTrace(4, 8).Device(gpu).Build();
+  Event(t, 10, 1, 0, common::kUnknownBytes, 30, 0);
+  Event(t, 20, 1, 0, common::kUnknownBytes, 70, 0);
+  Event(t, 30, 1, 0, common::kUnknownBytes, 50, 0);
+  common::Capture capture;
+  capture.workers.push_back(std::move(t));
+  const MemoryReport r = ComputeMemory(common::CaptureView(capture));
+  const DeviceMemory& d = r.workers.at(0).devices.at(0);
+  EXPECT_EQ(d.peak_allocated_bytes, -1);
+  EXPECT_EQ(d.peak_reserved_bytes, 70);
+  EXPECT_EQ(d.headroom_bytes, 10);
+  EXPECT_EQ(d.timeline.at(1).allocated, -1);
+  EXPECT_EQ(d.timeline.at(1).reserved, 70);
+  EXPECT_TRUE(r.workers.at(0).top_operators.empty());
+  ASSERT_TRUE(r.nearest_oom.has_value());
+  EXPECT_EQ(r.nearest_oom->rank, 4);
+  EXPECT_EQ(r.nearest_oom->peak_bytes, 70);
+}
+
 // A long run keeps at most kMemoryTimelinePoints points, and its peak among them.
 TEST(MemoryTest, TheTimelineIsBoundedAndKeepsThePeak) {
   common::WorkerTrace t = HandTrace(0, 1).Build();
