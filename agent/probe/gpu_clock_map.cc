@@ -30,6 +30,14 @@ TimeNs GpuClockMap::ToHost(uint64_t gpu_ns) const {
   return a.host_ns + static_cast<TimeNs>(static_cast<long double>(gpu - a_gpu) * slope);
 }
 
+std::optional<TimeNs> GpuClockMap::ToHostIfKnown(uint64_t gpu_ns) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pairs_.empty()) return std::nullopt;
+  }
+  return ToHost(gpu_ns);
+}
+
 std::vector<ClockPair> GpuClockMap::pairs() const {
   std::lock_guard<std::mutex> lock(mu_);
   return pairs_;

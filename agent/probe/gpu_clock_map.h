@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "common/time_types.h"
@@ -27,6 +28,8 @@ class GpuClockMap {
   // No pair: the identity (the driver starts the GPU clock on the host's epoch); one pair: its
   // offset; two or more: the line through the first and the last (the drift over the window).
   TimeNs ToHost(uint64_t gpu_ns) const;
+  // The host time when at least one pair was read, else nullopt (nothing to hold it against).
+  std::optional<TimeNs> ToHostIfKnown(uint64_t gpu_ns) const;
   std::vector<ClockPair> pairs() const;
 
  private:

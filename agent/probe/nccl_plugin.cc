@@ -1,7 +1,6 @@
 #include "agent/probe/nccl_plugin.h"
 
 #include <atomic>
-#include <type_traits>
 
 namespace podscope::agent::probe {
 
@@ -67,11 +66,9 @@ NcclPluginResult Start(void* context, void** handle, Descr* d) {
     *handle = c->recorder->StartCollective(c->comm, s);
   } else if (type == kProfileKernelCh) {
     *handle = c->recorder->StartKernelChannel(d->parentObj, d->kernelCh.pTimer);
-  } else if constexpr (std::is_same_v<Descr, EventDescrV6>) {
-    // A copy-engine collective runs no kernel, so no kernel channel ever times it: counted, not
-    // recorded (its copies are in CUPTI's memcpy records). Its syncs and batches come with it.
-    if (type == kProfileCeColl) c->recorder->CountCopyEngineCollective();
   }
+  // Copy-engine collectives (v6) are not asked for: they run no kernel, so no kernel channel would
+  // time them (their copies are in CUPTI's memcpy records). Sent anyway, they get no handle.
   return kNcclSuccess;
 }
 

@@ -195,10 +195,11 @@ void NcclRecorder::ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns) {
 }
 
 bool NcclRecorder::PlausibleChannelTime(uint64_t gpu_ns, TimeNs enqueue_ns, TimeNs now) {
-  // Outside a window there is no clock map to hold the GPU's time against the host's.
+  // Without a clock pair (outside a window, or before CUPTI read one) there is nothing to hold
+  // the GPU's time against the host's.
   if (gpu_clock_ == nullptr || gpu_ns == 0) return true;
-  const TimeNs host = gpu_clock_->ToHost(gpu_ns);
-  if (host >= enqueue_ns - kChannelSlackNs && host <= now + kChannelSlackNs) return true;
+  const std::optional<TimeNs> host = gpu_clock_->ToHostIfKnown(gpu_ns);
+  if (!host || (*host >= enqueue_ns - kChannelSlackNs && *host <= now + kChannelSlackNs)) return true;
   ++bad_channel_times_;
   ++window_bad_channel_times_;
   return false;

@@ -7,8 +7,8 @@
 //
 // A kernel-channel timestamp that cannot be true is dropped and counted, never used: a start or
 // stop more than kChannelSlackNs before its collective was enqueued or after NCCL reported it
-// (both on the host clock, through the window's GPU clock map), or a stop before the
-// collective's first start. NCCL before 2.30 can hand a channel another task's timer (seconds
+// (both on the host clock, through the window's GPU clock map, once it holds a pair), or a stop
+// before the collective's first start. NCCL before 2.30 can hand a channel another task's timer (seconds
 // off; its broadcast-as-AllGatherV path), and one such value would stretch a collective's
 // kernel over the whole window.
 // NCCL calls in from the training thread (collectives) and from its proxy thread (kernel
@@ -25,7 +25,6 @@
 // rank stands in it (the last collective entered and completed), for hang detection.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -74,9 +73,10 @@ class NcclRecorder : public EventSource, public WatchSource {
   static constexpr size_t kWatchRingSlots = 8192;
   // A communicator with nothing entered or completed for this long reports its progress.
   static constexpr TimeNs kQuietNs = 1'000'000'000;
-  // How far a kernel-channel timestamp may fall outside its collective's host span (the GPU
-  // clock map's error, with room to spare) before it is taken for a wrong one.
-  static constexpr TimeNs kChannelSlackNs = 1'000'000;
+  // How far a kernel-channel timestamp may fall outside its collective's host span before it is
+  // taken for a wrong one: far more than the GPU clock map's error (an offset read at the window's
+  // start, drifting tens of microseconds a second), far less than the seconds a wrong timer is off.
+  static constexpr TimeNs kChannelSlackNs = 100'000'000;
 
   explicit NcclRecorder(TimeNs (*host_now)() = nullptr);
 
@@ -95,11 +95,8 @@ class NcclRecorder : public EventSource, public WatchSource {
   void* StartCollective(NcclCommunicator* comm, const NcclCollectiveStart& start);
   void* StartKernelChannel(void* parent, uint64_t gpu_start_ns);
   void StopKernelChannel(void* handle, uint64_t gpu_stop_ns);
-  // A copy-engine collective (v6): no kernel times it, so it is counted and not recorded.
-  void CountCopyEngineCollective() { copy_engine_collectives_.fetch_add(1, std::memory_order_relaxed); }
 
   size_t communicators() const;
-  uint64_t copy_engine_collectives() const { return copy_engine_collectives_.load(std::memory_order_relaxed); }
   // Kernel-channel timestamps dropped as impossible, since the recorder was made.
   uint64_t bad_channel_times() const;
 
@@ -159,7 +156,6 @@ class NcclRecorder : public EventSource, public WatchSource {
   uint64_t watch_dropped_ = 0;
   uint64_t bad_channel_times_ = 0;          // since the recorder was made
   uint64_t window_bad_channel_times_ = 0;   // this window's, reported with its harvest
-  std::atomic<uint64_t> copy_engine_collectives_{0};
 };
 
 }  // namespace podscope::agent::probe

@@ -246,7 +246,10 @@ int8_t TraceBuilder::HostCategoryOf(NameId name, HostSpanCategory by_category) {
 void TraceBuilder::AddMemoryEvent(const RawEvent& e, ImportStats* stats) {
   const RawArgs& a = e.args;
   const bool cpu = a.memory_device_type == 0;
-  if (e.ts == kAbsent || a.memory_bytes == kAbsent || (!cpu && a.memory_device_type != 1) ||
+  constexpr int64_t kMaxBytes = int64_t{1} << 50;  // a petabyte: past that a size is not a size
+  const auto sane = [](int64_t v) { return v == kAbsent || (v >= -kMaxBytes && v <= kMaxBytes); };
+  if (e.ts == kAbsent || a.memory_bytes == kAbsent || !sane(a.memory_bytes) || !sane(a.total_allocated) ||
+      !sane(a.total_reserved) || (!cpu && a.memory_device_type != 1) ||
       (!cpu && (a.memory_device_id == kAbsent || a.memory_device_id < 0 || a.memory_device_id > INT32_MAX))) {
     ++stats->skipped;
     return;

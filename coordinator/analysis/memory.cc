@@ -1,6 +1,7 @@
 #include "coordinator/analysis/memory.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <numeric>
 
@@ -9,6 +10,13 @@
 
 namespace podscope::coordinator::analysis {
 namespace {
+
+// Sums of a hostile trace's sizes saturate rather than wrap.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (!__builtin_add_overflow(a, b, &out)) return out;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
 
 // At most `limit` points, each bucket of consecutive events keeping its highest allocation so
 // that the peak is always drawn.
@@ -41,7 +49,7 @@ DeviceMemory ForDevice(const common::MemoryEventTable& m, const std::vector<size
     const bool sample = m.bytes[i] == 0 && m.total_allocated[i] < 0;
     if (!sample) {
       allocator = true;
-      running += m.bytes[i];
+      running = SaturatingAdd(running, m.bytes[i]);
     }
     MemoryPoint p{m.time[i], m.total_allocated[i] >= 0 ? m.total_allocated[i] : allocator ? running : -1,
                   m.total_reserved[i]};
@@ -89,7 +97,7 @@ std::vector<OperatorAllocation> TopOperators(const common::WorkerTrace& t) {
       if (open.empty()) continue;
       OperatorAllocation& a = by_name[h.name[open.back()->row]];
       ++a.allocations;
-      a.bytes += m.bytes[item.row];
+      a.bytes = SaturatingAdd(a.bytes, m.bytes[item.row]);
     }
   }
   std::vector<OperatorAllocation> out;
@@ -118,7 +126,7 @@ WorkerMemory ForWorker(const common::WorkerTrace& t) {
     for (const common::DeviceInfo& info : t.info.devices) {
       if (device < 0 || info.id != device || info.total_memory_bytes <= 0) continue;
       d.total_memory_bytes = info.total_memory_bytes;
-      d.headroom_bytes = info.total_memory_bytes - std::max(d.peak_allocated_bytes, d.peak_reserved_bytes);
+      d.headroom_bytes = SaturatingAdd(info.total_memory_bytes, -std::max<int64_t>(0, std::max(d.peak_allocated_bytes, d.peak_reserved_bytes)));
     }
     w.devices.push_back(std::move(d));
   }

@@ -97,6 +97,10 @@ Occupancy ComputeOccupancy(const SmLimits& limits, const KernelShape& shape) {
   }
   const int64_t warps = (threads + limits.warp_size - 1) / limits.warp_size;
   const int64_t sm_warps = limits.max_threads_per_sm / limits.warp_size;
+  if (sm_warps == 0) {  // a device record claiming fewer threads per SM than a warp
+    out.limiter = OccupancyLimiter::kInvalid;
+    return out;
+  }
   constexpr int64_t kUnlimited = std::numeric_limits<int32_t>::max();
 
   const int64_t by_warps = sm_warps / warps;
@@ -147,11 +151,17 @@ WorkerOccupancy::WorkerOccupancy(const common::WorkerInfo& info) {
 }
 
 std::optional<Occupancy> WorkerOccupancy::ForKernel(const common::KernelTable& kernels, size_t row) const {
-  const uint64_t threads = uint64_t{kernels.block_x[row]} * kernels.block_y[row] * kernels.block_z[row];
-  if (threads == 0) return std::nullopt;
+  // A trace's shape is three 32-bit numbers each: their products may not fit, and such a shape
+  // is not a launch any GPU takes.
+  uint64_t threads = 0, grid = 0;
+  if (__builtin_mul_overflow(uint64_t{kernels.block_x[row]} * kernels.block_y[row], uint64_t{kernels.block_z[row]}, &threads) ||
+      __builtin_mul_overflow(uint64_t{kernels.grid_x[row]} * kernels.grid_y[row], uint64_t{kernels.grid_z[row]}, &grid) ||
+      threads == 0) {
+    return std::nullopt;
+  }
   for (const auto& [id, limits] : devices_) {
     if (id != kernels.device[row]) continue;
-    const KernelShape shape{.grid_blocks = uint64_t{kernels.grid_x[row]} * kernels.grid_y[row] * kernels.grid_z[row],
+    const KernelShape shape{.grid_blocks = grid,
                             .block_threads = threads,
                             .registers_per_thread = kernels.registers_per_thread[row],
                             .shared_memory_bytes = kernels.shared_memory_bytes[row]};

@@ -16,14 +16,17 @@ struct Item {
   bool is_call = false;
 };
 
-// Device time per correlation id: every kernel (not sync records), copy and memset.
+// Device time per correlation id: every kernel (not sync records), copy and memset; work without
+// a correlation id (negative) belongs to no call.
 std::unordered_map<int64_t, TimeNs> DeviceTimeByCorrelation(const common::WorkerTrace& t) {
   std::unordered_map<int64_t, TimeNs> out;
   for (size_t i = 0; i < t.kernels.size(); ++i) {
-    if (t.kernels.kernel_class[i] == common::KernelClass::kSync) continue;
+    if (t.kernels.kernel_class[i] == common::KernelClass::kSync || t.kernels.correlation[i] < 0) continue;
     out[t.kernels.correlation[i]] += t.kernels.end[i] - t.kernels.start[i];
   }
-  for (size_t i = 0; i < t.memcpys.size(); ++i) out[t.memcpys.correlation[i]] += t.memcpys.end[i] - t.memcpys.start[i];
+  for (size_t i = 0; i < t.memcpys.size(); ++i) {
+    if (t.memcpys.correlation[i] >= 0) out[t.memcpys.correlation[i]] += t.memcpys.end[i] - t.memcpys.start[i];
+  }
   return out;
 }
 

@@ -126,8 +126,8 @@ TEST_F(NcclPluginTest, RecordsCollectivesOnlyInsideAWindowWithKernelTimesOnTheHo
 }
 
 // Version 6 (NCCL 2.29): the same collectives and kernel channels as v5, through the larger
-// descriptor; copy-engine collectives, their syncs and batches get no handle and no row, and are
-// counted.
+// descriptor; copy-engine collectives are not asked for, and sent anyway (with their syncs and
+// batches) they get no handle and no row.
 TEST_F(NcclPluginTest, VersionSixRecordsKernelCollectivesAndCountsCopyEngineOnes) {
   int mask = -1;
   void* context = nullptr;
@@ -198,7 +198,6 @@ TEST_F(NcclPluginTest, VersionSixRecordsKernelCollectivesAndCountsCopyEngineOnes
   EXPECT_EQ(c.enqueue[0], 1'100'000);
   EXPECT_EQ(c.kernel_start[0], 1'110'000);
   EXPECT_EQ(c.kernel_end[0], 1'190'000);
-  EXPECT_EQ(recorder_.copy_engine_collectives(), 1u);
   EXPECT_EQ(kNcclProfilerV6.finalize(context), kNcclSuccess);
 }
 
@@ -209,19 +208,27 @@ TEST_F(NcclPluginTest, KernelChannelTimesThatCannotBeTrueAreDroppedAndCounted) {
   int mask = 0;
   void* context = nullptr;
   ASSERT_EQ(kNcclProfilerV6.init(&context, 0x77, &mask, "dp", 1, 2, 0, nullptr), kNcclSuccess);
-  gpu_clock_.Add({1'000'000, 1'000'000});
   budget_.Reset(100);
   recorder_.OpenWindow(g_now, &budget_, &gpu_clock_);
+  // Before the window's first clock pair nothing can be held against the host's clock: a time
+  // seconds away is kept.
   g_now = 2'000'000;
-  void* coll = StartCollective(context, 1, "AllReduce", 16, "ncclFloat32");
+  void* unchecked = StartCollective(context, 1, "AllReduce", 16, "ncclFloat32");
+  ASSERT_NE(unchecked, nullptr);
+  StartChannel(context, unchecked, 7'000'000'000);
+  EXPECT_EQ(recorder_.bad_channel_times(), 0u);
+
+  gpu_clock_.Add({1'000'000, 1'000'000});
+  g_now = 5'000'000'000;
+  void* coll = StartCollective(context, 2, "AllReduce", 16, "ncclFloat32");
   ASSERT_NE(coll, nullptr);
-  g_now = 3'000'000;  // NCCL's proxy reports the channels a millisecond later
-  void* good = StartChannel(context, coll, 2'010'000);
-  void* early = StartChannel(context, coll, 1'000);              // long before the enqueue
-  void* late = StartChannel(context, coll, 9'000'000'000);       // seconds after it was reported
-  void* backwards = StartChannel(context, coll, 2'020'000);
-  for (auto [ch, stop] : {std::pair{good, uint64_t{2'500'000}}, std::pair{early, uint64_t{2'600'000}},
-                          std::pair{late, uint64_t{2'700'000}}, std::pair{backwards, uint64_t{2'005'000}}}) {
+  g_now = 5'001'000'000;  // NCCL's proxy reports the channels a millisecond later
+  void* good = StartChannel(context, coll, 5'000'010'000);
+  void* early = StartChannel(context, coll, 1'000'000'000);  // four seconds before the enqueue
+  void* late = StartChannel(context, coll, 9'000'000'000);   // four seconds after it was reported
+  void* backwards = StartChannel(context, coll, 5'000'020'000);
+  for (auto [ch, stop] : {std::pair{good, uint64_t{5'000'500'000}}, std::pair{early, uint64_t{5'000'600'000}},
+                          std::pair{late, uint64_t{5'000'700'000}}, std::pair{backwards, uint64_t{5'000'005'000}}}) {
     ASSERT_NE(ch, nullptr);
     EventStateArgs args{};
     args.kernelCh.pTimer = stop;
@@ -230,10 +237,11 @@ TEST_F(NcclPluginTest, KernelChannelTimesThatCannotBeTrueAreDroppedAndCounted) {
   recorder_.CloseWindow(g_now);
   EXPECT_EQ(recorder_.bad_channel_times(), 3u);  // two starts, and a stop before the first start
   Harvest h = recorder_.TakeHarvest();
-  EXPECT_EQ(h.dropped, 3u);
+  EXPECT_EQ(h.dropped, 3u + 1u);  // and the unchecked collective, whose channel never stopped
   ASSERT_EQ(h.trace.collectives.size(), 1u);
-  EXPECT_EQ(h.trace.collectives.kernel_start[0], 2'010'000);
-  EXPECT_EQ(h.trace.collectives.kernel_end[0], 2'700'000);
+  EXPECT_EQ(h.trace.collectives.sequence[0], 2);
+  EXPECT_EQ(h.trace.collectives.kernel_start[0], 5'000'010'000);
+  EXPECT_EQ(h.trace.collectives.kernel_end[0], 5'000'700'000);
   EXPECT_EQ(kNcclProfilerV6.finalize(context), kNcclSuccess);
 }
 

@@ -203,6 +203,21 @@ TEST(KinetoImporterTest, MemoryInstantsBecomeMemoryEvents) {
   EXPECT_EQ(again.thread, m.thread);
 }
 
+// Sizes past a petabyte are not sizes: such an event is skipped, so sums downstream cannot wrap.
+TEST(KinetoImporterTest, MemoryEventsWithAbsurdSizesAreSkipped) {
+  const std::string json = R"json({"traceEvents": [
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 5, "tid": 9, "ts": 100,
+     "args": {"Device Type": 1, "Device Id": 0, "Bytes": 9000000000000000000}},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 5, "tid": 9, "ts": 101,
+     "args": {"Device Type": 1, "Device Id": 0, "Bytes": 1, "Total Allocated": -9000000000000000000}},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 5, "tid": 9, "ts": 102,
+     "args": {"Device Type": 1, "Device Id": 0, "Bytes": 1024, "Total Allocated": 4096}}
+  ]})json";
+  ImportResult r = MustImport(json);
+  EXPECT_EQ(r.workers.at(0).memory_events.size(), 1u);
+  EXPECT_EQ(r.stats.skipped, 2u);
+}
+
 TEST(KinetoImporterTest, OlderSchemaTakesShapeAndTypeFromTheEnclosingAnnotation) {
   const std::string json = R"json({"distributedInfo": {"rank": 0, "world_size": 8}, "traceEvents": [
     {"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 5, "tid": 9, "ts": 100, "dur": 50,

@@ -150,6 +150,14 @@ TEST(OccupancyTest, WorkerKernelsUseTheirOwnDevice) {
   EXPECT_FALSE(occupancy.ForKernel(k, 1).has_value());  // device 0 is not described
   k.block_x[0] = 0;
   EXPECT_FALSE(occupancy.ForKernel(k, 0).has_value());  // no launch shape
+  // A hostile shape whose product does not fit 64 bits is no launch at all.
+  k.block_x[0] = 128;
+  k.grid_x[0] = k.grid_y[0] = k.grid_z[0] = 0xffffffffu;
+  EXPECT_FALSE(occupancy.ForKernel(k, 0).has_value());
+  // A device record claiming fewer threads per SM than a warp computes nothing.
+  common::DeviceInfo odd = Device(9, 0, 132);
+  odd.max_threads_per_sm = 16;
+  EXPECT_EQ(Occupy(*SmLimitsFor(odd), 1, 32, 32, 0).limiter, OccupancyLimiter::kInvalid);
 }
 
 }  // namespace

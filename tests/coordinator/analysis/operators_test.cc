@@ -102,6 +102,19 @@ TEST(OperatorsTest, ThreadsAreSeparateAndSyncRecordsAreNotDeviceWork) {
   EXPECT_EQ(outer->host_self_ns, 95);    // the other thread's op is not its child; its call is
   EXPECT_EQ(outer->device_total_ns, 0);  // a sync record is not device work
   EXPECT_EQ(inner->device_self_ns, 50);
+
+  // Work without a correlation id (-1, as the importer writes a missing one) belongs to no call,
+  // even to a call that has none either.
+  common::WorkerTrace& w = capture.workers[0];
+  w.runtime_calls.start.push_back(50), w.runtime_calls.end.push_back(52), w.runtime_calls.thread.push_back(1);
+  w.runtime_calls.name.push_back(w.strings.Intern("cudaLaunchKernel"));
+  w.runtime_calls.correlation.push_back(-1), w.runtime_calls.external_id.push_back(-1);
+  w.runtime_calls.api_kind.push_back(common::ApiKind::kRuntime);
+  k.correlation[1] = -1;
+  k.kernel_class[1] = common::KernelClass::kCompute;
+  w.SortByTime();
+  const OperatorReport again = ComputeOperators(common::CaptureView(capture));
+  EXPECT_EQ(Find(again.workers[0].top, "outer")->device_total_ns, 0);
 }
 
 }  // namespace
