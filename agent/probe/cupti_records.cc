@@ -186,6 +186,24 @@ bool CuptiRecordConverter::Add(const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_MARKER:
       AddMarker(*reinterpret_cast<const CUpti_ActivityMarker2*>(record));
       break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      // Device memory taken from CUDA (cudaMalloc, pools) and given back: with a caching
+      // allocator (PyTorch's), what it reserves. Other memory kinds are not device memory.
+      const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(record);
+      const bool allocation = m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+      if (m.memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || m.bytes > (uint64_t{1} << 50) ||
+          (!allocation && m.memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)) {
+        break;
+      }
+      common::MemoryEventTable& me = t.memory_events;
+      me.time.push_back(static_cast<TimeNs>(m.timestamp));
+      me.device.push_back(static_cast<int32_t>(m.deviceId));
+      me.bytes.push_back(allocation ? static_cast<int64_t>(m.bytes) : -static_cast<int64_t>(m.bytes));
+      me.total_allocated.push_back(common::kUnknownBytes);
+      me.total_reserved.push_back(common::kUnknownBytes);
+      me.thread.push_back(0);  // CUPTI's memory records name no thread
+      break;
+    }
     default:
       return false;
   }
@@ -233,7 +251,7 @@ common::WorkerTrace CuptiRecordConverter::Finish(const GpuClockMap& clock) {
   };
   map(t.kernels.start), map(t.kernels.end), map(t.memcpys.start), map(t.memcpys.end);
   map(t.runtime_calls.start), map(t.runtime_calls.end), map(t.host_spans.start), map(t.host_spans.end);
-  map(t.steps.start), map(t.steps.end);
+  map(t.steps.start), map(t.steps.end), map(t.memory_events.time);
   for (size_t i = 0; i < t.runtime_calls.size(); ++i) {
     auto it = external_ids_.find(static_cast<uint32_t>(t.runtime_calls.correlation[i]));
     if (it != external_ids_.end()) t.runtime_calls.external_id[i] = it->second;

@@ -26,12 +26,13 @@ void OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer, s
 
 void IgnoreCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
-// What the window records (issue 6): kernels, copies, memsets, runtime calls, synchronisation,
-// the framework's correlation ids and NVTX ranges.
+// What the window records (issues 6, 18): kernels, copies, memsets, runtime calls,
+// synchronisation, the framework's correlation ids, NVTX ranges, and device memory taken from
+// and given back to CUDA.
 constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMCPY2,
     CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MARKER,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_MEMORY2,
 };
 
 // Driver calls that launch work: enough to tie kernels launched below the runtime (NCCL,
@@ -53,6 +54,7 @@ std::string_view KindName(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return "SYNCHRONIZATION";
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
     case CUPTI_ACTIVITY_KIND_MARKER: return "MARKER";
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return "MEMORY2";
     default: return "activity";
   }
 }

@@ -63,7 +63,8 @@ TEST_F(CuptiSourceTest, RecordsOnlyInsideTheWindowAndMapsEveryKindOntoTheHostClo
   EXPECT_TRUE(cupti_.enabled.empty()) << "nothing of CUPTI is on before a window";
   Open(source);
   EXPECT_TRUE(cupti_.subscribed);
-  EXPECT_EQ(cupti_.enabled.size(), 8u);
+  EXPECT_EQ(cupti_.enabled.size(), 9u);
+  EXPECT_TRUE(cupti_.enabled.contains(CUPTI_ACTIVITY_KIND_MEMORY2));
   EXPECT_TRUE(cupti_.enabled.contains(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   EXPECT_TRUE(cupti_.enabled.contains(CUPTI_ACTIVITY_KIND_MARKER));
   EXPECT_TRUE(cupti_.driver_calls.contains(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
@@ -124,6 +125,22 @@ TEST_F(CuptiSourceTest, RecordsOnlyInsideTheWindowAndMapsEveryKindOntoTheHostClo
                               reinterpret_cast<const CUpti_Activity*>(&k1), reinterpret_cast<const CUpti_Activity*>(&k2),
                               reinterpret_cast<const CUpti_Activity*>(&copy),
                               reinterpret_cast<const CUpti_Activity*>(&memset)}));
+  // Device memory: 64 MiB taken, then 16 MiB given back; pinned host memory is not device memory.
+  CUpti_ActivityMemory4 taken{}, given{}, pinned{};
+  taken.kind = given.kind = pinned.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  taken.memoryOperationType = pinned.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  given.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  taken.memoryKind = given.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  pinned.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  taken.bytes = 64 << 20;
+  given.bytes = 16 << 20;
+  pinned.bytes = 1 << 20;
+  taken.timestamp = 1'070'000;
+  given.timestamp = 1'170'000;
+  pinned.timestamp = 1'071'000;
+  taken.deviceId = given.deviceId = pinned.deviceId = 3;
+  ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&taken), reinterpret_cast<const CUpti_Activity*>(&pinned),
+                              reinterpret_cast<const CUpti_Activity*>(&given)}));
   ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&external),
                               reinterpret_cast<const CUpti_Activity*>(&sync),
                               reinterpret_cast<const CUpti_Activity*>(&step_start),
@@ -175,6 +192,13 @@ TEST_F(CuptiSourceTest, RecordsOnlyInsideTheWindowAndMapsEveryKindOntoTheHostClo
   EXPECT_EQ(t.steps.start[0], 1'045'000);
   EXPECT_EQ(t.steps.end[0], 1'900'000);
   EXPECT_EQ(t.steps.thread[0], 555);
+  // Device memory on the host clock, allocations positive and releases negative, totals unknown.
+  const common::MemoryEventTable& m = t.memory_events;
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m.time, (std::vector<TimeNs>{1'065'000, 1'165'000}));
+  EXPECT_EQ(m.device, (std::vector<int32_t>{3, 3}));
+  EXPECT_EQ(m.bytes, (std::vector<int64_t>{64 << 20, -(16 << 20)}));
+  EXPECT_EQ(m.total_allocated[0], common::kUnknownBytes);
 }
 
 TEST_F(CuptiSourceTest, AnEmptyPoolAndASpentBudgetDropAndCount) {
