@@ -121,6 +121,16 @@ class ShardTest : public ::testing::Test {
     for (simdjson::dom::element w : Json(r.body)["workers"].get_array()) n += std::string_view(w["health"]) != "disconnected";
     return n;
   }
+  // Agents connected to replica i whose clock model it has.
+  size_t LocalAgentsWithClocks(size_t i) {
+    const HttpResult r = Local(i, "/v1/workers");
+    if (r.status != 200) return 0;
+    size_t n = 0;
+    for (simdjson::dom::element a : Json(r.body)["agents"].get_array()) {
+      n += std::string_view(a["health"]) != "disconnected" && !a["clock"].is_null();
+    }
+    return n;
+  }
   std::set<std::string> LocalCaptureIds(size_t i) {
     std::set<std::string> ids;
     const HttpResult r = Local(i, "/v1/captures?limit=1000");
@@ -325,9 +335,12 @@ TEST_F(ShardTest, AReplicaThatGoesAwayHoldsUpNothingAndItsJobsMove) {
   const size_t owner = IndexOf(two.OwnerOf(job).name);
   EXPECT_TRUE(Eventually([&] { return LocalWorkers(owner, job) == 4; }, 90))
       << job << " never reached its new owner c" << owner << ": " << agents_[0]->Log();
+  // Its workers are registered with the new owner before its clock is: a capture needs both.
+  EXPECT_TRUE(Eventually([&] { return LocalAgentsWithClocks(owner) == 1; }, 60)) << Local(owner, "/v1/workers").body;
   const std::string id = StartCapture(1 - owner, job, 300);
   ASSERT_FALSE(id.empty());
-  EXPECT_TRUE(Eventually([&] { return StateVia(1 - owner, id) == "complete"; })) << StateVia(1 - owner, id);
+  EXPECT_TRUE(Eventually([&] { return StateVia(1 - owner, id) == "complete"; }))
+      << HttpCall(shards_[1 - owner].http, "GET", "/v1/captures/" + id).body << "\n" << agents_[0]->Log();
 }
 
 // Redirect mode: a replica answers a call about another's job with a 307 to the owner, which
