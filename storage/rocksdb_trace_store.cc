@@ -12,6 +12,7 @@
 
 #include "common/chunk_codec.h"
 #include "common/status_macros.h"
+#include "common/parse_number.h"
 #include "common/str_util.h"
 #include "podscope/v1/capture.pb.h"
 #include "podscope/v1/trace.pb.h"
@@ -220,12 +221,11 @@ absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> RocksDbTraceStore::Open(const
     ROCKSDB_CALL(db->Put(Synced(), store->handles_[kDefault], kFormatKey, std::to_string(kStoreFormatVersion)));
   } else {
     ROCKSDB_CALL(s);
-    int found = 0;
-    try {
-      found = std::stoi(version);
-    } catch (const std::exception&) {
+    const absl::StatusOr<int64_t> parsed = common::ParseInt(version);
+    if (!parsed.ok() || *parsed < 0 || *parsed > INT32_MAX) {
       return absl::DataLossError(common::StrCat(options.path, ": unreadable store format version \"", version, "\""));
     }
+    const int64_t found = *parsed;
     if (found > kStoreFormatVersion) {
       return absl::FailedPreconditionError(common::StrCat(options.path, " was written by a newer podscope (store format ",
                                                           found, "; this build reads up to ", kStoreFormatVersion, ")"));

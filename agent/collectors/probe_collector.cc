@@ -8,6 +8,7 @@
 
 #include "common/chunk_codec.h"
 #include "common/protocol_version.h"
+#include "common/parse_number.h"
 #include "common/str_util.h"
 #include "agent/watch/probe_watch.h"
 #include "common/trace_slice.h"
@@ -29,9 +30,9 @@ int64_t PidOf(const common::PeerCredentials& peer, const v1::ProbeRegister& r) {
 // its local rank.
 int GpuIndexOf(const v1::ProbeRegister& r) {
   const std::string& d = r.device();
-  if (d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos &&
-      d.size() < 12) {
-    return std::stoi(d.substr(5));
+  if (d.starts_with("cuda:")) {
+    const absl::StatusOr<int64_t> index = common::ParseInt(std::string_view(d).substr(5));
+    if (index.ok() && *index >= 0 && *index < 1024) return static_cast<int>(*index);
   }
   return std::max(r.local_rank(), 0);
 }

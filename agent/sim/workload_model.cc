@@ -1,10 +1,10 @@
 #include "agent/sim/workload_model.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <random>
 
+#include "common/parse_number.h"
 #include "common/str_util.h"
 
 namespace podscope::agent::sim {
@@ -198,14 +198,14 @@ absl::StatusOr<Slowdown> ParseSlowdown(std::string_view spec) {
     kind = rest.substr(second + 1);
     rest = rest.substr(0, second);
   }
-  auto [p, ec] = std::from_chars(rank.data(), rank.data() + rank.size(), s.rank);
-  if (ec != std::errc() || p != rank.data() + rank.size() || s.rank < 0) {
+  const absl::StatusOr<int64_t> parsed_rank = common::ParseInt(rank);
+  if (!parsed_rank.ok() || *parsed_rank < 0 || *parsed_rank > INT32_MAX) {
     return absl::InvalidArgumentError(common::StrCat("straggler \"", spec, "\": bad rank"));
   }
-  const std::string factor(rest);
-  char* end = nullptr;
-  s.factor = std::strtod(factor.c_str(), &end);
-  if (factor.empty() || end != factor.c_str() + factor.size() || !(s.factor >= 1.0) || s.factor > 1000) {
+  s.rank = static_cast<int32_t>(*parsed_rank);
+  const absl::StatusOr<double> factor = common::ParseDouble(rest);
+  if (factor.ok()) s.factor = *factor;
+  if (!factor.ok() || !(s.factor >= 1.0) || s.factor > 1000) {
     return absl::InvalidArgumentError(common::StrCat("straggler \"", spec, "\": factor must be a number in [1, 1000]"));
   }
   if (kind == "compute") {
