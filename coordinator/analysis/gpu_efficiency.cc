@@ -4,6 +4,7 @@
 
 #include "coordinator/analysis/occupancy.h"
 #include "coordinator/analysis/parallel_for.h"
+#include "coordinator/analysis/statistics.h"
 
 namespace podscope::coordinator::analysis {
 namespace {
@@ -109,13 +110,9 @@ WorkerGpu ForWorker(const common::WorkerTrace& trace, const WorkerSteps& worker_
   return out;
 }
 
-std::optional<double> Median(std::vector<double> values) {
-  if (values.empty()) return std::nullopt;
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  if (values.size() % 2 == 1) return values[mid];
-  const double upper = values[mid];
-  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+// The shared median, or nullopt when no worker has the figure.
+std::optional<double> MedianOrNone(const std::vector<double>& values) {
+  return values.empty() ? std::nullopt : std::optional<double>(Median(values));
 }
 
 }  // namespace
@@ -155,9 +152,9 @@ GpuReport ComputeGpuEfficiency(const common::CaptureView& capture, const std::ve
     if (w.total.sm_efficiency) sm.push_back(*w.total.sm_efficiency);
     if (w.total.achieved_occupancy) occupancy.push_back(*w.total.achieved_occupancy);
   }
-  report.pod.median_gpu_utilization = Median(utilization);
-  report.pod.median_sm_efficiency = Median(sm);
-  report.pod.median_achieved_occupancy = Median(occupancy);
+  report.pod.median_gpu_utilization = MedianOrNone(utilization);
+  report.pod.median_sm_efficiency = MedianOrNone(sm);
+  report.pod.median_achieved_occupancy = MedianOrNone(occupancy);
   std::stable_sort(measured.begin(), measured.end(), [](const WorkerGpu* a, const WorkerGpu* b) {
     return a->total.gpu_utilization < b->total.gpu_utilization;
   });

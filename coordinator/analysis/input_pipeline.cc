@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "coordinator/analysis/statistics.h"
+
 namespace podscope::coordinator::analysis {
 namespace {
 
@@ -60,11 +62,7 @@ InputReport ComputeInputPipeline(const common::CaptureView& capture, const std::
   }
   std::sort(report.workers.begin(), report.workers.end(),
             [](const WorkerInput& a, const WorkerInput& b) { return a.rank < b.rank; });
-  if (!shares.empty()) {
-    std::sort(shares.begin(), shares.end());
-    const size_t mid = shares.size() / 2;
-    report.median_input_share = shares.size() % 2 ? shares[mid] : (shares[mid - 1] + shares[mid]) / 2;
-  }
+  if (!shares.empty()) report.median_input_share = Median(shares);
   std::vector<const WorkerInput*> bound;
   for (const WorkerInput& w : report.workers) {
     if (w.verdict != InputVerdict::kNotInputBound) bound.push_back(&w);
