@@ -49,7 +49,7 @@ class Agent::ControlStream : public grpc::ClientBidiReactor<v1::AgentMessage, v1
     StartCall();
   }
   bool Enqueue(const v1::AgentMessage& message) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (done_ || broken_ || out_.size() >= kMaxQueued) return false;
     out_.push_back(message);
     if (!writing_) {
@@ -60,13 +60,13 @@ class Agent::ControlStream : public grpc::ClientBidiReactor<v1::AgentMessage, v1
   }
   // Blocks until the call is over; its final status.
   grpc::Status Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
     return status_;
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     out_.pop_front();
     if (ok && !out_.empty()) {
       StartWrite(&out_.front());
@@ -84,22 +84,20 @@ class Agent::ControlStream : public grpc::ClientBidiReactor<v1::AgentMessage, v1
     StartRead(&in_);
   }
   void OnDone(const grpc::Status& status) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     done_ = true;
     status_ = status;
-    cv_.notify_all();
   }
 
  private:
   Agent& agent_;
   v1::CoordinatorMessage in_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<v1::AgentMessage> out_;  // front() is being written while writing_
-  bool writing_ = false;
-  bool broken_ = false;
-  bool done_ = false;
-  grpc::Status status_;
+  absl::Mutex mu_;
+  std::deque<v1::AgentMessage> out_ ABSL_GUARDED_BY(mu_);  // front() is being written while writing_
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string Agent::NewInstanceId() {
@@ -121,7 +119,7 @@ Agent::Agent(AgentOptions options, const AgentClock& clock, std::vector<std::uni
     c->SetWorkersChangedCallback([this] { OnWorkersChanged(); });
   }
   if (options_.capture.start_timer == nullptr) {
-    own_start_timer_ = std::make_unique<StartTimer>();
+    own_start_timer_ = std::make_unique<StartTimer>(clock_.host_time());
     options_.capture.start_timer = own_start_timer_.get();
   }
 }
@@ -132,7 +130,7 @@ Agent::~Agent() {
   // collector's server thread reports worker changes until it is joined. A report under way
   // finishes before the flag drops; later ones see it and return.
   {
-    std::lock_guard<std::mutex> lock(workers_changed_mu_);
+    absl::MutexLock lock(&workers_changed_mu_);
     collectors_alive_ = false;
   }
   collectors_.clear();
@@ -185,14 +183,13 @@ WatchSenderCounters Agent::watch_sender_counters() const {
 
 void Agent::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
     if (session_context_ != nullptr) session_context_->TryCancel();
     for (grpc::ClientContext* upload : uploads_) upload->TryCancel();
     for (auto& [id, run] : captures_) run->Cancel("agent shutting down");
   }
-  cv_.notify_all();
   if (watch_sender_ != nullptr) {
     for (const std::unique_ptr<Collector>& c : collectors_) c->StopWatch();
     watch_sender_->Stop();
@@ -205,37 +202,40 @@ void Agent::Stop() {
   if (timer_thread_.joinable()) timer_thread_.join();
   std::map<std::string, std::unique_ptr<CaptureRun>> runs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     runs.swap(captures_);
   }
   runs.clear();  // joins every capture thread
 }
 
 std::string Agent::refusal() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return refusal_;
 }
 
 bool Agent::WaitConnected(int64_t timeout_ns) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, std::chrono::nanoseconds(timeout_ns),
-                      [this] { return connected_.load() || stopping_ || !refusal_.empty(); }) &&
-         connected_.load();
+  absl::MutexLock lock(&mu_);
+  const auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return connected_.load() || stopping_ || !refusal_.empty();
+  };
+  const common::TimeSource& time = clock_.host_time();
+  return time.AwaitUntil(mu_, absl::Condition(&settled), time.Now() + timeout_ns) && connected_.load();
 }
 
 bool Agent::busy() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return std::any_of(captures_.begin(), captures_.end(), [](const auto& c) { return !c.second->finished(); });
 }
 
 std::string Agent::shard() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return shard_;
 }
 
 bool Agent::Sleep(int64_t ns) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !cv_.wait_for(lock, std::chrono::nanoseconds(ns), [this] { return stopping_; });
+  absl::MutexLock lock(&mu_);
+  const common::TimeSource& time = clock_.host_time();
+  return !time.AwaitUntil(mu_, absl::Condition(&stopping_), time.Now() + ns);
 }
 
 void Agent::ConnectionLoop() {
@@ -243,7 +243,7 @@ void Agent::ConnectionLoop() {
   int64_t backoff = options_.reconnect_initial_ns;
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_ || !refusal_.empty()) return;
     }
     if (!WaitForCoordinator()) return;
@@ -269,7 +269,7 @@ bool Agent::WaitForCoordinator() {
   uint64_t attempts = 0;
   while (!channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(1))) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return false;
     }
     ++attempts;
@@ -313,7 +313,7 @@ std::map<int32_t, Collector*> Agent::CollectorsByRank() const {
 void Agent::OnWorkersChanged() {
   // Probes come and go with training processes; the coordinator hears at once (and in every
   // hello after a reconnect).
-  std::lock_guard<std::mutex> lock(workers_changed_mu_);
+  absl::MutexLock lock(&workers_changed_mu_);
   if (!collectors_alive_ || !connected_.load()) return;
   v1::AgentMessage m;
   AddWorkers(m.mutable_workers()->mutable_workers());
@@ -329,7 +329,7 @@ v1::AgentHello Agent::Hello() {
   hello.set_host(options_.host);
   hello.set_version(kVersion);
   AddWorkers(hello.mutable_workers());
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, run] : captures_) *hello.add_captures() = run->Status();
   return hello;
 }
@@ -337,7 +337,7 @@ v1::AgentHello Agent::Hello() {
 void Agent::RunSession() {
   grpc::ClientContext context;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     session_context_ = &context;
   }
@@ -351,16 +351,15 @@ void Agent::RunSession() {
   stream.Begin(&context, hello);
   const grpc::Status status = stream.Wait();
   {
-    std::lock_guard<std::mutex> lock(write_mu_);
+    absl::MutexLock lock(&write_mu_);
     stream_ = nullptr;
   }
   connected_ = false;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   session_context_ = nullptr;
   if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
     refusal_ = status.error_message();
     spdlog::error("agent {}: the coordinator refused this agent: {}", options_.agent_id, refusal_);
-    cv_.notify_all();
   } else if (!stopping_) {
     spdlog::warn("agent {}: control stream to {} ended{}{}; reconnecting", options_.agent_id, options_.coordinator,
                  status.ok() ? "" : ": ", status.error_message());
@@ -371,7 +370,7 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
   if (!welcomed_) {
     if (!message.has_welcome()) {
       spdlog::warn("agent {}: the coordinator's first message was not a welcome; reconnecting", options_.agent_id);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (session_context_ != nullptr) session_context_->TryCancel();
       return;
     }
@@ -379,16 +378,15 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
     if (w.heartbeat_interval_ms() > 0) heartbeat_interval_ns_ = int64_t{w.heartbeat_interval_ms()} * 1'000'000;
     if (w.clock_sync_interval_ms() > 0) clock_sync_interval_ns_ = int64_t{w.clock_sync_interval_ms()} * 1'000'000;
     {
-      std::lock_guard<std::mutex> lock(write_mu_);
+      absl::MutexLock lock(&write_mu_);
       stream_ = &stream;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       connected_ = true;
       sync_wanted_ = true;  // a burst at every connect
       shard_ = w.has_shards() ? w.shards().shard() : "";
     }
-    cv_.notify_all();
     spdlog::info("agent {} connected to {} (coordinator {})", options_.agent_id, options_.coordinator, w.coordinator_id());
     welcomed_ = true;
     // The hello carried each capture's status as it was when the session began; a capture may
@@ -396,7 +394,7 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
     // then had no stream to go to. Send where every capture stands now.
     std::vector<v1::AgentMessage> statuses;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (const auto& [id, run] : captures_) *statuses.emplace_back().mutable_capture() = run->Status();
     }
     for (const v1::AgentMessage& m : statuses) Send(m);
@@ -414,9 +412,8 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
       if (options_.on_shard_owners) options_.on_shard_owners(message.shards());
       break;
     case v1::CoordinatorMessage::kSyncClock: {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       sync_wanted_ = true;
-      cv_.notify_all();
       break;
     }
     default:
@@ -425,39 +422,46 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
 }
 
 bool Agent::Send(const v1::AgentMessage& message) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   if (stream_ == nullptr) return false;
   return stream_->Enqueue(message);
 }
 
 void Agent::TimerLoop() {
-  using Steady = std::chrono::steady_clock;
-  Steady::time_point next_heartbeat = Steady::now(), next_sync = Steady::now();
-  std::unique_lock<std::mutex> lock(mu_);
+  // On the host clock (a TimeSource, so tests can drive it). A wall clock stepped backwards
+  // must not silence heartbeats: a wake further away than one interval is pulled in.
+  const common::TimeSource& time = clock_.host_time();
+  TimeNs next_heartbeat = time.Now(), next_sync = time.Now();
+  absl::MutexLock lock(&mu_);
+  const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || (sync_wanted_ && connected_.load());
+  };
   while (!stopping_) {
-    const Steady::time_point wake = std::min(next_heartbeat, next_sync);
-    cv_.wait_until(lock, wake, [this] { return stopping_ || (sync_wanted_ && connected_.load()); });
+    const TimeNs before = time.Now();
+    next_heartbeat = std::min(next_heartbeat, before + heartbeat_interval_ns_.load());
+    next_sync = std::min(next_sync, before + clock_sync_interval_ns_.load());
+    time.AwaitUntil(mu_, absl::Condition(&woken), std::min(next_heartbeat, next_sync));
     if (stopping_) return;
     if (!connected_.load()) {
-      next_heartbeat = next_sync = Steady::now() + std::chrono::milliseconds(100);
+      next_heartbeat = next_sync = time.Now() + 100'000'000;
       continue;
     }
-    const Steady::time_point now = Steady::now();
+    const TimeNs now = time.Now();
     if (sync_wanted_ || now >= next_sync) {
       sync_wanted_ = false;
-      lock.unlock();
+      mu_.Unlock();
       SyncClockBurst("periodic", options_.clock_burst);
-      lock.lock();
-      next_sync = Steady::now() + std::chrono::nanoseconds(clock_sync_interval_ns_.load());
+      mu_.Lock();
+      next_sync = time.Now() + clock_sync_interval_ns_.load();
     }
     if (now >= next_heartbeat) {
-      lock.unlock();
+      mu_.Unlock();
       v1::AgentMessage beat;
       beat.mutable_heartbeat()->set_agent_time_ns(clock_.Now());
       Send(beat);
       ForgetOldCaptures();
-      lock.lock();
-      next_heartbeat = now + std::chrono::nanoseconds(heartbeat_interval_ns_.load());
+      mu_.Lock();
+      next_heartbeat = now + heartbeat_interval_ns_.load();
     }
   }
 }
@@ -500,7 +504,7 @@ void Agent::SyncClockBurst(std::string_view reason, int exchanges, TimeNs until)
 void Agent::OnCapture(const v1::CaptureRequest& request) {
   std::optional<v1::CaptureStatus> known;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     if (auto it = captures_.find(request.capture_id()); it != captures_.end()) {
       // A repeat: a sharper start time before the window, or (after a coordinator restart) a
@@ -534,7 +538,7 @@ void Agent::OnCapture(const v1::CaptureRequest& request) {
 }
 
 void Agent::OnCancel(const v1::CancelCapture& cancel) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = captures_.find(cancel.capture_id()); it != captures_.end()) {
     it->second->Cancel(cancel.reason().empty() ? "cancelled by the coordinator" : cancel.reason());
   }
@@ -545,7 +549,7 @@ absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(const std::vector<const v1:
   context.set_deadline(DeadlineIn(300'000'000'000));
   context.set_wait_for_ready(true);  // an upload resumes the moment the coordinator is back
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return absl::CancelledError("agent stopping");
     uploads_.insert(&context);
   }
@@ -557,7 +561,7 @@ absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(const std::vector<const v1:
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     uploads_.erase(&context);
   }
   if (!status.ok()) return absl::UnavailableError(common::StrCat("upload: ", status.error_message()));
@@ -567,7 +571,7 @@ absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(const std::vector<const v1:
 void Agent::ForgetOldCaptures() {
   std::vector<std::unique_ptr<CaptureRun>> old;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const TimeNs now = clock_.Now();
     for (auto it = captures_.begin(); it != captures_.end();) {
       if (!it->second->finished()) {

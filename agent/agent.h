@@ -12,16 +12,16 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/agent_clock.h"
 #include "agent/capture_run.h"
 #include "agent/collector.h"
@@ -123,24 +123,25 @@ class Agent {
   AgentOptions options_;
   const AgentClock& clock_;
   std::vector<std::unique_ptr<Collector>> collectors_;
-  std::mutex workers_changed_mu_;  // a worker-change report against the collectors' teardown
-  bool collectors_alive_ = true;
+  // A worker-change report against the collectors' teardown.
+  absl::Mutex workers_changed_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);
+  bool collectors_alive_ ABSL_GUARDED_BY(workers_changed_mu_) = true;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool sync_wanted_ = false;
-  std::string refusal_;
-  std::string shard_;
-  grpc::ClientContext* session_context_ = nullptr;  // the live Connect call, for cancelling
-  std::set<grpc::ClientContext*> uploads_;          // live Upload calls, likewise
-  std::map<std::string, std::unique_ptr<CaptureRun>> captures_;
-  std::map<std::string, TimeNs> finished_at_;
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool sync_wanted_ ABSL_GUARDED_BY(mu_) = false;
+  std::string refusal_ ABSL_GUARDED_BY(mu_);
+  std::string shard_ ABSL_GUARDED_BY(mu_);
+  // The live Connect call, for cancelling.
+  grpc::ClientContext* session_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::set<grpc::ClientContext*> uploads_ ABSL_GUARDED_BY(mu_);  // live Upload calls, likewise
+  std::map<std::string, std::unique_ptr<CaptureRun>> captures_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, TimeNs> finished_at_ ABSL_GUARDED_BY(mu_);
 
-  std::mutex write_mu_;
-  ControlStream* stream_ = nullptr;  // under write_mu_: the welcomed session's stream
+  absl::Mutex write_mu_;
+  ControlStream* stream_ ABSL_GUARDED_BY(write_mu_) = nullptr;  // the welcomed session's stream
 
   std::atomic<bool> connected_{false};
   std::atomic<bool> welcomed_{false};

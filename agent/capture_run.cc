@@ -28,7 +28,7 @@ CaptureRun::CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*>
       hooks_(std::move(hooks)),
       options_(options),
       start_ns_(request_.start_agent_ns()) {
-  if (options_.start_timer == nullptr) own_timer_ = std::make_unique<StartTimer>();
+  if (options_.start_timer == nullptr) own_timer_ = std::make_unique<StartTimer>(clock_.host_time());
   timer_ = options_.start_timer != nullptr ? options_.start_timer : own_timer_.get();
   for (int32_t rank : request_.ranks()) {
     v1::WorkerCaptureStatus& w = workers_[rank];
@@ -51,14 +51,13 @@ void CaptureRun::Begin() { thread_ = std::thread([this] { Run(); }); }
 
 bool CaptureRun::MoveStart(TimeNs start_agent_ns) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (started_ || cancelled_ || finished_) return false;
     start_ns_ = start_agent_ns;
-    cv_.notify_all();
   }
   // Rescheduled here, not by the run's thread: a moved start arrives close to the instant, and
   // on a busy host that thread may not wake in time to reschedule it.
-  std::lock_guard<std::mutex> lock(timer_mu_);
+  absl::MutexLock lock(&timer_mu_);
   if (timer_id_ != 0) ScheduleStartLocked();
   return true;
 }
@@ -70,26 +69,25 @@ void CaptureRun::ScheduleStartLocked() {
 }
 
 void CaptureRun::UnscheduleStart() {
-  std::lock_guard<std::mutex> lock(timer_mu_);
+  absl::MutexLock lock(&timer_mu_);
   if (timer_id_ != 0) timer_->Cancel(timer_id_);
   timer_id_ = 0;
 }
 
 void CaptureRun::Cancel(std::string reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (cancelled_ || finished_) return;
   cancelled_ = true;
   cancel_reason_ = std::move(reason);
-  cv_.notify_all();
 }
 
 bool CaptureRun::Cancelled() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return cancelled_;
 }
 
 v1::CaptureStatus CaptureRun::Status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   v1::CaptureStatus status;
   status.set_capture_id(request_.capture_id());
   for (const auto& [rank, w] : workers_) *status.add_workers() = w;
@@ -97,17 +95,22 @@ v1::CaptureStatus CaptureRun::Status() const {
 }
 
 bool CaptureRun::finished() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return finished_;
 }
 
+int64_t CaptureRun::WokeLateNs() const {
+  absl::MutexLock lock(&mu_);
+  return woke_late_ns_;
+}
+
 bool CaptureRun::WaitUntil(TimeNs deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return clock_.SleepUntil(deadline, cv_, lock, [this] { return cancelled_; });
+  absl::MutexLock lock(&mu_);
+  return clock_.SleepUntil(deadline, mu_, absl::Condition(&cancelled_));
 }
 
 void CaptureRun::SetFailed(int32_t rank, std::string error) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   v1::WorkerCaptureStatus& w = workers_[rank];
   if (Terminal(w.phase())) return;
   spdlog::warn("capture {} rank {}: {}", request_.capture_id(), rank, error);
@@ -116,7 +119,7 @@ void CaptureRun::SetFailed(int32_t rank, std::string error) {
 }
 
 void CaptureRun::SetPhase(int32_t rank, v1::WorkerPhase phase) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   v1::WorkerCaptureStatus& w = workers_[rank];
   if (!Terminal(w.phase())) w.set_phase(phase);
 }
@@ -134,18 +137,18 @@ void CaptureRun::FinishCancelled() {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto& [rank, w] : workers_) {
       if (Terminal(w.phase())) continue;
       w.set_phase(v1::WORKER_PHASE_CANCELLED);
       w.set_error(cancel_reason_);
     }
     spool_.clear();
+    spdlog::info("capture {} cancelled: {}", request_.capture_id(), cancel_reason_);
   }
-  spdlog::info("capture {} cancelled: {}", request_.capture_id(), cancel_reason_);
   // The last status goes up before the run counts as finished, so whoever waits for it sees it.
   Report();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   finished_ = true;
 }
 
@@ -190,9 +193,9 @@ void CaptureRun::Run() {
   TimeNs start = 0;
   if (!AwaitStart(&start, settle)) return FinishCancelled();
   const TimeNs stop = start + request_.duration_ns();
-  if (woke_late_ns_ > 1'000'000) {
+  if (const int64_t late = WokeLateNs(); late > 1'000'000) {
     spdlog::warn("capture {}: started {:.1f} ms after the start time (a busy host, or the burst before the window overran it)",
-                 id, woke_late_ns_ / 1e6);
+                 id, late / 1e6);
   }
   if (!WaitUntil(start + settle)) return FinishCancelled();
   Report();
@@ -210,7 +213,7 @@ void CaptureRun::Run() {
   // worker to the upload deadline rather than the end-of-window one.
   {
     const TimeNs stopped = clock_.Now();
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto& [rank, w] : workers_) {
       if (w.phase() == v1::WORKER_PHASE_CAPTURING) w.set_actual_stop_ns(stopped);
     }
@@ -225,7 +228,7 @@ void CaptureRun::Run() {
 
   UploadSpool();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     spool_.clear();
     spool_.shrink_to_fit();
     spool_bytes_ = 0;
@@ -236,39 +239,43 @@ void CaptureRun::Run() {
     }
   }
   Report();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   finished_ = true;
 }
 
 bool CaptureRun::AwaitStart(TimeNs* start, int64_t settle_ns) {
   {
-    std::lock_guard<std::mutex> lock(timer_mu_);
+    absl::MutexLock lock(&timer_mu_);
     ScheduleStartLocked();  // MoveStart reschedules from here on
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   // Not woken by the start itself (see StartCollectors): asleep until it has settled,
   // following moves.
   while (true) {
     const TimeNs wanted = start_ns_.load();
-    if (clock_.SleepUntil(wanted + settle_ns, cv_, lock, [&] { return cancelled_ || start_ns_.load() != wanted; })) break;
+    const auto moved_or_cancelled = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return cancelled_ || start_ns_.load() != wanted;
+    };
+    if (clock_.SleepUntil(wanted + settle_ns, mu_, absl::Condition(&moved_or_cancelled))) break;
     if (cancelled_) break;
   }
   if (!cancelled_ && !collectors_started_) {
     // The timer is late (a busy host): wait for it.
-    awaiting_collectors_ = true;
-    cv_.wait(lock, [&] { return collectors_started_ || cancelled_; });
-    awaiting_collectors_ = false;
+    const auto started_or_cancelled = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return collectors_started_ || cancelled_;
+    };
+    mu_.Await(absl::Condition(&started_or_cancelled));
   }
-  lock.unlock();
+  mu_.Unlock();
   UnscheduleStart();  // waits out a StartCollectors under way
-  lock.lock();
+  absl::MutexLock lock(&mu_);
   *start = start_ns_.load();
   return collectors_started_;  // when cancelled after the start, the window handles it
 }
 
 void CaptureRun::StartCollectors(TimeNs start) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (started_ || cancelled_ || start_ns_.load() != start) return;
     started_ = true;
     woke_late_ns_ = clock_.Now() - start;
@@ -282,25 +289,25 @@ void CaptureRun::StartCollectors(TimeNs start) {
         SetFailed(r, common::StrCat("starting the ", collector->name(), " collector: ", std::string(s.message())));
         continue;
       }
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       v1::WorkerCaptureStatus& w = workers_[r];
       if (Terminal(w.phase())) continue;
       w.set_phase(v1::WORKER_PHASE_CAPTURING);
       w.set_actual_start_ns(started);
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  collectors_started_ = true;
+  absl::MutexLock lock(&mu_);
   // A thousand run threads woken here would queue for the cores behind the timer's next
-  // starts; only a run that already waits past its settle time is woken.
-  if (awaiting_collectors_) cv_.notify_all();
+  // starts; absl wakes only a run whose wait condition now holds, i.e. one already waiting
+  // past its settle time.
+  collectors_started_ = true;
 }
 
 void CaptureRun::DrainAndSpool() {
   const std::string& id = request_.capture_id();
   for (const auto& [rank, collector] : collectors_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto it = workers_.find(rank);
       if (it == workers_.end() || Terminal(it->second.phase())) continue;
     }
@@ -311,7 +318,7 @@ void CaptureRun::DrainAndSpool() {
     }
     {
       // Dropped events are worth knowing whether or not the worker failed.
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       workers_[rank].set_dropped_events(collected->dropped_events);
     }
     if (!collected->error.empty()) {
@@ -345,7 +352,7 @@ void CaptureRun::DrainAndSpool() {
     spool_bytes_ += bytes;
     const uint64_t count = chunks.size();
     for (v1::UploadRequest& r : chunks) spool_.push_back(std::move(r));
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     v1::WorkerCaptureStatus& w = workers_[rank];
     w.set_actual_start_ns(collected->actual_start_ns);
     w.set_actual_stop_ns(collected->actual_stop_ns);
@@ -361,7 +368,7 @@ void CaptureRun::UploadSpool() {
   const TimeNs give_up = clock_.Now() + options_.upload_give_up_ns;
   std::set<int32_t> pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [rank, w] : workers_) {
       if (w.phase() == v1::WORKER_PHASE_COLLECTED) pending.insert(rank);
     }

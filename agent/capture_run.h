@@ -6,17 +6,17 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/agent_clock.h"
 #include "agent/collector.h"
 #include "podscope/v1/agent.pb.h"
@@ -70,11 +70,12 @@ class CaptureRun {
   bool AwaitStart(TimeNs* start, int64_t settle_ns);
   // Starts every collector if the start is still `start` and nothing started or cancelled them.
   void StartCollectors(TimeNs start);
-  // (Re)schedules StartCollectors for start_ns_ on the start timer; under timer_mu_.
-  void ScheduleStartLocked();
+  // (Re)schedules StartCollectors for start_ns_ on the start timer.
+  void ScheduleStartLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(timer_mu_);
   void UnscheduleStart();
   // Sleeps until `deadline` on the agent clock; false when cancelled first.
   bool WaitUntil(TimeNs deadline);
+  int64_t WokeLateNs() const;
   void SetFailed(int32_t rank, std::string error);
   void SetPhase(int32_t rank, v1::WorkerPhase phase);
   void Report();
@@ -90,24 +91,22 @@ class CaptureRun {
   const CaptureRunHooks hooks_;
   const CaptureRunOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool cancelled_ = false;
-  bool started_ = false;          // StartCollectors began: the start can no longer move
-  bool collectors_started_ = false;  // and returned
-  bool awaiting_collectors_ = false;  // the run's thread waits for StartCollectors to return
+  mutable absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // StartCollectors began: the start can no longer move
+  bool collectors_started_ ABSL_GUARDED_BY(mu_) = false;  // and returned
   // The start's entry in the start timer (0: none). timer_mu_ is never taken under mu_:
   // cancelling an entry waits for a StartCollectors under way, which takes mu_.
-  std::mutex timer_mu_;
-  uint64_t timer_id_ = 0;
+  absl::Mutex timer_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  uint64_t timer_id_ ABSL_GUARDED_BY(timer_mu_) = 0;
   std::unique_ptr<StartTimer> own_timer_;  // when the options bring none
   StartTimer* timer_ = nullptr;
-  int64_t woke_late_ns_ = 0;
+  int64_t woke_late_ns_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<Collector*, std::vector<int32_t>> by_collector_;  // the requested ranks of each
-  bool finished_ = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<TimeNs> start_ns_;
-  std::string cancel_reason_;
-  std::map<int32_t, v1::WorkerCaptureStatus> workers_;
+  std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
+  std::map<int32_t, v1::WorkerCaptureStatus> workers_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::UploadRequest> spool_;  // only touched by the run's thread
   uint64_t spool_bytes_ = 0;
   std::thread thread_;

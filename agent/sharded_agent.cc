@@ -14,10 +14,10 @@ namespace podscope::agent {
 
 // The jobs one link serves: its Agent sees only their workers.
 struct JobSet {
-  mutable std::mutex mu;
-  std::set<std::string> jobs;
+  mutable absl::Mutex mu;
+  std::set<std::string> jobs ABSL_GUARDED_BY(mu);
   bool Contains(const std::string& job) const {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     return jobs.count(job) > 0;
   }
 };
@@ -26,7 +26,7 @@ struct ShardedAgent::Link {
   std::string address;
   // Since when it has not been connected (unset while connected): a link that stays down past
   // kGiveUpOnLink loses its jobs (its replica may be gone for good).
-  std::optional<std::chrono::steady_clock::time_point> down_since;
+  std::optional<TimeNs> down_since;  // host clock
   std::shared_ptr<JobSet> jobs = std::make_shared<JobSet>();
   std::vector<JobView*> views;  // owned by `agent`
   std::unique_ptr<Agent> agent;
@@ -37,15 +37,15 @@ struct ShardedAgent::Link {
 class ShardedAgent::WatchRouter : public WatchSink {
  public:
   void Step(std::string_view job, const common::StepSummary& step) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (WatchSink* sink = SinkFor(job)) sink->Step(job, step);
   }
   void Progress(std::string_view job, const common::RankProgress& progress) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (WatchSink* sink = SinkFor(job)) sink->Progress(job, progress);
   }
   void SetSink(const Link* link, WatchSink* sink) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (sink == nullptr) {
       sinks_.erase(link);
     } else {
@@ -53,21 +53,21 @@ class ShardedAgent::WatchRouter : public WatchSink {
     }
   }
   void Assign(std::map<std::string, const Link*> jobs, const Link* fallback) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     jobs_ = std::move(jobs);
     fallback_ = fallback;
   }
 
  private:
-  WatchSink* SinkFor(std::string_view job) {  // under mu_
+  WatchSink* SinkFor(std::string_view job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const auto it = jobs_.find(std::string(job));
     const auto sink = sinks_.find(it != jobs_.end() ? it->second : fallback_);
     return sink == sinks_.end() ? nullptr : sink->second;
   }
-  std::mutex mu_;
-  std::map<const Link*, WatchSink*> sinks_;
-  std::map<std::string, const Link*> jobs_;
-  const Link* fallback_ = nullptr;
+  absl::Mutex mu_;
+  std::map<const Link*, WatchSink*> sinks_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, const Link*> jobs_ ABSL_GUARDED_BY(mu_);
+  const Link* fallback_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 // A collector as one link's Agent sees it: only the workers of the link's jobs. Captures pass
@@ -85,13 +85,13 @@ class ShardedAgent::JobView : public Collector {
     return mine;
   }
   void SetWorkersChangedCallback(std::function<void()> callback) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     changed_ = std::move(callback);
   }
   void NotifyWorkersChanged() {
     std::function<void()> changed;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       changed = changed_;
     }
     if (changed) changed();
@@ -110,8 +110,8 @@ class ShardedAgent::JobView : public Collector {
   Collector& real_;
   const Link& link_;
   WatchRouter& router_;
-  std::mutex mu_;
-  std::function<void()> changed_;
+  absl::Mutex mu_;
+  std::function<void()> changed_ ABSL_GUARDED_BY(mu_);
 };
 
 ShardedAgent::ShardedAgent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors)
@@ -124,15 +124,14 @@ ShardedAgent::ShardedAgent(AgentOptions options, const AgentClock& clock, std::v
   if (options_.agent_id.empty()) options_.agent_id = common::StrCat(options_.host, "-", getpid());
   // One start timer for every link: a capture's start does not depend on which link armed it.
   if (options_.capture.start_timer == nullptr) {
-    own_start_timer_ = std::make_unique<StartTimer>();
+    own_start_timer_ = std::make_unique<StartTimer>(clock_.host_time());
     options_.capture.start_timer = own_start_timer_.get();
   }
   for (const std::unique_ptr<Collector>& c : collectors_) {
     c->SetWorkersChangedCallback([this] {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (!collectors_alive_) return;
       dirty_ = true;
-      cv_.notify_all();
     });
   }
 }
@@ -140,7 +139,7 @@ ShardedAgent::ShardedAgent(AgentOptions options, const AgentClock& clock, std::v
 ShardedAgent::~ShardedAgent() {
   Stop();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     collectors_alive_ = false;
   }
   collectors_.clear();  // while the callbacks they may still call are alive
@@ -162,10 +161,9 @@ ShardedAgent::Link* ShardedAgent::OpenLink(const std::string& address, const std
   // The configured name is the configured coordinator's; a shard is checked against its own.
   if (!links_.empty()) options.tls_server_name.clear();
   options.on_shard_owners = [this](const v1::ShardOwners& news) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const v1::JobOwner& o : news.owners()) owners_[o.job()] = {o.shard(), o.grpc()};
     dirty_ = true;
-    cv_.notify_all();
   };
   std::vector<std::unique_ptr<Collector>> views;
   for (const std::unique_ptr<Collector>& c : collectors_) {
@@ -184,9 +182,11 @@ ShardedAgent::Link* ShardedAgent::OpenLink(const std::string& address, const std
 void ShardedAgent::Start() {
   std::vector<Agent*> start;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Link* seed = OpenLink(options_.coordinator, "");
-    seed->jobs->jobs = CurrentJobs();
+    std::set<std::string> jobs = CurrentJobs();
+    absl::MutexLock jobs_lock(&seed->jobs->mu);
+    seed->jobs->jobs = std::move(jobs);
     watch_router_->Assign({}, seed);
     start.push_back(seed->agent.get());
   }
@@ -199,18 +199,17 @@ void ShardedAgent::Start() {
 
 void ShardedAgent::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
   if (reconcile_thread_.joinable()) reconcile_thread_.join();
   if (options_.watch) {
     for (const std::unique_ptr<Collector>& c : collectors_) c->StopWatch();
   }
   std::vector<std::unique_ptr<Link>> links;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     links.swap(links_);
     for (auto& l : closing_) links.push_back(std::move(l));
     closing_.clear();
@@ -220,7 +219,7 @@ void ShardedAgent::Stop() {
 }
 
 std::string ShardedAgent::refusal() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& l : links_) {
     if (std::string r = l->agent->refusal(); !r.empty()) return r;
   }
@@ -228,34 +227,36 @@ std::string ShardedAgent::refusal() const {
 }
 
 bool ShardedAgent::connected() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return !links_.empty() && std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->agent->connected(); });
 }
 
 void ShardedAgent::ReconcileLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  const common::TimeSource& time = clock_.host_time();
+  const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || dirty_; };
+  absl::MutexLock lock(&mu_);
   while (!stopping_) {
     // Also once a second: a link kept open for a capture in flight closes once it is over.
-    cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || dirty_; });
+    time.AwaitUntil(mu_, absl::Condition(&woken), time.Now() + common::kNanosPerSecond);
     if (stopping_) return;
     dirty_ = false;
-    lock.unlock();
+    mu_.Unlock();
     Reconcile();
-    lock.lock();
+    mu_.Lock();
   }
 }
 
 void ShardedAgent::Reconcile() {
   // A replica that stays unreachable this long is given up on: its jobs' owners are asked again
   // through the configured address (scaled away, or a grpc address nodes cannot reach).
-  constexpr auto kGiveUpOnLink = std::chrono::seconds(30);
-  const auto now = std::chrono::steady_clock::now();
+  constexpr TimeNs kGiveUpOnLink = 30 * common::kNanosPerSecond;
+  const TimeNs now = clock_.host_time().Now();
   const std::set<std::string> jobs = CurrentJobs();
   std::vector<Agent*> to_start;
   std::vector<std::unique_ptr<Link>> to_close;
   std::vector<JobView*> to_notify;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     std::map<const Link*, bool> up;
     for (const auto& l : links_) {
@@ -277,7 +278,7 @@ void ShardedAgent::Reconcile() {
     }
     // The default link: a connected one dialling the configured address, else any connected
     // one, else the configured address (dialled again if no link does).
-    auto pick_default = [&]() -> Link* {
+    auto pick_default = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> Link* {
       Link* any_up = nullptr;
       for (const auto& l : links_) {
         if (dead.count(l.get())) continue;
@@ -296,7 +297,7 @@ void ShardedAgent::Reconcile() {
     // Where each job is now, so that it moves only once its new link is up.
     std::map<std::string, Link*> current;
     for (const auto& l : links_) {
-      std::lock_guard<std::mutex> jobs_lock(l->jobs->mu);
+      absl::MutexLock jobs_lock(&l->jobs->mu);
       for (const std::string& job : l->jobs->jobs) current[job] = l.get();
     }
     // Each job to its owner's link: the link its shard welcomed, else one dialling its address,
@@ -332,7 +333,7 @@ void ShardedAgent::Reconcile() {
       assignment[job] = link;
     }
     for (const auto& l : links_) {
-      std::lock_guard<std::mutex> jobs_lock(l->jobs->mu);
+      absl::MutexLock jobs_lock(&l->jobs->mu);
       l->jobs->jobs = want[l.get()];
     }
     // A link without jobs closes, unless a capture it started still runs there, its owner's

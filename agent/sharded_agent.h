@@ -15,15 +15,15 @@
 // arrive on gRPC threads) and worker changes. Everything else is guarded by mu_.
 #pragma once
 
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/agent.h"
 
 namespace podscope::agent {
@@ -48,7 +48,7 @@ class ShardedAgent {
 
   void ReconcileLoop();
   void Reconcile();
-  Link* OpenLink(const std::string& address, const std::string& shard);  // under mu_
+  Link* OpenLink(const std::string& address, const std::string& shard) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::set<std::string> CurrentJobs() const;
 
   AgentOptions options_;
@@ -57,15 +57,17 @@ class ShardedAgent {
   std::unique_ptr<WatchRouter> watch_router_;
   std::unique_ptr<StartTimer> own_start_timer_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool collectors_alive_ = true;  // their worker-change reports are taken until destruction
-  bool dirty_ = false;  // owners or workers changed: reconcile
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Their worker-change reports are taken until destruction.
+  bool collectors_alive_ ABSL_GUARDED_BY(mu_) = true;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;  // owners or workers changed: reconcile
   // job -> (shard, grpc address), from the latest owner news of any link.
-  std::map<std::string, std::pair<std::string, std::string>> owners_;
-  std::vector<std::unique_ptr<Link>> links_;  // links_[0] first opened: the default for unknown jobs
-  std::vector<std::unique_ptr<Link>> closing_;  // stopped and destroyed on the reconcile thread
+  std::map<std::string, std::pair<std::string, std::string>> owners_ ABSL_GUARDED_BY(mu_);
+  // links_[0] first opened: the default for unknown jobs. A Link's fields are under mu_ too.
+  std::vector<std::unique_ptr<Link>> links_ ABSL_GUARDED_BY(mu_);
+  // Stopped and destroyed on the reconcile thread.
+  std::vector<std::unique_ptr<Link>> closing_ ABSL_GUARDED_BY(mu_);
   std::thread reconcile_thread_;
 };
 

@@ -6,16 +6,16 @@
 // Thread-safe. A fired callback must be quick: the next start waits for it.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
 
-#include "agent/agent_clock.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/time_source.h"
 
 namespace podscope::agent {
 
@@ -23,13 +23,14 @@ class StartTimer {
  public:
   using Id = uint64_t;
 
-  StartTimer();
+  // `time` is the host clock the instants are on; it must outlive the timer.
+  explicit StartTimer(const common::TimeSource& time = common::RealTime());
   ~StartTimer();  // drops what is pending, joins
   StartTimer(const StartTimer&) = delete;
   StartTimer& operator=(const StartTimer&) = delete;
 
   // Runs `fire` on the timer's thread at host time `at_host_ns` (at once when that has passed).
-  Id Schedule(TimeNs at_host_ns, std::function<void()> fire);
+  Id Schedule(common::TimeNs at_host_ns, std::function<void()> fire);
   // Drops a pending callback: true when it had not fired. When it is firing right now, waits
   // for it to return first, so the caller must not hold a lock the callback takes.
   bool Cancel(Id id);
@@ -37,14 +38,15 @@ class StartTimer {
  private:
   void Loop();
 
-  std::mutex mu_;
-  std::condition_variable cv_;       // wakes the loop: new earliest entry, or stopping
-  std::condition_variable done_cv_;  // wakes Cancel: a firing batch returned
-  bool stopping_ = false;
-  Id next_id_ = 1;
-  std::map<std::pair<TimeNs, Id>, std::function<void()>> pending_;
-  std::map<Id, TimeNs> at_of_;
-  std::set<Id> firing_;
+  const common::TimeSource& time_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Bumped when a new entry becomes the earliest: the loop's wait then starts over.
+  uint64_t earliest_changes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::pair<common::TimeNs, Id>, std::function<void()>> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<Id, common::TimeNs> at_of_ ABSL_GUARDED_BY(mu_);
+  std::set<Id> firing_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

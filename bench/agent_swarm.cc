@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "common/parse_number.h"
 #include "agent/agent.h"
 #include "agent/collectors/simulated_ranks.h"
 #include "bench/jitter_proxy.h"
@@ -48,8 +49,8 @@ ProcessSample SampleProcess(int pid) {
   while (fields >> f) v.push_back(f);
   if (v.size() > 21) {
     const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-    s.cpu_seconds = (std::stod(v[11]) + std::stod(v[12])) / tick;  // utime, stime
-    s.rss_bytes = std::stoull(v[21]) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    s.cpu_seconds = (podscope::common::ParseDouble(v[11]).value() + podscope::common::ParseDouble(v[12]).value()) / tick;  // utime, stime
+    s.rss_bytes = static_cast<uint64_t>(podscope::common::ParseInt(v[21]).value()) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   }
   return s;
 }
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
   std::string target = grpc;
   if (jitter_ms > 0 || delay_ms > 0) {
     const size_t colon = grpc.rfind(':');
-    proxy = std::make_unique<podscope::bench::JitterProxy>(grpc.substr(0, colon), static_cast<uint16_t>(std::stoi(grpc.substr(colon + 1))),
+    proxy = std::make_unique<podscope::bench::JitterProxy>(grpc.substr(0, colon), static_cast<uint16_t>(podscope::common::ParseInt(grpc.substr(colon + 1)).value()),
                                                             static_cast<int64_t>(delay_ms * 1e6), static_cast<int64_t>(jitter_ms * 1e6), seed);
     target = "127.0.0.1:" + std::to_string(proxy->port());
     std::printf("network: through a proxy adding %.3f ms + uniform(0, %.3f ms) per chunk and direction\n", delay_ms, jitter_ms);

@@ -5,18 +5,18 @@
 #include <filesystem>
 #include <memory>
 
-#include "agent/sim/workload_model.h"
+#include "sim/workload_model.h"
 #include "storage/rocksdb_trace_store.h"
 
 namespace podscope::bench {
 namespace {
 
-const agent::sim::Workload& Job() {
-  static const agent::sim::Workload job = [] {
-    agent::sim::WorkloadOptions o;
+const sim::Workload& Job() {
+  static const sim::Workload job = [] {
+    sim::WorkloadOptions o;
     o.ranks = 32;
     o.steps = 50;
-    return agent::sim::SimulateJob(o);
+    return sim::SimulateJob(o);
   }();
   return job;
 }

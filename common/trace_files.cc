@@ -4,11 +4,11 @@
 #include <atomic>
 #include <cctype>
 #include <filesystem>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "common/str_util.h"
 #include "common/str_util.h"
 
@@ -79,7 +79,7 @@ absl::StatusOr<Capture> LoadCapture(const std::vector<std::string>& files,
   const size_t n = files.size();
   std::vector<std::optional<absl::StatusOr<ImportResult>>> results(n);
   std::atomic<size_t> next{0};
-  std::mutex progress_mu;
+  absl::Mutex progress_mu;
   LoadProgress progress{0, n, 0};
 
   auto work = [&] {
@@ -87,7 +87,7 @@ absl::StatusOr<Capture> LoadCapture(const std::vector<std::string>& files,
     for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
       results[i] = importer.ImportFile(files[i]);
       if (options.progress) {
-        std::lock_guard<std::mutex> lock(progress_mu);
+        absl::MutexLock lock(&progress_mu);
         ++progress.files_done;
         if (results[i]->ok()) progress.bytes_done += (*results[i])->json_bytes;
         options.progress(progress);

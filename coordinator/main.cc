@@ -7,17 +7,17 @@
 
 #include <boost/json.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <iostream>
-#include <mutex>
 #include <set>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 
+#include "absl/synchronization/mutex.h"
 #include "CLI/CLI.hpp"
+#include "common/time_source.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
 #include "common/tls_files.h"
@@ -48,9 +48,7 @@ namespace {
 using podscope::coordinator::CoordinatorSettings;
 using Settings = CoordinatorSettings;
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+int64_t NowNs() { return podscope::common::RealTime().Now(); }
 
 bool SplitHostPort(const std::string& text, std::string* host, uint16_t* port) {
   const size_t colon = text.rfind(':');
@@ -241,20 +239,20 @@ int main(int argc, char** argv) {
        .forget_after_ns = int64_t{settings.agents.forget_disconnected_after_ms} * 1'000'000},
       NowNs);
   podscope::coordinator::ClockAligner aligner;
-  podscope::coordinator::CaptureScheduler scheduler(**store, registry, aligner, settings.scheduler, NowNs);
+  podscope::coordinator::CaptureScheduler scheduler(**store, registry, aligner, settings.scheduler);
   if (absl::Status s = scheduler.Recover(); !s.ok()) {
     spdlog::error("recovering live captures: {}", std::string(s.message()));
     return 1;
   }
   scheduler.Start();
   // Agents whose clock model is wide (a burst taken in a crowd or through jitter) sync again.
-  podscope::coordinator::ClockKeeper clock_keeper(registry, aligner, settings.clock_keeper, NowNs);
+  podscope::coordinator::ClockKeeper clock_keeper(registry, aligner, settings.clock_keeper);
   clock_keeper.Start();
   api.set_live_lookup([&scheduler](const std::string& id) { return scheduler.LiveRecord(id); });
   // Watching every job between captures: rules kept in the store, alerts evaluated on a timer,
   // the agents' summaries in through their Watch streams.
   absl::StatusOr<std::unique_ptr<podscope::coordinator::watch::WatchService>> watch =
-      podscope::coordinator::watch::WatchService::Create(**store, NowNs);
+      podscope::coordinator::watch::WatchService::Create(**store);
   if (!watch.ok()) {
     spdlog::error("{}", std::string(watch.status().message()));
     return 1;
@@ -459,18 +457,19 @@ int main(int argc, char** argv) {
   spdlog::info("podscope-coordinator listening on {}://{}:{} (store {})", settings.insecure ? "http" : "https", host, *bound,
                settings.data_dir);
 
-  std::mutex mu;
-  std::condition_variable stop_cv;
-  bool stopping = false;
+  absl::Mutex mu;
+  bool stopping = false;  // under mu
   std::thread retention([&] {
     if (settings.retention.max_age_ns == 0 && settings.retention.max_total_bytes == 0) return;
-    std::unique_lock<std::mutex> lock(mu);
-    while (!stop_cv.wait_for(lock, std::chrono::seconds(settings.retention_interval_seconds), [&] { return stopping; })) {
-      lock.unlock();
+    const absl::Duration interval = absl::Seconds(settings.retention_interval_seconds);
+    while (true) {
+      {
+        absl::MutexLock lock(&mu);
+        if (mu.AwaitWithTimeout(absl::Condition(&stopping), interval)) return;
+      }
       auto result = podscope::storage::EnforceRetention(**store, settings.retention, NowNs(), &capture_mutations);
       if (!result.ok()) spdlog::warn("retention: {}", std::string(result.status().message()));
       else if (!result->deleted.empty()) spdlog::info("retention deleted {} captures", result->deleted.size());
-      lock.lock();
     }
   });
 
@@ -497,10 +496,9 @@ int main(int argc, char** argv) {
   }
   spdlog::info("signal {}: finishing in-flight requests", signal_number);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     stopping = true;
   }
-  stop_cv.notify_all();
   retention.join();
   (*shards)->StopWatching();
   server.Stop(/*grace_seconds=*/20);

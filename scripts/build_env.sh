@@ -15,6 +15,7 @@ PODSCOPE_DEBIAN_PACKAGES=(
   librocksdb-dev libre2-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev openssl
+  clang libclang-rt-dev clang-format clang-tidy
 )
 
 # What the test suite runs against, real and not mocked (scripts/test.sh installs these too):
@@ -93,4 +94,21 @@ podscope_build_sanitized() {
   fi
   cmake --build "$dir" -j "$(nproc)" --target podscope podscope-coordinator podscope-agent \
     podscope_all_tests $(podscope_probe_targets "$dir")
+}
+
+# The tsan preset's configuration in build-tsan/: clang with ThreadSanitizer, the locking
+# annotations checked as errors (-Wthread-safety -Werror), the daemons and the suites that
+# exercise their threads (ctest labels "threads" and "daemons").
+podscope_tsan_targets() {
+  echo "podscope podscope-coordinator podscope-agent podscope_agent_tests podscope_control_tests podscope_integration_tests"
+}
+
+podscope_build_tsan() {
+  local dir="$PODSCOPE_ROOT/build-tsan"
+  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  if [ ! -f "$dir/build.ninja" ]; then
+    CC=clang CXX=clang++ cmake -S "$PODSCOPE_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DPODSCOPE_TSAN=ON -DPODSCOPE_WERROR=ON -DPODSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
+  fi
+  cmake --build "$dir" -j "$(nproc)" --target $(podscope_tsan_targets)
 }

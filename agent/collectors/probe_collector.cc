@@ -68,28 +68,28 @@ ProbeCollector::ProbeCollector(ProbeCollectorOptions options, const AgentClock& 
 
 ProbeCollector::~ProbeCollector() {
   if (server_ != nullptr) server_->Stop();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [id, c] : captures_) {
     if (c.sampling && sampler_ != nullptr) sampler_->Release();
   }
 }
 
 void ProbeCollector::SetWorkersChangedCallback(std::function<void()> callback) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   workers_changed_ = std::move(callback);
 }
 
 void ProbeCollector::NotifyWorkersChanged() {
   std::function<void()> callback;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     callback = workers_changed_;
   }
   if (callback) callback();
 }
 
 std::vector<WorkerIdentity> ProbeCollector::Workers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<WorkerIdentity> out;
   for (const auto& [id, p] : probes_) {
     if (p.rank < 0) continue;
@@ -153,7 +153,7 @@ ProbeConnectionId ProbeCollector::ProbeOfRank(int32_t rank) const {
 void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer, const v1::ProbeRegister& r) {
   std::vector<v1::ProbeArm> rearm;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const bool again = probes_.contains(id);
     Probe& p = probes_[id];
     const bool features_changed =
@@ -188,7 +188,7 @@ void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredenti
   }
   v1::AgentToProbe welcome;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     welcome = Welcome();
   }
   server_->Send(id, welcome);
@@ -212,7 +212,7 @@ void ProbeCollector::StartWatch(WatchSink* sink) {
   std::vector<ProbeConnectionId> ids;
   v1::AgentToProbe welcome;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     watch_sink_ = sink;
     welcome = Welcome();
     for (const auto& [id, p] : probes_) ids.push_back(id);
@@ -228,7 +228,7 @@ void ProbeCollector::OnWatch(ProbeConnectionId id, const v1::ProbeWatch& message
   std::vector<common::StepSummary> steps;
   // Under the lock, sink calls included: StopWatch returns only once no call is under way (the
   // sink never calls back into the collector).
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = probes_.find(id);
   if (watch_sink_ == nullptr || it == probes_.end() || it->second.rank < 0) return;
   Probe& p = it->second;
@@ -271,7 +271,7 @@ void ProbeCollector::OnWatch(ProbeConnectionId id, const v1::ProbeWatch& message
 
 void ProbeCollector::OnDisconnect(ProbeConnectionId id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = probes_.find(id);
     if (it == probes_.end()) return;
     spdlog::info("probe of pid {} (rank {}) disconnected", PidOf(it->second.peer, it->second.registration), it->second.rank);
@@ -279,7 +279,6 @@ void ProbeCollector::OnDisconnect(ProbeConnectionId id) {
     probes_.erase(it);
     AssignRanks();
   }
-  cv_.notify_all();
   NotifyWorkersChanged();
 }
 
@@ -302,7 +301,7 @@ void ProbeCollector::AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) {
 }
 
 void ProbeCollector::OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto p = probes_.find(id);
   if (p == probes_.end()) return;
   if (auto c = captures_.find(chunk.capture_id()); c != captures_.end()) {
@@ -334,7 +333,7 @@ void ProbeCollector::OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) {
 
 void ProbeCollector::OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus& status) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto p = probes_.find(id);
     if (p == probes_.end()) return;
     auto c = captures_.find(status.capture_id());
@@ -348,13 +347,12 @@ void ProbeCollector::OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus
       u->status = status;
     }
   }
-  cv_.notify_all();
 }
 
 absl::Status ProbeCollector::Arm(const CaptureWindow& window) {
   std::vector<std::pair<ProbeConnectionId, v1::AgentToProbe>> commands;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (captures_.contains(window.capture_id)) return absl::OkStatus();
     Capture& c = captures_[window.capture_id];
     c.window = window;
@@ -389,7 +387,7 @@ absl::Status ProbeCollector::Arm(const CaptureWindow& window) {
   }
   for (const auto& [probe, command] : commands) {
     if (!server_->Send(probe, command)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (auto& [rank, w] : captures_[window.capture_id].workers) {
         if (w.probe == probe && w.error.empty()) w.error = "the probe disconnected before it could be armed";
       }
@@ -399,7 +397,7 @@ absl::Status ProbeCollector::Arm(const CaptureWindow& window) {
 }
 
 absl::Status ProbeCollector::Start(std::string_view capture_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto c = captures_.find(capture_id);
   if (c == captures_.end() || c->second.sampling) return absl::OkStatus();
   c->second.sampling = true;
@@ -408,7 +406,7 @@ absl::Status ProbeCollector::Start(std::string_view capture_id) {
 }
 
 absl::Status ProbeCollector::Stop(std::string_view capture_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto c = captures_.find(capture_id);
   if (c == captures_.end() || !c->second.sampling) return absl::OkStatus();
   c->second.sampling = false;
@@ -427,11 +425,17 @@ absl::Status ProbeCollector::Stop(std::string_view capture_id) {
 }
 
 absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_id, int32_t rank) {
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   auto c = captures_.find(capture_id);
-  if (c == captures_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " was not armed here"));
+  if (c == captures_.end()) {
+    mu_.Unlock();
+    return absl::NotFoundError(common::StrCat("capture ", capture_id, " was not armed here"));
+  }
   auto wi = c->second.workers.find(rank);
-  if (wi == c->second.workers.end()) return absl::NotFoundError(common::StrCat("rank ", rank, " is not in capture ", capture_id));
+  if (wi == c->second.workers.end()) {
+    mu_.Unlock();
+    return absl::NotFoundError(common::StrCat("rank ", rank, " is not in capture ", capture_id));
+  }
   WorkerCapture& w = wi->second;
   const CaptureWindow window = c->second.window;
   int64_t pid = 0;
@@ -449,12 +453,18 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
                                " s of the window's end", connected ? "" : " (it is disconnected)");
       break;
     }
-    cv_.wait_for(lock, std::chrono::nanoseconds(std::min<TimeNs>(left, 500'000'000)));
+    // Woken by the status, an error or the probe coming or going; and twice a second to see
+    // whether a disconnected probe's process is gone.
+    const auto news = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !w.error.empty() || w.status.has_value() || probes_.contains(w.probe) != connected;
+    };
+    clock_.SleepUntil(clock_.Now() + std::min<TimeNs>(left, 500'000'000), mu_, absl::Condition(&news));
   }
   CollectedWorker out;
   out.rank = rank;
   if (!w.error.empty()) {
     out.error = w.error;
+    mu_.Unlock();
     return out;
   }
   const v1::ProbeCaptureStatus& s = *w.status;
@@ -463,10 +473,12 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   out.actual_stop_ns = clock_.FromHost(s.actual_stop_ns());
   if (s.cancelled()) {
     out.error = "cancelled";
+    mu_.Unlock();
     return out;
   }
   if (!s.error().empty()) {
     out.error = common::StrCat("probe: ", s.error());
+    mu_.Unlock();
     return out;
   }
   out.pieces = std::move(w.pieces);
@@ -478,9 +490,8 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
     if (samples.host_samples.size() > 0 || samples.memory_events.size() > 0) out.pieces.push_back(std::move(samples));
   }
   const bool skewed = clock_.skew().offset_ns != 0 || clock_.skew().drift_ppb != 0;
-  std::vector<WorkerIdentity> workers;
-  lock.unlock();
-  workers = Workers();
+  mu_.Unlock();
+  const std::vector<WorkerIdentity> workers = Workers();
   const auto me = std::find_if(workers.begin(), workers.end(), [rank](const WorkerIdentity& x) { return x.rank == rank; });
   // One description for every piece (the host samples' piece has none of its own): what the
   // probe said of its process, and what the agent knows of the worker.
@@ -502,8 +513,19 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   return out;
 }
 
+size_t ProbeCollector::probes() const {
+  absl::MutexLock lock(&mu_);
+  return probes_.size();
+}
+
+size_t ProbeCollector::unclaimed_results() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<size_t>(
+      std::count_if(unclaimed_.begin(), unclaimed_.end(), [](const Unclaimed& u) { return u.status.has_value(); }));
+}
+
 void ProbeCollector::Forget(std::string_view capture_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto c = captures_.find(capture_id);
   if (c == captures_.end()) return;
   if (c->second.sampling && sampler_ != nullptr) sampler_->Release();

@@ -13,15 +13,15 @@
 // wait in a bounded unclaimed store and are claimed when the capture is armed again.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/agent_clock.h"
 #include "agent/collector.h"
 #include "agent/host/host_sampler.h"
@@ -60,6 +60,10 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   void StopWatch() override;
 
   const std::string& socket_path() const { return server_->socket_path(); }
+  // Probes registered now, served or not (a duplicate rank, a child of a worker).
+  size_t probes() const;
+  // Results of captures not armed here yet, complete with their status, waiting to be claimed.
+  size_t unclaimed_results() const;
 
  private:
   struct Probe {
@@ -99,12 +103,12 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   void OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus& status) override;
   void OnDisconnect(ProbeConnectionId id) override;
   void OnWatch(ProbeConnectionId id, const v1::ProbeWatch& watch) override;
-  v1::AgentToProbe Welcome() const;  // requires mu_
+  v1::AgentToProbe Welcome() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Requires mu_. Gives ranks to probes that registered without one, and decides duplicates.
-  void AssignRanks();
-  ProbeConnectionId ProbeOfRank(int32_t rank) const;
-  void AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk);
+  // Gives ranks to probes that registered without one, and decides duplicates.
+  void AssignRanks() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ProbeConnectionId ProbeOfRank(int32_t rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifyWorkersChanged();
 
   const ProbeCollectorOptions options_;
@@ -112,14 +116,13 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   std::unique_ptr<host::HostSampler> sampler_;
   std::unique_ptr<ProbeServer> server_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<ProbeConnectionId, Probe> probes_;
-  std::map<std::string, Capture, std::less<>> captures_;
-  std::vector<Unclaimed> unclaimed_;  // oldest first
-  size_t unclaimed_bytes_ = 0;
-  std::function<void()> workers_changed_;
-  WatchSink* watch_sink_ = nullptr;  // under mu_
+  mutable absl::Mutex mu_;
+  std::map<ProbeConnectionId, Probe> probes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Capture, std::less<>> captures_ ABSL_GUARDED_BY(mu_);
+  std::vector<Unclaimed> unclaimed_ ABSL_GUARDED_BY(mu_);  // oldest first
+  size_t unclaimed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void()> workers_changed_ ABSL_GUARDED_BY(mu_);
+  WatchSink* watch_sink_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace podscope::agent

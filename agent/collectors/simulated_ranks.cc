@@ -44,7 +44,7 @@ class SegmentCache {
     std::promise<std::shared_ptr<const sim::Workload>> promise;
     bool mine = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto it = std::find_if(entries_.begin(), entries_.end(), [&key](const auto& e) { return e.first == key; });
       if (it != entries_.end()) {
         entries_.splice(entries_.begin(), entries_, it);
@@ -62,8 +62,9 @@ class SegmentCache {
 
  private:
   static constexpr size_t kCapacity = 4;
-  std::mutex mu_;
-  std::list<std::pair<std::string, std::shared_future<std::shared_ptr<const sim::Workload>>>> entries_;
+  absl::Mutex mu_;
+  std::list<std::pair<std::string, std::shared_future<std::shared_ptr<const sim::Workload>>>> entries_
+      ABSL_GUARDED_BY(mu_);
 };
 
 SegmentCache& Cache() {
@@ -196,7 +197,7 @@ absl::Status SimulatedRanksCollector::Arm(const CaptureWindow& window) {
       return absl::InvalidArgumentError(common::StrCat("rank ", r, " is not simulated here"));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (recordings_.count(window.capture_id)) {
     return absl::AlreadyExistsError(common::StrCat("capture ", window.capture_id, " is already armed"));
   }
@@ -206,7 +207,7 @@ absl::Status SimulatedRanksCollector::Arm(const CaptureWindow& window) {
 
 absl::Status SimulatedRanksCollector::Start(std::string_view capture_id) {
   const TimeNs now = clock_.Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = recordings_.find(capture_id);
   if (it == recordings_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
   it->second.actual_start = now;
@@ -215,7 +216,7 @@ absl::Status SimulatedRanksCollector::Start(std::string_view capture_id) {
 
 absl::Status SimulatedRanksCollector::Stop(std::string_view capture_id) {
   const TimeNs now = clock_.Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = recordings_.find(capture_id);
   if (it == recordings_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
   if (it->second.actual_start == 0) return absl::FailedPreconditionError("stopped before it started");
@@ -248,7 +249,7 @@ std::shared_ptr<const sim::Workload> SimulatedRanksCollector::Segment(int64_t k)
 absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view capture_id, int32_t rank) {
   Recording rec;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = recordings_.find(capture_id);
     if (it == recordings_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
     rec = it->second;
@@ -291,7 +292,7 @@ std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsBetween(int32_t 
 }
 
 void SimulatedRanksCollector::Forget(std::string_view capture_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = recordings_.find(capture_id); it != recordings_.end()) recordings_.erase(it);
 }
 
@@ -313,12 +314,7 @@ void SimulatedRanksCollector::StopWatch() {
 
 bool SimulatedRanksCollector::WaitUntilHost(TimeNs host_ns) {
   absl::MutexLock lock(&watch_mu_);
-  while (!watch_stopping_) {
-    const TimeNs left = host_ns - HostNowNs();
-    if (left <= 0) return true;
-    watch_mu_.AwaitWithTimeout(absl::Condition(&watch_stopping_), absl::Nanoseconds(left));
-  }
-  return false;
+  return !clock_.host_time().AwaitUntil(watch_mu_, absl::Condition(&watch_stopping_), host_ns);
 }
 
 common::StepSummary SimulatedRanksCollector::AsServed(common::StepSummary s, int32_t rank) const {
@@ -337,7 +333,7 @@ common::StepSummary SimulatedRanksCollector::AsServed(common::StepSummary s, int
 
 void SimulatedRanksCollector::WatchLoop(WatchSink* sink) {
   std::vector<common::StepSummary> steps;
-  for (int64_t k = HostNowNs() / kSegmentNs;; ++k) {
+  for (int64_t k = clock_.host_time().Now() / kSegmentNs;; ++k) {
     const TimeNs segment_end = (k + 1) * kSegmentNs;
     sim::SummaryModel model(SegmentOptions(k), spec_.hang);
     while (true) {

@@ -1,5 +1,5 @@
 // Simulated ranks: a collector that serves some ranks of a simulated data-parallel job
-// (agent/sim/), so the whole capture path runs without GPUs.
+// (sim/), so the whole capture path runs without GPUs.
 //
 // Every agent of a job derives the job's timeline from the same seed on true (host) time: the
 // job runs forever in back-to-back segments of a few seconds, segment k starting at k * length
@@ -10,7 +10,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,8 +18,8 @@
 #include "agent/collector.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "agent/sim/summary_model.h"
-#include "agent/sim/workload_model.h"
+#include "sim/summary_model.h"
+#include "sim/workload_model.h"
 
 namespace podscope::agent {
 
@@ -60,7 +59,7 @@ class SimulatedRanksCollector : public Collector {
   absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) override;
   void Forget(std::string_view capture_id) override;
   // Watch data from the same timeline, step by step as true time passes each step's end: the
-  // summary model (agent/sim/summary_model.h) over the same segments, seeds and slowdowns as the
+  // summary model (sim/summary_model.h) over the same segments, seeds and slowdowns as the
   // captures'. Once the job hangs, each served rank's progress every second instead.
   void StartWatch(WatchSink* sink) override;
   void StopWatch() override;
@@ -93,8 +92,8 @@ class SimulatedRanksCollector : public Collector {
   const AgentClock& clock_;
   sim::WorkloadOptions base_;
   int32_t steps_per_segment_ = 0;
-  std::mutex mu_;
-  std::map<std::string, Recording, std::less<>> recordings_;
+  absl::Mutex mu_;
+  std::map<std::string, Recording, std::less<>> recordings_ ABSL_GUARDED_BY(mu_);
   absl::Mutex watch_mu_;
   bool watch_stopping_ ABSL_GUARDED_BY(watch_mu_) = false;
   std::thread watch_thread_;

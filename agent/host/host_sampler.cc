@@ -6,44 +6,43 @@
 
 namespace podscope::agent::host {
 
-HostSampler::HostSampler(HostSamplerOptions options, std::unique_ptr<GpuReader> gpus, TimeNs (*now)())
+HostSampler::HostSampler(HostSamplerOptions options, std::unique_ptr<GpuReader> gpus,
+                         const common::TimeSource& time)
     : options_(std::move(options)),
       gpus_(std::move(gpus)),
-      now_(now != nullptr ? now : &common::HostNowNs),
+      time_(time),
       ticks_per_second_(options_.ticks_per_second > 0 ? options_.ticks_per_second : sysconf(_SC_CLK_TCK)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
 HostSampler::~HostSampler() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   thread_.join();
 }
 
 void HostSampler::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++holders_;
   }
-  cv_.notify_all();
 }
 
 void HostSampler::Release() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (holders_ > 0) --holders_;
   if (holders_ == 0) have_previous_ = false;  // the next capture starts from a fresh reading
 }
 
 void HostSampler::Watch(int64_t pid, int gpu_index) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   watched_[pid] = gpu_index;
 }
 
 void HostSampler::Unwatch(int64_t pid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   watched_.erase(pid);
   previous_ticks_.erase(pid);
 }
@@ -59,7 +58,7 @@ void HostSampler::NoteProblem(const std::string& what) {
 void HostSampler::SampleOnce(TimeNs now) {
   std::map<int64_t, int> watched;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     watched = watched_;
   }
   // Read outside the lock: /proc and NVML take a while.
@@ -78,7 +77,7 @@ void HostSampler::SampleOnce(TimeNs now) {
     }
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!cpu.ok()) NoteProblem(std::string(cpu.status().message()));
   if (!memory.ok()) NoteProblem(std::string(memory.status().message()));
   if (!net.ok()) NoteProblem(std::string(net.status().message()));
@@ -108,7 +107,7 @@ void HostSampler::SampleOnce(TimeNs now) {
 }
 
 common::HostSampleTable HostSampler::SamplesFor(int64_t pid, TimeNs begin, TimeNs end) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   common::HostSampleTable t;
   int gpu_index = -1;
   if (auto it = watched_.find(pid); it != watched_.end()) gpu_index = it->second;
@@ -133,7 +132,7 @@ common::HostSampleTable HostSampler::SamplesFor(int64_t pid, TimeNs begin, TimeN
 }
 
 common::MemoryEventTable HostSampler::GpuMemoryFor(int64_t pid, TimeNs begin, TimeNs end) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   common::MemoryEventTable t;
   const auto watched = watched_.find(pid);
   if (watched == watched_.end() || watched->second < 0) return t;
@@ -153,24 +152,27 @@ common::MemoryEventTable HostSampler::GpuMemoryFor(int64_t pid, TimeNs begin, Ti
 }
 
 size_t HostSampler::samples() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return ring_.size();
 }
 
 std::string HostSampler::problems() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return problems_;
 }
 
 void HostSampler::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  const auto wanted = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || holders_ > 0; };
+  absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    cv_.wait(lock, [this] { return stopping_ || holders_ > 0; });
+    mu_.Await(absl::Condition(&wanted));
     if (stopping_) return;
-    lock.unlock();
-    SampleOnce(now_());
-    lock.lock();
-    cv_.wait_for(lock, std::chrono::nanoseconds(options_.interval_ns), [this] { return stopping_; });
+    const TimeNs at = time_.Now();
+    mu_.Unlock();
+    SampleOnce(at);
+    mu_.Lock();
+    // An interval after this sample's time, however long reading it took.
+    time_.AwaitUntil(mu_, absl::Condition(&stopping_), at + options_.interval_ns);
   }
 }
 

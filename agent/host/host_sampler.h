@@ -6,18 +6,19 @@
 // Idle costs nothing: the thread sleeps until a capture acquires the sampler.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/host/gpu_reader.h"
 #include "agent/host/proc_stats.h"
+#include "common/time_source.h"
 #include "common/trace_model.h"
 
 namespace podscope::agent::host {
@@ -34,7 +35,9 @@ struct HostSamplerOptions {
 class HostSampler {
  public:
   // `gpus` may be null (no NVML): GPU fields stay 0. `now` null: CLOCK_REALTIME.
-  HostSampler(HostSamplerOptions options, std::unique_ptr<GpuReader> gpus, TimeNs (*now)() = nullptr);
+  // `time` stamps the samples and paces the thread; it must outlive the sampler.
+  HostSampler(HostSamplerOptions options, std::unique_ptr<GpuReader> gpus,
+              const common::TimeSource& time = common::RealTime());
   ~HostSampler();
 
   // Sampling runs while the count of acquisitions is above zero (a capture window each).
@@ -68,26 +71,25 @@ class HostSampler {
     std::map<int, GpuSample> gpu;
   };
   void Loop();
-  void NoteProblem(const std::string& what);
+  void NoteProblem(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const HostSamplerOptions options_;
   std::unique_ptr<GpuReader> gpus_;
-  TimeNs (*now_)();
+  const common::TimeSource& time_;
   int64_t ticks_per_second_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int holders_ = 0;
-  bool stopping_ = false;
-  std::map<int64_t, int> watched_;  // pid -> GPU index
-  std::deque<Sample> ring_;
-  std::string problems_;
+  mutable absl::Mutex mu_;
+  int holders_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<int64_t, int> watched_ ABSL_GUARDED_BY(mu_);  // pid -> GPU index
+  std::deque<Sample> ring_ ABSL_GUARDED_BY(mu_);
+  std::string problems_ ABSL_GUARDED_BY(mu_);
   // The previous reading.
-  bool have_previous_ = false;
-  TimeNs previous_time_ = 0;
-  CpuTimes previous_cpu_;
-  NetBytes previous_net_;
-  std::map<int64_t, uint64_t> previous_ticks_;
+  bool have_previous_ ABSL_GUARDED_BY(mu_) = false;
+  TimeNs previous_time_ ABSL_GUARDED_BY(mu_) = 0;
+  CpuTimes previous_cpu_ ABSL_GUARDED_BY(mu_);
+  NetBytes previous_net_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, uint64_t> previous_ticks_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -57,7 +57,7 @@ void AgentLink::Wake() {
 }
 
 size_t AgentLink::queued_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return queued_bytes_;
 }
 
@@ -68,7 +68,7 @@ bool AgentLink::Send(const v1::ProbeMessage& message, bool control) {
     return false;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const bool fits = control ? control_frames_ < kMaxControlFrames : queued_bytes_ + frame.size() <= max_queue_bytes_;
     if (!fits || refused_) {
       dropped_.fetch_add(1);
@@ -94,7 +94,7 @@ void AgentLink::Loop() {
         handler_->OnDisconnected();
         if (stopping_) break;
         next_attempt = MonotonicNs() + std::min(kQuickRetryNs, reconnect_interval_ns_);
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         if (refused_) next_attempt = INT64_MAX;
         continue;
       }
@@ -119,7 +119,7 @@ void AgentLink::Serve(common::UniqueFd fd) {
     *hello.mutable_register_() = handler_->Registration();
     std::string frame;
     (void)common::AppendFrame(hello.SerializeAsString(), kMaxProbeFrameBytes, &frame);
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     front_written_ = 0;
     queued_bytes_ += frame.size();
     ++control_frames_;
@@ -132,7 +132,7 @@ void AgentLink::Serve(common::UniqueFd fd) {
   while (!stopping_ && !broken) {
     bool want_write = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       want_write = !queue_.empty();
     }
     pollfd p[2] = {{fd.get(), static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0}, {wake_fd_, POLLIN, 0}};
@@ -168,7 +168,7 @@ void AgentLink::Serve(common::UniqueFd fd) {
           handler_->OnCancel(command.cancel());
         } else if (command.has_refused()) {
           {
-            std::lock_guard<std::mutex> lock(mu_);
+            absl::MutexLock lock(&mu_);
             refused_ = true;
             queue_.clear();
             queued_bytes_ = 0;
@@ -182,7 +182,7 @@ void AgentLink::Serve(common::UniqueFd fd) {
     }
     // Write as much of the queue as the socket takes.
     while (!broken) {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (queue_.empty()) break;
       const std::string& front = queue_.front().bytes;
       const ssize_t n = send(fd.get(), front.data() + front_written_, front.size() - front_written_, MSG_NOSIGNAL);
@@ -199,7 +199,7 @@ void AgentLink::Serve(common::UniqueFd fd) {
     }
   }
   connected_ = false;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // The registration is per connection: if it never went out whole, the next one sends its own.
   front_written_ = 0;
 }

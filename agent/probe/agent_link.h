@@ -13,10 +13,11 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/unix_socket.h"
 #include "podscope/v1/probe.pb.h"
 
@@ -75,16 +76,16 @@ class AgentLink {
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> dropped_{0};
 
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   struct Frame {
     std::string bytes;
     bool control = false;
   };
-  std::deque<Frame> queue_;  // whole frames; front() may be partly written
-  size_t queued_bytes_ = 0;
-  size_t control_frames_ = 0;
-  size_t front_written_ = 0;
-  bool refused_ = false;
+  std::deque<Frame> queue_ ABSL_GUARDED_BY(mu_);  // whole frames; front() may be partly written
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t control_frames_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t front_written_ ABSL_GUARDED_BY(mu_) = 0;
+  bool refused_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace podscope::agent::probe

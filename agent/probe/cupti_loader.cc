@@ -30,7 +30,8 @@ struct CuptiSymbols {
 
 class LoadedCupti : public CuptiApi {
  public:
-  LoadedCupti(void* handle, std::string path, CuptiSymbols s) : handle_(handle), path_(std::move(path)), s_(s) {}
+  // `handle` is never closed: CUPTI stays loaded for the life of the process.
+  LoadedCupti(void* handle, std::string path, CuptiSymbols s) : path_(std::move(path)), s_(s) {}
   // The library stays loaded: CUPTI cannot be unloaded from a process it has instrumented.
 
   CUptiResult Subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* user_data) override {
@@ -66,7 +67,6 @@ class LoadedCupti : public CuptiApi {
   const std::string& path() const { return path_; }
 
  private:
-  void* handle_;
   std::string path_;
   CuptiSymbols s_;
 };

@@ -104,7 +104,7 @@ void CuptiSource::ReadClockPair(GpuClockMap* clock) {
 
 void CuptiSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     budget_ = budget;
     gpu_clock_ = gpu_clock;
     cupti_dropped_ = 0;
@@ -113,7 +113,7 @@ void CuptiSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* 
   if (!init_error_.empty()) return;
   if (const CUptiResult r = api_->Subscribe(&subscriber_, &IgnoreCallback, nullptr); r != CUPTI_SUCCESS) {
     subscriber_ = nullptr;
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     error_ = Describe("cuptiSubscribe", r);
     return;
   }
@@ -124,7 +124,7 @@ void CuptiSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* 
       enabled_.push_back(kind);
       continue;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const std::string call = common::StrCat("cuptiActivityEnable(", KindName(kind), ")");
     common::StrAppend(&error_, error_.empty() ? "" : "; ", Describe(call.c_str(), r));
   }
@@ -141,17 +141,22 @@ void CuptiSource::CloseWindow(TimeNs host_now) {
   driver_calls_.clear();
   // Forced: hands over buffers still being filled, so nothing of the window stays behind.
   if (const CUptiResult r = api_->FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); r != CUPTI_SUCCESS) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     common::StrAppend(&error_, error_.empty() ? "" : "; ", Describe("cuptiActivityFlushAll", r));
   }
-  ReadClockPair(gpu_clock_);
+  GpuClockMap* gpu_clock = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    gpu_clock = gpu_clock_;
+  }
+  ReadClockPair(gpu_clock);
   api_->Unsubscribe(subscriber_);
   subscriber_ = nullptr;
 }
 
 void CuptiSource::RequestBuffer(uint8_t** buffer, size_t* size, size_t* max_records) {
   *max_records = 0;  // as many as fit
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::unique_ptr<uint8_t[]> b;
   if (!free_.empty()) {
     b = std::move(free_.back());
@@ -175,7 +180,7 @@ void CuptiSource::CompleteBuffer(CUcontext context, uint32_t stream_id, uint8_t*
   if (buffer == nullptr) return;
   size_t dropped = 0;
   if (api_->GetNumDroppedRecords(context, stream_id, &dropped) != CUPTI_SUCCESS) dropped = 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   cupti_dropped_ += dropped;
   CUpti_Activity* record = nullptr;
   while (valid_size > 0 && api_->GetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
@@ -189,17 +194,17 @@ void CuptiSource::CompleteBuffer(CUcontext context, uint32_t stream_id, uint8_t*
 }
 
 size_t CuptiSource::buffers_out() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return out_;
 }
 
 uint64_t CuptiSource::buffers_refused() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return refused_;
 }
 
 Harvest CuptiSource::TakeHarvest() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Harvest h;
   static const GpuClockMap kIdentity;
   h.trace = converter_.Finish(gpu_clock_ != nullptr ? *gpu_clock_ : kIdentity);

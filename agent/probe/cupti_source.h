@@ -12,10 +12,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/probe/cupti_api.h"
 #include "agent/probe/cupti_records.h"
 #include "agent/probe/event_source.h"
@@ -62,16 +63,16 @@ class CuptiSource : public EventSource {
   std::vector<CUpti_ActivityKind> enabled_;
   std::vector<CUpti_CallbackId> driver_calls_;
 
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<uint8_t[]>> free_;
-  size_t allocated_ = 0;
-  size_t out_ = 0;
-  uint64_t refused_ = 0;
-  EventBudget* budget_ = nullptr;
-  GpuClockMap* gpu_clock_ = nullptr;
-  CuptiRecordConverter converter_;
-  uint64_t cupti_dropped_ = 0;
-  std::string error_;
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<uint8_t[]>> free_ ABSL_GUARDED_BY(mu_);
+  size_t allocated_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t out_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+  EventBudget* budget_ ABSL_GUARDED_BY(mu_) = nullptr;
+  GpuClockMap* gpu_clock_ ABSL_GUARDED_BY(mu_) = nullptr;
+  CuptiRecordConverter converter_ ABSL_GUARDED_BY(mu_);
+  uint64_t cupti_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace podscope::agent::probe

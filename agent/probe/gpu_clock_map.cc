@@ -3,7 +3,7 @@
 namespace podscope::agent::probe {
 
 void GpuClockMap::Add(ClockPair pair) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // A window needs two; more only come from a long-lived process re-arming, and the newest
   // window is the one being mapped.
   if (pairs_.size() >= 2) pairs_.erase(pairs_.begin());
@@ -11,12 +11,12 @@ void GpuClockMap::Add(ClockPair pair) {
 }
 
 void GpuClockMap::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   pairs_.clear();
 }
 
 TimeNs GpuClockMap::ToHost(uint64_t gpu_ns) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto gpu = static_cast<TimeNs>(gpu_ns);
   if (pairs_.empty()) return gpu;
   const ClockPair& a = pairs_.front();
@@ -32,14 +32,14 @@ TimeNs GpuClockMap::ToHost(uint64_t gpu_ns) const {
 
 std::optional<TimeNs> GpuClockMap::ToHostIfKnown(uint64_t gpu_ns) const {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (pairs_.empty()) return std::nullopt;
   }
   return ToHost(gpu_ns);
 }
 
 std::vector<ClockPair> GpuClockMap::pairs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return pairs_;
 }
 

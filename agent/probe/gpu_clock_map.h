@@ -5,10 +5,11 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/time_types.h"
 
 namespace podscope::agent::probe {
@@ -33,8 +34,8 @@ class GpuClockMap {
   std::vector<ClockPair> pairs() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<ClockPair> pairs_;
+  mutable absl::Mutex mu_;
+  std::vector<ClockPair> pairs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace podscope::agent::probe

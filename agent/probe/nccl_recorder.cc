@@ -60,7 +60,7 @@ NcclRecorder::NcclRecorder(TimeNs (*host_now)()) : host_now_(host_now != nullptr
 
 NcclCommunicator* NcclRecorder::InitCommunicator(uint64_t comm_id, const char* name, int nranks, int rank,
                                                  int* activation_mask) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   NcclCommunicator& comm = comms_.emplace_back();
   comm.comm_id = comm_id;
   comm.name = OrEmpty(name);
@@ -74,21 +74,21 @@ NcclCommunicator* NcclRecorder::InitCommunicator(uint64_t comm_id, const char* n
 
 void NcclRecorder::FinalizeCommunicator(NcclCommunicator* comm) {
   if (comm == nullptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // The entry stays (rows of this window may point at it); only NCCL's mask goes away.
   comm->finalized = true;
   comm->activation_mask = nullptr;
 }
 
 size_t NcclRecorder::communicators() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   size_t n = 0;
   for (const NcclCommunicator& c : comms_) n += c.finalized ? 0 : 1;
   return n;
 }
 
 void NcclRecorder::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++generation_;
   open_ = true;
   budget_ = budget;
@@ -104,7 +104,7 @@ void NcclRecorder::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap*
 int NcclRecorder::MaskNow() const { return open_ ? kWindowMask : watching_ ? kWatchMask : 0; }
 
 void NcclRecorder::SetWatching(bool on) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (on && ring_.empty()) ring_.resize(kWatchRingSlots);  // once, off every training thread
   watching_ = on;
   for (NcclCommunicator& c : comms_) {
@@ -113,7 +113,7 @@ void NcclRecorder::SetWatching(bool on) {
 }
 
 void NcclRecorder::CloseWindow(TimeNs host_now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   open_ = false;
   // Kernel channels still running keep reporting into their rows until the harvest; new
   // collectives are asked for only as watch data.
@@ -125,7 +125,7 @@ void NcclRecorder::CloseWindow(TimeNs host_now) {
 void* NcclRecorder::StartCollective(NcclCommunicator* comm, const NcclCollectiveStart& start) {
   if (comm == nullptr) return nullptr;
   const TimeNs now = host_now_();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const uint64_t watch_serial = watching_ && start.has_sequence ? AddWatchSlot(comm, start, now) : 0;
   if (!open_ || budget_ == nullptr || !budget_->Take()) return watch_serial != 0 ? WatchHandle(watch_serial) : nullptr;
   Row& row = rows_.emplace_back();
@@ -206,7 +206,7 @@ bool NcclRecorder::PlausibleChannelTime(uint64_t gpu_ns, TimeNs enqueue_ns, Time
 }
 
 uint64_t NcclRecorder::bad_channel_times() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return bad_channel_times_;
 }
 
@@ -221,7 +221,7 @@ NcclRecorder::Row* NcclRecorder::RowOf(void* handle) {
 
 void* NcclRecorder::StartKernelChannel(void* parent, uint64_t gpu_start_ns) {
   const uint64_t bits = BitsOf(parent);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if ((bits & kWatchBit) != 0) {
     WatchSlot* slot = SlotOf(bits & ~(kWatchBit | kChannelBit));
     if (slot == nullptr) return nullptr;
@@ -240,7 +240,7 @@ void* NcclRecorder::StartKernelChannel(void* parent, uint64_t gpu_start_ns) {
 void NcclRecorder::StopKernelChannel(void* handle, uint64_t gpu_stop_ns) {
   const uint64_t bits = BitsOf(handle);
   if ((bits & kChannelBit) == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if ((bits & kWatchBit) != 0) {
     ChannelStopped(SlotOf(bits & ~(kWatchBit | kChannelBit)), gpu_stop_ns);
     return;
@@ -267,7 +267,7 @@ void NcclRecorder::TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarv
   constexpr TimeNs kAbandonNs = 300'000'000'000;
   std::vector<WatchSlot> finished;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (ring_.empty()) return;
     if (next_serial_ - oldest_serial_ > ring_.size()) oldest_serial_ = next_serial_ - ring_.size();
     for (uint64_t serial = oldest_serial_; serial < next_serial_; ++serial) {
@@ -326,7 +326,7 @@ Harvest NcclRecorder::TakeHarvest() {
   GpuClockMap* gpu_clock = nullptr;
   uint64_t bad_times = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     rows.swap(rows_);
     gpu_clock = gpu_clock_;
     ++generation_;  // late kernel-channel stops now find nothing

@@ -27,10 +27,11 @@
 
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/probe/event_source.h"
 
 namespace podscope::agent::probe {
@@ -128,34 +129,34 @@ class NcclRecorder : public EventSource, public WatchSource {
     uint64_t gpu_start = 0;  // 0: no channel started yet
     uint64_t gpu_end = 0;
   };
-  // The row a handle names, or null when stale. Requires mu_.
-  Row* RowOf(void* handle);
-  // The watch slot of a serial, or null when it was reused. Requires mu_.
-  WatchSlot* SlotOf(uint64_t serial);
-  // Requires mu_.
-  uint64_t AddWatchSlot(NcclCommunicator* comm, const NcclCollectiveStart& start, TimeNs now);
-  void ChannelStarted(WatchSlot* slot, uint64_t gpu_start_ns);
-  void ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns);
-  int MaskNow() const;
+  // The row a handle names, or null when stale.
+  Row* RowOf(void* handle) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The watch slot of a serial, or null when it was reused.
+  WatchSlot* SlotOf(uint64_t serial) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t AddWatchSlot(NcclCommunicator* comm, const NcclCollectiveStart& start, TimeNs now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ChannelStarted(WatchSlot* slot, uint64_t gpu_start_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int MaskNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a channel's GPU time can belong to a collective enqueued at `enqueue_ns` and
-  // reported at `now` (host clock). Counts the ones that cannot. Requires mu_.
-  bool PlausibleChannelTime(uint64_t gpu_ns, TimeNs enqueue_ns, TimeNs now);
+  // reported at `now` (host clock). Counts the ones that cannot.
+  bool PlausibleChannelTime(uint64_t gpu_ns, TimeNs enqueue_ns, TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   TimeNs (*host_now_)();
-  mutable std::mutex mu_;
-  std::deque<NcclCommunicator> comms_;  // deque: contexts handed to NCCL keep their address
-  bool open_ = false;
-  uint32_t generation_ = 1;
-  EventBudget* budget_ = nullptr;
-  GpuClockMap* gpu_clock_ = nullptr;
-  std::vector<Row> rows_;
-  bool watching_ = false;
-  std::vector<WatchSlot> ring_;  // kWatchRingSlots once watching started
-  uint64_t next_serial_ = 1;
-  uint64_t oldest_serial_ = 1;  // the oldest slot not taken yet
-  uint64_t watch_dropped_ = 0;
-  uint64_t bad_channel_times_ = 0;          // since the recorder was made
-  uint64_t window_bad_channel_times_ = 0;   // this window's, reported with its harvest
+  mutable absl::Mutex mu_;
+  std::deque<NcclCommunicator> comms_ ABSL_GUARDED_BY(mu_);  // deque: contexts handed to NCCL keep their address
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  uint32_t generation_ ABSL_GUARDED_BY(mu_) = 1;
+  EventBudget* budget_ ABSL_GUARDED_BY(mu_) = nullptr;
+  GpuClockMap* gpu_clock_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<Row> rows_ ABSL_GUARDED_BY(mu_);
+  bool watching_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<WatchSlot> ring_ ABSL_GUARDED_BY(mu_);  // kWatchRingSlots once watching started
+  uint64_t next_serial_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t oldest_serial_ ABSL_GUARDED_BY(mu_) = 1;  // the oldest slot not taken yet
+  uint64_t watch_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t bad_channel_times_ ABSL_GUARDED_BY(mu_) = 0;          // since the recorder was made
+  uint64_t window_bad_channel_times_ ABSL_GUARDED_BY(mu_) = 0;   // this window's, reported with its harvest
 };
 
 }  // namespace podscope::agent::probe

@@ -74,10 +74,9 @@ void ProbeRuntime::Start() {
 
 void ProbeRuntime::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
   link_.Stop();
@@ -86,7 +85,7 @@ void ProbeRuntime::Stop() {
 void ProbeRuntime::AddWatchSource(WatchSource* source) {
   bool on = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     watch_sources_.push_back(source);
     on = watching_;
   }
@@ -94,12 +93,12 @@ void ProbeRuntime::AddWatchSource(WatchSource* source) {
 }
 
 void ProbeRuntime::SetDeviceDescriber(DeviceDescriber describer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   device_describer_ = std::move(describer);
 }
 
 void ProbeRuntime::SetClockReader(std::function<void(GpuClockMap*)> reader) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   clock_reader_ = std::move(reader);
 }
 
@@ -110,34 +109,35 @@ void ProbeRuntime::OnDisconnected() { SetWatching(false); }
 void ProbeRuntime::SetWatching(bool on) {
   std::vector<WatchSource*> sources;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (watching_ == on) return;
     watching_ = on;
     sources = watch_sources_;
   }
   for (WatchSource* s : sources) s->SetWatching(on);
-  cv_.notify_all();
 }
 
 void ProbeRuntime::WatchLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  const auto on = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || watching_; };
+  const auto off = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !watching_; };
+  absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    cv_.wait(lock, [this] { return stopping_ || watching_; });
+    mu_.Await(absl::Condition(&on));
     if (stopping_) return;
-    cv_.wait_for(lock, std::chrono::nanoseconds(settings_.watch_flush_interval_ns), [this] { return stopping_ || !watching_; });
+    mu_.AwaitWithTimeout(absl::Condition(&off), absl::Nanoseconds(settings_.watch_flush_interval_ns));
     if (stopping_ || !watching_) continue;
-    lock.unlock();
+    mu_.Unlock();
     FlushWatch();
-    lock.lock();
+    mu_.Lock();
   }
 }
 
 bool ProbeRuntime::FlushWatch() {
-  std::lock_guard<std::mutex> flush(flush_mu_);
+  absl::MutexLock flush(&flush_mu_);
   std::vector<WatchSource*> sources;
   std::function<void(GpuClockMap*)> reader;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     sources = watch_sources_;
     reader = clock_reader_;
   }
@@ -183,13 +183,13 @@ bool ProbeRuntime::FlushWatch() {
 }
 
 void ProbeRuntime::AddSource(EventSource* source) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   sources_.push_back(source);
 }
 
 void ProbeRuntime::AddFeature(const std::string& feature) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto& f = description_.features;
     if (std::find(f.begin(), f.end(), feature) != f.end()) return;
     f.push_back(feature);
@@ -199,7 +199,7 @@ void ProbeRuntime::AddFeature(const std::string& feature) {
 
 void ProbeRuntime::AddWarning(const std::string& warning) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     common::StrAppend(&description_.warnings, description_.warnings.empty() ? "" : "; ", warning);
   }
   Reregister();
@@ -214,12 +214,12 @@ void ProbeRuntime::Reregister() {
 }
 
 uint64_t ProbeRuntime::windows_done() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return windows_done_;
 }
 
 v1::ProbeRegister ProbeRuntime::Registration() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   v1::ProbeRegister r;
   r.set_protocol_major(common::kProbeProtocolMajor);
   r.set_protocol_minor(common::kProbeProtocolMinor);
@@ -239,7 +239,7 @@ v1::ProbeRegister ProbeRuntime::Registration() {
 void ProbeRuntime::OnArm(const v1::ProbeArm& arm) {
   std::string refusal;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // An agent that restarted re-arms what it lost: the window under way is the same one.
     if (window_ != nullptr && window_->arm.capture_id() == arm.capture_id()) return;
     if (arm.capture_id() == last_done_) return;  // already delivered
@@ -254,10 +254,7 @@ void ProbeRuntime::OnArm(const v1::ProbeArm& arm) {
       window_->arm = arm;
     }
   }
-  if (refusal.empty()) {
-    cv_.notify_all();
-    return;
-  }
+  if (refusal.empty()) return;
   v1::ProbeCaptureStatus status;
   status.set_capture_id(arm.capture_id());
   status.set_error(refusal);
@@ -266,11 +263,10 @@ void ProbeRuntime::OnArm(const v1::ProbeArm& arm) {
 
 void ProbeRuntime::OnCancel(const v1::ProbeCancel& cancel) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (window_ == nullptr || window_->arm.capture_id() != cancel.capture_id()) return;
     window_->cancelled = true;
   }
-  cv_.notify_all();
 }
 
 void ProbeRuntime::OnRefused(const std::string& reason) {
@@ -283,22 +279,24 @@ void ProbeRuntime::SendStatus(const v1::ProbeCaptureStatus& status) {
   link_.Send(m, /*control=*/true);
 }
 
-bool ProbeRuntime::SleepUntil(TimeNs deadline, std::unique_lock<std::mutex>& lock) {
-  while (!stopping_ && !window_->cancelled) {
+bool ProbeRuntime::SleepUntil(TimeNs deadline) {
+  const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || window_->cancelled; };
+  while (!stop()) {
     const TimeNs left = deadline - host_now_();
     if (left <= 0) return true;
-    cv_.wait_for(lock, std::chrono::nanoseconds(left));
+    mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Nanoseconds(left));
   }
   return false;
 }
 
 void ProbeRuntime::WindowLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  const auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || window_ != nullptr; };
+  absl::MutexLock lock(&mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || window_ != nullptr; });
+    mu_.Await(absl::Condition(&work));
     if (stopping_) return;
     const v1::ProbeArm arm = window_->arm;
-    Record(arm, lock);
+    Record(arm);
     window_.reset();
     recording_.clear();
     last_done_ = arm.capture_id();
@@ -306,14 +304,14 @@ void ProbeRuntime::WindowLoop() {
   }
 }
 
-void ProbeRuntime::Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>& lock) {
+void ProbeRuntime::Record(const v1::ProbeArm& arm) {
   v1::ProbeCaptureStatus status;
   status.set_capture_id(arm.capture_id());
-  if (!SleepUntil(arm.start_host_ns(), lock)) {
+  if (!SleepUntil(arm.start_host_ns())) {
     status.set_cancelled(true);
-    lock.unlock();
+    mu_.Unlock();
     SendStatus(status);
-    lock.lock();
+    mu_.Lock();
     return;
   }
   recording_ = arm.capture_id();
@@ -333,13 +331,13 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>&
   info.backend = "nccl";
   info.process_name = description_.process_name;
 
-  lock.unlock();
+  mu_.Unlock();
   const TimeNs start = host_now_();
   for (EventSource* s : sources) s->OpenWindow(start, &budget_, &gpu_clock_);
-  lock.lock();
-  SleepUntil(arm.stop_host_ns(), lock);
+  mu_.Lock();
+  SleepUntil(arm.stop_host_ns());
   const bool cancelled = stopping_ || window_->cancelled;
-  lock.unlock();
+  mu_.Unlock();
   const TimeNs stop = host_now_();
   for (EventSource* s : sources) s->CloseWindow(stop);
   if (!cancelled && settings_.harvest_grace_ns > 0) {
@@ -388,7 +386,7 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>&
   status.set_cancelled(cancelled);
   status.set_error(errors);
   SendStatus(status);
-  lock.lock();
+  mu_.Lock();
 }
 
 }  // namespace podscope::agent::probe

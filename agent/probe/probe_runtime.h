@@ -13,14 +13,14 @@
 // probe without an agent asks NCCL for nothing between windows.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/probe/agent_link.h"
 #include "agent/probe/device_catalog.h"
 #include "agent/probe/event_source.h"
@@ -86,8 +86,8 @@ class ProbeRuntime : public AgentLink::Handler {
   void WatchLoop();
   void SetWatching(bool on);
   // Sleeps until `deadline` (host clock) or until the window is cancelled / the runtime stops.
-  bool SleepUntil(TimeNs deadline, std::unique_lock<std::mutex>& lock);
-  void Record(const v1::ProbeArm& arm, std::unique_lock<std::mutex>& lock);
+  bool SleepUntil(TimeNs deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Record(const v1::ProbeArm& arm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendStatus(const v1::ProbeCaptureStatus& status);
   // Sends the registration again when what it says changed while connected.
   void Reregister();
@@ -98,24 +98,24 @@ class ProbeRuntime : public AgentLink::Handler {
   GpuClockMap gpu_clock_;
   EventBudget budget_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  ProbeDescription description_;
-  std::vector<EventSource*> sources_;
-  std::unique_ptr<Window> window_;  // armed or recording; null when idle
-  std::string recording_;           // the capture being recorded, if any
-  std::string last_done_;           // the last capture delivered (a repeated arm is answered, not re-run)
-  uint64_t windows_done_ = 0;
-  bool stopping_ = false;
+  mutable absl::Mutex mu_;
+  ProbeDescription description_ ABSL_GUARDED_BY(mu_);
+  std::vector<EventSource*> sources_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Window> window_ ABSL_GUARDED_BY(mu_);  // armed or recording; null when idle
+  std::string recording_ ABSL_GUARDED_BY(mu_);  // the capture being recorded, if any
+  // The last capture delivered (a repeated arm is answered, not re-run).
+  std::string last_done_ ABSL_GUARDED_BY(mu_);
+  uint64_t windows_done_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 
-  std::vector<WatchSource*> watch_sources_;  // under mu_
-  bool watching_ = false;                    // under mu_
-  std::function<void(GpuClockMap*)> clock_reader_;  // under mu_
-  DeviceDescriber device_describer_;                 // under mu_
-  DeviceCatalog devices_;                            // the window thread's
+  std::vector<WatchSource*> watch_sources_ ABSL_GUARDED_BY(mu_);
+  bool watching_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<void(GpuClockMap*)> clock_reader_ ABSL_GUARDED_BY(mu_);
+  DeviceDescriber device_describer_ ABSL_GUARDED_BY(mu_);
+  DeviceCatalog devices_;  // the window thread's
   GpuClockMap watch_clock_;
-  std::mutex flush_mu_;  // one flush at a time
+  absl::Mutex flush_mu_;  // one flush at a time
   std::thread watch_thread_;
 };
 

@@ -12,7 +12,7 @@ constexpr size_t kMaxWatchSteps = 4096;  // steps between two flushes
 StepSource::StepSource(TimeNs (*host_now)()) : host_now_(host_now != nullptr ? host_now : &common::HostNowNs) {}
 
 void StepSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   open_ = true;
   budget_ = budget;
   for (Open& o : begun_) o.in_window = false;  // begun before the window: not a step of it
@@ -20,7 +20,7 @@ void StepSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* g
 }
 
 void StepSource::CloseWindow(TimeNs host_now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   open_ = false;
   // Steps still running at the end are not whole steps of this window (watching still wants
   // them).
@@ -29,14 +29,14 @@ void StepSource::CloseWindow(TimeNs host_now) {
 }
 
 void StepSource::SetWatching(bool on) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   watching_ = on;
   if (on) watch_steps_.reserve(kMaxWatchSteps);
   if (!on && !open_) begun_.clear();
 }
 
 void StepSource::TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarvest* out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   out->steps.insert(out->steps.end(), watch_steps_.begin(), watch_steps_.end());
   watch_steps_.clear();
   out->dropped += watch_dropped_;
@@ -44,7 +44,7 @@ void StepSource::TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarves
 
 void StepSource::Begin(uint64_t step, int64_t thread) {
   const TimeNs now = host_now_();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!open_ && !watching_) return;
   for (Open& o : begun_) {
     if (o.thread == thread) {  // a begin without its end: the newer one wins
@@ -57,7 +57,7 @@ void StepSource::Begin(uint64_t step, int64_t thread) {
 
 void StepSource::End(uint64_t step, int64_t thread) {
   const TimeNs now = host_now_();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!open_ && !watching_) return;
   for (size_t i = 0; i < begun_.size(); ++i) {
     const Open o = begun_[i];
@@ -91,7 +91,7 @@ void StepSource::End(uint64_t step, int64_t thread) {
 }
 
 Harvest StepSource::TakeHarvest() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Harvest h;
   h.trace = std::move(trace_);
   trace_ = common::WorkerTrace();

@@ -4,9 +4,10 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/probe/event_source.h"
 
 namespace podscope::agent::probe {
@@ -34,14 +35,14 @@ class StepSource : public EventSource, public WatchSource {
     bool in_window;  // begun while the window was open
   };
   TimeNs (*host_now_)();
-  std::mutex mu_;
-  bool open_ = false;
-  EventBudget* budget_ = nullptr;
-  std::vector<Open> begun_;  // a handful: one per thread that marks steps
-  common::WorkerTrace trace_;
-  bool watching_ = false;
-  std::vector<WatchStepMark> watch_steps_;  // bounded: the oldest go first
-  uint64_t watch_dropped_ = 0;
+  absl::Mutex mu_;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  EventBudget* budget_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<Open> begun_ ABSL_GUARDED_BY(mu_);  // a handful: one per thread that marks steps
+  common::WorkerTrace trace_ ABSL_GUARDED_BY(mu_);
+  bool watching_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<WatchStepMark> watch_steps_ ABSL_GUARDED_BY(mu_);  // bounded: the oldest go first
+  uint64_t watch_dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace podscope::agent::probe

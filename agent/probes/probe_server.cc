@@ -38,7 +38,7 @@ void ProbeServer::Stop() {
   if (stopping_.exchange(true)) return;
   Wake();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   connections_.clear();
   listen_fd_ = common::UniqueFd();
   // The path goes with the listener, so a probe looking for an agent finds none rather than a
@@ -52,7 +52,7 @@ void ProbeServer::Wake() {
 }
 
 size_t ProbeServer::connections() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return connections_.size();
 }
 
@@ -60,7 +60,7 @@ bool ProbeServer::Send(ProbeConnectionId id, const v1::AgentToProbe& command) {
   std::string frame;
   if (!common::AppendFrame(command.SerializeAsString(), options_.max_frame_bytes, &frame).ok()) return false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = connections_.find(id);
     if (it == connections_.end() || it->second->closing) return false;
     if (it->second->outbound.size() + frame.size() > options_.max_outbound_bytes) return false;
@@ -80,7 +80,7 @@ void ProbeServer::Refuse(Connection& c, const std::string& reason) {
   refused.mutable_refused()->set_reason(reason);
   std::string frame;
   (void)common::AppendFrame(refused.SerializeAsString(), options_.max_frame_bytes, &frame);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   c.outbound += frame;
   c.closing = true;
 }
@@ -93,7 +93,7 @@ void ProbeServer::Accept() {
     absl::StatusOr<common::PeerCredentials> peer = common::PeerCredentialsOf(fd.get());
     if (!peer.ok()) continue;
     auto c = std::make_unique<Connection>(Connection{std::move(fd), *peer, common::FrameReader(options_.max_frame_bytes)});
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (connections_.size() >= options_.max_probes) {
       spdlog::warn("probe from pid {} refused: {} probes connected already (the limit)", peer->pid, connections_.size());
       continue;  // closing the socket is the answer; the probe retries later
@@ -165,7 +165,7 @@ void ProbeServer::Loop() {
     fds.push_back({listen_fd_.get(), POLLIN, 0});
     fds.push_back({wake_fd_, POLLIN, 0});
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (const auto& [id, c] : connections_) {
         fds.push_back({c->fd.get(), static_cast<short>((c->closing ? 0 : POLLIN) | (c->outbound.empty() ? 0 : POLLOUT)), 0});
         ids.push_back(id);
@@ -182,7 +182,7 @@ void ProbeServer::Loop() {
       if (revents == 0) continue;
       Connection* c = nullptr;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         auto it = connections_.find(ids[i]);
         if (it != connections_.end()) c = it->second.get();
       }
@@ -190,7 +190,7 @@ void ProbeServer::Loop() {
       bool keep = true;
       if (revents & (POLLIN | POLLHUP | POLLERR)) keep = c->closing ? (revents & POLLIN) != 0 : ReadFrom(ids[i], *c);
       if (keep && (revents & POLLOUT)) {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         const ssize_t n = send(c->fd.get(), c->outbound.data(), c->outbound.size(), MSG_NOSIGNAL);
         if (n > 0) c->outbound.erase(0, static_cast<size_t>(n));
         if (n < 0 && errno != EAGAIN && errno != EINTR) keep = false;
@@ -199,7 +199,7 @@ void ProbeServer::Loop() {
       if (!keep) {
         const bool was_registered = c->registered;
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           connections_.erase(ids[i]);
         }
         if (was_registered) listener_->OnDisconnect(ids[i]);

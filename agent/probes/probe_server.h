@@ -14,11 +14,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "common/frame_codec.h"
 #include "common/unix_socket.h"
@@ -93,9 +94,11 @@ class ProbeServer {
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 
-  mutable std::mutex mu_;  // connections_ (the thread reads/writes; Send appends outbound)
-  std::map<ProbeConnectionId, std::unique_ptr<Connection>> connections_;
-  ProbeConnectionId next_id_ = 1;
+  // The loop's thread reads and writes connections; Send appends to a connection's outbound,
+  // which (like `closing`) is read and written under mu_ only.
+  mutable absl::Mutex mu_;
+  std::map<ProbeConnectionId, std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
+  ProbeConnectionId next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace podscope::agent

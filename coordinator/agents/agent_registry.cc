@@ -51,7 +51,7 @@ absl::StatusOr<bool> AgentRegistry::Connected(const v1::AgentHello& hello, std::
   std::shared_ptr<AgentLink> replaced;
   bool new_instance = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const TimeNs now = now_();
     ForgetOld(now);
     auto it = agents_.find(hello.agent_id());
@@ -85,18 +85,18 @@ absl::StatusOr<bool> AgentRegistry::Connected(const v1::AgentHello& hello, std::
 }
 
 bool AgentRegistry::IsCurrent(const std::string& agent_id, const AgentLink* link) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = agents_.find(agent_id);
   return it != agents_.end() && it->second.link.get() == link && link != nullptr;
 }
 
 void AgentRegistry::Seen(const std::string& agent_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = agents_.find(agent_id); it != agents_.end()) it->second.info.last_seen_ns = now_();
 }
 
 void AgentRegistry::WorkersChanged(const std::string& agent_id, const v1::WorkersChanged& workers) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = agents_.find(agent_id); it != agents_.end()) {
     it->second.info.workers.assign(workers.workers().begin(), workers.workers().end());
     it->second.info.last_seen_ns = now_();
@@ -104,7 +104,7 @@ void AgentRegistry::WorkersChanged(const std::string& agent_id, const v1::Worker
 }
 
 void AgentRegistry::Disconnected(const std::string& agent_id, const AgentLink* link) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = agents_.find(agent_id);
   if (it == agents_.end() || it->second.link.get() != link) return;
   it->second.link.reset();
@@ -115,7 +115,7 @@ void AgentRegistry::Disconnected(const std::string& agent_id, const AgentLink* l
 bool AgentRegistry::Send(const std::string& agent_id, const v1::CoordinatorMessage& message) {
   std::shared_ptr<AgentLink> link;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = agents_.find(agent_id);
     if (it == agents_.end() || !it->second.link) return false;
     link = it->second.link;
@@ -124,13 +124,13 @@ bool AgentRegistry::Send(const std::string& agent_id, const v1::CoordinatorMessa
 }
 
 bool AgentRegistry::IsConnected(const std::string& agent_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = agents_.find(agent_id);
   return it != agents_.end() && it->second.info.connected;
 }
 
 std::vector<AgentSnapshot> AgentRegistry::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const TimeNs now = now_();
   std::vector<AgentSnapshot> out;
   out.reserve(agents_.size());
@@ -145,7 +145,7 @@ std::vector<AgentSnapshot> AgentRegistry::Snapshot() const {
 
 std::vector<std::string> AgentRegistry::ConnectedIds() const {
   std::vector<std::string> ids;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, e] : agents_) {
     if (e.info.connected) ids.push_back(id);
   }
@@ -153,13 +153,13 @@ std::vector<std::string> AgentRegistry::ConnectedIds() const {
 }
 
 size_t AgentRegistry::ConnectedCount() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<size_t>(std::count_if(agents_.begin(), agents_.end(), [](const auto& kv) { return kv.second.info.connected; }));
 }
 
 std::map<std::pair<std::string, int32_t>, std::string> AgentRegistry::ServedRanks(const std::string& agent_id) const {
   std::map<std::pair<std::string, int32_t>, std::string> served;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = agents_.find(agent_id);
   if (it == agents_.end() || !it->second.info.connected) return served;
   for (const v1::WorkerDescriptor& w : it->second.info.workers) {
@@ -173,7 +173,7 @@ absl::StatusOr<TargetSelection> AgentRegistry::SelectTargets(const std::string& 
   const std::set<int32_t> wanted(ranks.begin(), ranks.end());
   // Every claim of every wanted rank, by agent (agents_ is ordered by id).
   std::map<int32_t, std::vector<std::pair<const Entry*, const v1::WorkerDescriptor*>>> claims;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, e] : agents_) {
     if (!e.info.connected) continue;
     for (const v1::WorkerDescriptor& w : e.info.workers) {

@@ -7,11 +7,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "common/time_types.h"
 #include "podscope/v1/agent.pb.h"
@@ -111,12 +112,12 @@ class AgentRegistry {
     std::shared_ptr<AgentLink> link;
   };
   AgentHealth HealthOf(const Entry& e, TimeNs now) const;
-  void ForgetOld(TimeNs now);  // under mu_
+  void ForgetOld(TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AgentRegistryOptions options_;
   const std::function<TimeNs()> now_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> agents_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> agents_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace podscope::coordinator

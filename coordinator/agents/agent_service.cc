@@ -2,10 +2,10 @@
 
 #include <deque>
 #include <map>
-#include <mutex>
 #include <set>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/protocol_version.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
@@ -104,21 +104,21 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
    public:
     explicit Link(ControlSession* session) : session_(session) {}
     bool Send(const v1::CoordinatorMessage& message) override {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       return session_ != nullptr && session_->Enqueue(message);
     }
     void Close() override {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (session_ != nullptr) session_->End(grpc::Status(grpc::StatusCode::ABORTED, "replaced by a newer connection of this agent"));
     }
     void Detach() {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       session_ = nullptr;
     }
 
    private:
-    std::mutex mu_;
-    ControlSession* session_;
+    absl::Mutex mu_;
+    ControlSession* session_ ABSL_GUARDED_BY(mu_);
   };
 
   ControlSession(AgentService& service, grpc::CallbackServerContext* context)
@@ -143,7 +143,7 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     out_.pop_front();
     if (ok && !out_.empty() && !finished_) {
       StartWrite(&out_.front());
@@ -167,7 +167,7 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
   }
 
   bool Enqueue(const v1::CoordinatorMessage& message) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (finished_ || out_.size() >= service_.options_.max_queued_messages) return false;
     out_.push_back(message);
     if (!writing_) {
@@ -179,7 +179,7 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
 
   // Finishes the stream, after the write in flight if there is one.
   void End(const grpc::Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (finished_) return;
     finished_ = true;
     final_status_ = status;
@@ -272,12 +272,13 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
   std::shared_ptr<Link> link_;
   std::string agent_id_;  // set by the hello; only the reactor's read path touches it
   v1::AgentMessage in_;
-  std::mutex mu_;
-  std::deque<v1::CoordinatorMessage> out_;  // front() is being written while writing_
-  bool writing_ = false;
-  bool finished_ = false;     // no more writes; Finish sent or pending
-  bool finish_sent_ = false;
-  grpc::Status final_status_;
+  absl::Mutex mu_;
+  // front() is being written while writing_.
+  std::deque<v1::CoordinatorMessage> out_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // no more writes; Finish sent or pending
+  bool finish_sent_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
 };
 
 // One Upload call: stores each chunk as it arrives, answers with the ranks now complete.

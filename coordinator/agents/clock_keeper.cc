@@ -7,40 +7,43 @@
 namespace podscope::coordinator {
 
 ClockKeeper::ClockKeeper(AgentRegistry& registry, const ClockAligner& aligner, ClockKeeperOptions options,
-                         std::function<TimeNs()> now)
-    : registry_(registry), aligner_(aligner), options_(options), now_(std::move(now)) {}
+                         const common::TimeSource& time)
+    : registry_(registry), aligner_(aligner), options_(options), time_(time) {}
 
 ClockKeeper::~ClockKeeper() { Stop(); }
 
 void ClockKeeper::Start() {
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::nanoseconds(options_.tick_ns), [this] { return stopping_; })) {
-      lock.unlock();
+    // A tick after the time the last one used, however long it took.
+    TimeNs ticked = time_.Now();
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (time_.AwaitUntil(mu_, absl::Condition(&stopping_), ticked + options_.tick_ns)) return;
+      }
+      ticked = time_.Now();
       Tick();
-      lock.lock();
     }
   });
 }
 
 void ClockKeeper::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 size_t ClockKeeper::Tick() {
-  const TimeNs now = now_();
+  const TimeNs now = time_.Now();
   const std::vector<std::string> connected = registry_.ConnectedIds();
   struct Wide {
     const std::string* agent_id;
     int64_t bound;
   };
   std::vector<Wide> wide;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // Agents gone from the registry take their back-off with them.
   std::map<std::string, AgentState> kept;
   for (const std::string& id : connected) {

@@ -9,15 +9,16 @@
 // Thread-safe. Tick() is the whole policy; Start() runs it on its own thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/time_source.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/clock/clock_aligner.h"
 
@@ -39,7 +40,7 @@ struct ClockKeeperOptions {
 class ClockKeeper {
  public:
   ClockKeeper(AgentRegistry& registry, const ClockAligner& aligner, ClockKeeperOptions options,
-              std::function<TimeNs()> now);
+              const common::TimeSource& time = common::RealTime());
   ~ClockKeeper();
 
   void Start();
@@ -59,11 +60,10 @@ class ClockKeeper {
   AgentRegistry& registry_;
   const ClockAligner& aligner_;
   const ClockKeeperOptions options_;
-  const std::function<TimeNs()> now_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::map<std::string, AgentState> state_;  // under mu_
+  const common::TimeSource& time_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, AgentState> state_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -105,7 +105,8 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
   }
   // Only the ranks that caused the most delay: a bound that holds at any job size.
   std::map<std::string, std::vector<size_t>> top;
-  for (const auto& [job, w] : windows) {
+  for (const auto& [job, window] : windows) {
+    const watch::WindowStats& w = window;  // a plain reference: clang 14 lambdas cannot capture a binding
     std::vector<size_t>& order = top[job];
     for (size_t i = 0; i < w.ranks.size(); ++i) {
       if (w.ranks[i].caused_delay_ns > 0) order.push_back(i);

@@ -10,6 +10,12 @@
 #include "spdlog/spdlog.h"
 
 namespace podscope::coordinator {
+namespace {
+
+// How often the scheduler looks at deadlines when nothing else wakes it.
+constexpr TimeNs kTickNs = 20 * common::kNanosPerMilli;
+
+}  // namespace
 
 using storage::CaptureRecord;
 using storage::CaptureState;
@@ -29,8 +35,8 @@ std::optional<CaptureScheduler::Phase> CaptureScheduler::PhaseFromName(std::stri
 }
 
 CaptureScheduler::CaptureScheduler(storage::TraceStore& store, AgentRegistry& registry, ClockAligner& aligner,
-                                   SchedulerOptions options, std::function<TimeNs()> now)
-    : store_(store), registry_(registry), aligner_(aligner), options_(options), now_(std::move(now)) {}
+                                   SchedulerOptions options, const common::TimeSource& time)
+    : store_(store), registry_(registry), aligner_(aligner), options_(options), time_(time) {}
 
 CaptureScheduler::~CaptureScheduler() { Stop(); }
 
@@ -38,13 +44,12 @@ void CaptureScheduler::Start() { thread_ = std::thread([this] { Loop(); }); }
 
 void CaptureScheduler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   // Whatever is live stays in the store as it is; the next run's Recover() picks it up.
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [id, c] : live_) {
     if (absl::Status s = store_.PutCapture(c->record); !s.ok()) {
       spdlog::error("capture {}: saving its state at shutdown: {}", id, std::string(s.message()));
@@ -70,10 +75,10 @@ absl::Status CaptureScheduler::Recover() {
         c->workers[i].phase = PhaseFromName(r.workers[i].state).value_or(Phase::kPending);
       }
       c->record = std::move(r);
-      c->deadlines_from_ns = now_() + options_.capture_grace_ns;
+      c->deadlines_from_ns = time_.Now() + options_.capture_grace_ns;
       spdlog::info("capture {}: resuming after a restart ({} workers, state {})", c->record.id, c->workers.size(),
                    storage::CaptureStateName(c->record.state));
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       live_.emplace(c->record.id, std::move(c));
     }
   }
@@ -106,14 +111,14 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
                                                      options_.max_workers_per_capture, " per capture"));
   }
 
-  const TimeNs now = now_();
+  const TimeNs now = time_.Now();
   const int64_t lead = options_.min_lead_ns + static_cast<int64_t>(targets->size()) * options_.lead_per_agent_ns;
   auto c = std::make_unique<LiveCapture>();
   c->max_events_per_worker = max_events;
   c->max_upload_bytes = max_bytes;
   CaptureRecord& r = c->record;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (live_.size() >= options_.max_live_captures) {
       return absl::ResourceExhaustedError(common::StrCat(live_.size(), " captures are already running; wait for one to finish"));
     }
@@ -148,6 +153,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
     c->by_rank[w.rank] = i;
     if (placed[i].conflict != nullptr) {
       w.source = "conflict";
+      absl::MutexLock lock(&mu_);  // not shared yet; Fail's contract is the lock all the same
       Fail(*c, i, placed[i].conflict->Reason(spec.job));
       continue;
     }
@@ -180,7 +186,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   CaptureRecord snapshot;
   const std::string id = r.id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     LiveCapture& live = *c;
     for (size_t k = 0; k < targets->size(); ++k) {
       const CaptureTarget& t = (*targets)[k];
@@ -204,7 +210,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
                  r.workers.size(), targets->size(), (r.window_start_ns - now) / 1e6, r.window_duration_ns / 1e6);
     snapshot = r;
     live_.emplace(r.id, std::move(c));
-    cv_.notify_all();
+    ++changes_;  // the loop looks at once
   }
   std::vector<const std::string*> unreachable;
   for (const auto& [agent_id, message] : outgoing) {
@@ -212,7 +218,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   }
   std::optional<v1::CoordinatorMessage> cancel;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = live_.find(id);
     if (it == live_.end() || it->second->record.state == CaptureState::kCancelled) {
       // Cancelled while the requests were on their way: the cancel may have overtaken them.
@@ -255,8 +261,8 @@ v1::CoordinatorMessage CaptureScheduler::RequestFor(const LiveCapture& c, const 
 void CaptureScheduler::OnClockUpdated(const std::string& agent_id) {
   // Cheap check first: most reports concern no capture about to start.
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    const TimeNs now = now_();
+    absl::MutexLock lock(&mu_);
+    const TimeNs now = time_.Now();
     const bool any = std::any_of(live_.begin(), live_.end(), [&](const auto& kv) {
       return kv.second->sent_start.count(agent_id) && kv.second->record.window_start_ns - now >= 5'000'000;
     });
@@ -264,8 +270,8 @@ void CaptureScheduler::OnClockUpdated(const std::string& agent_id) {
   }
   absl::StatusOr<common::ClockModel> model = aligner_.Model(agent_id);
   if (!model.ok()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  const TimeNs now = now_();
+  absl::MutexLock lock(&mu_);
+  const TimeNs now = time_.Now();
   for (auto& [id, c] : live_) {
     // Too close to the start, a moved start could arrive after the old one fired.
     if (c->record.window_start_ns - now < 5'000'000) continue;
@@ -281,7 +287,7 @@ void CaptureScheduler::OnClockUpdated(const std::string& agent_id) {
 absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::string& reason) {
   CaptureRecord final_record;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = live_.find(capture_id);
     if (it == live_.end()) {
       absl::StatusOr<CaptureRecord> stored = store_.GetCapture(capture_id);
@@ -335,7 +341,7 @@ bool CaptureScheduler::AllTerminal(const LiveCapture& c) const {
 
 void CaptureScheduler::UpdateCaptureState(LiveCapture& c) {
   // The capture is as far along as its slowest live worker, and no further than the clock says.
-  const TimeNs now = now_();
+  const TimeNs now = time_.Now();
   CaptureState state = CaptureState::kUploading;
   bool any_live = false;
   for (const LiveWorker& w : c.workers) {
@@ -353,7 +359,7 @@ void CaptureScheduler::UpdateCaptureState(LiveCapture& c) {
 }
 
 void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::CaptureStatus& status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = live_.find(status.capture_id());
   if (it == live_.end()) return;  // finished or unknown: nothing to update
   LiveCapture& c = *it->second;
@@ -382,7 +388,7 @@ void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::Ca
       c.dirty = true;
     }
     if (current == Phase::kUploaded || current == Phase::kFailed || current == Phase::kCancelled) continue;
-    if (w.acknowledged_ns == 0) w.acknowledged_ns = now_();
+    if (w.acknowledged_ns == 0) w.acknowledged_ns = time_.Now();
     switch (ws.phase()) {
       case v1::WORKER_PHASE_ARMED:
         if (current == Phase::kPending) SetPhase(c, i, Phase::kArmed);
@@ -427,14 +433,14 @@ void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::Ca
     }
   }
   UpdateCaptureState(c);
-  cv_.notify_all();
+  ++changes_;  // the loop looks at once
 }
 
 absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
   const std::string& id = chunk.capture_id();
   uint32_t worker_index = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = live_.find(id);
     if (it == live_.end()) {
       absl::StatusOr<CaptureRecord> stored = store_.GetCapture(id);
@@ -475,7 +481,7 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
   const uint64_t bytes = chunk.chunk().ByteSizeLong();
   if (absl::Status s = store_.PutChunk(id, worker_index, chunk.sequence(), trace); !s.ok()) return s;
 
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = live_.find(id);
   if (it == live_.end()) return absl::OkStatus();
   LiveCapture& c = *it->second;
@@ -505,14 +511,14 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
     c.record.workers[i].events = lw.received_events;
     CompleteIfAligned(c, i, false);
     UpdateCaptureState(c);
-    cv_.notify_all();
+    ++changes_;  // the loop looks at once
   }
   c.dirty = true;
   return absl::OkStatus();
 }
 
 bool CaptureScheduler::WorkerComplete(const std::string& capture_id, int32_t rank) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = live_.find(capture_id);
   if (it == live_.end()) {
     absl::StatusOr<CaptureRecord> stored = store_.GetCapture(capture_id);
@@ -530,7 +536,7 @@ bool CaptureScheduler::WorkerComplete(const std::string& capture_id, int32_t ran
 }
 
 std::optional<CaptureRecord> CaptureScheduler::LiveRecord(const std::string& capture_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = live_.find(capture_id);
   if (it != live_.end()) return it->second->record;
   if (auto r = recent_.find(capture_id); r != recent_.end()) {
@@ -544,12 +550,12 @@ std::optional<CaptureRecord> CaptureScheduler::LiveRecord(const std::string& cap
 }
 
 size_t CaptureScheduler::LiveCount() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return live_.size();
 }
 
 bool CaptureScheduler::HasLiveCapture(const std::string& job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, c] : live_) {
     if (c->record.job == job) return true;
   }
@@ -585,12 +591,19 @@ void CaptureScheduler::CheckDeadlines(LiveCapture& c, TimeNs now) {
 }
 
 void CaptureScheduler::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   TimeNs last_flush = 0;
+  // Deadlines are looked at at once after a change, and never more than a tick after the last
+  // look: the next wake is a tick after the time the last look used, not after whenever the
+  // loop got back to waiting (a clock that jumped meanwhile is looked at again at once).
+  TimeNs looked_at = time_.Now();
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(20));
+    const uint64_t seen = changes_;
+    const auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || changes_ != seen; };
+    time_.AwaitUntil(mu_, absl::Condition(&woken), looked_at + kTickNs);
     if (stopping_) break;
-    const TimeNs now = now_();
+    const TimeNs now = time_.Now();
+    looked_at = now;
     std::vector<CaptureRecord> finished;
     for (auto it = live_.begin(); it != live_.end();) {
       CheckDeadlines(*it->second, now);
@@ -610,7 +623,7 @@ void CaptureScheduler::Loop() {
         to_flush.push_back(c->record);
       }
     }
-    lock.unlock();
+    mu_.Unlock();
     for (const CaptureRecord& r : to_flush) {
       if (absl::Status s = store_.PutCapture(r); !s.ok()) {
         spdlog::error("capture {}: saving progress: {}", r.id, std::string(s.message()));
@@ -622,8 +635,9 @@ void CaptureScheduler::Loop() {
       }
       Store(r);
     }
-    lock.lock();
+    mu_.Lock();
   }
+  mu_.Unlock();
 }
 
 bool CaptureScheduler::FreezeClock(LiveCapture& c, size_t i) {
@@ -669,7 +683,7 @@ CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
                                            : CaptureState::kFailed;
     if (failed > 0) r.error = common::StrCat(failed, " of ", c.workers.size(), " workers failed: ", failures, failed > 5 ? "; ..." : "");
   }
-  r.updated_ns = now_();
+  r.updated_ns = time_.Now();
   ++r.generation;
   // Answerable from memory at once (the store follows, after any clock refinement).
   if (recent_.size() >= kRecent) recent_.erase(recent_.begin());
@@ -684,7 +698,7 @@ void CaptureScheduler::Store(const CaptureRecord& record) {
   if (absl::Status s = store_.PutCapture(record); !s.ok()) {
     spdlog::error("capture {}: saving its final record: {}", record.id, std::string(s.message()));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (recent_.size() >= kRecent && !recent_.count(record.id)) recent_.erase(recent_.begin());
   recent_[record.id] = record;
   storing_.erase(record.id);

@@ -9,19 +9,20 @@
 // Thread-safe; one internal thread runs deadlines and flushes.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/time_source.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/clock/clock_aligner.h"
 #include "podscope/v1/agent.pb.h"
@@ -71,7 +72,7 @@ struct CaptureSpec {
 class CaptureScheduler {
  public:
   CaptureScheduler(storage::TraceStore& store, AgentRegistry& registry, ClockAligner& aligner,
-                   SchedulerOptions options, std::function<TimeNs()> now);
+                   SchedulerOptions options, const common::TimeSource& time = common::RealTime());
   ~CaptureScheduler();
 
   // Picks up captures a previous run left before their end. Call once, before Start().
@@ -133,20 +134,20 @@ class CaptureScheduler {
                                     bool sync_before) const;
 
   void Loop();
-  void CheckDeadlines(LiveCapture& c, TimeNs now);   // under mu_
-  void Fail(LiveCapture& c, size_t worker, std::string error);  // under mu_
-  void SetPhase(LiveCapture& c, size_t worker, Phase phase);     // under mu_
-  void UpdateCaptureState(LiveCapture& c);                       // under mu_
+  void CheckDeadlines(LiveCapture& c, TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Fail(LiveCapture& c, size_t worker, std::string error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetPhase(LiveCapture& c, size_t worker, Phase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateCaptureState(LiveCapture& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AllTerminal(const LiveCapture& c) const;
   // Sets worker i's clock model from its agent's current fit, bounded over the window; false
   // when the agent has no usable samples yet (e.g. just reconnected after a restart).
   bool FreezeClock(LiveCapture& c, size_t i);
   // A worker whose chunks are all stored becomes uploaded once it has a clock model, or at the
   // upload deadline without one (then its events stay on the agent's clock).
-  void CompleteIfAligned(LiveCapture& c, size_t i, bool deadline_passed);  // under mu_
+  void CompleteIfAligned(LiveCapture& c, size_t i, bool deadline_passed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Turns a capture whose workers are all terminal into its final record (under mu_), which
   // stays answerable from memory (recent_) until it is in the store.
-  storage::CaptureRecord FinalRecord(LiveCapture& c);  // under mu_
+  storage::CaptureRecord FinalRecord(LiveCapture& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Store(const storage::CaptureRecord& record);
   // Collective-based refinement of a finished capture's clocks (DESIGN §4.3), when its workers
   // span several agents: reads the stored events, moves the record's models. Before Store().
@@ -158,16 +159,18 @@ class CaptureScheduler {
   AgentRegistry& registry_;
   ClockAligner& aligner_;
   const SchedulerOptions options_;
-  const std::function<TimeNs()> now_;
+  const common::TimeSource& time_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::map<std::string, std::unique_ptr<LiveCapture>> live_;
-  std::map<std::string, storage::CaptureRecord> recent_;  // finished, bounded (kRecent)
-  std::set<std::string> storing_;  // finished, being refined and stored: shown as uploading
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by what the loop should look at now
+  std::map<std::string, std::unique_ptr<LiveCapture>> live_ ABSL_GUARDED_BY(mu_);
+  // Finished, bounded (kRecent).
+  std::map<std::string, storage::CaptureRecord> recent_ ABSL_GUARDED_BY(mu_);
+  // Finished, being refined and stored: shown as uploading.
+  std::set<std::string> storing_ ABSL_GUARDED_BY(mu_);
   static constexpr size_t kRecent = 64;
-  uint64_t next_id_ = 0;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

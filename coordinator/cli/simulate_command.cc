@@ -12,7 +12,7 @@
 namespace podscope::coordinator {
 
 CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions& o) {
-  agent::sim::WorkloadOptions& w = o.workload;
+  sim::WorkloadOptions& w = o.workload;
   CLI::App* cmd = app.add_subcommand("simulate", "Write a simulated training job as Kineto trace files (one per rank)");
   cmd->add_option("--ranks", w.ranks, "Ranks (GPUs)")->check(CLI::Range(1, 65536))->capture_default_str();
   cmd->add_option("--steps", w.steps, "Training steps")->check(CLI::Range(1, 100000))->capture_default_str();
@@ -37,14 +37,14 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions& o) {
 
 int RunSimulateCommand(SimulateCommandOptions& o) {
   for (const std::string& spec : o.stragglers) {
-    absl::StatusOr<agent::sim::Slowdown> s = agent::sim::ParseSlowdown(spec);
+    absl::StatusOr<sim::Slowdown> s = sim::ParseSlowdown(spec);
     if (!s.ok()) {
       std::fprintf(stderr, "podscope simulate: %s\n", std::string(s.status().message()).c_str());
       return 2;
     }
     o.workload.slowdowns.push_back(*s);
   }
-  if (absl::Status status = agent::sim::ValidateOptions(o.workload); !status.ok()) {
+  if (absl::Status status = sim::ValidateOptions(o.workload); !status.ok()) {
     std::fprintf(stderr, "podscope simulate: %s\n", std::string(status.message()).c_str());
     return 2;
   }
@@ -68,7 +68,7 @@ int RunSimulateCommand(SimulateCommandOptions& o) {
     std::fprintf(stderr, "podscope simulate: cannot create %s: %s\n", o.output_dir.c_str(), ec.message().c_str());
     return 1;
   }
-  const agent::sim::Workload job = agent::sim::SimulateJob(o.workload);
+  const sim::Workload job = sim::SimulateJob(o.workload);
   const size_t n = job.capture.workers.size();
   TerminalProgress progress("writing");
   std::atomic<size_t> next{0}, done{0};
@@ -100,8 +100,8 @@ int RunSimulateCommand(SimulateCommandOptions& o) {
     }
   }
   std::string injected;
-  for (const agent::sim::Slowdown& s : o.workload.slowdowns) {
-    injected += common::StrCat(injected.empty() ? "" : ", ", "rank ", s.rank, " ", agent::sim::SlowdownKindName(s.kind),
+  for (const sim::Slowdown& s : o.workload.slowdowns) {
+    injected += common::StrCat(injected.empty() ? "" : ", ", "rank ", s.rank, " ", sim::SlowdownKindName(s.kind),
                                " x", s.factor);
   }
   std::printf("wrote %zu ranks x %d steps (%llu events) to %s; stragglers injected: %s\n", n, o.workload.steps,

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "agent/sim/workload_model.h"
+#include "sim/workload_model.h"
 
 namespace podscope::coordinator {
 
 struct SimulateCommandOptions {
-  agent::sim::WorkloadOptions workload;
+  sim::WorkloadOptions workload;
   std::vector<std::string> stragglers;
   std::string output_dir;
   bool plain_json = false;

@@ -5,7 +5,7 @@
 namespace podscope::coordinator {
 
 void ClockAligner::AddSamples(std::string_view agent_id, std::span<const ClockSample> samples) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = agents_.find(agent_id);
   if (it == agents_.end()) it = agents_.emplace(std::string(agent_id), Agent()).first;
   Agent& agent = it->second;
@@ -24,7 +24,7 @@ absl::StatusOr<ClockFit> ClockAligner::Fit(std::string_view agent_id) const {
   std::vector<ClockSample> copy;
   uint64_t version = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = agents_.find(agent_id);
     if (it == agents_.end() || it->second.samples.empty()) {
       return absl::FailedPreconditionError(common::StrCat("agent ", agent_id, " has not synchronised its clock yet"));
@@ -38,7 +38,7 @@ absl::StatusOr<ClockFit> ClockAligner::Fit(std::string_view agent_id) const {
   if (!fit.ok()) {
     return absl::FailedPreconditionError(common::StrCat("agent ", agent_id, ": ", std::string(fit.status().message())));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = agents_.find(agent_id); it != agents_.end() && it->second.version == version) {
     it->second.fit = std::make_shared<const ClockFit>(*fit);
     it->second.fit_version = version;
@@ -47,13 +47,13 @@ absl::StatusOr<ClockFit> ClockAligner::Fit(std::string_view agent_id) const {
 }
 
 size_t ClockAligner::SampleCount(std::string_view agent_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = agents_.find(agent_id);
   return it == agents_.end() ? 0 : it->second.samples.size();
 }
 
 void ClockAligner::Forget(std::string_view agent_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = agents_.find(agent_id); it != agents_.end()) agents_.erase(it);
 }
 

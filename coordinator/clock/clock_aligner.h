@@ -5,11 +5,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "coordinator/clock/clock_fit.h"
 
 namespace podscope::coordinator {
@@ -46,8 +47,8 @@ class ClockAligner {
     uint64_t fit_version = 0;
   };
   ClockAlignerOptions options_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, Agent, std::less<>> agents_;
+  mutable absl::Mutex mu_;
+  mutable std::map<std::string, Agent, std::less<>> agents_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace podscope::coordinator

@@ -40,10 +40,9 @@ ShardMembership::~ShardMembership() { StopWatching(); }
 
 void ShardMembership::StopWatching() {
   {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    absl::MutexLock lock(&stop_mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
   if (watcher_.joinable()) watcher_.join();
 }
 
@@ -75,9 +74,12 @@ void ShardMembership::StartWatching() {
   if (options_.members_file.empty() || watcher_.joinable()) return;
   watcher_ = std::thread([this] {
     std::string last_error;
-    std::unique_lock<std::mutex> lock(stop_mu_);
-    while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.reload_interval_ms), [this] { return stopping_; })) {
-      lock.unlock();
+    const absl::Duration interval = absl::Milliseconds(options_.reload_interval_ms);
+    while (true) {
+      {
+        absl::MutexLock lock(&stop_mu_);
+        if (stop_mu_.AwaitWithTimeout(absl::Condition(&stopping_), interval)) return;
+      }
       absl::StatusOr<bool> changed = Reload();
       if (!changed.ok()) {
         // Once per distinct problem: a bad file stays bad for many intervals.
@@ -93,7 +95,6 @@ void ShardMembership::StartWatching() {
           spdlog::info("shards: members are now {}", names);
         }
       }
-      lock.lock();
     }
   });
 }

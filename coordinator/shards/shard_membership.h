@@ -4,10 +4,8 @@
 // without a restart. A file that turns bad is logged and the last good map stays.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,9 +58,8 @@ class ShardMembership {
   std::shared_ptr<const ShardMap> map_ ABSL_GUARDED_BY(mu_);
   std::vector<Listener> listeners_;  // set before watching starts
   absl::Mutex reload_mu_;            // one reload at a time, so listeners see changes in order
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
+  absl::Mutex stop_mu_;
+  bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::thread watcher_;
 };
 

@@ -8,7 +8,7 @@
 namespace podscope::coordinator::watch {
 
 absl::StatusOr<std::unique_ptr<WatchService>> WatchService::Create(storage::TraceStore& store,
-                                                                   std::function<TimeNs()> now,
+                                                                   const common::TimeSource& time,
                                                                    WatchServiceOptions options) {
   absl::StatusOr<std::optional<std::string>> stored = store.GetSetting(kRulesSetting);
   if (!stored.ok()) return stored.status();
@@ -20,12 +20,12 @@ absl::StatusOr<std::unique_ptr<WatchService>> WatchService::Create(storage::Trac
     }
     rules = std::move(*parsed);
   }
-  return std::unique_ptr<WatchService>(new WatchService(store, std::move(now), std::move(rules), options));
+  return std::unique_ptr<WatchService>(new WatchService(store, time, std::move(rules), options));
 }
 
-WatchService::WatchService(storage::TraceStore& store, std::function<TimeNs()> now, RuleSet rules,
+WatchService::WatchService(storage::TraceStore& store, const common::TimeSource& time, RuleSet rules,
                            WatchServiceOptions options)
-    : store_(store), now_(std::move(now)), options_(options), engine_(std::move(rules), options.engine) {}
+    : store_(store), time_(time), options_(options), engine_(std::move(rules), options.engine) {}
 
 WatchService::~WatchService() { Stop(); }
 
@@ -61,7 +61,7 @@ std::vector<AlertEvent> WatchService::Evaluate() {
   TimeNs evidence_duration_ns = 0;
   {
     absl::MutexLock lock(&mu_);
-    const TimeNs now = now_();
+    const TimeNs now = time_.Now();
     events = engine_.Evaluate(now);
     const RuleSet& rules = engine_.rules();
     for (size_t i = 0; i < events.size(); ++i) {
@@ -143,7 +143,8 @@ void WatchService::Start() {
   thread_ = std::thread([this] {
     absl::MutexLock lock(&run_mu_);
     while (!stopping_) {
-      run_mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Nanoseconds(options_.evaluate_interval_ns));
+      // An interval after the last evaluation ended: a slow one never runs back to back.
+      time_.AwaitUntil(run_mu_, absl::Condition(&stopping_), time_.Now() + options_.evaluate_interval_ns);
       if (stopping_) break;
       run_mu_.Unlock();
       Evaluate();
@@ -179,7 +180,7 @@ absl::Status WatchService::SetRules(std::string_view json) {
   std::vector<std::function<void(const AlertEvent&)>> listeners;
   {
     absl::MutexLock lock(&mu_);
-    events = engine_.SetRules(std::move(*rules), now_());
+    events = engine_.SetRules(std::move(*rules), time_.Now());
     counters_.alerts_resolved += events.size();
     listeners = listeners_;
   }
@@ -196,7 +197,7 @@ void WatchService::ForgetJobs(const std::function<bool(const std::string& job)>&
     absl::MutexLock lock(&mu_);
     for (const std::string& job : engine_.jobs()) {
       if (keep(job)) continue;
-      std::vector<AlertEvent> dropped = engine_.ForgetJob(job, now_());
+      std::vector<AlertEvent> dropped = engine_.ForgetJob(job, time_.Now());
       events.insert(events.end(), dropped.begin(), dropped.end());
     }
     counters_.alerts_resolved += events.size();

@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/time_source.h"
 #include "common/watch_wire.h"
 #include "coordinator/http/rate_limited_log.h"
 #include "coordinator/watch/watch_engine.h"
@@ -45,7 +46,9 @@ class WatchService {
  public:
   // Loads the stored rules, or the defaults when none were stored. A stored rule set that no
   // longer parses is an error naming it (the coordinator does not start on rules it cannot read).
-  static absl::StatusOr<std::unique_ptr<WatchService>> Create(storage::TraceStore& store, std::function<TimeNs()> now,
+  // `time` is the coordinator's clock, which the engine evaluates at; it must outlive the service.
+  static absl::StatusOr<std::unique_ptr<WatchService>> Create(storage::TraceStore& store,
+                                                              const common::TimeSource& time = common::RealTime(),
                                                               WatchServiceOptions options = {});
   ~WatchService();
 
@@ -56,7 +59,7 @@ class WatchService {
   // and listeners hear of it.
   void ForgetJobs(const std::function<bool(const std::string& job)>& keep);
 
-  // Runs the engine at now(); what fired and resolved goes to the listener.
+  // Runs the engine at the time source's now; what fired and resolved goes to the listener.
   std::vector<AlertEvent> Evaluate();
   // Called (outside the lock) with every transition, from Evaluate's caller.
   void OnTransition(std::function<void(const AlertEvent&)> listener);
@@ -78,10 +81,10 @@ class WatchService {
   size_t firing() const;
 
  private:
-  WatchService(storage::TraceStore& store, std::function<TimeNs()> now, RuleSet rules, WatchServiceOptions options);
+  WatchService(storage::TraceStore& store, const common::TimeSource& time, RuleSet rules, WatchServiceOptions options);
 
   storage::TraceStore& store_;
-  const std::function<TimeNs()> now_;
+  const common::TimeSource& time_;
   const WatchServiceOptions options_;
   mutable absl::Mutex mu_;
   WatchEngine engine_ ABSL_GUARDED_BY(mu_);

@@ -61,7 +61,7 @@ class AbuseTest : public CoordinatorTest {
         normal.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
         if (r.status != 200) ++normal.failures;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the normal client's pace
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the normal client's pace; not a timing assertion
     }
     attacker.get();
     const double max = *std::max_element(normal.ms.begin(), normal.ms.end());
@@ -98,7 +98,7 @@ TEST_F(AbuseTest, SlowHeaders) {
     const std::string head = "GET /v1/captures HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaa";
     for (size_t b = 0; b < 8 && b < head.size(); ++b) {
       for (const RawHttp& fd : fds) SendAll(fd, head.substr(b, 1));
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the attack's pace; not a timing assertion
     }
     fds.clear();
   });
@@ -119,7 +119,7 @@ TEST_F(AbuseTest, SlowBodies) {
     }
     for (int round = 0; round < 13; ++round) {
       for (const RawHttp& fd : fds) SendAll(fd, std::string(64, ' '));
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the attack's pace; not a timing assertion
     }
     fds.clear();
   });
@@ -138,7 +138,7 @@ TEST_F(AbuseTest, IdleFlood) {
     // a handshake, for those that make one).
     for (int i = 0; i < 50; ++i) close(ConnectFrom("127.0.0.2", port_));
     for (int i = 0; i < 50; ++i) EXPECT_NE(ReadUntilClosed(HttpConnectFrom("127.0.0.2", port_)).find("HTTP/1.1 503"), std::string::npos);
-    std::this_thread::sleep_for(std::chrono::seconds(4));
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // how long the attack lasts; not a timing assertion
     for (int fd : fds) close(fd);
   });
 }
@@ -185,7 +185,7 @@ TEST_F(AbuseTest, SlowReaders) {
       fds.push_back(HttpConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096));
       SendAll(fds.back(), "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n");
     }
-    std::this_thread::sleep_for(std::chrono::seconds(4));
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // how long the attack lasts; not a timing assertion
     fds.clear();
   });
 }
@@ -240,7 +240,7 @@ TEST_F(AbuseTest, SpoofedAgent) {
     std::unique_ptr<Daemon> impostor = agent("impostor-host", real_tls);
     for (int i = 0; i < 80 && impostor->WaitForLog("give every agent its own --agent-id", 100).empty(); ++i) {
     }
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // how long the attack lasts; not a timing assertion
     impostor->Kill();
     rogue->Kill();
   });

@@ -5,15 +5,21 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "agent/start_timer.h"
+#include "common/time_source.h"
 #include "tests/common/sample_trace.h"
+#include "tests/wait_for.h"
 
 namespace podscope::agent {
 namespace {
 
+constexpr TimeNs kStart = 1'800'000'000'000'000'000;
+
 // Serves ranks 0 and 1 with the sample trace, split in `pieces` parts.
 class FakeCollector : public Collector {
  public:
+  explicit FakeCollector(const common::TimeSource& time) : time_(time) {}
   std::string_view name() const override { return "fake"; }
   std::vector<WorkerIdentity> Workers() const override { return {{0}, {1}}; }
   absl::Status Arm(const CaptureWindow& w) override {
@@ -22,7 +28,7 @@ class FakeCollector : public Collector {
   }
   absl::Status Start(std::string_view) override {
     ++starts;
-    started_at_host = HostNowNs();
+    started_at_host = time_.Now();
     return absl::OkStatus();
   }
   absl::Status Stop(std::string_view) override {
@@ -45,6 +51,9 @@ class FakeCollector : public Collector {
   std::atomic<size_t> armed_ranks{0};
   std::atomic<int> starts{0}, stops{0}, forgets{0};
   std::atomic<TimeNs> started_at_host{0};
+
+ private:
+  const common::TimeSource& time_;
 };
 
 class CaptureRunTest : public ::testing::Test {
@@ -62,16 +71,16 @@ class CaptureRunTest : public ::testing::Test {
   CaptureRunHooks Hooks() {
     CaptureRunHooks h;
     h.report = [this](const v1::CaptureStatus& s) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       reports_.push_back(s);
     };
     h.sync_clock = [this](std::string_view reason, int, TimeNs until) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       syncs_.emplace_back(reason);
       sync_untils_.push_back(until);
     };
     h.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) -> absl::StatusOr<v1::UploadResponse> {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       uploads_.emplace_back();
       for (const v1::UploadRequest* c : chunks) uploads_.back().push_back(*c);
       if (uploads_.size() <= failing_uploads_) return absl::UnavailableError("coordinator restarting");
@@ -83,15 +92,29 @@ class CaptureRunTest : public ::testing::Test {
     };
     return h;
   }
-  static void WaitFinished(const CaptureRun& run) {
-    for (int i = 0; i < 500 && !run.finished(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ASSERT_TRUE(run.finished());
+  // Steps simulated time from one wait of the runs (and their start timer) to the next until
+  // every run has finished: the runs' jittered sleeps take no real time, and nothing depends on
+  // how fast this machine is.
+  void RunToEnd(std::initializer_list<const CaptureRun*> runs) {
+    const auto all_finished = [&] {
+      return std::all_of(runs.begin(), runs.end(), [](const CaptureRun* r) { return r->finished(); });
+    };
+    while (!all_finished()) {
+      ASSERT_TRUE(testing::WaitFor([&] { return all_finished() || time_.Sleepers() > 0; }));
+      time_.AdvanceToNextSleeper();
+    }
+  }
+  void WaitFinished(const CaptureRun& run) { RunToEnd({&run}); }
+  size_t Reports() {
+    absl::MutexLock lock(&mu_);
+    return reports_.size();
   }
 
-  AgentClock clock_;
-  FakeCollector collector_;
+  common::SimulatedTimeSource time_{kStart};
+  AgentClock clock_{time_};
+  FakeCollector collector_{time_};
   CaptureRunOptions options_{.chunk_events = 4, .retry_initial_ns = 1'000'000, .retry_max_ns = 2'000'000};
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::vector<v1::CaptureStatus> reports_;
   std::vector<std::string> syncs_;
   std::vector<TimeNs> sync_untils_;
@@ -150,7 +173,7 @@ TEST_F(CaptureRunTest, ArmsCapturesDrainsAndUploadsThroughAFailure) {
 TEST_F(CaptureRunTest, CancelBeforeTheStartNeverStartsTheCollector) {
   CaptureRun run(Request({0, 1}, 5'000'000'000, 1'000'000'000), {{0, &collector_}, {1, &collector_}}, "a", clock_, Hooks(), options_);
   run.Begin();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(testing::WaitFor([&] { return Reports() > 0; }));  // armed
   run.Cancel("operator said so");
   WaitFinished(run);
   EXPECT_EQ(collector_.starts, 0);
@@ -164,19 +187,18 @@ TEST_F(CaptureRunTest, CancelBeforeTheStartNeverStartsTheCollector) {
 }
 
 TEST_F(CaptureRunTest, RunsSharingAStartTimerStartTogetherAndFollowAMovedStart) {
-  StartTimer timer;
+  StartTimer timer(time_);
   options_.start_timer = &timer;
-  FakeCollector other;
+  FakeCollector other(time_);
   const v1::CaptureRequest request = Request({0}, 40'000'000, 20'000'000);
   CaptureRun a(request, {{0, &collector_}}, "a", clock_, Hooks(), options_);
   CaptureRun b(request, {{0, &other}}, "b", clock_, Hooks(), options_);
   a.Begin();
   b.Begin();
-  // A sharper start for one of them, 10 ms later, before the first one came.
-  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // A sharper start for one of them, 10 ms later, before the first one came (simulated time
+  // stands still until RunToEnd moves it).
   ASSERT_TRUE(b.MoveStart(request.start_agent_ns() + 10'000'000));
-  WaitFinished(a);
-  WaitFinished(b);
+  RunToEnd({&a, &b});
   EXPECT_EQ(collector_.starts, 1);
   EXPECT_EQ(other.starts, 1);
   EXPECT_GE(collector_.started_at_host.load(), clock_.ToHost(request.start_agent_ns()));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/parse_number.h"
 #include "tests/fuzz/fuzz_seeds.h"
 
 int main(int argc, char** argv) {
@@ -35,7 +36,7 @@ int main(int argc, char** argv) {
     std::printf("fuzz driver: wrote %zu seeds to %s\n", seeds.size(), argv[2]);
     return 0;
   }
-  const int mutations = std::atoi(argv[1]);
+  const int mutations = static_cast<int>(podscope::common::ParseInt(argv[1]).value());
   std::mt19937_64 rng(12345);
   size_t runs = 0;
   auto run = [&runs](const std::string& input) {

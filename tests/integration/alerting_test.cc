@@ -21,6 +21,7 @@
 #include "coordinator/http/http_client.h"
 #include "tests/integration/live_cluster_fixture.h"
 #include "tests/integration/webhook_receiver.h"
+#include "tests/wait_for.h"
 
 namespace podscope::testing {
 namespace {
@@ -132,17 +133,20 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
   // destinations shared a thread, the answering one would have waited for all three of its tries.
   EXPECT_EQ(counter(silent.url(), "retried"), 0);
   EXPECT_EQ(counter(silent.url(), "failed"), 0);
-  const size_t straggler_at = [&] {
-    // Other rules may fire first (a straggler this strong exposes everyone's communication).
-    for (int i = 0; i < 600; ++i) {
-      const std::vector<std::string> got = ok.bodies();
-      for (size_t k = 0; k < got.size(); ++k) {
-        if (got[k].find(R"("kind":"straggler")") != std::string::npos) return k;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return size_t{0};
-  }();
+  // Other rules may fire first (a straggler this strong exposes everyone's communication).
+  size_t straggler_at = 0;
+  testing::WaitFor(
+      [&] {
+        const std::vector<std::string> got = ok.bodies();
+        for (size_t k = 0; k < got.size(); ++k) {
+          if (got[k].find(R"("kind":"straggler")") != std::string::npos) {
+            straggler_at = k;
+            return true;
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(60));
   const std::string fired = ok.bodies()[straggler_at];
   EXPECT_NE(fired.find(R"("event":"fired")"), std::string::npos) << fired;
   EXPECT_NE(fired.find(R"("kind":"straggler")"), std::string::npos) << fired;
@@ -158,10 +162,10 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
 
   // Alertmanager holds podscope's alert, as its own API lists it.
   std::string alertmanager_alerts;
-  for (int i = 0; i < 100 && alertmanager_alerts.find("PodscopeStraggler") == std::string::npos; ++i) {
+  testing::WaitFor([&] {
     alertmanager_alerts = HttpCall(alertmanager_port, "GET", "/api/v2/alerts").body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+    return alertmanager_alerts.find("PodscopeStraggler") != std::string::npos;
+  });
   EXPECT_NE(alertmanager_alerts.find(R"("alertname":"PodscopeStraggler")"), std::string::npos) << alertmanager_alerts;
   EXPECT_NE(alertmanager_alerts.find(R"("training_job":"alerting")"), std::string::npos) << alertmanager_alerts;
   EXPECT_NE(alertmanager_alerts.find(R"("ranks":"5")"), std::string::npos) << alertmanager_alerts;
@@ -169,10 +173,10 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
 
   // Prometheus scraped podscope_alerts_firing and its rule fires.
   std::string prometheus_alerts;
-  for (int i = 0; i < 150 && prometheus_alerts.find(R"("state":"firing")") == std::string::npos; ++i) {
+  testing::WaitFor([&] {
     prometheus_alerts = HttpCall(prometheus_port, "GET", "/api/v1/alerts").body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+    return prometheus_alerts.find(R"("state":"firing")") != std::string::npos;
+  });
   EXPECT_NE(prometheus_alerts.find(R"("alertname":"PodscopeStraggler")"), std::string::npos) << prometheus_alerts;
   EXPECT_NE(prometheus_alerts.find(R"("state":"firing")"), std::string::npos) << prometheus_alerts;
   EXPECT_NE(prometheus_alerts.find(R"("training_job":"alerting")"), std::string::npos) << prometheus_alerts;
@@ -187,9 +191,7 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
   // webhook got was tried max_attempts (3) times, then counted as failed.
   const int64_t transitions = static_cast<int64_t>(ok.bodies().size());
   EXPECT_EQ(counter(ok.url(), "delivered"), transitions);
-  for (int i = 0; i < 200 && counter(failing.url(), "failed") < transitions; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  testing::WaitFor([&] { return counter(failing.url(), "failed") >= transitions; });
   EXPECT_EQ(counter(failing.url(), "failed"), transitions);
   EXPECT_EQ(counter(failing.url(), "retried"), 2 * transitions);
   EXPECT_EQ(counter(failing.url(), "delivered"), 0);
@@ -227,10 +229,12 @@ TEST_F(AlertingTest, EveryDashboardQueryNamesAnExportedSeriesAndRunsInPrometheus
   StartAgent("n1", "ranks=4-7,world=8,job=dashboard,seed=3,straggler=5:1.3,profile=light");
   // The job's per-rank series are scraped once its first window settles.
   std::string ranks;
-  for (int i = 0; i < 600 && ranks.find("\"training_job\":\"dashboard\"") == std::string::npos; ++i) {
-    ranks = HttpCall(prometheus_port, "GET", "/api/v1/query?query=podscope_watch_rank_caused_delay_seconds").body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  testing::WaitFor(
+      [&] {
+        ranks = HttpCall(prometheus_port, "GET", "/api/v1/query?query=podscope_watch_rank_caused_delay_seconds").body;
+        return ranks.find("\"training_job\":\"dashboard\"") != std::string::npos;
+      },
+      std::chrono::seconds(60));
   ASSERT_NE(ranks.find("\"training_job\":\"dashboard\""), std::string::npos) << ranks;
 
   const std::string metrics = HttpCall(http_port_, "GET", "/metrics").body;

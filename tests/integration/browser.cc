@@ -1,4 +1,5 @@
 #include "tests/integration/browser.h"
+#include "tests/wait_for.h"
 
 #include <unistd.h>
 
@@ -116,13 +117,12 @@ absl::StatusOr<json::value> Browser::Run(const std::string& script, json::array 
 }
 
 bool Browser::WaitFor(const std::string& expression, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    absl::StatusOr<json::value> v = Run("try { return !!(" + expression + "); } catch (e) { return false; }");
-    if (v.ok() && v->is_bool() && v->as_bool()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
+  return testing::WaitFor(
+      [&] {
+        absl::StatusOr<json::value> v = Run("try { return !!(" + expression + "); } catch (e) { return false; }");
+        return v.ok() && v->is_bool() && v->as_bool();
+      },
+      std::chrono::milliseconds(timeout_ms), std::chrono::milliseconds(100));
 }
 
 absl::StatusOr<std::string> Browser::Find(const std::string& css) {

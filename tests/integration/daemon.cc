@@ -1,5 +1,6 @@
 #include "tests/integration/daemon.h"
 
+#include "common/parse_number.h"
 #include "coordinator/http/http_types.h"
 
 #include "absl/synchronization/mutex.h"
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -109,7 +111,7 @@ HttpResult HttpCallWithToken(int port, const std::string& token, const std::stri
   HttpResult result;
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos) return result;
-  result.status = std::stoi(raw.substr(9, 3));
+  result.status = static_cast<int>(common::ParseInt(raw.substr(9, 3)).value());
   std::istringstream lines(raw.substr(0, header_end));
   std::string line;
   std::getline(lines, line);
@@ -153,7 +155,7 @@ Daemon::~Daemon() { Kill(); }
 int Daemon::WaitForPort() {
   const std::string url = WaitForLog("listening on (https?://[^:]+:[0-9]+)");
   if (url.empty()) return -1;
-  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  const int port = static_cast<int>(common::ParseInt(url.substr(url.rfind(':') + 1)).value());
   if (url.starts_with("https://")) {
     TestSecurity& security = TestSecurity::Get();
     SetPortSecurity(port, {.tls = true, .ca_file = security.ca(), .token = security.admin_token});
@@ -177,7 +179,7 @@ std::string Daemon::WaitForLog(const std::string& pattern, int timeout_ms) {
       if (std::regex_search(last, m, wanted)) return m.size() > 1 ? std::string(m[1]) : std::string(m[0]);
       return "";
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the log; not a timing assertion
   }
   return "";
 }
@@ -202,7 +204,7 @@ int Daemon::WaitForExit(int timeout_ms) {
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling waitpid; not a timing assertion
   }
   return pid_ > 0 ? -1 : exit_code_;
 }
@@ -213,7 +215,15 @@ int Daemon::Terminate() {
   int status = 0;
   waitpid(pid_, &status, 0);
   pid_ = -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // A daemon that does not stop cleanly says why in its log (a sanitizer's report, say): shown
+  // here, since the test that fails on the code may not print it.
+  if (code != 0) {
+    const std::string log = Log();
+    std::fprintf(stderr, "daemon %s exited %d on SIGTERM; the end of its log:\n%s\n", log_path_.c_str(), code,
+                 log.substr(log.size() > 8000 ? log.size() - 8000 : 0).c_str());
+  }
+  return code;
 }
 
 void Daemon::Kill() {

@@ -28,6 +28,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/parse_number.h"
 #include "agent/probe/nccl_profiler_abi.h"
 
 namespace {
@@ -149,12 +150,12 @@ int main(int argc, char** argv) {
   setenv("LOCAL_RANK", argv[3], 1);
   setenv("WORLD_SIZE", argv[4], 1);
   setenv("PODSCOPE_JOB", argv[5], 1);
-  const int rank = std::atoi(argv[3]);
-  g_world = std::atoi(argv[4]);
-  const double seconds = std::atof(argv[6]);
+  const int rank = static_cast<int>(podscope::common::ParseInt(argv[3]).value());
+  g_world = static_cast<int>(podscope::common::ParseInt(argv[4]).value());
+  const double seconds = podscope::common::ParseDouble(argv[6]).value();
   std::map<std::string, std::string> options = argc == 8 ? Options(argv[7]) : std::map<std::string, std::string>();
   const auto number = [&](const char* key, double fallback) {
-    return options.contains(key) ? std::atof(options[key].c_str()) : fallback;
+    return options.contains(key) ? podscope::common::ParseDouble(options[key]).value() : fallback;
   };
   const double compute_ms = number("compute-ms", 5);
   const double slow = number("slow", 1);

@@ -23,11 +23,13 @@
 #include <vector>
 
 #include "common/file_io.h"
+#include "common/parse_number.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/raw_client.h"
 #include "tests/integration/daemon.h"
 #include "tests/test_paths.h"
+#include "tests/wait_for.h"
 
 namespace podscope::testing {
 namespace {
@@ -289,9 +291,7 @@ TEST_F(HardeningTest, SlowHeadersBodiesAndReadersAreDropped) {
   // A reader that never reads its trace export, with a tiny receive window.
   RawHttp reader = HttpConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096);
   SendAll(reader, "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n");
-  for (int i = 0; i < 600 && Metric(port_, R"(podscope_http_timeouts_total{phase="response"})") != "1"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // waiting on a condition, 30 s at most
-  }
+  testing::WaitFor([&] { return Metric(port_, R"(podscope_http_timeouts_total{phase="response"})") == "1"; });
   reader.reset();
   EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="header"})"), "1");
   EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="body"})"), "1");
@@ -365,7 +365,7 @@ TEST_F(HardeningTest, TheAnalysisCacheIsNormalisedBoundedAndCounted) {
   ASSERT_EQ(imported.status, 201);
   const size_t at = imported.body.find("\"stored_bytes\":");
   ASSERT_NE(at, std::string::npos) << imported.body;
-  const uint64_t event_bytes = std::stoull(imported.body.substr(at + 15));
+  const uint64_t event_bytes = static_cast<uint64_t>(common::ParseInt(imported.body.substr(at + 15, imported.body.find_first_not_of("0123456789", at + 15) - (at + 15))).value());
   // One request written three ways is one entry.
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps").headers["x-podscope-cache"], "miss");
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps?window=steps").headers["x-podscope-cache"], "hit");
@@ -411,7 +411,7 @@ TEST_F(HardeningTest, TheWorkersListIsPaged) {
 TEST_F(HardeningTest, IdleGrpcConnectionsAreClosed) {
   std::ofstream(dir_.File("idle.json")) << R"({"agents": {"max_idle_connection_ms": 300}})";
   StartDaemon({"--config", dir_.File("idle.json")});
-  const int grpc_port = std::stoi(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)"));
+  const int grpc_port = static_cast<int>(common::ParseInt(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)")).value());
   // An HTTP/2 client preface and an empty SETTINGS frame: a connection, and nothing more.
   const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
   // Over mutual TLS with a valid agent certificate: the connection is whole, it just never calls.
@@ -435,7 +435,7 @@ TEST_F(HardeningTest, IdleGrpcConnectionsAreClosed) {
 TEST_F(HardeningTest, GrpcConnectionsAreCappedPerClient) {
   std::ofstream(dir_.File("cap.json")) << R"({"agents": {"max_connections_per_client": 5}})";
   StartDaemon({"--config", dir_.File("cap.json")});
-  const int grpc_port = std::stoi(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)"));
+  const int grpc_port = static_cast<int>(common::ParseInt(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)")).value());
   const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
   // Five are served: their TLS handshake completes and gRPC answers the preface (and keeps them,
   // idle, for max_idle_connection_ms: 30 s). Fifteen are closed before the handshake.
@@ -488,7 +488,8 @@ TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
   ASSERT_NE(daemon_->WaitForLog("cannot accept \\(Too many open files\\)"), "") << daemon_->Log();
   const double before = CpuSeconds(daemon_->pid());
   const auto start = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // measuring CPU over a window, not waiting for an event
+  // Measuring CPU over a window, not waiting for an event: not a timing assertion.
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // not a timing assertion
   const double used = CpuSeconds(daemon_->pid()) - before;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(used / wall, 0.25) << "the accept loop spins: " << used << " CPU s in " << wall << " s";
@@ -497,11 +498,10 @@ TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
   }
   // Descriptors come back as the server sees the flood close; until then a request may be shed.
   HttpResult health;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (health.status != 200 && std::chrono::steady_clock::now() < deadline) {
+  testing::WaitFor([&] {
     health = HttpCall(port_, "GET", "/healthz");
-    if (health.status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    return health.status == 200;
+  });
   EXPECT_EQ(health.status, 200);
   EXPECT_NE(Metric(port_, R"(podscope_http_rejected_connections_total{reason="no_descriptors"})"), "0");
 }
@@ -541,7 +541,7 @@ TEST_F(HardeningTest, ExportsStreamAndReadersThatStopPinLittle) {
   uint64_t peak = 0;
   for (int i = 0; i < 20; ++i) {  // sampled while all four are stalled
     peak = std::max(peak, RssBytes(daemon_->pid()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // sampling memory; not a timing assertion
   }
   // Meanwhile the coordinator answers everyone else.
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures").status, 200);

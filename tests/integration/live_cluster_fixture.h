@@ -19,10 +19,12 @@
 #include <vector>
 
 #include "agent/agent_clock.h"
+#include "common/parse_number.h"
 #include "podscope/v1/agent.grpc.pb.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/test_security.h"
 #include "tests/test_paths.h"
+#include "tests/wait_for.h"
 
 namespace podscope::testing {
 
@@ -52,7 +54,7 @@ class LiveClusterTest : public ::testing::Test {
         log);
     const std::string grpc = coordinator_->WaitForLog("agents on grpc://[^:]+:([0-9]+)");
     ASSERT_FALSE(grpc.empty()) << coordinator_->Log();
-    grpc_port_ = std::stoi(grpc);
+    grpc_port_ = static_cast<int>(common::ParseInt(grpc).value());
     http_port_ = coordinator_->WaitForPort();
     ASSERT_GT(http_port_, 0) << coordinator_->Log();
   }
@@ -75,30 +77,26 @@ class LiveClusterTest : public ::testing::Test {
     return e;
   }
 
-  // Polls `condition` every 50 ms until it holds (true) or `timeout_ms` pass (false).
+  // Polls `condition` until it holds (true) or `timeout_ms` pass (false).
   static bool WaitUntil(const std::function<bool()>& condition, int timeout_ms) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (!condition()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return true;
+    return testing::WaitFor(condition, std::chrono::milliseconds(timeout_ms), std::chrono::milliseconds(50));
   }
 
   // Until `n` agents are connected and each has a clock model.
   void WaitForAgents(size_t n) {
-    for (int i = 0; i < 300; ++i) {
-      const HttpResult r = HttpCall(http_port_, "GET", "/v1/workers");
-      if (r.status == 200) {
-        simdjson::dom::element doc = Json(r.body);
-        size_t synced = 0;
-        for (simdjson::dom::element a : doc["agents"].get_array()) {
-          if (a["health"].get_string().value() != "disconnected" && !a["clock"].is_null()) ++synced;
-        }
-        if (synced == n) return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    const bool connected = WaitUntil(
+        [&] {
+          const HttpResult r = HttpCall(http_port_, "GET", "/v1/workers");
+          if (r.status != 200) return false;
+          simdjson::dom::element doc = Json(r.body);
+          size_t synced = 0;
+          for (simdjson::dom::element a : doc["agents"].get_array()) {
+            if (a["health"].get_string().value() != "disconnected" && !a["clock"].is_null()) ++synced;
+          }
+          return synced == n;
+        },
+        15'000);
+    if (connected) return;
     FAIL() << "agents never connected: " << HttpCall(http_port_, "GET", "/v1/workers").body;
   }
 
@@ -117,11 +115,12 @@ class LiveClusterTest : public ::testing::Test {
 
   std::string WaitForState(const std::string& id, const std::set<std::string>& states, int timeout_ms) {
     std::string state;
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-      state = State(id);
-      if (states.count(state)) return state;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitUntil(
+        [&] {
+          state = State(id);
+          return states.count(state) > 0;
+        },
+        timeout_ms);
     return state;
   }
 
@@ -133,7 +132,8 @@ class LiveClusterTest : public ::testing::Test {
     std::smatch m;
     const std::regex numbers("offset_ns=(-?[0-9]+) drift_ppb=(-?[0-9]+) reference_ns=([0-9]+)");
     EXPECT_TRUE(std::regex_search(line, m, numbers)) << line;
-    return agent::AgentClock(std::stoll(m[1]), std::stoll(m[2]) / 1000.0, std::stoll(m[3]));
+    return agent::AgentClock(common::ParseInt(m[1].str()).value(), common::ParseInt(m[2].str()).value() / 1000.0,
+                            common::ParseInt(m[3].str()).value());
   }
 
   // The CLI against this coordinator, as an admin; its output (stdout and stderr) and exit code.

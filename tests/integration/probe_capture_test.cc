@@ -13,8 +13,10 @@
 #include <thread>
 
 #include "tests/integration/daemon.h"
+#include "common/parse_number.h"
 #include "tests/integration/test_security.h"
 #include "tests/test_paths.h"
+#include "tests/wait_for.h"
 
 namespace podscope::testing {
 namespace {
@@ -63,13 +65,11 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
         dir_.File("rank" + std::to_string(rank) + ".log")));
   }
   // Both processes register and the coordinator hears of them.
-  bool registered = false;
-  for (int i = 0; i < 200 && !registered; ++i) {
+  const bool registered = testing::WaitFor([&] {
     const HttpResult r = HttpCall(http, "GET", "/v1/workers");
-    registered = r.status == 200 && r.body.find("\"job\":\"fake-job\"") != std::string::npos &&
-                 Json(r.body)["workers"].get_array().size() == 2;
-    if (!registered) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return r.status == 200 && r.body.find("\"job\":\"fake-job\"") != std::string::npos &&
+           Json(r.body)["workers"].get_array().size() == 2;
+  });
   ASSERT_TRUE(registered) << HttpCall(http, "GET", "/v1/workers").body << agent.Log();
 
   const HttpResult created = HttpCall(http, "POST", "/v1/captures", R"({"job": "fake-job", "duration_ms": 1000})",
@@ -77,11 +77,10 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   ASSERT_EQ(created.status, 202) << created.body;
   const std::string id(Json(created.body)["id"].get_string().value());
   std::string state;
-  for (int i = 0; i < 600; ++i) {
+  testing::WaitFor([&] {
     state = std::string(Json(HttpCall(http, "GET", "/v1/captures/" + id).body)["state"].get_string().value());
-    if (state == "complete" || state == "partial" || state == "failed") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return state == "complete" || state == "partial" || state == "failed";
+  });
   ASSERT_EQ(state, "complete") << HttpCall(http, "GET", "/v1/captures/" + id).body << "\n" << agent.Log();
 
   simdjson::dom::element capture = Json(HttpCall(http, "GET", "/v1/captures/" + id).body);
@@ -125,7 +124,9 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   // SIGTERM stops an agent serving probes cleanly (its collector threads must not take the
   // signal), and the training processes carry on without it.
   EXPECT_EQ(agent.Terminate(), 0) << agent.Log();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // A moment for a process the agent's exit would take down to go: not a timing assertion (a
+  // dead one stays dead, so a later look would only see more of them).
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // not a timing assertion
   for (const auto& t : training) EXPECT_EQ(kill(t->pid(), 0), 0) << "a training process died with its agent";
 }
 
@@ -176,32 +177,36 @@ class ProbeWatchTest : public ProbeCaptureTest {
 
   // The alert of `kind` firing for `job`, polled until `deadline_ns` (Unix).
   std::optional<simdjson::dom::element> WaitForAlert(const std::string& job, const std::string& kind, int64_t deadline_ns) {
-    while (UnixNowNs() < deadline_ns) {
-      const HttpResult r = HttpCall(http_, "GET", "/v1/alerts?job=" + job + "&state=firing");
-      if (r.status == 200) {
-        for (simdjson::dom::element a : Json(r.body)["alerts"].get_array()) {
-          if (a["kind"].get_string().value() == kind) return a;
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return std::nullopt;
+    std::optional<simdjson::dom::element> found;
+    testing::WaitFor(
+        [&] {
+          const HttpResult r = HttpCall(http_, "GET", "/v1/alerts?job=" + job + "&state=firing");
+          if (r.status != 200) return false;
+          for (simdjson::dom::element a : Json(r.body)["alerts"].get_array()) {
+            if (a["kind"].get_string().value() == kind) found = a;
+          }
+          return found.has_value();
+        },
+        MillisUntil(deadline_ns), std::chrono::milliseconds(200));
+    return found;
+  }
+  static std::chrono::milliseconds MillisUntil(int64_t deadline_ns) {
+    return std::chrono::milliseconds(std::max<int64_t>(0, (deadline_ns - UnixNowNs()) / 1'000'000));
   }
 
   // Until every one of `ranks` has at least `steps` steps in the watch's window (20 at most).
   bool WaitForSteps(const std::string& job, size_t ranks, int64_t steps, int64_t deadline_ns) {
-    while (UnixNowNs() < deadline_ns) {
-      const HttpResult r = HttpCall(http_, "GET", "/v1/watch/jobs/" + job);
-      if (r.status == 200) {
-        size_t ready = 0;
-        for (simdjson::dom::element rank : Json(r.body)["ranks"].get_array()) {
-          if (rank["steps"].get_int64().value() >= steps) ++ready;
-        }
-        if (ready == ranks) return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return false;
+    return testing::WaitFor(
+        [&] {
+          const HttpResult r = HttpCall(http_, "GET", "/v1/watch/jobs/" + job);
+          if (r.status != 200) return false;
+          size_t ready = 0;
+          for (simdjson::dom::element rank : Json(r.body)["ranks"].get_array()) {
+            if (rank["steps"].get_int64().value() >= steps) ++ready;
+          }
+          return ready == ranks;
+        },
+        MillisUntil(deadline_ns), std::chrono::milliseconds(200));
   }
 
   int http_ = 0;
@@ -262,7 +267,7 @@ TEST_F(ProbeWatchTest, StepsAreInferredWithoutMarksAndAHungProcessIsNamedWithIts
   // The sequence the hung rank never entered is the one its log names.
   const std::string hung = training_[3]->WaitForLog("hangs before collective ([0-9]+)");
   ASSERT_FALSE(hung.empty()) << training_[3]->Log();
-  EXPECT_EQ(static_cast<int64_t>(evidence["sequence"].get_double().value()), std::stoll(hung));
+  EXPECT_EQ(static_cast<int64_t>(evidence["sequence"].get_double().value()), common::ParseInt(hung).value());
 }
 
 }  // namespace

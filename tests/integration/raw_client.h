@@ -23,6 +23,8 @@
 
 #include "common/client_connection.h"
 
+#include "absl/strings/ascii.h"
+#include "common/parse_number.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/test_security.h"
 
@@ -155,8 +157,8 @@ inline double CpuSeconds(pid_t pid) {
   std::string field;
   uint64_t utime = 0, stime = 0;
   for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
+    if (i == 14) utime = static_cast<uint64_t>(common::ParseInt(field).value());
+    if (i == 15) stime = static_cast<uint64_t>(common::ParseInt(field).value());
   }
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
@@ -176,7 +178,7 @@ inline uint64_t StatusBytes(pid_t pid, const std::string& field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind(field, 0) == 0) return std::stoull(line.substr(field.size())) * 1024;
+    if (line.rfind(field, 0) == 0) return static_cast<uint64_t>(common::ParseInt(std::string(absl::StripAsciiWhitespace(line.substr(field.size(), line.find(" kB") - field.size())))).value()) * 1024;
   }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "coordinator/auth/token_store.h"
+#include "common/parse_number.h"
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/raw_client.h"
@@ -24,7 +25,9 @@ namespace {
 
 class SecurityTest : public CoordinatorTest {
  protected:
-  int GrpcPort() { return std::stoi(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)")); }
+  int GrpcPort() {
+    return static_cast<int>(common::ParseInt(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)")).value());
+  }
 
   std::unique_ptr<Daemon> StartAgent(const std::string& id, const std::vector<std::string>& tls,
                                      const std::string& job = "secure", const std::string& coordinator = "") {

@@ -23,6 +23,7 @@
 #include "tests/integration/daemon.h"
 #include "tests/integration/test_security.h"
 #include "tests/test_paths.h"
+#include "tests/wait_for.h"
 
 namespace podscope::testing {
 namespace {
@@ -33,11 +34,7 @@ using coordinator::ShardMember;
 // Polls `done` every 100 ms until it holds or `seconds` pass.
 template <typename F>
 bool Eventually(F done, int seconds = 60) {
-  for (int i = 0; i < seconds * 10; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
+  return testing::WaitFor(done, std::chrono::seconds(seconds), std::chrono::milliseconds(100));
 }
 
 class ShardTest : public ::testing::Test {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/sim/workload_model.h"
+#include "sim/workload_model.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/browser.h"
 #include "tests/integration/live_cluster_fixture.h"
@@ -394,7 +394,7 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "load times are measured in the optimised build";
 #endif
-  agent::sim::WorkloadOptions o;
+  sim::WorkloadOptions o;
   o.ranks = 1024;
   o.ranks_per_host = 8;
   o.steps = 100;
@@ -402,7 +402,7 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
   o.seed = 11;
   o.forward_kernels = 3, o.backward_kernels = 4, o.optimizer_kernels = 1, o.buckets = 2;
   o.slowdowns = {{.rank = 700, .factor = 1.3}};
-  agent::sim::Workload workload = agent::sim::SimulateJob(o);
+  sim::Workload workload = sim::SimulateJob(o);
   const std::string id = "cap-ui-1024";
   {
     auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});

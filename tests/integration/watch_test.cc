@@ -15,6 +15,7 @@
 #include "common/protocol_version.h"
 #include "common/watch_wire.h"
 #include "tests/integration/live_cluster_fixture.h"
+#include "tests/wait_for.h"
 
 namespace podscope::testing {
 namespace {
@@ -48,13 +49,17 @@ class WatchTest : public LiveClusterTest {
   std::optional<simdjson::dom::element> WaitForAlert(const std::string& job, const std::string& kind,
                                                      const std::string& state, TimeNs deadline_ns) {
     // Looks at least once, even past the deadline (a resolved alert stays listed).
-    while (true) {
-      for (simdjson::dom::element a : Alerts(job, state)) {
-        if (a["kind"].get_string().value() == kind) return a;
-      }
-      if (UnixNowNs() >= deadline_ns) return std::nullopt;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    std::optional<simdjson::dom::element> found;
+    testing::WaitFor(
+        [&] {
+          for (simdjson::dom::element a : Alerts(job, state)) {
+            if (a["kind"].get_string().value() == kind) found = a;
+          }
+          return found.has_value();
+        },
+        std::chrono::milliseconds(std::max<int64_t>(0, (deadline_ns - UnixNowNs()) / 1'000'000)),
+        std::chrono::milliseconds(200));
+    return found;
   }
 
   // "4 agents x 8 ranks" of `job`, each with `extra` simulation keys.
@@ -87,9 +92,11 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
       onset / kSegment * agent::SimulatedRanksCollector(*spec, "h", host_clock).steps_per_segment();
 
   // Nothing fires while the job is clean.
+  // Sampled until the onset: an alert at any look fails the test, so this is an observation
+  // window, not a timing assertion.
   while (UnixNowNs() < onset) {
     ASSERT_TRUE(Alerts("watched", "firing").empty()) << HttpCall(http_port_, "GET", "/v1/alerts").body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // not a timing assertion
   }
   std::optional<simdjson::dom::element> fired = WaitForAlert("watched", "straggler", "firing", end);
   ASSERT_TRUE(fired.has_value()) << "no straggler alert while rank 13 was slow: "
@@ -113,16 +120,15 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
   // The alert is listed as it fires; its capture is started right after, outside the watch's
   // lock, so the link may follow it by a moment.
   std::string capture;
-  for (const TimeNs deadline = UnixNowNs() + 30'000'000'000; capture.empty() && UnixNowNs() < deadline;) {
+  testing::WaitFor([&] {
     const HttpResult r = HttpCall(http_port_, "GET", "/v1/alerts?job=watched");
-    if (r.status == 200) {
-      for (simdjson::dom::element a : Json(r.body)["alerts"].get_array()) {
-        std::string_view linked;
-        if (a["id"].get_string().value() == id && a["capture_id"].get_string().get(linked) == simdjson::SUCCESS) capture = linked;
-      }
+    if (r.status != 200) return false;
+    for (simdjson::dom::element a : Json(r.body)["alerts"].get_array()) {
+      std::string_view linked;
+      if (a["id"].get_string().value() == id && a["capture_id"].get_string().get(linked) == simdjson::SUCCESS) capture = linked;
     }
-    if (capture.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    return !capture.empty();
+  });
   ASSERT_FALSE(capture.empty()) << "the alert links no evidence capture: " << HttpCall(http_port_, "GET", "/v1/alerts").body;
   EXPECT_EQ(WaitForState(capture, {"complete", "partial", "failed"}, 180'000), "complete") << Capture(capture);
   EXPECT_EQ(Capture(capture)["workers"].get_array().size(), 32u);
@@ -155,7 +161,8 @@ TEST_F(WatchTest, ACleanJobWatchedForTwoMinutesFiresNothing) {
     const HttpResult r = HttpCall(http_port_, "GET", "/v1/alerts?job=clean");
     ASSERT_EQ(r.status, 200) << r.body;
     ASSERT_EQ(r.body, R"({"alerts":[]})") << "a clean job raised an alert";
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+    // Sampling a two-minute observation window; not a timing assertion.
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // not a timing assertion
   }
   // podscope watch, piped: one JSON line per refresh, every rank with its figures.
   const auto [lines, lines_code] = Cli("watch --job clean --count 2 --interval 200ms");
@@ -243,12 +250,12 @@ TEST_F(WatchTest, ScheduledCapturesRunSurviveARestartAndStop) {
   ASSERT_EQ(id.rfind("sch-", 0), 0u) << added;
   // The first run comes 9 to 11 s after the schedule was made; its capture completes.
   std::string capture;
-  for (int i = 0; i < 200 && capture.empty(); ++i) {
+  testing::WaitFor([&] {
     simdjson::dom::element s = Json(HttpCall(http_port_, "GET", "/v1/schedules/" + id).body);
     std::string_view c;
     if (s["last_capture_id"].get_string().get(c) == simdjson::SUCCESS) capture = std::string(c);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    return !capture.empty();
+  });
   ASSERT_FALSE(capture.empty()) << HttpCall(http_port_, "GET", "/v1/schedules").body;
   EXPECT_EQ(WaitForState(capture, {"complete", "partial", "failed"}, 60'000), "complete") << Capture(capture);
   EXPECT_EQ(Capture(capture)["workers"].get_array().size(), 4u);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/time_source.h"
+
 #include <map>
 #include <set>
 #include <thread>
@@ -107,7 +109,8 @@ TEST(SimulatedRanksTest, RanksOnDifferentAgentsShareOneJob) {
 }
 
 TEST(SimulatedRanksTest, CaptureLifecycleAndLimits) {
-  const AgentClock clock(5'000'000, 0, 0);
+  common::SimulatedTimeSource time(common::HostNowNs());
+  const AgentClock clock(5'000'000, 0, 0, time);
   SimulatedRanksCollector c(Spec(0, 1), "n", clock);
   EXPECT_EQ(c.Workers().size(), 2u);
   EXPECT_EQ(c.Workers()[1].rank, 1);
@@ -116,7 +119,7 @@ TEST(SimulatedRanksTest, CaptureLifecycleAndLimits) {
   EXPECT_EQ(c.Arm({"cap", {0}, 0, 0, 0}).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(c.Drain("cap", 0).status().code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(c.Start("cap").ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  time.AdvanceBy(400'000'000);
   ASSERT_TRUE(c.Stop("cap").ok());
   absl::StatusOr<CollectedWorker> w = c.Drain("cap", 1);
   ASSERT_TRUE(w.ok());

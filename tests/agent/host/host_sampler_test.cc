@@ -7,6 +7,8 @@
 
 #include "tests/test_paths.h"
 
+#include "tests/wait_for.h"
+
 namespace podscope::agent::host {
 namespace {
 
@@ -164,13 +166,20 @@ TEST(HostSamplerTest, TheThreadSamplesOnlyWhileAcquired) {
   HostSamplerOptions options;
   options.proc_root = proc.root();
   options.interval_ns = 10'000'000;
-  HostSampler sampler(options, nullptr);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  common::SimulatedTimeSource time(1'000'000'000);
+  HostSampler sampler(options, nullptr, time);
+  time.AdvanceBy(5 * options.interval_ns);
   EXPECT_EQ(sampler.samples(), 0u) << "idle costs nothing";
   sampler.Acquire();
-  for (int i = 0; i < 200 && sampler.samples() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The first reading only sets the baseline; each interval after it stores one sample. Time
+  // moves once the thread sleeps on its interval.
+  for (size_t want = 1; want <= 2; ++want) {
+    ASSERT_TRUE(testing::WaitFor([&] { return time.Sleepers() == 1; }));
+    time.AdvanceBy(options.interval_ns);
+    ASSERT_TRUE(testing::WaitFor([&] { return sampler.samples() == want; })) << sampler.samples();
+  }
   sampler.Release();
-  EXPECT_GE(sampler.samples(), 2u);
+  EXPECT_EQ(sampler.samples(), 2u);
 }
 
 // Found by fuzzing (podscope_proc_fuzz): istream's >> read "-2" as 2^64 - 2, so a garbled

@@ -1,6 +1,7 @@
 // A probe (ProbeRuntime with a synthetic source) and the agent's ProbeCollector on a real unix
 // socket: registration, a whole capture window, a probe without an agent, an agent restart in
 // the middle of a window, and refusals.
+#include "absl/synchronization/mutex.h"
 #include "agent/collectors/probe_collector.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include "common/frame_codec.h"
 #include "common/protocol_version.h"
 #include "tests/test_paths.h"
+#include "tests/wait_for.h"
 
 namespace podscope::agent {
 namespace {
@@ -32,17 +34,17 @@ class SyntheticSource : public probe::EventSource {
  public:
   std::string_view name() const override { return "synthetic"; }
   void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap*) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     open_ = host_now;
     budget_ = budget;
     ++windows_opened;
   }
   void CloseWindow(TimeNs host_now) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     close_ = host_now;
   }
   Harvest TakeHarvest() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Harvest h;
     common::KernelTable& k = h.trace.kernels;
     const common::NameId name = h.trace.strings.Intern("synthetic_kernel");
@@ -66,9 +68,10 @@ class SyntheticSource : public probe::EventSource {
   std::atomic<int> windows_opened{0};
 
  private:
-  std::mutex mu_;
-  TimeNs open_ = 0, close_ = 0;
-  EventBudget* budget_ = nullptr;
+  absl::Mutex mu_;
+  TimeNs open_ ABSL_GUARDED_BY(mu_) = 0;
+  TimeNs close_ ABSL_GUARDED_BY(mu_) = 0;
+  EventBudget* budget_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 // What SyntheticSource records over a window: one kernel per whole millisecond.
@@ -83,14 +86,7 @@ size_t KernelsIn(const CollectedWorker& w) {
   return n;
 }
 
-template <typename Predicate>
-bool WaitFor(Predicate done, int timeout_ms = 5000) {
-  for (int i = 0; i < timeout_ms / 5; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
-}
+using podscope::testing::WaitFor;
 
 class ProbeCollectorTest : public ::testing::Test {
  protected:
@@ -208,7 +204,7 @@ TEST_F(ProbeCollectorTest, AProbeWithoutAnAgentNeverBlocksAndKeepsItsQueueBounde
   settings.max_queue_bytes = 64 * 1024;
   probe::ProbeRuntime runtime(settings, probe::ProbeDescription{}, {&source_});
   runtime.Start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // No agent listens at that path, so no amount of waiting could connect it.
   EXPECT_FALSE(runtime.link().connected());
   EXPECT_EQ(runtime.link().connections(), 0u);
   // What the probe would send piles up to the bound, then is dropped and counted, at once.
@@ -231,7 +227,7 @@ TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
   ASSERT_TRUE(WaitFor([&] { return source_.windows_opened.load() == 1; }));
   // The agent dies while the probe records...
   agent.reset();
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_TRUE(WaitFor([&] { return !probe->link().connected(); }));
   // ...and a new one comes up; the probe finds it, and the coordinator re-sends the capture.
   agent = StartAgent();
   ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
@@ -253,10 +249,10 @@ TEST_F(ProbeCollectorTest, ResultsThatArriveBeforeTheCaptureIsKnownAreClaimed) {
   ASSERT_TRUE(agent->Arm(window).ok());
   ASSERT_TRUE(WaitFor([&] { return source_.windows_opened.load() == 1; }));
   agent.reset();  // gone before the window ends; the results wait in the probe's queue
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the window is over
+  ASSERT_TRUE(WaitFor([&] { return clock_.Now() > window.stop_ns; }));  // the window is over
   agent = StartAgent();
   ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the chunks arrive unclaimed
+  ASSERT_TRUE(WaitFor([&] { return agent->unclaimed_results() == 1; }));  // they arrive unclaimed
   ASSERT_TRUE(agent->Arm(window).ok());
   absl::StatusOr<CollectedWorker> got = agent->Drain("cap-u", 4);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -286,8 +282,7 @@ TEST_F(ProbeCollectorTest, AChildOfAWorkerAndADuplicateRankAreNotServed) {
   child.ppid_chain = {getpid(), 1};
   probe::ProbeRuntime child_probe(settings, child, {});
   child_probe.Start();
-  ASSERT_TRUE(WaitFor([&] { return child_probe.link().connected(); }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(WaitFor([&] { return agent->probes() == 2; }));  // the child registered, and was judged
   ASSERT_EQ(agent->Workers().size(), 1u);
   EXPECT_EQ(agent->Workers()[0].rank, 6);
   child_probe.Stop();

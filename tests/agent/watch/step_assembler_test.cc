@@ -8,7 +8,7 @@
 #include <map>
 #include <random>
 
-#include "agent/sim/workload_model.h"
+#include "sim/workload_model.h"
 #include "agent/watch/probe_watch.h"
 
 namespace podscope::agent {

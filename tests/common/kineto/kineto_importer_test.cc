@@ -1,6 +1,7 @@
 // The importer on small hand-written traces: every event kind, exact nanoseconds, collective
 // linking, and every error path.
 #include "common/chrome/chrome_exporter.h"
+#include "common/parse_number.h"
 #include "common/kineto/kineto_importer.h"
 
 #include <gtest/gtest.h>
@@ -272,7 +273,7 @@ size_t OffsetIn(const absl::Status& status) {
   std::smatch m;
   const std::string message(status.message());
   EXPECT_TRUE(std::regex_search(message, m, std::regex("byte offset ([0-9]+)"))) << message;
-  return m.empty() ? 0 : std::stoul(m[1]);
+  return m.empty() ? 0 : static_cast<size_t>(common::ParseInt(m[1].str()).value());
 }
 
 TEST(KinetoImporterTest, TruncatedJsonIsRejected) {

@@ -28,10 +28,10 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   auto now = [] { return int64_t{0}; };
   AgentRegistry registry({}, now);
   ClockAligner aligner;
-  CaptureScheduler scheduler(**store, registry, aligner, {}, now);
+  CaptureScheduler scheduler(**store, registry, aligner, {});
   LiveApi live(registry, aligner, scheduler, now);
   live.Register(router);
-  auto watch = watch::WatchService::Create(**store, now);
+  auto watch = watch::WatchService::Create(**store);
   ASSERT_TRUE(watch.ok());
   WatchApi watch_api(**watch);
   watch_api.Register(router);

@@ -1,5 +1,6 @@
 // The watch service behind its REST routes (no daemon): watch data in, alerts out, rules
 // checked, stored and read back after a restart. Time is injected.
+#include "common/time_source.h"
 #include "coordinator/api/watch_api.h"
 #include "coordinator/api/watch_metrics.h"
 
@@ -7,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
-#include "agent/sim/summary_model.h"
+#include "sim/summary_model.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/test_paths.h"
 
@@ -19,7 +20,7 @@ using ::testing::HasSubstr;
 struct Fixture {
   podscope::testing::ScratchDir dir;
   std::unique_ptr<storage::RocksDbTraceStore> store;
-  common::TimeNs now = 0;
+  common::SimulatedTimeSource time{0};
   std::unique_ptr<watch::WatchService> service;
   Router router;
   std::unique_ptr<WatchApi> api;
@@ -29,7 +30,7 @@ struct Fixture {
     service.reset();
     store.reset();
     store = std::move(*storage::RocksDbTraceStore::Open({.path = dir.File("db")}));
-    service = std::move(*watch::WatchService::Create(*store, [this] { return now; }));
+    service = std::move(*watch::WatchService::Create(*store, time));
     router = Router();
     api = std::make_unique<WatchApi>(*service);
     api->Register(router);
@@ -50,14 +51,14 @@ struct Fixture {
     return route->handler(r);
   }
   // Feeds a simulated job's steps as agents would, one step at a time, evaluating after each.
-  void Watch(agent::sim::SummaryModel& model, const std::string& job) {
+  void Watch(sim::SummaryModel& model, const std::string& job) {
     std::vector<common::StepSummary> step;
     while (model.Next(&step)) {
       common::DecodedWatch batch;
       for (common::StepSummary& s : step) batch.steps.emplace_back(job, std::move(s));
       step.clear();
       service->Ingest("agent-0", batch);
-      now = model.now();
+      time.AdvanceTo(model.now());
       service->Evaluate();
     }
   }
@@ -65,11 +66,11 @@ struct Fixture {
 
 TEST(WatchApiTest, AStragglerShowsUpAsAFiringAlertWithItsEvidence) {
   Fixture f;
-  agent::sim::WorkloadOptions o;
+  sim::WorkloadOptions o;
   o.ranks = 8;
   o.steps = 60;
-  o.slowdowns.push_back({6, 1.05, agent::sim::SlowdownKind::kCompute});
-  agent::sim::SummaryModel model(o);
+  o.slowdowns.push_back({6, 1.05, sim::SlowdownKind::kCompute});
+  sim::SummaryModel model(o);
   f.service->SetHost("llama", 6, "node-0");
   f.Watch(model, "llama");
   const HttpResponse r = f.Call("GET", "/v1/alerts");
@@ -110,11 +111,11 @@ TEST(WatchApiTest, EvidenceCapturesAreStartedOncePerJobPerIntervalAndLinked) {
   // Two rules that fire on the same step.
   ASSERT_TRUE(f.service->SetRules(R"({"rules":[{"name":"straggler","kind":"straggler"},
                                                 {"name":"straggler-too","kind":"straggler"}]})").ok());
-  agent::sim::WorkloadOptions o;
+  sim::WorkloadOptions o;
   o.ranks = 8;
   o.steps = 80;
-  o.slowdowns.push_back({3, 1.5, agent::sim::SlowdownKind::kCompute});
-  agent::sim::SummaryModel llama(o);
+  o.slowdowns.push_back({3, 1.5, sim::SlowdownKind::kCompute});
+  sim::SummaryModel llama(o);
   f.Watch(llama, "llama");
   ASSERT_EQ(started.size(), 1u);
   EXPECT_EQ(started[0].first, "llama");
@@ -131,7 +132,7 @@ TEST(WatchApiTest, EvidenceCapturesAreStartedOncePerJobPerIntervalAndLinked) {
   // Another job has its own allowance; a refused capture is counted and links nothing.
   refuse = true;
   o.epoch_ns += 1'000'000'000'000;
-  agent::sim::SummaryModel bert(o);
+  sim::SummaryModel bert(o);
   f.Watch(bert, "bert");
   EXPECT_EQ(f.service->counters().evidence_failed, 1u);
   for (const watch::Alert& a : f.service->Alerts()) {
@@ -144,7 +145,7 @@ TEST(WatchApiTest, EvidenceCapturesAreStartedOncePerJobPerIntervalAndLinked) {
   refuse = false;
   ASSERT_TRUE(f.service->SetRules(R"({"rules":[{"name":"straggler2","kind":"straggler"}]})").ok());
   o.epoch_ns += 1'000'000'000'000;
-  agent::sim::SummaryModel later(o);
+  sim::SummaryModel later(o);
   f.Watch(later, "llama");
   ASSERT_EQ(started.size(), 2u);
   EXPECT_EQ(started[1].first, "llama");
@@ -154,11 +155,11 @@ TEST(WatchApiTest, EvidenceCapturesAreStartedOncePerJobPerIntervalAndLinked) {
 // caused delay, the straggler first among them.
 TEST(WatchApiTest, MetricsOfA1024RankJobAreBoundedAndNameTheStraggler) {
   Fixture f;
-  agent::sim::WorkloadOptions o;
+  sim::WorkloadOptions o;
   o.ranks = 1024;
   o.steps = 30;
-  o.slowdowns.push_back({700, 1.2, agent::sim::SlowdownKind::kCompute});
-  agent::sim::SummaryModel model(o);
+  o.slowdowns.push_back({700, 1.2, sim::SlowdownKind::kCompute});
+  sim::SummaryModel model(o);
   f.Watch(model, "big");
   std::string out;
   AppendWatchMetrics(*f.service, &out);

@@ -5,11 +5,14 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "common/chunk_codec.h"
+#include "common/time_source.h"
 #include "podscope/v1/trace.pb.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/common/sample_trace.h"
 #include "tests/test_paths.h"
+#include "tests/wait_for.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -20,23 +23,23 @@ constexpr TimeNs kStart = 1'795'000'000'000'000'000;
 class FakeLink : public AgentLink {
  public:
   bool Send(const v1::CoordinatorMessage& m) override {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     sent.push_back(m);
     return up;
   }
   void Close() override { up = false; }
   std::vector<v1::CoordinatorMessage> Sent() {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     return sent;
   }
-  std::mutex mu;
-  std::vector<v1::CoordinatorMessage> sent;
+  absl::Mutex mu;
+  std::vector<v1::CoordinatorMessage> sent ABSL_GUARDED_BY(mu);
   std::atomic<bool> up{true};
 };
 
 class CaptureSchedulerTest : public ::testing::Test {
  protected:
-  CaptureSchedulerTest() : registry_({}, [this] { return now_.load(); }) {
+  CaptureSchedulerTest() : registry_({}, [this] { return time_.Now(); }) {
     auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("db")});
     EXPECT_TRUE(store.ok());
     store_ = *std::move(store);
@@ -45,7 +48,7 @@ class CaptureSchedulerTest : public ::testing::Test {
     options_.flush_interval_ns = 0;
   }
   void MakeScheduler() {
-    scheduler_ = std::make_unique<CaptureScheduler>(*store_, registry_, aligner_, options_, [this] { return now_.load(); });
+    scheduler_ = std::make_unique<CaptureScheduler>(*store_, registry_, aligner_, options_, time_);
   }
 
   // An agent serving `ranks` of job "j" whose clock runs `offset` ns ahead of the coordinator's.
@@ -61,7 +64,7 @@ class CaptureSchedulerTest : public ::testing::Test {
     auto link = std::make_shared<FakeLink>();
     EXPECT_TRUE(registry_.Connected(hello, "peer", link).ok());
     if (offset) {
-      const TimeNs t = now_.load();
+      const TimeNs t = time_.Now();
       const std::vector<ClockSample> s = {{t + *offset, t + 10'000, t + 11'000, t + 21'000 + *offset}};
       aligner_.AddSamples(id, s);
     }
@@ -98,10 +101,13 @@ class CaptureSchedulerTest : public ::testing::Test {
   }
 
   storage::CaptureRecord WaitForState(const std::string& id, storage::CaptureState state) {
-    for (int i = 0; i < 200; ++i) {
-      absl::StatusOr<storage::CaptureRecord> r = store_->GetCapture(id);
-      if (r.ok() && r->state == state) return *r;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    storage::CaptureRecord found;
+    if (testing::WaitFor([&] {
+          absl::StatusOr<storage::CaptureRecord> r = store_->GetCapture(id);
+          if (r.ok() && r->state == state) found = *r;
+          return r.ok() && r->state == state;
+        })) {
+      return found;
     }
     ADD_FAILURE() << "capture " << id << " never reached " << storage::CaptureStateName(state);
     return {};
@@ -109,7 +115,7 @@ class CaptureSchedulerTest : public ::testing::Test {
 
   testing::ScratchDir dir_;
   std::unique_ptr<storage::RocksDbTraceStore> store_;
-  std::atomic<TimeNs> now_{kStart};
+  common::SimulatedTimeSource time_{kStart};
   AgentRegistry registry_;
   ClockAligner aligner_;
   SchedulerOptions options_;
@@ -139,7 +145,7 @@ TEST_F(CaptureSchedulerTest, SendsEachAgentTheStartInItsOwnClock) {
   // to skip the burst before the window.
   EXPECT_EQ(b->Sent()[0].capture().sync_exchanges(), 0u);
   // The agent's next samples move its start: a sharper model, a sharper start.
-  const TimeNs t = now_.load();
+  const TimeNs t = time_.Now();
   // A 2 us round trip that says the offset is 100 us off: it outweighs the 20 us one.
   const std::vector<ClockSample> sharper = {{t - 7'000'000 + 100'000, t + 1'000, t + 1'000, t + 2'000 - 7'000'000 + 100'000}};
   aligner_.AddSamples("b", sharper);
@@ -174,11 +180,11 @@ TEST_F(CaptureSchedulerTest, HappyPathEndsCompleteWithFrozenClocks) {
   const TimeNs agent_start = r->window_start_ns + 5'000'000 + 300'000;  // started 0.3 ms late
   scheduler_->OnCaptureStatus("a", Status(id, {0, 1}, v1::WORKER_PHASE_ARMED));
   EXPECT_EQ(scheduler_->LiveRecord(id)->state, storage::CaptureState::kArmed);
-  now_ = r->window_start_ns;
+  time_.AdvanceTo(r->window_start_ns);
   scheduler_->OnCaptureStatus("a", Status(id, {0, 1}, v1::WORKER_PHASE_CAPTURING, agent_start));
   EXPECT_EQ(scheduler_->LiveRecord(id)->state, storage::CaptureState::kCapturing);
   EXPECT_EQ(scheduler_->LiveRecord(id)->workers[0].actual_start_ns - r->window_start_ns, 300'000);
-  now_ = r->window_start_ns + 1'000'000'000;
+  time_.AdvanceTo(r->window_start_ns + 1'000'000'000);
   scheduler_->OnCaptureStatus("a", Status(id, {0, 1}, v1::WORKER_PHASE_COLLECTED, agent_start, agent_start + 1'000'000'000, 2));
   EXPECT_EQ(scheduler_->LiveRecord(id)->state, storage::CaptureState::kUploading);
   for (int32_t rank : {0, 1}) {
@@ -220,14 +226,16 @@ TEST_F(CaptureSchedulerTest, SilentAgentMakesThePartialCaptureNameIt) {
   scheduler_->OnCaptureStatus("a", Status(id, {0}, v1::WORKER_PHASE_ARMED));
   scheduler_->OnCaptureStatus("b", Status(id, {0}, v1::WORKER_PHASE_CAPTURING));  // not b's worker: ignored
   EXPECT_EQ(scheduler_->LiveRecord(id)->workers[0].state, "armed");
-  now_ = r->window_start_ns + 1;  // b never acknowledged
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::optional<storage::CaptureRecord> live = scheduler_->LiveRecord(id);
-  ASSERT_TRUE(live);
+  time_.AdvanceTo(r->window_start_ns + 1);  // b never acknowledged
+  std::optional<storage::CaptureRecord> live;
+  ASSERT_TRUE(testing::WaitFor([&] {
+    live = scheduler_->LiveRecord(id);
+    return live && live->workers[1].state == "failed";
+  }));
   EXPECT_EQ(live->workers[1].state, "failed");
   EXPECT_NE(live->workers[1].error.find("agent b did not acknowledge"), std::string::npos) << live->workers[1].error;
   // a captured but never reported the end: failed once the grace period is over.
-  now_ = r->window_start_ns + r->window_duration_ns + options_.capture_grace_ns;
+  time_.AdvanceTo(r->window_start_ns + r->window_duration_ns + options_.capture_grace_ns);
   const storage::CaptureRecord done = WaitForState(id, storage::CaptureState::kFailed);
   EXPECT_NE(done.error.find("3 of 3 workers failed"), std::string::npos) << done.error;
   EXPECT_NE(done.error.find("did not report the end of the window"), std::string::npos) << done.error;

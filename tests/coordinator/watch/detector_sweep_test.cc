@@ -5,15 +5,15 @@
 
 #include <random>
 
-#include "agent/sim/summary_model.h"
+#include "sim/summary_model.h"
 #include "coordinator/watch/watch_engine.h"
 
 namespace podscope::coordinator::watch {
 namespace {
 
-using agent::sim::SlowdownKind;
-using agent::sim::SummaryModel;
-using agent::sim::WorkloadOptions;
+using sim::SlowdownKind;
+using sim::SummaryModel;
+using sim::WorkloadOptions;
 
 constexpr int kSeeds = 20;
 

@@ -3,7 +3,7 @@
 // (common::SummarizeSteps) and watched online, give every rank the same caused delay.
 #include <gtest/gtest.h>
 
-#include "agent/sim/workload_model.h"
+#include "sim/workload_model.h"
 #include "common/watch_summary.h"
 #include "coordinator/analysis/analysis_run.h"
 #include "coordinator/watch/detectors.h"
@@ -12,9 +12,9 @@
 namespace podscope::coordinator::watch {
 namespace {
 
-using agent::sim::SlowdownKind;
-using agent::sim::Workload;
-using agent::sim::WorkloadOptions;
+using sim::SlowdownKind;
+using sim::Workload;
+using sim::WorkloadOptions;
 
 class OnlineOfflineTest : public ::testing::TestWithParam<uint64_t> {};
 
@@ -24,7 +24,7 @@ TEST_P(OnlineOfflineTest, CausedDelayIsTheSame) {
   o.steps = 10;
   o.seed = GetParam();
   o.slowdowns.push_back({5, 1.05, SlowdownKind::kCompute});
-  Workload job = agent::sim::SimulateJob(o);
+  Workload job = sim::SimulateJob(o);
   for (size_t r = 0; r < job.capture.workers.size(); ++r)
     job.capture.workers[r].clock = job.true_clocks[r];
 

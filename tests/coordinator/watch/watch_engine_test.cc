@@ -1,18 +1,18 @@
-// The watch engine on simulated jobs (agent/sim/summary_model.h), step by step on the model's
+// The watch engine on simulated jobs (sim/summary_model.h), step by step on the model's
 // own clock: stragglers that start and stop, clean jobs, hangs.
 #include "coordinator/watch/watch_engine.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "agent/sim/summary_model.h"
+#include "sim/summary_model.h"
 
 namespace podscope::coordinator::watch {
 namespace {
 
-using agent::sim::SlowdownKind;
-using agent::sim::SummaryModel;
-using agent::sim::WorkloadOptions;
+using sim::SlowdownKind;
+using sim::SummaryModel;
+using sim::WorkloadOptions;
 using ::testing::HasSubstr;
 
 constexpr TimeNs kSecond = 1'000'000'000;
@@ -94,7 +94,7 @@ TEST(WatchEngineTest, AHangNamesTheRankAndTheCollectiveWithinTwiceTheThreshold) 
   const WorkloadOptions o = Job(8, 100, 3);
   const std::vector<TimeNs> starts = StepStarts(o);
   const TimeNs hang_at = starts[30] + 50'000'000;  // inside step 30's backward pass
-  SummaryModel model(o, agent::sim::Hang{3, hang_at});
+  SummaryModel model(o, sim::Hang{3, hang_at});
   RuleSet rules = DefaultRules();
   rules.rules[1].hang_after_ns = 5 * kSecond;  // as a test would lower it through the rules API
   WatchEngine engine(rules);

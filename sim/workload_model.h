@@ -4,7 +4,7 @@
 // waiting emerges from the model. Per-rank slowdowns make stragglers; per-host clock offsets
 // and drift put each rank's events in its own clock. Deterministic for a seed.
 //
-// Used by tests and benchmarks now, and by the agent's simulated ranks later.
+// Used by the agent's simulated ranks, the CLI's `simulate`, tests and benchmarks.
 #pragma once
 
 #include <climits>
@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "common/capture.h"
 
-namespace podscope::agent::sim {
+namespace podscope::sim {
 
 using common::TimeNs;
 
@@ -88,4 +88,4 @@ absl::Status ValidateOptions(const WorkloadOptions& options);
 // Options must be valid. Pure; any thread.
 Workload SimulateJob(const WorkloadOptions& options);
 
-}  // namespace podscope::agent::sim
+}  // namespace podscope::sim

@@ -1,14 +1,14 @@
-#include "agent/sim/summary_model.h"
+#include "sim/summary_model.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "agent/sim/workload_model.h"
+#include "sim/workload_model.h"
 #include "common/watch_summary.h"
 
-namespace podscope::agent::sim {
+namespace podscope::sim {
 namespace {
 
 WorkloadOptions Options(int32_t ranks, int32_t steps, uint64_t seed = 1) {
@@ -109,4 +109,4 @@ TEST(SummaryModelTest, HangStopsTheJobWithProgressNamingTheMissingRank) {
 }
 
 }  // namespace
-}  // namespace podscope::agent::sim
+}  // namespace podscope::sim

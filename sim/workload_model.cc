@@ -1,4 +1,4 @@
-#include "agent/sim/workload_model.h"
+#include "sim/workload_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "common/parse_number.h"
 #include "common/str_util.h"
 
-namespace podscope::agent::sim {
+namespace podscope::sim {
 namespace {
 
 using common::HostSpanCategory;
@@ -408,4 +408,4 @@ Workload SimulateJob(const WorkloadOptions& o) {
   return out;
 }
 
-}  // namespace podscope::agent::sim
+}  // namespace podscope::sim

@@ -1,6 +1,6 @@
 // The simulated job, and the analyses run against its ground truth: injected stragglers are
 // found, clean jobs name nobody, measured wait/transfer match the model.
-#include "agent/sim/workload_model.h"
+#include "sim/workload_model.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "coordinator/analysis/step_replay.h"
 #include "tests/common/sample_trace.h"
 
-namespace podscope::agent::sim {
+namespace podscope::sim {
 namespace {
 
 using coordinator::analysis::AnalysisRequest;
@@ -258,4 +258,4 @@ TEST(StepTimeLossTest, CleanJobsLoseNothingToTheirLastArriver) {
 }
 
 }  // namespace
-}  // namespace podscope::agent::sim
+}  // namespace podscope::sim

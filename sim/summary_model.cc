@@ -1,10 +1,10 @@
-#include "agent/sim/summary_model.h"
+#include "sim/summary_model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
-namespace podscope::agent::sim {
+namespace podscope::sim {
 namespace {
 
 constexpr TimeNs kLaunchLatencyNs = 2'000;  // as in the full model
@@ -165,4 +165,4 @@ bool SummaryModel::Next(std::vector<common::StepSummary>* out) {
   return true;
 }
 
-}  // namespace podscope::agent::sim
+}  // namespace podscope::sim

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "agent/sim/workload_model.h"
+#include "sim/workload_model.h"
 #include "common/watch_summary.h"
 
-namespace podscope::agent::sim {
+namespace podscope::sim {
 
 struct Hang {
   int32_t rank = -1;         // -1: none
@@ -51,4 +51,4 @@ class SummaryModel {
   TimeNs now_ = 0;
 };
 
-}  // namespace podscope::agent::sim
+}  // namespace podscope::sim

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Presubmit checks (run by scripts/test.sh in CI, or by hand before a commit):
+#   format   clang-format leaves every C and C++ file as it is (.clang-format)
+#   layers   common/ includes nothing of agent/, coordinator/, storage/ or sim/; sim/ and
+#            storage/ include neither daemon; coordinator/ includes nothing of agent/
+#   banned   no std::sto*, atoi/atol/atof or strto* outside common/parse_number.cc (use
+#            common::ParseInt / ParseDouble); no std::mutex or std::condition_variable
+#            (absl::Mutex with ABSL_GUARDED_BY); no sleep in tests outside tests/wait_for.h
+#            unless the line says why it is not a timing assertion ("not a timing assertion")
+#   tidy     clang-tidy's naming checks (.clang-tidy) over every source, from build/'s
+#            compile_commands.json
+# Usage: scripts/presubmit.sh [format|layers|banned|tidy]...   (all four by default)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+checks=("$@")
+[ ${#checks[@]} -eq 0 ] && checks=(format layers banned tidy)
+failed=()
+
+say() { printf '\033[1m==> presubmit: %s\033[0m\n' "$*" >&2; }
+
+sources() { git ls-files -- '*.cc' '*.h' '*.c' ':!:*.pb.*'; }
+
+check_format() {
+  command -v clang-format >/dev/null || { echo "clang-format is not installed (Debian: clang-format)"; return 1; }
+  local bad=()
+  while IFS= read -r f; do
+    clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+  done < <(sources)
+  if [ ${#bad[@]} -gt 0 ]; then
+    for f in "${bad[@]}"; do echo "not clang-formatted: $f (fix: clang-format -i $f)"; done
+    return 1
+  fi
+}
+
+# layer_rule DIR PATTERN WHY: no file under DIR includes a header matching PATTERN.
+layer_rule() {
+  local hits
+  hits=$(git grep -nE "^#include \"($2)/" -- "$1" || true)
+  if [ -n "$hits" ]; then
+    echo "$hits" | sed "s|\$|   <- $3|"
+    return 1
+  fi
+}
+
+check_layers() {
+  local rc=0
+  layer_rule common 'agent|coordinator|storage|sim' "common/ is the bottom layer: it includes no other folder" || rc=1
+  layer_rule sim 'agent|coordinator|storage' "sim/ (the workload model) depends on common/ only" || rc=1
+  layer_rule storage 'agent|coordinator' "storage/ depends on common/ only" || rc=1
+  layer_rule coordinator 'agent' "the coordinator does not include the agent" || rc=1
+  return $rc
+}
+
+# banned_rule PATTERN WHY [PATHSPEC...]
+banned_rule() {
+  local pattern="$1" why="$2"
+  shift 2
+  local hits
+  hits=$(git grep -nE "$pattern" -- "$@" || true)
+  if [ -n "$hits" ]; then
+    echo "$hits" | sed "s|\$|   <- $why|"
+    return 1
+  fi
+}
+
+check_banned() {
+  local rc=0
+  local code=('*.cc' '*.h' ':!:common/parse_number.cc' ':!:tests/tsan/*')
+  banned_rule '(std::sto(i|l|ll|ul|ull|f|d|ld)\(|\b(atoi|atol|atoll|atof|strtol|strtoll|strtoul|strtoull|strtod|strtof|strtold)\()' \
+    "parse numbers with common::ParseInt / common::ParseDouble (common/parse_number.h)" "${code[@]}" || rc=1
+  banned_rule '(std::(mutex|recursive_mutex|shared_mutex|timed_mutex|condition_variable(_any)?)\b|std::(lock_guard|unique_lock|scoped_lock)<)' \
+    "use absl::Mutex with ABSL_GUARDED_BY (the clang build checks the annotations)" "${code[@]}" || rc=1
+  local sleeps
+  sleeps=$(git grep -nE '(sleep_for|usleep|nanosleep|SleepFor)\(' -- 'tests/*.cc' 'tests/*.h' ':!:tests/wait_for.h' \
+             ':!:tests/integration/fake_training.cc' ':!:tests/agent/probe/probe_load_test.c' | grep -v 'not a timing assertion' || true)
+  if [ -n "$sleeps" ]; then
+    echo "$sleeps" | sed 's|$|   <- wait on a condition (tests/wait_for.h) or advance a SimulatedTimeSource|'
+    rc=1
+  fi
+  return $rc
+}
+
+check_tidy() {
+  command -v clang-tidy >/dev/null || { echo "clang-tidy is not installed (Debian: clang-tidy)"; return 1; }
+  local db="${PODSCOPE_BUILD_DIR:-build}/compile_commands.json"
+  [ -f "$db" ] || { echo "$db is missing: build first (scripts/test.sh builds before the presubmit)"; return 1; }
+  local files
+  files=$(git ls-files -- 'agent/*.cc' 'common/*.cc' 'coordinator/*.cc' 'storage/*.cc' 'sim/*.cc' 'tests/*.cc' 'bench/*.cc')
+  # Only the naming checks: the rest of .clang-tidy is advice for editors, not a gate.
+  echo "$files" | xargs -P "$(nproc)" -n 8 clang-tidy -p "$(dirname "$db")" --quiet \
+    --checks='-*,readability-identifier-naming' --warnings-as-errors='*' \
+    --header-filter='^'"$PWD"'/(agent|common|coordinator|storage|sim|tests|bench)/' 2>/dev/null \
+    | grep -E 'error:|warning:' && return 1
+  return 0
+}
+
+for c in "${checks[@]}"; do
+  say "$c"
+  if ! "check_$c"; then failed+=("$c"); fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  say "FAILED: ${failed[*]}"
+  exit 1
+fi
+say "all passed (${checks[*]})"
