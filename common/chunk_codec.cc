@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "common/chunk_columns.h"
 #include "common/str_util.h"
 #include "podscope/v1/trace.pb.h"
 #include "common/status_macros.h"
@@ -202,101 +203,82 @@ WorkerInfo DecodeInfo(const v1::WorkerInfo& in) {
   return info;
 }
 
-absl::Status CheckKernels(const v1::KernelColumns& c, const std::vector<NameId>& names) {
-  ColumnReader r("kernels", c.start_delta_size(), names);
-  RETURN_IF_ERROR(r.Check(c.duration(), "duration"));
-  RETURN_IF_ERROR(r.Check(c.device(), "device"));
-  RETURN_IF_ERROR(r.Check(c.stream(), "stream"));
-  RETURN_IF_ERROR(r.CheckNames(c.name(), "name"));
-  RETURN_IF_ERROR(r.Check(c.correlation_delta(), "correlation_delta"));
-  RETURN_IF_ERROR(r.Check(c.grid_x(), "grid_x"));
-  RETURN_IF_ERROR(r.Check(c.grid_y(), "grid_y"));
-  RETURN_IF_ERROR(r.Check(c.grid_z(), "grid_z"));
-  RETURN_IF_ERROR(r.Check(c.block_x(), "block_x"));
-  RETURN_IF_ERROR(r.Check(c.block_y(), "block_y"));
-  RETURN_IF_ERROR(r.Check(c.block_z(), "block_z"));
-  RETURN_IF_ERROR(r.Check(c.registers_per_thread(), "registers_per_thread"));
-  RETURN_IF_ERROR(r.Check(c.shared_memory_bytes(), "shared_memory_bytes"));
-  return r.CheckEnum(c.kernel_class(), kKernelClassCount, "kernel_class");
+// One column, whichever coding: written, checked, appended.
+template <typename Table, typename Proto, typename T, typename Field>
+void EncodeColumn(const chunk::Column<Table, Proto, T, Field>& col, const Table& table, Proto* out) {
+  const std::vector<T>& values = table.*col.values;
+  Field* field = (out->*col.mut)();
+  if constexpr (std::is_same_v<Field, std::string>) {
+    PutBytes(values, field);  // kEnum
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    switch (col.coding) {
+      case chunk::Coding::kDeltas:
+        return PutDeltas(values, field);
+      case chunk::Coding::kSpan:
+        return PutDurations(table.*col.base, values, field);
+      default:
+        return PutValues(values, field);
+    }
+  } else {
+    PutValues(values, field);
+  }
 }
 
-absl::Status CheckMemcpys(const v1::MemcpyColumns& c, const std::vector<NameId>& names) {
-  ColumnReader r("memcpys", c.start_delta_size(), names);
-  RETURN_IF_ERROR(r.Check(c.duration(), "duration"));
-  RETURN_IF_ERROR(r.Check(c.device(), "device"));
-  RETURN_IF_ERROR(r.Check(c.stream(), "stream"));
-  RETURN_IF_ERROR(r.CheckNames(c.name(), "name"));
-  RETURN_IF_ERROR(r.Check(c.bytes(), "bytes"));
-  RETURN_IF_ERROR(r.Check(c.correlation_delta(), "correlation_delta"));
-  return r.CheckEnum(c.kind(), kMemcpyKindCount, "kind");
+template <typename Table, typename Proto, typename T, typename Field>
+absl::Status CheckColumn(const chunk::Column<Table, Proto, T, Field>& col, const Proto& in, const ColumnReader& r) {
+  const Field& field = (in.*col.get)();
+  switch (col.coding) {
+    case chunk::Coding::kNames:
+      if constexpr (std::is_same_v<T, NameId>) return r.CheckNames(field, col.name);
+      break;
+    case chunk::Coding::kEnum:
+      if constexpr (std::is_same_v<Field, std::string>) return r.CheckEnum(field, col.enum_count, col.name);
+      break;
+    case chunk::Coding::kOptional:
+      if (field.size() == 0) return absl::OkStatus();
+      break;
+    default:
+      break;
+  }
+  return r.Check(field, col.name);
 }
 
-absl::Status CheckRuntimeCalls(const v1::RuntimeCallColumns& c,
-                               const std::vector<NameId>& names) {
-  ColumnReader r("runtime_calls", c.start_delta_size(), names);
-  RETURN_IF_ERROR(r.Check(c.duration(), "duration"));
-  RETURN_IF_ERROR(r.Check(c.thread(), "thread"));
-  RETURN_IF_ERROR(r.CheckNames(c.name(), "name"));
-  RETURN_IF_ERROR(r.Check(c.correlation_delta(), "correlation_delta"));
-  RETURN_IF_ERROR(r.Check(c.external_id_delta(), "external_id_delta"));
-  return r.CheckEnum(c.api_kind(), kApiKindCount, "api_kind");
+template <typename Table, typename Proto, typename T, typename Field>
+void AppendColumn(const chunk::Column<Table, Proto, T, Field>& col, const Proto& in, size_t first, size_t rows,
+                  const ColumnReader& r, Table* table) {
+  const Field& field = (in.*col.get)();
+  std::vector<T>& out = table->*col.values;
+  if constexpr (std::is_same_v<Field, std::string>) {
+    ColumnReader::AppendEnums(field, &out);
+  } else {
+    switch (col.coding) {
+      case chunk::Coding::kNames:
+        if constexpr (std::is_same_v<T, NameId>) r.AppendNames(field, &out);
+        return;
+      case chunk::Coding::kDeltas:
+        if constexpr (std::is_same_v<T, int64_t>) ColumnReader::AppendDeltas(field, &out);
+        return;
+      case chunk::Coding::kSpan:
+        if constexpr (std::is_same_v<T, int64_t>) ColumnReader::AppendEnds(field, table->*col.base, first, &out);
+        return;
+      case chunk::Coding::kOptional:
+        if (field.size() == 0) {
+          out.resize(out.size() + rows, col.absent);
+          return;
+        }
+        break;
+      default:
+        break;
+    }
+    ColumnReader::AppendValues(field, &out);
+  }
 }
 
-absl::Status CheckHostSpans(const v1::HostSpanColumns& c, const std::vector<NameId>& names) {
-  ColumnReader r("host_spans", c.start_delta_size(), names);
-  RETURN_IF_ERROR(r.Check(c.duration(), "duration"));
-  RETURN_IF_ERROR(r.Check(c.thread(), "thread"));
-  RETURN_IF_ERROR(r.CheckNames(c.name(), "name"));
-  RETURN_IF_ERROR(r.CheckEnum(c.category(), kHostSpanCategoryCount, "category"));
-  RETURN_IF_ERROR(r.Check(c.step(), "step"));
-  return r.Check(c.external_id_delta(), "external_id_delta");
-}
-
-absl::Status CheckCollectives(const v1::CollectiveColumns& c, const std::vector<NameId>& names) {
-  ColumnReader r("collectives", c.enqueue_delta_size(), names);
-  RETURN_IF_ERROR(r.CheckNames(c.communicator(), "communicator"));
-  RETURN_IF_ERROR(r.Check(c.rank(), "rank"));
-  RETURN_IF_ERROR(r.Check(c.nranks(), "nranks"));
-  RETURN_IF_ERROR(r.CheckEnum(c.op(), kCollectiveOpCount, "op"));
-  RETURN_IF_ERROR(r.Check(c.sequence(), "sequence"));
-  RETURN_IF_ERROR(r.Check(c.count(), "count"));
-  RETURN_IF_ERROR(r.CheckNames(c.dtype(), "dtype"));
-  RETURN_IF_ERROR(r.Check(c.bytes(), "bytes"));
-  RETURN_IF_ERROR(r.CheckNames(c.algorithm(), "algorithm"));
-  RETURN_IF_ERROR(r.CheckNames(c.protocol(), "protocol"));
-  RETURN_IF_ERROR(r.Check(c.channels(), "channels"));
-  RETURN_IF_ERROR(r.Check(c.kernel_start_offset(), "kernel_start_offset"));
-  RETURN_IF_ERROR(r.Check(c.kernel_duration(), "kernel_duration"));
-  return r.Check(c.correlation_delta(), "correlation_delta");
-}
-
-absl::Status CheckSteps(const v1::StepColumns& c, const std::vector<NameId>& names) {
-  ColumnReader r("steps", c.start_delta_size(), names);
-  RETURN_IF_ERROR(r.Check(c.number(), "number"));
-  RETURN_IF_ERROR(r.Check(c.duration(), "duration"));
-  return r.Check(c.thread(), "thread");
-}
-
-absl::Status CheckHostSamples(const v1::HostSampleColumns& c, const std::vector<NameId>& names) {
-  ColumnReader r("host_samples", c.time_delta_size(), names);
-  RETURN_IF_ERROR(r.Check(c.cpu_percent(), "cpu_percent"));
-  if (c.process_cpu_percent_size() != 0) RETURN_IF_ERROR(r.Check(c.process_cpu_percent(), "process_cpu_percent"));
-  RETURN_IF_ERROR(r.Check(c.memory_used_bytes(), "memory_used_bytes"));
-  RETURN_IF_ERROR(r.Check(c.net_rx_bytes(), "net_rx_bytes"));
-  RETURN_IF_ERROR(r.Check(c.net_tx_bytes(), "net_tx_bytes"));
-  RETURN_IF_ERROR(r.Check(c.gpu_sm_clock_mhz(), "gpu_sm_clock_mhz"));
-  RETURN_IF_ERROR(r.Check(c.gpu_power_mw(), "gpu_power_mw"));
-  RETURN_IF_ERROR(r.Check(c.gpu_temperature_c(), "gpu_temperature_c"));
-  return r.Check(c.gpu_throttle_reasons(), "gpu_throttle_reasons");
-}
-
-absl::Status CheckMemoryEvents(const v1::MemoryEventColumns& c, const std::vector<NameId>& names) {
-  ColumnReader r("memory_events", c.time_delta_size(), names);
-  RETURN_IF_ERROR(r.Check(c.device(), "device"));
-  RETURN_IF_ERROR(r.Check(c.bytes(), "bytes"));
-  RETURN_IF_ERROR(r.Check(c.total_allocated(), "total_allocated"));
-  RETURN_IF_ERROR(r.Check(c.total_reserved(), "total_reserved"));
-  return r.Check(c.thread(), "thread");
+// A table's row count in a chunk: its first column's length (the checks hold the rest to it).
+template <typename TableCodecT>
+size_t RowsIn(const TableCodecT& t, const v1::TraceChunk& chunk) {
+  const auto& first = std::get<0>(t.columns);
+  return static_cast<size_t>(((chunk.*t.get)().*first.get)().size());
 }
 
 }  // namespace
@@ -319,103 +301,12 @@ void EncodeChunk(const WorkerTrace& trace, const ChunkHeader& header, v1::TraceC
     chunk->add_strings(std::string(trace.strings.Get(id)));
   }
 
-  const KernelTable& k = trace.kernels;
-  v1::KernelColumns* kc = chunk->mutable_kernels();
-  PutDeltas(k.start, kc->mutable_start_delta());
-  PutDurations(k.start, k.end, kc->mutable_duration());
-  PutValues(k.device, kc->mutable_device());
-  PutValues(k.stream, kc->mutable_stream());
-  PutValues(k.name, kc->mutable_name());
-  PutDeltas(k.correlation, kc->mutable_correlation_delta());
-  PutValues(k.grid_x, kc->mutable_grid_x());
-  PutValues(k.grid_y, kc->mutable_grid_y());
-  PutValues(k.grid_z, kc->mutable_grid_z());
-  PutValues(k.block_x, kc->mutable_block_x());
-  PutValues(k.block_y, kc->mutable_block_y());
-  PutValues(k.block_z, kc->mutable_block_z());
-  PutValues(k.registers_per_thread, kc->mutable_registers_per_thread());
-  PutValues(k.shared_memory_bytes, kc->mutable_shared_memory_bytes());
-  PutBytes(k.kernel_class, kc->mutable_kernel_class());
-
-  const MemcpyTable& m = trace.memcpys;
-  v1::MemcpyColumns* mc = chunk->mutable_memcpys();
-  PutDeltas(m.start, mc->mutable_start_delta());
-  PutDurations(m.start, m.end, mc->mutable_duration());
-  PutValues(m.device, mc->mutable_device());
-  PutValues(m.stream, mc->mutable_stream());
-  PutValues(m.name, mc->mutable_name());
-  PutValues(m.bytes, mc->mutable_bytes());
-  PutDeltas(m.correlation, mc->mutable_correlation_delta());
-  PutBytes(m.kind, mc->mutable_kind());
-
-  const RuntimeCallTable& rt = trace.runtime_calls;
-  v1::RuntimeCallColumns* rc = chunk->mutable_runtime_calls();
-  PutDeltas(rt.start, rc->mutable_start_delta());
-  PutDurations(rt.start, rt.end, rc->mutable_duration());
-  PutValues(rt.thread, rc->mutable_thread());
-  PutValues(rt.name, rc->mutable_name());
-  PutDeltas(rt.correlation, rc->mutable_correlation_delta());
-  PutDeltas(rt.external_id, rc->mutable_external_id_delta());
-  PutBytes(rt.api_kind, rc->mutable_api_kind());
-
-  const HostSpanTable& h = trace.host_spans;
-  v1::HostSpanColumns* hc = chunk->mutable_host_spans();
-  PutDeltas(h.start, hc->mutable_start_delta());
-  PutDurations(h.start, h.end, hc->mutable_duration());
-  PutValues(h.thread, hc->mutable_thread());
-  PutValues(h.name, hc->mutable_name());
-  PutBytes(h.category, hc->mutable_category());
-  PutValues(h.step, hc->mutable_step());
-  PutDeltas(h.external_id, hc->mutable_external_id_delta());
-
-  const CollectiveTable& c = trace.collectives;
-  v1::CollectiveColumns* cc = chunk->mutable_collectives();
-  PutValues(c.communicator, cc->mutable_communicator());
-  PutValues(c.rank, cc->mutable_rank());
-  PutValues(c.nranks, cc->mutable_nranks());
-  PutBytes(c.op, cc->mutable_op());
-  PutValues(c.sequence, cc->mutable_sequence());
-  PutValues(c.count, cc->mutable_count());
-  PutValues(c.dtype, cc->mutable_dtype());
-  PutValues(c.bytes, cc->mutable_bytes());
-  PutValues(c.algorithm, cc->mutable_algorithm());
-  PutValues(c.protocol, cc->mutable_protocol());
-  PutValues(c.channels, cc->mutable_channels());
-  PutDeltas(c.enqueue, cc->mutable_enqueue_delta());
-  PutDurations(c.enqueue, c.kernel_start, cc->mutable_kernel_start_offset());
-  PutDurations(c.kernel_start, c.kernel_end, cc->mutable_kernel_duration());
-  PutDeltas(c.correlation, cc->mutable_correlation_delta());
-
-  const StepTable& s = trace.steps;
-  v1::StepColumns* sc = chunk->mutable_steps();
-  PutValues(s.number, sc->mutable_number());
-  PutDeltas(s.start, sc->mutable_start_delta());
-  PutDurations(s.start, s.end, sc->mutable_duration());
-  PutValues(s.thread, sc->mutable_thread());
-
-  const HostSampleTable& hs = trace.host_samples;
-  v1::HostSampleColumns* hsc = chunk->mutable_host_samples();
-  PutDeltas(hs.time, hsc->mutable_time_delta());
-  PutValues(hs.cpu_percent, hsc->mutable_cpu_percent());
-  PutValues(hs.process_cpu_percent, hsc->mutable_process_cpu_percent());
-  PutValues(hs.memory_used_bytes, hsc->mutable_memory_used_bytes());
-  PutValues(hs.net_rx_bytes, hsc->mutable_net_rx_bytes());
-  PutValues(hs.net_tx_bytes, hsc->mutable_net_tx_bytes());
-  PutValues(hs.gpu_sm_clock_mhz, hsc->mutable_gpu_sm_clock_mhz());
-  PutValues(hs.gpu_power_mw, hsc->mutable_gpu_power_mw());
-  PutValues(hs.gpu_temperature_c, hsc->mutable_gpu_temperature_c());
-  PutValues(hs.gpu_throttle_reasons, hsc->mutable_gpu_throttle_reasons());
-
-  const MemoryEventTable& me = trace.memory_events;
-  if (me.size() > 0) {
-    v1::MemoryEventColumns* mc = chunk->mutable_memory_events();
-    PutDeltas(me.time, mc->mutable_time_delta());
-    PutValues(me.device, mc->mutable_device());
-    PutValues(me.bytes, mc->mutable_bytes());
-    PutValues(me.total_allocated, mc->mutable_total_allocated());
-    PutValues(me.total_reserved, mc->mutable_total_reserved());
-    PutValues(me.thread, mc->mutable_thread());
-  }
+  chunk::ForEachTable([&](const auto& t) {
+    const auto& table = trace.*t.table;
+    if (table.size() == 0 && !t.written_when_empty) return;
+    auto* columns = (chunk->*t.mut)();
+    chunk::ForEachColumn(t, [&](const auto& col) { EncodeColumn(col, table, columns); });
+  });
 }
 
 std::string EncodeChunkToBytes(const WorkerTrace& trace, const ChunkHeader& header) {
@@ -432,14 +323,15 @@ absl::Status AppendChunk(const v1::TraceChunk& chunk, WorkerTrace* trace) {
   }
   // Validate against the chunk's own string table before touching `trace`.
   std::vector<NameId> identity(static_cast<size_t>(chunk.strings_size()));
-  RETURN_IF_ERROR(CheckKernels(chunk.kernels(), identity));
-  RETURN_IF_ERROR(CheckMemcpys(chunk.memcpys(), identity));
-  RETURN_IF_ERROR(CheckRuntimeCalls(chunk.runtime_calls(), identity));
-  RETURN_IF_ERROR(CheckHostSpans(chunk.host_spans(), identity));
-  RETURN_IF_ERROR(CheckCollectives(chunk.collectives(), identity));
-  RETURN_IF_ERROR(CheckSteps(chunk.steps(), identity));
-  RETURN_IF_ERROR(CheckHostSamples(chunk.host_samples(), identity));
-  RETURN_IF_ERROR(CheckMemoryEvents(chunk.memory_events(), identity));
+  absl::Status checked = absl::OkStatus();
+  chunk::ForEachTable([&](const auto& t) {
+    if (!checked.ok()) return;
+    const ColumnReader r(t.name, RowsIn(t, chunk), identity);
+    chunk::ForEachColumn(t, [&](const auto& col) {
+      if (checked.ok()) checked = CheckColumn(col, (chunk.*t.get)(), r);
+    });
+  });
+  RETURN_IF_ERROR(checked);
 
   if (chunk.clock().source() > static_cast<uint32_t>(ClockSource::kCollective)) {
     return absl::DataLossError(
@@ -452,114 +344,12 @@ absl::Status AppendChunk(const v1::TraceChunk& chunk, WorkerTrace* trace) {
   std::vector<NameId> names;
   names.reserve(static_cast<size_t>(chunk.strings_size()));
   for (const std::string& s : chunk.strings()) names.push_back(trace->strings.Intern(s));
-  using R = ColumnReader;
-  const R reader("", 0, names);
-
-  const v1::KernelColumns& kc = chunk.kernels();
-  KernelTable& k = trace->kernels;
-  size_t first = k.start.size();
-  R::AppendDeltas(kc.start_delta(), &k.start);
-  R::AppendEnds(kc.duration(), k.start, first, &k.end);
-  R::AppendValues(kc.device(), &k.device);
-  R::AppendValues(kc.stream(), &k.stream);
-  reader.AppendNames(kc.name(), &k.name);
-  R::AppendDeltas(kc.correlation_delta(), &k.correlation);
-  R::AppendValues(kc.grid_x(), &k.grid_x);
-  R::AppendValues(kc.grid_y(), &k.grid_y);
-  R::AppendValues(kc.grid_z(), &k.grid_z);
-  R::AppendValues(kc.block_x(), &k.block_x);
-  R::AppendValues(kc.block_y(), &k.block_y);
-  R::AppendValues(kc.block_z(), &k.block_z);
-  R::AppendValues(kc.registers_per_thread(), &k.registers_per_thread);
-  R::AppendValues(kc.shared_memory_bytes(), &k.shared_memory_bytes);
-  R::AppendEnums(kc.kernel_class(), &k.kernel_class);
-
-  const v1::MemcpyColumns& mc = chunk.memcpys();
-  MemcpyTable& m = trace->memcpys;
-  first = m.start.size();
-  R::AppendDeltas(mc.start_delta(), &m.start);
-  R::AppendEnds(mc.duration(), m.start, first, &m.end);
-  R::AppendValues(mc.device(), &m.device);
-  R::AppendValues(mc.stream(), &m.stream);
-  reader.AppendNames(mc.name(), &m.name);
-  R::AppendValues(mc.bytes(), &m.bytes);
-  R::AppendDeltas(mc.correlation_delta(), &m.correlation);
-  R::AppendEnums(mc.kind(), &m.kind);
-
-  const v1::RuntimeCallColumns& rc = chunk.runtime_calls();
-  RuntimeCallTable& rt = trace->runtime_calls;
-  first = rt.start.size();
-  R::AppendDeltas(rc.start_delta(), &rt.start);
-  R::AppendEnds(rc.duration(), rt.start, first, &rt.end);
-  R::AppendValues(rc.thread(), &rt.thread);
-  reader.AppendNames(rc.name(), &rt.name);
-  R::AppendDeltas(rc.correlation_delta(), &rt.correlation);
-  R::AppendDeltas(rc.external_id_delta(), &rt.external_id);
-  R::AppendEnums(rc.api_kind(), &rt.api_kind);
-
-  const v1::HostSpanColumns& hc = chunk.host_spans();
-  HostSpanTable& h = trace->host_spans;
-  first = h.start.size();
-  R::AppendDeltas(hc.start_delta(), &h.start);
-  R::AppendEnds(hc.duration(), h.start, first, &h.end);
-  R::AppendValues(hc.thread(), &h.thread);
-  reader.AppendNames(hc.name(), &h.name);
-  R::AppendEnums(hc.category(), &h.category);
-  R::AppendValues(hc.step(), &h.step);
-  R::AppendDeltas(hc.external_id_delta(), &h.external_id);
-
-  const v1::CollectiveColumns& cc = chunk.collectives();
-  CollectiveTable& c = trace->collectives;
-  first = c.enqueue.size();
-  reader.AppendNames(cc.communicator(), &c.communicator);
-  R::AppendValues(cc.rank(), &c.rank);
-  R::AppendValues(cc.nranks(), &c.nranks);
-  R::AppendEnums(cc.op(), &c.op);
-  R::AppendValues(cc.sequence(), &c.sequence);
-  R::AppendValues(cc.count(), &c.count);
-  reader.AppendNames(cc.dtype(), &c.dtype);
-  R::AppendValues(cc.bytes(), &c.bytes);
-  reader.AppendNames(cc.algorithm(), &c.algorithm);
-  reader.AppendNames(cc.protocol(), &c.protocol);
-  R::AppendValues(cc.channels(), &c.channels);
-  R::AppendDeltas(cc.enqueue_delta(), &c.enqueue);
-  R::AppendEnds(cc.kernel_start_offset(), c.enqueue, first, &c.kernel_start);
-  R::AppendEnds(cc.kernel_duration(), c.kernel_start, first, &c.kernel_end);
-  R::AppendDeltas(cc.correlation_delta(), &c.correlation);
-
-  const v1::StepColumns& sc = chunk.steps();
-  StepTable& s = trace->steps;
-  first = s.start.size();
-  R::AppendValues(sc.number(), &s.number);
-  R::AppendDeltas(sc.start_delta(), &s.start);
-  R::AppendEnds(sc.duration(), s.start, first, &s.end);
-  R::AppendValues(sc.thread(), &s.thread);
-
-  const v1::HostSampleColumns& hsc = chunk.host_samples();
-  HostSampleTable& hs = trace->host_samples;
-  R::AppendDeltas(hsc.time_delta(), &hs.time);
-  R::AppendValues(hsc.cpu_percent(), &hs.cpu_percent);
-  if (hsc.process_cpu_percent_size() == 0) {
-    hs.process_cpu_percent.resize(hs.process_cpu_percent.size() + hsc.cpu_percent_size(), -1.0f);
-  } else {
-    R::AppendValues(hsc.process_cpu_percent(), &hs.process_cpu_percent);
-  }
-  R::AppendValues(hsc.memory_used_bytes(), &hs.memory_used_bytes);
-  R::AppendValues(hsc.net_rx_bytes(), &hs.net_rx_bytes);
-  R::AppendValues(hsc.net_tx_bytes(), &hs.net_tx_bytes);
-  R::AppendValues(hsc.gpu_sm_clock_mhz(), &hs.gpu_sm_clock_mhz);
-  R::AppendValues(hsc.gpu_power_mw(), &hs.gpu_power_mw);
-  R::AppendValues(hsc.gpu_temperature_c(), &hs.gpu_temperature_c);
-  R::AppendValues(hsc.gpu_throttle_reasons(), &hs.gpu_throttle_reasons);
-
-  const v1::MemoryEventColumns& mec = chunk.memory_events();
-  MemoryEventTable& me = trace->memory_events;
-  R::AppendDeltas(mec.time_delta(), &me.time);
-  R::AppendValues(mec.device(), &me.device);
-  R::AppendValues(mec.bytes(), &me.bytes);
-  R::AppendValues(mec.total_allocated(), &me.total_allocated);
-  R::AppendValues(mec.total_reserved(), &me.total_reserved);
-  R::AppendValues(mec.thread(), &me.thread);
+  chunk::ForEachTable([&](const auto& t) {
+    auto& table = trace->*t.table;
+    const size_t first = table.size(), rows = RowsIn(t, chunk);
+    const ColumnReader reader(t.name, rows, names);
+    chunk::ForEachColumn(t, [&](const auto& col) { AppendColumn(col, (chunk.*t.get)(), first, rows, reader, &table); });
+  });
   return absl::OkStatus();
 }
 
