@@ -36,7 +36,8 @@ constexpr const char* kVersion = "0.1.0";
 
 // One session's Connect call. Reads are always pending (each message goes to the agent as it
 // arrives); writes go through a bounded queue, one in flight at a time.
-class Agent::ControlStream : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+class Agent::ControlStream
+    : public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
   static constexpr size_t kMaxQueued = 4096;
 
@@ -93,7 +94,8 @@ class Agent::ControlStream : public grpc::ClientBidiReactor<v1::AgentMessage, v1
   Agent& agent_;
   v1::CoordinatorMessage in_;
   absl::Mutex mu_;
-  std::deque<v1::AgentMessage> out_ ABSL_GUARDED_BY(mu_);  // front() is being written while writing_
+  std::deque<v1::AgentMessage> out_
+      ABSL_GUARDED_BY(mu_);  // front() is being written while writing_
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
@@ -106,7 +108,8 @@ std::string Agent::NewInstanceId() {
   return fmt::format("{:016x}", id);
 }
 
-Agent::Agent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors)
+Agent::Agent(AgentOptions options, const AgentClock& clock,
+             std::vector<std::unique_ptr<Collector>> collectors)
     : options_(std::move(options)),
       clock_(clock),
       collectors_(std::move(collectors)),
@@ -170,8 +173,9 @@ void Agent::Start() {
   connection_thread_ = std::thread([this] { ConnectionLoop(); });
   timer_thread_ = std::thread([this] { TimerLoop(); });
   if (options_.watch) {
-    watch_sender_ = std::make_unique<WatchSender>(options_.watch_sender, options_.agent_id, stub_.get(), watch_queue_,
-                                                  [this] { return connected_.load(); });
+    watch_sender_ =
+        std::make_unique<WatchSender>(options_.watch_sender, options_.agent_id, stub_.get(),
+                                      watch_queue_, [this] { return connected_.load(); });
     watch_sender_->Start();
     for (const std::unique_ptr<Collector>& c : collectors_) c->StartWatch(&watch_queue_);
   }
@@ -195,8 +199,8 @@ void Agent::Stop() {
     watch_sender_->Stop();
     const WatchQueueCounters q = watch_queue_.counters();
     const WatchSenderCounters w = watch_sender_->counters();
-    spdlog::info("agent {}: watch data: {} steps summarised, {} sent in {} batches, {} dropped", options_.agent_id,
-                 q.pushed_steps, w.steps, w.batches, q.dropped_steps);
+    spdlog::info("agent {}: watch data: {} steps summarised, {} sent in {} batches, {} dropped",
+                 options_.agent_id, q.pushed_steps, w.steps, w.batches, q.dropped_steps);
   }
   if (connection_thread_.joinable()) connection_thread_.join();
   if (timer_thread_.joinable()) timer_thread_.join();
@@ -219,12 +223,14 @@ bool Agent::WaitConnected(int64_t timeout_ns) {
     return connected_.load() || stopping_ || !refusal_.empty();
   };
   const common::TimeSource& time = clock_.host_time();
-  return time.AwaitUntil(mu_, absl::Condition(&settled), time.Now() + timeout_ns) && connected_.load();
+  return time.AwaitUntil(mu_, absl::Condition(&settled), time.Now() + timeout_ns) &&
+         connected_.load();
 }
 
 bool Agent::busy() const {
   absl::MutexLock lock(&mu_);
-  return std::any_of(captures_.begin(), captures_.end(), [](const auto& c) { return !c.second->finished(); });
+  return std::any_of(captures_.begin(), captures_.end(),
+                     [](const auto& c) { return !c.second->finished(); });
 }
 
 std::string Agent::shard() const {
@@ -239,7 +245,8 @@ bool Agent::Sleep(int64_t ns) {
 }
 
 void Agent::ConnectionLoop() {
-  std::mt19937_64 rng(std::hash<std::string>()(options_.agent_id) ^ static_cast<uint64_t>(HostNowNs()));
+  std::mt19937_64 rng(std::hash<std::string>()(options_.agent_id) ^
+                      static_cast<uint64_t>(HostNowNs()));
   int64_t backoff = options_.reconnect_initial_ns;
   while (true) {
     {
@@ -275,14 +282,17 @@ bool Agent::WaitForCoordinator() {
     ++attempts;
     const auto now = std::chrono::steady_clock::now();
     if (!said || now - last_said >= std::chrono::seconds(30)) {
-      spdlog::warn("agent {}: cannot reach the coordinator at {}: {}; retrying{}", options_.agent_id,
-                   options_.coordinator, WhyUnreachable(options_.coordinator, 1'000, !options_.tls.cert.empty()),
+      spdlog::warn("agent {}: cannot reach the coordinator at {}: {}; retrying{}",
+                   options_.agent_id, options_.coordinator,
+                   WhyUnreachable(options_.coordinator, 1'000, !options_.tls.cert.empty()),
                    said ? common::StrCat(" (", attempts, " tries so far)") : "");
       said = true;
       last_said = now;
     }
   }
-  if (said) spdlog::info("agent {}: the coordinator at {} is reachable again", options_.agent_id, options_.coordinator);
+  if (said)
+    spdlog::info("agent {}: the coordinator at {} is reachable again", options_.agent_id,
+                 options_.coordinator);
   return true;
 }
 
@@ -361,22 +371,25 @@ void Agent::RunSession() {
     refusal_ = status.error_message();
     spdlog::error("agent {}: the coordinator refused this agent: {}", options_.agent_id, refusal_);
   } else if (!stopping_) {
-    spdlog::warn("agent {}: control stream to {} ended{}{}; reconnecting", options_.agent_id, options_.coordinator,
-                 status.ok() ? "" : ": ", status.error_message());
+    spdlog::warn("agent {}: control stream to {} ended{}{}; reconnecting", options_.agent_id,
+                 options_.coordinator, status.ok() ? "" : ": ", status.error_message());
   }
 }
 
 void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& message) {
   if (!welcomed_) {
     if (!message.has_welcome()) {
-      spdlog::warn("agent {}: the coordinator's first message was not a welcome; reconnecting", options_.agent_id);
+      spdlog::warn("agent {}: the coordinator's first message was not a welcome; reconnecting",
+                   options_.agent_id);
       absl::MutexLock lock(&mu_);
       if (session_context_ != nullptr) session_context_->TryCancel();
       return;
     }
     const v1::Welcome& w = message.welcome();
-    if (w.heartbeat_interval_ms() > 0) heartbeat_interval_ns_ = int64_t{w.heartbeat_interval_ms()} * 1'000'000;
-    if (w.clock_sync_interval_ms() > 0) clock_sync_interval_ns_ = int64_t{w.clock_sync_interval_ms()} * 1'000'000;
+    if (w.heartbeat_interval_ms() > 0)
+      heartbeat_interval_ns_ = int64_t{w.heartbeat_interval_ms()} * 1'000'000;
+    if (w.clock_sync_interval_ms() > 0)
+      clock_sync_interval_ns_ = int64_t{w.clock_sync_interval_ms()} * 1'000'000;
     {
       absl::MutexLock lock(&write_mu_);
       stream_ = &stream;
@@ -387,7 +400,8 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
       sync_wanted_ = true;  // a burst at every connect
       shard_ = w.has_shards() ? w.shards().shard() : "";
     }
-    spdlog::info("agent {} connected to {} (coordinator {})", options_.agent_id, options_.coordinator, w.coordinator_id());
+    spdlog::info("agent {} connected to {} (coordinator {})", options_.agent_id,
+                 options_.coordinator, w.coordinator_id());
     welcomed_ = true;
     // The hello carried each capture's status as it was when the session began; a capture may
     // have moved on while the coordinator was away (finished its upload, say), and its reports
@@ -395,7 +409,8 @@ void Agent::OnMessage(ControlStream& stream, const v1::CoordinatorMessage& messa
     std::vector<v1::AgentMessage> statuses;
     {
       absl::MutexLock lock(&mu_);
-      for (const auto& [id, run] : captures_) *statuses.emplace_back().mutable_capture() = run->Status();
+      for (const auto& [id, run] : captures_)
+        *statuses.emplace_back().mutable_capture() = run->Status();
     }
     for (const v1::AgentMessage& m : statuses) Send(m);
     if (w.has_shards() && options_.on_shard_owners) options_.on_shard_owners(w.shards());
@@ -471,7 +486,8 @@ void Agent::SyncClockBurst(std::string_view reason, int exchanges, TimeNs until)
   v1::ClockReport* report = message.mutable_clock();
   // Exchanges a few random milliseconds apart sample different moments of the network's and
   // the coordinator's queues; the fit keeps the fastest.
-  std::mt19937_64 rng(std::hash<std::string>()(options_.agent_id) ^ static_cast<uint64_t>(HostNowNs()));
+  std::mt19937_64 rng(std::hash<std::string>()(options_.agent_id) ^
+                      static_cast<uint64_t>(HostNowNs()));
   for (int i = 0; i < exchanges; ++i) {
     if (i > 0 && !Sleep(std::uniform_int_distribution<int64_t>(0, 2'000'000)(rng))) break;
     int64_t timeout = options_.rpc_timeout_ns;
@@ -489,7 +505,8 @@ void Agent::SyncClockBurst(std::string_view reason, int exchanges, TimeNs until)
     const grpc::Status status = stub_->SyncClock(&context, request, &response);
     const TimeNs t4 = clock_.Now();
     if (!status.ok()) {
-      spdlog::debug("agent {}: clock sync ({}) failed: {}", options_.agent_id, reason, status.error_message());
+      spdlog::debug("agent {}: clock sync ({}) failed: {}", options_.agent_id, reason,
+                    status.error_message());
       break;
     }
     v1::ClockSample* s = report->add_samples();
@@ -521,11 +538,14 @@ void Agent::OnCapture(const v1::CaptureRequest& request) {
       hooks.sync_clock = [this](std::string_view reason, int exchanges, TimeNs until) {
         SyncClockBurst(reason, exchanges, until);
       };
-      hooks.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) { return UploadOnce(chunks); };
-      auto run = std::make_unique<CaptureRun>(request, CollectorsByRank(), options_.agent_id, clock_, std::move(hooks),
-                                              options_.capture);
-      spdlog::info("agent {}: capture {} armed for {} ranks, starts in {:.1f} ms", options_.agent_id,
-                   request.capture_id(), request.ranks_size(), (request.start_agent_ns() - clock_.Now()) / 1e6);
+      hooks.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) {
+        return UploadOnce(chunks);
+      };
+      auto run = std::make_unique<CaptureRun>(request, CollectorsByRank(), options_.agent_id,
+                                              clock_, std::move(hooks), options_.capture);
+      spdlog::info("agent {}: capture {} armed for {} ranks, starts in {:.1f} ms",
+                   options_.agent_id, request.capture_id(), request.ranks_size(),
+                   (request.start_agent_ns() - clock_.Now()) / 1e6);
       run->Begin();
       captures_.emplace(request.capture_id(), std::move(run));
     }
@@ -544,7 +564,8 @@ void Agent::OnCancel(const v1::CancelCapture& cancel) {
   }
 }
 
-absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(const std::vector<const v1::UploadRequest*>& chunks) {
+absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(
+    const std::vector<const v1::UploadRequest*>& chunks) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(300'000'000'000));
   context.set_wait_for_ready(true);  // an upload resumes the moment the coordinator is back
@@ -554,7 +575,8 @@ absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(const std::vector<const v1:
     uploads_.insert(&context);
   }
   v1::UploadResponse response;
-  std::unique_ptr<grpc::ClientWriter<v1::UploadRequest>> writer = stub_->Upload(&context, &response);
+  std::unique_ptr<grpc::ClientWriter<v1::UploadRequest>> writer =
+      stub_->Upload(&context, &response);
   for (const v1::UploadRequest* chunk : chunks) {
     if (!writer->Write(*chunk)) break;  // Finish says why
   }
@@ -564,7 +586,8 @@ absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(const std::vector<const v1:
     absl::MutexLock lock(&mu_);
     uploads_.erase(&context);
   }
-  if (!status.ok()) return absl::UnavailableError(common::StrCat("upload: ", status.error_message()));
+  if (!status.ok())
+    return absl::UnavailableError(common::StrCat("upload: ", status.error_message()));
   return response;
 }
 

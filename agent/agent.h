@@ -11,6 +11,9 @@
 // thread per agent for every message. Everything else is guarded by mu_.
 #pragma once
 
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
 #include <atomic>
 #include <functional>
 #include <map>
@@ -29,25 +32,22 @@
 #include "agent/watch/watch_queue.h"
 #include "agent/watch/watch_sender.h"
 #include "common/tls_files.h"
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
-
 #include "podscope/v1/agent.grpc.pb.h"
 
 namespace podscope::agent {
 
 struct AgentOptions {
   std::string coordinator = "127.0.0.1:50051";  // HOST:PORT of the coordinator's gRPC port
-  std::string agent_id;                          // empty: "<host>-<pid>"
+  std::string agent_id;                         // empty: "<host>-<pid>"
   // Mutual TLS to the coordinator: this agent's certificate and key, and the CA the
   // coordinator's certificate must chain to. All empty: plaintext (--insecure).
   common::TlsFiles tls;
   // The name the coordinator's certificate must hold; empty: the host of `coordinator`.
   std::string tls_server_name;
-  std::string host;                              // empty: the machine's hostname
-  int clock_burst = 8;                           // exchanges per clock-sync burst
-  int64_t heartbeat_interval_ns = 1'000'000'000;     // until the coordinator's welcome says otherwise
-  int64_t clock_sync_interval_ns = 10'000'000'000;   // likewise
+  std::string host;                               // empty: the machine's hostname
+  int clock_burst = 8;                            // exchanges per clock-sync burst
+  int64_t heartbeat_interval_ns = 1'000'000'000;  // until the coordinator's welcome says otherwise
+  int64_t clock_sync_interval_ns = 10'000'000'000;  // likewise
   int64_t reconnect_initial_ns = 100'000'000;
   int64_t reconnect_max_ns = 5'000'000'000;
   int64_t rpc_timeout_ns = 5'000'000'000;
@@ -68,7 +68,8 @@ struct AgentOptions {
 class Agent {
  public:
   // `clock` must outlive the agent.
-  Agent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors);
+  Agent(AgentOptions options, const AgentClock& clock,
+        std::vector<std::unique_ptr<Collector>> collectors);
   ~Agent();
 
   void Start();
@@ -110,7 +111,8 @@ class Agent {
   void SyncClockBurst(std::string_view reason, int exchanges, TimeNs until = 0);
   void OnCapture(const v1::CaptureRequest& request);
   void OnCancel(const v1::CancelCapture& cancel);
-  absl::StatusOr<v1::UploadResponse> UploadOnce(const std::vector<const v1::UploadRequest*>& chunks);
+  absl::StatusOr<v1::UploadResponse> UploadOnce(
+      const std::vector<const v1::UploadRequest*>& chunks);
   v1::AgentHello Hello();
   void AddWorkers(google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>* out) const;
   // Which collector serves each rank now (probes register and leave at any time).

@@ -8,9 +8,10 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
   // Every key with its type and range in one place; a wrong one names itself and its range.
   try {
     const common::ConfigSection o(
-        root, "", {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events", "max_spool_bytes",
-                    "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids", "host_sample_interval_ms", "tls",
-                    "insecure", "watch", "health"});
+        root, "",
+        {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events",
+         "max_spool_bytes", "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids",
+         "host_sample_interval_ms", "tls", "insecure", "watch", "health"});
     const common::ConfigSection tls = o.Section("tls", {"cert", "key", "ca", "server_name"});
     tls.String("cert", &s->agent.tls.cert);
     tls.String("key", &s->agent.tls.key);
@@ -29,7 +30,8 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
     o.String("probe_socket", &s->collectors.probe_socket, 107);  // sun_path
     o.String("proc_root", &s->collectors.proc_root);
     if (const boost::json::value* uids = o.Raw("probe_allowed_uids")) {
-      if (!uids->is_array() || uids->get_array().size() > 1024) throw o.Bad("probe_allowed_uids", "is not a list of at most 1024 uids");
+      if (!uids->is_array() || uids->get_array().size() > 1024)
+        throw o.Bad("probe_allowed_uids", "is not a list of at most 1024 uids");
       for (const boost::json::value& uid : uids->get_array()) {
         if (!uid.is_int64() || uid.get_int64() < 0 || uid.get_int64() > UINT32_MAX) {
           throw o.Bad("probe_allowed_uids", boost::json::serialize(uid) + " is not a uid");
@@ -38,8 +40,8 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
       }
     }
     if (o.Has("watch")) {
-      const common::ConfigSection watch =
-          o.Section("watch", {"enabled", "max_queued_steps", "flush_interval_ms", "max_batch_steps"});
+      const common::ConfigSection watch = o.Section(
+          "watch", {"enabled", "max_queued_steps", "flush_interval_ms", "max_batch_steps"});
       watch.Bool("enabled", &s->agent.watch);
       int64_t n = 0;
       if (watch.Has("max_queued_steps")) {

@@ -2,9 +2,8 @@
 // place; an unknown key names itself and the closest known one.
 #pragma once
 
-#include <string>
-
 #include <boost/json.hpp>
+#include <string>
 
 #include "absl/status/status.h"
 #include "agent/agent.h"

@@ -1,10 +1,9 @@
 #include "agent/capture_run.h"
 
 #include <random>
-
-#include "agent/start_timer.h"
 #include <set>
 
+#include "agent/start_timer.h"
 #include "common/chunk_codec.h"
 #include "common/str_util.h"
 #include "common/trace_slice.h"
@@ -15,12 +14,14 @@ namespace podscope::agent {
 
 namespace {
 bool Terminal(v1::WorkerPhase p) {
-  return p == v1::WORKER_PHASE_UPLOADED || p == v1::WORKER_PHASE_FAILED || p == v1::WORKER_PHASE_CANCELLED;
+  return p == v1::WORKER_PHASE_UPLOADED || p == v1::WORKER_PHASE_FAILED ||
+         p == v1::WORKER_PHASE_CANCELLED;
 }
 }  // namespace
 
-CaptureRun::CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*> collectors, std::string agent_id,
-                       const AgentClock& clock, CaptureRunHooks hooks, CaptureRunOptions options)
+CaptureRun::CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*> collectors,
+                       std::string agent_id, const AgentClock& clock, CaptureRunHooks hooks,
+                       CaptureRunOptions options)
     : request_(std::move(request)),
       collectors_(std::move(collectors)),
       agent_id_(std::move(agent_id)),
@@ -28,7 +29,8 @@ CaptureRun::CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*>
       hooks_(std::move(hooks)),
       options_(options),
       start_ns_(request_.start_agent_ns()) {
-  if (options_.start_timer == nullptr) own_timer_ = std::make_unique<StartTimer>(clock_.host_time());
+  if (options_.start_timer == nullptr)
+    own_timer_ = std::make_unique<StartTimer>(clock_.host_time());
   timer_ = options_.start_timer != nullptr ? options_.start_timer : own_timer_.get();
   for (int32_t rank : request_.ranks()) {
     v1::WorkerCaptureStatus& w = workers_[rank];
@@ -47,7 +49,9 @@ CaptureRun::~CaptureRun() {
   UnscheduleStart();  // the timer must not call into a run that is gone
 }
 
-void CaptureRun::Begin() { thread_ = std::thread([this] { Run(); }); }
+void CaptureRun::Begin() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 bool CaptureRun::MoveStart(TimeNs start_agent_ns) {
   {
@@ -63,7 +67,8 @@ bool CaptureRun::MoveStart(TimeNs start_agent_ns) {
 }
 
 void CaptureRun::ScheduleStartLocked() {
-  if (timer_id_ != 0) timer_->Cancel(timer_id_);  // may wait out a StartCollectors, which then sees the move
+  if (timer_id_ != 0)
+    timer_->Cancel(timer_id_);  // may wait out a StartCollectors, which then sees the move
   const TimeNs wanted = start_ns_.load();
   timer_id_ = timer_->Schedule(clock_.ToHost(wanted), [this, wanted] { StartCollectors(wanted); });
 }
@@ -159,12 +164,16 @@ void CaptureRun::Run() {
   // Which collector serves which of the requested ranks.
   std::map<Collector*, std::vector<int32_t>>& by_collector = by_collector_;
   for (int32_t rank : request_.ranks()) {
-    if (auto it = collectors_.find(rank); it != collectors_.end()) by_collector[it->second].push_back(rank);
+    if (auto it = collectors_.find(rank); it != collectors_.end())
+      by_collector[it->second].push_back(rank);
   }
   for (auto& [collector, ranks] : by_collector) {
-    CaptureWindow window{id, ranks, first_start, first_start + request_.duration_ns(), request_.max_events_per_worker()};
+    CaptureWindow window{id, ranks, first_start, first_start + request_.duration_ns(),
+                         request_.max_events_per_worker()};
     if (absl::Status s = collector->Arm(window); !s.ok()) {
-      for (int32_t r : ranks) SetFailed(r, common::StrCat("arming the ", collector->name(), " collector: ", std::string(s.message())));
+      for (int32_t r : ranks)
+        SetFailed(r, common::StrCat("arming the ", collector->name(),
+                                    " collector: ", std::string(s.message())));
     }
   }
   Report();
@@ -176,13 +185,15 @@ void CaptureRun::Run() {
   const int64_t spread = request_.sync_spread_ns() > 0 ? request_.sync_spread_ns() : 100'000'000;
   const int exchanges = static_cast<int>(request_.sync_exchanges());
   if (exchanges > 0) {
-    if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(0, std::min(spread, lead / 2))(rng))) {
+    if (!WaitUntil(clock_.Now() +
+                   std::uniform_int_distribution<int64_t>(0, std::min(spread, lead / 2))(rng))) {
       return FinishCancelled();
     }
     // Done a tenth of the lead (at least 5 ms) before the start: time for the coordinator to
     // send the start its sharper model gives.
     const TimeNs until = first_start - std::max<int64_t>(lead / 10, 5'000'000);
-    if (hooks_.sync_clock && clock_.Now() < until) hooks_.sync_clock("before capture", exchanges, until);
+    if (hooks_.sync_clock && clock_.Now() < until)
+      hooks_.sync_clock("before capture", exchanges, until);
   }
 
   // The coordinator may move the start once this burst has sharpened its model of our clock.
@@ -194,8 +205,10 @@ void CaptureRun::Run() {
   if (!AwaitStart(&start, settle)) return FinishCancelled();
   const TimeNs stop = start + request_.duration_ns();
   if (const int64_t late = WokeLateNs(); late > 1'000'000) {
-    spdlog::warn("capture {}: started {:.1f} ms after the start time (a busy host, or the burst before the window overran it)",
-                 id, late / 1e6);
+    spdlog::warn(
+        "capture {}: started {:.1f} ms after the start time (a busy host, or the burst before the "
+        "window overran it)",
+        id, late / 1e6);
   }
   if (!WaitUntil(start + settle)) return FinishCancelled();
   Report();
@@ -203,7 +216,9 @@ void CaptureRun::Run() {
   if (!WaitUntil(stop)) return FinishCancelled();
   for (auto& [collector, ranks] : by_collector) {
     if (absl::Status s = collector->Stop(id); !s.ok()) {
-      for (int32_t r : ranks) SetFailed(r, common::StrCat("stopping the ", collector->name(), " collector: ", std::string(s.message())));
+      for (int32_t r : ranks)
+        SetFailed(r, common::StrCat("stopping the ", collector->name(),
+                                    " collector: ", std::string(s.message())));
     }
   }
   // Drain first: collectors may work hard on it (the simulated one does), and an exchange
@@ -220,7 +235,8 @@ void CaptureRun::Run() {
   }
   Report();
   DrainAndSpool();
-  if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(0, spread)(rng))) return FinishCancelled();
+  if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(0, spread)(rng)))
+    return FinishCancelled();
   if (hooks_.sync_clock) hooks_.sync_clock("after capture", std::max(exchanges, 1), 0);
   for (auto& [collector, ranks] : by_collector) collector->Forget(id);
   Report();
@@ -234,7 +250,8 @@ void CaptureRun::Run() {
     spool_bytes_ = 0;
     if (cancelled_) {
       for (auto& [rank, w] : workers_) {
-        if (!Terminal(w.phase())) w.set_phase(v1::WORKER_PHASE_CANCELLED), w.set_error(cancel_reason_);
+        if (!Terminal(w.phase()))
+          w.set_phase(v1::WORKER_PHASE_CANCELLED), w.set_error(cancel_reason_);
       }
     }
   }
@@ -286,7 +303,8 @@ void CaptureRun::StartCollectors(TimeNs start) {
     const TimeNs started = clock_.Now();
     for (int32_t r : ranks) {
       if (!s.ok()) {
-        SetFailed(r, common::StrCat("starting the ", collector->name(), " collector: ", std::string(s.message())));
+        SetFailed(r, common::StrCat("starting the ", collector->name(),
+                                    " collector: ", std::string(s.message())));
         continue;
       }
       absl::MutexLock lock(&mu_);
@@ -329,7 +347,8 @@ void CaptureRun::DrainAndSpool() {
     std::vector<v1::UploadRequest> chunks;
     for (common::WorkerTrace& piece : collected->pieces) {
       events += piece.Counts().Total();
-      for (common::WorkerTrace& part : common::SplitIntoChunks(std::move(piece), options_.chunk_events)) {
+      for (common::WorkerTrace& part :
+           common::SplitIntoChunks(std::move(piece), options_.chunk_events)) {
         v1::UploadRequest& r = chunks.emplace_back();
         r.set_capture_id(id);
         r.set_agent_id(agent_id_);
@@ -341,12 +360,14 @@ void CaptureRun::DrainAndSpool() {
     }
     if (!chunks.empty()) chunks.back().set_last(true);
     if (request_.max_upload_bytes() > 0 && bytes > request_.max_upload_bytes()) {
-      SetFailed(rank, common::StrCat(bytes, " encoded bytes exceed the upload limit of ", request_.max_upload_bytes(), " per worker"));
+      SetFailed(rank, common::StrCat(bytes, " encoded bytes exceed the upload limit of ",
+                                     request_.max_upload_bytes(), " per worker"));
       continue;
     }
     if (spool_bytes_ + bytes > options_.max_spool_bytes) {
-      SetFailed(rank, common::StrCat("the agent's upload spool is full (", spool_bytes_, " + ", bytes, " bytes > ",
-                                     options_.max_spool_bytes, "); raise --max-spool-bytes or capture less"));
+      SetFailed(rank, common::StrCat("the agent's upload spool is full (", spool_bytes_, " + ",
+                                     bytes, " bytes > ", options_.max_spool_bytes,
+                                     "); raise --max-spool-bytes or capture less"));
       continue;
     }
     spool_bytes_ += bytes;
@@ -394,7 +415,8 @@ void CaptureRun::UploadSpool() {
                    std::string(response.status().message()));
     }
     if (clock_.Now() > give_up) {
-      for (int32_t rank : pending) SetFailed(rank, common::StrCat("upload gave up after ", attempt, " attempts"));
+      for (int32_t rank : pending)
+        SetFailed(rank, common::StrCat("upload gave up after ", attempt, " attempts"));
       return;
     }
     const int64_t wait = std::uniform_int_distribution<int64_t>(backoff / 2, backoff)(rng);

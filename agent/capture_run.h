@@ -29,8 +29,8 @@ struct CaptureRunOptions {
   // Fires the collectors' starts; shared by every run of the agent (of the process). Null: the
   // run has a timer of its own.
   StartTimer* start_timer = nullptr;
-  size_t chunk_events = 65536;               // events per uploaded chunk
-  uint64_t max_spool_bytes = 512ull << 20;   // encoded chunks held for upload, all workers
+  size_t chunk_events = 65536;              // events per uploaded chunk
+  uint64_t max_spool_bytes = 512ull << 20;  // encoded chunks held for upload, all workers
   int64_t upload_give_up_ns = 600'000'000'000;
   int64_t retry_initial_ns = 100'000'000;
   int64_t retry_max_ns = 5'000'000'000;
@@ -42,15 +42,18 @@ struct CaptureRunHooks {
   // no limit), so a slow network never delays the start it is sharpening.
   std::function<void(std::string_view reason, int exchanges, TimeNs until)> sync_clock;
   // One attempt at uploading `chunks` in one Upload stream.
-  std::function<absl::StatusOr<v1::UploadResponse>(const std::vector<const v1::UploadRequest*>& chunks)> upload;
+  std::function<absl::StatusOr<v1::UploadResponse>(
+      const std::vector<const v1::UploadRequest*>& chunks)>
+      upload;
 };
 
 class CaptureRun {
  public:
   // `collectors` maps every rank this agent serves to its collector; requested ranks not in it
   // fail at once. The clock and collectors must outlive the run.
-  CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*> collectors, std::string agent_id,
-             const AgentClock& clock, CaptureRunHooks hooks, CaptureRunOptions options);
+  CaptureRun(v1::CaptureRequest request, std::map<int32_t, Collector*> collectors,
+             std::string agent_id, const AgentClock& clock, CaptureRunHooks hooks,
+             CaptureRunOptions options);
   ~CaptureRun();  // cancels and joins
 
   void Begin();
@@ -93,7 +96,8 @@ class CaptureRun {
 
   mutable absl::Mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  bool started_ ABSL_GUARDED_BY(mu_) = false;  // StartCollectors began: the start can no longer move
+  bool started_ ABSL_GUARDED_BY(mu_) =
+      false;  // StartCollectors began: the start can no longer move
   bool collectors_started_ ABSL_GUARDED_BY(mu_) = false;  // and returned
   // The start's entry in the start timer (0: none). timer_mu_ is never taken under mu_:
   // cancelling an entry waits for a StartCollectors under way, which takes mu_.

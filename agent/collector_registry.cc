@@ -13,7 +13,8 @@ namespace {
 absl::StatusOr<std::unique_ptr<Collector>> MakeSimulated(const CollectorConfig& config) {
   absl::StatusOr<SimulationSpec> spec = ParseSimulationSpec(config.simulate);
   if (!spec.ok()) return spec.status();
-  return std::unique_ptr<Collector>(new SimulatedRanksCollector(*std::move(spec), config.host, *config.clock));
+  return std::unique_ptr<Collector>(
+      new SimulatedRanksCollector(*std::move(spec), config.host, *config.clock));
 }
 
 absl::StatusOr<std::unique_ptr<Collector>> MakeProbes(const CollectorConfig& config) {
@@ -30,9 +31,11 @@ absl::StatusOr<std::unique_ptr<Collector>> MakeProbes(const CollectorConfig& con
   ProbeCollectorOptions options;
   options.host = config.host;
   options.server.socket_path = config.probe_socket;
-  options.server.allowed_uids.assign(config.probe_allowed_uids.begin(), config.probe_allowed_uids.end());
+  options.server.allowed_uids.assign(config.probe_allowed_uids.begin(),
+                                     config.probe_allowed_uids.end());
   auto sampler = std::make_unique<host::HostSampler>(sampling, std::move(gpus));
-  absl::StatusOr<std::unique_ptr<ProbeCollector>> probes = ProbeCollector::Start(options, *config.clock, std::move(sampler));
+  absl::StatusOr<std::unique_ptr<ProbeCollector>> probes =
+      ProbeCollector::Start(options, *config.clock, std::move(sampler));
   if (!probes.ok()) return probes.status();
   return std::unique_ptr<Collector>(*std::move(probes));
 }
@@ -40,7 +43,8 @@ absl::StatusOr<std::unique_ptr<Collector>> MakeProbes(const CollectorConfig& con
 constexpr CollectorKind kKinds[] = {
     {"sim", "simulated ranks of a data-parallel job (--simulate)",
      [](const CollectorConfig& c) { return !c.simulate.empty(); }, &MakeSimulated},
-    {"probe", "training processes running libpodscope_probe.so (CUPTI, NCCL, steps) plus the host collector",
+    {"probe",
+     "training processes running libpodscope_probe.so (CUPTI, NCCL, steps) plus the host collector",
      [](const CollectorConfig& c) { return c.probes; }, &MakeProbes},
 };
 
@@ -48,13 +52,16 @@ constexpr CollectorKind kKinds[] = {
 
 std::span<const CollectorKind> CollectorKinds() { return kKinds; }
 
-absl::StatusOr<std::vector<std::unique_ptr<Collector>>> MakeCollectors(const CollectorConfig& config) {
+absl::StatusOr<std::vector<std::unique_ptr<Collector>>> MakeCollectors(
+    const CollectorConfig& config) {
   std::vector<std::unique_ptr<Collector>> out;
   for (const CollectorKind& kind : kKinds) {
     if (!kind.wanted(config)) continue;
     absl::StatusOr<std::unique_ptr<Collector>> made = kind.make(config);
     if (!made.ok()) {
-      return absl::Status(made.status().code(), common::StrCat(kind.name, " collector: ", std::string(made.status().message())));
+      return absl::Status(
+          made.status().code(),
+          common::StrCat(kind.name, " collector: ", std::string(made.status().message())));
     }
     out.push_back(*std::move(made));
   }

@@ -37,6 +37,7 @@ struct CollectorKind {
 std::span<const CollectorKind> CollectorKinds();
 
 // Makes every collector the configuration asks for; the first failure names its kind.
-absl::StatusOr<std::vector<std::unique_ptr<Collector>>> MakeCollectors(const CollectorConfig& config);
+absl::StatusOr<std::vector<std::unique_ptr<Collector>>> MakeCollectors(
+    const CollectorConfig& config);
 
 }  // namespace podscope::agent

@@ -2,9 +2,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <iostream>
-
 #include <boost/json.hpp>
+#include <iostream>
 
 #include "CLI/CLI.hpp"
 #include "agent/agent.h"
@@ -24,43 +23,55 @@ using Settings = podscope::agent::AgentSettings;
 
 int main(int argc, char** argv) {
   // The log, errors included, goes to stderr (stdout carries nothing a daemon's user reads).
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"podscope-agent: the podscope node agent (one per machine)"};
   app.set_version_flag("--version", "podscope-agent 0.1.0");
   Settings settings;
-  std::string config_path, coordinator, simulate, agent_id, host, log_level, probe_socket, proc_root;
-  app.add_option("--config", config_path, "JSON config file (coordinator, agent_id, host, simulate, limits)");
-  app.add_option("--coordinator", coordinator, "the coordinator's gRPC address HOST:PORT [127.0.0.1:50051]");
+  std::string config_path, coordinator, simulate, agent_id, host, log_level, probe_socket,
+      proc_root;
+  app.add_option("--config", config_path,
+                 "JSON config file (coordinator, agent_id, host, simulate, limits)");
+  app.add_option("--coordinator", coordinator,
+                 "the coordinator's gRPC address HOST:PORT [127.0.0.1:50051]");
   app.add_option("--simulate", simulate,
-                 "serve simulated ranks: ranks=0-7,world=32,job=J,seed=S,straggler=RANK:FACTOR[:compute|input|launch],"
+                 "serve simulated ranks: "
+                 "ranks=0-7,world=32,job=J,seed=S,straggler=RANK:FACTOR[:compute|input|launch],"
                  "clock-offset-ms=X,drift-ppm=Y,profile=default|light,sim-world=N");
   app.add_option("--agent-id", agent_id, "this agent's id [HOST-PID]");
   app.add_option("--host", host, "host name to report [the machine's]");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error [info]");
   app.add_option("--probe-socket", probe_socket,
-                 "unix socket training processes' probes register on [/run/podscope/agent.sock]; probes are served "
+                 "unix socket training processes' probes register on [/run/podscope/agent.sock]; "
+                 "probes are served "
                  "unless --simulate is given without this flag");
   app.add_option("--proc-root", proc_root, "where the host collector reads /proc [/proc]");
   podscope::common::TlsFiles tls_flags;
   std::string tls_server_name;
   bool insecure = false;
-  app.add_option("--tls-cert", tls_flags.cert, "this agent's certificate, PEM; its CN is the agent's id");
+  app.add_option("--tls-cert", tls_flags.cert,
+                 "this agent's certificate, PEM; its CN is the agent's id");
   app.add_option("--tls-key", tls_flags.key, "its private key, PEM");
-  app.add_option("--tls-ca", tls_flags.ca, "the CA the coordinator's certificate must chain to, PEM");
+  app.add_option("--tls-ca", tls_flags.ca,
+                 "the CA the coordinator's certificate must chain to, PEM");
   app.add_option("--tls-server-name", tls_server_name,
                  "the name the coordinator's certificate must hold [the host of --coordinator]");
   std::string watch;
   app.add_option("--watch", watch,
-                 "on: stream step summaries to the coordinator between captures, for alerts (DESIGN §11); off: "
+                 "on: stream step summaries to the coordinator between captures, for alerts "
+                 "(DESIGN §11); off: "
                  "only captures [on]")
       ->check(CLI::IsMember({"on", "off"}));
   std::string health;
   app.add_option("--health", health,
-                 "serve /healthz and /readyz (plain HTTP, no data) on HOST:PORT, for Kubernetes probes [none]");
+                 "serve /healthz and /readyz (plain HTTP, no data) on HOST:PORT, for Kubernetes "
+                 "probes [none]");
   bool check_config = false;
   app.add_flag("--check-config", check_config,
-               "check the config file, flags and TLS files, print \"config OK\" and exit (0 if good, 2 if not)");
-  app.add_flag("--insecure", insecure, "plaintext gRPC without certificates: only on a network you trust (logs a warning)");
+               "check the config file, flags and TLS files, print \"config OK\" and exit (0 if "
+               "good, 2 if not)");
+  app.add_flag("--insecure", insecure,
+               "plaintext gRPC without certificates: only on a network you trust (logs a warning)");
   // Exit codes: 0 success, 1 a runtime failure, 2 a wrong command line or config.
   try {
     app.parse(argc, argv);
@@ -85,26 +96,34 @@ int main(int argc, char** argv) {
   if (!watch.empty()) settings.agent.watch = watch == "on";
   if (!health.empty()) settings.health = health;
   settings.insecure = settings.insecure || insecure;
-  if (absl::Status s = podscope::common::CheckTlsChoice(settings.agent.tls, settings.insecure, "podscope-agent"); !s.ok()) {
+  if (absl::Status s =
+          podscope::common::CheckTlsChoice(settings.agent.tls, settings.insecure, "podscope-agent");
+      !s.ok()) {
     spdlog::error("{}", std::string(s.message()));
     return 2;
   }
   if (settings.insecure) {
-    spdlog::warn("--insecure: plaintext to the coordinator, which cannot tell this agent from an impostor");
+    spdlog::warn(
+        "--insecure: plaintext to the coordinator, which cannot tell this agent from an impostor");
   } else {
     // The coordinator takes an agent as its certificate's identity: the id is the certificate's.
-    absl::StatusOr<std::string> pem = podscope::common::ReadPemFile(settings.agent.tls.cert, "--tls-cert");
-    absl::StatusOr<std::string> identity =
-        pem.ok() ? podscope::common::CertificateCommonName(*pem) : absl::StatusOr<std::string>(pem.status());
+    absl::StatusOr<std::string> pem =
+        podscope::common::ReadPemFile(settings.agent.tls.cert, "--tls-cert");
+    absl::StatusOr<std::string> identity = pem.ok() ? podscope::common::CertificateCommonName(*pem)
+                                                    : absl::StatusOr<std::string>(pem.status());
     if (!identity.ok()) {
-      spdlog::error("--tls-cert {}: {}", settings.agent.tls.cert, std::string(identity.status().message()));
+      spdlog::error("--tls-cert {}: {}", settings.agent.tls.cert,
+                    std::string(identity.status().message()));
       return 2;
     }
     if (settings.agent.agent_id.empty()) {
       settings.agent.agent_id = *identity;
     } else if (settings.agent.agent_id != *identity) {
-      spdlog::error("--agent-id {} is not the identity of its certificate (CN={}): leave --agent-id out, or use a "
-                    "certificate made for {}", settings.agent.agent_id, *identity, settings.agent.agent_id);
+      spdlog::error(
+          "--agent-id {} is not the identity of its certificate (CN={}): leave --agent-id out, or "
+          "use a "
+          "certificate made for {}",
+          settings.agent.agent_id, *identity, settings.agent.agent_id);
       return 2;
     }
   }
@@ -119,16 +138,17 @@ int main(int argc, char** argv) {
   // A simulated agent runs on a deliberately skewed clock so alignment has work to do.
   podscope::agent::AgentClock clock;
   if (!settings.simulate.empty()) {
-    absl::StatusOr<podscope::agent::SimulationSpec> spec = podscope::agent::ParseSimulationSpec(settings.simulate);
+    absl::StatusOr<podscope::agent::SimulationSpec> spec =
+        podscope::agent::ParseSimulationSpec(settings.simulate);
     if (!spec.ok()) {
       spdlog::error("{}", std::string(spec.status().message()));
       return 2;
     }
-    clock = podscope::agent::AgentClock(static_cast<int64_t>(spec->clock_offset_ms * 1e6), spec->drift_ppm,
-                                        podscope::agent::HostNowNs());
+    clock = podscope::agent::AgentClock(static_cast<int64_t>(spec->clock_offset_ms * 1e6),
+                                        spec->drift_ppm, podscope::agent::HostNowNs());
     // Tests compare the coordinator's fitted model against this exact skew.
-    spdlog::info("simulated clock skew: offset_ns={} drift_ppb={} reference_ns={}", clock.skew().offset_ns,
-                 clock.skew().drift_ppb, clock.skew().reference_ns);
+    spdlog::info("simulated clock skew: offset_ns={} drift_ppb={} reference_ns={}",
+                 clock.skew().offset_ns, clock.skew().drift_ppb, clock.skew().reference_ns);
   }
   // Everything above has been checked: the config's keys, the TLS files (CheckTlsChoice reads
   // and parses all three), the token file.
@@ -189,7 +209,9 @@ int main(int argc, char** argv) {
   // The exact line tests and scripts wait for.
   spdlog::info("podscope-agent {} serving {} workers, coordinator {}", agent.agent_id(), workers,
                settings.agent.coordinator);
-  if (!settings.agent.watch) spdlog::info("--watch=off: no step summaries are sent; the coordinator cannot alert on this node");
+  if (!settings.agent.watch)
+    spdlog::info(
+        "--watch=off: no step summaries are sent; the coordinator cannot alert on this node");
 
   // Wait for a signal, or for the coordinator to refuse us (checked once a second).
   int exit_code = 0;

@@ -18,7 +18,8 @@ std::string WhyUnreachable(const std::string& target, int timeout_ms, bool tls) 
   if (colon == std::string::npos) return common::StrCat("\"", target, "\" is not HOST:PORT");
   std::string host = target.substr(0, colon);
   const std::string port = target.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
@@ -48,10 +49,14 @@ std::string WhyUnreachable(const std::string& target, int timeout_ms, bool tls) 
     close(fd);
     if (error == 0) {
       freeaddrinfo(found);
-      return tls ? "TCP connects, but no TLS session came up: the coordinator's certificate does not chain to --tls-ca or "
-                   "lacks the name dialled (see --tls-server-name), or the coordinator refused this agent's certificate "
-                   "(another CA, expired; its log says which), or the port speaks plaintext (--insecure)"
-                 : "TCP connects, but no gRPC session came up (not a podscope-coordinator's agent port, or one that "
+      return tls ? "TCP connects, but no TLS session came up: the coordinator's certificate does "
+                   "not chain to --tls-ca or "
+                   "lacks the name dialled (see --tls-server-name), or the coordinator refused "
+                   "this agent's certificate "
+                   "(another CA, expired; its log says which), or the port speaks plaintext "
+                   "(--insecure)"
+                 : "TCP connects, but no gRPC session came up (not a podscope-coordinator's agent "
+                   "port, or one that "
                    "wants mutual TLS: give --tls-cert, --tls-key and --tls-ca)";
     }
     why = std::strerror(error);

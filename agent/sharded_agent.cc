@@ -7,7 +7,6 @@
 #include <optional>
 
 #include "common/str_util.h"
-
 #include "spdlog/spdlog.h"
 
 namespace podscope::agent {
@@ -74,7 +73,8 @@ class ShardedAgent::WatchRouter : public WatchSink {
 // through untouched (a capture under way finishes even if its job has moved meanwhile).
 class ShardedAgent::JobView : public Collector {
  public:
-  JobView(Collector& real, const Link& link, WatchRouter& router) : real_(real), link_(link), router_(router) {}
+  JobView(Collector& real, const Link& link, WatchRouter& router)
+      : real_(real), link_(link), router_(router) {}
 
   std::string_view name() const override { return real_.name(); }
   std::vector<WorkerIdentity> Workers() const override {
@@ -114,12 +114,16 @@ class ShardedAgent::JobView : public Collector {
   std::function<void()> changed_ ABSL_GUARDED_BY(mu_);
 };
 
-ShardedAgent::ShardedAgent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors)
-    : options_(std::move(options)), clock_(clock), collectors_(std::move(collectors)),
+ShardedAgent::ShardedAgent(AgentOptions options, const AgentClock& clock,
+                           std::vector<std::unique_ptr<Collector>> collectors)
+    : options_(std::move(options)),
+      clock_(clock),
+      collectors_(std::move(collectors)),
       watch_router_(std::make_unique<WatchRouter>()) {
   if (options_.host.empty()) {
     char name[256] = {};
-    options_.host = gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0' ? name : "unknown-host";
+    options_.host =
+        gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0' ? name : "unknown-host";
   }
   if (options_.agent_id.empty()) options_.agent_id = common::StrCat(options_.host, "-", getpid());
   // One start timer for every link: a capture's start does not depend on which link armed it.
@@ -173,7 +177,8 @@ ShardedAgent::Link* ShardedAgent::OpenLink(const std::string& address, const std
   }
   link->agent = std::make_unique<Agent>(std::move(options), clock_, std::move(views));
   if (!links_.empty()) {
-    spdlog::info("agent {}: opening a control stream to shard {} at {}", options_.agent_id, shard, address);
+    spdlog::info("agent {}: opening a control stream to shard {} at {}", options_.agent_id, shard,
+                 address);
   }
   links_.push_back(std::move(link));
   return links_.back().get();
@@ -228,7 +233,8 @@ std::string ShardedAgent::refusal() const {
 
 bool ShardedAgent::connected() const {
   absl::MutexLock lock(&mu_);
-  return !links_.empty() && std::all_of(links_.begin(), links_.end(), [](const auto& l) { return l->agent->connected(); });
+  return !links_.empty() && std::all_of(links_.begin(), links_.end(),
+                                        [](const auto& l) { return l->agent->connected(); });
 }
 
 void ShardedAgent::ReconcileLoop() {
@@ -271,7 +277,8 @@ void ShardedAgent::Reconcile() {
     // default link, whose coordinator says again who owns them.
     std::set<const Link*> dead;
     for (const auto& l : links_) {
-      if (l->down_since && now - *l->down_since > kGiveUpOnLink && l->address != options_.coordinator) {
+      if (l->down_since && now - *l->down_since > kGiveUpOnLink &&
+          l->address != options_.coordinator) {
         dead.insert(l.get());
         std::erase_if(owners_, [&](const auto& o) { return o.second.second == l->address; });
       }
@@ -303,7 +310,8 @@ void ShardedAgent::Reconcile() {
     // Each job to its owner's link: the link its shard welcomed, else one dialling its address,
     // else a new one. Until that link is connected the job stays where it is (if that is up).
     std::map<Link*, std::set<std::string>> want;
-    std::set<const Link*> awaited;  // owners' links not yet up: kept open though they have no job yet
+    std::set<const Link*>
+        awaited;  // owners' links not yet up: kept open though they have no job yet
     std::map<std::string, const Link*> assignment;
     for (const std::string& job : jobs) {
       Link* link = fallback;
@@ -311,7 +319,8 @@ void ShardedAgent::Reconcile() {
         const auto& [shard, address] = owner->second;
         Link* target = nullptr;
         for (const auto& l : links_) {
-          if (!dead.count(l.get()) && !shard.empty() && l->agent->shard() == shard) target = l.get();
+          if (!dead.count(l.get()) && !shard.empty() && l->agent->shard() == shard)
+            target = l.get();
         }
         for (const auto& l : links_) {
           if (target == nullptr && !dead.count(l.get()) && l->address == address) target = l.get();
@@ -342,8 +351,10 @@ void ShardedAgent::Reconcile() {
     for (auto it = links_.begin(); it != links_.end() && links_.size() > 1;) {
       Link* l = it->get();
       if (want[l].empty() && !awaited.count(l) && !l->agent->busy()) {
-        spdlog::info("agent {}: closing the control stream to {}: {}", options_.agent_id, l->address,
-                     dead.count(l) ? "unreachable for too long" : "the shard there owns none of this node's jobs");
+        spdlog::info("agent {}: closing the control stream to {}: {}", options_.agent_id,
+                     l->address,
+                     dead.count(l) ? "unreachable for too long"
+                                   : "the shard there owns none of this node's jobs");
         to_close.push_back(std::move(*it));
         it = links_.erase(it);
       } else {
@@ -351,7 +362,8 @@ void ShardedAgent::Reconcile() {
       }
     }
     watch_router_->Assign(std::move(assignment), fallback);
-    for (const auto& l : links_) to_notify.insert(to_notify.end(), l->views.begin(), l->views.end());
+    for (const auto& l : links_)
+      to_notify.insert(to_notify.end(), l->views.begin(), l->views.end());
   }
   for (Agent* a : to_start) a->Start();
   // Every link re-reads its workers (a moved job's ranks leave one coordinator and reach another).

@@ -30,7 +30,8 @@ namespace podscope::agent {
 
 class ShardedAgent {
  public:
-  ShardedAgent(AgentOptions options, const AgentClock& clock, std::vector<std::unique_ptr<Collector>> collectors);
+  ShardedAgent(AgentOptions options, const AgentClock& clock,
+               std::vector<std::unique_ptr<Collector>> collectors);
   ~ShardedAgent();
 
   void Start();
@@ -48,7 +49,8 @@ class ShardedAgent {
 
   void ReconcileLoop();
   void Reconcile();
-  Link* OpenLink(const std::string& address, const std::string& shard) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Link* OpenLink(const std::string& address, const std::string& shard)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::set<std::string> CurrentJobs() const;
 
   AgentOptions options_;

@@ -57,7 +57,9 @@ void StartTimer::Loop() {
   mu_.Lock();
   while (!stopping_) {
     if (pending_.empty()) {
-      const auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !pending_.empty(); };
+      const auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !pending_.empty();
+      };
       mu_.Await(absl::Condition(&work));
       continue;
     }

@@ -7,8 +7,8 @@
 //
 //   podscope_agent_swarm --grpc 127.0.0.1:50051 --server http://127.0.0.1:8080
 //       --coordinator-pid PID --agents 1024 [--jitter-ms 1 --delay-ms 0.2]
-#include <simdjson.h>
 #include <signal.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,10 +19,10 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
-#include "common/parse_number.h"
 #include "agent/agent.h"
 #include "agent/collectors/simulated_ranks.h"
 #include "bench/jitter_proxy.h"
+#include "common/parse_number.h"
 #include "common/str_util.h"
 #include "coordinator/http/http_client.h"
 #include "spdlog/spdlog.h"
@@ -49,8 +49,11 @@ ProcessSample SampleProcess(int pid) {
   while (fields >> f) v.push_back(f);
   if (v.size() > 21) {
     const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-    s.cpu_seconds = (podscope::common::ParseDouble(v[11]).value() + podscope::common::ParseDouble(v[12]).value()) / tick;  // utime, stime
-    s.rss_bytes = static_cast<uint64_t>(podscope::common::ParseInt(v[21]).value()) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    s.cpu_seconds = (podscope::common::ParseDouble(v[11]).value() +
+                     podscope::common::ParseDouble(v[12]).value()) /
+                    tick;  // utime, stime
+    s.rss_bytes = static_cast<uint64_t>(podscope::common::ParseInt(v[21]).value()) *
+                  static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   }
   return s;
 }
@@ -67,29 +70,37 @@ int main(int argc, char** argv) {
   CLI::App app{"podscope_agent_swarm: many simulated agents against one coordinator"};
   std::string grpc = "127.0.0.1:50051", server_url = "http://127.0.0.1:8080", job = "swarm";
   int sim_world = 32;
-  int agents = 1024, first_agent = 0, total_agents = 0, ranks_per_agent = 1, coordinator_pid = 0, duration_ms = 2000, idle_seconds = 10, clock_burst = 8;
+  int agents = 1024, first_agent = 0, total_agents = 0, ranks_per_agent = 1, coordinator_pid = 0,
+      duration_ms = 2000, idle_seconds = 10, clock_burst = 8;
   double jitter_ms = 0, delay_ms = 0, max_offset_ms = 50, max_drift_ppm = 50;
   uint64_t seed = 1;
   app.add_option("--grpc", grpc, "the coordinator's gRPC address");
   app.add_option("--server", server_url, "the coordinator's REST URL");
-  app.add_option("--coordinator-pid", coordinator_pid, "pid of the coordinator, for CPU and memory");
+  app.add_option("--coordinator-pid", coordinator_pid,
+                 "pid of the coordinator, for CPU and memory");
   app.add_option("--agents", agents, "agent instances in this process");
-  app.add_option("--first-agent", first_agent, "global index of this process's first agent (several swarm processes)");
+  app.add_option("--first-agent", first_agent,
+                 "global index of this process's first agent (several swarm processes)");
   app.add_option("--total-agents", total_agents, "agents over all swarm processes [--agents]");
   bool serve_only = false;
-  app.add_flag("--serve-only", serve_only, "only run the agents (until killed); another swarm process measures");
+  app.add_flag("--serve-only", serve_only,
+               "only run the agents (until killed); another swarm process measures");
   app.add_option("--ranks-per-agent", ranks_per_agent);
   app.add_option("--duration-ms", duration_ms, "capture window");
   app.add_option("--idle-seconds", idle_seconds, "how long to measure the idle coordinator");
   int settle_seconds = 150;
-  app.add_option("--settle-seconds", settle_seconds, "idle is measured no sooner than this after every agent connected");
-  app.add_option("--jitter-ms", jitter_ms, "route the agents through a proxy adding uniform(0, jitter) per chunk");
+  app.add_option("--settle-seconds", settle_seconds,
+                 "idle is measured no sooner than this after every agent connected");
+  app.add_option("--jitter-ms", jitter_ms,
+                 "route the agents through a proxy adding uniform(0, jitter) per chunk");
   app.add_option("--delay-ms", delay_ms, "and this fixed one-way delay");
   app.add_option("--clock-burst", clock_burst, "exchanges per clock-sync burst");
-  app.add_option("--max-offset-ms", max_offset_ms, "agents' clocks are offset uniformly within +-this");
+  app.add_option("--max-offset-ms", max_offset_ms,
+                 "agents' clocks are offset uniformly within +-this");
   app.add_option("--max-drift-ppm", max_drift_ppm, "and drift within +-this");
   app.add_option("--seed", seed);
-  app.add_option("--sim-world", sim_world, "ranks actually simulated; rank r serves rank r mod this (0: all)");
+  app.add_option("--sim-world", sim_world,
+                 "ranks actually simulated; rank r serves rank r mod this (0: all)");
   app.add_option("--job", job);
   // Off by default, so that the capture figures stay those of capture traffic alone.
   bool watch = false;
@@ -114,10 +125,14 @@ int main(int argc, char** argv) {
   std::string target = grpc;
   if (jitter_ms > 0 || delay_ms > 0) {
     const size_t colon = grpc.rfind(':');
-    proxy = std::make_unique<podscope::bench::JitterProxy>(grpc.substr(0, colon), static_cast<uint16_t>(podscope::common::ParseInt(grpc.substr(colon + 1)).value()),
-                                                            static_cast<int64_t>(delay_ms * 1e6), static_cast<int64_t>(jitter_ms * 1e6), seed);
+    proxy = std::make_unique<podscope::bench::JitterProxy>(
+        grpc.substr(0, colon),
+        static_cast<uint16_t>(podscope::common::ParseInt(grpc.substr(colon + 1)).value()),
+        static_cast<int64_t>(delay_ms * 1e6), static_cast<int64_t>(jitter_ms * 1e6), seed);
     target = "127.0.0.1:" + std::to_string(proxy->port());
-    std::printf("network: through a proxy adding %.3f ms + uniform(0, %.3f ms) per chunk and direction\n", delay_ms, jitter_ms);
+    std::printf(
+        "network: through a proxy adding %.3f ms + uniform(0, %.3f ms) per chunk and direction\n",
+        delay_ms, jitter_ms);
   }
 
   if (total_agents == 0) total_agents = first_agent + agents;
@@ -129,8 +144,8 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(seed * 1'000'003ull + static_cast<uint64_t>(index));
     std::uniform_real_distribution<double> unit(-1, 1);
     const double offset = unit(rng), drift = unit(rng);
-    return std::make_unique<podscope::agent::AgentClock>(static_cast<int64_t>(offset * max_offset_ms * 1e6),
-                                                         drift * max_drift_ppm, reference);
+    return std::make_unique<podscope::agent::AgentClock>(
+        static_cast<int64_t>(offset * max_offset_ms * 1e6), drift * max_drift_ppm, reference);
   };
   std::vector<std::unique_ptr<podscope::agent::AgentClock>> clocks;
   for (int i = 0; i < total_agents; ++i) clocks.push_back(clock_of(i));
@@ -150,7 +165,8 @@ int main(int argc, char** argv) {
     spec.sim_world = sim_world;
     std::vector<std::unique_ptr<podscope::agent::Collector>> collectors;
     const std::string host = podscope::common::StrCat("sim-", i);
-    collectors.push_back(std::make_unique<podscope::agent::SimulatedRanksCollector>(spec, host, *clocks[i]));
+    collectors.push_back(
+        std::make_unique<podscope::agent::SimulatedRanksCollector>(spec, host, *clocks[i]));
     podscope::agent::AgentOptions options;
     options.coordinator = target;
     options.agent_id = host;
@@ -158,7 +174,8 @@ int main(int argc, char** argv) {
     options.clock_burst = clock_burst;
     options.capture.start_timer = &start_timer;
     options.watch = watch;
-    swarm.push_back(std::make_unique<podscope::agent::Agent>(options, *clocks[i], std::move(collectors)));
+    swarm.push_back(
+        std::make_unique<podscope::agent::Agent>(options, *clocks[i], std::move(collectors)));
     swarm.back()->Start();
     // Agents of a real cluster come up over seconds, not in one instant on one host.
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -175,7 +192,8 @@ int main(int argc, char** argv) {
   simdjson::dom::parser parser;
   std::vector<double> connect_bounds_us;
   while (true) {
-    auto r = podscope::coordinator::HttpRequestTo(*server, "GET", "/v1/workers?limit=10000&job=" + job);
+    auto r =
+        podscope::coordinator::HttpRequestTo(*server, "GET", "/v1/workers?limit=10000&job=" + job);
     size_t synced = 0;
     simdjson::dom::element doc;
     connect_bounds_us.clear();
@@ -189,15 +207,19 @@ int main(int argc, char** argv) {
     }
     if (synced >= static_cast<size_t>(total_agents)) break;
     if (Steady::now() - connect_start > std::chrono::minutes(5)) {
-      std::fprintf(stderr, "only %zu of %d agents connected after 5 minutes\n", synced, total_agents);
+      std::fprintf(stderr, "only %zu of %d agents connected after 5 minutes\n", synced,
+                   total_agents);
       return 1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   const double connect_s = std::chrono::duration<double>(Steady::now() - connect_start).count();
-  std::printf("agents: %d (%d ranks), all connected and synchronised in %.1f s; clock error bounds after connect: p50 %.1f us, "
-              "p99 %.1f us\n",
-              total_agents, world, connect_s, Percentile(connect_bounds_us, 0.5), Percentile(connect_bounds_us, 0.99));
+  std::printf(
+      "agents: %d (%d ranks), all connected and synchronised in %.1f s; clock error bounds after "
+      "connect: p50 %.1f us, "
+      "p99 %.1f us\n",
+      total_agents, world, connect_s, Percentile(connect_bounds_us, 0.5),
+      Percentile(connect_bounds_us, 0.99));
 
   // Bursts taken while every agent connects at once are poor; the coordinator's clock keeper
   // asks for better ones, a few agents at a time. Until the bounds stop improving (at most a
@@ -206,14 +228,18 @@ int main(int argc, char** argv) {
     const auto settle_start = Steady::now();
     double best_p99 = Percentile(connect_bounds_us, 0.99), p50 = Percentile(connect_bounds_us, 0.5);
     auto improved_at = Steady::now();
-    while (Steady::now() - improved_at < std::chrono::seconds(6) && Steady::now() - settle_start < std::chrono::minutes(1)) {
+    while (Steady::now() - improved_at < std::chrono::seconds(6) &&
+           Steady::now() - settle_start < std::chrono::minutes(1)) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
-      auto r = podscope::coordinator::HttpRequestTo(*server, "GET", "/v1/workers?limit=10000&job=" + job);
+      auto r = podscope::coordinator::HttpRequestTo(*server, "GET",
+                                                    "/v1/workers?limit=10000&job=" + job);
       simdjson::dom::element doc;
-      if (!r.ok() || r->status != 200 || parser.parse(r->body).get(doc) != simdjson::SUCCESS) continue;
+      if (!r.ok() || r->status != 200 || parser.parse(r->body).get(doc) != simdjson::SUCCESS)
+        continue;
       std::vector<double> bounds;
       for (simdjson::dom::element a : doc["agents"].get_array()) {
-        if (!a["clock"].is_null()) bounds.push_back(a["clock"]["error_bound_ns"].get_int64().value() / 1e3);
+        if (!a["clock"].is_null())
+          bounds.push_back(a["clock"]["error_bound_ns"].get_int64().value() / 1e3);
       }
       const double p99 = Percentile(bounds, 0.99);
       p50 = Percentile(bounds, 0.5);
@@ -234,22 +260,28 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::seconds(idle_seconds));
     idle_after = SampleProcess(coordinator_pid);
     std::printf("coordinator idle: %.2f%% of a core, %.1f MB RSS (over %d s)\n",
-                100 * (idle_after.cpu_seconds - idle_before.cpu_seconds) / idle_seconds, idle_after.rss_bytes / 1e6,
-                idle_seconds);
+                100 * (idle_after.cpu_seconds - idle_before.cpu_seconds) / idle_seconds,
+                idle_after.rss_bytes / 1e6, idle_seconds);
   }
 
   // One capture of every worker.
-  const ProcessSample capture_before = coordinator_pid > 0 ? SampleProcess(coordinator_pid) : ProcessSample{};
+  const ProcessSample capture_before =
+      coordinator_pid > 0 ? SampleProcess(coordinator_pid) : ProcessSample{};
   const auto capture_start = Steady::now();
   auto posted = podscope::coordinator::HttpRequestTo(
-      *server, "POST", "/v1/captures", podscope::common::StrCat("{\"job\":\"", job, "\",\"duration_ms\":", duration_ms, "}"),
+      *server, "POST", "/v1/captures",
+      podscope::common::StrCat("{\"job\":\"", job, "\",\"duration_ms\":", duration_ms, "}"),
       "application/json");
   if (!posted.ok() || posted->status != 202) {
-    std::fprintf(stderr, "POST /v1/captures failed: %s\n", posted.ok() ? posted->body.c_str() : std::string(posted.status().message()).c_str());
+    std::fprintf(
+        stderr, "POST /v1/captures failed: %s\n",
+        posted.ok() ? posted->body.c_str() : std::string(posted.status().message()).c_str());
     return 1;
   }
   simdjson::dom::element doc;
-  std::string id(parser.parse(posted->body).get(doc) == simdjson::SUCCESS ? doc["id"].get_string().value() : "");
+  std::string id(parser.parse(posted->body).get(doc) == simdjson::SUCCESS
+                     ? doc["id"].get_string().value()
+                     : "");
   std::string body, state;
   uint64_t peak_rss = 0;
   while (true) {
@@ -258,12 +290,15 @@ int main(int argc, char** argv) {
       state = std::string(doc["state"].get_string().value());
       body = r->body;
     }
-    if (coordinator_pid > 0) peak_rss = std::max(peak_rss, SampleProcess(coordinator_pid).rss_bytes);
-    if (state == "complete" || state == "partial" || state == "failed" || state == "cancelled") break;
+    if (coordinator_pid > 0)
+      peak_rss = std::max(peak_rss, SampleProcess(coordinator_pid).rss_bytes);
+    if (state == "complete" || state == "partial" || state == "failed" || state == "cancelled")
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const double capture_s = std::chrono::duration<double>(Steady::now() - capture_start).count();
-  const ProcessSample capture_after = coordinator_pid > 0 ? SampleProcess(coordinator_pid) : ProcessSample{};
+  const ProcessSample capture_after =
+      coordinator_pid > 0 ? SampleProcess(coordinator_pid) : ProcessSample{};
 
   if (parser.parse(body).get(doc) != simdjson::SUCCESS) return 1;
   const TimeNs created = doc["created_ns"].get_int64().value();
@@ -281,7 +316,8 @@ int main(int argc, char** argv) {
   };
   std::vector<Aligned> aligned;
   for (simdjson::dom::element w : doc["workers"].get_array()) {
-    if (w["acknowledged_ns"].get_int64().value() == 0) continue;  // never heard from, or failed first
+    if (w["acknowledged_ns"].get_int64().value() == 0)
+      continue;  // never heard from, or failed first
     ack_ms.push_back((w["acknowledged_ns"].get_int64().value() - created) / 1e6);
     if (!w["start_skew_ns"].is_null()) {
       skew_us.push_back(std::abs(w["start_skew_ns"].get_int64().value()) / 1e3);
@@ -291,12 +327,13 @@ int main(int argc, char** argv) {
     ++complete;
     const int64_t rank = w["rank"].get_int64().value();
     simdjson::dom::element c = w["clock"];
-    const podscope::common::ClockModel model{c["offset_ns"].get_int64().value(), c["drift_ppb"].get_int64().value(),
-                                             c["reference_ns"].get_int64().value(), c["error_bound_ns"].get_int64().value(),
-                                             podscope::common::ClockSource::kNetwork};
+    const podscope::common::ClockModel model{
+        c["offset_ns"].get_int64().value(), c["drift_ppb"].get_int64().value(),
+        c["reference_ns"].get_int64().value(), c["error_bound_ns"].get_int64().value(),
+        podscope::common::ClockSource::kNetwork};
     const podscope::agent::AgentClock& truth = *clocks[rank / ranks_per_agent];
-    aligned.push_back({c["source"].get_string().value() == "collective", model.ToAligned(truth.FromHost(middle)) - middle,
-                       model.error_bound_ns});
+    aligned.push_back({c["source"].get_string().value() == "collective",
+                       model.ToAligned(truth.FromHost(middle)) - middle, model.error_bound_ns});
   }
   // Refined models are checked the way they are used, against each other: a worker and the
   // median refined worker agree within the sum of their bounds. (The pod's common clock is the
@@ -305,10 +342,12 @@ int main(int argc, char** argv) {
   for (const Aligned& a : aligned) {
     if (a.refined) refined.push_back(&a);
   }
-  std::sort(refined.begin(), refined.end(), [](const Aligned* x, const Aligned* y) { return x->error < y->error; });
+  std::sort(refined.begin(), refined.end(),
+            [](const Aligned* x, const Aligned* y) { return x->error < y->error; });
   const Aligned* median = refined.empty() ? nullptr : refined[refined.size() / 2];
   double refined_mean = 0;
-  for (const Aligned* a : refined) refined_mean += static_cast<double>(a->error) / static_cast<double>(refined.size());
+  for (const Aligned* a : refined)
+    refined_mean += static_cast<double>(a->error) / static_cast<double>(refined.size());
   std::vector<double> network_error_us, refined_error_us;
   size_t within_bound = 0;
   double max_bound_us = 0;
@@ -326,39 +365,51 @@ int main(int argc, char** argv) {
   }
   const double lead_ms = (window_start - created) / 1e6;
   const size_t workers = doc["workers"].get_array().size();
-  std::printf("capture %s: %s, %zu/%zu workers complete, %.2f s from request to stored\n", id.c_str(), state.c_str(), complete,
-              workers, capture_s);
+  std::printf("capture %s: %s, %zu/%zu workers complete, %.2f s from request to stored\n",
+              id.c_str(), state.c_str(), complete, workers, capture_s);
   size_t within_lead = 0;
   for (double ms : ack_ms) within_lead += ms < lead_ms;
-  std::printf("fan-out (request -> agent acknowledged): p50 %.2f ms, p99 %.2f ms, max %.2f ms; lead %.1f ms: %s "
-              "(%zu of %zu workers acknowledged within it)\n",
-              Percentile(ack_ms, 0.5), Percentile(ack_ms, 0.99), Percentile(ack_ms, 1.0), lead_ms,
-              within_lead == workers ? "all armed within the lead" : "NOT all armed within the lead", within_lead, workers);
+  std::printf(
+      "fan-out (request -> agent acknowledged): p50 %.2f ms, p99 %.2f ms, max %.2f ms; lead %.1f "
+      "ms: %s "
+      "(%zu of %zu workers acknowledged within it)\n",
+      Percentile(ack_ms, 0.5), Percentile(ack_ms, 0.99), Percentile(ack_ms, 1.0), lead_ms,
+      within_lead == workers ? "all armed within the lead" : "NOT all armed within the lead",
+      within_lead, workers);
   // Skew across workers: each worker's start against the median worker's, on the aligned clock;
   // lateness: against the requested instant (a common delay does not misalign anything).
   const double median_start = Percentile(starts_ns, 0.5);
   std::vector<double> spread_us;
   for (double s : starts_ns) spread_us.push_back(std::abs(s - median_start) / 1e3);
-  std::printf("start skew across workers (vs the median worker, aligned clock): p50 %.1f us, p99 %.1f us, max %.1f us\n",
-              Percentile(spread_us, 0.5), Percentile(spread_us, 0.99), Percentile(spread_us, 1.0));
-  std::printf("start lateness vs the requested instant: p50 %.1f us, p99 %.1f us, max %.1f us\n", Percentile(skew_us, 0.5),
-              Percentile(skew_us, 0.99), Percentile(skew_us, 1.0));
+  std::printf(
+      "start skew across workers (vs the median worker, aligned clock): p50 %.1f us, p99 %.1f us, "
+      "max %.1f us\n",
+      Percentile(spread_us, 0.5), Percentile(spread_us, 0.99), Percentile(spread_us, 1.0));
+  std::printf("start lateness vs the requested instant: p50 %.1f us, p99 %.1f us, max %.1f us\n",
+              Percentile(skew_us, 0.5), Percentile(skew_us, 0.99), Percentile(skew_us, 1.0));
   if (!network_error_us.empty()) {
-    std::printf("clock alignment, %zu network models, error vs injected truth: p50 %.1f us, p99 %.1f us, max %.1f us\n",
-                network_error_us.size(), Percentile(network_error_us, 0.5), Percentile(network_error_us, 0.99),
-                Percentile(network_error_us, 1.0));
+    std::printf(
+        "clock alignment, %zu network models, error vs injected truth: p50 %.1f us, p99 %.1f us, "
+        "max %.1f us\n",
+        network_error_us.size(), Percentile(network_error_us, 0.5),
+        Percentile(network_error_us, 0.99), Percentile(network_error_us, 1.0));
   }
   if (!refined_error_us.empty()) {
-    std::printf("clock alignment, %zu models refined by collectives, error vs injected truth relative to the median one: p50 %.1f us, "
-                "p99 %.1f us, max %.1f us (the pod's common clock is %.1f us off the coordinator's)\n",
-                refined_error_us.size(), Percentile(refined_error_us, 0.5), Percentile(refined_error_us, 0.99),
-                Percentile(refined_error_us, 1.0), refined_mean / 1e3);
+    std::printf(
+        "clock alignment, %zu models refined by collectives, error vs injected truth relative to "
+        "the median one: p50 %.1f us, "
+        "p99 %.1f us, max %.1f us (the pod's common clock is %.1f us off the coordinator's)\n",
+        refined_error_us.size(), Percentile(refined_error_us, 0.5),
+        Percentile(refined_error_us, 0.99), Percentile(refined_error_us, 1.0), refined_mean / 1e3);
   }
-  std::printf("within the reported bound (refined: with the median one, within both bounds): %zu/%zu (max bound %.1f us)\n",
-              within_bound, aligned.size(), max_bound_us);
+  std::printf(
+      "within the reported bound (refined: with the median one, within both bounds): %zu/%zu (max "
+      "bound %.1f us)\n",
+      within_bound, aligned.size(), max_bound_us);
   if (coordinator_pid > 0) {
     std::printf("coordinator during the capture: %.1f%% of a core over %.2f s, peak %.1f MB RSS\n",
-                100 * (capture_after.cpu_seconds - capture_before.cpu_seconds) / capture_s, capture_s, peak_rss / 1e6);
+                100 * (capture_after.cpu_seconds - capture_before.cpu_seconds) / capture_s,
+                capture_s, peak_rss / 1e6);
   }
   for (auto& a : swarm) a->Stop();
   return complete == workers ? 0 : 1;

@@ -16,7 +16,8 @@ namespace {
 // One direction of one connection: a reader queues chunks with their release time, a writer
 // sends each when its time comes. Order is kept: a chunk never leaves before the one ahead.
 struct Direction : std::enable_shared_from_this<Direction> {
-  Direction(tcp::socket& from, tcp::socket& to, asio::io_context& io) : from(from), to(to), wake(io) {}
+  Direction(tcp::socket& from, tcp::socket& to, asio::io_context& io)
+      : from(from), to(to), wake(io) {}
   tcp::socket& from;
   tcp::socket& to;
   asio::steady_timer wake;
@@ -41,7 +42,8 @@ struct JitterProxy::Impl {
   std::thread thread;
 
   Clock::duration Delay() {
-    const int64_t extra = jitter_ns > 0 ? std::uniform_int_distribution<int64_t>(0, jitter_ns)(rng) : 0;
+    const int64_t extra =
+        jitter_ns > 0 ? std::uniform_int_distribution<int64_t>(0, jitter_ns)(rng) : 0;
     return std::chrono::nanoseconds(base_ns + extra);
   }
 
@@ -49,7 +51,8 @@ struct JitterProxy::Impl {
     std::array<char, 16384> buffer;
     for (;;) {
       boost::system::error_code ec;
-      const size_t n = co_await d->from.async_read_some(asio::buffer(buffer), asio::redirect_error(asio::use_awaitable, ec));
+      const size_t n = co_await d->from.async_read_some(
+          asio::buffer(buffer), asio::redirect_error(asio::use_awaitable, ec));
       if (ec) break;
       const Clock::time_point release = std::max(d->last_release, Clock::now() + Delay());
       d->last_release = release;
@@ -74,7 +77,8 @@ struct JitterProxy::Impl {
         co_await d->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
-      co_await asio::async_write(d->to, asio::buffer(d->queue.front().second), asio::redirect_error(asio::use_awaitable, ec));
+      co_await asio::async_write(d->to, asio::buffer(d->queue.front().second),
+                                 asio::redirect_error(asio::use_awaitable, ec));
       if (ec) break;
       d->queue.pop_front();
     }
@@ -102,7 +106,8 @@ struct JitterProxy::Impl {
   }
 };
 
-JitterProxy::JitterProxy(std::string target_host, uint16_t target_port, int64_t base_delay_ns, int64_t jitter_ns, uint64_t seed)
+JitterProxy::JitterProxy(std::string target_host, uint16_t target_port, int64_t base_delay_ns,
+                         int64_t jitter_ns, uint64_t seed)
     : impl_(std::make_unique<Impl>()) {
   impl_->target = tcp::endpoint(asio::ip::make_address(target_host), target_port);
   impl_->base_ns = base_delay_ns;

@@ -13,7 +13,8 @@ namespace podscope::bench {
 class JitterProxy {
  public:
   // Forwards 127.0.0.1:port() to target_host:target_port.
-  JitterProxy(std::string target_host, uint16_t target_port, int64_t base_delay_ns, int64_t jitter_ns, uint64_t seed);
+  JitterProxy(std::string target_host, uint16_t target_port, int64_t base_delay_ns,
+              int64_t jitter_ns, uint64_t seed);
   ~JitterProxy();
   uint16_t port() const;
 

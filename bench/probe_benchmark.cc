@@ -17,8 +17,13 @@ namespace {
 // Collective number `n` as NCCL reports it: a 2 MiB AllReduce, two kernel channels started and
 // stopped.
 void* Collective(NcclRecorder& recorder, NcclCommunicator* comm, uint64_t n) {
-  const NcclCollectiveStart start{.sequence = n, .func = "AllReduce", .count = 1 << 20, .datatype = "ncclBfloat16",
-                                  .channels = 2, .algorithm = "RING", .protocol = "SIMPLE"};
+  const NcclCollectiveStart start{.sequence = n,
+                                  .func = "AllReduce",
+                                  .count = 1 << 20,
+                                  .datatype = "ncclBfloat16",
+                                  .channels = 2,
+                                  .algorithm = "RING",
+                                  .protocol = "SIMPLE"};
   void* handle = recorder.StartCollective(comm, start);
   void* ch0 = recorder.StartKernelChannel(handle, 1000 + n);
   void* ch1 = recorder.StartKernelChannel(handle, 1001 + n);
@@ -162,7 +167,8 @@ void BM_CuptiKernelRecords(benchmark::State& state) {
   CuptiRecordConverter converter(nullptr, "^step ([0-9]+)$");
   GpuClockMap clock;
   for (auto _ : state) {
-    for (const CUpti_ActivityKernel10& k : records) converter.Add(reinterpret_cast<const CUpti_Activity*>(&k));
+    for (const CUpti_ActivityKernel10& k : records)
+      converter.Add(reinterpret_cast<const CUpti_Activity*>(&k));
     benchmark::DoNotOptimize(converter.Finish(clock));
   }
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(records.size()));

@@ -37,8 +37,10 @@ uint64_t DirectoryBytes(const std::string& dir) {
 
 std::string FreshDir() {
   static int n = 0;
-  const std::string dir = (std::filesystem::temp_directory_path() / ("podscope-store-bench-" + std::to_string(getpid()) +
-                                                                     "-" + std::to_string(n++))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() /
+       ("podscope-store-bench-" + std::to_string(getpid()) + "-" + std::to_string(n++)))
+          .string();
   std::filesystem::remove_all(dir);
   return dir;
 }
@@ -67,7 +69,8 @@ void BM_StoreWrite(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<int64_t>(events) * state.iterations());
   state.counters["events"] = static_cast<double>(events);
-  state.counters["disk_bytes_per_event"] = static_cast<double>(disk_bytes) / static_cast<double>(events);
+  state.counters["disk_bytes_per_event"] =
+      static_cast<double>(disk_bytes) / static_cast<double>(events);
 }
 BENCHMARK(BM_StoreWrite)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -76,7 +79,8 @@ void BM_StoreRead(benchmark::State& state) {
   {
     auto store = storage::RocksDbTraceStore::Open({.path = dir});
     const auto& workers = Job().capture.workers;
-    for (uint32_t w = 0; w < workers.size(); ++w) (void)(*store)->PutChunk("bench", w, 0, workers[w]);
+    for (uint32_t w = 0; w < workers.size(); ++w)
+      (void)(*store)->PutChunk("bench", w, 0, workers[w]);
     storage::CaptureRecord record;
     record.id = "bench";
     (void)(*store)->PutCapture(record);

@@ -17,7 +17,8 @@ absl::Status FilterCapture(const CaptureFilterSpec& o, Capture* capture) {
     std::erase_if(capture->workers, [&](const WorkerTrace& w) {
       return std::find(ranks.begin(), ranks.end(), w.info.rank) == ranks.end();
     });
-    if (capture->workers.empty()) return absl::NotFoundError(StrCat("no input holds ranks ", o.ranks));
+    if (capture->workers.empty())
+      return absl::NotFoundError(StrCat("no input holds ranks ", o.ranks));
   }
   if (!o.steps.empty()) {
     int64_t first = 0, last = 0;
@@ -31,14 +32,16 @@ absl::Status FilterCapture(const CaptureFilterSpec& o, Capture* capture) {
         end = std::max(end, steps.end[i]);
       }
       if (begin > end) {
-        return absl::NotFoundError(StrCat("rank ", w.info.rank, " has no step ", o.steps, " (its markers)"));
+        return absl::NotFoundError(
+            StrCat("rank ", w.info.rank, " has no step ", o.steps, " (its markers)"));
       }
       KeepWindow(begin, end, &w);
     }
   }
   if (!o.window.empty()) {
     const size_t dash = o.window.find('-', 1);
-    if (dash == std::string::npos) return absl::InvalidArgumentError("a window must be FROM-TO, e.g. 200ms-1.5s");
+    if (dash == std::string::npos)
+      return absl::InvalidArgumentError("a window must be FROM-TO, e.g. 200ms-1.5s");
     ASSIGN_OR_RETURN(const int64_t from_ms, ParseDurationMs(o.window.substr(0, dash)));
     ASSIGN_OR_RETURN(const int64_t to_ms, ParseDurationMs(o.window.substr(dash + 1)));
     if (to_ms <= from_ms) return absl::InvalidArgumentError("a window's TO must be after its FROM");
@@ -46,12 +49,12 @@ absl::Status FilterCapture(const CaptureFilterSpec& o, Capture* capture) {
     const TimeNs origin = FirstAlignedInstant(CaptureView(*capture));
     if (origin == INT64_MAX) return absl::NotFoundError("the inputs hold no events");
     for (WorkerTrace& w : capture->workers) {
-      KeepWindow(w.clock.ToLocal(origin + from_ms * 1'000'000), w.clock.ToLocal(origin + to_ms * 1'000'000), &w);
+      KeepWindow(w.clock.ToLocal(origin + from_ms * 1'000'000),
+                 w.clock.ToLocal(origin + to_ms * 1'000'000), &w);
     }
   }
   return absl::OkStatus();
 }
-
 
 absl::Status ValidateCaptureFilter(const CaptureFilterSpec& spec) {
   if (!spec.ranks.empty()) RETURN_IF_ERROR(ParseRankList(spec.ranks).status());

@@ -4,9 +4,9 @@
 #include <type_traits>
 
 #include "common/chunk_columns.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "podscope/v1/trace.pb.h"
-#include "common/status_macros.h"
 
 namespace podscope::common {
 namespace {
@@ -30,8 +30,7 @@ void PutDeltas(const std::vector<int64_t>& values, Field* out) {
 }
 
 template <typename Field>
-void PutDurations(const std::vector<int64_t>& start, const std::vector<int64_t>& end,
-                  Field* out) {
+void PutDurations(const std::vector<int64_t>& start, const std::vector<int64_t>& end, Field* out) {
   out->Reserve(static_cast<int>(start.size()));
   for (size_t i = 0; i < start.size(); ++i) out->Add(WrapSub(end[i], start[i]));
 }
@@ -66,8 +65,8 @@ class ColumnReader {
   template <typename Field>
   absl::Status Check(const Field& field, std::string_view column) const {
     if (static_cast<size_t>(field.size()) != rows_) {
-      return absl::DataLossError(StrCat("chunk ", table_, ".", column, ": ", field.size(),
-                                              " values, expected ", rows_));
+      return absl::DataLossError(
+          StrCat("chunk ", table_, ".", column, ": ", field.size(), " values, expected ", rows_));
     }
     return absl::OkStatus();
   }
@@ -77,8 +76,8 @@ class ColumnReader {
     for (uint32_t id : field) {
       if (id >= name_map_.size()) {
         return absl::DataLossError(StrCat("chunk ", table_, ".", column, ": name id ", id,
-                                                " outside the string table (",
-                                                name_map_.size(), " strings)"));
+                                          " outside the string table (", name_map_.size(),
+                                          " strings)"));
       }
     }
     return absl::OkStatus();
@@ -88,8 +87,8 @@ class ColumnReader {
     for (char c : field) {
       if (static_cast<unsigned char>(c) >= count) {
         return absl::DataLossError(StrCat("chunk ", table_, ".", column, ": value ",
-                                                static_cast<int>(static_cast<unsigned char>(c)),
-                                                " out of range"));
+                                          static_cast<int>(static_cast<unsigned char>(c)),
+                                          " out of range"));
       }
     }
     return absl::OkStatus();
@@ -105,10 +104,11 @@ class ColumnReader {
     }
   }
   template <typename Field>
-  static void AppendEnds(const Field& durations, const std::vector<int64_t>& starts,
-                         size_t first, std::vector<int64_t>* out) {
+  static void AppendEnds(const Field& durations, const std::vector<int64_t>& starts, size_t first,
+                         std::vector<int64_t>* out) {
     Grow(out, durations.size());
-    for (int i = 0; i < durations.size(); ++i) out->push_back(WrapAdd(starts[first + i], durations[i]));
+    for (int i = 0; i < durations.size(); ++i)
+      out->push_back(WrapAdd(starts[first + i], durations[i]));
   }
   template <typename T, typename Field>
   static void AppendValues(const Field& field, std::vector<T>* out) {
@@ -183,8 +183,12 @@ WorkerInfo DecodeInfo(const v1::WorkerInfo& in) {
   info.process_name = in.process_name();
   info.source = in.source();
   for (const v1::DeviceInfo& d : in.devices()) {
-    DeviceInfo device{.id = d.id(), .name = d.name(), .total_memory_bytes = d.total_memory_bytes(),
-                      .compute_major = d.compute_major(), .compute_minor = d.compute_minor(), .sm_count = d.sm_count()};
+    DeviceInfo device{.id = d.id(),
+                      .name = d.name(),
+                      .total_memory_bytes = d.total_memory_bytes(),
+                      .compute_major = d.compute_major(),
+                      .compute_minor = d.compute_minor(),
+                      .sm_count = d.sm_count()};
     device.max_threads_per_sm = d.max_threads_per_sm();
     device.max_threads_per_block = d.max_threads_per_block();
     device.registers_per_sm = d.registers_per_sm();
@@ -205,7 +209,8 @@ WorkerInfo DecodeInfo(const v1::WorkerInfo& in) {
 
 // One column, whichever coding: written, checked, appended.
 template <typename Table, typename Proto, typename T, typename Field>
-void EncodeColumn(const chunk::Column<Table, Proto, T, Field>& col, const Table& table, Proto* out) {
+void EncodeColumn(const chunk::Column<Table, Proto, T, Field>& col, const Table& table,
+                  Proto* out) {
   const std::vector<T>& values = table.*col.values;
   Field* field = (out->*col.mut)();
   if constexpr (std::is_same_v<Field, std::string>) {
@@ -225,14 +230,16 @@ void EncodeColumn(const chunk::Column<Table, Proto, T, Field>& col, const Table&
 }
 
 template <typename Table, typename Proto, typename T, typename Field>
-absl::Status CheckColumn(const chunk::Column<Table, Proto, T, Field>& col, const Proto& in, const ColumnReader& r) {
+absl::Status CheckColumn(const chunk::Column<Table, Proto, T, Field>& col, const Proto& in,
+                         const ColumnReader& r) {
   const Field& field = (in.*col.get)();
   switch (col.coding) {
     case chunk::Coding::kNames:
       if constexpr (std::is_same_v<T, NameId>) return r.CheckNames(field, col.name);
       break;
     case chunk::Coding::kEnum:
-      if constexpr (std::is_same_v<Field, std::string>) return r.CheckEnum(field, col.enum_count, col.name);
+      if constexpr (std::is_same_v<Field, std::string>)
+        return r.CheckEnum(field, col.enum_count, col.name);
       break;
     case chunk::Coding::kOptional:
       if (field.size() == 0) return absl::OkStatus();
@@ -244,8 +251,8 @@ absl::Status CheckColumn(const chunk::Column<Table, Proto, T, Field>& col, const
 }
 
 template <typename Table, typename Proto, typename T, typename Field>
-void AppendColumn(const chunk::Column<Table, Proto, T, Field>& col, const Proto& in, size_t first, size_t rows,
-                  const ColumnReader& r, Table* table) {
+void AppendColumn(const chunk::Column<Table, Proto, T, Field>& col, const Proto& in, size_t first,
+                  size_t rows, const ColumnReader& r, Table* table) {
   const Field& field = (in.*col.get)();
   std::vector<T>& out = table->*col.values;
   if constexpr (std::is_same_v<Field, std::string>) {
@@ -259,7 +266,8 @@ void AppendColumn(const chunk::Column<Table, Proto, T, Field>& col, const Proto&
         if constexpr (std::is_same_v<T, int64_t>) ColumnReader::AppendDeltas(field, &out);
         return;
       case chunk::Coding::kSpan:
-        if constexpr (std::is_same_v<T, int64_t>) ColumnReader::AppendEnds(field, table->*col.base, first, &out);
+        if constexpr (std::is_same_v<T, int64_t>)
+          ColumnReader::AppendEnds(field, table->*col.base, first, &out);
         return;
       case chunk::Coding::kOptional:
         if (field.size() == 0) {
@@ -317,9 +325,9 @@ std::string EncodeChunkToBytes(const WorkerTrace& trace, const ChunkHeader& head
 
 absl::Status AppendChunk(const v1::TraceChunk& chunk, WorkerTrace* trace) {
   if (chunk.format_version() == 0 || chunk.format_version() > kChunkFormatVersion) {
-    return absl::FailedPreconditionError(
-        StrCat("chunk format version ", chunk.format_version(),
-                     " is not supported (this build reads up to ", kChunkFormatVersion, ")"));
+    return absl::FailedPreconditionError(StrCat("chunk format version ", chunk.format_version(),
+                                                " is not supported (this build reads up to ",
+                                                kChunkFormatVersion, ")"));
   }
   // Validate against the chunk's own string table before touching `trace`.
   std::vector<NameId> identity(static_cast<size_t>(chunk.strings_size()));
@@ -348,7 +356,9 @@ absl::Status AppendChunk(const v1::TraceChunk& chunk, WorkerTrace* trace) {
     auto& table = trace->*t.table;
     const size_t first = table.size(), rows = RowsIn(t, chunk);
     const ColumnReader reader(t.name, rows, names);
-    chunk::ForEachColumn(t, [&](const auto& col) { AppendColumn(col, (chunk.*t.get)(), first, rows, reader, &table); });
+    chunk::ForEachColumn(t, [&](const auto& col) {
+      AppendColumn(col, (chunk.*t.get)(), first, rows, reader, &table);
+    });
   });
   return absl::OkStatus();
 }

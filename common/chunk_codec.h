@@ -1,5 +1,6 @@
-// Encodes a WorkerTrace into the columnar TraceChunk protobuf (common/proto/podscope/v1/trace.proto)
-// and back. Agents upload chunks, the store keeps them, the coordinator decodes them.
+// Encodes a WorkerTrace into the columnar TraceChunk protobuf
+// (common/proto/podscope/v1/trace.proto) and back. Agents upload chunks, the store keeps them, the
+// coordinator decodes them.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +30,8 @@ void EncodeChunk(const WorkerTrace& trace, const ChunkHeader& header, v1::TraceC
 std::string EncodeChunkToBytes(const WorkerTrace& trace, const ChunkHeader& header);
 
 // Appends the events of `chunk` to `trace`, re-interning names into trace->strings, and sets
-// the worker info and clock from the chunk (every chunk of a worker carries them). A malformed chunk
-// (ragged columns, bad name ids, unknown enum values, newer format) is rejected before
+// the worker info and clock from the chunk (every chunk of a worker carries them). A malformed
+// chunk (ragged columns, bad name ids, unknown enum values, newer format) is rejected before
 // anything is appended, so `trace` is never half-written.
 absl::Status AppendChunk(const v1::TraceChunk& chunk, WorkerTrace* trace);
 

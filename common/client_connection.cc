@@ -1,19 +1,18 @@
 #include "common/client_connection.h"
 
-#include <algorithm>
-
 #include <arpa/inet.h>
-#include <pthread.h>
-#include <signal.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -36,7 +35,8 @@ std::string OpenSslErrors() {
 
 bool IsIpAddress(const std::string& host) {
   unsigned char scratch[16];
-  return inet_pton(AF_INET, host.c_str(), scratch) == 1 || inet_pton(AF_INET6, host.c_str(), scratch) == 1;
+  return inet_pton(AF_INET, host.c_str(), scratch) == 1 ||
+         inet_pton(AF_INET6, host.c_str(), scratch) == 1;
 }
 
 // OpenSSL writes with write(2), which raises SIGPIPE once the server has closed (after an early
@@ -65,12 +65,14 @@ class NoSigpipe {
 
 }  // namespace
 
-absl::StatusOr<ClientConnection> ClientConnection::Connect(const std::string& host, uint16_t port, const ClientTls& tls,
+absl::StatusOr<ClientConnection> ClientConnection::Connect(const std::string& host, uint16_t port,
+                                                           const ClientTls& tls,
                                                            int timeout_seconds) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr) {
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 ||
+      found == nullptr) {
     return absl::UnavailableError(StrCat("cannot resolve ", host));
   }
   ClientConnection c;
@@ -84,7 +86,9 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const std::string& ho
     }
   }
   freeaddrinfo(found);
-  if (c.fd_ < 0) return absl::UnavailableError(StrCat("cannot connect to ", host, ":", port, ": ", std::strerror(error)));
+  if (c.fd_ < 0)
+    return absl::UnavailableError(
+        StrCat("cannot connect to ", host, ":", port, ": ", std::strerror(error)));
   timeval timeout{timeout_seconds, 0};
   setsockopt(c.fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   setsockopt(c.fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
@@ -92,15 +96,16 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const std::string& ho
   return c;
 }
 
-absl::StatusOr<ClientConnection> ClientConnection::Adopt(int fd, const std::string& host, uint16_t port,
-                                                         const ClientTls& tls) {
+absl::StatusOr<ClientConnection> ClientConnection::Adopt(int fd, const std::string& host,
+                                                         uint16_t port, const ClientTls& tls) {
   ClientConnection c;
   c.fd_ = fd;
   if (absl::Status s = c.StartTls(host, port, tls); !s.ok()) return s;
   return c;
 }
 
-absl::Status ClientConnection::StartTls(const std::string& host, uint16_t port, const ClientTls& tls) {
+absl::Status ClientConnection::StartTls(const std::string& host, uint16_t port,
+                                        const ClientTls& tls) {
   // Requests go out in several writes (a TLS record each); Nagle would hold each one after the
   // first behind the server's delayed ACK.
   const int one = 1;
@@ -112,14 +117,18 @@ absl::Status ClientConnection::StartTls(const std::string& host, uint16_t port, 
   c.context_ = SSL_CTX_new(TLS_client_method());
   SSL_CTX_set_min_proto_version(c.context_, TLS1_2_VERSION);
   SSL_CTX_set_verify(c.context_, SSL_VERIFY_PEER, nullptr);
-  const int loaded = tls.ca_file.empty() ? SSL_CTX_set_default_verify_paths(c.context_)
-                                         : SSL_CTX_load_verify_locations(c.context_, tls.ca_file.c_str(), nullptr);
+  const int loaded = tls.ca_file.empty()
+                         ? SSL_CTX_set_default_verify_paths(c.context_)
+                         : SSL_CTX_load_verify_locations(c.context_, tls.ca_file.c_str(), nullptr);
   if (loaded != 1) {
-    return absl::InvalidArgumentError(StrCat("--ca-cert ", tls.ca_file, ": cannot load it (", OpenSslErrors(), ")"));
+    return absl::InvalidArgumentError(
+        StrCat("--ca-cert ", tls.ca_file, ": cannot load it (", OpenSslErrors(), ")"));
   }
-  if (!tls.cert_file.empty() && (SSL_CTX_use_certificate_chain_file(c.context_, tls.cert_file.c_str()) != 1 ||
-                                 SSL_CTX_use_PrivateKey_file(c.context_, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1)) {
-    return absl::InvalidArgumentError(StrCat("client certificate ", tls.cert_file, ": ", OpenSslErrors()));
+  if (!tls.cert_file.empty() &&
+      (SSL_CTX_use_certificate_chain_file(c.context_, tls.cert_file.c_str()) != 1 ||
+       SSL_CTX_use_PrivateKey_file(c.context_, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1)) {
+    return absl::InvalidArgumentError(
+        StrCat("client certificate ", tls.cert_file, ": ", OpenSslErrors()));
   }
   if (!tls.alpn.empty()) {
     std::string wire(1, static_cast<char>(tls.alpn.size()));
@@ -189,8 +198,9 @@ bool ClientConnection::SendUnblocked(std::string_view bytes) {
   size_t sent = 0;
   while (sent < bytes.size()) {
     const size_t piece = std::min<size_t>(bytes.size() - sent, 1 << 20);
-    const ssize_t n = ssl_ != nullptr ? SSL_write(ssl_, bytes.data() + sent, static_cast<int>(piece))
-                                      : send(fd_, bytes.data() + sent, piece, MSG_NOSIGNAL);
+    const ssize_t n = ssl_ != nullptr
+                          ? SSL_write(ssl_, bytes.data() + sent, static_cast<int>(piece))
+                          : send(fd_, bytes.data() + sent, piece, MSG_NOSIGNAL);
     if (n <= 0) return false;
     sent += static_cast<size_t>(n);
   }
@@ -198,8 +208,9 @@ bool ClientConnection::SendUnblocked(std::string_view bytes) {
 }
 
 size_t ClientConnection::Receive(char* buffer, size_t size) {
-  const ssize_t n = ssl_ != nullptr ? SSL_read(ssl_, buffer, static_cast<int>(std::min<size_t>(size, 1 << 30)))
-                                    : recv(fd_, buffer, size, 0);
+  const ssize_t n = ssl_ != nullptr
+                        ? SSL_read(ssl_, buffer, static_cast<int>(std::min<size_t>(size, 1 << 30)))
+                        : recv(fd_, buffer, size, 0);
   return n > 0 ? static_cast<size_t>(n) : 0;
 }
 

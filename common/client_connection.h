@@ -32,11 +32,12 @@ class ClientConnection {
   // server's certificate and name. Reads and writes time out after `timeout_seconds` without
   // progress. Errors say what failed: "cannot connect to h:p: Connection refused", "TLS with h:p:
   // certificate verify failed (unable to get local issuer certificate)".
-  static absl::StatusOr<ClientConnection> Connect(const std::string& host, uint16_t port, const ClientTls& tls,
-                                                  int timeout_seconds = 60);
+  static absl::StatusOr<ClientConnection> Connect(const std::string& host, uint16_t port,
+                                                  const ClientTls& tls, int timeout_seconds = 60);
   // Takes over a connected socket (a test's, bound to a chosen source address) and starts TLS
   // on it when asked. The socket is closed with the connection, also on an error.
-  static absl::StatusOr<ClientConnection> Adopt(int fd, const std::string& host, uint16_t port, const ClientTls& tls);
+  static absl::StatusOr<ClientConnection> Adopt(int fd, const std::string& host, uint16_t port,
+                                                const ClientTls& tls);
   ClientConnection(ClientConnection&& other) noexcept;
   ClientConnection& operator=(ClientConnection&& other) noexcept;
   ClientConnection(const ClientConnection&) = delete;

@@ -2,8 +2,8 @@
 
 #include <zlib.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "common/status_macros.h"
-
 #include "common/str_util.h"
 
 namespace podscope::common {
@@ -29,7 +28,8 @@ using FilePtr = std::unique_ptr<FILE, FileCloser>;
 
 class PlainOutputFile : public OutputFile {
  public:
-  PlainOutputFile(std::string path, FilePtr file) : path_(std::move(path)), file_(std::move(file)) {}
+  PlainOutputFile(std::string path, FilePtr file)
+      : path_(std::move(path)), file_(std::move(file)) {}
   absl::Status Write(std::string_view data) override {
     if (std::fwrite(data.data(), 1, data.size(), file_.get()) != data.size()) {
       return absl::InternalError(StrCat("writing ", path_, ": ", ErrnoText()));
@@ -150,10 +150,12 @@ using InputPieces = std::function<absl::StatusOr<std::string_view>()>;
 // Inflates gzip (several members allowed) into `out`, growing it as output arrives but never
 // past max_output_bytes + 1: memory follows what the data really inflates to, up to the bound,
 // whatever the input claims. `size_hint` is a first guess of the output size.
-absl::Status Inflate(const InputPieces& next_input, uint64_t size_hint, uint64_t max_output_bytes, ByteBuffer* out) {
+absl::Status Inflate(const InputPieces& next_input, uint64_t size_hint, uint64_t max_output_bytes,
+                     ByteBuffer* out) {
   z_stream stream;
   std::memset(&stream, 0, sizeof(stream));
-  if (inflateInit2(&stream, 15 + 32) != Z_OK) return absl::InternalError("zlib inflateInit2 failed");
+  if (inflateInit2(&stream, 15 + 32) != Z_OK)
+    return absl::InternalError("zlib inflateInit2 failed");
   out->Resize(std::min<uint64_t>(std::max<uint64_t>(size_hint, 1 << 16), max_output_bytes + 1));
   size_t produced = 0;
   bool input_done = false;
@@ -171,7 +173,8 @@ absl::Status Inflate(const InputPieces& next_input, uint64_t size_hint, uint64_t
     }
     if (produced == out->size()) {
       if (out->size() > max_output_bytes) {
-        status = absl::ResourceExhaustedError(StrCat("decompressed size exceeds the limit of ", max_output_bytes, " bytes"));
+        status = absl::ResourceExhaustedError(
+            StrCat("decompressed size exceeds the limit of ", max_output_bytes, " bytes"));
         break;
       }
       out->Resize(std::min<uint64_t>(out->size() * 2, max_output_bytes + 1));
@@ -202,12 +205,14 @@ absl::Status Inflate(const InputPieces& next_input, uint64_t size_hint, uint64_t
       continue;
     }
     if (rc == Z_BUF_ERROR && stream.avail_in == 0 && input_done) {
-      status = absl::DataLossError(StrCat("gzip stream is truncated after ", stream.total_in, " compressed bytes"));
+      status = absl::DataLossError(
+          StrCat("gzip stream is truncated after ", stream.total_in, " compressed bytes"));
       break;
     }
     if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      status = absl::DataLossError(StrCat("not valid gzip data at compressed offset ", stream.total_in, ": ",
-                                          stream.msg != nullptr ? stream.msg : "inflate failed"));
+      status =
+          absl::DataLossError(StrCat("not valid gzip data at compressed offset ", stream.total_in,
+                                     ": ", stream.msg != nullptr ? stream.msg : "inflate failed"));
       break;
     }
   }
@@ -255,16 +260,16 @@ uint64_t FileSize(std::FILE* file) {
 }
 
 // Reads the file from its start into `out`: all of it, or its first `max_bytes`.
-absl::Status ReadRaw(const std::string& path, std::FILE* file, const ReadLimits& limits, uint64_t max_bytes,
-                     ByteBuffer* out) {
+absl::Status ReadRaw(const std::string& path, std::FILE* file, const ReadLimits& limits,
+                     uint64_t max_bytes, ByteBuffer* out) {
   if (std::fseek(file, 0, SEEK_END) != 0) {
     return absl::InvalidArgumentError(StrCat(path, ": not a regular file"));
   }
   const long size = std::ftell(file);
   if (size < 0) return absl::InvalidArgumentError(StrCat(path, ": cannot size: ", ErrnoText()));
   if (static_cast<uint64_t>(size) > limits.max_file_bytes) {
-    return absl::ResourceExhaustedError(StrCat(path, ": ", size, " bytes exceeds the limit of ",
-                                                     limits.max_file_bytes, " bytes"));
+    return absl::ResourceExhaustedError(
+        StrCat(path, ": ", size, " bytes exceeds the limit of ", limits.max_file_bytes, " bytes"));
   }
   std::rewind(file);
   out->Resize(static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(size), max_bytes)));
@@ -286,7 +291,8 @@ absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, Byt
   RETURN_IF_ERROR(ReadRaw(path, file.get(), limits, 2, out));
   if (!LooksGzipped(out->view())) {
     if (HasGzName(path)) {
-      return absl::InvalidArgumentError(StrCat(path, ": named .gz but is not gzip data (no gzip magic at offset 0)"));
+      return absl::InvalidArgumentError(
+          StrCat(path, ": named .gz but is not gzip data (no gzip magic at offset 0)"));
     }
     return ReadRaw(path, file.get(), limits, UINT64_MAX, out);
   }
@@ -296,7 +302,8 @@ absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, Byt
   uint64_t bound = limits.max_decompressed_bytes;
   bool ratio_bound = false;
   if (limits.max_inflate_ratio > 0) {
-    const uint64_t by_ratio = std::max<uint64_t>(kInflateRatioFloorBytes, compressed_size * limits.max_inflate_ratio);
+    const uint64_t by_ratio =
+        std::max<uint64_t>(kInflateRatioFloorBytes, compressed_size * limits.max_inflate_ratio);
     if (by_ratio < bound) {
       bound = by_ratio;
       ratio_bound = true;
@@ -310,10 +317,12 @@ absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, Byt
   std::vector<char> piece(1 << 20);
   const InputPieces read_piece = [&]() -> absl::StatusOr<std::string_view> {
     const size_t n = std::fread(piece.data(), 1, piece.size(), file.get());
-    if (n == 0 && std::ferror(file.get())) return absl::DataLossError(StrCat("reading: ", ErrnoText()));
+    if (n == 0 && std::ferror(file.get()))
+      return absl::DataLossError(StrCat("reading: ", ErrnoText()));
     return std::string_view(piece.data(), n);
   };
-  absl::Status status = Inflate(read_piece, TrailerSizeHint(std::string_view(tail, 4), compressed_size), bound, out);
+  absl::Status status =
+      Inflate(read_piece, TrailerSizeHint(std::string_view(tail, 4), compressed_size), bound, out);
   if (status.code() == absl::StatusCode::kResourceExhausted && ratio_bound) {
     status = absl::ResourceExhaustedError(StrCat("inflates to more than ", limits.max_inflate_ratio,
                                                  " times its compressed size of ", compressed_size,
@@ -358,7 +367,8 @@ struct GzipStreamWriter::State {
 GzipStreamWriter::GzipStreamWriter(std::function<absl::Status(std::string_view)> sink, int level)
     : sink_(std::move(sink)), state_(std::make_unique<State>()) {
   // 15 + 16: a gzip wrapper. Failure here is an allocation failure, reported by Write.
-  if (deflateInit2(&state_->stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) state_->finished = true;
+  if (deflateInit2(&state_->stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    state_->finished = true;
 }
 
 GzipStreamWriter::~GzipStreamWriter() { deflateEnd(&state_->stream); }
@@ -387,7 +397,8 @@ absl::Status GzipStreamWriter::Deflate(std::string_view data, int flush) {
     if (rc == Z_STREAM_ERROR) return absl::InternalError("zlib deflate failed");
     const size_t produced = sizeof(out) - z.avail_out;
     if (produced > 0) RETURN_IF_ERROR(sink_(std::string_view(out, produced)));
-    if (flush == Z_FINISH ? rc == Z_STREAM_END : (z.avail_in == 0 && z.avail_out != 0)) return absl::OkStatus();
+    if (flush == Z_FINISH ? rc == Z_STREAM_END : (z.avail_in == 0 && z.avail_out != 0))
+      return absl::OkStatus();
   }
 }
 

@@ -22,7 +22,7 @@ inline constexpr size_t kReadPadding = 64;
 inline constexpr uint64_t kInflateRatioFloorBytes = 1 << 20;
 
 struct ReadLimits {
-  uint64_t max_file_bytes = 4ull << 30;          // compressed or plain size on disk
+  uint64_t max_file_bytes = 4ull << 30;           // compressed or plain size on disk
   uint64_t max_decompressed_bytes = 16ull << 30;  // after gunzip
   // Gzip output may be at most this many times the compressed size (0: no ratio bound). Real
   // Kineto traces inflate 10-30x; a decompression bomb inflates ~1000x.

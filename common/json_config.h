@@ -2,8 +2,8 @@
 // Header-only: the daemons' config loaders use it, and they link Boost.JSON themselves.
 #pragma once
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <climits>
 #include <cstdint>
 #include <fstream>
@@ -21,10 +21,12 @@
 namespace podscope::common {
 
 // Parses a config's text; `origin` names it in errors ("config /etc/podscope/agent.json").
-inline absl::StatusOr<boost::json::object> ParseJsonConfig(std::string_view text, const std::string& origin,
+inline absl::StatusOr<boost::json::object> ParseJsonConfig(std::string_view text,
+                                                           const std::string& origin,
                                                            size_t max_bytes = 1 << 20) {
   if (text.size() > max_bytes) {
-    return absl::InvalidArgumentError(origin + " is larger than " + std::to_string(max_bytes) + " bytes");
+    return absl::InvalidArgumentError(origin + " is larger than " + std::to_string(max_bytes) +
+                                      " bytes");
   }
   if (absl::Status s = CheckUniqueJsonKeys(text, 16); !s.ok()) {
     return absl::InvalidArgumentError(origin + ": " + std::string(s.message()));
@@ -34,12 +36,14 @@ inline absl::StatusOr<boost::json::object> ParseJsonConfig(std::string_view text
   options.max_depth = 16;
   boost::json::value root = boost::json::parse(text, ec, {}, options);
   if (ec || !root.is_object()) {
-    return absl::InvalidArgumentError(origin + ": not a JSON object" + (ec ? " (" + ec.message() + ")" : ""));
+    return absl::InvalidArgumentError(origin + ": not a JSON object" +
+                                      (ec ? " (" + ec.message() + ")" : ""));
   }
   return std::move(root.as_object());
 }
 
-inline absl::StatusOr<boost::json::object> ReadJsonConfig(const std::string& path, size_t max_bytes = 1 << 20) {
+inline absl::StatusOr<boost::json::object> ReadJsonConfig(const std::string& path,
+                                                          size_t max_bytes = 1 << 20) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError("cannot read config " + path);
   std::string text(max_bytes + 1, '\0');
@@ -56,8 +60,10 @@ inline size_t EditDistance(std::string_view a, std::string_view b) {
   for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -87,9 +93,10 @@ inline void RequireKnownKeys(const boost::json::object& o, std::string_view sect
       }
     }
     const bool near = !closest.empty() && best * 3 <= std::max(closest.size(), key.size());
-    throw std::invalid_argument("unknown key \"" + (section.empty() ? "" : std::string(section) + ".") +
-                                std::string(key.substr(0, 64)) + "\" (" +
-                                (near ? "did you mean \"" + std::string(closest) + "\"? " : "") + "known: " + names + ")");
+    throw std::invalid_argument(
+        "unknown key \"" + (section.empty() ? "" : std::string(section) + ".") +
+        std::string(key.substr(0, 64)) + "\" (" +
+        (near ? "did you mean \"" + std::string(closest) + "\"? " : "") + "known: " + names + ")");
   }
 }
 
@@ -98,7 +105,8 @@ inline void RequireKnownKeys(const boost::json::object& o, std::string_view sect
 // integer in 1..3600000"); unknown keys are refused at construction (RequireKnownKeys).
 class ConfigSection {
  public:
-  ConfigSection(const boost::json::object& o, std::string name, std::initializer_list<std::string_view> known)
+  ConfigSection(const boost::json::object& o, std::string name,
+                std::initializer_list<std::string_view> known)
       : o_(o), name_(std::move(name)) {
     RequireKnownKeys(o, name_, known);
   }
@@ -151,7 +159,8 @@ class ConfigSection {
     if (!o_.contains(key)) return;
     if (!o_.at(key).is_string()) throw Bad(key, Text(o_.at(key)) + " is not a string");
     const boost::json::string& str = o_.at(key).get_string();
-    if (str.size() > max_bytes) throw Bad(key, "longer than " + std::to_string(max_bytes) + " bytes");
+    if (str.size() > max_bytes)
+      throw Bad(key, "longer than " + std::to_string(max_bytes) + " bytes");
     *out = std::string(str.data(), str.size());
   }
 
@@ -169,12 +178,16 @@ class ConfigSection {
   }
 
  private:
-  std::string Name(std::string_view key) const { return (name_.empty() ? "" : name_ + ".") + std::string(key); }
+  std::string Name(std::string_view key) const {
+    return (name_.empty() ? "" : name_ + ".") + std::string(key);
+  }
   static std::string Text(const boost::json::value& v) {
     std::string t = boost::json::serialize(v);
     return t.size() > 40 ? t.substr(0, 37) + "..." : t;
   }
-  static std::string Range(int64_t min, int64_t max) { return std::to_string(min) + ".." + std::to_string(max); }
+  static std::string Range(int64_t min, int64_t max) {
+    return std::to_string(min) + ".." + std::to_string(max);
+  }
   static std::string RangeD(double min, double max) {
     std::ostringstream out;
     out << min << ".." << max;

@@ -11,14 +11,16 @@ namespace podscope::common {
 namespace {
 
 absl::Status Walk(simdjson::dom::element element, size_t depth, size_t max_depth) {
-  if (depth > max_depth) return absl::InvalidArgumentError(StrCat("JSON is nested deeper than ", max_depth, " levels"));
+  if (depth > max_depth)
+    return absl::InvalidArgumentError(StrCat("JSON is nested deeper than ", max_depth, " levels"));
   simdjson::dom::object object;
   simdjson::dom::array array;
   if (element.get(object) == simdjson::SUCCESS) {
     absl::flat_hash_set<std::string_view> keys;
     for (simdjson::dom::key_value_pair field : object) {
       if (!keys.insert(field.key).second) {
-        return absl::InvalidArgumentError(StrCat("key \"", field.key, "\" appears twice in one object"));
+        return absl::InvalidArgumentError(
+            StrCat("key \"", field.key, "\" appears twice in one object"));
       }
       if (absl::Status s = Walk(field.value, depth + 1, max_depth); !s.ok()) return s;
     }

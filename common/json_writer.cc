@@ -38,11 +38,21 @@ JsonWriter& JsonWriter::String(std::string_view s) {
     }
     buffer_.append(s.data() + run_start, i - run_start);
     switch (c) {
-      case '"': buffer_.append("\\\""); break;
-      case '\\': buffer_.append("\\\\"); break;
-      case '\n': buffer_.append("\\n"); break;
-      case '\r': buffer_.append("\\r"); break;
-      case '\t': buffer_.append("\\t"); break;
+      case '"':
+        buffer_.append("\\\"");
+        break;
+      case '\\':
+        buffer_.append("\\\\");
+        break;
+      case '\n':
+        buffer_.append("\\n");
+        break;
+      case '\r':
+        buffer_.append("\\r");
+        break;
+      case '\t':
+        buffer_.append("\\t");
+        break;
       default:
         if (c >= 0x80) {
           buffer_.append("\\ufffd");

@@ -24,7 +24,8 @@ absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text) {
 absl::Status ParseIntRange(std::string_view text, int64_t* first, int64_t* last) {
   const size_t dash = text.find('-', 1);
   const absl::StatusOr<int64_t> a = ParseInt(text.substr(0, dash));
-  const absl::StatusOr<int64_t> b = dash == std::string_view::npos ? a : ParseInt(text.substr(dash + 1));
+  const absl::StatusOr<int64_t> b =
+      dash == std::string_view::npos ? a : ParseInt(text.substr(dash + 1));
   if (!a.ok() || !b.ok() || *a < 0 || *b < *a) {
     return absl::InvalidArgumentError(StrCat("\"", text, "\" is not a number or FIRST-LAST range"));
   }

@@ -8,9 +8,9 @@
 #define PODSCOPE_CONCAT(a, b) PODSCOPE_CONCAT_INNER(a, b)
 
 // Returns from the current function when `expr` yields a non-OK absl::Status.
-#define RETURN_IF_ERROR(expr)                   \
-  do {                                          \
-    ::absl::Status podscope_status_ = (expr);   \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::absl::Status podscope_status_ = (expr);            \
     if (!podscope_status_.ok()) return podscope_status_; \
   } while (false)
 

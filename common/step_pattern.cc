@@ -10,8 +10,8 @@ namespace podscope::common {
 
 absl::StatusOr<StepPattern> StepPattern::Compile(std::string_view pattern) {
   if (pattern.size() > kMaxPatternBytes) {
-    return absl::InvalidArgumentError(
-        StrCat("step pattern is ", pattern.size(), " bytes; at most ", kMaxPatternBytes, " are allowed"));
+    return absl::InvalidArgumentError(StrCat("step pattern is ", pattern.size(), " bytes; at most ",
+                                             kMaxPatternBytes, " are allowed"));
   }
   RE2::Options options;
   options.set_log_errors(false);
@@ -28,8 +28,8 @@ StepPattern::Match StepPattern::Find(std::string_view name) const {
   const int groups = re_->NumberOfCapturingGroups();
   std::vector<re2::StringPiece> found(static_cast<size_t>(groups) + 1);
   Match match;
-  match.matched = re_->Match(re2::StringPiece(name.data(), name.size()), 0, name.size(), RE2::UNANCHORED,
-                             found.data(), groups + 1);
+  match.matched = re_->Match(re2::StringPiece(name.data(), name.size()), 0, name.size(),
+                             RE2::UNANCHORED, found.data(), groups + 1);
   if (!match.matched) return match;
   for (int g = groups; g >= 1; --g) {
     const re2::StringPiece digits = found[static_cast<size_t>(g)];

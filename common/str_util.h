@@ -17,7 +17,10 @@ template <typename T>
 void AppendPiece(std::string& out, const T& piece) {
   if constexpr (std::is_convertible_v<const T&, std::string_view>) {
     out.append(std::string_view(piece));
-  } else if constexpr (requires { piece.data(); piece.size(); }) {
+  } else if constexpr (requires {
+                         piece.data();
+                         piece.size();
+                       }) {
     out.append(piece.data(), piece.size());  // absl::string_view (e.g. Status::message())
   } else if constexpr (std::is_same_v<T, char>) {
     out.push_back(piece);
@@ -45,8 +48,12 @@ inline bool Contains(std::string_view haystack, std::string_view needle) {
 }
 
 inline std::string_view StripWhitespace(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 

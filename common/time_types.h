@@ -17,7 +17,8 @@ inline constexpr TimeNs kNanosPerSecond = 1'000'000'000;
 // The host's wall clock (CLOCK_REALTIME), in nanoseconds since the Unix epoch: the clock the
 // agent and the probes inside training processes agree on.
 inline TimeNs HostNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 

@@ -39,34 +39,45 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path, std::string_vie
 absl::Status CheckTlsChoice(const TlsFiles& files, bool insecure, std::string_view daemon) {
   if (insecure) {
     if (files.any()) {
-      return absl::InvalidArgumentError("--insecure and --tls-cert/--tls-key/--tls-ca exclude each other: choose one");
+      return absl::InvalidArgumentError(
+          "--insecure and --tls-cert/--tls-key/--tls-ca exclude each other: choose one");
     }
     return absl::OkStatus();
   }
   if (files.cert.empty() || files.key.empty() || files.ca.empty()) {
-    return absl::InvalidArgumentError(StrCat(
-        daemon, " needs --tls-cert, --tls-key and --tls-ca (scripts/dev-certs.sh makes development ones), or "
-                "--insecure for plaintext on a network you trust; missing: ",
-        files.cert.empty() ? "--tls-cert " : "", files.key.empty() ? "--tls-key " : "", files.ca.empty() ? "--tls-ca" : ""));
+    return absl::InvalidArgumentError(
+        StrCat(daemon,
+               " needs --tls-cert, --tls-key and --tls-ca (scripts/dev-certs.sh makes development "
+               "ones), or "
+               "--insecure for plaintext on a network you trust; missing: ",
+               files.cert.empty() ? "--tls-cert " : "", files.key.empty() ? "--tls-key " : "",
+               files.ca.empty() ? "--tls-ca" : ""));
   }
   absl::StatusOr<std::string> cert = ReadPemFile(files.cert, "--tls-cert");
   if (!cert.ok()) return cert.status();
   auto cert_bio = MemoryBio(*cert);
-  std::unique_ptr<X509, X509Free> leaf(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
-  if (leaf == nullptr) return absl::InvalidArgumentError(StrCat("--tls-cert ", files.cert, " holds no PEM certificate"));
+  std::unique_ptr<X509, X509Free> leaf(
+      PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
+  if (leaf == nullptr)
+    return absl::InvalidArgumentError(
+        StrCat("--tls-cert ", files.cert, " holds no PEM certificate"));
   absl::StatusOr<std::string> key = ReadPemFile(files.key, "--tls-key");
   if (!key.ok()) return key.status();
   auto key_bio = MemoryBio(*key);
-  std::unique_ptr<EVP_PKEY, KeyFree> private_key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
-  if (private_key == nullptr) return absl::InvalidArgumentError(StrCat("--tls-key ", files.key, " holds no PEM private key"));
+  std::unique_ptr<EVP_PKEY, KeyFree> private_key(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (private_key == nullptr)
+    return absl::InvalidArgumentError(StrCat("--tls-key ", files.key, " holds no PEM private key"));
   if (X509_check_private_key(leaf.get(), private_key.get()) != 1) {
-    return absl::InvalidArgumentError(StrCat("--tls-key ", files.key, " is not the key of the certificate in ", files.cert));
+    return absl::InvalidArgumentError(
+        StrCat("--tls-key ", files.key, " is not the key of the certificate in ", files.cert));
   }
   absl::StatusOr<std::string> ca = ReadPemFile(files.ca, "--tls-ca");
   if (!ca.ok()) return ca.status();
   auto ca_bio = MemoryBio(*ca);
   std::unique_ptr<X509, X509Free> root(PEM_read_bio_X509(ca_bio.get(), nullptr, nullptr, nullptr));
-  if (root == nullptr) return absl::InvalidArgumentError(StrCat("--tls-ca ", files.ca, " holds no PEM certificate"));
+  if (root == nullptr)
+    return absl::InvalidArgumentError(StrCat("--tls-ca ", files.ca, " holds no PEM certificate"));
   return absl::OkStatus();
 }
 
@@ -75,8 +86,10 @@ absl::StatusOr<std::string> CertificateCommonName(std::string_view pem) {
   std::unique_ptr<X509, X509Free> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (cert == nullptr) return absl::InvalidArgumentError("not a PEM certificate");
   char name[256] = {0};
-  const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_commonName, name, sizeof(name));
-  if (n <= 0) return absl::InvalidArgumentError("the certificate's subject has no common name (CN)");
+  const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_commonName, name,
+                                          sizeof(name));
+  if (n <= 0)
+    return absl::InvalidArgumentError("the certificate's subject has no common name (CN)");
   return std::string(name, static_cast<size_t>(n));
 }
 

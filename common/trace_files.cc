@@ -10,7 +10,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "common/str_util.h"
-#include "common/str_util.h"
 
 namespace podscope::common {
 namespace {
@@ -23,7 +22,8 @@ bool IsTraceFileName(std::string_view name) {
 bool NaturalLess(const std::string& a, const std::string& b) {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
-    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) &&
+        std::isdigit(static_cast<unsigned char>(b[j]))) {
       size_t i_end = i, j_end = j;
       while (i_end < a.size() && std::isdigit(static_cast<unsigned char>(a[i_end]))) ++i_end;
       while (j_end < b.size() && std::isdigit(static_cast<unsigned char>(b[j_end]))) ++j_end;
@@ -111,8 +111,8 @@ absl::StatusOr<Capture> LoadCapture(const std::vector<std::string>& files,
       if (w.info.rank < 0) w.info.rank = static_cast<int32_t>(capture.workers.size());
       auto [it, inserted] = rank_source.emplace(w.info.rank, files[i]);
       if (!inserted) {
-        return absl::InvalidArgumentError(StrCat("rank ", w.info.rank, " appears in both ",
-                                                       it->second, " and ", files[i]));
+        return absl::InvalidArgumentError(
+            StrCat("rank ", w.info.rank, " appears in both ", it->second, " and ", files[i]));
       }
       capture.workers.push_back(std::move(w));
     }

@@ -75,14 +75,18 @@ struct KernelTable {
   size_t size() const { return start.size(); }
   // Visits every column (a std::vector) in a fixed order; const and non-const.
   template <typename F>
-  void ForEachColumn(F&& f) { Columns(*this, f); }
+  void ForEachColumn(F&& f) {
+    Columns(*this, f);
+  }
   template <typename F>
-  void ForEachColumn(F&& f) const { Columns(*this, f); }
+  void ForEachColumn(F&& f) const {
+    Columns(*this, f);
+  }
   template <typename Self, typename F>
   static void Columns(Self& t, F& f) {
-    f(t.start), f(t.end), f(t.device), f(t.stream), f(t.name), f(t.correlation), f(t.grid_x), f(t.grid_y),
-        f(t.grid_z), f(t.block_x), f(t.block_y), f(t.block_z), f(t.registers_per_thread),
-        f(t.shared_memory_bytes), f(t.kernel_class);
+    f(t.start), f(t.end), f(t.device), f(t.stream), f(t.name), f(t.correlation), f(t.grid_x),
+        f(t.grid_y), f(t.grid_z), f(t.block_x), f(t.block_y), f(t.block_z),
+        f(t.registers_per_thread), f(t.shared_memory_bytes), f(t.kernel_class);
   }
 };
 
@@ -98,12 +102,17 @@ struct MemcpyTable {
   size_t size() const { return start.size(); }
   // Visits every column (a std::vector) in a fixed order; const and non-const.
   template <typename F>
-  void ForEachColumn(F&& f) { Columns(*this, f); }
+  void ForEachColumn(F&& f) {
+    Columns(*this, f);
+  }
   template <typename F>
-  void ForEachColumn(F&& f) const { Columns(*this, f); }
+  void ForEachColumn(F&& f) const {
+    Columns(*this, f);
+  }
   template <typename Self, typename F>
   static void Columns(Self& t, F& f) {
-    f(t.start), f(t.end), f(t.device), f(t.stream), f(t.name), f(t.bytes), f(t.correlation), f(t.kind);
+    f(t.start), f(t.end), f(t.device), f(t.stream), f(t.name), f(t.bytes), f(t.correlation),
+        f(t.kind);
   }
 };
 
@@ -119,9 +128,13 @@ struct RuntimeCallTable {
   size_t size() const { return start.size(); }
   // Visits every column (a std::vector) in a fixed order; const and non-const.
   template <typename F>
-  void ForEachColumn(F&& f) { Columns(*this, f); }
+  void ForEachColumn(F&& f) {
+    Columns(*this, f);
+  }
   template <typename F>
-  void ForEachColumn(F&& f) const { Columns(*this, f); }
+  void ForEachColumn(F&& f) const {
+    Columns(*this, f);
+  }
   template <typename Self, typename F>
   static void Columns(Self& t, F& f) {
     f(t.start), f(t.end), f(t.thread), f(t.name), f(t.correlation), f(t.external_id), f(t.api_kind);
@@ -142,9 +155,13 @@ struct HostSpanTable {
   size_t size() const { return start.size(); }
   // Visits every column (a std::vector) in a fixed order; const and non-const.
   template <typename F>
-  void ForEachColumn(F&& f) { Columns(*this, f); }
+  void ForEachColumn(F&& f) {
+    Columns(*this, f);
+  }
   template <typename F>
-  void ForEachColumn(F&& f) const { Columns(*this, f); }
+  void ForEachColumn(F&& f) const {
+    Columns(*this, f);
+  }
   template <typename Self, typename F>
   static void Columns(Self& t, F& f) {
     f(t.start), f(t.end), f(t.thread), f(t.name), f(t.category), f(t.step), f(t.external_id);
@@ -170,14 +187,18 @@ struct CollectiveTable {
   size_t size() const { return enqueue.size(); }
   // Visits every column (a std::vector) in a fixed order; const and non-const.
   template <typename F>
-  void ForEachColumn(F&& f) { Columns(*this, f); }
+  void ForEachColumn(F&& f) {
+    Columns(*this, f);
+  }
   template <typename F>
-  void ForEachColumn(F&& f) const { Columns(*this, f); }
+  void ForEachColumn(F&& f) const {
+    Columns(*this, f);
+  }
   template <typename Self, typename F>
   static void Columns(Self& t, F& f) {
-    f(t.communicator), f(t.rank), f(t.nranks), f(t.op), f(t.sequence), f(t.count), f(t.dtype), f(t.bytes),
-        f(t.algorithm), f(t.protocol), f(t.channels), f(t.enqueue), f(t.kernel_start), f(t.kernel_end),
-        f(t.correlation);
+    f(t.communicator), f(t.rank), f(t.nranks), f(t.op), f(t.sequence), f(t.count), f(t.dtype),
+        f(t.bytes), f(t.algorithm), f(t.protocol), f(t.channels), f(t.enqueue), f(t.kernel_start),
+        f(t.kernel_end), f(t.correlation);
   }
 };
 
@@ -190,9 +211,13 @@ struct StepTable {
   size_t size() const { return start.size(); }
   // Visits every column (a std::vector) in a fixed order; const and non-const.
   template <typename F>
-  void ForEachColumn(F&& f) { Columns(*this, f); }
+  void ForEachColumn(F&& f) {
+    Columns(*this, f);
+  }
   template <typename F>
-  void ForEachColumn(F&& f) const { Columns(*this, f); }
+  void ForEachColumn(F&& f) const {
+    Columns(*this, f);
+  }
   template <typename Self, typename F>
   static void Columns(Self& t, F& f) {
     f(t.number), f(t.start), f(t.end), f(t.thread);
@@ -211,13 +236,18 @@ struct HostSampleTable {
   size_t size() const { return time.size(); }
   // Visits every column (a std::vector) in a fixed order; const and non-const.
   template <typename F>
-  void ForEachColumn(F&& f) { Columns(*this, f); }
+  void ForEachColumn(F&& f) {
+    Columns(*this, f);
+  }
   template <typename F>
-  void ForEachColumn(F&& f) const { Columns(*this, f); }
+  void ForEachColumn(F&& f) const {
+    Columns(*this, f);
+  }
   template <typename Self, typename F>
   static void Columns(Self& t, F& f) {
-    f(t.time), f(t.cpu_percent), f(t.process_cpu_percent), f(t.memory_used_bytes), f(t.net_rx_bytes), f(t.net_tx_bytes),
-        f(t.gpu_sm_clock_mhz), f(t.gpu_power_mw), f(t.gpu_temperature_c), f(t.gpu_throttle_reasons);
+    f(t.time), f(t.cpu_percent), f(t.process_cpu_percent), f(t.memory_used_bytes),
+        f(t.net_rx_bytes), f(t.net_tx_bytes), f(t.gpu_sm_clock_mhz), f(t.gpu_power_mw),
+        f(t.gpu_temperature_c), f(t.gpu_throttle_reasons);
   }
 };
 
@@ -235,9 +265,13 @@ struct MemoryEventTable {
   size_t size() const { return time.size(); }
   // Visits every column (a std::vector) in a fixed order; const and non-const.
   template <typename F>
-  void ForEachColumn(F&& f) { Columns(*this, f); }
+  void ForEachColumn(F&& f) {
+    Columns(*this, f);
+  }
   template <typename F>
-  void ForEachColumn(F&& f) const { Columns(*this, f); }
+  void ForEachColumn(F&& f) const {
+    Columns(*this, f);
+  }
   template <typename Self, typename F>
   static void Columns(Self& t, F& f) {
     f(t.time), f(t.device), f(t.bytes), f(t.total_allocated), f(t.total_reserved), f(t.thread);

@@ -33,7 +33,8 @@ void AppendRows(const Table& in, size_t from, size_t n, Table* out) {
   in.ForEachColumn([&in_columns](const auto& column) { in_columns.push_back(&column); });
   size_t c = 0;
   out->ForEachColumn([&](auto& column) {
-    const auto& source = *static_cast<const std::remove_reference_t<decltype(column)>*>(in_columns[c++]);
+    const auto& source =
+        *static_cast<const std::remove_reference_t<decltype(column)>*>(in_columns[c++]);
     const auto first = source.begin() + static_cast<ptrdiff_t>(from);
     column.insert(column.end(), first, first + static_cast<ptrdiff_t>(n));
   });

@@ -23,8 +23,9 @@ absl::StatusOr<sockaddr_un> AddressOf(const std::string& path) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(address.sun_path)) {
-    return absl::InvalidArgumentError(
-        StrCat("a unix socket path must be 1 to ", sizeof(address.sun_path) - 1, " bytes: \"", path, "\""));
+    return absl::InvalidArgumentError(StrCat("a unix socket path must be 1 to ",
+                                             sizeof(address.sun_path) - 1, " bytes: \"", path,
+                                             "\""));
   }
   std::memcpy(address.sun_path, path.data(), path.size());
   return address;
@@ -53,13 +54,16 @@ absl::StatusOr<UniqueFd> ListenUnix(const std::string& path, mode_t mode, int ba
   if (ec) return absl::UnavailableError(StrCat("creating ", parent.string(), ": ", ec.message()));
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return absl::AlreadyExistsError(StrCat(path, " exists and is not a socket"));
-    if (ConnectUnix(path).ok()) return absl::AlreadyExistsError(StrCat("another process listens on ", path));
+    if (!S_ISSOCK(st.st_mode))
+      return absl::AlreadyExistsError(StrCat(path, " exists and is not a socket"));
+    if (ConnectUnix(path).ok())
+      return absl::AlreadyExistsError(StrCat("another process listens on ", path));
     ::unlink(path.c_str());  // left by a process that is gone
   }
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Errno("socket for", path);
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0) return Errno("binding", path);
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0)
+    return Errno("binding", path);
   if (::chmod(path.c_str(), mode & ~static_cast<mode_t>(S_IRWXO)) != 0) return Errno("chmod", path);
   if (::listen(fd.get(), backlog) != 0) return Errno("listening on", path);
   return fd;

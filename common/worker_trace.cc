@@ -45,8 +45,8 @@ absl::Status CheckColumnLengths(const Table& table, std::string_view table_name)
   absl::Status status;
   table.ForEachColumn([&](const auto& column) {
     if (status.ok() && column.size() != rows) {
-      status = absl::DataLossError(StrCat(table_name, ": column ", index, " has ",
-                                                column.size(), " rows, expected ", rows));
+      status = absl::DataLossError(
+          StrCat(table_name, ": column ", index, " has ", column.size(), " rows, expected ", rows));
     }
     ++index;
   });
@@ -58,8 +58,8 @@ absl::Status CheckNames(const std::vector<NameId>& ids, const StringTable& strin
   for (size_t i = 0; i < ids.size(); ++i) {
     if (!strings.Contains(ids[i])) {
       return absl::DataLossError(StrCat(what, " row ", i, ": name id ", ids[i],
-                                              " outside the string table (", strings.size(),
-                                              " strings)"));
+                                        " outside the string table (", strings.size(),
+                                        " strings)"));
     }
   }
   return absl::OkStatus();
@@ -79,15 +79,15 @@ absl::Status CheckEnum(const std::vector<Enum>& values, int count, std::string_v
 }  // namespace
 
 std::string WorkerInfo::DisplayName() const {
-  std::string who = !host.empty() ? host
+  std::string who = !host.empty()           ? host
                     : !process_name.empty() ? StrCat(process_name, " pid ", pid)
                                             : StrCat("pid ", pid);
   return StrCat("rank ", rank, " (", who, ")");
 }
 
 EventCounts WorkerTrace::Counts() const {
-  return EventCounts{kernels.size(),     memcpys.size(), runtime_calls.size(),
-                     host_spans.size(),  collectives.size(), steps.size(),
+  return EventCounts{kernels.size(),      memcpys.size(),      runtime_calls.size(),
+                     host_spans.size(),   collectives.size(),  steps.size(),
                      host_samples.size(), memory_events.size()};
 }
 
@@ -112,8 +112,10 @@ absl::Status WorkerTrace::Validate() const {
   if (absl::Status s = CheckColumnLengths(host_samples, "host_samples"); !s.ok()) return s;
   if (absl::Status s = CheckColumnLengths(memory_events, "memory_events"); !s.ok()) return s;
   const std::pair<const std::vector<NameId>*, std::string_view> name_columns[] = {
-      {&kernels.name, "kernels"},          {&memcpys.name, "memcpys"},
-      {&runtime_calls.name, "runtime_calls"}, {&host_spans.name, "host_spans"},
+      {&kernels.name, "kernels"},
+      {&memcpys.name, "memcpys"},
+      {&runtime_calls.name, "runtime_calls"},
+      {&host_spans.name, "host_spans"},
       {&collectives.communicator, "collectives.communicator"},
       {&collectives.dtype, "collectives.dtype"},
       {&collectives.algorithm, "collectives.algorithm"},
@@ -122,11 +124,9 @@ absl::Status WorkerTrace::Validate() const {
   for (const auto& [column, what] : name_columns) {
     if (absl::Status s = CheckNames(*column, strings, what); !s.ok()) return s;
   }
-  if (absl::Status s = CheckEnum(kernels.kernel_class, kKernelClassCount, "kernels.class");
-      !s.ok())
+  if (absl::Status s = CheckEnum(kernels.kernel_class, kKernelClassCount, "kernels.class"); !s.ok())
     return s;
-  if (absl::Status s = CheckEnum(memcpys.kind, kMemcpyKindCount, "memcpys.kind"); !s.ok())
-    return s;
+  if (absl::Status s = CheckEnum(memcpys.kind, kMemcpyKindCount, "memcpys.kind"); !s.ok()) return s;
   if (absl::Status s = CheckEnum(runtime_calls.api_kind, kApiKindCount, "runtime_calls.api_kind");
       !s.ok())
     return s;

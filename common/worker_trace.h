@@ -19,7 +19,8 @@ struct DeviceInfo {
   int32_t compute_major = 0, compute_minor = 0, sm_count = 0;
   // The limits occupancy is computed from (coordinator/analysis/occupancy.h); 0 when the source
   // does not say, and then the compute capability's are used.
-  int32_t max_threads_per_sm = 0, max_threads_per_block = 0, registers_per_sm = 0, registers_per_block = 0;
+  int32_t max_threads_per_sm = 0, max_threads_per_block = 0, registers_per_sm = 0,
+          registers_per_block = 0;
   int64_t shared_memory_per_sm = 0, shared_memory_per_block_optin = 0;
   friend bool operator==(const DeviceInfo&, const DeviceInfo&) = default;
 };
@@ -59,10 +60,11 @@ struct WorkerInfo {
 
 // Per-kind event counts, used by inspect, tests and round-trip checks.
 struct EventCounts {
-  size_t kernels = 0, memcpys = 0, runtime_calls = 0, host_spans = 0, collectives = 0,
-         steps = 0, host_samples = 0, memory_events = 0;
+  size_t kernels = 0, memcpys = 0, runtime_calls = 0, host_spans = 0, collectives = 0, steps = 0,
+         host_samples = 0, memory_events = 0;
   size_t Total() const {
-    return kernels + memcpys + runtime_calls + host_spans + collectives + steps + host_samples + memory_events;
+    return kernels + memcpys + runtime_calls + host_spans + collectives + steps + host_samples +
+           memory_events;
   }
   friend bool operator==(const EventCounts&, const EventCounts&) = default;
 };

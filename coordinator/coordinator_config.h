@@ -2,11 +2,10 @@
 // range in one place; an unknown key names itself and the closest known one.
 #pragma once
 
+#include <boost/json.hpp>
 #include <map>
 #include <set>
 #include <string>
-
-#include <boost/json.hpp>
 
 #include "absl/status/status.h"
 #include "common/tls_files.h"
@@ -26,8 +25,8 @@ struct CoordinatorSettings {
   std::string http = "127.0.0.1:8080";
   std::string grpc = "127.0.0.1:50051";
   std::string data_dir = "podscope-data";
-  std::string auth_tokens;     // the hashed token file; empty: no authentication (--insecure only)
-  bool open_metrics = false;   // /metrics without a token (Prometheus without credentials)
+  std::string auth_tokens;    // the hashed token file; empty: no authentication (--insecure only)
+  bool open_metrics = false;  // /metrics without a token (Prometheus without credentials)
   common::TlsFiles tls;
   bool insecure = false;
   SchedulerOptions scheduler;
@@ -41,7 +40,6 @@ struct CoordinatorSettings {
   watch::NotifierOptions notify;
   ShardOptions shards;
 };
-
 
 // Applies a parsed config to `s` (flags are applied after, by main). Errors name the key and its
 // range: "agents.heartbeat_interval_ms: -5 is not in 10..3600000".

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/workload_model.h"
 #include "common/watch_summary.h"
+#include "sim/workload_model.h"
 
 namespace podscope::sim {
 

@@ -20,25 +20,54 @@ constexpr int32_t kCopyStream = 7;
 constexpr TimeNs kLaunchLatencyNs = 2'000;
 
 constexpr const char* kForwardKernels[] = {
-    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
-    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
-    "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, true, true, false, false>(Flash_fwd_params)",
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+    "segment_k_off_kernel__5x_cublas",
+    "void at::native::vectorized_elementwise_kernel<4, "
+    "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+    "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() "
+    "const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, "
+    "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+    "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() "
+    "const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, "
+    "float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, "
+    "float*, c10::BFloat16*)",
+    "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+    "cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, "
+    "true, false, false, true, true, false, false>(Flash_fwd_params)",
 };
-constexpr const char* kForwardOps[] = {"aten::mm", "aten::gelu", "aten::native_layer_norm", "FlashAttnFunc"};
+constexpr const char* kForwardOps[] = {"aten::mm", "aten::gelu", "aten::native_layer_norm",
+                                       "FlashAttnFunc"};
 constexpr const char* kBackwardKernels[] = {
-    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
-    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}, at::detail::Array<char*, 3> >(int, at::detail::Array<char*, 3>)",
-    "void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>(c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, c10::BFloat16*, int)",
-    "void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> >, false, false, false, false, false, true, false>(Flash_bwd_params)",
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x256x64_warpgroupsize2x1x1_execute_"
+    "segment_k_off_kernel__5x_cublas",
+    "void at::native::vectorized_elementwise_kernel<4, "
+    "at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, "
+    "at::native::GeluType)::{lambda()#2}, at::detail::Array<char*, 3> >(int, "
+    "at::detail::Array<char*, 3>)",
+    "void at::native::(anonymous "
+    "namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>(c10::BFloat16 "
+    "const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, "
+    "c10::BFloat16*, int)",
+    "void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, "
+    "4, 2, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, "
+    "cutlass::bfloat16_t> >, false, false, false, false, false, true, false>(Flash_bwd_params)",
 };
-constexpr const char* kBackwardOps[] = {"autograd::engine::evaluate_function: MmBackward0",
-                                        "autograd::engine::evaluate_function: GeluBackward0",
-                                        "autograd::engine::evaluate_function: NativeLayerNormBackward0",
-                                        "autograd::engine::evaluate_function: FlashAttnFuncBackward"};
+constexpr const char* kBackwardOps[] = {
+    "autograd::engine::evaluate_function: MmBackward0",
+    "autograd::engine::evaluate_function: GeluBackward0",
+    "autograd::engine::evaluate_function: NativeLayerNormBackward0",
+    "autograd::engine::evaluate_function: FlashAttnFuncBackward"};
 constexpr const char* kOptimizerKernel =
-    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<c10::BFloat16, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, double, bool, double*, double*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<c10::BFloat16, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, double, bool, double*, double*)";
-constexpr const char* kNcclKernel = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+    "namespace)::TensorListMetadata<4>, at::native::(anonymous "
+    "namespace)::FusedAdamMathFunctor<c10::BFloat16, 4, (at::native::ADAM_MODE)1, false>, double*, "
+    "double, double, double, double, double, double, bool, double*, "
+    "double*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous "
+    "namespace)::FusedAdamMathFunctor<c10::BFloat16, 4, (at::native::ADAM_MODE)1, false>, double*, "
+    "double, double, double, double, double, double, bool, double*, double*)";
+constexpr const char* kNcclKernel =
+    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 
 // Appends events of one rank in its own clock; keeps the cursors of its host and streams.
 class RankWriter {
@@ -47,10 +76,13 @@ class RankWriter {
       : w_(*trace), offset_(clock_offset), drift_ppb_(drift_ppb), epoch_(epoch) {}
 
   TimeNs Local(TimeNs t) const {
-    return t + offset_ + static_cast<TimeNs>(static_cast<__int128>(t - epoch_) * drift_ppb_ / common::kNanosPerSecond);
+    return t + offset_ +
+           static_cast<TimeNs>(static_cast<__int128>(t - epoch_) * drift_ppb_ /
+                               common::kNanosPerSecond);
   }
 
-  void HostSpan(TimeNs start, TimeNs end, std::string_view name, HostSpanCategory category, int64_t step = common::kNoStep) {
+  void HostSpan(TimeNs start, TimeNs end, std::string_view name, HostSpanCategory category,
+                int64_t step = common::kNoStep) {
     common::HostSpanTable& h = w_.host_spans;
     h.start.push_back(Local(start));
     h.end.push_back(Local(end));
@@ -106,8 +138,8 @@ class RankWriter {
     m.kind.push_back(common::MemcpyKind::kHostToDevice);
   }
 
-  void Collective(int64_t sequence, int64_t bytes, int32_t nranks, TimeNs enqueue, TimeNs start, TimeNs end,
-                  int64_t correlation) {
+  void Collective(int64_t sequence, int64_t bytes, int32_t nranks, TimeNs enqueue, TimeNs start,
+                  TimeNs end, int64_t correlation) {
     common::CollectiveTable& c = w_.collectives;
     c.communicator.push_back(w_.strings.Intern("pg:0"));
     c.rank.push_back(w_.info.rank);
@@ -127,7 +159,8 @@ class RankWriter {
   }
 
   void Step(int64_t number, TimeNs start, TimeNs end) {
-    HostSpan(start, end, common::StrCat("ProfilerStep#", number), HostSpanCategory::kAnnotation, number);
+    HostSpan(start, end, common::StrCat("ProfilerStep#", number), HostSpanCategory::kAnnotation,
+             number);
     common::StepTable& s = w_.steps;
     s.number.push_back(number);
     s.start.push_back(Local(start));
@@ -158,12 +191,14 @@ struct RankState {
 
 }  // namespace
 
-void ApplySlowdowns(const std::vector<Slowdown>& slowdowns, int32_t rank, TimeNs step_start, double* compute,
-                    double* input, double* launch) {
+void ApplySlowdowns(const std::vector<Slowdown>& slowdowns, int32_t rank, TimeNs step_start,
+                    double* compute, double* input, double* launch) {
   *compute = *input = *launch = 1;
   for (const Slowdown& slow : slowdowns) {
     if (slow.rank != rank || !slow.ActiveAt(step_start)) continue;
-    (slow.kind == SlowdownKind::kCompute ? *compute : slow.kind == SlowdownKind::kInput ? *input : *launch) *= slow.factor;
+    (slow.kind == SlowdownKind::kCompute ? *compute
+     : slow.kind == SlowdownKind::kInput ? *input
+                                         : *launch) *= slow.factor;
   }
 }
 
@@ -178,9 +213,12 @@ TimeNs Jittered(std::mt19937_64& rng, double mean_ns, double jitter) {
 
 std::string_view SlowdownKindName(SlowdownKind kind) {
   switch (kind) {
-    case SlowdownKind::kCompute: return "compute";
-    case SlowdownKind::kInput: return "input";
-    case SlowdownKind::kLaunch: return "launch";
+    case SlowdownKind::kCompute:
+      return "compute";
+    case SlowdownKind::kInput:
+      return "input";
+    case SlowdownKind::kLaunch:
+      return "launch";
   }
   return "compute";
 }
@@ -189,7 +227,8 @@ absl::StatusOr<Slowdown> ParseSlowdown(std::string_view spec) {
   Slowdown s;
   const size_t colon = spec.find(':');
   if (colon == std::string_view::npos) {
-    return absl::InvalidArgumentError(common::StrCat("straggler \"", spec, "\": expected RANK:FACTOR[:compute|input|launch]"));
+    return absl::InvalidArgumentError(
+        common::StrCat("straggler \"", spec, "\": expected RANK:FACTOR[:compute|input|launch]"));
   }
   const std::string_view rank = spec.substr(0, colon);
   std::string_view rest = spec.substr(colon + 1);
@@ -206,7 +245,8 @@ absl::StatusOr<Slowdown> ParseSlowdown(std::string_view spec) {
   const absl::StatusOr<double> factor = common::ParseDouble(rest);
   if (factor.ok()) s.factor = *factor;
   if (!factor.ok() || !(s.factor >= 1.0) || s.factor > 1000) {
-    return absl::InvalidArgumentError(common::StrCat("straggler \"", spec, "\": factor must be a number in [1, 1000]"));
+    return absl::InvalidArgumentError(
+        common::StrCat("straggler \"", spec, "\": factor must be a number in [1, 1000]"));
   }
   if (kind == "compute") {
     s.kind = SlowdownKind::kCompute;
@@ -215,14 +255,17 @@ absl::StatusOr<Slowdown> ParseSlowdown(std::string_view spec) {
   } else if (kind == "launch") {
     s.kind = SlowdownKind::kLaunch;
   } else {
-    return absl::InvalidArgumentError(common::StrCat("straggler \"", spec, "\": kind must be compute, input or launch"));
+    return absl::InvalidArgumentError(
+        common::StrCat("straggler \"", spec, "\": kind must be compute, input or launch"));
   }
   return s;
 }
 
 absl::Status ValidateOptions(const WorkloadOptions& o) {
-  if (o.ranks < 1 || o.ranks > 65536) return absl::InvalidArgumentError("ranks must be in 1..65536");
-  if (o.steps < 1 || o.steps > 100000) return absl::InvalidArgumentError("steps must be in 1..100000");
+  if (o.ranks < 1 || o.ranks > 65536)
+    return absl::InvalidArgumentError("ranks must be in 1..65536");
+  if (o.steps < 1 || o.steps > 100000)
+    return absl::InvalidArgumentError("steps must be in 1..100000");
   if (o.ranks_per_host < 1) return absl::InvalidArgumentError("ranks per host must be >= 1");
   if (o.buckets < 1 || o.buckets > o.backward_kernels) {
     return absl::InvalidArgumentError("buckets must be in 1..backward kernels");
@@ -231,10 +274,12 @@ absl::Status ValidateOptions(const WorkloadOptions& o) {
     return absl::InvalidArgumentError("kernel counts must be >= 1");
   }
   if (o.link_gbps <= 0) return absl::InvalidArgumentError("link bandwidth must be > 0");
-  if (o.jitter < 0 || o.jitter > 0.5) return absl::InvalidArgumentError("jitter must be in [0, 0.5]");
+  if (o.jitter < 0 || o.jitter > 0.5)
+    return absl::InvalidArgumentError("jitter must be in [0, 0.5]");
   for (const Slowdown& s : o.slowdowns) {
     if (s.rank >= o.ranks) {
-      return absl::InvalidArgumentError(common::StrCat("straggler rank ", s.rank, " is not below --ranks ", o.ranks));
+      return absl::InvalidArgumentError(
+          common::StrCat("straggler rank ", s.rank, " is not below --ranks ", o.ranks));
     }
   }
   return absl::OkStatus();
@@ -283,10 +328,12 @@ Workload SimulateJob(const WorkloadOptions& o) {
     gpu.compute_minor = 0;
     gpu.sm_count = 132;
     w.info.devices.push_back(std::move(gpu));
-    w.info.tracks.push_back(common::TrackName{w.info.pid, false, common::StrCat("thread ", w.info.pid, " (python3)")});
+    w.info.tracks.push_back(
+        common::TrackName{w.info.pid, false, common::StrCat("thread ", w.info.pid, " (python3)")});
     // local = t + off + (t - epoch) d  =>  t ~= local - off - (local - (epoch + off)) d.
-    out.true_clocks[r] = common::ClockModel{-host_offset[h], -host_drift[h], o.epoch_ns + host_offset[h], 0,
-                                            common::ClockSource::kNetwork};
+    out.true_clocks[r] =
+        common::ClockModel{-host_offset[h], -host_drift[h], o.epoch_ns + host_offset[h], 0,
+                           common::ClockSource::kNetwork};
     writers.emplace_back(&w, host_offset[h], host_drift[h], o.epoch_ns);
     RankState& s = state[r];
     s.rng.seed(o.seed * 1'000'003ull + static_cast<uint64_t>(r) * 7919ull + 17);
@@ -297,7 +344,8 @@ Workload SimulateJob(const WorkloadOptions& o) {
   const int64_t bucket_bytes = o.params * o.bytes_per_param / o.buckets;
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
   const TimeNs transfer_ns =
-      o.collective_latency_ns + static_cast<TimeNs>(bucket_bytes * bus_factor / (o.link_gbps * 1e9 / 8) * 1e9);
+      o.collective_latency_ns +
+      static_cast<TimeNs>(bucket_bytes * bus_factor / (o.link_gbps * 1e9 / 8) * 1e9);
   const int32_t per_bucket = o.backward_kernels / o.buckets;
 
   for (int32_t step = 0; step < o.steps; ++step) {
@@ -306,11 +354,13 @@ Workload SimulateJob(const WorkloadOptions& o) {
       RankState& s = state[r];
       RankWriter& wr = writers[r];
       s.step_start = s.host;
-      ApplySlowdowns(o.slowdowns, r, s.step_start, &s.compute_factor, &s.input_factor, &s.launch_factor);
+      ApplySlowdowns(o.slowdowns, r, s.step_start, &s.compute_factor, &s.input_factor,
+                     &s.launch_factor);
       const TimeNs launch = static_cast<TimeNs>(o.launch_ns * s.launch_factor);
       auto launch_kernel = [&](const char* op, const char* kernel, double mean_ns, uint32_t grid) {
         const TimeNs op_start = s.host;
-        const int64_t corr = wr.Runtime(op_start + 500, op_start + 500 + launch, "cudaLaunchKernel", true);
+        const int64_t corr =
+            wr.Runtime(op_start + 500, op_start + 500 + launch, "cudaLaunchKernel", true);
         s.host = op_start + 500 + launch + 500;
         wr.HostSpan(op_start, s.host, op, HostSpanCategory::kOp);
         const TimeNs start = std::max(s.compute, op_start + 500 + launch + kLaunchLatencyNs);
@@ -319,8 +369,10 @@ Workload SimulateJob(const WorkloadOptions& o) {
         s.compute = end;
       };
       // Input: the next batch, then its copy to the device.
-      const TimeNs input = Jittered(s.rng, static_cast<double>(o.dataloader_ns) * s.input_factor, o.jitter);
-      wr.HostSpan(s.host, s.host + input, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+      const TimeNs input =
+          Jittered(s.rng, static_cast<double>(o.dataloader_ns) * s.input_factor, o.jitter);
+      wr.HostSpan(s.host, s.host + input,
+                  "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
                   HostSpanCategory::kInput);
       s.host += input;
       {
@@ -342,12 +394,14 @@ Workload SimulateJob(const WorkloadOptions& o) {
         const int32_t count = b + 1 == o.buckets ? o.backward_kernels - per_bucket * b : per_bucket;
         for (int32_t i = 0; i < count; ++i) {
           launch_kernel(kBackwardOps[i % 4], kBackwardKernels[i % 4],
-                        static_cast<double>(o.backward_ns) / o.backward_kernels, 132u * (1 + i % 2));
+                        static_cast<double>(o.backward_ns) / o.backward_kernels,
+                        132u * (1 + i % 2));
         }
         s.bucket_ready[b] = s.compute;
         // DDP launches the bucket's AllReduce from a record_param_comms op.
         const TimeNs op_start = s.host;
-        s.bucket_correlation[b] = wr.Runtime(op_start + 1'000, op_start + 1'000 + launch, "cudaLaunchKernel", true);
+        s.bucket_correlation[b] =
+            wr.Runtime(op_start + 1'000, op_start + 1'000 + launch, "cudaLaunchKernel", true);
         s.host = op_start + 2'000 + launch;
         wr.HostSpan(op_start, s.host, "record_param_comms", HostSpanCategory::kOp);
         s.bucket_launch[b] = op_start + 1'000;
@@ -363,7 +417,9 @@ Workload SimulateJob(const WorkloadOptions& o) {
       TimeNs last = INT64_MIN;
       for (int32_t r = 0; r < n; ++r) {
         const RankState& s = state[r];
-        const TimeNs launched = s.bucket_launch[b] + static_cast<TimeNs>(o.launch_ns * s.launch_factor) + kLaunchLatencyNs;
+        const TimeNs launched = s.bucket_launch[b] +
+                                static_cast<TimeNs>(o.launch_ns * s.launch_factor) +
+                                kLaunchLatencyNs;
         truth.arrival[r] = std::max({s.bucket_ready[b], s.comm, previous_end, launched});
         last = std::max(last, truth.arrival[r]);
       }
@@ -375,8 +431,8 @@ Workload SimulateJob(const WorkloadOptions& o) {
         RankState& s = state[r];
         writers[r].Kernel(truth.arrival[r], end, kNcclKernel, kCommStream, s.bucket_correlation[b],
                           KernelClass::kCommunication, 16);
-        writers[r].Collective((o.first_step + step) * o.buckets + b, bucket_bytes, n, s.bucket_launch[b],
-                              truth.arrival[r], end, s.bucket_correlation[b]);
+        writers[r].Collective((o.first_step + step) * o.buckets + b, bucket_bytes, n,
+                              s.bucket_launch[b], truth.arrival[r], end, s.bucket_correlation[b]);
         s.comm = end;
       }
       previous_end = end;
@@ -392,7 +448,9 @@ Workload SimulateJob(const WorkloadOptions& o) {
       for (int32_t i = 0; i < o.optimizer_kernels; ++i) {
         const int64_t corr = wr.Runtime(s.host, s.host + launch, "cudaLaunchKernel", true);
         const TimeNs start = std::max(s.compute, s.host + launch + kLaunchLatencyNs);
-        const TimeNs end = start + Jittered(s.rng, static_cast<double>(o.optimizer_ns) / o.optimizer_kernels, o.jitter);
+        const TimeNs end =
+            start +
+            Jittered(s.rng, static_cast<double>(o.optimizer_ns) / o.optimizer_kernels, o.jitter);
         wr.Kernel(start, end, kOptimizerKernel, kComputeStream, corr, KernelClass::kCompute, 264);
         s.compute = end;
         s.host += launch + 1'000;

@@ -37,8 +37,8 @@ absl::StatusOr<Slowdown> ParseSlowdown(std::string_view spec);
 
 // The factors of `rank` for a step starting at `step_start` (true time): 1 unless a slowdown
 // of that rank is active then.
-void ApplySlowdowns(const std::vector<Slowdown>& slowdowns, int32_t rank, TimeNs step_start, double* compute,
-                    double* input, double* launch);
+void ApplySlowdowns(const std::vector<Slowdown>& slowdowns, int32_t rank, TimeNs step_start,
+                    double* compute, double* input, double* launch);
 
 struct WorkloadOptions {
   int32_t ranks = 8;

@@ -8,14 +8,14 @@ namespace podscope::storage {
 namespace {
 
 bool Finished(CaptureState s) {
-  return s == CaptureState::kComplete || s == CaptureState::kPartial || s == CaptureState::kFailed ||
-         s == CaptureState::kCancelled;
+  return s == CaptureState::kComplete || s == CaptureState::kPartial ||
+         s == CaptureState::kFailed || s == CaptureState::kCancelled;
 }
 
 }  // namespace
 
-absl::StatusOr<RetentionResult> EnforceRetention(TraceStore& store, const RetentionPolicy& policy, int64_t now_ns,
-                                                 absl::Mutex* mutations) {
+absl::StatusOr<RetentionResult> EnforceRetention(TraceStore& store, const RetentionPolicy& policy,
+                                                 int64_t now_ns, absl::Mutex* mutations) {
   std::vector<CaptureRecord> all;
   CaptureFilter page;
   page.limit = 1000;
@@ -33,7 +33,8 @@ absl::StatusOr<RetentionResult> EnforceRetention(TraceStore& store, const Retent
   for (const CaptureRecord& r : all) {
     if (!Finished(r.state)) continue;
     const bool too_old = policy.max_age_ns > 0 && now_ns - r.created_ns > policy.max_age_ns;
-    const bool over_budget = policy.max_total_bytes > 0 && result.remaining_bytes > policy.max_total_bytes;
+    const bool over_budget =
+        policy.max_total_bytes > 0 && result.remaining_bytes > policy.max_total_bytes;
     if (!too_old && !over_budget) continue;
     absl::MutexLockMaybe lock(mutations);
     // The listing is a snapshot: under the lock, delete only what is still there and finished.

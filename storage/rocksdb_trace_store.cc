@@ -11,17 +11,18 @@
 #include <filesystem>
 
 #include "common/chunk_codec.h"
-#include "common/status_macros.h"
 #include "common/parse_number.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "podscope/v1/capture.pb.h"
 #include "podscope/v1/trace.pb.h"
 
 // Turns a rocksdb::Status into an absl::Status naming the call.
-#define ROCKSDB_CALL(expr)                                                                   \
-  do {                                                                                       \
-    const ::rocksdb::Status podscope_rocksdb_status_ = (expr);                               \
-    if (!podscope_rocksdb_status_.ok()) return ::podscope::storage::FromRocksDb(#expr, podscope_rocksdb_status_); \
+#define ROCKSDB_CALL(expr)                                                      \
+  do {                                                                          \
+    const ::rocksdb::Status podscope_rocksdb_status_ = (expr);                  \
+    if (!podscope_rocksdb_status_.ok())                                         \
+      return ::podscope::storage::FromRocksDb(#expr, podscope_rocksdb_status_); \
   } while (false)
 
 namespace podscope::storage {
@@ -120,7 +121,8 @@ v1::CaptureRecord ToProto(const CaptureRecord& r) {
 
 absl::StatusOr<CaptureRecord> FromProto(std::string_view bytes) {
   v1::CaptureRecord p;
-  if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || p.state() >= kCaptureStateCount) {
+  if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+      p.state() >= kCaptureStateCount) {
     return absl::DataLossError("a capture record in the store does not parse");
   }
   CaptureRecord r;
@@ -149,8 +151,9 @@ absl::StatusOr<CaptureRecord> FromProto(std::string_view bytes) {
       if (w.clock().source() > static_cast<uint32_t>(common::ClockSource::kCollective)) {
         return absl::DataLossError("a capture record in the store has an unknown clock source");
       }
-      o.clock = common::ClockModel{w.clock().offset_ns(), w.clock().drift_ppb(), w.clock().reference_ns(),
-                                   w.clock().error_bound_ns(), static_cast<common::ClockSource>(w.clock().source())};
+      o.clock = common::ClockModel{w.clock().offset_ns(), w.clock().drift_ppb(),
+                                   w.clock().reference_ns(), w.clock().error_bound_ns(),
+                                   static_cast<common::ClockSource>(w.clock().source())};
     }
     o.actual_start_ns = w.actual_start_ns();
     o.actual_stop_ns = w.actual_stop_ns();
@@ -169,13 +172,15 @@ rocksdb::WriteOptions Synced() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> RocksDbTraceStore::Open(const RocksDbOptions& options) {
+absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> RocksDbTraceStore::Open(
+    const RocksDbOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const bool exists = fs::exists(fs::path(options.path) / "CURRENT", ec);
   if (!exists && fs::exists(options.path, ec) && !fs::is_empty(options.path, ec)) {
     return absl::FailedPreconditionError(common::StrCat(
-        options.path, " is not empty and holds no RocksDB store: refusing to create a podscope store there"));
+        options.path,
+        " is not empty and holds no RocksDB store: refusing to create a podscope store there"));
   }
   if (exists) {
     std::vector<std::string> families;
@@ -183,7 +188,8 @@ absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> RocksDbTraceStore::Open(const
     for (const char* name : kFamilies) {
       if (std::find(families.begin(), families.end(), name) == families.end()) {
         return absl::FailedPreconditionError(common::StrCat(
-            options.path, " is a RocksDB database but not a podscope store (no column family \"", name, "\")"));
+            options.path, " is a RocksDB database but not a podscope store (no column family \"",
+            name, "\")"));
       }
     }
   } else if (!options.create_if_missing) {
@@ -199,42 +205,51 @@ absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> RocksDbTraceStore::Open(const
   for (int i = 0; i < 5; ++i) descriptors.emplace_back(kFamilies[i], FamilyOptions(options, i));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  if (const rocksdb::Status opened = rocksdb::DB::Open(db_options, options.path, descriptors, &handles, &db);
+  if (const rocksdb::Status opened =
+          rocksdb::DB::Open(db_options, options.path, descriptors, &handles, &db);
       !opened.ok()) {
     // RocksDB's own words ("While lock file: .../LOCK: Resource temporarily unavailable") do not
     // say what to do; the usual cause is a second coordinator on the same directory.
     if (opened.IsIOError() && opened.ToString().find("lock") != std::string::npos) {
-      return absl::FailedPreconditionError(common::StrCat(
-          "the data directory ", options.path, " is in use (another podscope-coordinator running on it?): stop that one "
-          "or give this one another --data-dir (", opened.ToString(), ")"));
+      return absl::FailedPreconditionError(
+          common::StrCat("the data directory ", options.path,
+                         " is in use (another podscope-coordinator running on it?): stop that one "
+                         "or give this one another --data-dir (",
+                         opened.ToString(), ")"));
     }
     return FromRocksDb("rocksdb::DB::Open", opened);
   }
   std::unique_ptr<RocksDbTraceStore> store(new RocksDbTraceStore(db, std::move(handles)));
 
   std::string version;
-  const rocksdb::Status s = db->Get(rocksdb::ReadOptions(), store->handles_[kDefault], kFormatKey, &version);
+  const rocksdb::Status s =
+      db->Get(rocksdb::ReadOptions(), store->handles_[kDefault], kFormatKey, &version);
   if (s.IsNotFound()) {
     if (exists) {
-      return absl::DataLossError(common::StrCat(options.path, ": podscope store without a format version (corrupt?)"));
+      return absl::DataLossError(
+          common::StrCat(options.path, ": podscope store without a format version (corrupt?)"));
     }
-    ROCKSDB_CALL(db->Put(Synced(), store->handles_[kDefault], kFormatKey, std::to_string(kStoreFormatVersion)));
+    ROCKSDB_CALL(db->Put(Synced(), store->handles_[kDefault], kFormatKey,
+                         std::to_string(kStoreFormatVersion)));
   } else {
     ROCKSDB_CALL(s);
     const absl::StatusOr<int64_t> parsed = common::ParseInt(version);
     if (!parsed.ok() || *parsed < 0 || *parsed > INT32_MAX) {
-      return absl::DataLossError(common::StrCat(options.path, ": unreadable store format version \"", version, "\""));
+      return absl::DataLossError(
+          common::StrCat(options.path, ": unreadable store format version \"", version, "\""));
     }
     const int64_t found = *parsed;
     if (found > kStoreFormatVersion) {
-      return absl::FailedPreconditionError(common::StrCat(options.path, " was written by a newer podscope (store format ",
-                                                          found, "; this build reads up to ", kStoreFormatVersion, ")"));
+      return absl::FailedPreconditionError(
+          common::StrCat(options.path, " was written by a newer podscope (store format ", found,
+                         "; this build reads up to ", kStoreFormatVersion, ")"));
     }
   }
   return store;
 }
 
-RocksDbTraceStore::RocksDbTraceStore(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles)
+RocksDbTraceStore::RocksDbTraceStore(rocksdb::DB* db,
+                                     std::vector<rocksdb::ColumnFamilyHandle*> handles)
     : db_(db), handles_(std::move(handles)) {}
 
 RocksDbTraceStore::~RocksDbTraceStore() {
@@ -246,22 +261,26 @@ RocksDbTraceStore::~RocksDbTraceStore() {
 absl::Status RocksDbTraceStore::PutCapture(const CaptureRecord& record) {
   RETURN_IF_ERROR(ValidateCaptureId(record.id));
   // Synced: the WAL is sequential, so this also makes every chunk written before it durable.
-  ROCKSDB_CALL(db_->Put(Synced(), handles_[kCaptures], record.id, ToProto(record).SerializeAsString()));
+  ROCKSDB_CALL(
+      db_->Put(Synced(), handles_[kCaptures], record.id, ToProto(record).SerializeAsString()));
   return absl::OkStatus();
 }
 
 absl::StatusOr<CaptureRecord> RocksDbTraceStore::GetCapture(std::string_view id) {
   RETURN_IF_ERROR(ValidateCaptureId(id));
   std::string value;
-  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kCaptures], rocksdb::Slice(id.data(), id.size()), &value);
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kCaptures],
+                                     rocksdb::Slice(id.data(), id.size()), &value);
   if (s.IsNotFound()) return absl::NotFoundError(common::StrCat("no capture \"", id, "\""));
   ROCKSDB_CALL(s);
   return FromProto(value);
 }
 
-absl::StatusOr<std::vector<CaptureRecord>> RocksDbTraceStore::ListCaptures(const CaptureFilter& filter) {
+absl::StatusOr<std::vector<CaptureRecord>> RocksDbTraceStore::ListCaptures(
+    const CaptureFilter& filter) {
   std::vector<CaptureRecord> out;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kCaptures]));
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), handles_[kCaptures]));
   if (filter.after_id.empty()) {
     it->SeekToFirst();
   } else {
@@ -278,17 +297,19 @@ absl::StatusOr<std::vector<CaptureRecord>> RocksDbTraceStore::ListCaptures(const
   return out;
 }
 
-absl::Status RocksDbTraceStore::PutChunk(std::string_view capture_id, uint32_t worker_index, uint64_t sequence,
-                                         const common::WorkerTrace& chunk) {
+absl::Status RocksDbTraceStore::PutChunk(std::string_view capture_id, uint32_t worker_index,
+                                         uint64_t sequence, const common::WorkerTrace& chunk) {
   RETURN_IF_ERROR(ValidateCaptureId(capture_id));
-  const std::string bytes =
-      common::EncodeChunkToBytes(chunk, common::ChunkHeader{std::string(capture_id), worker_index, sequence});
-  ROCKSDB_CALL(db_->Put(rocksdb::WriteOptions(), handles_[kEvents], EventKey(capture_id, worker_index, sequence), bytes));
+  const std::string bytes = common::EncodeChunkToBytes(
+      chunk, common::ChunkHeader{std::string(capture_id), worker_index, sequence});
+  ROCKSDB_CALL(db_->Put(rocksdb::WriteOptions(), handles_[kEvents],
+                        EventKey(capture_id, worker_index, sequence), bytes));
   return absl::OkStatus();
 }
 
 absl::Status RocksDbTraceStore::ReadWorkers(
-    std::string_view capture_id, const std::function<absl::Status(uint32_t, common::WorkerTrace)>& visit) {
+    std::string_view capture_id,
+    const std::function<absl::Status(uint32_t, common::WorkerTrace)>& visit) {
   RETURN_IF_ERROR(ValidateCaptureId(capture_id));
   const std::string prefix = CapturePrefix(capture_id);
   const std::string end = CaptureEnd(capture_id);
@@ -301,7 +322,8 @@ absl::Status RocksDbTraceStore::ReadWorkers(
   v1::TraceChunk chunk;
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     const std::string_view key = it->key().ToStringView();
-    if (key.size() != prefix.size() + 12) return absl::DataLossError("malformed event key in the store");
+    if (key.size() != prefix.size() + 12)
+      return absl::DataLossError("malformed event key in the store");
     const auto worker = static_cast<uint32_t>(ReadBigEndian(key.data() + prefix.size(), 4));
     if (current && *current != worker) {
       trace.SortByTime();
@@ -311,7 +333,8 @@ absl::Status RocksDbTraceStore::ReadWorkers(
     current = worker;
     const std::string_view value = it->value().ToStringView();
     if (!chunk.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-      return absl::DataLossError(common::StrCat("capture ", capture_id, " worker ", worker, ": a stored chunk does not parse"));
+      return absl::DataLossError(common::StrCat("capture ", capture_id, " worker ", worker,
+                                                ": a stored chunk does not parse"));
     }
     RETURN_IF_ERROR(common::AppendChunk(chunk, &trace));
   }
@@ -323,19 +346,21 @@ absl::Status RocksDbTraceStore::ReadWorkers(
   return absl::OkStatus();
 }
 
-absl::Status RocksDbTraceStore::PutAnalysis(std::string_view capture_id, std::string_view kind, std::string_view value) {
+absl::Status RocksDbTraceStore::PutAnalysis(std::string_view capture_id, std::string_view kind,
+                                            std::string_view value) {
   RETURN_IF_ERROR(ValidateCaptureId(capture_id));
-  ROCKSDB_CALL(db_->Put(rocksdb::WriteOptions(), handles_[kAnalyses], common::StrCat(CapturePrefix(capture_id), kind),
+  ROCKSDB_CALL(db_->Put(rocksdb::WriteOptions(), handles_[kAnalyses],
+                        common::StrCat(CapturePrefix(capture_id), kind),
                         rocksdb::Slice(value.data(), value.size())));
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<std::string>> RocksDbTraceStore::GetAnalysis(std::string_view capture_id,
-                                                                          std::string_view kind) {
+absl::StatusOr<std::optional<std::string>> RocksDbTraceStore::GetAnalysis(
+    std::string_view capture_id, std::string_view kind) {
   RETURN_IF_ERROR(ValidateCaptureId(capture_id));
   std::string value;
-  const rocksdb::Status s =
-      db_->Get(rocksdb::ReadOptions(), handles_[kAnalyses], common::StrCat(CapturePrefix(capture_id), kind), &value);
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kAnalyses],
+                                     common::StrCat(CapturePrefix(capture_id), kind), &value);
   if (s.IsNotFound()) return std::optional<std::string>();
   ROCKSDB_CALL(s);
   return std::optional<std::string>(std::move(value));
@@ -343,7 +368,8 @@ absl::StatusOr<std::optional<std::string>> RocksDbTraceStore::GetAnalysis(std::s
 
 absl::Status RocksDbTraceStore::DeleteAnalysis(std::string_view capture_id, std::string_view kind) {
   RETURN_IF_ERROR(ValidateCaptureId(capture_id));
-  ROCKSDB_CALL(db_->Delete(rocksdb::WriteOptions(), handles_[kAnalyses], common::StrCat(CapturePrefix(capture_id), kind)));
+  ROCKSDB_CALL(db_->Delete(rocksdb::WriteOptions(), handles_[kAnalyses],
+                           common::StrCat(CapturePrefix(capture_id), kind)));
   return absl::OkStatus();
 }
 
@@ -353,9 +379,10 @@ constexpr size_t kMaxSettingBytes = 1 << 20;
 
 // Settings live in the default family beside the format key, under their own prefix.
 absl::StatusOr<std::string> SettingKey(std::string_view name) {
-  const bool ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-  });
+  const bool ok =
+      !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+      });
   if (!ok) return absl::InvalidArgumentError("a setting's name is 1-64 characters of [a-z0-9_.-]");
   return common::StrCat("settings/", name);
 }
@@ -366,9 +393,11 @@ absl::Status RocksDbTraceStore::PutSetting(std::string_view name, std::string_vi
   absl::StatusOr<std::string> key = SettingKey(name);
   if (!key.ok()) return key.status();
   if (value.size() > kMaxSettingBytes) {
-    return absl::InvalidArgumentError(common::StrCat("setting ", name, " is larger than ", kMaxSettingBytes, " bytes"));
+    return absl::InvalidArgumentError(
+        common::StrCat("setting ", name, " is larger than ", kMaxSettingBytes, " bytes"));
   }
-  ROCKSDB_CALL(db_->Put(Synced(), handles_[kDefault], *key, rocksdb::Slice(value.data(), value.size())));
+  ROCKSDB_CALL(
+      db_->Put(Synced(), handles_[kDefault], *key, rocksdb::Slice(value.data(), value.size())));
   return absl::OkStatus();
 }
 
@@ -383,8 +412,10 @@ absl::StatusOr<std::optional<std::string>> RocksDbTraceStore::GetSetting(std::st
 }
 
 absl::Status RocksDbTraceStore::ForEachAnalysis(
-    const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>& visit) {
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kAnalyses]));
+    const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>&
+        visit) {
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), handles_[kAnalyses]));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const std::string_view key(it->key().data(), it->key().size());
     const size_t split = key.find('\0');
@@ -421,7 +452,8 @@ absl::StatusOr<uint64_t> RocksDbTraceStore::ApproximateEventBytes(std::string_vi
 size_t RocksDbTraceStore::CountCaptureKeysForTesting(std::string_view capture_id) {
   size_t n = 0;
   for (int family : {kEvents, kAnalyses}) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[family]));
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), handles_[family]));
     const std::string prefix = CapturePrefix(capture_id);
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) ++n;
   }

@@ -49,7 +49,8 @@ class RocksDbTraceStore : public TraceStore {
   absl::Status PutSetting(std::string_view name, std::string_view value) override;
   absl::StatusOr<std::optional<std::string>> GetSetting(std::string_view name) override;
   absl::Status ForEachAnalysis(
-      const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>& visit) override;
+      const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>&
+          visit) override;
   absl::Status DeleteCapture(std::string_view id) override;
   absl::StatusOr<uint64_t> ApproximateEventBytes(std::string_view capture_id) override;
 
@@ -60,7 +61,8 @@ class RocksDbTraceStore : public TraceStore {
   RocksDbTraceStore(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles);
 
   rocksdb::DB* db_;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // default, captures, events, analyses, workers
+  std::vector<rocksdb::ColumnFamilyHandle*>
+      handles_;  // default, captures, events, analyses, workers
 };
 
 }  // namespace podscope::storage

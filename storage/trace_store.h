@@ -40,11 +40,11 @@ struct WorkerRecord {
   std::string state;
   // Live captures only.
   std::string agent_id;
-  common::ClockModel clock;   // agent clock -> coordinator clock, frozen when the window ended
+  common::ClockModel clock;     // agent clock -> coordinator clock, frozen when the window ended
   int64_t actual_start_ns = 0;  // when the worker really started and stopped (coordinator clock)
   int64_t actual_stop_ns = 0;
   uint64_t dropped_events = 0;
-  std::string error;  // why it failed, when it did
+  std::string error;            // why it failed, when it did
   int64_t acknowledged_ns = 0;  // when its agent acknowledged the capture (coordinator clock)
   friend bool operator==(const WorkerRecord&, const WorkerRecord&) = default;
 };
@@ -59,7 +59,7 @@ struct CaptureRecord {
   uint64_t stored_bytes = 0;  // encoded chunk bytes
   std::string error;
   std::vector<WorkerRecord> workers;
-  uint64_t generation = 0;  // bumped when events or clock models change
+  uint64_t generation = 0;      // bumped when events or clock models change
   int64_t window_start_ns = 0;  // live captures: the requested window (coordinator clock)
   int64_t window_duration_ns = 0;
   friend bool operator==(const CaptureRecord&, const CaptureRecord&) = default;
@@ -91,13 +91,14 @@ class TraceStore {
 
   // Stores one worker's chunk. Idempotent: writing the same (capture, worker, sequence) again
   // replaces it, so an interrupted upload can resume.
-  virtual absl::Status PutChunk(std::string_view capture_id, uint32_t worker_index, uint64_t sequence,
-                                const common::WorkerTrace& chunk) = 0;
+  virtual absl::Status PutChunk(std::string_view capture_id, uint32_t worker_index,
+                                uint64_t sequence, const common::WorkerTrace& chunk) = 0;
   // Streams a capture's workers in worker order, each decoded from all its chunks; stops at the
   // first error (from the store or from `visit`).
   virtual absl::Status ReadWorkers(
       std::string_view capture_id,
-      const std::function<absl::Status(uint32_t worker_index, common::WorkerTrace trace)>& visit) = 0;
+      const std::function<absl::Status(uint32_t worker_index, common::WorkerTrace trace)>&
+          visit) = 0;
 
   // Cached analysis results, keyed by capture and kind (e.g. "steps?window=hta").
   virtual absl::Status PutAnalysis(std::string_view capture_id, std::string_view kind,
@@ -107,7 +108,8 @@ class TraceStore {
   virtual absl::Status DeleteAnalysis(std::string_view capture_id, std::string_view kind) = 0;
   // Every cached analysis with its size, in key order (capture by capture).
   virtual absl::Status ForEachAnalysis(
-      const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>& visit) = 0;
+      const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>&
+          visit) = 0;
 
   // Small named settings the coordinator keeps across restarts (alert rules, schedules):
   // durable (synced), at most 1 MiB each; names are 1-64 characters of [a-z0-9_.-].

@@ -7,7 +7,8 @@ namespace podscope::testing {
 
 // ../shared/data beside the repository (overridable with PODSCOPE_SHARED_DATA).
 std::string SharedDataDir();
-std::string KinetoFixture(const std::string& relative);  // e.g. "trace_filter/sampled_rank-0.json.gz"
+std::string KinetoFixture(
+    const std::string& relative);  // e.g. "trace_filter/sampled_rank-0.json.gz"
 
 // A fresh directory under the system temp dir, removed by the destructor.
 class ScratchDir {

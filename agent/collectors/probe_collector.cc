@@ -6,11 +6,11 @@
 #include <cerrno>
 #include <set>
 
-#include "common/chunk_codec.h"
-#include "common/protocol_version.h"
-#include "common/parse_number.h"
-#include "common/str_util.h"
 #include "agent/watch/probe_watch.h"
+#include "common/chunk_codec.h"
+#include "common/parse_number.h"
+#include "common/protocol_version.h"
+#include "common/str_util.h"
 #include "common/trace_slice.h"
 #include "common/watch_wire.h"
 #include "spdlog/spdlog.h"
@@ -19,7 +19,9 @@ namespace podscope::agent {
 
 namespace {
 
-bool ProcessGone(int64_t pid) { return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+bool ProcessGone(int64_t pid) {
+  return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
 
 int64_t PidOf(const common::PeerCredentials& peer, const v1::ProbeRegister& r) {
   // The kernel's pid is the one this agent's /proc knows (containers may see another).
@@ -43,18 +45,22 @@ bool InChain(const v1::ProbeRegister& r, int64_t pid) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ProbeCollector>> ProbeCollector::Start(ProbeCollectorOptions options,
-                                                                      const AgentClock& clock,
-                                                                      std::unique_ptr<host::HostSampler> sampler) {
-  std::unique_ptr<ProbeCollector> c(new ProbeCollector(std::move(options), clock, std::move(sampler)));
-  absl::StatusOr<std::unique_ptr<ProbeServer>> server = ProbeServer::Listen(c->options_.server, c.get());
+absl::StatusOr<std::unique_ptr<ProbeCollector>> ProbeCollector::Start(
+    ProbeCollectorOptions options, const AgentClock& clock,
+    std::unique_ptr<host::HostSampler> sampler) {
+  std::unique_ptr<ProbeCollector> c(
+      new ProbeCollector(std::move(options), clock, std::move(sampler)));
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server =
+      ProbeServer::Listen(c->options_.server, c.get());
   if (!server.ok()) {
     const std::string why(server.status().message());
     const bool denied = server.status().code() == absl::StatusCode::kPermissionDenied ||
                         common::Contains(why, "Permission denied");
-    return absl::Status(server.status().code(),
-                        common::StrCat("probe socket ", c->options_.server.socket_path, ": ", why,
-                                       denied ? " (run the agent as root, or give --probe-socket a path it may create)" : ""));
+    return absl::Status(
+        server.status().code(),
+        common::StrCat(
+            "probe socket ", c->options_.server.socket_path, ": ", why,
+            denied ? " (run the agent as root, or give --probe-socket a path it may create)" : ""));
   }
   // Held before it runs: a probe that registers at once is answered through server_.
   c->server_ = *std::move(server);
@@ -104,7 +110,8 @@ std::vector<WorkerIdentity> ProbeCollector::Workers() const {
     w.device = !r.device().empty() ? r.device() : common::StrCat("cuda:", w.local_rank);
     out.push_back(std::move(w));
   }
-  std::sort(out.begin(), out.end(), [](const WorkerIdentity& a, const WorkerIdentity& b) { return a.rank < b.rank; });
+  std::sort(out.begin(), out.end(),
+            [](const WorkerIdentity& a, const WorkerIdentity& b) { return a.rank < b.rank; });
   return out;
 }
 
@@ -130,7 +137,8 @@ void ProbeCollector::AssignRanks() {
       if (!p.ignored.empty()) continue;
       int32_t rank = r.rank();
       if (rank >= 0 && served.contains(rank)) {
-        p.ignored = common::StrCat("rank ", rank, " is served by pid ", PidOf(served[rank]->peer, served[rank]->registration));
+        p.ignored = common::StrCat("rank ", rank, " is served by pid ",
+                                   PidOf(served[rank]->peer, served[rank]->registration));
         continue;
       }
       if (rank < 0) {
@@ -150,26 +158,30 @@ ProbeConnectionId ProbeCollector::ProbeOfRank(int32_t rank) const {
   return 0;
 }
 
-void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer, const v1::ProbeRegister& r) {
+void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer,
+                                const v1::ProbeRegister& r) {
   std::vector<v1::ProbeArm> rearm;
   {
     absl::MutexLock lock(&mu_);
     const bool again = probes_.contains(id);
     Probe& p = probes_[id];
     const bool features_changed =
-        again && !std::equal(p.registration.features().begin(), p.registration.features().end(), r.features().begin(),
-                             r.features().end());
+        again && !std::equal(p.registration.features().begin(), p.registration.features().end(),
+                             r.features().begin(), r.features().end());
     p.peer = peer;
     p.registration = r;
     AssignRanks();
     const int64_t pid = PidOf(peer, r);
     std::string features;
-    for (const std::string& f : r.features()) common::StrAppend(&features, features.empty() ? "" : ",", f);
+    for (const std::string& f : r.features())
+      common::StrAppend(&features, features.empty() ? "" : ",", f);
     if (!again) {
-      spdlog::info("probe registered: pid {} rank {} job '{}' features [{}]{}", pid, p.rank, r.job(), features,
+      spdlog::info("probe registered: pid {} rank {} job '{}' features [{}]{}", pid, p.rank,
+                   r.job(), features,
                    p.ignored.empty() ? "" : common::StrCat(" (not served: ", p.ignored, ")"));
     } else if (features_changed) {  // e.g. NCCL's init, after the probe first registered
-      spdlog::info("probe pid {} rank {} job '{}' features now [{}]", pid, p.rank, r.job(), features);
+      spdlog::info("probe pid {} rank {} job '{}' features now [{}]", pid, p.rank, r.job(),
+                   features);
     }
     if (!r.warnings().empty()) spdlog::warn("probe pid {}: {}", pid, r.warnings());
     if (sampler_ != nullptr && p.rank >= 0) sampler_->Watch(pid, GpuIndexOf(r));
@@ -177,7 +189,8 @@ void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredenti
     // window under way changes nothing on its side).
     for (auto& [capture_id, c] : captures_) {
       auto w = c.workers.find(p.rank);
-      if (w == c.workers.end() || w->second.status.has_value() || !w->second.error.empty()) continue;
+      if (w == c.workers.end() || w->second.status.has_value() || !w->second.error.empty())
+        continue;
       w->second.probe = id;
       v1::ProbeArm& arm = rearm.emplace_back();
       arm.set_capture_id(capture_id);
@@ -236,13 +249,17 @@ void ProbeCollector::OnWatch(ProbeConnectionId id, const v1::ProbeWatch& message
   // Losses are said once as they happen, not every second: the probe's ring overran (its flush
   // fell behind), or the process sent records that break a bound (the first time).
   if (data.probe_dropped > p.watch_lost) {
-    spdlog::warn("probe pid {} (rank {}): {} watch records (collectives, step marks) lost so far: its buffers overran between flushes",
-                 PidOf(p.peer, p.registration), p.rank, data.probe_dropped);
+    spdlog::warn(
+        "probe pid {} (rank {}): {} watch records (collectives, step marks) lost so far: its "
+        "buffers overran between flushes",
+        PidOf(p.peer, p.registration), p.rank, data.probe_dropped);
     p.watch_lost = data.probe_dropped;
   }
   if (data.refused > 0 && p.watch_refused == 0) {
-    spdlog::warn("probe pid {} (rank {}): {} watch records dropped for breaking a bound (times, ops or sizes)",
-                 PidOf(p.peer, p.registration), p.rank, data.refused);
+    spdlog::warn(
+        "probe pid {} (rank {}): {} watch records dropped for breaking a bound (times, ops or "
+        "sizes)",
+        PidOf(p.peer, p.registration), p.rank, data.refused);
   }
   p.watch_refused += data.refused;
   if (p.steps == nullptr) p.steps = std::make_unique<StepAssembler>();
@@ -274,7 +291,8 @@ void ProbeCollector::OnDisconnect(ProbeConnectionId id) {
     absl::MutexLock lock(&mu_);
     auto it = probes_.find(id);
     if (it == probes_.end()) return;
-    spdlog::info("probe of pid {} (rank {}) disconnected", PidOf(it->second.peer, it->second.registration), it->second.rank);
+    spdlog::info("probe of pid {} (rank {}) disconnected",
+                 PidOf(it->second.peer, it->second.registration), it->second.rank);
     if (sampler_ != nullptr) sampler_->Unwatch(PidOf(it->second.peer, it->second.registration));
     probes_.erase(it);
     AssignRanks();
@@ -286,13 +304,15 @@ void ProbeCollector::AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) {
   if (!w.error.empty()) return;
   const size_t bytes = chunk.ByteSizeLong();
   if (w.bytes + bytes > options_.max_worker_bytes) {
-    w.error = common::StrCat("the probe sent more than ", options_.max_worker_bytes, " bytes of chunks for this capture");
+    w.error = common::StrCat("the probe sent more than ", options_.max_worker_bytes,
+                             " bytes of chunks for this capture");
     w.pieces.clear();
     return;
   }
   common::WorkerTrace piece;
   if (absl::Status s = common::AppendChunk(chunk, &piece); !s.ok()) {
-    w.error = common::StrCat("chunk ", chunk.sequence(), " from the probe: ", std::string(s.message()));
+    w.error =
+        common::StrCat("chunk ", chunk.sequence(), " from the probe: ", std::string(s.message()));
     w.pieces.clear();
     return;
   }
@@ -314,17 +334,20 @@ void ProbeCollector::OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) {
   // will be asked for it again.
   const size_t bytes = chunk.ByteSizeLong();
   while (!unclaimed_.empty() && unclaimed_bytes_ + bytes > options_.max_unclaimed_bytes) {
-    spdlog::warn("dropping unclaimed chunks of capture {} from pid {} (the unclaimed store is full)",
-                 unclaimed_.front().capture_id, unclaimed_.front().pid);
+    spdlog::warn(
+        "dropping unclaimed chunks of capture {} from pid {} (the unclaimed store is full)",
+        unclaimed_.front().capture_id, unclaimed_.front().pid);
     unclaimed_bytes_ -= unclaimed_.front().bytes;
     unclaimed_.erase(unclaimed_.begin());
   }
   if (bytes > options_.max_unclaimed_bytes) return;
   const int64_t pid = PidOf(p->second.peer, p->second.registration);
-  auto u = std::find_if(unclaimed_.begin(), unclaimed_.end(),
-                        [&](const Unclaimed& x) { return x.capture_id == chunk.capture_id() && x.pid == pid; });
+  auto u = std::find_if(unclaimed_.begin(), unclaimed_.end(), [&](const Unclaimed& x) {
+    return x.capture_id == chunk.capture_id() && x.pid == pid;
+  });
   if (u == unclaimed_.end()) {
-    u = unclaimed_.insert(unclaimed_.end(), Unclaimed{chunk.capture_id(), pid, {}, std::nullopt, 0});
+    u = unclaimed_.insert(unclaimed_.end(),
+                          Unclaimed{chunk.capture_id(), pid, {}, std::nullopt, 0});
   }
   u->bytes += bytes;
   unclaimed_bytes_ += bytes;
@@ -338,12 +361,16 @@ void ProbeCollector::OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus
     if (p == probes_.end()) return;
     auto c = captures_.find(status.capture_id());
     if (c != captures_.end()) {
-      if (auto w = c->second.workers.find(p->second.rank); w != c->second.workers.end()) w->second.status = status;
+      if (auto w = c->second.workers.find(p->second.rank); w != c->second.workers.end())
+        w->second.status = status;
     } else {
       const int64_t pid = PidOf(p->second.peer, p->second.registration);
-      auto u = std::find_if(unclaimed_.begin(), unclaimed_.end(),
-                            [&](const Unclaimed& x) { return x.capture_id == status.capture_id() && x.pid == pid; });
-      if (u == unclaimed_.end()) u = unclaimed_.insert(unclaimed_.end(), Unclaimed{status.capture_id(), pid, {}, std::nullopt, 0});
+      auto u = std::find_if(unclaimed_.begin(), unclaimed_.end(), [&](const Unclaimed& x) {
+        return x.capture_id == status.capture_id() && x.pid == pid;
+      });
+      if (u == unclaimed_.end())
+        u = unclaimed_.insert(unclaimed_.end(),
+                              Unclaimed{status.capture_id(), pid, {}, std::nullopt, 0});
       u->status = status;
     }
   }
@@ -360,7 +387,8 @@ absl::Status ProbeCollector::Arm(const CaptureWindow& window) {
       WorkerCapture& w = c.workers[rank];
       w.probe = ProbeOfRank(rank);
       if (w.probe == 0) {
-        w.error = common::StrCat("no probe is registered for rank ", rank, " on this node (did the process exit?)");
+        w.error = common::StrCat("no probe is registered for rank ", rank,
+                                 " on this node (did the process exit?)");
         continue;
       }
       const Probe& p = probes_.at(w.probe);
@@ -389,7 +417,8 @@ absl::Status ProbeCollector::Arm(const CaptureWindow& window) {
     if (!server_->Send(probe, command)) {
       absl::MutexLock lock(&mu_);
       for (auto& [rank, w] : captures_[window.capture_id].workers) {
-        if (w.probe == probe && w.error.empty()) w.error = "the probe disconnected before it could be armed";
+        if (w.probe == probe && w.error.empty())
+          w.error = "the probe disconnected before it could be armed";
       }
     }
   }
@@ -439,7 +468,8 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   WorkerCapture& w = wi->second;
   const CaptureWindow window = c->second.window;
   int64_t pid = 0;
-  if (auto p = probes_.find(w.probe); p != probes_.end()) pid = PidOf(p->second.peer, p->second.registration);
+  if (auto p = probes_.find(w.probe); p != probes_.end())
+    pid = PidOf(p->second.peer, p->second.registration);
   const TimeNs deadline = window.stop_ns + options_.drain_timeout_ns;
   while (w.error.empty() && !w.status.has_value()) {
     const bool connected = probes_.contains(w.probe);
@@ -449,8 +479,9 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
     }
     const TimeNs left = deadline - clock_.Now();
     if (left <= 0) {
-      w.error = common::StrCat("the probe of rank ", rank, " sent no status within ", options_.drain_timeout_ns / 1'000'000'000,
-                               " s of the window's end", connected ? "" : " (it is disconnected)");
+      w.error = common::StrCat("the probe of rank ", rank, " sent no status within ",
+                               options_.drain_timeout_ns / 1'000'000'000, " s of the window's end",
+                               connected ? "" : " (it is disconnected)");
       break;
     }
     // Woken by the status, an error or the probe coming or going; and twice a second to see
@@ -458,7 +489,8 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
     const auto news = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return !w.error.empty() || w.status.has_value() || probes_.contains(w.probe) != connected;
     };
-    clock_.SleepUntil(clock_.Now() + std::min<TimeNs>(left, 500'000'000), mu_, absl::Condition(&news));
+    clock_.SleepUntil(clock_.Now() + std::min<TimeNs>(left, 500'000'000), mu_,
+                      absl::Condition(&news));
   }
   CollectedWorker out;
   out.rank = rank;
@@ -487,12 +519,14 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
     common::WorkerTrace samples;
     samples.host_samples = sampler_->SamplesFor(pid, s.actual_start_ns(), s.actual_stop_ns());
     samples.memory_events = sampler_->GpuMemoryFor(pid, s.actual_start_ns(), s.actual_stop_ns());
-    if (samples.host_samples.size() > 0 || samples.memory_events.size() > 0) out.pieces.push_back(std::move(samples));
+    if (samples.host_samples.size() > 0 || samples.memory_events.size() > 0)
+      out.pieces.push_back(std::move(samples));
   }
   const bool skewed = clock_.skew().offset_ns != 0 || clock_.skew().drift_ppb != 0;
   mu_.Unlock();
   const std::vector<WorkerIdentity> workers = Workers();
-  const auto me = std::find_if(workers.begin(), workers.end(), [rank](const WorkerIdentity& x) { return x.rank == rank; });
+  const auto me = std::find_if(workers.begin(), workers.end(),
+                               [rank](const WorkerIdentity& x) { return x.rank == rank; });
   // One description for every piece (the host samples' piece has none of its own): what the
   // probe said of its process, and what the agent knows of the worker.
   common::WorkerInfo info = out.pieces.empty() ? common::WorkerInfo() : out.pieces.front().info;
@@ -521,7 +555,8 @@ size_t ProbeCollector::probes() const {
 size_t ProbeCollector::unclaimed_results() const {
   absl::MutexLock lock(&mu_);
   return static_cast<size_t>(
-      std::count_if(unclaimed_.begin(), unclaimed_.end(), [](const Unclaimed& u) { return u.status.has_value(); }));
+      std::count_if(unclaimed_.begin(), unclaimed_.end(),
+                    [](const Unclaimed& u) { return u.status.has_value(); }));
 }
 
 void ProbeCollector::Forget(std::string_view capture_id) {

@@ -44,8 +44,9 @@ struct ProbeCollectorOptions {
 class ProbeCollector : public Collector, private ProbeServer::Listener {
  public:
   // Listens on options.server.socket_path. `sampler` may be null (no host samples).
-  static absl::StatusOr<std::unique_ptr<ProbeCollector>> Start(ProbeCollectorOptions options, const AgentClock& clock,
-                                                               std::unique_ptr<host::HostSampler> sampler);
+  static absl::StatusOr<std::unique_ptr<ProbeCollector>> Start(
+      ProbeCollectorOptions options, const AgentClock& clock,
+      std::unique_ptr<host::HostSampler> sampler);
   ~ProbeCollector() override;
 
   std::string_view name() const override { return "probe"; }
@@ -69,11 +70,11 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   struct Probe {
     common::PeerCredentials peer;
     v1::ProbeRegister registration;
-    int32_t rank = -1;     // as served; -1: not served (a duplicate or a child of a worker)
-    std::string ignored;   // why it is not served
+    int32_t rank = -1;    // as served; -1: not served (a duplicate or a child of a worker)
+    std::string ignored;  // why it is not served
     std::unique_ptr<StepAssembler> steps;  // watch data, once some came
-    uint64_t watch_lost = 0;     // collectives the probe said it lost, as last logged
-    uint64_t watch_refused = 0;  // its records that broke a bound (probe_watch.h)
+    uint64_t watch_lost = 0;               // collectives the probe said it lost, as last logged
+    uint64_t watch_refused = 0;            // its records that broke a bound (probe_watch.h)
   };
   struct WorkerCapture {
     ProbeConnectionId probe = 0;
@@ -95,10 +96,12 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
     size_t bytes = 0;
   };
 
-  ProbeCollector(ProbeCollectorOptions options, const AgentClock& clock, std::unique_ptr<host::HostSampler> sampler);
+  ProbeCollector(ProbeCollectorOptions options, const AgentClock& clock,
+                 std::unique_ptr<host::HostSampler> sampler);
 
   // ProbeServer::Listener (the server's thread).
-  void OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer, const v1::ProbeRegister& r) override;
+  void OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer,
+                  const v1::ProbeRegister& r) override;
   void OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) override;
   void OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus& status) override;
   void OnDisconnect(ProbeConnectionId id) override;

@@ -39,13 +39,15 @@ bool ParseUnixSeconds(std::string_view text, TimeNs* out) {
 // first caller of a key simulates it; the others wait for that result instead of repeating it.
 class SegmentCache {
  public:
-  std::shared_ptr<const sim::Workload> Get(const std::string& key, const std::function<sim::Workload()>& make) {
+  std::shared_ptr<const sim::Workload> Get(const std::string& key,
+                                           const std::function<sim::Workload()>& make) {
     std::shared_future<std::shared_ptr<const sim::Workload>> future;
     std::promise<std::shared_ptr<const sim::Workload>> promise;
     bool mine = false;
     {
       absl::MutexLock lock(&mu_);
-      auto it = std::find_if(entries_.begin(), entries_.end(), [&key](const auto& e) { return e.first == key; });
+      auto it = std::find_if(entries_.begin(), entries_.end(),
+                             [&key](const auto& e) { return e.first == key; });
       if (it != entries_.end()) {
         entries_.splice(entries_.begin(), entries_, it);
         future = it->second;
@@ -63,8 +65,8 @@ class SegmentCache {
  private:
   static constexpr size_t kCapacity = 4;
   absl::Mutex mu_;
-  std::list<std::pair<std::string, std::shared_future<std::shared_ptr<const sim::Workload>>>> entries_
-      ABSL_GUARDED_BY(mu_);
+  std::list<std::pair<std::string, std::shared_future<std::shared_ptr<const sim::Workload>>>>
+      entries_ ABSL_GUARDED_BY(mu_);
 };
 
 SegmentCache& Cache() {
@@ -82,7 +84,8 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
-      return absl::InvalidArgumentError(common::StrCat("--simulate: \"", item, "\" is not KEY=VALUE"));
+      return absl::InvalidArgumentError(
+          common::StrCat("--simulate: \"", item, "\" is not KEY=VALUE"));
     }
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     int64_t n = 0;
@@ -95,10 +98,12 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
       if (dash == std::string_view::npos) {
         if (!ParseInt(value, &first)) return bad("expected RANK or FIRST-LAST");
         last = first;
-      } else if (!ParseInt(value.substr(0, dash), &first) || !ParseInt(value.substr(dash + 1), &last)) {
+      } else if (!ParseInt(value.substr(0, dash), &first) ||
+                 !ParseInt(value.substr(dash + 1), &last)) {
         return bad("expected RANK or FIRST-LAST");
       }
-      if (first < 0 || last < first || last >= 65536) return bad("ranks must satisfy 0 <= FIRST <= LAST < 65536");
+      if (first < 0 || last < first || last >= 65536)
+        return bad("ranks must satisfy 0 <= FIRST <= LAST < 65536");
       spec.first_rank = static_cast<int32_t>(first);
       spec.last_rank = static_cast<int32_t>(last);
     } else if (key == "world") {
@@ -119,14 +124,15 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
       // Unix times, so that every agent of the job agrees when the slowdown begins and ends.
       const size_t dash = value.find('-');
       if (!ParseUnixSeconds(value.substr(0, dash), &spec.straggler_from_ns) ||
-          (dash != std::string_view::npos && !ParseUnixSeconds(value.substr(dash + 1), &spec.straggler_until_ns))) {
+          (dash != std::string_view::npos &&
+           !ParseUnixSeconds(value.substr(dash + 1), &spec.straggler_until_ns))) {
         return bad("expected T0 or T0-T1, Unix seconds");
       }
       if (spec.straggler_until_ns <= spec.straggler_from_ns) return bad("T1 must be after T0");
     } else if (key == "hang") {
       const size_t at = value.find('@');
-      if (at == std::string_view::npos || !ParseInt(value.substr(0, at), &n) || n < 0 || n >= 65536 ||
-          !ParseUnixSeconds(value.substr(at + 1), &spec.hang.at_ns)) {
+      if (at == std::string_view::npos || !ParseInt(value.substr(0, at), &n) || n < 0 ||
+          n >= 65536 || !ParseUnixSeconds(value.substr(at + 1), &spec.hang.at_ns)) {
         return bad("expected RANK@T, T in Unix seconds");
       }
       spec.hang.rank = static_cast<int32_t>(n);
@@ -135,7 +141,8 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
         return bad("expected milliseconds within +-1 hour");
       }
     } else if (key == "drift-ppm") {
-      if (!ParseDouble(value, &spec.drift_ppm) || std::abs(spec.drift_ppm) > 500) return bad("expected ppm within +-500");
+      if (!ParseDouble(value, &spec.drift_ppm) || std::abs(spec.drift_ppm) > 500)
+        return bad("expected ppm within +-500");
     } else if (key == "sim-world") {
       if (!ParseInt(value, &n) || n < 1 || n > 65536) return bad("sim-world must be in 1..65536");
       spec.sim_world = static_cast<int32_t>(n);
@@ -143,42 +150,49 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
       if (value != "default" && value != "light") return bad("profile is default or light");
       spec.profile = std::string(value);
     } else {
-      return absl::InvalidArgumentError(common::StrCat(
-          "--simulate: unknown key \"", key,
-          "\" (known: ranks, world, job, seed, straggler, straggler-at, hang, clock-offset-ms, drift-ppm, profile, "
-          "sim-world)"));
+      return absl::InvalidArgumentError(
+          common::StrCat("--simulate: unknown key \"", key,
+                         "\" (known: ranks, world, job, seed, straggler, straggler-at, hang, "
+                         "clock-offset-ms, drift-ppm, profile, "
+                         "sim-world)"));
     }
   }
   if (!world_given) spec.world = spec.last_rank + 1;
   if (spec.last_rank >= spec.world) {
-    return absl::InvalidArgumentError(
-        common::StrCat("--simulate: ranks ", spec.first_rank, "-", spec.last_rank, " do not fit in world=", spec.world));
+    return absl::InvalidArgumentError(common::StrCat("--simulate: ranks ", spec.first_rank, "-",
+                                                     spec.last_rank,
+                                                     " do not fit in world=", spec.world));
   }
   if (spec.sim_world > spec.world) spec.sim_world = 0;
   const int32_t simulated = spec.sim_world > 0 ? spec.sim_world : spec.world;
   for (sim::Slowdown& s : spec.stragglers) {
     if (s.rank >= simulated) {
-      return absl::InvalidArgumentError(common::StrCat("--simulate: straggler rank ", s.rank, " is not below world=", spec.world));
+      return absl::InvalidArgumentError(common::StrCat("--simulate: straggler rank ", s.rank,
+                                                       " is not below world=", spec.world));
     }
     s.from_ns = spec.straggler_from_ns;
     s.until_ns = spec.straggler_until_ns;
   }
   if (spec.hang.rank >= simulated) {
-    return absl::InvalidArgumentError(common::StrCat("--simulate: hang rank ", spec.hang.rank, " is not below world=", spec.world));
+    return absl::InvalidArgumentError(common::StrCat("--simulate: hang rank ", spec.hang.rank,
+                                                     " is not below world=", spec.world));
   }
   return spec;
 }
 
-SimulatedRanksCollector::SimulatedRanksCollector(SimulationSpec spec, std::string host, const AgentClock& clock)
+SimulatedRanksCollector::SimulatedRanksCollector(SimulationSpec spec, std::string host,
+                                                 const AgentClock& clock)
     : spec_(std::move(spec)), host_(std::move(host)), clock_(clock) {
   base_.ranks = spec_.sim_world > 0 ? spec_.sim_world : spec_.world;
   base_.ranks_per_host = base_.ranks;
   base_.job = spec_.job;
   base_.slowdowns = spec_.stragglers;
   if (spec_.profile == "light") {
-    base_.forward_kernels = 6, base_.backward_kernels = 12, base_.optimizer_kernels = 2, base_.buckets = 2;
+    base_.forward_kernels = 6, base_.backward_kernels = 12, base_.optimizer_kernels = 2,
+    base_.buckets = 2;
   }
-  const TimeNs nominal_step = base_.dataloader_ns + base_.forward_ns + base_.backward_ns + base_.optimizer_ns;
+  const TimeNs nominal_step =
+      base_.dataloader_ns + base_.forward_ns + base_.backward_ns + base_.optimizer_ns;
   steps_per_segment_ = static_cast<int32_t>(kSegmentNs / nominal_step) + 1;
   base_.steps = steps_per_segment_;
 }
@@ -186,7 +200,8 @@ SimulatedRanksCollector::SimulatedRanksCollector(SimulationSpec spec, std::strin
 std::vector<WorkerIdentity> SimulatedRanksCollector::Workers() const {
   std::vector<WorkerIdentity> out;
   for (int32_t r = spec_.first_rank; r <= spec_.last_rank; ++r) {
-    out.push_back(WorkerIdentity{r, r - spec_.first_rank, spec_.world, 100000 + r, spec_.job, host_, "simulated"});
+    out.push_back(WorkerIdentity{r, r - spec_.first_rank, spec_.world, 100000 + r, spec_.job, host_,
+                                 "simulated"});
   }
   return out;
 }
@@ -199,7 +214,8 @@ absl::Status SimulatedRanksCollector::Arm(const CaptureWindow& window) {
   }
   absl::MutexLock lock(&mu_);
   if (recordings_.count(window.capture_id)) {
-    return absl::AlreadyExistsError(common::StrCat("capture ", window.capture_id, " is already armed"));
+    return absl::AlreadyExistsError(
+        common::StrCat("capture ", window.capture_id, " is already armed"));
   }
   recordings_.emplace(window.capture_id, Recording{window});
   return absl::OkStatus();
@@ -209,7 +225,8 @@ absl::Status SimulatedRanksCollector::Start(std::string_view capture_id) {
   const TimeNs now = clock_.Now();
   absl::MutexLock lock(&mu_);
   auto it = recordings_.find(capture_id);
-  if (it == recordings_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
+  if (it == recordings_.end())
+    return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
   it->second.actual_start = now;
   return absl::OkStatus();
 }
@@ -218,8 +235,10 @@ absl::Status SimulatedRanksCollector::Stop(std::string_view capture_id) {
   const TimeNs now = clock_.Now();
   absl::MutexLock lock(&mu_);
   auto it = recordings_.find(capture_id);
-  if (it == recordings_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
-  if (it->second.actual_start == 0) return absl::FailedPreconditionError("stopped before it started");
+  if (it == recordings_.end())
+    return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
+  if (it->second.actual_start == 0)
+    return absl::FailedPreconditionError("stopped before it started");
   it->second.actual_stop = now;
   return absl::OkStatus();
 }
@@ -233,30 +252,35 @@ sim::WorkloadOptions SimulatedRanksCollector::SegmentOptions(int64_t k) const {
 }
 
 std::shared_ptr<const sim::Workload> SimulatedRanksCollector::Segment(int64_t k) const {
-  std::string key = common::StrCat(spec_.job, "|", spec_.seed, "|", base_.ranks, "|", spec_.profile, "|", k);
+  std::string key =
+      common::StrCat(spec_.job, "|", spec_.seed, "|", base_.ranks, "|", spec_.profile, "|", k);
   for (const sim::Slowdown& s : spec_.stragglers) {
-    common::StrAppend(&key, "|", s.rank, ":", s.factor, ":", sim::SlowdownKindName(s.kind), ":", s.from_ns, ":",
-                      s.until_ns);
+    common::StrAppend(&key, "|", s.rank, ":", s.factor, ":", sim::SlowdownKindName(s.kind), ":",
+                      s.from_ns, ":", s.until_ns);
   }
   return Cache().Get(key, [this, k] {
     sim::Workload w = sim::SimulateJob(SegmentOptions(k));
     // A segment ends where the next begins: steps that would overrun it are not part of it.
-    for (common::WorkerTrace& t : w.capture.workers) common::KeepWindow(k * kSegmentNs, (k + 1) * kSegmentNs, &t);
+    for (common::WorkerTrace& t : w.capture.workers)
+      common::KeepWindow(k * kSegmentNs, (k + 1) * kSegmentNs, &t);
     return w;
   });
 }
 
-absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view capture_id, int32_t rank) {
+absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view capture_id,
+                                                               int32_t rank) {
   Recording rec;
   {
     absl::MutexLock lock(&mu_);
     auto it = recordings_.find(capture_id);
-    if (it == recordings_.end()) return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
+    if (it == recordings_.end())
+      return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
     rec = it->second;
   }
   if (rec.actual_stop == 0) return absl::FailedPreconditionError("drained before it stopped");
   if (std::find(rec.window.ranks.begin(), rec.window.ranks.end(), rank) == rec.window.ranks.end()) {
-    return absl::InvalidArgumentError(common::StrCat("rank ", rank, " is not part of capture ", capture_id));
+    return absl::InvalidArgumentError(
+        common::StrCat("rank ", rank, " is not part of capture ", capture_id));
   }
   CollectedWorker out;
   out.rank = rank;
@@ -268,12 +292,14 @@ absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view 
   for (const common::WorkerTrace& piece : out.pieces) events += piece.Counts().Total();
   if (rec.window.max_events_per_worker > 0 && events > rec.window.max_events_per_worker) {
     out.dropped_events = events - rec.window.max_events_per_worker;
-    out.error = common::StrCat(events, " events exceed the limit of ", rec.window.max_events_per_worker, " per worker");
+    out.error = common::StrCat(events, " events exceed the limit of ",
+                               rec.window.max_events_per_worker, " per worker");
   }
   return out;
 }
 
-std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsBetween(int32_t rank, TimeNs begin, TimeNs end) const {
+std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsBetween(int32_t rank, TimeNs begin,
+                                                                        TimeNs end) const {
   std::vector<common::WorkerTrace> pieces;
   for (int64_t k = begin / kSegmentNs; k <= end / kSegmentNs; ++k) {
     std::shared_ptr<const sim::Workload> segment = Segment(k);

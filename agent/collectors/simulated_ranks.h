@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "agent/agent_clock.h"
-#include "agent/collector.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/agent_clock.h"
+#include "agent/collector.h"
 #include "sim/summary_model.h"
 #include "sim/workload_model.h"
 
@@ -34,7 +34,7 @@ struct SimulationSpec {
   // straggler-at: every straggler is slow from this true time (Unix) until the next only.
   TimeNs straggler_from_ns = INT64_MIN;
   TimeNs straggler_until_ns = INT64_MAX;
-  sim::Hang hang;  // hang=RANK@T: that rank enters no collective from T on
+  sim::Hang hang;              // hang=RANK@T: that rank enters no collective from T on
   double clock_offset_ms = 0;  // of this agent's clock against the host's
   double drift_ppm = 0;
   std::string profile = "default";  // "light": a tenth of the kernels (scale tests)

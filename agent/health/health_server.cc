@@ -3,7 +3,6 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
 #include <thread>
 
 #include "common/parse_number.h"
@@ -29,7 +28,8 @@ namespace {
 
 constexpr int kMaxSessions = 16;
 
-http::response<http::string_body> Answer(const http::request<http::empty_body>& request, HealthServer::ReadyCheck& ready) {
+http::response<http::string_body> Answer(const http::request<http::empty_body>& request,
+                                         HealthServer::ReadyCheck& ready) {
   http::response<http::string_body> response;
   response.version(11);
   response.set(http::field::content_type, "text/plain");
@@ -63,7 +63,8 @@ asio::awaitable<void> Serve(HealthServer::State& state, tcp::socket socket) {
   http::request_parser<http::empty_body> parser;
   parser.header_limit(8192);
   parser.body_limit(0);
-  auto [read_ec, read_bytes] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+  auto [read_ec, read_bytes] =
+      co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
   if (!read_ec) {
     http::response<http::string_body> response = Answer(parser.get(), state.ready);
     stream.expires_after(std::chrono::seconds(2));
@@ -88,24 +89,31 @@ asio::awaitable<void> AcceptLoop(HealthServer::State& state) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& address, ReadyCheck ready) {
+absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& address,
+                                                                  ReadyCheck ready) {
   const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return absl::InvalidArgumentError(common::StrCat("health: \"", address, "\" is not HOST:PORT"));
+  if (colon == std::string::npos)
+    return absl::InvalidArgumentError(common::StrCat("health: \"", address, "\" is not HOST:PORT"));
   absl::StatusOr<int64_t> port = common::ParseInt(std::string_view(address).substr(colon + 1));
   if (!port.ok() || *port < 0 || *port > 65535) {
-    return absl::InvalidArgumentError(common::StrCat("health: \"", address, "\" has no valid port"));
+    return absl::InvalidArgumentError(
+        common::StrCat("health: \"", address, "\" has no valid port"));
   }
   auto state = std::make_unique<State>();
   state->ready = std::move(ready);
   beast::error_code ec;
   const asio::ip::address ip = asio::ip::make_address(address.substr(0, colon), ec);
-  if (ec) return absl::InvalidArgumentError(common::StrCat("health: \"", address.substr(0, colon), "\" is not an IP address"));
+  if (ec)
+    return absl::InvalidArgumentError(
+        common::StrCat("health: \"", address.substr(0, colon), "\" is not an IP address"));
   const tcp::endpoint endpoint(ip, static_cast<uint16_t>(*port));
   state->acceptor.open(endpoint.protocol(), ec);
   if (!ec) state->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) state->acceptor.bind(endpoint, ec);
   if (!ec) state->acceptor.listen(16, ec);
-  if (ec) return absl::UnavailableError(common::StrCat("health: cannot listen on ", address, ": ", ec.message()));
+  if (ec)
+    return absl::UnavailableError(
+        common::StrCat("health: cannot listen on ", address, ": ", ec.message()));
   state->port = state->acceptor.local_endpoint().port();
   asio::co_spawn(state->io, AcceptLoop(*state), asio::detached);
   State* s = state.get();

@@ -20,7 +20,8 @@ class HealthServer {
   // `ready` says whether the agent is ready, and if not, why (called on the server's thread).
   using ReadyCheck = std::function<bool(std::string* why)>;
   // Listens on HOST:PORT (port 0: any free port).
-  static absl::StatusOr<std::unique_ptr<HealthServer>> Start(const std::string& address, ReadyCheck ready);
+  static absl::StatusOr<std::unique_ptr<HealthServer>> Start(const std::string& address,
+                                                             ReadyCheck ready);
   ~HealthServer();
   uint16_t port() const;
 

@@ -1,5 +1,6 @@
-// GPU health for host samples: SM clock, power, temperature, throttle reasons, memory used. The real reader
-// is NVML, loaded with dlopen so the agent runs (and says so once) on nodes without a driver.
+// GPU health for host samples: SM clock, power, temperature, throttle reasons, memory used. The
+// real reader is NVML, loaded with dlopen so the agent runs (and says so once) on nodes without a
+// driver.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@ struct GpuSample {
   int32_t sm_clock_mhz = 0;
   int32_t power_mw = 0;
   int32_t temperature_c = 0;
-  uint64_t throttle_reasons = 0;  // NVML's clocks-event-reason bits
+  uint64_t throttle_reasons = 0;   // NVML's clocks-event-reason bits
   int64_t memory_used_bytes = -1;  // the device's, every process's together; -1: unknown
 };
 

@@ -11,7 +11,8 @@ HostSampler::HostSampler(HostSamplerOptions options, std::unique_ptr<GpuReader> 
     : options_(std::move(options)),
       gpus_(std::move(gpus)),
       time_(time),
-      ticks_per_second_(options_.ticks_per_second > 0 ? options_.ticks_per_second : sysconf(_SC_CLK_TCK)) {
+      ticks_per_second_(options_.ticks_per_second > 0 ? options_.ticks_per_second
+                                                      : sysconf(_SC_CLK_TCK)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -67,7 +68,8 @@ void HostSampler::SampleOnce(TimeNs now) {
   absl::StatusOr<NetBytes> net = ReadNetBytes(options_.proc_root);
   std::map<int64_t, uint64_t> ticks;
   for (const auto& [pid, gpu] : watched) {
-    if (absl::StatusOr<uint64_t> t = ReadProcessCpuTicks(options_.proc_root, pid); t.ok()) ticks[pid] = *t;
+    if (absl::StatusOr<uint64_t> t = ReadProcessCpuTicks(options_.proc_root, pid); t.ok())
+      ticks[pid] = *t;
   }
   std::map<int, GpuSample> gpu;
   if (gpus_ != nullptr) {
@@ -93,7 +95,8 @@ void HostSampler::SampleOnce(TimeNs now) {
     for (const auto& [pid, t] : ticks) {
       auto before = previous_ticks_.find(pid);
       if (before == previous_ticks_.end()) continue;
-      s.process_cpu[pid] = ProcessCpuPercent(before->second, t, now - previous_time_, ticks_per_second_);
+      s.process_cpu[pid] =
+          ProcessCpuPercent(before->second, t, now - previous_time_, ticks_per_second_);
     }
     s.gpu = std::move(gpu);
     ring_.push_back(std::move(s));
@@ -162,7 +165,8 @@ std::string HostSampler::problems() const {
 }
 
 void HostSampler::Loop() {
-  const auto wanted = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || holders_ > 0; };
+  const auto wanted = [this]()
+                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || holders_ > 0; };
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
     mu_.Await(absl::Condition(&wanted));

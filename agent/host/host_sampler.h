@@ -28,7 +28,7 @@ using common::TimeNs;
 struct HostSamplerOptions {
   std::string proc_root = "/proc";
   int64_t interval_ns = 100'000'000;
-  size_t max_samples = 36'000;  // an hour at the default interval
+  size_t max_samples = 36'000;   // an hour at the default interval
   int64_t ticks_per_second = 0;  // 0: sysconf(_SC_CLK_TCK)
 };
 

@@ -45,7 +45,9 @@ absl::StatusOr<CpuTimes> ParseCpuTimes(const std::string& text, std::string_view
   std::istringstream in(text);
   std::string label;
   in >> label;
-  if (label != "cpu") return absl::DataLossError(common::StrCat(path, ": the first line is not the aggregate \"cpu\" line"));
+  if (label != "cpu")
+    return absl::DataLossError(
+        common::StrCat(path, ": the first line is not the aggregate \"cpu\" line"));
   // user nice system idle iowait irq softirq steal [guest guest_nice: already inside user/nice]
   uint64_t v[8] = {0};
   std::string line;
@@ -54,8 +56,9 @@ absl::StatusOr<CpuTimes> ParseCpuTimes(const std::string& text, std::string_view
   for (int i = 0; i < 8; ++i) {
     if (!NextCounter(fields, &v[i])) {
       if (i >= 4 && fields.eof()) break;  // very old kernels stop after idle
-      return absl::DataLossError(common::StrCat(path, ": the cpu line's field ", i + 1,
-                                                i >= 4 ? " is not a counter" : " is missing or not a counter"));
+      return absl::DataLossError(
+          common::StrCat(path, ": the cpu line's field ", i + 1,
+                         i >= 4 ? " is not a counter" : " is missing or not a counter"));
     }
   }
   CpuTimes t;
@@ -80,9 +83,11 @@ absl::StatusOr<int64_t> ParseMemoryUsedBytes(const std::string& text, std::strin
     if (key == "MemTotal:") total = value;
     if (key == "MemAvailable:") available = value;
   }
-  if (total < 0 || available < 0) return absl::DataLossError(common::StrCat(path, ": no MemTotal / MemAvailable"));
+  if (total < 0 || available < 0)
+    return absl::DataLossError(common::StrCat(path, ": no MemTotal / MemAvailable"));
   if (total > (int64_t{1} << 50) || available > total) {
-    return absl::DataLossError(common::StrCat(path, ": MemTotal ", total, " kB and MemAvailable ", available, " kB make no sense"));
+    return absl::DataLossError(common::StrCat(path, ": MemTotal ", total, " kB and MemAvailable ",
+                                              available, " kB make no sense"));
   }
   return (total - available) * 1024;
 }
@@ -108,7 +113,9 @@ absl::StatusOr<NetBytes> ParseNetBytes(const std::string& text, std::string_view
     uint64_t f[9] = {0};
     int n = 0;
     while (n < 9 && NextCounter(fields, &f[n])) ++n;
-    if (n < 9) return absl::DataLossError(common::StrCat(path, ": interface ", name, " has ", n, " counters, want 16"));
+    if (n < 9)
+      return absl::DataLossError(
+          common::StrCat(path, ": interface ", name, " has ", n, " counters, want 16"));
     sum.rx += f[0];  // receive bytes
     sum.tx += f[8];  // transmit bytes
     ++interfaces;
@@ -129,7 +136,8 @@ absl::StatusOr<uint64_t> ReadProcessCpuTicks(const std::string& proc_root, int64
 absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::string_view path) {
   // "pid (comm) state ppid ...": comm may hold spaces and ')', so fields count from the last ')'.
   const size_t close = text.rfind(')');
-  if (close == std::string::npos) return absl::DataLossError(common::StrCat(path, ": no \"(comm)\""));
+  if (close == std::string::npos)
+    return absl::DataLossError(common::StrCat(path, ": no \"(comm)\""));
   std::istringstream in(text.substr(close + 1));
   std::string field;
   uint64_t utime = 0, stime = 0;
@@ -140,7 +148,8 @@ absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::stri
     uint64_t value = 0;
     const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
     if (ec != std::errc() || end != field.data() + field.size() || value > (uint64_t{1} << 60)) {
-      return absl::DataLossError(common::StrCat(path, ": field ", i, " is '", field, "', not a tick count"));
+      return absl::DataLossError(
+          common::StrCat(path, ": field ", i, " is '", field, "', not a tick count"));
     }
     (i == 14 ? utime : stime) = value;
   }
@@ -149,12 +158,15 @@ absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::stri
 
 float NodeCpuPercent(const CpuTimes& before, const CpuTimes& after) {
   if (after.total <= before.total || after.busy < before.busy) return -1;
-  return 100.0f * static_cast<float>(after.busy - before.busy) / static_cast<float>(after.total - before.total);
+  return 100.0f * static_cast<float>(after.busy - before.busy) /
+         static_cast<float>(after.total - before.total);
 }
 
-float ProcessCpuPercent(uint64_t ticks_before, uint64_t ticks_after, int64_t elapsed_ns, int64_t ticks_per_second) {
+float ProcessCpuPercent(uint64_t ticks_before, uint64_t ticks_after, int64_t elapsed_ns,
+                        int64_t ticks_per_second) {
   if (elapsed_ns <= 0 || ticks_per_second <= 0 || ticks_after < ticks_before) return -1;
-  const double seconds_busy = static_cast<double>(ticks_after - ticks_before) / static_cast<double>(ticks_per_second);
+  const double seconds_busy =
+      static_cast<double>(ticks_after - ticks_before) / static_cast<double>(ticks_per_second);
   return static_cast<float>(100.0 * seconds_busy / (static_cast<double>(elapsed_ns) / 1e9));
 }
 

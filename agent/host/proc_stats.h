@@ -39,6 +39,7 @@ absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::stri
 // Percent of the node's CPUs busy between two readings (0..100); -1 when no time passed.
 float NodeCpuPercent(const CpuTimes& before, const CpuTimes& after);
 // Percent of one core a process used over `elapsed_ns` (100 = one core busy); -1 if unknown.
-float ProcessCpuPercent(uint64_t ticks_before, uint64_t ticks_after, int64_t elapsed_ns, int64_t ticks_per_second);
+float ProcessCpuPercent(uint64_t ticks_before, uint64_t ticks_after, int64_t elapsed_ns,
+                        int64_t ticks_per_second);
 
 }  // namespace podscope::agent::host

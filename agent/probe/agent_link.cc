@@ -19,13 +19,15 @@ constexpr size_t kMaxControlFrames = 1024;
 constexpr int64_t kQuickRetryNs = 200'000'000;  // first retry after losing a live agent
 
 int64_t MonotonicNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 }  // namespace
 
-AgentLink::AgentLink(std::string socket_path, int64_t reconnect_interval_ns, size_t max_queue_bytes, Handler* handler)
+AgentLink::AgentLink(std::string socket_path, int64_t reconnect_interval_ns, size_t max_queue_bytes,
+                     Handler* handler)
     : socket_path_(std::move(socket_path)),
       reconnect_interval_ns_(reconnect_interval_ns),
       max_queue_bytes_(max_queue_bytes),
@@ -69,7 +71,8 @@ bool AgentLink::Send(const v1::ProbeMessage& message, bool control) {
   }
   {
     absl::MutexLock lock(&mu_);
-    const bool fits = control ? control_frames_ < kMaxControlFrames : queued_bytes_ + frame.size() <= max_queue_bytes_;
+    const bool fits = control ? control_frames_ < kMaxControlFrames
+                              : queued_bytes_ + frame.size() <= max_queue_bytes_;
     if (!fits || refused_) {
       dropped_.fetch_add(1);
       return false;
@@ -103,7 +106,8 @@ void AgentLink::Loop() {
     // Sleep until the next attempt or a Stop (the eventfd also carries Send's wake-ups, which
     // have nothing to do while disconnected).
     pollfd p{wake_fd_, POLLIN, 0};
-    const int64_t wait_ms = std::min<int64_t>((next_attempt - MonotonicNs()) / 1'000'000 + 1, 60'000);
+    const int64_t wait_ms =
+        std::min<int64_t>((next_attempt - MonotonicNs()) / 1'000'000 + 1, 60'000);
     if (poll(&p, 1, static_cast<int>(std::max<int64_t>(wait_ms, 0))) > 0) {
       uint64_t drained = 0;
       [[maybe_unused]] const ssize_t n = read(wake_fd_, &drained, sizeof(drained));
@@ -135,7 +139,8 @@ void AgentLink::Serve(common::UniqueFd fd) {
       absl::MutexLock lock(&mu_);
       want_write = !queue_.empty();
     }
-    pollfd p[2] = {{fd.get(), static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0}, {wake_fd_, POLLIN, 0}};
+    pollfd p[2] = {{fd.get(), static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0},
+                   {wake_fd_, POLLIN, 0}};
     if (poll(p, 2, 1000) < 0) {
       if (errno == EINTR) continue;
       break;
@@ -185,7 +190,8 @@ void AgentLink::Serve(common::UniqueFd fd) {
       absl::MutexLock lock(&mu_);
       if (queue_.empty()) break;
       const std::string& front = queue_.front().bytes;
-      const ssize_t n = send(fd.get(), front.data() + front_written_, front.size() - front_written_, MSG_NOSIGNAL);
+      const ssize_t n = send(fd.get(), front.data() + front_written_, front.size() - front_written_,
+                             MSG_NOSIGNAL);
       if (n < 0) {
         if (errno != EAGAIN && errno != EINTR) broken = true;
         break;

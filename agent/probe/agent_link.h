@@ -43,7 +43,8 @@ class AgentLink {
     virtual void OnDisconnected() {}
   };
 
-  AgentLink(std::string socket_path, int64_t reconnect_interval_ns, size_t max_queue_bytes, Handler* handler);
+  AgentLink(std::string socket_path, int64_t reconnect_interval_ns, size_t max_queue_bytes,
+            Handler* handler);
   ~AgentLink();
 
   void Start();

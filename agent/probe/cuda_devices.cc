@@ -12,9 +12,11 @@ std::optional<CudaDeviceCalls> FindCudaDriver() {
   if (driver == nullptr) return std::nullopt;
   CudaDeviceCalls calls;
   calls.device_get = reinterpret_cast<decltype(calls.device_get)>(dlsym(driver, "cuDeviceGet"));
-  calls.get_attribute = reinterpret_cast<decltype(calls.get_attribute)>(dlsym(driver, "cuDeviceGetAttribute"));
+  calls.get_attribute =
+      reinterpret_cast<decltype(calls.get_attribute)>(dlsym(driver, "cuDeviceGetAttribute"));
   calls.get_name = reinterpret_cast<decltype(calls.get_name)>(dlsym(driver, "cuDeviceGetName"));
-  calls.total_mem = reinterpret_cast<decltype(calls.total_mem)>(dlsym(driver, "cuDeviceTotalMem_v2"));
+  calls.total_mem =
+      reinterpret_cast<decltype(calls.total_mem)>(dlsym(driver, "cuDeviceTotalMem_v2"));
   if (calls.device_get == nullptr || calls.get_attribute == nullptr || calls.get_name == nullptr ||
       calls.total_mem == nullptr) {
     return std::nullopt;
@@ -22,7 +24,8 @@ std::optional<CudaDeviceCalls> FindCudaDriver() {
   return calls;
 }
 
-std::vector<common::DeviceInfo> DescribeDevices(const CudaDeviceCalls& calls, const std::vector<int32_t>& ordinals) {
+std::vector<common::DeviceInfo> DescribeDevices(const CudaDeviceCalls& calls,
+                                                const std::vector<int32_t>& ordinals) {
   std::vector<common::DeviceInfo> out;
   for (int32_t ordinal : ordinals) {
     CUdevice device = 0;
@@ -34,9 +37,11 @@ std::vector<common::DeviceInfo> DescribeDevices(const CudaDeviceCalls& calls, co
     common::DeviceInfo d;
     d.id = ordinal;
     char name[256] = {};
-    if (calls.get_name(name, sizeof(name) - 1, device) == CUDA_SUCCESS) d.name.assign(name, strnlen(name, sizeof(name)));
+    if (calls.get_name(name, sizeof(name) - 1, device) == CUDA_SUCCESS)
+      d.name.assign(name, strnlen(name, sizeof(name)));
     size_t bytes = 0;
-    if (calls.total_mem(&bytes, device) == CUDA_SUCCESS) d.total_memory_bytes = static_cast<int64_t>(bytes);
+    if (calls.total_mem(&bytes, device) == CUDA_SUCCESS)
+      d.total_memory_bytes = static_cast<int64_t>(bytes);
     d.compute_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     d.compute_minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     d.sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -45,7 +50,8 @@ std::vector<common::DeviceInfo> DescribeDevices(const CudaDeviceCalls& calls, co
     d.registers_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
     d.registers_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
     d.shared_memory_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
-    d.shared_memory_per_block_optin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    d.shared_memory_per_block_optin =
+        attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     out.push_back(std::move(d));
   }
   return out;

@@ -28,6 +28,7 @@ std::optional<CudaDeviceCalls> FindCudaDriver();
 
 // One record per ordinal (CUPTI's device id) the driver describes; one it refuses is left out,
 // and a limit it refuses stays 0 (the compute capability's is used then).
-std::vector<common::DeviceInfo> DescribeDevices(const CudaDeviceCalls& calls, const std::vector<int32_t>& ordinals);
+std::vector<common::DeviceInfo> DescribeDevices(const CudaDeviceCalls& calls,
+                                                const std::vector<int32_t>& ordinals);
 
 }  // namespace podscope::agent::probe

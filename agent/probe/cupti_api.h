@@ -13,11 +13,12 @@ namespace podscope::agent::probe {
 class CuptiApi {
  public:
   using BufferRequested = void (*)(uint8_t** buffer, size_t* size, size_t* max_records);
-  using BufferCompleted = void (*)(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t size,
-                                   size_t valid_size);
+  using BufferCompleted = void (*)(CUcontext context, uint32_t stream_id, uint8_t* buffer,
+                                   size_t size, size_t valid_size);
 
   virtual ~CuptiApi() = default;
-  virtual CUptiResult Subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* user_data) = 0;
+  virtual CUptiResult Subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                void* user_data) = 0;
   virtual CUptiResult Unsubscribe(CUpti_SubscriberHandle subscriber) = 0;
   virtual CUptiResult RegisterCallbacks(BufferRequested requested, BufferCompleted completed) = 0;
   virtual CUptiResult Enable(CUpti_ActivityKind kind) = 0;
@@ -25,8 +26,10 @@ class CuptiApi {
   virtual CUptiResult EnableDriverApi(CUpti_CallbackId cbid, bool enable) = 0;
   virtual CUptiResult FlushAll(uint32_t flag) = 0;
   virtual CUptiResult GetTimestamp(uint64_t* timestamp) = 0;
-  virtual CUptiResult GetNextRecord(uint8_t* buffer, size_t valid_size, CUpti_Activity** record) = 0;
-  virtual CUptiResult GetNumDroppedRecords(CUcontext context, uint32_t stream_id, size_t* dropped) = 0;
+  virtual CUptiResult GetNextRecord(uint8_t* buffer, size_t valid_size,
+                                    CUpti_Activity** record) = 0;
+  virtual CUptiResult GetNumDroppedRecords(CUcontext context, uint32_t stream_id,
+                                           size_t* dropped) = 0;
   // "CUPTI_ERROR_..." for a result; the number when CUPTI does not know it.
   virtual std::string ResultName(CUptiResult result) = 0;
   // The API's name for a runtime or driver callback id ("cudaLaunchKernel"); empty if unknown.

@@ -16,7 +16,8 @@ namespace {
 struct CuptiSymbols {
   CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
   CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
-  CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+  CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
+                                    CUpti_BuffersCallbackCompleteFunc);
   CUptiResult (*enable)(CUpti_ActivityKind);
   CUptiResult (*disable)(CUpti_ActivityKind);
   CUptiResult (*enable_driver_api)(CUpti_CallbackId, uint8_t);
@@ -34,10 +35,13 @@ class LoadedCupti : public CuptiApi {
   LoadedCupti(void* handle, std::string path, CuptiSymbols s) : path_(std::move(path)), s_(s) {}
   // The library stays loaded: CUPTI cannot be unloaded from a process it has instrumented.
 
-  CUptiResult Subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* user_data) override {
+  CUptiResult Subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                        void* user_data) override {
     return s_.subscribe(subscriber, callback, user_data);
   }
-  CUptiResult Unsubscribe(CUpti_SubscriberHandle subscriber) override { return s_.unsubscribe(subscriber); }
+  CUptiResult Unsubscribe(CUpti_SubscriberHandle subscriber) override {
+    return s_.unsubscribe(subscriber);
+  }
   CUptiResult RegisterCallbacks(BufferRequested requested, BufferCompleted completed) override {
     return s_.register_callbacks(requested, completed);
   }
@@ -51,7 +55,8 @@ class LoadedCupti : public CuptiApi {
   CUptiResult GetNextRecord(uint8_t* buffer, size_t valid_size, CUpti_Activity** record) override {
     return s_.get_next_record(buffer, valid_size, record);
   }
-  CUptiResult GetNumDroppedRecords(CUcontext context, uint32_t stream_id, size_t* dropped) override {
+  CUptiResult GetNumDroppedRecords(CUcontext context, uint32_t stream_id,
+                                   size_t* dropped) override {
     return s_.get_num_dropped(context, stream_id, dropped);
   }
   std::string ResultName(CUptiResult result) override {
@@ -79,7 +84,8 @@ std::string CudaRuntimeDirectory() {
         const std::string_view name = info->dlpi_name != nullptr ? info->dlpi_name : "";
         if (name.find("libcudart.so") == std::string_view::npos) return 0;
         const size_t slash = name.rfind('/');
-        if (slash != std::string_view::npos) *static_cast<std::string*>(out) = std::string(name.substr(0, slash));
+        if (slash != std::string_view::npos)
+          *static_cast<std::string*>(out) = std::string(name.substr(0, slash));
         return 1;
       },
       &dir);
@@ -130,15 +136,17 @@ absl::StatusOr<std::unique_ptr<CuptiApi>> LoadCupti(const std::string& explicit_
     Resolve(handle, "cuptiGetResultString", &s.result_string, &missing);
     Resolve(handle, "cuptiGetCallbackName", &s.callback_name, &missing);
     if (!missing.empty()) {
-      return absl::FailedPreconditionError(
-          common::StrCat(path, " lacks ", missing, ": a CUPTI older than CUDA 12.x? the probe needs CUPTI 13"));
+      return absl::FailedPreconditionError(common::StrCat(
+          path, " lacks ", missing, ": a CUPTI older than CUDA 12.x? the probe needs CUPTI 13"));
     }
     char real[4096] = {0};
     if (dlinfo(handle, RTLD_DI_ORIGIN, real) != 0) real[0] = '\0';
-    std::string origin = real[0] != '\0' ? common::StrCat(real, "/", path.substr(path.rfind('/') + 1)) : path;
+    std::string origin =
+        real[0] != '\0' ? common::StrCat(real, "/", path.substr(path.rfind('/') + 1)) : path;
     return std::unique_ptr<CuptiApi>(new LoadedCupti(handle, std::move(origin), s));
   }
-  return absl::NotFoundError(common::StrCat("no CUPTI library found (set PODSCOPE_CUPTI_PATH): ", tried));
+  return absl::NotFoundError(
+      common::StrCat("no CUPTI library found (set PODSCOPE_CUPTI_PATH): ", tried));
 }
 
 std::string LoadedCuptiPath(const CuptiApi& api) {

@@ -39,23 +39,35 @@ MemcpyKind KindOfCopy(uint8_t copy_kind) {
 
 std::string_view CopyLabel(MemcpyKind kind) {
   switch (kind) {
-    case MemcpyKind::kHostToDevice: return "Memcpy HtoD";
-    case MemcpyKind::kDeviceToHost: return "Memcpy DtoH";
-    case MemcpyKind::kDeviceToDevice: return "Memcpy DtoD";
-    case MemcpyKind::kHostToHost: return "Memcpy HtoH";
-    case MemcpyKind::kPeerToPeer: return "Memcpy PtoP";
-    case MemcpyKind::kMemset: return "Memset";
-    default: return "Memcpy";
+    case MemcpyKind::kHostToDevice:
+      return "Memcpy HtoD";
+    case MemcpyKind::kDeviceToHost:
+      return "Memcpy DtoH";
+    case MemcpyKind::kDeviceToDevice:
+      return "Memcpy DtoD";
+    case MemcpyKind::kHostToHost:
+      return "Memcpy HtoH";
+    case MemcpyKind::kPeerToPeer:
+      return "Memcpy PtoP";
+    case MemcpyKind::kMemset:
+      return "Memset";
+    default:
+      return "Memcpy";
   }
 }
 
 std::string_view SyncLabel(CUpti_ActivitySynchronizationType type) {
   switch (type) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "cudaEventSynchronize";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "cudaStreamWaitEvent";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "cudaStreamSynchronize";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "cudaDeviceSynchronize";
-    default: return "cudaSynchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+      return "cudaEventSynchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+      return "cudaStreamWaitEvent";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+      return "cudaStreamSynchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+      return "cudaDeviceSynchronize";
+    default:
+      return "cudaSynchronize";
   }
 }
 
@@ -74,11 +86,13 @@ void PushCopy(common::WorkerTrace& t, const Row& r, MemcpyKind kind, int64_t byt
 
 }  // namespace
 
-CuptiRecordConverter::CuptiRecordConverter(std::function<std::string(CUpti_CallbackDomain, uint32_t)> callback_name,
-                                           const std::string& step_pattern)
+CuptiRecordConverter::CuptiRecordConverter(
+    std::function<std::string(CUpti_CallbackDomain, uint32_t)> callback_name,
+    const std::string& step_pattern)
     : callback_name_(std::move(callback_name)) {
   // An invalid pattern is logged once at load (probe_runtime.cc); no range is then a step.
-  if (absl::StatusOr<common::StepPattern> pattern = common::StepPattern::Compile(step_pattern); pattern.ok()) {
+  if (absl::StatusOr<common::StepPattern> pattern = common::StepPattern::Compile(step_pattern);
+      pattern.ok()) {
     step_pattern_ = *std::move(pattern);
   }
 }
@@ -88,7 +102,8 @@ common::NameId CuptiRecordConverter::KernelName(const char* mangled) {
   if (auto it = kernel_names_.find(mangled); it != kernel_names_.end()) return it->second;
   int status = -1;
   char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  const common::NameId id = trace_.strings.Intern(status == 0 && demangled != nullptr ? demangled : mangled);
+  const common::NameId id =
+      trace_.strings.Intern(status == 0 && demangled != nullptr ? demangled : mangled);
   std::free(demangled);
   kernel_names_.emplace(mangled, id);
   return id;
@@ -98,7 +113,9 @@ common::NameId CuptiRecordConverter::ApiName(CUpti_CallbackDomain domain, uint32
   const uint64_t key = (static_cast<uint64_t>(domain) << 32) | cbid;
   if (auto it = api_names_.find(key); it != api_names_.end()) return it->second;
   std::string name = callback_name_ ? callback_name_(domain, cbid) : std::string();
-  if (name.empty()) name = (domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver api " : "runtime api ") + std::to_string(cbid);
+  if (name.empty())
+    name = (domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver api " : "runtime api ") +
+           std::to_string(cbid);
   const common::NameId id = trace_.strings.Intern(name);
   api_names_.emplace(key, id);
   return id;
@@ -126,8 +143,9 @@ bool CuptiRecordConverter::Add(const CUpti_Activity* record) {
       kt.block_z.push_back(static_cast<uint32_t>(k.blockZ));
       kt.registers_per_thread.push_back(k.registersPerThread);
       kt.shared_memory_bytes.push_back(k.staticSharedMemory + k.dynamicSharedMemory);
-      kt.kernel_class.push_back(common::IsNcclKernelName(t.strings.Get(name)) ? KernelClass::kCommunication
-                                                                             : KernelClass::kCompute);
+      kt.kernel_class.push_back(common::IsNcclKernelName(t.strings.Get(name))
+                                    ? KernelClass::kCommunication
+                                    : KernelClass::kCompute);
       sync_contexts_.push_back(UINT32_MAX);
       context_devices_[k.contextId] = static_cast<int32_t>(k.deviceId);
       break;
@@ -156,7 +174,8 @@ bool CuptiRecordConverter::Add(const CUpti_Activity* record) {
       r.start.push_back(static_cast<TimeNs>(a.start));
       r.end.push_back(static_cast<TimeNs>(a.end));
       r.thread.push_back(a.threadId);
-      r.name.push_back(ApiName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, a.cbid));
+      r.name.push_back(
+          ApiName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, a.cbid));
       r.correlation.push_back(a.correlationId);
       r.external_id.push_back(0);  // filled from external-correlation records at Finish
       r.api_kind.push_back(driver ? common::ApiKind::kDriver : common::ApiKind::kRuntime);
@@ -171,7 +190,8 @@ bool CuptiRecordConverter::Add(const CUpti_Activity* record) {
       kt.stream.push_back(s.streamId == UINT32_MAX ? -1 : static_cast<int32_t>(s.streamId));
       kt.name.push_back(t.strings.Intern(SyncLabel(s.type)));
       kt.correlation.push_back(s.correlationId);
-      for (auto* col : {&kt.grid_x, &kt.grid_y, &kt.grid_z, &kt.block_x, &kt.block_y, &kt.block_z}) col->push_back(0);
+      for (auto* col : {&kt.grid_x, &kt.grid_y, &kt.grid_z, &kt.block_x, &kt.block_y, &kt.block_z})
+        col->push_back(0);
       kt.registers_per_thread.push_back(0);
       kt.shared_memory_bytes.push_back(0);
       kt.kernel_class.push_back(KernelClass::kSync);
@@ -190,7 +210,8 @@ bool CuptiRecordConverter::Add(const CUpti_Activity* record) {
       // Device memory taken from CUDA (cudaMalloc, pools) and given back: with a caching
       // allocator (PyTorch's), what it reserves. Other memory kinds are not device memory.
       const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(record);
-      const bool allocation = m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+      const bool allocation =
+          m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
       if (m.memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || m.bytes > (uint64_t{1} << 50) ||
           (!allocation && m.memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)) {
         break;
@@ -198,7 +219,8 @@ bool CuptiRecordConverter::Add(const CUpti_Activity* record) {
       common::MemoryEventTable& me = t.memory_events;
       me.time.push_back(static_cast<TimeNs>(m.timestamp));
       me.device.push_back(static_cast<int32_t>(m.deviceId));
-      me.bytes.push_back(allocation ? static_cast<int64_t>(m.bytes) : -static_cast<int64_t>(m.bytes));
+      me.bytes.push_back(allocation ? static_cast<int64_t>(m.bytes)
+                                    : -static_cast<int64_t>(m.bytes));
       me.total_allocated.push_back(common::kUnknownBytes);
       me.total_reserved.push_back(common::kUnknownBytes);
       me.thread.push_back(0);  // CUPTI's memory records name no thread
@@ -250,7 +272,8 @@ common::WorkerTrace CuptiRecordConverter::Finish(const GpuClockMap& clock) {
     for (TimeNs& v : column) v = clock.ToHost(static_cast<uint64_t>(v));
   };
   map(t.kernels.start), map(t.kernels.end), map(t.memcpys.start), map(t.memcpys.end);
-  map(t.runtime_calls.start), map(t.runtime_calls.end), map(t.host_spans.start), map(t.host_spans.end);
+  map(t.runtime_calls.start), map(t.runtime_calls.end), map(t.host_spans.start),
+      map(t.host_spans.end);
   map(t.steps.start), map(t.steps.end), map(t.memory_events.time);
   for (size_t i = 0; i < t.runtime_calls.size(); ++i) {
     auto it = external_ids_.find(static_cast<uint32_t>(t.runtime_calls.correlation[i]));

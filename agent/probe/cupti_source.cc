@@ -20,8 +20,10 @@ void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
   source->RequestBuffer(buffer, size, max_records);
 }
 
-void OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t size, size_t valid_size) {
-  if (CuptiSource* source = g_source.load(); source != nullptr) source->CompleteBuffer(context, stream_id, buffer, valid_size);
+void OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t size,
+                       size_t valid_size) {
+  if (CuptiSource* source = g_source.load(); source != nullptr)
+    source->CompleteBuffer(context, stream_id, buffer, valid_size);
 }
 
 void IgnoreCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
@@ -30,32 +32,52 @@ void IgnoreCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) 
 // synchronisation, the framework's correlation ids, NVTX ranges, and device memory taken from
 // and given back to CUDA.
 constexpr CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMCPY2,
-    CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_MEMORY2,
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    CUPTI_ACTIVITY_KIND_MARKER,
+    CUPTI_ACTIVITY_KIND_MEMORY2,
 };
 
 // Driver calls that launch work: enough to tie kernels launched below the runtime (NCCL,
 // Triton, CUDA graphs) to a host thread, without recording every driver call.
 constexpr CUpti_CallbackId kLaunchCalls[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
 
 std::string_view KindName(CUpti_ActivityKind kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return "MEMCPY2";
-    case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
-    case CUPTI_ACTIVITY_KIND_RUNTIME: return "RUNTIME";
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return "SYNCHRONIZATION";
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
-    case CUPTI_ACTIVITY_KIND_MARKER: return "MARKER";
-    case CUPTI_ACTIVITY_KIND_MEMORY2: return "MEMORY2";
-    default: return "activity";
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return "CONCURRENT_KERNEL";
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return "MEMCPY";
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return "MEMCPY2";
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return "MEMSET";
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      return "RUNTIME";
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      return "SYNCHRONIZATION";
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return "EXTERNAL_CORRELATION";
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      return "MARKER";
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      return "MEMORY2";
+    default:
+      return "activity";
   }
 }
 
@@ -64,14 +86,16 @@ std::string_view KindName(CUpti_ActivityKind kind) {
 CuptiSource::CuptiSource(CuptiApi* api, CuptiSourceOptions options)
     : api_(api),
       options_(std::move(options)),
-      converter_([api](CUpti_CallbackDomain d, uint32_t cbid) { return api->CallbackName(d, cbid); },
-                 options_.step_pattern) {
+      converter_(
+          [api](CUpti_CallbackDomain d, uint32_t cbid) { return api->CallbackName(d, cbid); },
+          options_.step_pattern) {
   CuptiSource* expected = nullptr;
   if (!g_source.compare_exchange_strong(expected, this)) {
     init_error_ = "another CUPTI source is active in this process";
     return;
   }
-  if (const CUptiResult r = api_->RegisterCallbacks(&OnBufferRequested, &OnBufferCompleted); r != CUPTI_SUCCESS) {
+  if (const CUptiResult r = api_->RegisterCallbacks(&OnBufferRequested, &OnBufferCompleted);
+      r != CUPTI_SUCCESS) {
     init_error_ = Describe("cuptiActivityRegisterCallbacks", r);
   }
 }
@@ -84,11 +108,15 @@ CuptiSource::~CuptiSource() {
 std::string CuptiSource::Describe(const char* call, CUptiResult result) {
   std::string text = common::StrCat("CUPTI ", call, ": ", api_->ResultName(result));
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    text += " (another profiler holds CUPTI in this process: Nsight Systems, DCGM profiling, or torch.profiler; "
-            "GPU activity cannot be captured while it does)";
+    text +=
+        " (another profiler holds CUPTI in this process: Nsight Systems, DCGM profiling, or "
+        "torch.profiler; "
+        "GPU activity cannot be captured while it does)";
   } else if (result == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
-    text += " (the driver restricts GPU profiling to admin users: set NVreg_RestrictProfilingToAdminUsers=0 or run "
-            "with CAP_SYS_ADMIN)";
+    text +=
+        " (the driver restricts GPU profiling to admin users: set "
+        "NVreg_RestrictProfilingToAdminUsers=0 or run "
+        "with CAP_SYS_ADMIN)";
   }
   return text;
 }
@@ -111,7 +139,8 @@ void CuptiSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* 
     error_ = init_error_;
   }
   if (!init_error_.empty()) return;
-  if (const CUptiResult r = api_->Subscribe(&subscriber_, &IgnoreCallback, nullptr); r != CUPTI_SUCCESS) {
+  if (const CUptiResult r = api_->Subscribe(&subscriber_, &IgnoreCallback, nullptr);
+      r != CUPTI_SUCCESS) {
     subscriber_ = nullptr;
     absl::MutexLock lock(&mu_);
     error_ = Describe("cuptiSubscribe", r);
@@ -176,7 +205,8 @@ void CuptiSource::RequestBuffer(uint8_t** buffer, size_t* size, size_t* max_reco
   *size = options_.buffer_bytes;
 }
 
-void CuptiSource::CompleteBuffer(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t valid_size) {
+void CuptiSource::CompleteBuffer(CUcontext context, uint32_t stream_id, uint8_t* buffer,
+                                 size_t valid_size) {
   if (buffer == nullptr) return;
   size_t dropped = 0;
   if (api_->GetNumDroppedRecords(context, stream_id, &dropped) != CUPTI_SUCCESS) dropped = 0;

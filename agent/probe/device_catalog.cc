@@ -4,7 +4,8 @@
 
 namespace podscope::agent::probe {
 
-std::vector<common::DeviceInfo> DeviceCatalog::For(const std::vector<Harvest>& harvests, const DeviceDescriber& describer) {
+std::vector<common::DeviceInfo> DeviceCatalog::For(const std::vector<Harvest>& harvests,
+                                                   const DeviceDescriber& describer) {
   std::set<int32_t> used;
   for (const Harvest& h : harvests) {
     used.insert(h.trace.kernels.device.begin(), h.trace.kernels.device.end());
@@ -16,7 +17,8 @@ std::vector<common::DeviceInfo> DeviceCatalog::For(const std::vector<Harvest>& h
   }
   if (!unknown.empty() && describer) {
     for (common::DeviceInfo& d : describer(unknown)) {
-      if (std::find(unknown.begin(), unknown.end(), d.id) != unknown.end()) described_[d.id] = std::move(d);
+      if (std::find(unknown.begin(), unknown.end(), d.id) != unknown.end())
+        described_[d.id] = std::move(d);
     }
     for (int32_t id : unknown) {
       if (!described_.contains(id)) undescribed_.insert(id);

@@ -14,13 +14,15 @@
 
 namespace podscope::agent::probe {
 
-using DeviceDescriber = std::function<std::vector<common::DeviceInfo>(const std::vector<int32_t>& ids)>;
+using DeviceDescriber =
+    std::function<std::vector<common::DeviceInfo>(const std::vector<int32_t>& ids)>;
 
 // One thread (the probe's window thread).
 class DeviceCatalog {
  public:
   // The devices the harvests' kernels and copies ran on, by id; those never described are left out.
-  std::vector<common::DeviceInfo> For(const std::vector<Harvest>& harvests, const DeviceDescriber& describer);
+  std::vector<common::DeviceInfo> For(const std::vector<Harvest>& harvests,
+                                      const DeviceDescriber& describer);
 
  private:
   std::map<int32_t, common::DeviceInfo> described_;

@@ -31,7 +31,9 @@ class EventBudget {
   }
   // Takes room for `n` events; false (and the n are counted as dropped) when there is none.
   bool Take(uint64_t n = 1) {
-    if (left_.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed) >= static_cast<int64_t>(n)) return true;
+    if (left_.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed) >=
+        static_cast<int64_t>(n))
+      return true;
     left_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
     dropped_.fetch_add(n, std::memory_order_relaxed);
     return false;

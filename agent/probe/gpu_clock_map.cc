@@ -26,7 +26,8 @@ TimeNs GpuClockMap::ToHost(uint64_t gpu_ns) const {
   if (pairs_.size() == 1 || span_gpu <= 0) return gpu + (a.host_ns - a_gpu);
   // host = a.host + (gpu - a.gpu) * span_host / span_gpu, in long double: windows are at most
   // hours, so the product stays exact to well under a nanosecond.
-  const long double slope = static_cast<long double>(b.host_ns - a.host_ns) / static_cast<long double>(span_gpu);
+  const long double slope =
+      static_cast<long double>(b.host_ns - a.host_ns) / static_cast<long double>(span_gpu);
   return a.host_ns + static_cast<TimeNs>(static_cast<long double>(gpu - a_gpu) * slope);
 }
 

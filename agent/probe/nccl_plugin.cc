@@ -21,12 +21,14 @@ struct PluginContext {
   NcclCommunicator* comm;
 };
 
-NcclPluginResult Init(void** context, uint64_t comm_id, int* mask, const char* name, int nranks, int rank) {
+NcclPluginResult Init(void** context, uint64_t comm_id, int* mask, const char* name, int nranks,
+                      int rank) {
   *context = nullptr;
   const NcclRecorderProvider provider = g_provider.load();
   NcclRecorder* recorder = provider != nullptr ? provider() : nullptr;
   if (recorder == nullptr) return kNcclInternalError;
-  *context = new PluginContext{recorder, recorder->InitCommunicator(comm_id, name, nranks, rank, mask)};
+  *context =
+      new PluginContext{recorder, recorder->InitCommunicator(comm_id, name, nranks, rank, mask)};
   return kNcclSuccess;
 }
 
@@ -83,31 +85,38 @@ NcclPluginResult Stop(void* handle) { return kNcclSuccess; }
 
 NcclPluginResult RecordState(void* handle, int state, EventStateArgs* args) {
   if (handle == nullptr || state != kKernelChStop || args == nullptr) return kNcclSuccess;
-  if (NcclRecorder* recorder = AnyRecorder(); recorder != nullptr) recorder->StopKernelChannel(handle, args->kernelCh.pTimer);
+  if (NcclRecorder* recorder = AnyRecorder(); recorder != nullptr)
+    recorder->StopKernelChannel(handle, args->kernelCh.pTimer);
   return kNcclSuccess;
 }
 
-NcclPluginResult InitV6(void** context, uint64_t comm_id, int* mask, const char* name, int nodes, int nranks, int rank,
-                        NcclDebugLogger) {
+NcclPluginResult InitV6(void** context, uint64_t comm_id, int* mask, const char* name, int nodes,
+                        int nranks, int rank, NcclDebugLogger) {
   TellVersion("nccl-profiler-v6");
   return Init(context, comm_id, mask, name, nranks, rank);
 }
 
-NcclPluginResult InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int nodes, int nranks, int rank,
-                        NcclDebugLogger) {
+NcclPluginResult InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int nodes,
+                        int nranks, int rank, NcclDebugLogger) {
   TellVersion("nccl-profiler-v5");
   return Init(context, comm_id, mask, name, nranks, rank);
 }
 
-NcclPluginResult InitV4(void** context, int* mask, const char* name, uint64_t comm_hash, int nodes, int nranks, int rank,
-                        NcclDebugLogger) {
+NcclPluginResult InitV4(void** context, int* mask, const char* name, uint64_t comm_hash, int nodes,
+                        int nranks, int rank, NcclDebugLogger) {
   TellVersion("nccl-profiler-v4");
   return Init(context, comm_hash, mask, name, nranks, rank);
 }
 
-NcclPluginResult StartV6(void* context, void** handle, EventDescrV6* d) { return Start(context, handle, d); }
-NcclPluginResult StartV5(void* context, void** handle, EventDescrV5* d) { return Start(context, handle, d); }
-NcclPluginResult StartV4(void* context, void** handle, EventDescrV4* d) { return Start(context, handle, d); }
+NcclPluginResult StartV6(void* context, void** handle, EventDescrV6* d) {
+  return Start(context, handle, d);
+}
+NcclPluginResult StartV5(void* context, void** handle, EventDescrV5* d) {
+  return Start(context, handle, d);
+}
+NcclPluginResult StartV4(void* context, void** handle, EventDescrV4* d) {
+  return Start(context, handle, d);
+}
 
 }  // namespace
 

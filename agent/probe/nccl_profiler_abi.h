@@ -43,73 +43,74 @@ enum : uint64_t {
 // ncclProfilerEventState_t values the probe reacts to.
 enum NcclEventState : int { kKernelChStop = 22 };
 
-using NcclDebugLogger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt, ...);
+using NcclDebugLogger = void (*)(int level, unsigned long flags, const char* file, int line,
+                                 const char* fmt, ...);
 
 // The union members versions 5 and 6 share, as one macro so that the two layouts cannot drift.
 #define PODSCOPE_NCCL_V5_EVENTS \
-  struct {                        \
-    bool graphCaptured;           \
-    int groupDepth;               \
-  } groupApi;                     \
-  struct {                        \
-    const char* func;             \
-    size_t count;                 \
-    const char* datatype;         \
-    int root;                     \
-    void* stream;                 \
-    bool graphCaptured;           \
-  } collApi;                      \
-  struct {                        \
-    const char* func;             \
-    size_t count;                 \
-    const char* datatype;         \
-    void* stream;                 \
-    bool graphCaptured;           \
-  } p2pApi;                       \
-  struct {                        \
-    void* stream;                 \
-  } kernelLaunch;                 \
-  struct {                        \
-    uint64_t seqNumber;           \
-    const char* func;             \
-    const void* sendBuff;         \
-    void* recvBuff;               \
-    size_t count;                 \
-    int root;                     \
-    const char* datatype;         \
-    uint8_t nChannels;            \
-    uint8_t nWarps;               \
-    const char* algo;             \
-    const char* proto;            \
-    void* parentGroup;            \
-  } coll;                         \
-  struct {                        \
-    const char* func;             \
-    void* buff;                   \
-    const char* datatype;         \
-    size_t count;                 \
-    int peer;                     \
-    uint8_t nChannels;            \
-    void* parentGroup;            \
-  } p2p;                          \
-  struct {                        \
-    pid_t pid;                    \
-    uint8_t channelId;            \
-    int peer;                     \
-    int nSteps;                   \
-    int chunkSize;                \
-    int isSend;                   \
-  } proxyOp;                      \
-  struct {                        \
-    int step;                     \
-  } proxyStep;                    \
-  struct {                        \
-    uint8_t channelId;            \
-    uint64_t pTimer;              \
-  } kernelCh;                     \
-  struct {                        \
-    int64_t id;                   \
-    void* data;                   \
+  struct {                      \
+    bool graphCaptured;         \
+    int groupDepth;             \
+  } groupApi;                   \
+  struct {                      \
+    const char* func;           \
+    size_t count;               \
+    const char* datatype;       \
+    int root;                   \
+    void* stream;               \
+    bool graphCaptured;         \
+  } collApi;                    \
+  struct {                      \
+    const char* func;           \
+    size_t count;               \
+    const char* datatype;       \
+    void* stream;               \
+    bool graphCaptured;         \
+  } p2pApi;                     \
+  struct {                      \
+    void* stream;               \
+  } kernelLaunch;               \
+  struct {                      \
+    uint64_t seqNumber;         \
+    const char* func;           \
+    const void* sendBuff;       \
+    void* recvBuff;             \
+    size_t count;               \
+    int root;                   \
+    const char* datatype;       \
+    uint8_t nChannels;          \
+    uint8_t nWarps;             \
+    const char* algo;           \
+    const char* proto;          \
+    void* parentGroup;          \
+  } coll;                       \
+  struct {                      \
+    const char* func;           \
+    void* buff;                 \
+    const char* datatype;       \
+    size_t count;               \
+    int peer;                   \
+    uint8_t nChannels;          \
+    void* parentGroup;          \
+  } p2p;                        \
+  struct {                      \
+    pid_t pid;                  \
+    uint8_t channelId;          \
+    int peer;                   \
+    int nSteps;                 \
+    int chunkSize;              \
+    int isSend;                 \
+  } proxyOp;                    \
+  struct {                      \
+    int step;                   \
+  } proxyStep;                  \
+  struct {                      \
+    uint8_t channelId;          \
+    uint64_t pTimer;            \
+  } kernelCh;                   \
+  struct {                      \
+    int64_t id;                 \
+    void* data;                 \
   } netPlugin;
 
 struct EventDescrV6 {
@@ -223,8 +224,9 @@ union EventStateArgs {
 // Version 6: version 5's calls with the larger descriptor; its state arguments are version 5's.
 struct ProfilerV6 {
   const char* name;
-  NcclPluginResult (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes,
-                           int nranks, int rank, NcclDebugLogger logfn);
+  NcclPluginResult (*init)(void** context, uint64_t commId, int* eActivationMask,
+                           const char* commName, int nNodes, int nranks, int rank,
+                           NcclDebugLogger logfn);
   NcclPluginResult (*startEvent)(void* context, void** eHandle, EventDescrV6* eDescr);
   NcclPluginResult (*stopEvent)(void* eHandle);
   NcclPluginResult (*recordEventState)(void* eHandle, int eState, EventStateArgs* eStateArgs);
@@ -233,8 +235,9 @@ struct ProfilerV6 {
 
 struct ProfilerV5 {
   const char* name;
-  NcclPluginResult (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes,
-                           int nranks, int rank, NcclDebugLogger logfn);
+  NcclPluginResult (*init)(void** context, uint64_t commId, int* eActivationMask,
+                           const char* commName, int nNodes, int nranks, int rank,
+                           NcclDebugLogger logfn);
   NcclPluginResult (*startEvent)(void* context, void** eHandle, EventDescrV5* eDescr);
   NcclPluginResult (*stopEvent)(void* eHandle);
   NcclPluginResult (*recordEventState)(void* eHandle, int eState, EventStateArgs* eStateArgs);
@@ -243,8 +246,9 @@ struct ProfilerV5 {
 
 struct ProfilerV4 {
   const char* name;
-  NcclPluginResult (*init)(void** context, int* eActivationMask, const char* commName, uint64_t commHash, int nNodes,
-                           int nranks, int rank, NcclDebugLogger logfn);
+  NcclPluginResult (*init)(void** context, int* eActivationMask, const char* commName,
+                           uint64_t commHash, int nNodes, int nranks, int rank,
+                           NcclDebugLogger logfn);
   NcclPluginResult (*startEvent)(void* context, void** eHandle, EventDescrV4* eDescr);
   NcclPluginResult (*stopEvent)(void* eHandle);
   NcclPluginResult (*recordEventState)(void* eHandle, int eState, EventStateArgs* eStateArgs);
@@ -252,18 +256,29 @@ struct ProfilerV4 {
 };
 
 // The C layouts on x86-64 / aarch64 (LP64): pinned so an edit that shifts a member fails here.
-static_assert(sizeof(EventDescrV6) == 112, "ncclProfilerEventDescr_v6_t layout: ceColl is as large as coll");
-static_assert(offsetof(EventDescrV6, coll.nChannels) == 80, "ncclProfilerEventDescr_v6_t coll layout");
-static_assert(offsetof(EventDescrV6, kernelCh.pTimer) == 32, "ncclProfilerEventDescr_v6_t kernelCh layout");
-static_assert(offsetof(EventDescrV6, ceColl.seqNumber) == 24, "ceColl starts after type, parentObj, rank");
-static_assert(offsetof(EventDescrV6, ceColl.syncStrategy) == 80, "ncclProfilerEventDescr_v6_t ceColl layout");
-static_assert(offsetof(EventDescrV6, ceColl.batchSize) == 92, "ncclProfilerEventDescr_v6_t ceColl layout");
-static_assert(offsetof(EventDescrV6, ceColl.stream) == 104, "ncclProfilerEventDescr_v6_t ceColl layout");
-static_assert(offsetof(EventDescrV6, ceCollBatch.totalBytes) == 32, "ncclProfilerEventDescr_v6_t ceCollBatch layout");
+static_assert(sizeof(EventDescrV6) == 112,
+              "ncclProfilerEventDescr_v6_t layout: ceColl is as large as coll");
+static_assert(offsetof(EventDescrV6, coll.nChannels) == 80,
+              "ncclProfilerEventDescr_v6_t coll layout");
+static_assert(offsetof(EventDescrV6, kernelCh.pTimer) == 32,
+              "ncclProfilerEventDescr_v6_t kernelCh layout");
+static_assert(offsetof(EventDescrV6, ceColl.seqNumber) == 24,
+              "ceColl starts after type, parentObj, rank");
+static_assert(offsetof(EventDescrV6, ceColl.syncStrategy) == 80,
+              "ncclProfilerEventDescr_v6_t ceColl layout");
+static_assert(offsetof(EventDescrV6, ceColl.batchSize) == 92,
+              "ncclProfilerEventDescr_v6_t ceColl layout");
+static_assert(offsetof(EventDescrV6, ceColl.stream) == 104,
+              "ncclProfilerEventDescr_v6_t ceColl layout");
+static_assert(offsetof(EventDescrV6, ceCollBatch.totalBytes) == 32,
+              "ncclProfilerEventDescr_v6_t ceCollBatch layout");
 static_assert(sizeof(EventDescrV5) == 112, "ncclProfilerEventDescr_v5_t layout");
-static_assert(offsetof(EventDescrV5, coll.seqNumber) == 24, "coll starts after type, parentObj, rank");
-static_assert(offsetof(EventDescrV5, coll.nChannels) == 80, "ncclProfilerEventDescr_v5_t coll layout");
-static_assert(offsetof(EventDescrV5, kernelCh.pTimer) == 32, "ncclProfilerEventDescr_v5_t kernelCh layout");
+static_assert(offsetof(EventDescrV5, coll.seqNumber) == 24,
+              "coll starts after type, parentObj, rank");
+static_assert(offsetof(EventDescrV5, coll.nChannels) == 80,
+              "ncclProfilerEventDescr_v5_t coll layout");
+static_assert(offsetof(EventDescrV5, kernelCh.pTimer) == 32,
+              "ncclProfilerEventDescr_v5_t kernelCh layout");
 static_assert(offsetof(EventDescrV4, coll.seqNumber) == 24, "ncclProfilerEventDescr_v4_t layout");
 static_assert(sizeof(EventStateArgs) == 8, "ncclProfilerEventStateArgs layout");
 

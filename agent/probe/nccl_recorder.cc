@@ -12,11 +12,16 @@ namespace {
 common::CollectiveOp OpOfFunc(std::string_view func) {
   using common::CollectiveOp;
   static constexpr std::pair<std::string_view, CollectiveOp> kOps[] = {
-      {"AllReduce", CollectiveOp::kAllReduce},         {"AllGather", CollectiveOp::kAllGather},
-      {"ReduceScatter", CollectiveOp::kReduceScatter}, {"Broadcast", CollectiveOp::kBroadcast},
-      {"Reduce", CollectiveOp::kReduce},               {"AllToAll", CollectiveOp::kAllToAll},
-      {"AlltoAll", CollectiveOp::kAllToAll},           {"Send", CollectiveOp::kSend},
-      {"Recv", CollectiveOp::kRecv},                   {"SendRecv", CollectiveOp::kSendRecv},
+      {"AllReduce", CollectiveOp::kAllReduce},
+      {"AllGather", CollectiveOp::kAllGather},
+      {"ReduceScatter", CollectiveOp::kReduceScatter},
+      {"Broadcast", CollectiveOp::kBroadcast},
+      {"Reduce", CollectiveOp::kReduce},
+      {"AllToAll", CollectiveOp::kAllToAll},
+      {"AlltoAll", CollectiveOp::kAllToAll},
+      {"Send", CollectiveOp::kSend},
+      {"Recv", CollectiveOp::kRecv},
+      {"SendRecv", CollectiveOp::kSendRecv},
   };
   for (const auto& [name, op] : kOps) {
     if (func == name) return op;
@@ -27,9 +32,9 @@ common::CollectiveOp OpOfFunc(std::string_view func) {
 // Bytes per element of NCCL's datatype names (ncclDatatypeToString); 0 when unknown.
 int DatatypeBytes(std::string_view dtype) {
   static constexpr std::pair<std::string_view, int> kSizes[] = {
-      {"ncclInt8", 1},     {"ncclUint8", 1},    {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
-      {"ncclFloat16", 2},  {"ncclBfloat16", 2}, {"ncclInt32", 4},      {"ncclUint32", 4},
-      {"ncclFloat32", 4},  {"ncclInt64", 8},    {"ncclUint64", 8},     {"ncclFloat64", 8},
+      {"ncclInt8", 1},    {"ncclUint8", 1},    {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
+      {"ncclFloat16", 2}, {"ncclBfloat16", 2}, {"ncclInt32", 4},      {"ncclUint32", 4},
+      {"ncclFloat32", 4}, {"ncclInt64", 8},    {"ncclUint64", 8},     {"ncclFloat64", 8},
   };
   for (const auto& [name, size] : kSizes) {
     if (dtype == name) return size;
@@ -44,22 +49,28 @@ constexpr uint64_t kWatchBit = uint64_t{1} << 62;
 constexpr uint32_t kGenerationMask = 0x3fffffffu;
 
 void* PackHandle(uint32_t generation, size_t row, bool channel) {
-  const uint64_t bits = (static_cast<uint64_t>(generation & kGenerationMask) << 32) | (static_cast<uint64_t>(row) + 1);
+  const uint64_t bits = (static_cast<uint64_t>(generation & kGenerationMask) << 32) |
+                        (static_cast<uint64_t>(row) + 1);
   return reinterpret_cast<void*>(static_cast<uintptr_t>(channel ? bits | kChannelBit : bits));
 }
 
-void* WatchHandle(uint64_t serial) { return reinterpret_cast<void*>(static_cast<uintptr_t>(serial | kWatchBit)); }
+void* WatchHandle(uint64_t serial) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(serial | kWatchBit));
+}
 
 uint64_t BitsOf(void* handle) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)); }
 
-std::string_view OrEmpty(const char* s) { return s == nullptr ? std::string_view() : std::string_view(s); }
+std::string_view OrEmpty(const char* s) {
+  return s == nullptr ? std::string_view() : std::string_view(s);
+}
 
 }  // namespace
 
-NcclRecorder::NcclRecorder(TimeNs (*host_now)()) : host_now_(host_now != nullptr ? host_now : &common::HostNowNs) {}
+NcclRecorder::NcclRecorder(TimeNs (*host_now)())
+    : host_now_(host_now != nullptr ? host_now : &common::HostNowNs) {}
 
-NcclCommunicator* NcclRecorder::InitCommunicator(uint64_t comm_id, const char* name, int nranks, int rank,
-                                                 int* activation_mask) {
+NcclCommunicator* NcclRecorder::InitCommunicator(uint64_t comm_id, const char* name, int nranks,
+                                                 int rank, int* activation_mask) {
   absl::MutexLock lock(&mu_);
   NcclCommunicator& comm = comms_.emplace_back();
   comm.comm_id = comm_id;
@@ -126,12 +137,15 @@ void* NcclRecorder::StartCollective(NcclCommunicator* comm, const NcclCollective
   if (comm == nullptr) return nullptr;
   const TimeNs now = host_now_();
   absl::MutexLock lock(&mu_);
-  const uint64_t watch_serial = watching_ && start.has_sequence ? AddWatchSlot(comm, start, now) : 0;
-  if (!open_ || budget_ == nullptr || !budget_->Take()) return watch_serial != 0 ? WatchHandle(watch_serial) : nullptr;
+  const uint64_t watch_serial =
+      watching_ && start.has_sequence ? AddWatchSlot(comm, start, now) : 0;
+  if (!open_ || budget_ == nullptr || !budget_->Take())
+    return watch_serial != 0 ? WatchHandle(watch_serial) : nullptr;
   Row& row = rows_.emplace_back();
   row.comm = comm;
   row.watch_serial = watch_serial;
-  row.sequence = start.has_sequence ? static_cast<int64_t>(start.sequence) : common::kUnknownSequence;
+  row.sequence =
+      start.has_sequence ? static_cast<int64_t>(start.sequence) : common::kUnknownSequence;
   row.func = OrEmpty(start.func);
   row.datatype = OrEmpty(start.datatype);
   row.algorithm = OrEmpty(start.algorithm);
@@ -143,7 +157,8 @@ void* NcclRecorder::StartCollective(NcclCommunicator* comm, const NcclCollective
   return PackHandle(generation_, rows_.size() - 1, false);
 }
 
-uint64_t NcclRecorder::AddWatchSlot(NcclCommunicator* comm, const NcclCollectiveStart& start, TimeNs now) {
+uint64_t NcclRecorder::AddWatchSlot(NcclCommunicator* comm, const NcclCollectiveStart& start,
+                                    TimeNs now) {
   const uint64_t serial = next_serial_++;
   WatchSlot& slot = ring_[serial % ring_.size()];
   if (slot.serial != 0 && !slot.taken) ++watch_dropped_;  // overrun: the flush fell behind
@@ -171,7 +186,8 @@ NcclRecorder::WatchSlot* NcclRecorder::SlotOf(uint64_t serial) {
 void NcclRecorder::ChannelStarted(WatchSlot* slot, uint64_t gpu_start_ns) {
   if (slot == nullptr) return;
   ++slot->started;
-  if (gpu_start_ns != 0 && (slot->gpu_start == 0 || gpu_start_ns < slot->gpu_start)) slot->gpu_start = gpu_start_ns;
+  if (gpu_start_ns != 0 && (slot->gpu_start == 0 || gpu_start_ns < slot->gpu_start))
+    slot->gpu_start = gpu_start_ns;
 }
 
 void NcclRecorder::ChannelStopped(WatchSlot* slot, uint64_t gpu_stop_ns) {
@@ -199,7 +215,8 @@ bool NcclRecorder::PlausibleChannelTime(uint64_t gpu_ns, TimeNs enqueue_ns, Time
   // the GPU's time against the host's.
   if (gpu_clock_ == nullptr || gpu_ns == 0) return true;
   const std::optional<TimeNs> host = gpu_clock_->ToHostIfKnown(gpu_ns);
-  if (!host || (*host >= enqueue_ns - kChannelSlackNs && *host <= now + kChannelSlackNs)) return true;
+  if (!host || (*host >= enqueue_ns - kChannelSlackNs && *host <= now + kChannelSlackNs))
+    return true;
   ++bad_channel_times_;
   ++window_bad_channel_times_;
   return false;
@@ -215,7 +232,8 @@ NcclRecorder::Row* NcclRecorder::RowOf(void* handle) {
   if (bits == 0 || (bits & kWatchBit) != 0) return nullptr;
   const uint32_t generation = static_cast<uint32_t>((bits & ~kChannelBit) >> 32);
   const uint64_t row = (bits & 0xffffffffu);
-  if (generation != (generation_ & kGenerationMask) || row == 0 || row > rows_.size()) return nullptr;
+  if (generation != (generation_ & kGenerationMask) || row == 0 || row > rows_.size())
+    return nullptr;
   return &rows_[row - 1];
 }
 
@@ -231,7 +249,8 @@ void* NcclRecorder::StartKernelChannel(void* parent, uint64_t gpu_start_ns) {
   Row* row = RowOf(parent);
   if (row == nullptr) return nullptr;
   // A wrong start is left out of the row and its watch slot alike; the channel's stop still counts.
-  const uint64_t start = PlausibleChannelTime(gpu_start_ns, row->enqueue_ns, host_now_()) ? gpu_start_ns : 0;
+  const uint64_t start =
+      PlausibleChannelTime(gpu_start_ns, row->enqueue_ns, host_now_()) ? gpu_start_ns : 0;
   if (start != 0 && (row->gpu_start == 0 || start < row->gpu_start)) row->gpu_start = start;
   ChannelStarted(SlotOf(row->watch_serial), start);
   return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(parent) | kChannelBit);
@@ -345,7 +364,8 @@ Harvest NcclRecorder::TakeHarvest() {
       continue;
     }
     char comm_name[64];
-    std::snprintf(comm_name, sizeof(comm_name), "nccl:%016llx", static_cast<unsigned long long>(row.comm->comm_id));
+    std::snprintf(comm_name, sizeof(comm_name), "nccl:%016llx",
+                  static_cast<unsigned long long>(row.comm->comm_id));
     c.communicator.push_back(t.strings.Intern(comm_name));
     c.rank.push_back(row.comm->rank);
     c.nranks.push_back(row.comm->nranks);
@@ -358,8 +378,10 @@ Harvest NcclRecorder::TakeHarvest() {
     c.protocol.push_back(t.strings.Intern(row.protocol));
     c.channels.push_back(row.channels);
     c.enqueue.push_back(row.enqueue_ns);
-    c.kernel_start.push_back(gpu_clock != nullptr ? gpu_clock->ToHost(row.gpu_start) : static_cast<TimeNs>(row.gpu_start));
-    c.kernel_end.push_back(gpu_clock != nullptr ? gpu_clock->ToHost(row.gpu_end) : static_cast<TimeNs>(row.gpu_end));
+    c.kernel_start.push_back(gpu_clock != nullptr ? gpu_clock->ToHost(row.gpu_start)
+                                                  : static_cast<TimeNs>(row.gpu_start));
+    c.kernel_end.push_back(gpu_clock != nullptr ? gpu_clock->ToHost(row.gpu_end)
+                                                : static_cast<TimeNs>(row.gpu_end));
     c.correlation.push_back(-1);  // NCCL does not say which kernel record is this call's
   }
   // Collectives without device time, and kernel-channel timestamps that could not be true.

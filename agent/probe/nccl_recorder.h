@@ -8,8 +8,8 @@
 // A kernel-channel timestamp that cannot be true is dropped and counted, never used: a start or
 // stop more than kChannelSlackNs before its collective was enqueued or after NCCL reported it
 // (both on the host clock, through the window's GPU clock map, once it holds a pair), or a stop
-// before the collective's first start. NCCL before 2.30 can hand a channel another task's timer (seconds
-// off; its broadcast-as-AllGatherV path), and one such value would stretch a collective's
+// before the collective's first start. NCCL before 2.30 can hand a channel another task's timer
+// (seconds off; its broadcast-as-AllGatherV path), and one such value would stretch a collective's
 // kernel over the whole window.
 // NCCL calls in from the training thread (collectives) and from its proxy thread (kernel
 // channels); everything here takes one short mutex and never allocates outside a window.
@@ -91,7 +91,8 @@ class NcclRecorder : public EventSource, public WatchSource {
   Harvest TakeHarvest() override;
 
   // NCCL's calls. A null return means "not recorded"; NCCL passes it back and it is ignored.
-  NcclCommunicator* InitCommunicator(uint64_t comm_id, const char* name, int nranks, int rank, int* activation_mask);
+  NcclCommunicator* InitCommunicator(uint64_t comm_id, const char* name, int nranks, int rank,
+                                     int* activation_mask);
   void FinalizeCommunicator(NcclCommunicator* comm);
   void* StartCollective(NcclCommunicator* comm, const NcclCollectiveStart& start);
   void* StartKernelChannel(void* parent, uint64_t gpu_start_ns);
@@ -140,11 +141,13 @@ class NcclRecorder : public EventSource, public WatchSource {
   int MaskNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a channel's GPU time can belong to a collective enqueued at `enqueue_ns` and
   // reported at `now` (host clock). Counts the ones that cannot.
-  bool PlausibleChannelTime(uint64_t gpu_ns, TimeNs enqueue_ns, TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool PlausibleChannelTime(uint64_t gpu_ns, TimeNs enqueue_ns, TimeNs now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   TimeNs (*host_now_)();
   mutable absl::Mutex mu_;
-  std::deque<NcclCommunicator> comms_ ABSL_GUARDED_BY(mu_);  // deque: contexts handed to NCCL keep their address
+  std::deque<NcclCommunicator> comms_
+      ABSL_GUARDED_BY(mu_);  // deque: contexts handed to NCCL keep their address
   bool open_ ABSL_GUARDED_BY(mu_) = false;
   uint32_t generation_ ABSL_GUARDED_BY(mu_) = 1;
   EventBudget* budget_ ABSL_GUARDED_BY(mu_) = nullptr;
@@ -155,8 +158,9 @@ class NcclRecorder : public EventSource, public WatchSource {
   uint64_t next_serial_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t oldest_serial_ ABSL_GUARDED_BY(mu_) = 1;  // the oldest slot not taken yet
   uint64_t watch_dropped_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t bad_channel_times_ ABSL_GUARDED_BY(mu_) = 0;          // since the recorder was made
-  uint64_t window_bad_channel_times_ ABSL_GUARDED_BY(mu_) = 0;   // this window's, reported with its harvest
+  uint64_t bad_channel_times_ ABSL_GUARDED_BY(mu_) = 0;  // since the recorder was made
+  uint64_t window_bad_channel_times_ ABSL_GUARDED_BY(mu_) =
+      0;  // this window's, reported with its harvest
 };
 
 }  // namespace podscope::agent::probe

@@ -32,7 +32,8 @@ struct Probe {
 Probe* TheProbe() {
   static Probe* probe = [] {
     std::string warnings;
-    ProbeSettings settings = SettingsFromEnvironment([](const char* n) { return std::getenv(n); }, &warnings);
+    ProbeSettings settings =
+        SettingsFromEnvironment([](const char* n) { return std::getenv(n); }, &warnings);
     if (settings.disabled) return static_cast<Probe*>(nullptr);
     auto* p = new Probe;  // never freed: see above
     p->settings = settings;
@@ -81,7 +82,8 @@ int StartCupti() {
     options.step_pattern = p->settings.step_pattern;
     p->cupti_source = std::make_unique<CuptiSource>(p->cupti.get(), options);
     p->runtime->AddSource(p->cupti_source.get());
-    p->runtime->SetClockReader([source = p->cupti_source.get()](GpuClockMap* clock) { source->ReadClockPair(clock); });
+    p->runtime->SetClockReader(
+        [source = p->cupti_source.get()](GpuClockMap* clock) { source->ReadClockPair(clock); });
     // The devices' limits from the driver the process loaded, for occupancy (none: no figures).
     p->runtime->SetDeviceDescriber([](const std::vector<int32_t>& ids) {
       const std::optional<CudaDeviceCalls> driver = FindCudaDriver();
@@ -128,10 +130,12 @@ __attribute__((visibility("default"))) ProfilerV4 ncclProfiler_v4 = kNcclProfile
 
 // podscope/step.h finds these with dlsym.
 __attribute__((visibility("default"))) void podscope_probe_step_begin(uint64_t step) {
-  if (auto* p = podscope::agent::probe::TheProbe(); p != nullptr) p->steps.Begin(step, podscope::agent::probe::ThreadId());
+  if (auto* p = podscope::agent::probe::TheProbe(); p != nullptr)
+    p->steps.Begin(step, podscope::agent::probe::ThreadId());
 }
 __attribute__((visibility("default"))) void podscope_probe_step_end(uint64_t step) {
-  if (auto* p = podscope::agent::probe::TheProbe(); p != nullptr) p->steps.End(step, podscope::agent::probe::ThreadId());
+  if (auto* p = podscope::agent::probe::TheProbe(); p != nullptr)
+    p->steps.End(step, podscope::agent::probe::ThreadId());
 }
 
 }  // extern "C"

@@ -19,8 +19,8 @@ int32_t Number(const char* text, int32_t minimum) {
 }
 
 // The first of the variables that is set to a usable number.
-int32_t First(const std::function<const char*(const char*)>& getenv, std::initializer_list<const char*> names,
-              int32_t minimum) {
+int32_t First(const std::function<const char*(const char*)>& getenv,
+              std::initializer_list<const char*> names, int32_t minimum) {
   for (const char* name : names) {
     if (const int32_t v = Number(getenv(name), minimum); v >= 0) return v;
   }
@@ -44,10 +44,12 @@ ProbeIdentity IdentityFromEnvironment(const std::function<const char*(const char
   return id;
 }
 
-std::string DeviceFromEnvironment(int32_t local_rank, const std::function<const char*(const char*)>& getenv) {
+std::string DeviceFromEnvironment(int32_t local_rank,
+                                  const std::function<const char*(const char*)>& getenv) {
   const int32_t index = local_rank >= 0 ? local_rank : 0;
   const char* visible = getenv("CUDA_VISIBLE_DEVICES");
-  if (visible == nullptr || *visible == '\0') return local_rank >= 0 ? "cuda:" + std::to_string(local_rank) : "";
+  if (visible == nullptr || *visible == '\0')
+    return local_rank >= 0 ? "cuda:" + std::to_string(local_rank) : "";
   // The process sees the listed GPUs in order; it uses the one at its local rank (torchrun's
   // convention), or the only one listed.
   std::vector<std::string> entries;
@@ -61,7 +63,9 @@ std::string DeviceFromEnvironment(int32_t local_rank, const std::function<const 
       entry += *c;
     }
   }
-  const std::string& mine = entries.size() == 1 ? entries[0] : (index < static_cast<int32_t>(entries.size()) ? entries[index] : "");
+  const std::string& mine =
+      entries.size() == 1 ? entries[0]
+                          : (index < static_cast<int32_t>(entries.size()) ? entries[index] : "");
   if (mine.empty()) return "";
   if (mine.find_first_not_of("0123456789") == std::string::npos) return "cuda:" + mine;
   return mine;  // "GPU-<uuid>" or "MIG-<uuid>"

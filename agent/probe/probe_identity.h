@@ -25,6 +25,7 @@ ProbeIdentity IdentityFromEnvironment(const std::function<const char*(const char
 // The GPU a process of this local rank uses, as the node knows it: "cuda:N" with N the physical
 // index NVML uses (CUDA_VISIBLE_DEVICES=4,5 makes local rank 1 "cuda:5"), the UUID when
 // CUDA_VISIBLE_DEVICES names GPUs by UUID, or "" when nothing says.
-std::string DeviceFromEnvironment(int32_t local_rank, const std::function<const char*(const char*)>& getenv);
+std::string DeviceFromEnvironment(int32_t local_rank,
+                                  const std::function<const char*(const char*)>& getenv);
 
 }  // namespace podscope::agent::probe

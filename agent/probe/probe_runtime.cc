@@ -41,7 +41,8 @@ int64_t ParentOf(int64_t pid) {
 ProbeDescription DescribeThisProcess() {
   ProbeDescription d;
   d.identity = IdentityFromEnvironment([](const char* name) { return std::getenv(name); });
-  d.device = DeviceFromEnvironment(d.identity.local_rank, [](const char* name) { return std::getenv(name); });
+  d.device = DeviceFromEnvironment(d.identity.local_rank,
+                                   [](const char* name) { return std::getenv(name); });
   d.pid = getpid();
   std::ifstream comm("/proc/self/comm");
   std::getline(comm, d.process_name);
@@ -55,11 +56,12 @@ ProbeDescription DescribeThisProcess() {
   return d;
 }
 
-ProbeRuntime::ProbeRuntime(ProbeSettings settings, ProbeDescription description, std::vector<EventSource*> sources,
-                           TimeNs (*host_now)())
+ProbeRuntime::ProbeRuntime(ProbeSettings settings, ProbeDescription description,
+                           std::vector<EventSource*> sources, TimeNs (*host_now)())
     : settings_(std::move(settings)),
       host_now_(host_now != nullptr ? host_now : &common::HostNowNs),
-      link_(settings_.agent_socket, settings_.reconnect_interval_ns, settings_.max_queue_bytes, this),
+      link_(settings_.agent_socket, settings_.reconnect_interval_ns, settings_.max_queue_bytes,
+            this),
       description_(std::move(description)),
       sources_(std::move(sources)) {}
 
@@ -102,7 +104,9 @@ void ProbeRuntime::SetClockReader(std::function<void(GpuClockMap*)> reader) {
   clock_reader_ = std::move(reader);
 }
 
-void ProbeRuntime::OnWelcome(const v1::ProbeWelcome& welcome) { SetWatching(settings_.watch && welcome.watch()); }
+void ProbeRuntime::OnWelcome(const v1::ProbeWelcome& welcome) {
+  SetWatching(settings_.watch && welcome.watch());
+}
 
 void ProbeRuntime::OnDisconnected() { SetWatching(false); }
 
@@ -124,7 +128,8 @@ void ProbeRuntime::WatchLoop() {
   while (!stopping_) {
     mu_.Await(absl::Condition(&on));
     if (stopping_) return;
-    mu_.AwaitWithTimeout(absl::Condition(&off), absl::Nanoseconds(settings_.watch_flush_interval_ns));
+    mu_.AwaitWithTimeout(absl::Condition(&off),
+                         absl::Nanoseconds(settings_.watch_flush_interval_ns));
     if (stopping_ || !watching_) continue;
     mu_.Unlock();
     FlushWatch();
@@ -246,7 +251,8 @@ void ProbeRuntime::OnArm(const v1::ProbeArm& arm) {
     if (window_ != nullptr) {
       refusal = common::StrCat("the probe is busy with capture ", window_->arm.capture_id());
     } else if (arm.stop_host_ns() <= arm.start_host_ns()) {
-      refusal = common::StrCat("empty window: stop ", arm.stop_host_ns(), " is not after start ", arm.start_host_ns());
+      refusal = common::StrCat("empty window: stop ", arm.stop_host_ns(), " is not after start ",
+                               arm.start_host_ns());
     } else if (arm.stop_host_ns() <= host_now_()) {
       refusal = "the window was over before the probe was armed";
     } else {
@@ -280,7 +286,9 @@ void ProbeRuntime::SendStatus(const v1::ProbeCaptureStatus& status) {
 }
 
 bool ProbeRuntime::SleepUntil(TimeNs deadline) {
-  const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || window_->cancelled; };
+  const auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || window_->cancelled;
+  };
   while (!stop()) {
     const TimeNs left = deadline - host_now_();
     if (left <= 0) return true;
@@ -290,7 +298,9 @@ bool ProbeRuntime::SleepUntil(TimeNs deadline) {
 }
 
 void ProbeRuntime::WindowLoop() {
-  const auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || window_ != nullptr; };
+  const auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || window_ != nullptr;
+  };
   absl::MutexLock lock(&mu_);
   while (true) {
     mu_.Await(absl::Condition(&work));
@@ -315,8 +325,9 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
     return;
   }
   recording_ = arm.capture_id();
-  const uint64_t max_events = arm.max_events() > 0 ? std::min(arm.max_events(), settings_.max_events_per_window)
-                                                   : settings_.max_events_per_window;
+  const uint64_t max_events = arm.max_events() > 0
+                                  ? std::min(arm.max_events(), settings_.max_events_per_window)
+                                  : settings_.max_events_per_window;
   budget_.Reset(max_events);
   gpu_clock_.Clear();
   const std::vector<EventSource*> sources = sources_;
@@ -351,7 +362,8 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
   for (EventSource* s : sources) {
     Harvest& h = harvests.emplace_back(s->TakeHarvest());
     dropped += h.dropped;
-    if (!h.error.empty()) common::StrAppend(&errors, errors.empty() ? "" : "; ", s->name(), ": ", h.error);
+    if (!h.error.empty())
+      common::StrAppend(&errors, errors.empty() ? "" : "; ", s->name(), ": ", h.error);
   }
   // NCCL's collectives and CUPTI's kernels describe the same operations: link them.
   const auto named = [&](std::string_view name) -> Harvest* {
@@ -371,7 +383,8 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
     for (common::WorkerTrace& part : common::SplitIntoChunks(std::move(h.trace), kChunkEvents)) {
       const uint64_t n = part.Counts().Total();
       v1::ProbeMessage m;
-      common::EncodeChunk(part, common::ChunkHeader{arm.capture_id(), 0, chunks}, m.mutable_chunk());
+      common::EncodeChunk(part, common::ChunkHeader{arm.capture_id(), 0, chunks},
+                          m.mutable_chunk());
       if (link_.Send(m)) {
         events += n;
         ++chunks;

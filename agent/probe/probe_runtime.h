@@ -42,8 +42,8 @@ struct ProbeDescription {
 class ProbeRuntime : public AgentLink::Handler {
  public:
   // `sources` must outlive the runtime. `host_now` null: CLOCK_REALTIME.
-  ProbeRuntime(ProbeSettings settings, ProbeDescription description, std::vector<EventSource*> sources,
-               TimeNs (*host_now)() = nullptr);
+  ProbeRuntime(ProbeSettings settings, ProbeDescription description,
+               std::vector<EventSource*> sources, TimeNs (*host_now)() = nullptr);
   ~ProbeRuntime() override;
 
   void Start();
@@ -102,7 +102,7 @@ class ProbeRuntime : public AgentLink::Handler {
   ProbeDescription description_ ABSL_GUARDED_BY(mu_);
   std::vector<EventSource*> sources_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Window> window_ ABSL_GUARDED_BY(mu_);  // armed or recording; null when idle
-  std::string recording_ ABSL_GUARDED_BY(mu_);  // the capture being recorded, if any
+  std::string recording_ ABSL_GUARDED_BY(mu_);           // the capture being recorded, if any
   // The last capture delivered (a repeated arm is answered, not re-run).
   std::string last_done_ ABSL_GUARDED_BY(mu_);
   uint64_t windows_done_ ABSL_GUARDED_BY(mu_) = 0;

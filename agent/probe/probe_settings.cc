@@ -13,7 +13,8 @@ namespace {
 bool ParsePositive(std::string_view text, uint64_t max, uint64_t* out) {
   uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value == 0 || value > max) return false;
+  if (ec != std::errc() || end != text.data() + text.size() || value == 0 || value > max)
+    return false;
   *out = value;
   return true;
 }
@@ -35,14 +36,16 @@ ProbeSettings SettingsFromEnvironment(const std::function<const char*(const char
     }
     *field = static_cast<std::remove_pointer_t<decltype(field)>>(value * scale);
   };
-  if (const char* path = getenv("PODSCOPE_AGENT_SOCKET"); path != nullptr && *path != '\0') s.agent_socket = path;
+  if (const char* path = getenv("PODSCOPE_AGENT_SOCKET"); path != nullptr && *path != '\0')
+    s.agent_socket = path;
   number("PODSCOPE_PROBE_RECONNECT_MS", 3'600'000, 1'000'000, &s.reconnect_interval_ns);
   number("PODSCOPE_PROBE_MAX_EVENTS", 100'000'000, 1, &s.max_events_per_window);
   number("PODSCOPE_PROBE_QUEUE_MB", 16'384, 1u << 20, &s.max_queue_bytes);
   number("PODSCOPE_CUPTI_BUFFERS", 1024, 1, &s.cupti_buffers);
   number("PODSCOPE_CUPTI_BUFFER_KB", 262'144, 1024, &s.cupti_buffer_bytes);
   if (const char* p = getenv("PODSCOPE_STEP_PATTERN"); p != nullptr && *p != '\0') {
-    if (absl::StatusOr<common::StepPattern> pattern = common::StepPattern::Compile(p); pattern.ok()) {
+    if (absl::StatusOr<common::StepPattern> pattern = common::StepPattern::Compile(p);
+        pattern.ok()) {
       s.step_pattern = p;
     } else {
       if (!warnings->empty()) *warnings += "; ";

@@ -9,7 +9,8 @@ constexpr size_t kMaxWatchSteps = 4096;  // steps between two flushes
 
 }  // namespace
 
-StepSource::StepSource(TimeNs (*host_now)()) : host_now_(host_now != nullptr ? host_now : &common::HostNowNs) {}
+StepSource::StepSource(TimeNs (*host_now)())
+    : host_now_(host_now != nullptr ? host_now : &common::HostNowNs) {}
 
 void StepSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) {
   absl::MutexLock lock(&mu_);

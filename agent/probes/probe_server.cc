@@ -15,14 +15,19 @@
 
 namespace podscope::agent {
 
-absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Listen(ProbeServerOptions options, Listener* listener) {
-  absl::StatusOr<common::UniqueFd> fd = common::ListenUnix(options.socket_path, options.socket_mode);
+absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Listen(ProbeServerOptions options,
+                                                                 Listener* listener) {
+  absl::StatusOr<common::UniqueFd> fd =
+      common::ListenUnix(options.socket_path, options.socket_mode);
   if (!fd.ok()) return fd.status();
   fcntl(fd->get(), F_SETFL, fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
-  return std::unique_ptr<ProbeServer>(new ProbeServer(std::move(options), *std::move(fd), listener));
+  return std::unique_ptr<ProbeServer>(
+      new ProbeServer(std::move(options), *std::move(fd), listener));
 }
 
-void ProbeServer::Run() { thread_ = std::thread([this] { Loop(); }); }
+void ProbeServer::Run() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 ProbeServer::ProbeServer(ProbeServerOptions options, common::UniqueFd listen_fd, Listener* listener)
     : options_(std::move(options)), listen_fd_(std::move(listen_fd)), listener_(listener) {
@@ -58,7 +63,8 @@ size_t ProbeServer::connections() const {
 
 bool ProbeServer::Send(ProbeConnectionId id, const v1::AgentToProbe& command) {
   std::string frame;
-  if (!common::AppendFrame(command.SerializeAsString(), options_.max_frame_bytes, &frame).ok()) return false;
+  if (!common::AppendFrame(command.SerializeAsString(), options_.max_frame_bytes, &frame).ok())
+    return false;
   {
     absl::MutexLock lock(&mu_);
     auto it = connections_.find(id);
@@ -72,7 +78,8 @@ bool ProbeServer::Send(ProbeConnectionId id, const v1::AgentToProbe& command) {
 
 bool ProbeServer::PeerAllowed(const common::PeerCredentials& peer) const {
   if (options_.allowed_uids.empty() || peer.uid == 0 || peer.uid == getuid()) return true;
-  return std::find(options_.allowed_uids.begin(), options_.allowed_uids.end(), peer.uid) != options_.allowed_uids.end();
+  return std::find(options_.allowed_uids.begin(), options_.allowed_uids.end(), peer.uid) !=
+         options_.allowed_uids.end();
 }
 
 void ProbeServer::Refuse(Connection& c, const std::string& reason) {
@@ -92,10 +99,12 @@ void ProbeServer::Accept() {
     common::UniqueFd fd(raw);
     absl::StatusOr<common::PeerCredentials> peer = common::PeerCredentialsOf(fd.get());
     if (!peer.ok()) continue;
-    auto c = std::make_unique<Connection>(Connection{std::move(fd), *peer, common::FrameReader(options_.max_frame_bytes)});
+    auto c = std::make_unique<Connection>(
+        Connection{std::move(fd), *peer, common::FrameReader(options_.max_frame_bytes)});
     absl::MutexLock lock(&mu_);
     if (connections_.size() >= options_.max_probes) {
-      spdlog::warn("probe from pid {} refused: {} probes connected already (the limit)", peer->pid, connections_.size());
+      spdlog::warn("probe from pid {} refused: {} probes connected already (the limit)", peer->pid,
+                   connections_.size());
       continue;  // closing the socket is the answer; the probe retries later
     }
     connections_.emplace(next_id_++, std::move(c));
@@ -105,19 +114,22 @@ void ProbeServer::Accept() {
 bool ProbeServer::HandleFrame(ProbeConnectionId id, Connection& c, const std::string& payload) {
   v1::ProbeMessage m;
   if (!m.ParseFromString(payload)) {
-    spdlog::warn("probe pid {}: a frame of {} bytes is not a probe message; disconnecting", c.peer.pid, payload.size());
+    spdlog::warn("probe pid {}: a frame of {} bytes is not a probe message; disconnecting",
+                 c.peer.pid, payload.size());
     return false;
   }
   if (m.has_register_()) {
     const v1::ProbeRegister& r = m.register_();
     if (r.protocol_major() != common::kProbeProtocolMajor) {
       Refuse(c, common::StrCat("probe protocol ", r.protocol_major(), ".", r.protocol_minor(),
-                               " is not served by this agent (protocol ", common::kProbeProtocolMajor, ".",
-                               common::kProbeProtocolMinor, "); use the probe that came with the agent"));
+                               " is not served by this agent (protocol ",
+                               common::kProbeProtocolMajor, ".", common::kProbeProtocolMinor,
+                               "); use the probe that came with the agent"));
       return true;
     }
     if (!PeerAllowed(c.peer)) {
-      Refuse(c, common::StrCat("user ", c.peer.uid, " may not register with this agent (allowed: its own user, root",
+      Refuse(c, common::StrCat("user ", c.peer.uid,
+                               " may not register with this agent (allowed: its own user, root",
                                options_.allowed_uids.empty() ? "" : ", probe.allowed_uids", ")"));
       return true;
     }
@@ -146,7 +158,8 @@ bool ProbeServer::ReadFrom(ProbeConnectionId id, Connection& c) {
     while (true) {
       absl::StatusOr<std::optional<std::string>> frame = c.reader.Next();
       if (!frame.ok()) {
-        spdlog::warn("probe pid {}: {}; disconnecting", c.peer.pid, std::string(frame.status().message()));
+        spdlog::warn("probe pid {}: {}; disconnecting", c.peer.pid,
+                     std::string(frame.status().message()));
         return false;
       }
       if (!frame->has_value()) break;
@@ -167,7 +180,10 @@ void ProbeServer::Loop() {
     {
       absl::MutexLock lock(&mu_);
       for (const auto& [id, c] : connections_) {
-        fds.push_back({c->fd.get(), static_cast<short>((c->closing ? 0 : POLLIN) | (c->outbound.empty() ? 0 : POLLOUT)), 0});
+        fds.push_back(
+            {c->fd.get(),
+             static_cast<short>((c->closing ? 0 : POLLIN) | (c->outbound.empty() ? 0 : POLLOUT)),
+             0});
         ids.push_back(id);
       }
     }
@@ -188,7 +204,8 @@ void ProbeServer::Loop() {
       }
       if (c == nullptr) continue;
       bool keep = true;
-      if (revents & (POLLIN | POLLHUP | POLLERR)) keep = c->closing ? (revents & POLLIN) != 0 : ReadFrom(ids[i], *c);
+      if (revents & (POLLIN | POLLHUP | POLLERR))
+        keep = c->closing ? (revents & POLLIN) != 0 : ReadFrom(ids[i], *c);
       if (keep && (revents & POLLOUT)) {
         absl::MutexLock lock(&mu_);
         const ssize_t n = send(c->fd.get(), c->outbound.data(), c->outbound.size(), MSG_NOSIGNAL);

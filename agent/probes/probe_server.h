@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/frame_codec.h"
 #include "common/unix_socket.h"
 #include "podscope/v1/probe.pb.h"
@@ -47,7 +47,8 @@ class ProbeServer {
    public:
     virtual ~Listener() = default;
     // A (re-)registration that passed the checks.
-    virtual void OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer, const v1::ProbeRegister& r) = 0;
+    virtual void OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer,
+                            const v1::ProbeRegister& r) = 0;
     virtual void OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) = 0;
     virtual void OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus& status) = 0;
     virtual void OnWatch(ProbeConnectionId id, const v1::ProbeWatch& watch) {}
@@ -56,7 +57,8 @@ class ProbeServer {
 
   // Listens (the socket's directory is created if missing); serves nobody until Run. Two steps,
   // so that the listener can hold the server before any callback can use it.
-  static absl::StatusOr<std::unique_ptr<ProbeServer>> Listen(ProbeServerOptions options, Listener* listener);
+  static absl::StatusOr<std::unique_ptr<ProbeServer>> Listen(ProbeServerOptions options,
+                                                             Listener* listener);
   // Starts the thread that accepts probes and calls the listener. Once.
   void Run();
   ~ProbeServer();

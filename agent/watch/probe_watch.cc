@@ -9,7 +9,9 @@ namespace {
 bool Instant(int64_t t) { return t >= 0 && t < common::kMaxWatchTimeNs; }
 
 // A span from `start` to `end` within the wire's bound on spans.
-bool Span(int64_t start, int64_t end) { return Instant(start) && Instant(end) && end >= start && end - start <= common::kMaxWatchSpanNs; }
+bool Span(int64_t start, int64_t end) {
+  return Instant(start) && Instant(end) && end >= start && end - start <= common::kMaxWatchSpanNs;
+}
 
 bool Op(uint32_t op) { return op < static_cast<uint32_t>(common::kCollectiveOpCount); }
 
@@ -20,9 +22,9 @@ ProbeWatchData DecodeProbeWatch(const v1::ProbeWatch& watch, const ProbeWatchLim
   out.now_ns = Instant(watch.now_ns()) ? watch.now_ns() : 0;
   out.probe_dropped = watch.dropped();
   for (const v1::ProbeWatchCollective& c : watch.collectives()) {
-    if (out.collectives.size() >= limits.max_collectives || !Op(c.op()) || c.sequence() < 0 || c.nranks() < 1 ||
-        c.nranks() > limits.max_nranks || c.bytes() < 0 || !Span(c.enqueue_ns(), c.end_ns()) ||
-        !Span(c.start_ns(), c.end_ns())) {
+    if (out.collectives.size() >= limits.max_collectives || !Op(c.op()) || c.sequence() < 0 ||
+        c.nranks() < 1 || c.nranks() > limits.max_nranks || c.bytes() < 0 ||
+        !Span(c.enqueue_ns(), c.end_ns()) || !Span(c.start_ns(), c.end_ns())) {
       ++out.refused;
       continue;
     }
@@ -45,8 +47,9 @@ ProbeWatchData DecodeProbeWatch(const v1::ProbeWatch& watch, const ProbeWatchLim
   }
   for (const v1::ProbeWatchProgress& p : watch.progress()) {
     if (out.progress.size() >= limits.max_progress || !Op(p.entered_op()) || p.nranks() < 1 ||
-        p.nranks() > limits.max_nranks || p.entered_sequence() < -1 || p.completed_sequence() < -1 ||
-        !Instant(p.entered_ns()) || !Instant(p.completed_ns()) || p.entered_bytes() < 0) {
+        p.nranks() > limits.max_nranks || p.entered_sequence() < -1 ||
+        p.completed_sequence() < -1 || !Instant(p.entered_ns()) || !Instant(p.completed_ns()) ||
+        p.entered_bytes() < 0) {
       ++out.refused;
       continue;
     }

@@ -5,10 +5,12 @@
 
 namespace podscope::agent {
 
-void StepAssembler::Add(const std::vector<common::CollectiveArrival>& collectives, const std::vector<MarkedStep>& marks,
-                        TimeNs now, std::vector<common::StepSummary>* out) {
+void StepAssembler::Add(const std::vector<common::CollectiveArrival>& collectives,
+                        const std::vector<MarkedStep>& marks, TimeNs now,
+                        std::vector<common::StepSummary>* out) {
   const size_t history = static_cast<size_t>(
-      std::max(options_.confirm_periods * options_.max_period, options_.min_window) + options_.max_period + 1);
+      std::max(options_.confirm_periods * options_.max_period, options_.min_window) +
+      options_.max_period + 1);
   for (const common::CollectiveArrival& a : collectives) {
     if (pending_.size() >= options_.max_pending_collectives) {
       pending_.pop_front();
@@ -24,7 +26,8 @@ void StepAssembler::Add(const std::vector<common::CollectiveArrival>& collective
     seen.push_back(Seen{a.sequence, a.enqueue_ns, a.op, a.bytes});
     // Flushes keep enqueue order within a communicator, but a straggling kernel may finish a
     // flush late: keep the history in sequence order.
-    for (size_t i = seen.size() - 1; i > 0 && seen[i - 1].sequence > seen[i].sequence; --i) std::swap(seen[i - 1], seen[i]);
+    for (size_t i = seen.size() - 1; i > 0 && seen[i - 1].sequence > seen[i].sequence; --i)
+      std::swap(seen[i - 1], seen[i]);
     if (seen.size() > history) seen.pop_front();
   }
   for (const MarkedStep& m : marks) {
@@ -43,7 +46,8 @@ void StepAssembler::Add(const std::vector<common::CollectiveArrival>& collective
   }
 }
 
-void StepAssembler::Emit(int64_t step, TimeNs start, TimeNs end, std::vector<common::StepSummary>* out) {
+void StepAssembler::Emit(int64_t step, TimeNs start, TimeNs end,
+                         std::vector<common::StepSummary>* out) {
   common::StepSummary s;
   s.step = step;
   s.start_ns = start;
@@ -60,7 +64,9 @@ void StepAssembler::Emit(int64_t step, TimeNs start, TimeNs end, std::vector<com
   }
   pending_.swap(later);
   std::sort(s.collectives.begin(), s.collectives.end(),
-            [](const common::CollectiveArrival& a, const common::CollectiveArrival& b) { return a.enqueue_ns < b.enqueue_ns; });
+            [](const common::CollectiveArrival& a, const common::CollectiveArrival& b) {
+              return a.enqueue_ns < b.enqueue_ns;
+            });
   s.comm_kernel_ns = common::CommunicationKernelTime(s.collectives);
   ++counters_.steps;
   last_step_ = step;
@@ -68,7 +74,8 @@ void StepAssembler::Emit(int64_t step, TimeNs start, TimeNs end, std::vector<com
 }
 
 void StepAssembler::AddMarked(TimeNs now, std::vector<common::StepSummary>* out) {
-  std::stable_sort(marks_.begin(), marks_.end(), [](const MarkedStep& a, const MarkedStep& b) { return a.end_ns < b.end_ns; });
+  std::stable_sort(marks_.begin(), marks_.end(),
+                   [](const MarkedStep& a, const MarkedStep& b) { return a.end_ns < b.end_ns; });
   while (!marks_.empty() && marks_.front().end_ns + options_.hold_ns <= now) {
     const MarkedStep m = marks_.front();
     marks_.pop_front();
@@ -76,13 +83,17 @@ void StepAssembler::AddMarked(TimeNs now, std::vector<common::StepSummary>* out)
   }
 }
 
-std::optional<StepAssembler::Period> StepAssembler::InferPeriod(uint64_t communicator,
-                                                                const std::deque<Seen>& seen) const {
+std::optional<StepAssembler::Period> StepAssembler::InferPeriod(
+    uint64_t communicator, const std::deque<Seen>& seen) const {
   // The newest run of consecutive sequence numbers (a dropped collective breaks the pattern).
   size_t first = seen.size();
-  while (first > 0 && (first == seen.size() || seen[first - 1].sequence + 1 == seen[first].sequence)) --first;
+  while (first > 0 &&
+         (first == seen.size() || seen[first - 1].sequence + 1 == seen[first].sequence))
+    --first;
   const size_t n = seen.size() - first;
-  const auto sig_equal = [&](size_t i, size_t j) { return seen[i].op == seen[j].op && seen[i].bytes == seen[j].bytes; };
+  const auto sig_equal = [&](size_t i, size_t j) {
+    return seen[i].op == seen[j].op && seen[i].bytes == seen[j].bytes;
+  };
   for (int p = 1; p <= options_.max_period; ++p) {
     const auto period = static_cast<size_t>(p);
     const size_t window = std::max(static_cast<size_t>(options_.confirm_periods) * period,
@@ -105,7 +116,8 @@ std::optional<StepAssembler::Period> StepAssembler::InferPeriod(uint64_t communi
     if (!positive) continue;
     if (p == 1) {
       // Every collective a step: only when the pauses are steady.
-      if (static_cast<double>(longest[0]) <= options_.pause_ratio * static_cast<double>(shortest[0])) {
+      if (static_cast<double>(longest[0]) <=
+          options_.pause_ratio * static_cast<double>(shortest[0])) {
         return Period{communicator, 1, 0};
       }
       continue;
@@ -151,7 +163,8 @@ void StepAssembler::AddInferred(TimeNs now, std::vector<common::StepSummary>* ou
   // Step boundaries: the first collective of each period, in order.
   std::vector<std::pair<int64_t, TimeNs>> boundaries;  // step, enqueue
   for (const Seen& s : seen) {
-    if (s.sequence < period_->phase || (s.sequence - period_->phase) % period_->collectives != 0) continue;
+    if (s.sequence < period_->phase || (s.sequence - period_->phase) % period_->collectives != 0)
+      continue;
     boundaries.emplace_back((s.sequence - period_->phase) / period_->collectives, s.enqueue_ns);
   }
   for (size_t i = 0; i + 1 < boundaries.size(); ++i) {

@@ -63,8 +63,8 @@ class StepAssembler {
 
   // One flush: finished collectives in enqueue order, marked steps, and the probe's clock at
   // the flush. Appends the steps now complete to `out` (rank 0: the caller names the rank).
-  void Add(const std::vector<common::CollectiveArrival>& collectives, const std::vector<MarkedStep>& marks,
-           TimeNs now, std::vector<common::StepSummary>* out);
+  void Add(const std::vector<common::CollectiveArrival>& collectives,
+           const std::vector<MarkedStep>& marks, TimeNs now, std::vector<common::StepSummary>* out);
 
   // The inferred period (collectives of the anchor communicator per step), if one is locked.
   struct Period {
@@ -96,7 +96,7 @@ class StepAssembler {
   std::deque<common::CollectiveArrival> pending_;  // enqueue order
   std::deque<MarkedStep> marks_;
   TimeNs last_mark_ns_ = 0;
-  int64_t last_step_ = INT64_MIN;  // the newest step handed on
+  int64_t last_step_ = INT64_MIN;                 // the newest step handed on
   std::map<uint64_t, std::deque<Seen>> history_;  // per communicator, newest last
   std::optional<Period> period_;
   StepAssemblerCounters counters_;

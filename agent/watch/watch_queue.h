@@ -28,7 +28,8 @@ struct WatchQueueLimits {
 
 struct WatchQueueCounters {
   uint64_t pushed_steps = 0;
-  uint64_t dropped_steps = 0;  // the oldest, pushed out of a full queue (and what a lost batch held)
+  uint64_t dropped_steps =
+      0;  // the oldest, pushed out of a full queue (and what a lost batch held)
   uint64_t dropped_progress = 0;
 };
 

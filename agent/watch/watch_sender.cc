@@ -6,13 +6,20 @@
 
 namespace podscope::agent {
 
-WatchSender::WatchSender(WatchSenderOptions options, std::string agent_id, v1::AgentService::Stub* stub,
-                         WatchQueue& queue, std::function<bool()> ready)
-    : options_(options), agent_id_(std::move(agent_id)), stub_(stub), queue_(queue), ready_(std::move(ready)) {}
+WatchSender::WatchSender(WatchSenderOptions options, std::string agent_id,
+                         v1::AgentService::Stub* stub, WatchQueue& queue,
+                         std::function<bool()> ready)
+    : options_(options),
+      agent_id_(std::move(agent_id)),
+      stub_(stub),
+      queue_(queue),
+      ready_(std::move(ready)) {}
 
 WatchSender::~WatchSender() { Stop(); }
 
-void WatchSender::Start() { thread_ = std::thread([this] { Loop(); }); }
+void WatchSender::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void WatchSender::Stop() {
   {
@@ -59,7 +66,8 @@ void WatchSender::Loop() {
     bool delivered_any = false;
     while (true) {
       // A batch a flush interval, or at once while a batch's worth or more is queued.
-      if (queue_.queued_steps() < options_.max_batch_steps && !Pause(options_.flush_interval)) break;
+      if (queue_.queued_steps() < options_.max_batch_steps && !Pause(options_.flush_interval))
+        break;
       v1::WatchBatch batch = queue_.Take(agent_id_, options_.max_batch_steps);
       if (batch.steps_size() == 0 && batch.progress_size() == 0) {
         if (!ready_()) break;  // the control stream went: so does this one
@@ -87,7 +95,8 @@ void WatchSender::Loop() {
     if (stopping) return;
     if (broke || !status.ok()) {
       spdlog::warn("agent {}: watch stream ended: {} ({}); reopening", agent_id_,
-                   status.ok() ? "write failed" : status.error_message(), static_cast<int>(status.error_code()));
+                   status.ok() ? "write failed" : status.error_message(),
+                   static_cast<int>(status.error_code()));
     }
     if (delivered_any) backoff = options_.reconnect_initial;
     if (!Pause(backoff)) return;

@@ -35,8 +35,8 @@ class WatchSender {
  public:
   // `ready` says when the coordinator will hear this agent (its control stream is welcomed);
   // the stub and queue outlive the sender.
-  WatchSender(WatchSenderOptions options, std::string agent_id, v1::AgentService::Stub* stub, WatchQueue& queue,
-              std::function<bool()> ready);
+  WatchSender(WatchSenderOptions options, std::string agent_id, v1::AgentService::Stub* stub,
+              WatchQueue& queue, std::function<bool()> ready);
   ~WatchSender();
 
   void Start();

@@ -7,11 +7,10 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "common/str_util.h"
-#include "common/str_util.h"
 #include "common/file_io.h"
 #include "common/json_writer.h"
 #include "common/status_macros.h"
+#include "common/str_util.h"
 
 namespace podscope::common {
 namespace {
@@ -20,9 +19,12 @@ constexpr size_t kFlushBytes = 1 << 20;
 
 std::string_view HostSpanCat(HostSpanCategory c) {
   switch (c) {
-    case HostSpanCategory::kOp: return "cpu_op";
-    case HostSpanCategory::kPython: return "python_function";
-    case HostSpanCategory::kGpuAnnotation: return "gpu_user_annotation";
+    case HostSpanCategory::kOp:
+      return "cpu_op";
+    case HostSpanCategory::kPython:
+      return "python_function";
+    case HostSpanCategory::kGpuAnnotation:
+      return "gpu_user_annotation";
     case HostSpanCategory::kAnnotation:
     case HostSpanCategory::kInput:      // re-derived from the name on import
     case HostSpanCategory::kOptimizer:  // likewise
@@ -37,8 +39,13 @@ class WorkerWriter {
   // Timestamps are written as (aligned time - base_ns): see WriteChromeTrace.
   WorkerWriter(const WorkerTrace& w, int64_t pid, const ExportOptions& options, JsonWriter* out,
                uint64_t* events, uint64_t* next_flow_id, TimeNs base_ns)
-      : w_(w), pid_(pid), options_(options), out_(*out), events_(*events),
-        next_flow_id_(*next_flow_id), base_ns_(base_ns) {}
+      : w_(w),
+        pid_(pid),
+        options_(options),
+        out_(*out),
+        events_(*events),
+        next_flow_id_(*next_flow_id),
+        base_ns_(base_ns) {}
 
   // Calls `flush` between events so the buffer stays bounded.
   template <typename Flush>
@@ -48,12 +55,14 @@ class WorkerWriter {
     absl::flat_hash_map<int64_t, size_t> launch_of;  // correlation -> runtime call row
     if (options_.flows) {
       for (size_t i = 0; i < w_.runtime_calls.size(); ++i) {
-        if (w_.runtime_calls.correlation[i] >= 0) launch_of.emplace(w_.runtime_calls.correlation[i], i);
+        if (w_.runtime_calls.correlation[i] >= 0)
+          launch_of.emplace(w_.runtime_calls.correlation[i], i);
       }
     }
     absl::flat_hash_map<int64_t, size_t> collective_of;  // kernel correlation -> collective row
     for (size_t i = 0; i < w_.collectives.size(); ++i) {
-      if (w_.collectives.correlation[i] >= 0) collective_of.emplace(w_.collectives.correlation[i], i);
+      if (w_.collectives.correlation[i] >= 0)
+        collective_of.emplace(w_.collectives.correlation[i], i);
     }
     const KernelTable& k = w_.kernels;
     for (size_t i = 0; i < k.size(); ++i) {
@@ -80,15 +89,16 @@ class WorkerWriter {
     for (size_t i = 0; i < h.size(); ++i) {
       const bool on_gpu = h.category[i] == HostSpanCategory::kGpuAnnotation;
       BeginEventOn('X', HostSpanCat(h.category[i]), w_.strings.Get(h.name[i]),
-                   on_gpu ? DeviceTrack(0, h.thread[i]) : std::make_pair(pid_, h.thread[i]), h.start[i],
-                   h.end[i]);
+                   on_gpu ? DeviceTrack(0, h.thread[i]) : std::make_pair(pid_, h.thread[i]),
+                   h.start[i], h.end[i]);
       out_.Raw(",\"args\":{");
       bool first = true;
       if (on_gpu) {
         out_.Raw("\"stream\":").Int(h.thread[i]);
         first = false;
       }
-      if (h.external_id[i] >= 0) out_.Raw(first ? "" : ",").Raw("\"External id\":").Int(h.external_id[i]);
+      if (h.external_id[i] >= 0)
+        out_.Raw(first ? "" : ",").Raw("\"External id\":").Int(h.external_id[i]);
       out_.Raw("}}");
       if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
     }
@@ -96,11 +106,21 @@ class WorkerWriter {
     const MemoryEventTable& mem = w_.memory_events;
     for (size_t i = 0; i < mem.size(); ++i) {
       Separator();
-      out_.Raw("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\",\"pid\":").Int(pid_);
-      out_.Raw(",\"tid\":").Int(mem.thread[i]).Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(mem.time[i]) - base_ns_);
-      out_.Raw(",\"args\":{\"Device Type\":").Int(mem.device[i] < 0 ? 0 : 1).Raw(",\"Device Id\":").Int(mem.device[i]);
+      out_.Raw(
+              "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\","
+              "\"pid\":")
+          .Int(pid_);
+      out_.Raw(",\"tid\":")
+          .Int(mem.thread[i])
+          .Raw(",\"ts\":")
+          .MicrosFromNanos(w_.clock.ToAligned(mem.time[i]) - base_ns_);
+      out_.Raw(",\"args\":{\"Device Type\":")
+          .Int(mem.device[i] < 0 ? 0 : 1)
+          .Raw(",\"Device Id\":")
+          .Int(mem.device[i]);
       out_.Raw(",\"Bytes\":").Int(mem.bytes[i]);
-      if (mem.total_allocated[i] >= 0) out_.Raw(",\"Total Allocated\":").Int(mem.total_allocated[i]);
+      if (mem.total_allocated[i] >= 0)
+        out_.Raw(",\"Total Allocated\":").Int(mem.total_allocated[i]);
       if (mem.total_reserved[i] >= 0) out_.Raw(",\"Total Reserved\":").Int(mem.total_reserved[i]);
       out_.Raw("}}");
       if (out_.size() > kFlushBytes) RETURN_IF_ERROR(flush());
@@ -131,7 +151,12 @@ class WorkerWriter {
     const TimeNs a = w_.clock.ToAligned(start);
     const TimeNs b = w_.clock.ToAligned(end);
     out_.Raw("{\"ph\":\"").Char(ph).Raw("\",\"cat\":").String(cat).Raw(",\"name\":").String(name);
-    out_.Raw(",\"pid\":").Int(track.first).Raw(",\"tid\":").Int(track.second).Raw(",\"ts\":").MicrosFromNanos(a - base_ns_);
+    out_.Raw(",\"pid\":")
+        .Int(track.first)
+        .Raw(",\"tid\":")
+        .Int(track.second)
+        .Raw(",\"ts\":")
+        .MicrosFromNanos(a - base_ns_);
     out_.Raw(",\"dur\":").MicrosFromNanos(b - a);
   }
 
@@ -153,13 +178,16 @@ class WorkerWriter {
   }
 
   void WriteMetadata() {
-    Metadata("process_name", 0, "name",
-             options_.layout == ExportLayout::kKineto ? w_.info.process_name : w_.info.DisplayName(), 0, true);
+    Metadata(
+        "process_name", 0, "name",
+        options_.layout == ExportLayout::kKineto ? w_.info.process_name : w_.info.DisplayName(), 0,
+        true);
     Metadata("process_sort_index", 0, "sort_index", {}, w_.info.rank, false);
     std::set<int64_t> threads;
     for (int64_t t : w_.runtime_calls.thread) threads.insert(t);
     for (size_t i = 0; i < w_.host_spans.size(); ++i) {
-      if (w_.host_spans.category[i] != HostSpanCategory::kGpuAnnotation) threads.insert(w_.host_spans.thread[i]);
+      if (w_.host_spans.category[i] != HostSpanCategory::kGpuAnnotation)
+        threads.insert(w_.host_spans.thread[i]);
     }
     int64_t sort = 0;
     for (int64_t t : threads) {
@@ -171,10 +199,13 @@ class WorkerWriter {
       Metadata("thread_sort_index", t, "sort_index", {}, sort++, false);
     }
     std::set<std::pair<int32_t, int64_t>> streams;
-    for (size_t i = 0; i < w_.kernels.size(); ++i) streams.emplace(w_.kernels.device[i], w_.kernels.stream[i]);
-    for (size_t i = 0; i < w_.memcpys.size(); ++i) streams.emplace(w_.memcpys.device[i], w_.memcpys.stream[i]);
+    for (size_t i = 0; i < w_.kernels.size(); ++i)
+      streams.emplace(w_.kernels.device[i], w_.kernels.stream[i]);
+    for (size_t i = 0; i < w_.memcpys.size(); ++i)
+      streams.emplace(w_.memcpys.device[i], w_.memcpys.stream[i]);
     for (size_t i = 0; i < w_.host_spans.size(); ++i) {
-      if (w_.host_spans.category[i] == HostSpanCategory::kGpuAnnotation) streams.emplace(0, w_.host_spans.thread[i]);
+      if (w_.host_spans.category[i] == HostSpanCategory::kGpuAnnotation)
+        streams.emplace(0, w_.host_spans.thread[i]);
     }
     std::set<int32_t> devices;
     for (const auto& [device, stream] : streams) devices.insert(device);
@@ -187,7 +218,8 @@ class WorkerWriter {
     }
     for (const auto& [device, stream] : streams) {
       const auto [pid, tid] = DeviceTrack(device, stream);
-      MetadataOn(pid, "thread_name", tid, "name", StrCat("GPU ", device, " stream ", stream), 0, true);
+      MetadataOn(pid, "thread_name", tid, "name", StrCat("GPU ", device, " stream ", stream), 0,
+                 true);
       MetadataOn(pid, "thread_sort_index", tid, "sort_index", {}, sort++, false);
     }
   }
@@ -200,8 +232,18 @@ class WorkerWriter {
     out_.Raw(",\"args\":{\"device\":").Int(k.device[i]).Raw(",\"stream\":").Int(k.stream[i]);
     out_.Raw(",\"correlation\":").Int(k.correlation[i]);
     if (k.kernel_class[i] != KernelClass::kSync) {
-      out_.Raw(",\"grid\":[").Uint(k.grid_x[i]).Char(',').Uint(k.grid_y[i]).Char(',').Uint(k.grid_z[i]);
-      out_.Raw("],\"block\":[").Uint(k.block_x[i]).Char(',').Uint(k.block_y[i]).Char(',').Uint(k.block_z[i]);
+      out_.Raw(",\"grid\":[")
+          .Uint(k.grid_x[i])
+          .Char(',')
+          .Uint(k.grid_y[i])
+          .Char(',')
+          .Uint(k.grid_z[i]);
+      out_.Raw("],\"block\":[")
+          .Uint(k.block_x[i])
+          .Char(',')
+          .Uint(k.block_y[i])
+          .Char(',')
+          .Uint(k.block_z[i]);
       out_.Raw("],\"registers per thread\":").Int(k.registers_per_thread[i]);
       out_.Raw(",\"shared memory\":").Int(k.shared_memory_bytes[i]);
     }
@@ -231,7 +273,11 @@ class WorkerWriter {
     BeginEventOn('X', memset ? "gpu_memset" : "gpu_memcpy", w_.strings.Get(m.name[i]),
                  DeviceTrack(m.device[i], m.stream[i]), m.start[i], m.end[i]);
     out_.Raw(",\"args\":{\"device\":").Int(m.device[i]).Raw(",\"stream\":").Int(m.stream[i]);
-    out_.Raw(",\"correlation\":").Int(m.correlation[i]).Raw(",\"bytes\":").Int(m.bytes[i]).Raw("}}");
+    out_.Raw(",\"correlation\":")
+        .Int(m.correlation[i])
+        .Raw(",\"bytes\":")
+        .Int(m.bytes[i])
+        .Raw("}}");
   }
 
   void MaybeFlow(int64_t correlation, TimeNs device_start, std::pair<int64_t, int64_t> device_track,
@@ -244,7 +290,9 @@ class WorkerWriter {
     Separator();
     out_.Raw("{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":").Uint(id);
     out_.Raw(",\"pid\":").Int(pid_).Raw(",\"tid\":").Int(r.thread[it->second]);
-    out_.Raw(",\"ts\":").MicrosFromNanos(w_.clock.ToAligned(r.start[it->second]) - base_ns_).Char('}');
+    out_.Raw(",\"ts\":")
+        .MicrosFromNanos(w_.clock.ToAligned(r.start[it->second]) - base_ns_)
+        .Char('}');
     Separator();
     out_.Raw("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":").Uint(id);
     out_.Raw(",\"pid\":").Int(device_track.first).Raw(",\"tid\":").Int(device_track.second);
@@ -298,12 +346,17 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     for (size_t d = 0; d < info.devices.size(); ++d) {
       const DeviceInfo& dev = info.devices[d];
       out.Raw(d ? "," : "").Raw("{\"id\":").Int(dev.id).Raw(",\"name\":").String(dev.name);
-      out.Raw(",\"totalGlobalMem\":").Int(dev.total_memory_bytes).Raw(",\"computeMajor\":").Int(dev.compute_major);
+      out.Raw(",\"totalGlobalMem\":")
+          .Int(dev.total_memory_bytes)
+          .Raw(",\"computeMajor\":")
+          .Int(dev.compute_major);
       out.Raw(",\"computeMinor\":").Int(dev.compute_minor).Raw(",\"numSms\":").Int(dev.sm_count);
       // Kineto's names; a limit the source did not give is left out, not written as 0.
       const std::pair<const char*, int64_t> limits[] = {
-          {"maxThreadsPerMultiprocessor", dev.max_threads_per_sm}, {"maxThreadsPerBlock", dev.max_threads_per_block},
-          {"regsPerMultiprocessor", dev.registers_per_sm},        {"regsPerBlock", dev.registers_per_block},
+          {"maxThreadsPerMultiprocessor", dev.max_threads_per_sm},
+          {"maxThreadsPerBlock", dev.max_threads_per_block},
+          {"regsPerMultiprocessor", dev.registers_per_sm},
+          {"regsPerBlock", dev.registers_per_block},
           {"sharedMemPerMultiprocessor", dev.shared_memory_per_sm},
           {"sharedMemPerBlockOptin", dev.shared_memory_per_block_optin}};
       for (const auto& [key, value] : limits) {
@@ -317,7 +370,9 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     // Timestamps are microseconds since base_time_ns (the capture's first instant, whole
     // milliseconds): viewers read `ts` as a double, which keeps nanoseconds for hours after the
     // base but only ~250 ns at epoch microseconds. podscope's importer adds the base back.
-    out.Raw("{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"podscope\":{\"format\":1,\"base_time_ns\":");
+    out.Raw(
+        "{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"podscope\":{\"format\":1,\"base_time_"
+        "ns\":");
     out.Int(base_ns).Raw(",\"workers\":[");
     for (size_t i = 0; i < capture.size(); ++i) {
       const WorkerInfo& info = capture.worker(i).info;
@@ -327,8 +382,14 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
       out.Raw(",\"world_size\":").Int(info.world_size).Raw(",\"host\":").String(info.host);
       out.Raw(",\"job\":").String(info.job).Raw(",\"process_name\":").String(info.process_name);
       out.Raw(",\"original_pid\":").Int(info.pid).Raw(",\"backend\":").String(info.backend);
-      out.Raw(",\"clock\":{\"offset_ns\":").Int(clock.offset_ns).Raw(",\"drift_ppb\":").Int(clock.drift_ppb);
-      out.Raw(",\"error_bound_ns\":").Int(clock.error_bound_ns).Raw(",\"source\":").String(ClockSourceName(clock.source));
+      out.Raw(",\"clock\":{\"offset_ns\":")
+          .Int(clock.offset_ns)
+          .Raw(",\"drift_ppb\":")
+          .Int(clock.drift_ppb);
+      out.Raw(",\"error_bound_ns\":")
+          .Int(clock.error_bound_ns)
+          .Raw(",\"source\":")
+          .String(ClockSourceName(clock.source));
       out.Raw("}}");
     }
     out.Raw("]},\"traceEvents\":[\n");
@@ -337,7 +398,8 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
   for (size_t i = 0; i < capture.size(); ++i) {
     const int64_t pid = options.layout == ExportLayout::kKineto ? capture.worker(i).info.pid
                                                                 : static_cast<int64_t>(i) + 1;
-    WorkerWriter writer(capture.worker(i), pid, options, &out, &stats.events, &next_flow_id, base_ns);
+    WorkerWriter writer(capture.worker(i), pid, options, &out, &stats.events, &next_flow_id,
+                        base_ns);
     RETURN_IF_ERROR(writer.Write(flush));
     if (progress) progress(i + 1);
   }
@@ -346,14 +408,16 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
   return stats;
 }
 
-absl::StatusOr<ExportStats> ExportChromeTraceFile(const CaptureView& capture, const std::string& path,
+absl::StatusOr<ExportStats> ExportChromeTraceFile(const CaptureView& capture,
+                                                  const std::string& path,
                                                   const ExportOptions& options,
                                                   const std::function<void(size_t)>& progress) {
-  ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file, OutputFile::Open(path, std::string_view(path).ends_with(".gz")));
+  ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file,
+                   OutputFile::Open(path, std::string_view(path).ends_with(".gz")));
   ASSIGN_OR_RETURN(ExportStats stats,
-                   WriteChromeTrace(capture, options,
-                                    [&file](std::string_view data) { return file->Write(data); },
-                                    progress));
+                   WriteChromeTrace(
+                       capture, options,
+                       [&file](std::string_view data) { return file->Write(data); }, progress));
   RETURN_IF_ERROR(file->Close());
   return stats;
 }

@@ -37,8 +37,8 @@ bool ParseMicrosAsNanos(std::string_view token, int64_t* nanos) {
       }
     }
   }
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' ||
-                            token.back() == '\r' || token.back() == '\t')) {
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
+                            token.back() == '\t')) {
     token.remove_suffix(1);
   }
   size_t i = 0;

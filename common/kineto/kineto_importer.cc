@@ -5,17 +5,16 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
-#include "common/str_util.h"
 #include "common/kineto/decimal_time.h"
 #include "common/status_macros.h"
+#include "common/str_util.h"
 
 namespace podscope::common {
 namespace od = simdjson::ondemand;
-
 
 class KinetoImporter::Impl {
  public:
@@ -35,8 +34,8 @@ class KinetoImporter::Impl {
   // `json` must be followed by SIMDJSON_PADDING readable bytes.
   absl::StatusOr<ImportResult> ImportPadded(std::string_view source, std::string_view json) {
     Reset(source, json);
-    absl::Status status = ParseDocument(
-        simdjson::padded_string_view(json.data(), json.size(), json.size() + simdjson::SIMDJSON_PADDING));
+    absl::Status status = ParseDocument(simdjson::padded_string_view(
+        json.data(), json.size(), json.size() + simdjson::SIMDJSON_PADDING));
     if (!status.ok()) {
       result_ = ImportResult{};
       builders_.clear();
@@ -72,8 +71,8 @@ class KinetoImporter::Impl {
   absl::Status Fail(std::string_view what, simdjson::error_code code = simdjson::SUCCESS) {
     size_t offset = size_;
     const char* at = nullptr;
-    if (doc_ != nullptr && doc_->current_location().get(at) == simdjson::SUCCESS &&
-        at >= base_ && at <= base_ + size_) {
+    if (doc_ != nullptr && doc_->current_location().get(at) == simdjson::SUCCESS && at >= base_ &&
+        at <= base_ + size_) {
       offset = static_cast<size_t>(at - base_);
     }
     std::string reason(what);
@@ -82,8 +81,7 @@ class KinetoImporter::Impl {
     const absl::StatusCode status_code = code == simdjson::CAPACITY
                                              ? absl::StatusCode::kResourceExhausted
                                              : absl::StatusCode::kInvalidArgument;
-    return absl::Status(status_code,
-                        StrCat(source_, ": byte offset ", offset, ": ", reason));
+    return absl::Status(status_code, StrCat(source_, ": byte offset ", offset, ": ", reason));
   }
 
   absl::Status ParseDocument(simdjson::padded_string_view json) {
@@ -106,7 +104,8 @@ class KinetoImporter::Impl {
     bool saw_events = false;
     for (auto field_result : root) {
       od::field field;
-      if (auto err = std::move(field_result).get(field); err) return Fail("malformed top-level object", err);
+      if (auto err = std::move(field_result).get(field); err)
+        return Fail("malformed top-level object", err);
       od::raw_json_string key = field.key();
       od::value value = field.value();
       if (key.unsafe_is_equal("traceEvents")) {
@@ -172,7 +171,8 @@ class KinetoImporter::Impl {
   absl::Status GetLimit(od::value& v, std::string_view key, int32_t* out) {
     int64_t n = 0;
     RETURN_IF_ERROR(GetInt(v, StrCat("deviceProperties.", key), &n));
-    if (n < 0 || n > std::numeric_limits<int32_t>::max()) return Fail(StrCat("deviceProperties.", key, ": out of range"));
+    if (n < 0 || n > std::numeric_limits<int32_t>::max())
+      return Fail(StrCat("deviceProperties.", key, ": out of range"));
     *out = static_cast<int32_t>(n);
     return absl::OkStatus();
   }
@@ -217,7 +217,8 @@ class KinetoImporter::Impl {
 
   absl::Status GetIntArray3(od::value& v, std::string_view what, int64_t out[3]) {
     od::array array;
-    if (auto err = v.get_array().get(array); err) return Fail(StrCat(what, ": expected an array"), err);
+    if (auto err = v.get_array().get(array); err)
+      return Fail(StrCat(what, ": expected an array"), err);
     int i = 0;
     for (auto element : array) {
       od::value item;
@@ -307,30 +308,41 @@ class KinetoImporter::Impl {
       od::value value = field.value();
       switch (key.raw()[0]) {
         case 'E':
-          if (key.unsafe_is_equal("External id")) RETURN_IF_ERROR(GetInt(value, "External id", &a->external_id));
+          if (key.unsafe_is_equal("External id"))
+            RETURN_IF_ERROR(GetInt(value, "External id", &a->external_id));
           break;
         case 'd':
-          if (key.unsafe_is_equal("device")) RETURN_IF_ERROR(GetInt(value, "device", &a->device));
-          else if (key.unsafe_is_equal("dtype")) RETURN_IF_ERROR(GetString(value, "dtype", &c.dtype));
+          if (key.unsafe_is_equal("device"))
+            RETURN_IF_ERROR(GetInt(value, "device", &a->device));
+          else if (key.unsafe_is_equal("dtype"))
+            RETURN_IF_ERROR(GetString(value, "dtype", &c.dtype));
           break;
         case 's':
-          if (key.unsafe_is_equal("stream")) RETURN_IF_ERROR(GetInt(value, "stream", &a->stream));
-          else if (key.unsafe_is_equal("shared memory")) RETURN_IF_ERROR(GetInt(value, "shared memory", &a->shared_memory));
+          if (key.unsafe_is_equal("stream"))
+            RETURN_IF_ERROR(GetInt(value, "stream", &a->stream));
+          else if (key.unsafe_is_equal("shared memory"))
+            RETURN_IF_ERROR(GetInt(value, "shared memory", &a->shared_memory));
           break;
         case 'c':
-          if (key.unsafe_is_equal("correlation")) RETURN_IF_ERROR(GetInt(value, "correlation", &a->correlation));
-          else if (key.unsafe_is_equal("communicator")) RETURN_IF_ERROR(GetString(value, "communicator", &c.communicator));
-          else if (key.unsafe_is_equal("channels")) RETURN_IF_ERROR(GetInt(value, "channels", &c.channels));
+          if (key.unsafe_is_equal("correlation"))
+            RETURN_IF_ERROR(GetInt(value, "correlation", &a->correlation));
+          else if (key.unsafe_is_equal("communicator"))
+            RETURN_IF_ERROR(GetString(value, "communicator", &c.communicator));
+          else if (key.unsafe_is_equal("channels"))
+            RETURN_IF_ERROR(GetInt(value, "channels", &c.channels));
           break;
         case 'b':
-          if (key.unsafe_is_equal("bytes")) RETURN_IF_ERROR(GetInt(value, "bytes", &a->bytes));
-          else if (key.unsafe_is_equal("block")) RETURN_IF_ERROR(GetIntArray3(value, "block", a->block));
+          if (key.unsafe_is_equal("bytes"))
+            RETURN_IF_ERROR(GetInt(value, "bytes", &a->bytes));
+          else if (key.unsafe_is_equal("block"))
+            RETURN_IF_ERROR(GetIntArray3(value, "block", a->block));
           break;
         case 'g':
           if (key.unsafe_is_equal("grid")) RETURN_IF_ERROR(GetIntArray3(value, "grid", a->grid));
           break;
         case 'r':
-          if (key.unsafe_is_equal("registers per thread")) RETURN_IF_ERROR(GetInt(value, "registers per thread", &a->registers));
+          if (key.unsafe_is_equal("registers per thread"))
+            RETURN_IF_ERROR(GetInt(value, "registers per thread", &a->registers));
           break;
         case 'n':
           if (key.unsafe_is_equal("name")) {
@@ -342,21 +354,28 @@ class KinetoImporter::Impl {
           }
           break;
         case 'a':
-          if (key.unsafe_is_equal("algorithm")) RETURN_IF_ERROR(GetString(value, "algorithm", &c.algorithm));
+          if (key.unsafe_is_equal("algorithm"))
+            RETURN_IF_ERROR(GetString(value, "algorithm", &c.algorithm));
           break;
         case 'p':
-          if (key.unsafe_is_equal("protocol")) RETURN_IF_ERROR(GetString(value, "protocol", &c.protocol));
+          if (key.unsafe_is_equal("protocol"))
+            RETURN_IF_ERROR(GetString(value, "protocol", &c.protocol));
           break;
         case 'D':
-          if (key.unsafe_is_equal("Device Id")) RETURN_IF_ERROR(GetInt(value, "Device Id", &a->memory_device_id));
-          else if (key.unsafe_is_equal("Device Type")) RETURN_IF_ERROR(GetInt(value, "Device Type", &a->memory_device_type));
+          if (key.unsafe_is_equal("Device Id"))
+            RETURN_IF_ERROR(GetInt(value, "Device Id", &a->memory_device_id));
+          else if (key.unsafe_is_equal("Device Type"))
+            RETURN_IF_ERROR(GetInt(value, "Device Type", &a->memory_device_type));
           break;
         case 'B':
-          if (key.unsafe_is_equal("Bytes")) RETURN_IF_ERROR(GetInt(value, "Bytes", &a->memory_bytes));
+          if (key.unsafe_is_equal("Bytes"))
+            RETURN_IF_ERROR(GetInt(value, "Bytes", &a->memory_bytes));
           break;
         case 'T':
-          if (key.unsafe_is_equal("Total Allocated")) RETURN_IF_ERROR(GetInt(value, "Total Allocated", &a->total_allocated));
-          else if (key.unsafe_is_equal("Total Reserved")) RETURN_IF_ERROR(GetInt(value, "Total Reserved", &a->total_reserved));
+          if (key.unsafe_is_equal("Total Allocated"))
+            RETURN_IF_ERROR(GetInt(value, "Total Allocated", &a->total_allocated));
+          else if (key.unsafe_is_equal("Total Reserved"))
+            RETURN_IF_ERROR(GetInt(value, "Total Reserved", &a->total_reserved));
           break;
         case 'C':
           if (key.unsafe_is_equal("Collective name")) {
@@ -365,7 +384,8 @@ class KinetoImporter::Impl {
             // NCCL communicator hash (a number, or a string in some versions): identifies the
             // communicator when no process group name is given.
             c.comms_id = StripWhitespace(value.raw_json_token());
-            if (c.comms_id.size() >= 2 && c.comms_id.front() == '"') c.comms_id = c.comms_id.substr(1, c.comms_id.size() - 2);
+            if (c.comms_id.size() >= 2 && c.comms_id.front() == '"')
+              c.comms_id = c.comms_id.substr(1, c.comms_id.size() - 2);
           }
           break;
         case 'I':
@@ -378,10 +398,12 @@ class KinetoImporter::Impl {
           }
           break;
         case 'O':
-          if (key.unsafe_is_equal("Out msg nelems")) RETURN_IF_ERROR(GetInt(value, "Out msg nelems", &c.out_nelems));
+          if (key.unsafe_is_equal("Out msg nelems"))
+            RETURN_IF_ERROR(GetInt(value, "Out msg nelems", &c.out_nelems));
           break;
         case 'G':
-          if (key.unsafe_is_equal("Group size")) RETURN_IF_ERROR(GetInt(value, "Group size", &c.group_size));
+          if (key.unsafe_is_equal("Group size"))
+            RETURN_IF_ERROR(GetInt(value, "Group size", &c.group_size));
           break;
         case 'P':
           if (key.unsafe_is_equal("Process Group Name")) {
@@ -420,7 +442,8 @@ class KinetoImporter::Impl {
           if (key.unsafe_is_equal("ph")) {
             std::string_view ph;
             RETURN_IF_ERROR(GetString(value, "ph", &ph));
-            if (ph.size() != 1) return Fail(StrCat("ph: \"", ph.substr(0, 16), "\" is not an event phase"));
+            if (ph.size() != 1)
+              return Fail(StrCat("ph: \"", ph.substr(0, 16), "\" is not an event phase"));
             e->ph = ph[0];
           } else if (key.unsafe_is_equal("pid")) {
             RETURN_IF_ERROR(GetId(value, "pid", &e->pid));
@@ -435,10 +458,11 @@ class KinetoImporter::Impl {
         case 't':
           if (key.unsafe_is_equal("ts")) {
             RETURN_IF_ERROR(GetMicros(value, "ts", &e->ts));
-            if (e->ts > INT64_MAX - base_time_ns_) return Fail("ts: beyond the representable time after podscope.base_time_ns");
+            if (e->ts > INT64_MAX - base_time_ns_)
+              return Fail("ts: beyond the representable time after podscope.base_time_ns");
             e->ts += base_time_ns_;
-          }
-          else if (key.unsafe_is_equal("tid")) RETURN_IF_ERROR(GetId(value, "tid", &e->tid));
+          } else if (key.unsafe_is_equal("tid"))
+            RETURN_IF_ERROR(GetId(value, "tid", &e->tid));
           break;
         case 'd':
           if (key.unsafe_is_equal("dur")) RETURN_IF_ERROR(GetMicros(value, "dur", &e->dur));
@@ -463,26 +487,29 @@ class KinetoImporter::Impl {
 
   absl::Status ParseEvents(od::value& value) {
     od::array events;
-    if (auto err = value.get_array().get(events); err) return Fail("traceEvents must be an array", err);
+    if (auto err = value.get_array().get(events); err)
+      return Fail("traceEvents must be an array", err);
     if (!podscope_export_) EnsureSingleWorker();
     for (auto element : events) {
       ++event_index_;
       if (event_index_ > options_.max_events) {
-        return absl::ResourceExhaustedError(StrCat(source_, ": more than ", options_.max_events,
-                                                         " events (the per-file limit)"));
+        return absl::ResourceExhaustedError(
+            StrCat(source_, ": more than ", options_.max_events, " events (the per-file limit)"));
       }
       od::value item;
       if (auto err = std::move(element).get(item); err) return Fail("malformed event", err);
       od::object object;
-      if (auto err = item.get_object().get(object); err) return Fail("event must be an object", err);
+      if (auto err = item.get_object().get(object); err)
+        return Fail("event must be an object", err);
       RawEvent event;
       RETURN_IF_ERROR(ParseEvent(object, &event));
       size_t worker = 0;
       if (podscope_export_ && event.ph != 'M') {
         auto it = pid_to_worker_.find(event.pid);
         if (it == pid_to_worker_.end()) {
-          return Fail(StrCat("pid ", event.pid == kAbsent ? std::string("(string)") : StrCat(event.pid),
-                                   " is not one of the workers declared in podscope.workers"));
+          return Fail(StrCat("pid ",
+                             event.pid == kAbsent ? std::string("(string)") : StrCat(event.pid),
+                             " is not one of the workers declared in podscope.workers"));
         }
         worker = it->second;
       } else if (podscope_export_) {
@@ -500,11 +527,13 @@ class KinetoImporter::Impl {
 
   absl::Status ParseDistributedInfo(od::value& value) {
     od::object info;
-    if (auto err = value.get_object().get(info); err) return Fail("distributedInfo must be an object", err);
+    if (auto err = value.get_object().get(info); err)
+      return Fail("distributedInfo must be an object", err);
     WorkerInfo& w = EnsureSingleWorker().info;
     for (auto field_result : info) {
       od::field field;
-      if (auto err = std::move(field_result).get(field); err) return Fail("malformed distributedInfo", err);
+      if (auto err = std::move(field_result).get(field); err)
+        return Fail("malformed distributedInfo", err);
       od::raw_json_string key = field.key();
       od::value v = field.value();
       int64_t n = 0;
@@ -527,14 +556,17 @@ class KinetoImporter::Impl {
 
   absl::Status ParseProcessGroups(od::value& value, WorkerInfo* w) {
     od::array groups;
-    if (value.get_array().get(groups) != simdjson::SUCCESS) return absl::OkStatus();  // older dict form
+    if (value.get_array().get(groups) != simdjson::SUCCESS)
+      return absl::OkStatus();  // older dict form
     for (auto element : groups) {
       od::object group;
-      if (auto err = element.get_object().get(group); err) return Fail("pg_config entry must be an object", err);
+      if (auto err = element.get_object().get(group); err)
+        return Fail("pg_config entry must be an object", err);
       ProcessGroupInfo pg;
       for (auto field_result : group) {
         od::field field;
-        if (auto err = std::move(field_result).get(field); err) return Fail("malformed pg_config", err);
+        if (auto err = std::move(field_result).get(field); err)
+          return Fail("malformed pg_config", err);
         od::raw_json_string key = field.key();
         od::value v = field.value();
         std::string_view s;
@@ -549,7 +581,8 @@ class KinetoImporter::Impl {
           if (v.get_array().get(ranks) != simdjson::SUCCESS) continue;
           for (auto r : ranks) {
             int64_t n = 0;
-            if (r.get_int64().get(n) == simdjson::SUCCESS) pg.ranks.push_back(static_cast<int32_t>(n));
+            if (r.get_int64().get(n) == simdjson::SUCCESS)
+              pg.ranks.push_back(static_cast<int32_t>(n));
           }
         }
       }
@@ -560,15 +593,18 @@ class KinetoImporter::Impl {
 
   absl::Status ParseDeviceProperties(od::value& value) {
     od::array devices;
-    if (auto err = value.get_array().get(devices); err) return Fail("deviceProperties must be an array", err);
+    if (auto err = value.get_array().get(devices); err)
+      return Fail("deviceProperties must be an array", err);
     WorkerInfo& w = EnsureSingleWorker().info;
     for (auto element : devices) {
       od::object device;
-      if (auto err = element.get_object().get(device); err) return Fail("deviceProperties entry must be an object", err);
+      if (auto err = element.get_object().get(device); err)
+        return Fail("deviceProperties entry must be an object", err);
       DeviceInfo d;
       for (auto field_result : device) {
         od::field field;
-        if (auto err = std::move(field_result).get(field); err) return Fail("malformed deviceProperties", err);
+        if (auto err = std::move(field_result).get(field); err)
+          return Fail("malformed deviceProperties", err);
         od::raw_json_string key = field.key();
         od::value v = field.value();
         int64_t n = 0;
@@ -599,9 +635,11 @@ class KinetoImporter::Impl {
         } else if (key.unsafe_is_equal("regsPerBlock")) {
           RETURN_IF_ERROR(GetLimit(v, "regsPerBlock", &d.registers_per_block));
         } else if (key.unsafe_is_equal("sharedMemPerMultiprocessor")) {
-          RETURN_IF_ERROR(GetInt(v, "deviceProperties.sharedMemPerMultiprocessor", &d.shared_memory_per_sm));
+          RETURN_IF_ERROR(
+              GetInt(v, "deviceProperties.sharedMemPerMultiprocessor", &d.shared_memory_per_sm));
         } else if (key.unsafe_is_equal("sharedMemPerBlockOptin")) {
-          RETURN_IF_ERROR(GetInt(v, "deviceProperties.sharedMemPerBlockOptin", &d.shared_memory_per_block_optin));
+          RETURN_IF_ERROR(GetInt(v, "deviceProperties.sharedMemPerBlockOptin",
+                                 &d.shared_memory_per_block_optin));
         }
       }
       w.devices.push_back(std::move(d));
@@ -613,12 +651,14 @@ class KinetoImporter::Impl {
   //  "original_pid", "backend"}]}: written by podscope's Chrome-trace exporter.
   absl::Status ParsePodscopeMetadata(od::value& value) {
     od::object meta;
-    if (auto err = value.get_object().get(meta); err) return Fail("podscope metadata must be an object", err);
+    if (auto err = value.get_object().get(meta); err)
+      return Fail("podscope metadata must be an object", err);
     if (!result_.workers.empty()) return Fail("podscope metadata must come before distributedInfo");
     podscope_export_ = true;
     for (auto field_result : meta) {
       od::field field;
-      if (auto err = std::move(field_result).get(field); err) return Fail("malformed podscope metadata", err);
+      if (auto err = std::move(field_result).get(field); err)
+        return Fail("malformed podscope metadata", err);
       if (field.key().unsafe_is_equal("base_time_ns")) {
         // Merged exports write `ts` relative to this base (see chrome_exporter.cc).
         od::value base = field.value();
@@ -629,10 +669,12 @@ class KinetoImporter::Impl {
       if (!field.key().unsafe_is_equal("workers")) continue;
       od::value v = field.value();
       od::array workers;
-      if (auto err = v.get_array().get(workers); err) return Fail("podscope.workers must be an array", err);
+      if (auto err = v.get_array().get(workers); err)
+        return Fail("podscope.workers must be an array", err);
       for (auto element : workers) {
         od::object worker;
-        if (auto err = element.get_object().get(worker); err) return Fail("podscope.workers entry", err);
+        if (auto err = element.get_object().get(worker); err)
+          return Fail("podscope.workers entry", err);
         if (result_.workers.size() >= options_.max_workers_per_file) {
           return Fail(StrCat("more than ", options_.max_workers_per_file, " workers"));
         }
@@ -640,7 +682,8 @@ class KinetoImporter::Impl {
         int64_t pid = kAbsent;
         for (auto wf : worker) {
           od::field f;
-          if (auto err = std::move(wf).get(f); err) return Fail("malformed podscope.workers entry", err);
+          if (auto err = std::move(wf).get(f); err)
+            return Fail("malformed podscope.workers entry", err);
           od::raw_json_string key = f.key();
           od::value fv = f.value();
           int64_t n = 0;
@@ -696,8 +739,7 @@ class KinetoImporter::Impl {
   ByteBuffer file_buffer_;  // reused across files: large inputs fault their pages in once
 };
 
-KinetoImporter::KinetoImporter(ImportOptions options)
-    : impl_(std::make_unique<Impl>(options)) {}
+KinetoImporter::KinetoImporter(ImportOptions options) : impl_(std::make_unique<Impl>(options)) {}
 KinetoImporter::~KinetoImporter() = default;
 
 absl::StatusOr<ImportResult> KinetoImporter::ImportFile(const std::string& path) {

@@ -19,9 +19,9 @@ namespace podscope::common {
 
 struct ImportOptions {
   ReadLimits read;
-  uint64_t max_events = 200'000'000;     // per file
-  size_t max_string_bytes = 1 << 20;     // any single string value
-  uint32_t max_workers_per_file = 65536; // merged podscope exports
+  uint64_t max_events = 200'000'000;      // per file
+  size_t max_string_bytes = 1 << 20;      // any single string value
+  uint32_t max_workers_per_file = 65536;  // merged podscope exports
 };
 
 struct ImportResult {

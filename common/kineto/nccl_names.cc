@@ -5,8 +5,6 @@
 #include <string>
 
 #include "common/str_util.h"
-#include "common/str_util.h"
-#include "common/str_util.h"
 
 namespace podscope::common {
 
@@ -86,7 +84,8 @@ CollectiveOp CollectiveOpFromName(std::string_view name) {
   std::string n;
   n.reserve(name.size());
   for (char c : name) {
-    if (c != '_' && c != ' ') n.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (c != '_' && c != ' ')
+      n.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
   auto starts = [&n](std::string_view p) { return n.starts_with(p); };
   if (starts("allreduce")) return CollectiveOp::kAllReduce;
@@ -110,15 +109,15 @@ int DtypeSize(std::string_view dtype) {
   if (d == "float" || d == "float32" || d == "int" || d == "int32" || d == "int32_t" ||
       d == "uint32" || d == "f32" || d == "i32" || d == "u32")
     return 4;
-  if (d == "double" || d == "float64" || d == "long" || d == "long int" || d == "int64" || d == "int64_t" ||
-      d == "uint64" || d == "uint64_t" || d == "f64" || d == "i64" || d == "u64")
+  if (d == "double" || d == "float64" || d == "long" || d == "long int" || d == "int64" ||
+      d == "int64_t" || d == "uint64" || d == "uint64_t" || d == "f64" || d == "i64" || d == "u64")
     return 8;
   if (d == "half" || d == "float16" || d == "bfloat16" || d == "short" || d == "int16" ||
       d == "f16" || d == "bf16" || d == "__half" || d == "__nv_bfloat16")
     return 2;
-  if (d == "byte" || d == "char" || d == "unsigned char" || d == "signed char" || d == "bool" || d == "int8" || d == "uint8" ||
-      d == "int8_t" || d == "uint8_t" || d == "i8" || d == "u8" || d == "float8_e4m3fn" ||
-      d == "float8_e5m2" || d == "f8e4m3" || d == "f8e5m2")
+  if (d == "byte" || d == "char" || d == "unsigned char" || d == "signed char" || d == "bool" ||
+      d == "int8" || d == "uint8" || d == "int8_t" || d == "uint8_t" || d == "i8" || d == "u8" ||
+      d == "float8_e4m3fn" || d == "float8_e5m2" || d == "f8e4m3" || d == "f8e5m2")
     return 1;
   return 0;
 }

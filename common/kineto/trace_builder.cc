@@ -4,11 +4,8 @@
 #include <charconv>
 
 #include "absl/container/flat_hash_map.h"
-#include "common/str_util.h"
-#include "common/str_util.h"
-#include "common/str_util.h"
-#include "common/str_util.h"
 #include "common/kineto/nccl_names.h"
+#include "common/str_util.h"
 
 namespace podscope::common {
 namespace {
@@ -28,8 +25,7 @@ MemcpyKind MemcpyKindFromName(std::string_view name) {
 // Input and optimizer work is recognised by name whatever category the source gave it.
 HostSpanCategory ClassifyHostSpan(std::string_view name, HostSpanCategory by_category) {
   if (by_category == HostSpanCategory::kGpuAnnotation) return by_category;
-  if (Contains(name, "DataLoader") || Contains(name, "dataloader") ||
-      Contains(name, "data_load")) {
+  if (Contains(name, "DataLoader") || Contains(name, "dataloader") || Contains(name, "data_load")) {
     return HostSpanCategory::kInput;
   }
   if (name.starts_with("Optimizer.")) return HostSpanCategory::kOptimizer;
@@ -202,7 +198,8 @@ void TraceBuilder::AddHostSpan(const RawEvent& e, HostSpanCategory category) {
   const bool on_gpu = category == HostSpanCategory::kGpuAnnotation;
   if (!on_gpu) NoteHostPid(e.pid);
   HostSpanTable& h = trace_->host_spans;
-  const int64_t thread = on_gpu ? OrDefault(e.args.stream, OrDefault(e.tid, 0)) : OrDefault(e.tid, 0);
+  const int64_t thread =
+      on_gpu ? OrDefault(e.args.stream, OrDefault(e.tid, 0)) : OrDefault(e.tid, 0);
   const int64_t step = on_gpu ? -1 : ProfilerStepNumber(e.name);
   h.start.push_back(e.ts);
   h.end.push_back(e.ts + e.dur);
@@ -248,9 +245,10 @@ void TraceBuilder::AddMemoryEvent(const RawEvent& e, ImportStats* stats) {
   const bool cpu = a.memory_device_type == 0;
   constexpr int64_t kMaxBytes = int64_t{1} << 50;  // a petabyte: past that a size is not a size
   const auto sane = [](int64_t v) { return v == kAbsent || (v >= -kMaxBytes && v <= kMaxBytes); };
-  if (e.ts == kAbsent || a.memory_bytes == kAbsent || !sane(a.memory_bytes) || !sane(a.total_allocated) ||
-      !sane(a.total_reserved) || (!cpu && a.memory_device_type != 1) ||
-      (!cpu && (a.memory_device_id == kAbsent || a.memory_device_id < 0 || a.memory_device_id > INT32_MAX))) {
+  if (e.ts == kAbsent || a.memory_bytes == kAbsent || !sane(a.memory_bytes) ||
+      !sane(a.total_allocated) || !sane(a.total_reserved) || (!cpu && a.memory_device_type != 1) ||
+      (!cpu && (a.memory_device_id == kAbsent || a.memory_device_id < 0 ||
+                a.memory_device_id > INT32_MAX))) {
     ++stats->skipped;
     return;
   }
@@ -258,8 +256,10 @@ void TraceBuilder::AddMemoryEvent(const RawEvent& e, ImportStats* stats) {
   m.time.push_back(e.ts);
   m.device.push_back(cpu ? -1 : static_cast<int32_t>(a.memory_device_id));
   m.bytes.push_back(a.memory_bytes);
-  m.total_allocated.push_back(a.total_allocated == kAbsent || a.total_allocated < 0 ? kUnknownBytes : a.total_allocated);
-  m.total_reserved.push_back(a.total_reserved == kAbsent || a.total_reserved < 0 ? kUnknownBytes : a.total_reserved);
+  m.total_allocated.push_back(
+      a.total_allocated == kAbsent || a.total_allocated < 0 ? kUnknownBytes : a.total_allocated);
+  m.total_reserved.push_back(
+      a.total_reserved == kAbsent || a.total_reserved < 0 ? kUnknownBytes : a.total_reserved);
   m.thread.push_back(e.tid == kAbsent ? 0 : e.tid);
   ++stats->memory_events;
   ++stats->kept;
@@ -295,8 +295,7 @@ void TraceBuilder::Finish() {
       const bool seen = std::any_of(info.tracks.begin(), info.tracks.end(),
                                     [&t](const TrackName& n) { return n.id == t.tid; });
       if (!seen) {
-        info.tracks.push_back(
-            TrackName{t.tid, false, std::string(StripWhitespace(t.name))});
+        info.tracks.push_back(TrackName{t.tid, false, std::string(StripWhitespace(t.name))});
       }
     }
   }
@@ -309,11 +308,12 @@ int32_t TraceBuilder::RankInGroup(const RawCollectiveArgs& args) {
   if (args.group_ranks.empty()) return info.rank;
   std::vector<int32_t> ranks = ParseRankList(args.group_ranks);
   const std::string group_name(args.group_name);
-  const bool known = std::any_of(
-      info.process_groups.begin(), info.process_groups.end(),
-      [&group_name](const ProcessGroupInfo& g) { return g.name == group_name; });
+  const bool known =
+      std::any_of(info.process_groups.begin(), info.process_groups.end(),
+                  [&group_name](const ProcessGroupInfo& g) { return g.name == group_name; });
   if (!known && !group_name.empty()) {
-    info.process_groups.push_back(ProcessGroupInfo{group_name, std::string(args.group_desc), ranks});
+    info.process_groups.push_back(
+        ProcessGroupInfo{group_name, std::string(args.group_desc), ranks});
   }
   auto it = std::find(ranks.begin(), ranks.end(), info.rank);
   return it == ranks.end() ? info.rank : static_cast<int32_t>(it - ranks.begin());
@@ -334,9 +334,10 @@ void TraceBuilder::LinkCollectives() {
     if (it != launch_of.end() && it->second == SIZE_MAX) it->second = i;
   }
   // Communication ops per thread, by start, to find the ops enclosing a launch.
-  std::stable_sort(comm_spans_.begin(), comm_spans_.end(), [](const CommSpan& a, const CommSpan& b) {
-    return a.thread != b.thread ? a.thread < b.thread : a.start < b.start;
-  });
+  std::stable_sort(comm_spans_.begin(), comm_spans_.end(),
+                   [](const CommSpan& a, const CommSpan& b) {
+                     return a.thread != b.thread ? a.thread < b.thread : a.start < b.start;
+                   });
 
   CollectiveTable& c = trace_->collectives;
   for (const CommKernel& ck : comm_kernels_) {
@@ -389,7 +390,7 @@ void TraceBuilder::LinkCollectives() {
       communicator = StrCat("stream:", k.stream[row]);
     }
     const int32_t nranks = static_cast<int32_t>(
-        args.group_size != kAbsent ? args.group_size
+        args.group_size != kAbsent  ? args.group_size
         : !args.group_ranks.empty() ? static_cast<int64_t>(ParseRankList(args.group_ranks).size())
                                     : trace_->info.world_size);
 

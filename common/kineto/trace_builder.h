@@ -13,13 +13,13 @@
 namespace podscope::common {
 
 struct ImportStats {
-  uint64_t events = 0;         // trace events seen
-  uint64_t kept = 0;           // became rows
-  uint64_t flows = 0;          // ac2g flow events (correlation is taken from args instead)
-  uint64_t metadata = 0;       // "M" events
-  uint64_t profiler_spans = 0; // cat "Trace" spans, dropped as HTA does
-  uint64_t skipped = 0;        // other phases / categories podscope does not model
-  uint64_t memory_events = 0;  // `[memory]` instants kept
+  uint64_t events = 0;          // trace events seen
+  uint64_t kept = 0;            // became rows
+  uint64_t flows = 0;           // ac2g flow events (correlation is taken from args instead)
+  uint64_t metadata = 0;        // "M" events
+  uint64_t profiler_spans = 0;  // cat "Trace" spans, dropped as HTA does
+  uint64_t skipped = 0;         // other phases / categories podscope does not model
+  uint64_t memory_events = 0;   // `[memory]` instants kept
 };
 
 // Owned by the importer for the duration of one file; single-threaded.

@@ -51,8 +51,8 @@ class Verifier final : public grpc::experimental::ExternalCertificateVerifier {
  public:
   explicit Verifier(AgentCertificates* certificates) : certificates_(certificates) {}
 
-  bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request, std::function<void(grpc::Status)>,
-              grpc::Status* sync_status) override {
+  bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request,
+              std::function<void(grpc::Status)>, grpc::Status* sync_status) override {
     // peer_cert() is the leaf; the full chain's order is not the wire's (the CA can come first).
     const grpc::string_ref leaf = request->peer_cert();
     const grpc::string_ref chain = request->peer_cert_full_chain();
@@ -82,7 +82,9 @@ absl::Status AgentCertificates::Load() {
   absl::StatusOr<std::string> pem = common::ReadPemFile(ca_file_, "--tls-ca");
   if (!pem.ok()) return pem.status();
   std::vector<X509*> roots = ReadChain(*pem);
-  if (roots.empty()) return absl::InvalidArgumentError(common::StrCat("--tls-ca ", ca_file_, " holds no PEM certificate"));
+  if (roots.empty())
+    return absl::InvalidArgumentError(
+        common::StrCat("--tls-ca ", ca_file_, " holds no PEM certificate"));
   X509_STORE* store = X509_STORE_new();
   for (X509* root : roots) {
     X509_STORE_add_cert(store, root);
@@ -94,7 +96,8 @@ absl::Status AgentCertificates::Load() {
   return absl::OkStatus();
 }
 
-bool AgentCertificates::Verify(std::string_view leaf_pem, std::string_view chain_pem, std::string* reason) {
+bool AgentCertificates::Verify(std::string_view leaf_pem, std::string_view chain_pem,
+                               std::string* reason) {
   // The leaf first, then the chain's other certificates (untrusted: only the CA file is trusted).
   std::vector<X509*> chain = ReadChain(leaf_pem);
   if (chain.size() > 1) {
@@ -103,8 +106,10 @@ bool AgentCertificates::Verify(std::string_view leaf_pem, std::string_view chain
   }
   if (!chain.empty()) {
     for (X509* other : ReadChain(chain_pem)) {
-      if (X509_cmp(other, chain[0]) == 0) X509_free(other);
-      else chain.push_back(other);
+      if (X509_cmp(other, chain[0]) == 0)
+        X509_free(other);
+      else
+        chain.push_back(other);
     }
   }
   std::string label, name = "?";
@@ -113,7 +118,9 @@ bool AgentCertificates::Verify(std::string_view leaf_pem, std::string_view chain
     *reason = "no client certificate";
   } else {
     char cn[256] = {0};
-    if (X509_NAME_get_text_by_NID(X509_get_subject_name(chain[0]), NID_commonName, cn, sizeof(cn)) > 0) name = cn;
+    if (X509_NAME_get_text_by_NID(X509_get_subject_name(chain[0]), NID_commonName, cn, sizeof(cn)) >
+        0)
+      name = cn;
     STACK_OF(X509)* untrusted = sk_X509_new_null();
     for (size_t i = 1; i < chain.size(); ++i) sk_X509_push(untrusted, chain[i]);
     X509_STORE_CTX* context = X509_STORE_CTX_new();
@@ -141,29 +148,34 @@ bool AgentCertificates::Verify(std::string_view leaf_pem, std::string_view chain
 }
 
 void AgentCertificates::AppendMetrics(std::string* out) const {
-  common::StrAppend(out, "# HELP podscope_grpc_refused_handshakes_total Agent TLS handshakes refused, by reason.\n",
-                    "# TYPE podscope_grpc_refused_handshakes_total counter\n");
+  common::StrAppend(
+      out,
+      "# HELP podscope_grpc_refused_handshakes_total Agent TLS handshakes refused, by reason.\n",
+      "# TYPE podscope_grpc_refused_handshakes_total counter\n");
   absl::MutexLock lock(&mu_);
   // Always the common reasons, so that a dashboard's query has a series before the first refusal.
-  std::map<std::string, uint64_t> shown = {{"expired", 0}, {"unknown_ca", 0}, {"no_certificate", 0}};
+  std::map<std::string, uint64_t> shown = {
+      {"expired", 0}, {"unknown_ca", 0}, {"no_certificate", 0}};
   for (const auto& [reason, count] : refused_) shown[reason] = count;
   for (const auto& [reason, count] : shown) {
-    common::StrAppend(out, "podscope_grpc_refused_handshakes_total{reason=\"", reason, "\"} ", count, "\n");
+    common::StrAppend(out, "podscope_grpc_refused_handshakes_total{reason=\"", reason, "\"} ",
+                      count, "\n");
   }
 }
 
 std::shared_ptr<grpc::ServerCredentials> AgentServerCredentials(const common::TlsFiles& files,
                                                                 AgentCertificates& certificates,
                                                                 unsigned refresh_seconds) {
-  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(files.key, files.cert, files.ca,
-                                                                                       refresh_seconds);
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      files.key, files.cert, files.ca, refresh_seconds);
   grpc::experimental::TlsServerCredentialsOptions options(provider);
   options.watch_root_certs();
   options.watch_identity_key_cert_pairs();
   // Ask for (and require) a certificate; the chain is checked by the verifier, where refusals
   // are seen.
   options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_BUT_DONT_VERIFY);
-  options.set_certificate_verifier(grpc::experimental::ExternalCertificateVerifier::Create<Verifier>(&certificates));
+  options.set_certificate_verifier(
+      grpc::experimental::ExternalCertificateVerifier::Create<Verifier>(&certificates));
   return grpc::experimental::TlsServerCredentials(options);
 }
 

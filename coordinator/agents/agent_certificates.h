@@ -40,7 +40,8 @@ class AgentCertificates {
   const std::string ca_file_;
   mutable absl::Mutex mu_;
   X509_STORE* store_ ABSL_GUARDED_BY(mu_) = nullptr;
-  std::map<std::string, uint64_t> refused_ ABSL_GUARDED_BY(mu_);  // by reason (a handful of OpenSSL's)
+  std::map<std::string, uint64_t> refused_
+      ABSL_GUARDED_BY(mu_);  // by reason (a handful of OpenSSL's)
   RateLimitedLog log_{"grpc tls"};
 };
 

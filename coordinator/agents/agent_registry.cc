@@ -24,14 +24,16 @@ AgentRegistry::AgentRegistry(AgentRegistryOptions options, std::function<TimeNs(
 
 AgentHealth AgentRegistry::HealthOf(const Entry& e, TimeNs now) const {
   if (!e.info.connected) return AgentHealth::kDisconnected;
-  return now - e.info.last_seen_ns > options_.stale_after_heartbeats * options_.heartbeat_interval_ns
+  return now - e.info.last_seen_ns >
+                 options_.stale_after_heartbeats * options_.heartbeat_interval_ns
              ? AgentHealth::kStale
              : AgentHealth::kHealthy;
 }
 
 void AgentRegistry::ForgetOld(TimeNs now) {
   for (auto it = agents_.begin(); it != agents_.end();) {
-    if (!it->second.info.connected && now - it->second.info.last_seen_ns > options_.forget_after_ns) {
+    if (!it->second.info.connected &&
+        now - it->second.info.last_seen_ns > options_.forget_after_ns) {
       it = agents_.erase(it);
     } else {
       ++it;
@@ -42,8 +44,8 @@ void AgentRegistry::ForgetOld(TimeNs now) {
 std::string RankConflict::Reason(const std::string& job) const {
   std::string who;
   for (const std::string& c : claimants) common::StrAppend(&who, who.empty() ? "" : " and ", c);
-  return common::StrCat("rank ", rank, " of job \"", job, "\" is claimed by ", claimants.size(), " agents (", who,
-                        "): neither is captured; give each rank to one agent");
+  return common::StrCat("rank ", rank, " of job \"", job, "\" is claimed by ", claimants.size(),
+                        " agents (", who, "): neither is captured; give each rank to one agent");
 }
 
 absl::StatusOr<bool> AgentRegistry::Connected(const v1::AgentHello& hello, std::string peer,
@@ -57,16 +59,19 @@ absl::StatusOr<bool> AgentRegistry::Connected(const v1::AgentHello& hello, std::
     auto it = agents_.find(hello.agent_id());
     if (it == agents_.end()) {
       if (agents_.size() >= options_.max_agents) {
-        return absl::ResourceExhaustedError(common::StrCat("this coordinator already holds ", agents_.size(),
+        return absl::ResourceExhaustedError(common::StrCat("this coordinator already holds ",
+                                                           agents_.size(),
                                                            " agents (max_agents); shard by job"));
       }
       it = agents_.emplace(hello.agent_id(), Entry()).first;
     }
     Entry& e = it->second;
-    if (e.link && e.info.connected && (hello.instance_id().empty() || hello.instance_id() != e.instance_id)) {
-      return absl::AlreadyExistsError(common::StrCat(
-          "agent id \"", hello.agent_id(), "\" is already connected from ", e.info.peer, " (host ", e.info.host,
-          "); refused the same id from ", peer, " (host ", hello.host(), "): give every agent its own --agent-id"));
+    if (e.link && e.info.connected &&
+        (hello.instance_id().empty() || hello.instance_id() != e.instance_id)) {
+      return absl::AlreadyExistsError(
+          common::StrCat("agent id \"", hello.agent_id(), "\" is already connected from ",
+                         e.info.peer, " (host ", e.info.host, "); refused the same id from ", peer,
+                         " (host ", hello.host(), "): give every agent its own --agent-id"));
     }
     new_instance = e.instance_id != hello.instance_id();
     e.instance_id = hello.instance_id();
@@ -154,22 +159,25 @@ std::vector<std::string> AgentRegistry::ConnectedIds() const {
 
 size_t AgentRegistry::ConnectedCount() const {
   absl::MutexLock lock(&mu_);
-  return static_cast<size_t>(std::count_if(agents_.begin(), agents_.end(), [](const auto& kv) { return kv.second.info.connected; }));
+  return static_cast<size_t>(std::count_if(
+      agents_.begin(), agents_.end(), [](const auto& kv) { return kv.second.info.connected; }));
 }
 
-std::map<std::pair<std::string, int32_t>, std::string> AgentRegistry::ServedRanks(const std::string& agent_id) const {
+std::map<std::pair<std::string, int32_t>, std::string> AgentRegistry::ServedRanks(
+    const std::string& agent_id) const {
   std::map<std::pair<std::string, int32_t>, std::string> served;
   absl::MutexLock lock(&mu_);
   const auto it = agents_.find(agent_id);
   if (it == agents_.end() || !it->second.info.connected) return served;
   for (const v1::WorkerDescriptor& w : it->second.info.workers) {
-    served.emplace(std::make_pair(w.job(), w.rank()), w.host().empty() ? it->second.info.host : w.host());
+    served.emplace(std::make_pair(w.job(), w.rank()),
+                   w.host().empty() ? it->second.info.host : w.host());
   }
   return served;
 }
 
-absl::StatusOr<TargetSelection> AgentRegistry::SelectTargets(const std::string& job,
-                                                              const std::vector<int32_t>& ranks) const {
+absl::StatusOr<TargetSelection> AgentRegistry::SelectTargets(
+    const std::string& job, const std::vector<int32_t>& ranks) const {
   const std::set<int32_t> wanted(ranks.begin(), ranks.end());
   // Every claim of every wanted rank, by agent (agents_ is ordered by id).
   std::map<int32_t, std::vector<std::pair<const Entry*, const v1::WorkerDescriptor*>>> claims;
@@ -179,7 +187,8 @@ absl::StatusOr<TargetSelection> AgentRegistry::SelectTargets(const std::string& 
     for (const v1::WorkerDescriptor& w : e.info.workers) {
       if (w.job() != job || (!wanted.empty() && !wanted.count(w.rank()))) continue;
       auto& mine = claims[w.rank()];
-      if (!mine.empty() && mine.back().first == &e) continue;  // an agent listing a rank twice claims it once
+      if (!mine.empty() && mine.back().first == &e)
+        continue;  // an agent listing a rank twice claims it once
       mine.emplace_back(&e, &w);
     }
   }
@@ -190,7 +199,8 @@ absl::StatusOr<TargetSelection> AgentRegistry::SelectTargets(const std::string& 
       RankConflict& conflict = selection.conflicts.emplace_back();
       conflict.rank = rank;
       for (const auto& [e, w] : claimants) {
-        conflict.claimants.push_back(common::StrCat(e->info.agent_id, " (", e->info.host, ", ", e->info.peer, ")"));
+        conflict.claimants.push_back(
+            common::StrCat(e->info.agent_id, " (", e->info.host, ", ", e->info.peer, ")"));
       }
       continue;
     }
@@ -202,7 +212,8 @@ absl::StatusOr<TargetSelection> AgentRegistry::SelectTargets(const std::string& 
   }
   for (auto& [id, target] : by_agent) selection.targets.push_back(std::move(target));
   if (claims.empty()) {
-    return absl::NotFoundError(common::StrCat("no connected agent serves job \"", job, "\"", wanted.empty() ? "" : " with those ranks"));
+    return absl::NotFoundError(common::StrCat("no connected agent serves job \"", job, "\"",
+                                              wanted.empty() ? "" : " with those ranks"));
   }
   std::string missing;
   int listed = 0;
@@ -211,7 +222,8 @@ absl::StatusOr<TargetSelection> AgentRegistry::SelectTargets(const std::string& 
     if (listed++ < 10) common::StrAppend(&missing, missing.empty() ? "" : ", ", r);
   }
   if (!missing.empty()) {
-    return absl::NotFoundError(common::StrCat("ranks ", missing, listed > 10 ? ", ..." : "", " of job \"", job,
+    return absl::NotFoundError(common::StrCat("ranks ", missing, listed > 10 ? ", ..." : "",
+                                              " of job \"", job,
                                               "\" are not served by any connected agent"));
   }
   return selection;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/time_types.h"
 #include "podscope/v1/agent.pb.h"
 
@@ -80,7 +80,8 @@ class AgentRegistry {
   // (AlreadyExists, naming both peers). Returns true when this session belongs to another
   // process than the last one known under the id (its clock samples must not be merged with
   // the old ones). ResourceExhausted when the registry is full.
-  absl::StatusOr<bool> Connected(const v1::AgentHello& hello, std::string peer, std::shared_ptr<AgentLink> link);
+  absl::StatusOr<bool> Connected(const v1::AgentHello& hello, std::string peer,
+                                 std::shared_ptr<AgentLink> link);
   // Whether `link` is the agent's current session (messages of a replaced one are ignored).
   bool IsCurrent(const std::string& agent_id, const AgentLink* link) const;
   void Seen(const std::string& agent_id);
@@ -97,11 +98,13 @@ class AgentRegistry {
   // The connected agents serving `job`, with the requested ranks (all when `ranks` is empty);
   // ranks claimed by several agents are conflicts, given to none. NotFound when no connected
   // agent serves the job, or when a requested rank is not served.
-  absl::StatusOr<TargetSelection> SelectTargets(const std::string& job, const std::vector<int32_t>& ranks) const;
+  absl::StatusOr<TargetSelection> SelectTargets(const std::string& job,
+                                                const std::vector<int32_t>& ranks) const;
 
   // The (job, rank) pairs a connected agent serves now, each with its host (the worker's, else
   // the agent's); empty when the agent is not connected. Watch data is taken for these only.
-  std::map<std::pair<std::string, int32_t>, std::string> ServedRanks(const std::string& agent_id) const;
+  std::map<std::pair<std::string, int32_t>, std::string> ServedRanks(
+      const std::string& agent_id) const;
 
   const AgentRegistryOptions& options() const { return options_; }
 

@@ -14,7 +14,8 @@ namespace podscope::coordinator {
 
 namespace {
 
-std::set<std::string> JobsOf(const google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>& workers) {
+std::set<std::string> JobsOf(
+    const google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>& workers) {
   std::set<std::string> jobs;
   for (const v1::WorkerDescriptor& w : workers) jobs.insert(w.job());
   return jobs;
@@ -33,7 +34,8 @@ grpc::Status ToGrpc(const absl::Status& s) {
 absl::Status ValidateWorkers(google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>* workers,
                              const AgentServiceOptions& options, std::string_view agent) {
   if (workers->size() > options.max_workers_per_agent) {
-    return absl::InvalidArgumentError(common::StrCat("an agent may serve at most ", options.max_workers_per_agent, " workers"));
+    return absl::InvalidArgumentError(
+        common::StrCat("an agent may serve at most ", options.max_workers_per_agent, " workers"));
   }
   for (int i = workers->size() - 1; i >= 0; --i) {
     const v1::WorkerDescriptor& w = workers->Get(i);
@@ -43,14 +45,17 @@ absl::Status ValidateWorkers(google::protobuf::RepeatedPtrField<v1::WorkerDescri
       // Jobs listed in agents.jobs may be served by their listed agents only.
       const auto allowed = options.job_agents.find(w.job());
       if (allowed != options.job_agents.end() && !allowed->second.contains(std::string(agent))) {
-        s = absl::PermissionDeniedError(common::StrCat("agent ", agent, " may not serve job ", w.job(), " (agents.jobs)"));
+        s = absl::PermissionDeniedError(
+            common::StrCat("agent ", agent, " may not serve job ", w.job(), " (agents.jobs)"));
       }
     }
     if (s.ok() && (w.host().size() > 256 || w.device().size() > 256 || w.collector().size() > 64)) {
-      s = absl::InvalidArgumentError("a worker's host and device are at most 256 bytes, its collector 64");
+      s = absl::InvalidArgumentError(
+          "a worker's host and device are at most 256 bytes, its collector 64");
     }
     if (s.ok()) continue;
-    spdlog::warn("agent {}: worker rank {} pid {} ignored: {}", agent, w.rank(), w.pid(), std::string(s.message()));
+    spdlog::warn("agent {}: worker rank {} pid {} ignored: {}", agent, w.rank(), w.pid(),
+                 std::string(s.message()));
     workers->DeleteSubrange(i, 1);
   }
   return absl::OkStatus();
@@ -66,16 +71,18 @@ std::string CertificateIdentity(const grpc::CallbackServerContext& context) {
 
 // With mutual TLS an agent is who its certificate says: it may not claim another agent's id
 // (and so take over its ranks, or upload into them).
-absl::Status CheckIdentity(const AgentServiceOptions& options, std::string_view certificate_identity,
-                           std::string_view agent_id) {
+absl::Status CheckIdentity(const AgentServiceOptions& options,
+                           std::string_view certificate_identity, std::string_view agent_id) {
   if (!options.require_certificate_identity) return absl::OkStatus();
   if (certificate_identity.empty()) {
-    return absl::UnauthenticatedError("this coordinator takes agents over mutual TLS only (no client certificate)");
+    return absl::UnauthenticatedError(
+        "this coordinator takes agents over mutual TLS only (no client certificate)");
   }
   if (agent_id != certificate_identity) {
-    return absl::PermissionDeniedError(common::StrCat("agent id \"", agent_id, "\" is not the identity of its certificate (CN=",
-                                                      certificate_identity, "); start the agent with --agent-id ",
-                                                      certificate_identity, " or without --agent-id"));
+    return absl::PermissionDeniedError(common::StrCat(
+        "agent id \"", agent_id,
+        "\" is not the identity of its certificate (CN=", certificate_identity,
+        "); start the agent with --agent-id ", certificate_identity, " or without --agent-id"));
   }
   return absl::OkStatus();
 }
@@ -83,13 +90,17 @@ absl::Status CheckIdentity(const AgentServiceOptions& options, std::string_view 
 absl::Status ValidateHello(const v1::AgentHello& hello, const AgentServiceOptions& options) {
   if (hello.protocol_major() != common::kAgentProtocolMajor) {
     return absl::FailedPreconditionError(common::StrCat(
-        "agent protocol ", hello.protocol_major(), ".", hello.protocol_minor(), " is not supported by this coordinator (protocol ",
-        common::kAgentProtocolMajor, ".", common::kAgentProtocolMinor, "); run agents and coordinator of the same major version"));
+        "agent protocol ", hello.protocol_major(), ".", hello.protocol_minor(),
+        " is not supported by this coordinator (protocol ", common::kAgentProtocolMajor, ".",
+        common::kAgentProtocolMinor, "); run agents and coordinator of the same major version"));
   }
-  if (hello.agent_id().empty() || hello.agent_id().size() > 256) return absl::InvalidArgumentError("agent_id must be 1-256 bytes");
-  if (hello.host().size() > 256) return absl::InvalidArgumentError("host must be at most 256 bytes");
+  if (hello.agent_id().empty() || hello.agent_id().size() > 256)
+    return absl::InvalidArgumentError("agent_id must be 1-256 bytes");
+  if (hello.host().size() > 256)
+    return absl::InvalidArgumentError("host must be at most 256 bytes");
   for (const char c : hello.agent_id() + hello.host()) {
-    if (c < 0x20 || c > 0x7e) return absl::InvalidArgumentError("agent_id and host must be printable ASCII");
+    if (c < 0x20 || c > 0x7e)
+      return absl::InvalidArgumentError("agent_id and host must be printable ASCII");
   }
   return absl::OkStatus();
 }
@@ -109,7 +120,9 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
     }
     void Close() override {
       absl::MutexLock lock(&mu_);
-      if (session_ != nullptr) session_->End(grpc::Status(grpc::StatusCode::ABORTED, "replaced by a newer connection of this agent"));
+      if (session_ != nullptr)
+        session_->End(grpc::Status(grpc::StatusCode::ABORTED,
+                                   "replaced by a newer connection of this agent"));
     }
     void Detach() {
       absl::MutexLock lock(&mu_);
@@ -135,7 +148,8 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
       return;
     }
     if (absl::Status s = Handle(in_); !s.ok()) {
-      spdlog::warn("agent {} ({}): {}", agent_id_.empty() ? "?" : agent_id_, peer_, std::string(s.message()));
+      spdlog::warn("agent {} ({}): {}", agent_id_.empty() ? "?" : agent_id_, peer_,
+                   std::string(s.message()));
       End(ToGrpc(s));
       return;
     }
@@ -192,13 +206,20 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
  private:
   absl::Status Handle(const v1::AgentMessage& m) {
     if (agent_id_.empty()) {
-      if (!m.has_hello()) return absl::InvalidArgumentError("the first message on the control stream must be a hello");
+      if (!m.has_hello())
+        return absl::InvalidArgumentError(
+            "the first message on the control stream must be a hello");
       if (absl::Status s = ValidateHello(m.hello(), service_.options_); !s.ok()) return s;
-      if (absl::Status s = CheckIdentity(service_.options_, certificate_identity_, m.hello().agent_id()); !s.ok()) {
+      if (absl::Status s =
+              CheckIdentity(service_.options_, certificate_identity_, m.hello().agent_id());
+          !s.ok()) {
         return s;
       }
       v1::AgentHello hello = m.hello();
-      if (absl::Status s = ValidateWorkers(hello.mutable_workers(), service_.options_, hello.agent_id()); !s.ok()) return s;
+      if (absl::Status s =
+              ValidateWorkers(hello.mutable_workers(), service_.options_, hello.agent_id());
+          !s.ok())
+        return s;
       v1::CoordinatorMessage welcome;
       v1::Welcome* w = welcome.mutable_welcome();
       w->set_coordinator_id(service_.options_.coordinator_id);
@@ -207,22 +228,26 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
       w->set_heartbeat_interval_ms(service_.options_.heartbeat_interval_ms);
       w->set_clock_sync_interval_ms(service_.options_.clock_sync_interval_ms);
       if (service_.shard_owners_) {
-        if (std::optional<v1::ShardOwners> owners = service_.shard_owners_(JobsOf(hello.workers()))) {
+        if (std::optional<v1::ShardOwners> owners =
+                service_.shard_owners_(JobsOf(hello.workers()))) {
           *w->mutable_shards() = *std::move(owners);
         }
       }
       Enqueue(welcome);
       absl::StatusOr<bool> new_instance = service_.registry_.Connected(hello, peer_, link_);
       if (!new_instance.ok()) {
-        spdlog::warn("agent session from {} refused: {}", peer_, std::string(new_instance.status().message()));
+        spdlog::warn("agent session from {} refused: {}", peer_,
+                     std::string(new_instance.status().message()));
         return new_instance.status();
       }
       agent_id_ = m.hello().agent_id();
       // Another process under this id (restarted, or moved): its clock is not the old one's.
       if (*new_instance) service_.aligner_.Forget(agent_id_);
-      spdlog::info("agent {} connected from {} ({} workers, protocol {}.{}, version {})", agent_id_, peer_,
-                   hello.workers_size(), m.hello().protocol_major(), m.hello().protocol_minor(), m.hello().version());
-      for (const v1::CaptureStatus& c : m.hello().captures()) service_.scheduler_.OnCaptureStatus(agent_id_, c);
+      spdlog::info("agent {} connected from {} ({} workers, protocol {}.{}, version {})", agent_id_,
+                   peer_, hello.workers_size(), m.hello().protocol_major(),
+                   m.hello().protocol_minor(), m.hello().version());
+      for (const v1::CaptureStatus& c : m.hello().captures())
+        service_.scheduler_.OnCaptureStatus(agent_id_, c);
       return absl::OkStatus();
     }
     service_.registry_.Seen(agent_id_);
@@ -231,11 +256,15 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
         break;
       case v1::AgentMessage::kWorkers: {
         v1::WorkersChanged workers = m.workers();
-        if (absl::Status s = ValidateWorkers(workers.mutable_workers(), service_.options_, agent_id_); !s.ok()) return s;
+        if (absl::Status s =
+                ValidateWorkers(workers.mutable_workers(), service_.options_, agent_id_);
+            !s.ok())
+          return s;
         if (!service_.registry_.IsCurrent(agent_id_, link_.get())) break;
         service_.registry_.WorkersChanged(agent_id_, workers);
         if (service_.shard_owners_) {
-          if (std::optional<v1::ShardOwners> owners = service_.shard_owners_(JobsOf(workers.workers()))) {
+          if (std::optional<v1::ShardOwners> owners =
+                  service_.shard_owners_(JobsOf(workers.workers()))) {
             v1::CoordinatorMessage update;
             *update.mutable_shards() = *std::move(owners);
             Enqueue(update);
@@ -250,7 +279,8 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
         // Samples belong to the session that took them: a replaced session's late ones are dropped.
         if (!service_.registry_.IsCurrent(agent_id_, link_.get())) break;
         std::vector<ClockSample> samples;
-        for (const v1::ClockSample& s : m.clock().samples()) samples.push_back({s.t1_ns(), s.t2_ns(), s.t3_ns(), s.t4_ns()});
+        for (const v1::ClockSample& s : m.clock().samples())
+          samples.push_back({s.t1_ns(), s.t2_ns(), s.t3_ns(), s.t4_ns()});
         service_.aligner_.AddSamples(agent_id_, samples);
         service_.scheduler_.OnClockUpdated(agent_id_);
         break;
@@ -284,26 +314,32 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
 // One Upload call: stores each chunk as it arrives, answers with the ranks now complete.
 class UploadSession : public grpc::ServerReadReactor<v1::UploadRequest> {
  public:
-  UploadSession(AgentService& service, grpc::CallbackServerContext* context, v1::UploadResponse* response)
-      : service_(service), certificate_identity_(CertificateIdentity(*context)), response_(response) {
+  UploadSession(AgentService& service, grpc::CallbackServerContext* context,
+                v1::UploadResponse* response)
+      : service_(service),
+        certificate_identity_(CertificateIdentity(*context)),
+        response_(response) {
     StartRead(&chunk_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
       for (int32_t rank : ranks_) {
-        if (service_.scheduler_.WorkerComplete(capture_id_, rank)) response_->add_ranks_complete(rank);
+        if (service_.scheduler_.WorkerComplete(capture_id_, rank))
+          response_->add_ranks_complete(rank);
       }
       Finish(grpc::Status::OK);
       return;
     }
     if (!capture_id_.empty() && chunk_.capture_id() != capture_id_) {
-      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "one Upload call carries one capture"));
+      Finish(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "one Upload call carries one capture"));
       return;
     }
     capture_id_ = chunk_.capture_id();
     // An agent uploads as itself only: the scheduler checks the rank is this agent's.
-    if (absl::Status s = CheckIdentity(service_.options_, certificate_identity_, chunk_.agent_id()); !s.ok()) {
+    if (absl::Status s = CheckIdentity(service_.options_, certificate_identity_, chunk_.agent_id());
+        !s.ok()) {
       Finish(ToGrpc(s));
       return;
     }
@@ -335,9 +371,12 @@ class UploadSession : public grpc::ServerReadReactor<v1::UploadRequest> {
 class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
  public:
   WatchSession(AgentService& service, grpc::CallbackServerContext* context, v1::WatchAck* response)
-      : service_(service), certificate_identity_(CertificateIdentity(*context)), response_(response) {
+      : service_(service),
+        certificate_identity_(CertificateIdentity(*context)),
+        response_(response) {
     if (!service_.watch_ingest_.ingest) {
-      Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this coordinator does not take watch data"));
+      Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                          "this coordinator does not take watch data"));
       return;
     }
     StartRead(&batch_);
@@ -351,8 +390,9 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
     }
     if (absl::Status s = Take(); !s.ok()) {
       ++service_.watch_counters_.refused_batches;
-      service_.watch_log_.Warn("agent {}: watch stream refused: {}", agent_id_.empty() ? batch_.agent_id() : agent_id_,
-                std::string(s.message()));
+      service_.watch_log_.Warn("agent {}: watch stream refused: {}",
+                               agent_id_.empty() ? batch_.agent_id() : agent_id_,
+                               std::string(s.message()));
       Finish(ToGrpc(s));
       return;
     }
@@ -364,15 +404,18 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
  private:
   absl::Status Take() {
     if (agent_id_.empty()) {
-      if (absl::Status s = CheckIdentity(service_.options_, certificate_identity_, batch_.agent_id()); !s.ok()) return s;
+      if (absl::Status s =
+              CheckIdentity(service_.options_, certificate_identity_, batch_.agent_id());
+          !s.ok())
+        return s;
       agent_id_ = batch_.agent_id();
     } else if (batch_.agent_id() != agent_id_) {
       return absl::InvalidArgumentError("one Watch call carries one agent's data");
     }
     // Ranks are the registry's word, so an agent must hold its control stream to be heard.
     if (!service_.registry_.IsConnected(agent_id_)) {
-      return absl::FailedPreconditionError(
-          common::StrCat("agent ", agent_id_, " has no control stream: connect before sending watch data"));
+      return absl::FailedPreconditionError(common::StrCat(
+          "agent ", agent_id_, " has no control stream: connect before sending watch data"));
     }
     absl::StatusOr<common::DecodedWatch> data = common::DecodeWatchBatch(batch_);
     if (!data.ok()) return data.status();
@@ -387,7 +430,8 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
       return absl::OkStatus();
     }
     // A rank the agent does not serve is another agent's to report (or nobody's).
-    const std::map<std::pair<std::string, int32_t>, std::string> served = service_.registry_.ServedRanks(agent_id_);
+    const std::map<std::pair<std::string, int32_t>, std::string> served =
+        service_.registry_.ServedRanks(agent_id_);
     uint64_t foreign = 0;
     auto serves = [&](const std::string& job, int32_t rank) {
       const auto it = served.find({job, rank});
@@ -406,7 +450,9 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
     std::erase_if(data->progress, [&](const auto& p) { return !serves(p.first, p.second.rank); });
     if (foreign > 0) {
       service_.watch_counters_.foreign_records += foreign;
-      service_.watch_log_.Warn("agent {}: {} watch records for ranks it does not serve were dropped", agent_id_, foreign);
+      service_.watch_log_.Warn(
+          "agent {}: {} watch records for ranks it does not serve were dropped", agent_id_,
+          foreign);
     }
     common::AlignWatch(*model, &*data);
     service_.watch_ingest_.ingest(agent_id_, *data);
@@ -422,15 +468,22 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
   std::map<std::pair<std::string, int32_t>, std::string> hosts_;  // as last given to the sink
 };
 
-AgentService::AgentService(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler,
-                           AgentServiceOptions options, std::function<TimeNs()> now)
-    : registry_(registry), aligner_(aligner), scheduler_(scheduler), options_(std::move(options)), now_(std::move(now)) {}
+AgentService::AgentService(AgentRegistry& registry, ClockAligner& aligner,
+                           CaptureScheduler& scheduler, AgentServiceOptions options,
+                           std::function<TimeNs()> now)
+    : registry_(registry),
+      aligner_(aligner),
+      scheduler_(scheduler),
+      options_(std::move(options)),
+      now_(std::move(now)) {}
 
-grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* AgentService::Connect(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* AgentService::Connect(
+    grpc::CallbackServerContext* context) {
   return new ControlSession(*this, context);
 }
 
-grpc::ServerUnaryReactor* AgentService::SyncClock(grpc::CallbackServerContext* context, const v1::SyncClockRequest*,
+grpc::ServerUnaryReactor* AgentService::SyncClock(grpc::CallbackServerContext* context,
+                                                  const v1::SyncClockRequest*,
                                                   v1::SyncClockResponse* response) {
   // t2 as early and t3 as late as this handler can take them; the gap between is subtracted.
   response->set_t2_ns(now_());
@@ -440,12 +493,13 @@ grpc::ServerUnaryReactor* AgentService::SyncClock(grpc::CallbackServerContext* c
   return reactor;
 }
 
-grpc::ServerReadReactor<v1::UploadRequest>* AgentService::Upload(grpc::CallbackServerContext* context,
-                                                                 v1::UploadResponse* response) {
+grpc::ServerReadReactor<v1::UploadRequest>* AgentService::Upload(
+    grpc::CallbackServerContext* context, v1::UploadResponse* response) {
   return new UploadSession(*this, context, response);
 }
 
-grpc::ServerReadReactor<v1::WatchBatch>* AgentService::Watch(grpc::CallbackServerContext* context, v1::WatchAck* response) {
+grpc::ServerReadReactor<v1::WatchBatch>* AgentService::Watch(grpc::CallbackServerContext* context,
+                                                             v1::WatchAck* response) {
   return new WatchSession(*this, context, response);
 }
 
@@ -465,16 +519,23 @@ void AgentService::PushShardOwners() {
 
 void AgentService::AppendMetrics(std::string* out) const {
   const auto counter = [out](std::string_view name, std::string_view help, uint64_t value) {
-    common::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ", value, "\n");
+    common::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ",
+                      value, "\n");
   };
-  counter("podscope_watch_batches_total", "Watch batches taken from agents.", watch_counters_.batches.load());
-  counter("podscope_watch_bytes_total", "Bytes of the watch batches taken (protobuf, before gRPC's framing).",
+  counter("podscope_watch_batches_total", "Watch batches taken from agents.",
+          watch_counters_.batches.load());
+  counter("podscope_watch_bytes_total",
+          "Bytes of the watch batches taken (protobuf, before gRPC's framing).",
           watch_counters_.bytes.load());
-  counter("podscope_watch_refused_batches_total", "Watch batches refused (malformed, an agent not who it says, or one without a control stream).",
+  counter("podscope_watch_refused_batches_total",
+          "Watch batches refused (malformed, an agent not who it says, or one without a control "
+          "stream).",
           watch_counters_.refused_batches.load());
-  counter("podscope_watch_unaligned_batches_total", "Watch batches dropped because the agent's clock had no model yet.",
+  counter("podscope_watch_unaligned_batches_total",
+          "Watch batches dropped because the agent's clock had no model yet.",
           watch_counters_.unaligned_batches.load());
-  counter("podscope_watch_foreign_records_total", "Watch records dropped for ranks their agent does not serve.",
+  counter("podscope_watch_foreign_records_total",
+          "Watch records dropped for ranks their agent does not serve.",
           watch_counters_.foreign_records.load());
   // The agents this coordinator knows, by health, and the workers the connected ones serve: the
   // dashboard's "agents" panel, and an alert when a node goes quiet.
@@ -486,9 +547,14 @@ void AgentService::AppendMetrics(std::string* out) const {
     ++agents[AgentHealthName(a.health)];
     if (a.connected) workers += a.workers.size();
   }
-  common::StrAppend(out, "# HELP podscope_agents Agents this coordinator knows, by health.\n# TYPE podscope_agents gauge\n");
-  for (const auto& [health, n] : agents) common::StrAppend(out, "podscope_agents{health=\"", health, "\"} ", n, "\n");
-  common::StrAppend(out, "# HELP podscope_workers Workers (ranks) served by the connected agents.\n# TYPE podscope_workers gauge\n",
+  common::StrAppend(out,
+                    "# HELP podscope_agents Agents this coordinator knows, by health.\n# TYPE "
+                    "podscope_agents gauge\n");
+  for (const auto& [health, n] : agents)
+    common::StrAppend(out, "podscope_agents{health=\"", health, "\"} ", n, "\n");
+  common::StrAppend(out,
+                    "# HELP podscope_workers Workers (ranks) served by the connected agents.\n# "
+                    "TYPE podscope_workers gauge\n",
                     "podscope_workers ", workers, "\n");
 }
 

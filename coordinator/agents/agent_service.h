@@ -60,26 +60,30 @@ struct WatchStreamCounters {
   // malformed, from an agent that is not who it says, or from one without a control stream
   std::atomic<uint64_t> refused_batches{0};
   std::atomic<uint64_t> unaligned_batches{0};  // the agent's clock had no model yet: dropped
-  std::atomic<uint64_t> foreign_records{0};    // for a (job, rank) the agent does not serve: dropped
+  std::atomic<uint64_t> foreign_records{0};  // for a (job, rank) the agent does not serve: dropped
 };
 
 class AgentService final : public v1::AgentService::CallbackService {
  public:
-  AgentService(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler, AgentServiceOptions options,
-               std::function<TimeNs()> now);
+  AgentService(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler,
+               AgentServiceOptions options, std::function<TimeNs()> now);
 
-  grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Connect(grpc::CallbackServerContext* context) override;
-  grpc::ServerUnaryReactor* SyncClock(grpc::CallbackServerContext* context, const v1::SyncClockRequest* request,
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Connect(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* SyncClock(grpc::CallbackServerContext* context,
+                                      const v1::SyncClockRequest* request,
                                       v1::SyncClockResponse* response) override;
   grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* context,
                                                      v1::UploadResponse* response) override;
-  grpc::ServerReadReactor<v1::WatchBatch>* Watch(grpc::CallbackServerContext* context, v1::WatchAck* response) override;
+  grpc::ServerReadReactor<v1::WatchBatch>* Watch(grpc::CallbackServerContext* context,
+                                                 v1::WatchAck* response) override;
 
   // Before the server starts. Without a sink, Watch calls are refused (UNIMPLEMENTED).
   void set_watch_ingest(WatchIngest ingest) { watch_ingest_ = std::move(ingest); }
   // Sharded coordinators (DESIGN §10): who owns each of `jobs`, sent in every welcome and again
   // whenever an agent's jobs change; nullopt when not sharded. Before the server starts.
-  using ShardOwnersFn = std::function<std::optional<v1::ShardOwners>(const std::set<std::string>& jobs)>;
+  using ShardOwnersFn =
+      std::function<std::optional<v1::ShardOwners>(const std::set<std::string>& jobs)>;
   void set_shard_owners(ShardOwnersFn owners) { shard_owners_ = std::move(owners); }
   // Tells every connected agent who owns its jobs now (the shards' members changed).
   void PushShardOwners();

@@ -6,8 +6,8 @@
 
 namespace podscope::coordinator {
 
-ClockKeeper::ClockKeeper(AgentRegistry& registry, const ClockAligner& aligner, ClockKeeperOptions options,
-                         const common::TimeSource& time)
+ClockKeeper::ClockKeeper(AgentRegistry& registry, const ClockAligner& aligner,
+                         ClockKeeperOptions options, const common::TimeSource& time)
     : registry_(registry), aligner_(aligner), options_(options), time_(time) {}
 
 ClockKeeper::~ClockKeeper() { Stop(); }
@@ -66,20 +66,23 @@ size_t ClockKeeper::Tick() {
       // path cannot get there is asked ever more rarely (at most every max_retry, about as
       // often as it syncs on its own), whatever its bound does between asks.
       if (bound <= options_.target_bound_ns) state.asks = 0, state.retry_ns = 0;
-      const bool wide_now = bound > options_.target_bound_ns &&
-                            (state.asks < options_.asks_before_relative || bound > 2 * state.best_bound_ns);
+      const bool wide_now =
+          bound > options_.target_bound_ns &&
+          (state.asks < options_.asks_before_relative || bound > 2 * state.best_bound_ns);
       if (wide_now && now >= state.next_ask_ns) wide.push_back({&id, bound});
     }
     kept.emplace(id, state);
   }
   state_ = std::move(kept);
-  std::sort(wide.begin(), wide.end(), [](const Wide& a, const Wide& b) { return a.bound > b.bound; });
+  std::sort(wide.begin(), wide.end(),
+            [](const Wide& a, const Wide& b) { return a.bound > b.bound; });
   if (wide.size() > options_.max_requests_per_tick) wide.resize(options_.max_requests_per_tick);
   v1::CoordinatorMessage sync;
   sync.mutable_sync_clock();
   for (const Wide& w : wide) {
     AgentState& state = state_[*w.agent_id];
-    state.retry_ns = state.retry_ns == 0 ? options_.first_retry_ns : std::min(state.retry_ns * 2, options_.max_retry_ns);
+    state.retry_ns = state.retry_ns == 0 ? options_.first_retry_ns
+                                         : std::min(state.retry_ns * 2, options_.max_retry_ns);
     state.next_ask_ns = now + state.retry_ns;
     ++state.asks;
     registry_.Send(*w.agent_id, sync);

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grpcpp/server_builder.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,15 +15,14 @@
 #include <chrono>
 #include <cstring>
 
-#include <grpcpp/server_builder.h>
-
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
 namespace podscope::coordinator {
 
-GrpcConnectionGate::GrpcConnectionGate(GrpcGateOptions options,
-                                       std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor)
+GrpcConnectionGate::GrpcConnectionGate(
+    GrpcGateOptions options,
+    std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor)
     : options_(options),
       acceptor_(std::move(acceptor)),
       limits_(options.max_connections, options.max_connections_per_client) {}
@@ -38,7 +38,8 @@ absl::StatusOr<uint16_t> GrpcConnectionGate::Listen(const std::string& host, uin
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr) {
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 ||
+      found == nullptr) {
     return absl::InvalidArgumentError(common::StrCat("bad gRPC listen address \"", host, "\""));
   }
   const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -49,7 +50,8 @@ absl::StatusOr<uint16_t> GrpcConnectionGate::Listen(const std::string& host, uin
   if (!ok) {
     const std::string why = std::strerror(errno);
     if (fd >= 0) close(fd);
-    return absl::UnavailableError(common::StrCat("cannot serve gRPC on ", host, ":", port, ": ", why));
+    return absl::UnavailableError(
+        common::StrCat("cannot serve gRPC on ", host, ":", port, ": ", why));
   }
   listen_fd_ = fd;
   reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -60,7 +62,9 @@ absl::StatusOr<uint16_t> GrpcConnectionGate::Listen(const std::string& host, uin
                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
 }
 
-void GrpcConnectionGate::Start() { thread_ = std::thread([this] { AcceptLoop(); }); }
+void GrpcConnectionGate::Start() {
+  thread_ = std::thread([this] { AcceptLoop(); });
+}
 
 void GrpcConnectionGate::Stop() {
   stopping_ = true;
@@ -84,11 +88,13 @@ void GrpcConnectionGate::AcceptLoop() {
     // Non-blocking and without Nagle, as gRPC's own listener makes them: its external-connection
     // handler takes the descriptor as it is, and a blocking one stalls its poller (agents then
     // saw replies never arrive and their uploads time out).
-    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &length,
+                           SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Shed the pending connection with the reserve descriptor, then let descriptors return.
-        log_.Warn("grpc: cannot accept ({}): shedding a connection and backing off", std::strerror(errno));
+        log_.Warn("grpc: cannot accept ({}): shedding a connection and backing off",
+                  std::strerror(errno));
         ++refused_no_descriptors_;
         close(reserve_fd_);
         const int shed = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -100,9 +106,11 @@ void GrpcConnectionGate::AcceptLoop() {
     }
     char address[INET6_ADDRSTRLEN] = "?";
     if (peer.ss_family == AF_INET) {
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&peer)->sin_addr, address, sizeof(address));
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&peer)->sin_addr, address,
+                sizeof(address));
     } else if (peer.ss_family == AF_INET6) {
-      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr, address, sizeof(address));
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr, address,
+                sizeof(address));
     }
     absl::MutexLock lock(&mu_);
     Release(fd);  // a descriptor number gRPC closed and the kernel gave back
@@ -113,10 +121,11 @@ void GrpcConnectionGate::AcceptLoop() {
       ++(server_full ? refused_server_full_ : refused_client_full_);
       close(fd);
       log_.Warn("grpc: refused a connection from {}: {}", address,
-                server_full ? common::StrCat("the coordinator holds its ", options_.max_connections,
-                                             " agent connections (agents.max_connections)")
-                            : common::StrCat("that address holds its ", options_.max_connections_per_client,
-                                             " agent connections (agents.max_connections_per_client)"));
+                server_full
+                    ? common::StrCat("the coordinator holds its ", options_.max_connections,
+                                     " agent connections (agents.max_connections)")
+                    : common::StrCat("that address holds its ", options_.max_connections_per_client,
+                                     " agent connections (agents.max_connections_per_client)"));
       Reap();  // perhaps some were closed since the last look: the next one may get in
       continue;
     }
@@ -143,7 +152,8 @@ void GrpcConnectionGate::Reap() {
   std::vector<int> gone;
   for (const auto& [fd, handed] : handed_) {
     struct stat info {};
-    if (fstat(fd, &info) != 0 || info.st_ino != handed.inode || !S_ISSOCK(info.st_mode)) gone.push_back(fd);
+    if (fstat(fd, &info) != 0 || info.st_ino != handed.inode || !S_ISSOCK(info.st_mode))
+      gone.push_back(fd);
   }
   for (int fd : gone) Release(fd);
 }
@@ -152,10 +162,13 @@ void GrpcConnectionGate::AppendMetrics(std::string* out) const {
   common::StrAppend(out, "# HELP podscope_grpc_open_connections Agent (gRPC) connections open.\n",
                     "# TYPE podscope_grpc_open_connections gauge\n",
                     "podscope_grpc_open_connections ", open_connections(), "\n",
-                    "# HELP podscope_grpc_rejected_connections_total Agent (gRPC) connections refused, by reason.\n",
+                    "# HELP podscope_grpc_rejected_connections_total Agent (gRPC) connections "
+                    "refused, by reason.\n",
                     "# TYPE podscope_grpc_rejected_connections_total counter\n",
-                    "podscope_grpc_rejected_connections_total{reason=\"server_full\"} ", refused_server_full_.load(), "\n",
-                    "podscope_grpc_rejected_connections_total{reason=\"client_full\"} ", refused_client_full_.load(), "\n",
+                    "podscope_grpc_rejected_connections_total{reason=\"server_full\"} ",
+                    refused_server_full_.load(), "\n",
+                    "podscope_grpc_rejected_connections_total{reason=\"client_full\"} ",
+                    refused_client_full_.load(), "\n",
                     "podscope_grpc_rejected_connections_total{reason=\"no_descriptors\"} ",
                     refused_no_descriptors_.load(), "\n");
 }

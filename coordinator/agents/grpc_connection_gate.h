@@ -35,7 +35,8 @@ struct GrpcGateOptions {
 // Owned by the daemon's main; Listen and Start/Stop from one thread, its own thread accepts.
 class GrpcConnectionGate {
  public:
-  GrpcConnectionGate(GrpcGateOptions options, std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor);
+  GrpcConnectionGate(GrpcGateOptions options,
+                     std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor);
   ~GrpcConnectionGate();
 
   // Binds and listens; port 0 picks a free one. Returns the bound port.
@@ -44,7 +45,9 @@ class GrpcConnectionGate {
   void Stop();
 
   uint32_t open_connections() const { return limits_.open(); }
-  uint64_t refused() const { return refused_server_full_ + refused_client_full_ + refused_no_descriptors_; }
+  uint64_t refused() const {
+    return refused_server_full_ + refused_client_full_ + refused_no_descriptors_;
+  }
   // Prometheus text: the open connections and those refused, by reason.
   void AppendMetrics(std::string* out) const;
 
@@ -64,7 +67,8 @@ class GrpcConnectionGate {
   int listen_fd_ = -1;
   int reserve_fd_ = -1;
   std::atomic<bool> stopping_{false};
-  std::atomic<uint64_t> refused_server_full_{0}, refused_client_full_{0}, refused_no_descriptors_{0};
+  std::atomic<uint64_t> refused_server_full_{0}, refused_client_full_{0},
+      refused_no_descriptors_{0};
   RateLimitedLog log_{"grpc"};
   std::thread thread_;
   absl::Mutex mu_;

@@ -27,7 +27,8 @@ namespace podscope::coordinator::analysis {
 
 // Report names, in the order `all` lists them.
 inline constexpr std::string_view kReportNames[] = {
-    "summary", "overview", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "gpu", "operators", "memory", "input", "temporal"};
+    "summary",   "overview", "steps", "pod",       "overlap", "communication", "stragglers",
+    "allreduce", "kernels",  "gpu",   "operators", "memory",  "input",         "temporal"};
 
 struct AnalysisRequest {
   std::vector<std::string> reports;  // names from kReportNames
@@ -46,7 +47,7 @@ struct AnalysisRequest {
   // JSON only: one entry per worker and nothing per step or per collective (pod: the worker x
   // step matrix without the rows; overlap: each worker's totals; communication: no collectives;
   // kernels and operators: the pod-wide list alone; gpu and input: each worker's totals;
-// memory: no timelines), what a page of 1024 workers can load at once.
+  // memory: no timelines), what a page of 1024 workers can load at once.
   bool workers_only = false;
 };
 

@@ -41,12 +41,14 @@ std::vector<IntervalSet> ActivityClasses(const WorkerTrace& w, const std::vector
   absl::flat_hash_map<int64_t, TimeNs> launch_end;  // correlation -> end of its launch call
   for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
     cls[kHostLaunch].push_back({w.runtime_calls.start[i], w.runtime_calls.end[i]});
-    if (w.runtime_calls.correlation[i] >= 0) launch_end.emplace(w.runtime_calls.correlation[i], w.runtime_calls.end[i]);
+    if (w.runtime_calls.correlation[i] >= 0)
+      launch_end.emplace(w.runtime_calls.correlation[i], w.runtime_calls.end[i]);
   }
   auto launch_latency = [&](int64_t correlation, TimeNs device_start) {
     // The device waits for a launched kernel between the call's return and the kernel start.
     auto it = correlation >= 0 ? launch_end.find(correlation) : launch_end.end();
-    if (it != launch_end.end() && it->second < device_start) cls[kHostLaunch].push_back({it->second, device_start});
+    if (it != launch_end.end() && it->second < device_start)
+      cls[kHostLaunch].push_back({it->second, device_start});
   };
   const common::KernelTable& k = w.kernels;
   for (size_t i = 0; i < k.size(); ++i) {
@@ -67,8 +69,8 @@ std::vector<IntervalSet> ActivityClasses(const WorkerTrace& w, const std::vector
   const common::MemcpyTable& m = w.memcpys;
   for (size_t i = 0; i < m.size(); ++i) {
     launch_latency(m.correlation[i], m.start[i]);
-    const Bit bit = m.kind[i] == MemcpyKind::kHostToDevice   ? kH2D
-                    : m.kind[i] == MemcpyKind::kDeviceToHost ? kD2H
+    const Bit bit = m.kind[i] == MemcpyKind::kHostToDevice     ? kH2D
+                    : m.kind[i] == MemcpyKind::kDeviceToHost   ? kD2H
                     : m.kind[i] == MemcpyKind::kDeviceToDevice ? kD2D
                                                                : kCopyOther;
     cls[bit].push_back({m.start[i], m.end[i]});
@@ -106,8 +108,10 @@ void Account(StepBreakdown& b, TimeNs len, uint32_t mask) {
     b.comm_wait_ns += len;
   } else if (has(kH2D) || has(kD2H) || has(kD2D) || has(kCopyOther)) {
     b.memcpy_ns += len;
-    (has(kH2D) ? b.memcpy_h2d_ns : has(kD2H) ? b.memcpy_d2h_ns : has(kD2D) ? b.memcpy_d2d_ns
-                                                                             : b.memcpy_other_ns) += len;
+    (has(kH2D)   ? b.memcpy_h2d_ns
+     : has(kD2H) ? b.memcpy_d2h_ns
+     : has(kD2D) ? b.memcpy_d2d_ns
+                 : b.memcpy_other_ns) += len;
   } else if (has(kHostInput)) {
     b.idle_input_ns += len;
   } else if (has(kHostLaunch)) {

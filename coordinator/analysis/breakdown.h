@@ -35,8 +35,8 @@ struct StepBreakdown {
   TimeNs before_input_ns = 0, before_launch_ns = 0, before_host_ns = 0, before_other_ns = 0;
 
   TimeNs Sum() const {
-    return compute_ns + overlap_ns + communication_ns + memcpy_ns + idle_input_ns +
-           idle_launch_ns + idle_host_ns + idle_other_ns;
+    return compute_ns + overlap_ns + communication_ns + memcpy_ns + idle_input_ns + idle_launch_ns +
+           idle_host_ns + idle_other_ns;
   }
   // Share of communication-kernel time hidden behind computation, in percent.
   double OverlapPercent() const {

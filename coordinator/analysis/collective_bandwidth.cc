@@ -10,10 +10,13 @@ namespace podscope::coordinator::analysis {
 double BusBandwidthFactor(common::CollectiveOp op, int32_t nranks) {
   const double n = std::max(nranks, 1);
   switch (op) {
-    case common::CollectiveOp::kAllReduce: return 2.0 * (n - 1) / n;
+    case common::CollectiveOp::kAllReduce:
+      return 2.0 * (n - 1) / n;
     case common::CollectiveOp::kAllGather:
-    case common::CollectiveOp::kReduceScatter: return (n - 1) / n;
-    default: return 1.0;
+    case common::CollectiveOp::kReduceScatter:
+      return (n - 1) / n;
+    default:
+      return 1.0;
   }
 }
 
@@ -39,7 +42,8 @@ BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
     std::nth_element(transfers.begin(), transfers.begin() + transfers.size() / 2, transfers.end());
     c.transfer_ns = transfers[transfers.size() / 2];
     if (c.transfer_ns > 0) {
-      c.algbw_gbps = static_cast<double>(c.bytes) / static_cast<double>(c.transfer_ns);  // B/ns = GB/s
+      c.algbw_gbps =
+          static_cast<double>(c.bytes) / static_cast<double>(c.transfer_ns);  // B/ns = GB/s
       c.busbw_gbps = c.algbw_gbps * BusBandwidthFactor(c.op, c.nranks);
       if (link_bytes_per_s > 0) c.efficiency = c.busbw_gbps * 1e9 / link_bytes_per_s;
     }
@@ -73,14 +77,16 @@ BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
     report.steps.push_back(st);
   }
   if (!allreduce_per_step.empty()) {
-    std::nth_element(allreduce_per_step.begin(), allreduce_per_step.begin() + allreduce_per_step.size() / 2,
+    std::nth_element(allreduce_per_step.begin(),
+                     allreduce_per_step.begin() + allreduce_per_step.size() / 2,
                      allreduce_per_step.end());
     report.measured_allreduce_ns = allreduce_per_step[allreduce_per_step.size() / 2];
   }
   if (options.params > 0 && link_bytes_per_s > 0) {
     // A ring AllReduce of B bytes puts 2(n-1)/n * B on every link.
-    const int32_t n = allreduce_ranks > 0 ? allreduce_ranks
-                                          : (capture.size() > 0 ? capture.worker(0).info.world_size : 1);
+    const int32_t n = allreduce_ranks > 0
+                          ? allreduce_ranks
+                          : (capture.size() > 0 ? capture.worker(0).info.world_size : 1);
     const double bytes = static_cast<double>(options.params) * options.bytes_per_param *
                          BusBandwidthFactor(common::CollectiveOp::kAllReduce, std::max(n, 2));
     report.expected_allreduce_ns = static_cast<TimeNs>(bytes / link_bytes_per_s * 1e9);

@@ -14,8 +14,8 @@
 namespace podscope::coordinator::analysis {
 
 struct BandwidthOptions {
-  double link_gbps = 0;        // link bandwidth in Gbit/s; 0: efficiency not computed
-  int64_t params = 0;          // model parameters; 0: no expected time
+  double link_gbps = 0;  // link bandwidth in Gbit/s; 0: efficiency not computed
+  int64_t params = 0;    // model parameters; 0: no expected time
   int32_t bytes_per_param = 4;
 };
 
@@ -33,7 +33,7 @@ struct CollectiveBandwidth {
   TimeNs transfer_ns = 0;  // median over participants
   double algbw_gbps = 0;   // GB/s (1e9 bytes per second)
   double busbw_gbps = 0;
-  double efficiency = 0;   // busbw / link bandwidth, 0 when no link is given
+  double efficiency = 0;  // busbw / link bandwidth, 0 when no link is given
 };
 
 struct StepCollectiveTime {
@@ -44,7 +44,8 @@ struct StepCollectiveTime {
   int64_t allreduce_bytes = 0;
   double busbw_gbps = 0;  // bytes-weighted over the step's collectives
   double efficiency = 0;  // busbw_gbps against the link bandwidth (0 without one)
-  int64_t other_bytes = 0;  // bytes of the step's collectives that are not AllReduce (AllToAll, ...)
+  int64_t other_bytes =
+      0;  // bytes of the step's collectives that are not AllReduce (AllToAll, ...)
 };
 
 struct BandwidthReport {

@@ -18,10 +18,14 @@ using MatchKey = std::tuple<std::string, int, int64_t>;
 
 std::string_view ClockBasisName(ClockBasis basis) {
   switch (basis) {
-    case ClockBasis::kFittedModels: return "fitted_models";
-    case ClockBasis::kOneHost: return "one_host";
-    case ClockBasis::kAsserted: return "asserted";
-    case ClockBasis::kNotCompared: return "not_compared";
+    case ClockBasis::kFittedModels:
+      return "fitted_models";
+    case ClockBasis::kOneHost:
+      return "one_host";
+    case ClockBasis::kAsserted:
+      return "asserted";
+    case ClockBasis::kNotCompared:
+      return "not_compared";
   }
   return "not_compared";
 }

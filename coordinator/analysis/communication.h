@@ -45,7 +45,7 @@ struct MatchedCollective {
 };
 
 struct CommunicationReport {
-  bool aligned = false;          // arrivals compared on aligned clocks
+  bool aligned = false;  // arrivals compared on aligned clocks
   ClockBasis clock_basis = ClockBasis::kNotCompared;
   TimeNs clock_error_bound_ns = 0;  // largest error bound among the workers' clock models
   bool clock_bound_known() const {

@@ -43,14 +43,15 @@ struct StepWindow {
   size_t index = 0;  // into WorkerGpu::steps
 };
 
-WorkerGpu ForWorker(const common::WorkerTrace& trace, const WorkerSteps& worker_steps, int64_t first_step,
-                    int64_t last_step) {
+WorkerGpu ForWorker(const common::WorkerTrace& trace, const WorkerSteps& worker_steps,
+                    int64_t first_step, int64_t last_step) {
   WorkerGpu out;
   out.rank = trace.info.rank;
   if (!trace.info.devices.empty()) out.device = trace.info.devices.front().name;
   std::vector<StepWindow> windows;
   for (const StepSpan& s : worker_steps.steps) {
-    if ((first_step >= 0 && s.number < first_step) || (last_step >= 0 && s.number > last_step)) continue;
+    if ((first_step >= 0 && s.number < first_step) || (last_step >= 0 && s.number > last_step))
+      continue;
     const Interval span = s.has_device() ? s.device : s.host;
     if (span.length() <= 0) continue;
     windows.push_back({span, out.steps.size()});
@@ -129,13 +130,17 @@ void GpuFigures::Add(const GpuFigures& other) {
 void GpuFigures::Finish() {
   const double span = static_cast<double>(span_ns);
   gpu_utilization = span_ns > 0 ? static_cast<double>(busy_ns) / span : 0;
-  sm_efficiency = sm_known && span_ns > 0 ? std::optional<double>(sm_weighted_ns / span) : std::nullopt;
-  achieved_occupancy = occupancy_ns > 0 ? std::optional<double>(occupancy_weighted_ns / static_cast<double>(occupancy_ns))
-                                        : std::nullopt;
+  sm_efficiency =
+      sm_known && span_ns > 0 ? std::optional<double>(sm_weighted_ns / span) : std::nullopt;
+  achieved_occupancy =
+      occupancy_ns > 0
+          ? std::optional<double>(occupancy_weighted_ns / static_cast<double>(occupancy_ns))
+          : std::nullopt;
 }
 
-GpuReport ComputeGpuEfficiency(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
-                               int64_t first_step, int64_t last_step, size_t least_utilized) {
+GpuReport ComputeGpuEfficiency(const common::CaptureView& capture,
+                               const std::vector<WorkerSteps>& steps, int64_t first_step,
+                               int64_t last_step, size_t least_utilized) {
   GpuReport report;
   report.workers.resize(capture.size());
   ParallelFor(capture.size(), [&](size_t w) {
@@ -158,7 +163,8 @@ GpuReport ComputeGpuEfficiency(const common::CaptureView& capture, const std::ve
   std::stable_sort(measured.begin(), measured.end(), [](const WorkerGpu* a, const WorkerGpu* b) {
     return a->total.gpu_utilization < b->total.gpu_utilization;
   });
-  for (size_t i = 0; i < measured.size() && i < least_utilized; ++i) report.pod.least_utilized.push_back(measured[i]->rank);
+  for (size_t i = 0; i < measured.size() && i < least_utilized; ++i)
+    report.pod.least_utilized.push_back(measured[i]->rank);
   return report;
 }
 

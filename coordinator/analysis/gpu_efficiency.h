@@ -14,8 +14,8 @@
 namespace podscope::coordinator::analysis {
 
 struct GpuFigures {
-  TimeNs span_ns = 0;  // the step spans' length
-  TimeNs busy_ns = 0;  // time with at least one kernel running
+  TimeNs span_ns = 0;          // the step spans' length
+  TimeNs busy_ns = 0;          // time with at least one kernel running
   double gpu_utilization = 0;  // busy / span
   // Over the span, min(sum of the running kernels' blocks per SM, 1); nullopt when no kernel's
   // shape and device are known.
@@ -58,7 +58,8 @@ struct GpuReport {
 // Steps from FindAllSteps; the kernels of a step are those running inside its device span
 // (its host span when it launched nothing), clipped to it. CUDA sync records are not kernels.
 // `first_step`/`last_step` restrict the steps (inclusive; -1 = open). Pure.
-GpuReport ComputeGpuEfficiency(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
-                               int64_t first_step = -1, int64_t last_step = -1, size_t least_utilized = 5);
+GpuReport ComputeGpuEfficiency(const common::CaptureView& capture,
+                               const std::vector<WorkerSteps>& steps, int64_t first_step = -1,
+                               int64_t last_step = -1, size_t least_utilized = 5);
 
 }  // namespace podscope::coordinator::analysis

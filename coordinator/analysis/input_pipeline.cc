@@ -28,14 +28,18 @@ IntervalSet DataloaderSpans(const common::WorkerTrace& t) {
 
 std::string_view InputVerdictName(InputVerdict verdict) {
   switch (verdict) {
-    case InputVerdict::kNotInputBound: return "not input-bound";
-    case InputVerdict::kModerately: return "moderately input-bound";
-    case InputVerdict::kHighly: return "highly input-bound";
+    case InputVerdict::kNotInputBound:
+      return "not input-bound";
+    case InputVerdict::kModerately:
+      return "moderately input-bound";
+    case InputVerdict::kHighly:
+      return "highly input-bound";
   }
   return "not input-bound";
 }
 
-InputReport ComputeInputPipeline(const common::CaptureView& capture, const std::vector<WorkerBreakdown>& breakdown,
+InputReport ComputeInputPipeline(const common::CaptureView& capture,
+                                 const std::vector<WorkerBreakdown>& breakdown,
                                  const InputOptions& options) {
   InputReport report;
   report.options = options;
@@ -55,7 +59,9 @@ InputReport ComputeInputPipeline(const common::CaptureView& capture, const std::
       out.dataloader_ns += step.dataloader_ns;
       out.steps.push_back(step);
     }
-    out.input_share = out.step_ns > 0 ? static_cast<double>(out.input_wait_ns) / static_cast<double>(out.step_ns) : 0;
+    out.input_share =
+        out.step_ns > 0 ? static_cast<double>(out.input_wait_ns) / static_cast<double>(out.step_ns)
+                        : 0;
     out.verdict = Verdict(out.input_share, options);
     if (out.step_ns > 0) shares.push_back(out.input_share);
     report.workers.push_back(std::move(out));
@@ -67,8 +73,9 @@ InputReport ComputeInputPipeline(const common::CaptureView& capture, const std::
   for (const WorkerInput& w : report.workers) {
     if (w.verdict != InputVerdict::kNotInputBound) bound.push_back(&w);
   }
-  std::stable_sort(bound.begin(), bound.end(),
-                   [](const WorkerInput* a, const WorkerInput* b) { return a->input_share > b->input_share; });
+  std::stable_sort(bound.begin(), bound.end(), [](const WorkerInput* a, const WorkerInput* b) {
+    return a->input_share > b->input_share;
+  });
   for (const WorkerInput* w : bound) report.input_bound.push_back(w->rank);
   return report;
 }

@@ -28,7 +28,9 @@ struct StepInput {
   TimeNs step_ns = 0;        // the step's span and the gap before it (the device's whole step)
   TimeNs input_wait_ns = 0;  // device idle while the host was in a dataloader span (both parts)
   TimeNs dataloader_ns = 0;  // the host's dataloader spans over the same time (their union)
-  double input_share() const { return step_ns > 0 ? static_cast<double>(input_wait_ns) / static_cast<double>(step_ns) : 0; }
+  double input_share() const {
+    return step_ns > 0 ? static_cast<double>(input_wait_ns) / static_cast<double>(step_ns) : 0;
+  }
 };
 
 struct WorkerInput {
@@ -47,7 +49,8 @@ struct InputReport {
 };
 
 // From the step breakdown (DESIGN §7's idle_input, and the same before the span). Pure.
-InputReport ComputeInputPipeline(const common::CaptureView& capture, const std::vector<WorkerBreakdown>& breakdown,
+InputReport ComputeInputPipeline(const common::CaptureView& capture,
+                                 const std::vector<WorkerBreakdown>& breakdown,
                                  const InputOptions& options = {});
 
 }  // namespace podscope::coordinator::analysis

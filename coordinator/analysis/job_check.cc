@@ -40,12 +40,14 @@ JobCheck CheckOneJob(const common::CaptureView& capture) {
   };
   if (by_job.size() > 1) {
     std::string jobs;
-    for (const auto& [job, ranks] : by_job) common::StrAppend(&jobs, jobs.empty() ? "" : "; ", job, ": ranks ", Ranges(ranks));
+    for (const auto& [job, ranks] : by_job)
+      common::StrAppend(&jobs, jobs.empty() ? "" : "; ", job, ": ranks ", Ranges(ranks));
     mixed(common::StrCat("the inputs hold ", by_job.size(), " jobs (", jobs, ")"));
   }
   if (by_world.size() > 1) {
     std::string worlds;
-    for (const auto& [size, ranks] : by_world) common::StrAppend(&worlds, worlds.empty() ? "" : "; ", size, ": ranks ", Ranges(ranks));
+    for (const auto& [size, ranks] : by_world)
+      common::StrAppend(&worlds, worlds.empty() ? "" : "; ", size, ": ranks ", Ranges(ranks));
     mixed(common::StrCat("the ranks disagree on the world size (", worlds, ")"));
   }
   std::set<int32_t> twice;
@@ -53,7 +55,9 @@ JobCheck CheckOneJob(const common::CaptureView& capture) {
     if (count > 1) twice.insert(rank);
   }
   if (!twice.empty()) {
-    mixed(common::StrCat("ranks ", Ranges(twice), " appear more than once (stale files from an earlier run in the same folder?)"));
+    mixed(common::StrCat(
+        "ranks ", Ranges(twice),
+        " appear more than once (stale files from an earlier run in the same folder?)"));
   }
   if (by_world.size() == 1) {
     const int32_t world = by_world.begin()->first;
@@ -61,12 +65,14 @@ JobCheck CheckOneJob(const common::CaptureView& capture) {
     for (const auto& [rank, count] : seen) {
       if (rank >= world) outside.insert(rank);
     }
-    if (!outside.empty()) mixed(common::StrCat("ranks ", Ranges(outside), " are not in a world of ", world));
+    if (!outside.empty())
+      mixed(common::StrCat("ranks ", Ranges(outside), " are not in a world of ", world));
     for (int32_t r = 0; r < world; ++r) {
       if (!seen.contains(r)) missing.insert(r);
     }
     if (!missing.empty()) {
-      check.warnings.push_back(common::StrCat(missing.size(), " of ", world, " ranks are missing (", Ranges(missing),
+      check.warnings.push_back(common::StrCat(missing.size(), " of ", world, " ranks are missing (",
+                                              Ranges(missing),
                                               "): pod-wide figures cover the others only"));
     }
   }

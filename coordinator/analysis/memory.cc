@@ -37,7 +37,8 @@ std::vector<MemoryPoint> Downsample(const std::vector<MemoryPoint>& points, size
   return out;
 }
 
-DeviceMemory ForDevice(const common::MemoryEventTable& m, const std::vector<size_t>& rows, int32_t device) {
+DeviceMemory ForDevice(const common::MemoryEventTable& m, const std::vector<size_t>& rows,
+                       int32_t device) {
   DeviceMemory d;
   d.device = device;
   d.events = rows.size();
@@ -51,7 +52,10 @@ DeviceMemory ForDevice(const common::MemoryEventTable& m, const std::vector<size
       allocator = true;
       running = SaturatingAdd(running, m.bytes[i]);
     }
-    MemoryPoint p{m.time[i], m.total_allocated[i] >= 0 ? m.total_allocated[i] : allocator ? running : -1,
+    MemoryPoint p{m.time[i],
+                  m.total_allocated[i] >= 0 ? m.total_allocated[i]
+                  : allocator               ? running
+                                            : -1,
                   m.total_reserved[i]};
     if (p.allocated >= 0 && p.allocated > d.peak_allocated_bytes) {
       d.peak_allocated_bytes = p.allocated;
@@ -78,7 +82,8 @@ std::vector<OperatorAllocation> TopOperators(const common::WorkerTrace& t) {
     if (m.bytes[i] > 0) threads[m.thread[i]].push_back({m.time[i], m.time[i], i, true});
   }
   for (size_t i = 0; i < h.size(); ++i) {
-    if (IsOperatorSpan(h, i) && threads.contains(h.thread[i])) threads[h.thread[i]].push_back({h.start[i], h.end[i], i, false});
+    if (IsOperatorSpan(h, i) && threads.contains(h.thread[i]))
+      threads[h.thread[i]].push_back({h.start[i], h.end[i], i, false});
   }
   std::map<common::NameId, OperatorAllocation> by_name;
   for (auto& [thread, items] : threads) {
@@ -119,14 +124,17 @@ WorkerMemory ForWorker(const common::WorkerTrace& t) {
   std::map<int32_t, std::vector<size_t>> by_device;
   std::vector<size_t> order(m.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&m](size_t a, size_t b) { return m.time[a] < m.time[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&m](size_t a, size_t b) { return m.time[a] < m.time[b]; });
   for (size_t i : order) by_device[m.device[i]].push_back(i);
   for (const auto& [device, rows] : by_device) {
     DeviceMemory d = ForDevice(m, rows, device);
     for (const common::DeviceInfo& info : t.info.devices) {
       if (device < 0 || info.id != device || info.total_memory_bytes <= 0) continue;
       d.total_memory_bytes = info.total_memory_bytes;
-      d.headroom_bytes = SaturatingAdd(info.total_memory_bytes, -std::max<int64_t>(0, std::max(d.peak_allocated_bytes, d.peak_reserved_bytes)));
+      d.headroom_bytes = SaturatingAdd(
+          info.total_memory_bytes,
+          -std::max<int64_t>(0, std::max(d.peak_allocated_bytes, d.peak_reserved_bytes)));
     }
     w.devices.push_back(std::move(d));
   }
@@ -147,8 +155,9 @@ MemoryReport ComputeMemory(const common::CaptureView& capture) {
     for (const DeviceMemory& d : all[w].devices) {
       if (!d.headroom_bytes) continue;
       if (!report.nearest_oom || *d.headroom_bytes < report.nearest_oom->headroom_bytes) {
-        report.nearest_oom = NearestOutOfMemory{all[w].rank, d.device, std::max(d.peak_allocated_bytes, d.peak_reserved_bytes),
-                                                *d.total_memory_bytes, *d.headroom_bytes};
+        report.nearest_oom = NearestOutOfMemory{
+            all[w].rank, d.device, std::max(d.peak_allocated_bytes, d.peak_reserved_bytes),
+            *d.total_memory_bytes, *d.headroom_bytes};
       }
     }
     report.workers.push_back(std::move(all[w]));

@@ -24,10 +24,10 @@ struct DeviceMemory {
   uint64_t events = 0;
   int64_t peak_allocated_bytes = -1;  // -1: no allocator events, only memory samples
   TimeNs peak_time = 0;
-  int64_t peak_reserved_bytes = -1;            // -1: unknown
-  std::optional<int64_t> total_memory_bytes;   // the device's, when its record says
-  std::optional<int64_t> headroom_bytes;       // total - the larger peak
-  std::vector<MemoryPoint> timeline;           // at most kMemoryTimelinePoints, peaks kept
+  int64_t peak_reserved_bytes = -1;           // -1: unknown
+  std::optional<int64_t> total_memory_bytes;  // the device's, when its record says
+  std::optional<int64_t> headroom_bytes;      // total - the larger peak
+  std::vector<MemoryPoint> timeline;          // at most kMemoryTimelinePoints, peaks kept
 };
 
 struct OperatorAllocation {
@@ -38,7 +38,7 @@ struct OperatorAllocation {
 
 struct WorkerMemory {
   int32_t rank = 0;
-  std::vector<DeviceMemory> devices;            // by device
+  std::vector<DeviceMemory> devices;              // by device
   std::vector<OperatorAllocation> top_operators;  // by bytes allocated, at most 10
 };
 

@@ -16,18 +16,18 @@ struct Capability {
   int64_t shared_per_sm_kb, shared_per_block_kb;
 };
 constexpr Capability kCapabilities[] = {
-    {7, 0, 2048, 32, 96, 96},    // V100
-    {7, 2, 2048, 32, 96, 96},    // Xavier
-    {7, 5, 1024, 16, 64, 64},    // T4, RTX 20
-    {8, 0, 2048, 32, 164, 163},  // A100
-    {8, 6, 1536, 16, 100, 99},   // A10, RTX 30
-    {8, 7, 1536, 16, 164, 163},  // Orin
-    {8, 9, 1536, 24, 100, 99},   // L4, L40, RTX 40
-    {9, 0, 2048, 32, 228, 227},  // H100, H200
+    {7, 0, 2048, 32, 96, 96},     // V100
+    {7, 2, 2048, 32, 96, 96},     // Xavier
+    {7, 5, 1024, 16, 64, 64},     // T4, RTX 20
+    {8, 0, 2048, 32, 164, 163},   // A100
+    {8, 6, 1536, 16, 100, 99},    // A10, RTX 30
+    {8, 7, 1536, 16, 164, 163},   // Orin
+    {8, 9, 1536, 24, 100, 99},    // L4, L40, RTX 40
+    {9, 0, 2048, 32, 228, 227},   // H100, H200
     {10, 0, 2048, 32, 228, 227},  // B200
     {10, 3, 2048, 32, 228, 227},  // B300
-    {12, 0, 1536, 24, 100, 99},  // RTX 50, RTX PRO
-    {12, 1, 1536, 24, 100, 99},  // DGX Spark
+    {12, 0, 1536, 24, 100, 99},   // RTX 50, RTX PRO
+    {12, 1, 1536, 24, 100, 99},   // DGX Spark
 };
 
 const Capability* FindCapability(int major, int minor) {
@@ -43,12 +43,18 @@ constexpr int64_t RoundUp(int64_t value, int64_t unit) { return (value + unit - 
 
 std::string_view OccupancyLimiterName(OccupancyLimiter limiter) {
   switch (limiter) {
-    case OccupancyLimiter::kNone: return "none";
-    case OccupancyLimiter::kWarps: return "warps";
-    case OccupancyLimiter::kBlocks: return "blocks";
-    case OccupancyLimiter::kRegisters: return "registers";
-    case OccupancyLimiter::kSharedMemory: return "shared_memory";
-    case OccupancyLimiter::kInvalid: return "invalid";
+    case OccupancyLimiter::kNone:
+      return "none";
+    case OccupancyLimiter::kWarps:
+      return "warps";
+    case OccupancyLimiter::kBlocks:
+      return "blocks";
+    case OccupancyLimiter::kRegisters:
+      return "registers";
+    case OccupancyLimiter::kSharedMemory:
+      return "shared_memory";
+    case OccupancyLimiter::kInvalid:
+      return "invalid";
   }
   return "none";
 }
@@ -64,8 +70,8 @@ std::optional<SmLimits> SmLimitsFor(const common::DeviceInfo& device) {
     limits.max_blocks_per_sm = c->max_blocks_per_sm;
     limits.shared_memory_per_sm = c->shared_per_sm_kb * 1024;
     limits.shared_memory_per_block = c->shared_per_block_kb * 1024;
-  } else if (device.compute_major < 7 || device.max_threads_per_sm <= 0 || device.shared_memory_per_sm <= 0 ||
-             device.shared_memory_per_block_optin <= 0) {
+  } else if (device.compute_major < 7 || device.max_threads_per_sm <= 0 ||
+             device.shared_memory_per_sm <= 0 || device.shared_memory_per_block_optin <= 0) {
     return std::nullopt;  // before Volta the rules differ; after 12.x we would only guess
   } else {
     limits.max_blocks_per_sm = 32;
@@ -81,17 +87,19 @@ std::optional<SmLimits> SmLimitsFor(const common::DeviceInfo& device) {
   if (device.registers_per_sm > 0) limits.registers_per_sm = device.registers_per_sm;
   if (device.registers_per_block > 0) limits.registers_per_block = device.registers_per_block;
   if (device.shared_memory_per_sm > 0) limits.shared_memory_per_sm = device.shared_memory_per_sm;
-  if (device.shared_memory_per_block_optin > 0) limits.shared_memory_per_block = device.shared_memory_per_block_optin;
+  if (device.shared_memory_per_block_optin > 0)
+    limits.shared_memory_per_block = device.shared_memory_per_block_optin;
   return limits;
 }
 
 Occupancy ComputeOccupancy(const SmLimits& limits, const KernelShape& shape) {
   Occupancy out;
-  if (limits.sm_count > 0) out.blocks_per_sm = static_cast<double>(shape.grid_blocks) / limits.sm_count;
+  if (limits.sm_count > 0)
+    out.blocks_per_sm = static_cast<double>(shape.grid_blocks) / limits.sm_count;
   const int64_t threads = static_cast<int64_t>(shape.block_threads);
   if (threads <= 0 || threads > limits.max_threads_per_block || shape.registers_per_thread < 0 ||
-      shape.registers_per_thread > limits.max_registers_per_thread || shape.shared_memory_bytes < 0 ||
-      limits.max_threads_per_sm <= 0) {
+      shape.registers_per_thread > limits.max_registers_per_thread ||
+      shape.shared_memory_bytes < 0 || limits.max_threads_per_sm <= 0) {
     out.limiter = OccupancyLimiter::kInvalid;
     return out;
   }
@@ -109,7 +117,8 @@ Occupancy ComputeOccupancy(const SmLimits& limits, const KernelShape& shape) {
   // Registers go to warps in units of 256, and to the SM's four schedulers' files in quarters.
   int64_t by_registers = kUnlimited;
   if (shape.registers_per_thread > 0) {
-    const int64_t per_warp = RoundUp(int64_t{shape.registers_per_thread} * limits.warp_size, limits.register_unit);
+    const int64_t per_warp =
+        RoundUp(int64_t{shape.registers_per_thread} * limits.warp_size, limits.register_unit);
     if (per_warp * RoundUp(warps, 4) > limits.registers_per_block) {
       out.limiter = OccupancyLimiter::kInvalid;
       return out;
@@ -118,7 +127,9 @@ Occupancy ComputeOccupancy(const SmLimits& limits, const KernelShape& shape) {
   }
 
   int64_t by_shared = kUnlimited;
-  const int64_t shared = RoundUp(shape.shared_memory_bytes + limits.shared_memory_reserved_per_block, limits.shared_memory_unit);
+  const int64_t shared =
+      RoundUp(shape.shared_memory_bytes + limits.shared_memory_reserved_per_block,
+              limits.shared_memory_unit);
   if (shape.shared_memory_bytes > limits.shared_memory_per_block) {
     out.limiter = OccupancyLimiter::kInvalid;
     return out;
@@ -126,10 +137,11 @@ Occupancy ComputeOccupancy(const SmLimits& limits, const KernelShape& shape) {
   if (shared > 0) by_shared = limits.shared_memory_per_sm / shared;
 
   // The first limit reached names the limiter, in the calculator's order.
-  const std::pair<int64_t, OccupancyLimiter> bounds[] = {{by_warps, OccupancyLimiter::kWarps},
-                                                         {by_registers, OccupancyLimiter::kRegisters},
-                                                         {by_shared, OccupancyLimiter::kSharedMemory},
-                                                         {by_blocks, OccupancyLimiter::kBlocks}};
+  const std::pair<int64_t, OccupancyLimiter> bounds[] = {
+      {by_warps, OccupancyLimiter::kWarps},
+      {by_registers, OccupancyLimiter::kRegisters},
+      {by_shared, OccupancyLimiter::kSharedMemory},
+      {by_blocks, OccupancyLimiter::kBlocks}};
   int64_t active = kUnlimited;
   for (const auto& [bound, limiter] : bounds) {
     if (bound < active) {
@@ -146,16 +158,20 @@ Occupancy ComputeOccupancy(const SmLimits& limits, const KernelShape& shape) {
 
 WorkerOccupancy::WorkerOccupancy(const common::WorkerInfo& info) {
   for (const common::DeviceInfo& device : info.devices) {
-    if (std::optional<SmLimits> limits = SmLimitsFor(device)) devices_.emplace_back(device.id, *limits);
+    if (std::optional<SmLimits> limits = SmLimitsFor(device))
+      devices_.emplace_back(device.id, *limits);
   }
 }
 
-std::optional<Occupancy> WorkerOccupancy::ForKernel(const common::KernelTable& kernels, size_t row) const {
+std::optional<Occupancy> WorkerOccupancy::ForKernel(const common::KernelTable& kernels,
+                                                    size_t row) const {
   // A trace's shape is three 32-bit numbers each: their products may not fit, and such a shape
   // is not a launch any GPU takes.
   uint64_t threads = 0, grid = 0;
-  if (__builtin_mul_overflow(uint64_t{kernels.block_x[row]} * kernels.block_y[row], uint64_t{kernels.block_z[row]}, &threads) ||
-      __builtin_mul_overflow(uint64_t{kernels.grid_x[row]} * kernels.grid_y[row], uint64_t{kernels.grid_z[row]}, &grid) ||
+  if (__builtin_mul_overflow(uint64_t{kernels.block_x[row]} * kernels.block_y[row],
+                             uint64_t{kernels.block_z[row]}, &threads) ||
+      __builtin_mul_overflow(uint64_t{kernels.grid_x[row]} * kernels.grid_y[row],
+                             uint64_t{kernels.grid_z[row]}, &grid) ||
       threads == 0) {
     return std::nullopt;
   }

@@ -25,11 +25,11 @@ struct SmLimits {
   int registers_per_sm = 65536;
   int registers_per_block = 65536;
   int max_registers_per_thread = 255;
-  int register_unit = 256;  // registers are allocated per warp, in units of this many
-  int64_t shared_memory_per_sm = 0;          // the largest carveout
-  int64_t shared_memory_per_block = 0;       // the opt-in maximum a kernel may ask for
+  int register_unit = 256;              // registers are allocated per warp, in units of this many
+  int64_t shared_memory_per_sm = 0;     // the largest carveout
+  int64_t shared_memory_per_block = 0;  // the opt-in maximum a kernel may ask for
   int64_t shared_memory_reserved_per_block = 0;  // taken by the system from every block (8.0+)
-  int shared_memory_unit = 256;              // allocation granularity in bytes
+  int shared_memory_unit = 256;                  // allocation granularity in bytes
 };
 
 // The limits of `device`: its compute capability's, overridden by the properties the device
@@ -38,19 +38,26 @@ struct SmLimits {
 std::optional<SmLimits> SmLimitsFor(const common::DeviceInfo& device);
 
 struct KernelShape {
-  uint64_t grid_blocks = 0;     // x * y * z
-  uint64_t block_threads = 0;   // x * y * z
+  uint64_t grid_blocks = 0;    // x * y * z
+  uint64_t block_threads = 0;  // x * y * z
   int registers_per_thread = 0;
   int64_t shared_memory_bytes = 0;  // static + dynamic
 };
 
-enum class OccupancyLimiter : uint8_t { kNone = 0, kWarps, kBlocks, kRegisters, kSharedMemory, kInvalid };
+enum class OccupancyLimiter : uint8_t {
+  kNone = 0,
+  kWarps,
+  kBlocks,
+  kRegisters,
+  kSharedMemory,
+  kInvalid
+};
 std::string_view OccupancyLimiterName(OccupancyLimiter limiter);
 
 struct Occupancy {
-  double blocks_per_sm = 0;    // grid blocks / SMs (Kineto's "blocks per SM")
-  int active_blocks = 0;       // blocks one SM holds at once (0: the shape cannot run)
-  double theoretical = 0;      // active warps / the SM's warps, 0..1
+  double blocks_per_sm = 0;  // grid blocks / SMs (Kineto's "blocks per SM")
+  int active_blocks = 0;     // blocks one SM holds at once (0: the shape cannot run)
+  double theoretical = 0;    // active warps / the SM's warps, 0..1
   // Est. Achieved Occupancy (Kineto's "est. achieved occupancy %" / 100): the SM's threads
   // busy when the grid is spread evenly, min(active_blocks, blocks_per_sm) x block threads /
   // threads per SM, 0..1.

@@ -21,11 +21,13 @@ struct Item {
 std::unordered_map<int64_t, TimeNs> DeviceTimeByCorrelation(const common::WorkerTrace& t) {
   std::unordered_map<int64_t, TimeNs> out;
   for (size_t i = 0; i < t.kernels.size(); ++i) {
-    if (t.kernels.kernel_class[i] == common::KernelClass::kSync || t.kernels.correlation[i] < 0) continue;
+    if (t.kernels.kernel_class[i] == common::KernelClass::kSync || t.kernels.correlation[i] < 0)
+      continue;
     out[t.kernels.correlation[i]] += t.kernels.end[i] - t.kernels.start[i];
   }
   for (size_t i = 0; i < t.memcpys.size(); ++i) {
-    if (t.memcpys.correlation[i] >= 0) out[t.memcpys.correlation[i]] += t.memcpys.end[i] - t.memcpys.start[i];
+    if (t.memcpys.correlation[i] >= 0)
+      out[t.memcpys.correlation[i]] += t.memcpys.end[i] - t.memcpys.start[i];
   }
   return out;
 }
@@ -45,7 +47,8 @@ std::vector<OperatorStats> ForWorker(const common::WorkerTrace& t) {
   std::map<int64_t, std::vector<Item>> threads;
   const common::HostSpanTable& h = t.host_spans;
   for (size_t i = 0; i < h.size(); ++i) {
-    if (IsOperatorSpan(h, i) && h.end[i] >= h.start[i]) threads[h.thread[i]].push_back({h.start[i], h.end[i], i, false});
+    if (IsOperatorSpan(h, i) && h.end[i] >= h.start[i])
+      threads[h.thread[i]].push_back({h.start[i], h.end[i], i, false});
   }
   const common::RuntimeCallTable& r = t.runtime_calls;
   for (size_t i = 0; i < r.size(); ++i) {
@@ -158,11 +161,13 @@ OperatorReport ComputeOperators(const common::CaptureView& capture, size_t limit
   SortTop(order, limit);
   for (const OperatorStats& s : order) {
     PodOperator& p = pod[s.name];
-    std::sort(p.costliest.begin(), p.costliest.end(), [](const OperatorCost& a, const OperatorCost& b) {
-      if (a.device_total_ns != b.device_total_ns) return a.device_total_ns > b.device_total_ns;
-      if (a.host_total_ns != b.host_total_ns) return a.host_total_ns > b.host_total_ns;
-      return a.rank < b.rank;
-    });
+    std::sort(p.costliest.begin(), p.costliest.end(),
+              [](const OperatorCost& a, const OperatorCost& b) {
+                if (a.device_total_ns != b.device_total_ns)
+                  return a.device_total_ns > b.device_total_ns;
+                if (a.host_total_ns != b.host_total_ns) return a.host_total_ns > b.host_total_ns;
+                return a.rank < b.rank;
+              });
     if (p.costliest.size() > 3) p.costliest.resize(3);
     report.pod.push_back(std::move(p));
   }

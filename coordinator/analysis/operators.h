@@ -17,7 +17,7 @@ struct OperatorStats {
   std::string name;
   uint64_t calls = 0;
   TimeNs host_total_ns = 0;
-  TimeNs host_self_ns = 0;    // less its child operators and the CUDA calls it made itself
+  TimeNs host_self_ns = 0;     // less its child operators and the CUDA calls it made itself
   TimeNs device_total_ns = 0;  // the device work launched inside it, children included
   TimeNs device_self_ns = 0;   // launched by its own CUDA calls
 };
@@ -33,7 +33,7 @@ struct OperatorCost {
 };
 
 struct PodOperator {
-  OperatorStats stats;                 // summed over workers
+  OperatorStats stats;                  // summed over workers
   std::vector<OperatorCost> costliest;  // up to 3 workers, by device total, then host total
 };
 

@@ -32,36 +32,51 @@ PodBreakdown SumBreakdown(const std::vector<WorkerBreakdown>& breakdown) {
 // What to try for a straggler, by the category its extra time went to (stragglers.h).
 std::string StragglerAdvice(const std::string& category) {
   if (category.starts_with("compute")) {
-    return "its GPU computes slower: check its clocks, temperature and power capping (nvidia-smi -q -d PERFORMANCE), "
+    return "its GPU computes slower: check its clocks, temperature and power capping (nvidia-smi "
+           "-q -d PERFORMANCE), "
            "and whether it gets more work than the others (uneven batches or sequence lengths)";
   }
-  if (category == "idle_input") return "its dataloader is slow: that host's CPU, disk or network, or its share of the data";
-  if (category == "idle_launch") return "its host launches kernels late: CPU contention or throttling on that host";
-  if (category == "idle_host") return "its host is busy between kernels: other processes on that host, or Python work only it does";
-  if (category == "comm_transfer") return "its transfers are slow: check that node's network link and NCCL's path for it";
-  if (category == "memcpy") return "its copies are slow: pinned memory, and the PCIe link of that GPU";
-  return "compare its trace with a healthy rank's (podscope export --ranks) around the steps it delayed";
+  if (category == "idle_input")
+    return "its dataloader is slow: that host's CPU, disk or network, or its share of the data";
+  if (category == "idle_launch")
+    return "its host launches kernels late: CPU contention or throttling on that host";
+  if (category == "idle_host")
+    return "its host is busy between kernels: other processes on that host, or Python work only it "
+           "does";
+  if (category == "comm_transfer")
+    return "its transfers are slow: check that node's network link and NCCL's path for it";
+  if (category == "memcpy")
+    return "its copies are slow: pinned memory, and the PCIe link of that GPU";
+  return "compare its trace with a healthy rank's (podscope export --ranks) around the steps it "
+         "delayed";
 }
 
-void LowUtilization(const OverviewReport& o, const OverviewOptions& opt, std::vector<Recommendation>& out) {
+void LowUtilization(const OverviewReport& o, const OverviewOptions& opt,
+                    std::vector<Recommendation>& out) {
   if (!o.gpu.median_gpu_utilization || *o.gpu.median_gpu_utilization >= opt.low_utilization) return;
   const double u = *o.gpu.median_gpu_utilization;
   const PodBreakdown& b = o.breakdown;
-  Recommendation r{.rule = "low_gpu_utilization",
-                   .title = fmt::format("The GPUs run no kernel {} of the step time (median GPU utilization {})", Pct(1 - u), Pct(u)),
-                   .advice = "Give each GPU more work per kernel (a larger batch per GPU), and remove what the device waits "
-                             "on: the idle time splits into input, launch, host and other below, each with its own remedy",
-                   .step_share = 1 - u,
-                   .evidence = {{"median_gpu_utilization", u},
-                                {"idle_input_share", b.Share(b.idle_input_ns)},
-                                {"idle_launch_share", b.Share(b.idle_launch_ns)},
-                                {"idle_host_share", b.Share(b.idle_host_ns)},
-                                {"idle_other_share", b.Share(b.idle_other_ns)}},
-                   .ranks = o.gpu.least_utilized};
+  Recommendation r{
+      .rule = "low_gpu_utilization",
+      .title = fmt::format("The GPUs run no kernel {} of the step time (median GPU utilization {})",
+                           Pct(1 - u), Pct(u)),
+      .advice =
+          "Give each GPU more work per kernel (a larger batch per GPU), and remove what the device "
+          "waits "
+          "on: the idle time splits into input, launch, host and other below, each with its own "
+          "remedy",
+      .step_share = 1 - u,
+      .evidence = {{"median_gpu_utilization", u},
+                   {"idle_input_share", b.Share(b.idle_input_ns)},
+                   {"idle_launch_share", b.Share(b.idle_launch_ns)},
+                   {"idle_host_share", b.Share(b.idle_host_ns)},
+                   {"idle_other_share", b.Share(b.idle_other_ns)}},
+      .ranks = o.gpu.least_utilized};
   out.push_back(std::move(r));
 }
 
-void LaunchBound(const OverviewReport& o, const GpuReport& gpu, const OverviewOptions& opt, std::vector<Recommendation>& out) {
+void LaunchBound(const OverviewReport& o, const GpuReport& gpu, const OverviewOptions& opt,
+                 std::vector<Recommendation>& out) {
   const double share = o.breakdown.Share(o.breakdown.idle_launch_ns);
   if (share < opt.launch_share) return;
   uint64_t kernels = 0, steps = 0;
@@ -71,14 +86,19 @@ void LaunchBound(const OverviewReport& o, const GpuReport& gpu, const OverviewOp
     steps += w.steps.size();
     busy += w.total.busy_ns;
   }
-  out.push_back({.rule = "launch_bound",
-                 .title = fmt::format("Launch-bound: the device waits on kernel launches {} of the step time", Pct(share)),
-                 .advice = "Capture the step in CUDA graphs (torch.compile with mode=\"reduce-overhead\", or "
-                           "torch.cuda.graphs), fuse small kernels, and keep the launching thread free of other work",
-                 .step_share = share,
-                 .evidence = {{"idle_launch_share", share},
-                              {"kernels_per_step", steps ? static_cast<double>(kernels) / static_cast<double>(steps) : 0},
-                              {"mean_kernel_busy_ns", kernels ? static_cast<double>(busy) / static_cast<double>(kernels) : 0}}});
+  out.push_back(
+      {.rule = "launch_bound",
+       .title = fmt::format("Launch-bound: the device waits on kernel launches {} of the step time",
+                            Pct(share)),
+       .advice = "Capture the step in CUDA graphs (torch.compile with mode=\"reduce-overhead\", or "
+                 "torch.cuda.graphs), fuse small kernels, and keep the launching thread free of "
+                 "other work",
+       .step_share = share,
+       .evidence = {{"idle_launch_share", share},
+                    {"kernels_per_step",
+                     steps ? static_cast<double>(kernels) / static_cast<double>(steps) : 0},
+                    {"mean_kernel_busy_ns",
+                     kernels ? static_cast<double>(busy) / static_cast<double>(kernels) : 0}}});
 }
 
 void InputBound(const InputReport& input, std::vector<Recommendation>& out) {
@@ -88,104 +108,129 @@ void InputBound(const InputReport& input, std::vector<Recommendation>& out) {
     if (w.rank == input.input_bound.front()) worst = &w;
   }
   if (worst == nullptr) return;
-  out.push_back({.rule = "input_bound",
-                 .title = fmt::format("Input-bound: rank {} waits on its dataloader {} of its step time ({} of {} workers "
-                                      "input-bound)",
-                                      worst->rank, Pct(worst->input_share), input.input_bound.size(), input.workers.size()),
-                 .advice = "More DataLoader workers (num_workers), pin_memory=True, a larger prefetch_factor, and data "
-                           "decoded and cached ahead; check the CPU of the hosts named",
-                 .step_share = worst->input_share,
-                 .evidence = {{"input_share", worst->input_share},
-                              {"median_input_share", input.median_input_share.value_or(0)},
-                              {"input_bound_workers", static_cast<double>(input.input_bound.size())}},
-                 .ranks = input.input_bound});
+  out.push_back(
+      {.rule = "input_bound",
+       .title = fmt::format(
+           "Input-bound: rank {} waits on its dataloader {} of its step time ({} of {} workers "
+           "input-bound)",
+           worst->rank, Pct(worst->input_share), input.input_bound.size(), input.workers.size()),
+       .advice = "More DataLoader workers (num_workers), pin_memory=True, a larger "
+                 "prefetch_factor, and data "
+                 "decoded and cached ahead; check the CPU of the hosts named",
+       .step_share = worst->input_share,
+       .evidence = {{"input_share", worst->input_share},
+                    {"median_input_share", input.median_input_share.value_or(0)},
+                    {"input_bound_workers", static_cast<double>(input.input_bound.size())}},
+       .ranks = input.input_bound});
 }
 
-void ExposedCommunication(const OverviewReport& o, const SummaryReport& s, const OverviewOptions& opt,
-                          std::vector<Recommendation>& out) {
+void ExposedCommunication(const OverviewReport& o, const SummaryReport& s,
+                          const OverviewOptions& opt, std::vector<Recommendation>& out) {
   if (s.exposed_communication_share <= opt.exposed_communication) return;
-  out.push_back({.rule = "exposed_communication",
-                 .title = fmt::format("Communication not hidden behind computation: {} of the median worker's step ({} per "
-                                      "step; {:.1f}% of its communication hidden)",
-                                      Pct(s.exposed_communication_share), MsText(static_cast<double>(s.exposed_communication_ns)),
-                                      s.overlap_pct),
-                 .advice = "Start collectives earlier in the backward pass: smaller gradient buckets (DDP bucket_cap_mb), "
-                           "FSDP/ZeRO prefetching, and no work that serialises the communication stream; when most of it is "
-                           "waiting, a straggler (below) is the cause, not the network",
-                 .step_share = s.exposed_communication_share,
-                 .evidence = {{"exposed_communication_share", s.exposed_communication_share},
-                              {"overlap_pct", s.overlap_pct},
-                              {"comm_wait_share", o.breakdown.Share(o.breakdown.comm_wait_ns)},
-                              {"comm_transfer_share", o.breakdown.Share(o.breakdown.comm_transfer_ns)}}});
+  out.push_back(
+      {.rule = "exposed_communication",
+       .title = fmt::format(
+           "Communication not hidden behind computation: {} of the median worker's step ({} per "
+           "step; {:.1f}% of its communication hidden)",
+           Pct(s.exposed_communication_share),
+           MsText(static_cast<double>(s.exposed_communication_ns)), s.overlap_pct),
+       .advice = "Start collectives earlier in the backward pass: smaller gradient buckets (DDP "
+                 "bucket_cap_mb), "
+                 "FSDP/ZeRO prefetching, and no work that serialises the communication stream; "
+                 "when most of it is "
+                 "waiting, a straggler (below) is the cause, not the network",
+       .step_share = s.exposed_communication_share,
+       .evidence = {{"exposed_communication_share", s.exposed_communication_share},
+                    {"overlap_pct", s.overlap_pct},
+                    {"comm_wait_share", o.breakdown.Share(o.breakdown.comm_wait_ns)},
+                    {"comm_transfer_share", o.breakdown.Share(o.breakdown.comm_transfer_ns)}}});
 }
 
-void AllReduceEfficiency(const SummaryReport& s, const OverviewOptions& opt, std::vector<Recommendation>& out) {
-  if (s.link_gbps <= 0 || s.collectives == 0 || s.median_efficiency >= opt.allreduce_efficiency) return;
-  const double step = static_cast<double>(s.step_p50_ns);
-  const double at_stake = step > 0 ? static_cast<double>(s.measured_allreduce_ns) / step * (1 - s.median_efficiency) : 0;
-  out.push_back({.rule = "allreduce_efficiency",
-                 .title = fmt::format("AllReduce reaches {} of the link ({:.1f} of {:.0f} Gbit/s bus bandwidth, median)",
-                                      Pct(s.median_efficiency), s.median_busbw_gbps, s.link_gbps),
-                 .advice = "Check which algorithm and protocol NCCL picks (NCCL_DEBUG=INFO, NCCL_ALGO, NCCL_PROTO), that it "
-                           "uses NVLink and InfiniBand/RoCE rather than sockets, and the message sizes (small buckets cannot "
-                           "fill the link)",
-                 .step_share = std::min(1.0, at_stake),
-                 .evidence = {{"median_busbw_gbps", s.median_busbw_gbps},
-                              {"link_gbps", s.link_gbps},
-                              {"median_efficiency", s.median_efficiency}}});
-}
-
-void LowOccupancyKernels(const OverviewReport& o, const KernelReport& kernels, const OverviewOptions& opt,
+void AllReduceEfficiency(const SummaryReport& s, const OverviewOptions& opt,
                          std::vector<Recommendation>& out) {
+  if (s.link_gbps <= 0 || s.collectives == 0 || s.median_efficiency >= opt.allreduce_efficiency)
+    return;
+  const double step = static_cast<double>(s.step_p50_ns);
+  const double at_stake =
+      step > 0 ? static_cast<double>(s.measured_allreduce_ns) / step * (1 - s.median_efficiency)
+               : 0;
+  out.push_back(
+      {.rule = "allreduce_efficiency",
+       .title = fmt::format(
+           "AllReduce reaches {} of the link ({:.1f} of {:.0f} Gbit/s bus bandwidth, median)",
+           Pct(s.median_efficiency), s.median_busbw_gbps, s.link_gbps),
+       .advice = "Check which algorithm and protocol NCCL picks (NCCL_DEBUG=INFO, NCCL_ALGO, "
+                 "NCCL_PROTO), that it "
+                 "uses NVLink and InfiniBand/RoCE rather than sockets, and the message sizes "
+                 "(small buckets cannot "
+                 "fill the link)",
+       .step_share = std::min(1.0, at_stake),
+       .evidence = {{"median_busbw_gbps", s.median_busbw_gbps},
+                    {"link_gbps", s.link_gbps},
+                    {"median_efficiency", s.median_efficiency}}});
+}
+
+void LowOccupancyKernels(const OverviewReport& o, const KernelReport& kernels,
+                         const OverviewOptions& opt, std::vector<Recommendation>& out) {
   size_t added = 0;
   const double busy = o.gpu.median_gpu_utilization.value_or(1);
   for (const KernelStats& k : kernels.pod) {
     if (added == 3) break;
-    if (k.share < opt.hot_kernel_share || k.tensor_core || k.kernel_class != "compute" || !k.achieved_occupancy ||
-        *k.achieved_occupancy >= opt.low_occupancy) {
+    if (k.share < opt.hot_kernel_share || k.tensor_core || k.kernel_class != "compute" ||
+        !k.achieved_occupancy || *k.achieved_occupancy >= opt.low_occupancy) {
       continue;
     }
     const bool small_grid = k.blocks_per_sm && *k.blocks_per_sm < 1;
-    out.push_back({.rule = "low_occupancy_kernel",
-                   .title = fmt::format("A hot kernel runs at {} Est. Achieved Occupancy ({} of kernel time)",
-                                        Pct(*k.achieved_occupancy), Pct(k.share)),
-                   .advice = small_grid ? fmt::format("Its grid leaves SMs idle ({:.2f} blocks per SM): a larger batch, or "
-                                                      "fusing it with its neighbours into fewer, larger kernels",
-                                                      *k.blocks_per_sm)
-                                        : "Its registers or shared memory bound the blocks per SM: a smaller tile, fewer "
-                                          "registers (__launch_bounds__, maxrregcount), or a library kernel tuned for the shape",
-                   .step_share = k.share * busy,
-                   .evidence = {{"kernel_time_share", k.share},
-                                {"achieved_occupancy", *k.achieved_occupancy},
-                                {"blocks_per_sm", k.blocks_per_sm.value_or(0)}},
-                   .subject = k.name});
+    out.push_back(
+        {.rule = "low_occupancy_kernel",
+         .title = fmt::format("A hot kernel runs at {} Est. Achieved Occupancy ({} of kernel time)",
+                              Pct(*k.achieved_occupancy), Pct(k.share)),
+         .advice =
+             small_grid
+                 ? fmt::format(
+                       "Its grid leaves SMs idle ({:.2f} blocks per SM): a larger batch, or "
+                       "fusing it with its neighbours into fewer, larger kernels",
+                       *k.blocks_per_sm)
+                 : "Its registers or shared memory bound the blocks per SM: a smaller tile, fewer "
+                   "registers (__launch_bounds__, maxrregcount), or a library kernel tuned for the "
+                   "shape",
+         .step_share = k.share * busy,
+         .evidence = {{"kernel_time_share", k.share},
+                      {"achieved_occupancy", *k.achieved_occupancy},
+                      {"blocks_per_sm", k.blocks_per_sm.value_or(0)}},
+         .subject = k.name});
     ++added;
   }
 }
 
-void Stragglers(const SummaryReport& s, const OverviewOptions& opt, std::vector<Recommendation>& out) {
+void Stragglers(const SummaryReport& s, const OverviewOptions& opt,
+                std::vector<Recommendation>& out) {
   for (const Straggler& g : s.stragglers) {
     const double window = static_cast<double>(s.window_step_time_ns);
     const double loss = static_cast<double>(g.step_time_loss_ns.value_or(g.caused_delay_ns));
-    if (window <= 0 || loss / window < opt.straggler_share) continue;  // named by the stragglers report, costing little
-    out.push_back({.rule = "straggler",
-                   .title = fmt::format("Rank {}{} straggles: its extra time is in {}; it {} {} of {} of steps", g.rank,
-                                        g.host.empty() ? "" : " (" + g.host + ")", g.category,
-                                        g.step_time_loss_ns ? "cost the job" : "caused waiting of", MsText(loss),
-                                        MsText(window)),
-                   .advice = StragglerAdvice(g.category),
-                   .step_share = window > 0 ? std::min(1.0, loss / window) : 0,
-                   .evidence = {{"step_time_loss_ns", static_cast<double>(g.step_time_loss_ns.value_or(-1))},
-                                {"caused_delay_ns", static_cast<double>(g.caused_delay_ns)},
-                                {"last_arriver_share", g.last_arriver_share}},
-                   .ranks = {g.rank}});
+    if (window <= 0 || loss / window < opt.straggler_share)
+      continue;  // named by the stragglers report, costing little
+    out.push_back(
+        {.rule = "straggler",
+         .title =
+             fmt::format("Rank {}{} straggles: its extra time is in {}; it {} {} of {} of steps",
+                         g.rank, g.host.empty() ? "" : " (" + g.host + ")", g.category,
+                         g.step_time_loss_ns ? "cost the job" : "caused waiting of", MsText(loss),
+                         MsText(window)),
+         .advice = StragglerAdvice(g.category),
+         .step_share = window > 0 ? std::min(1.0, loss / window) : 0,
+         .evidence = {{"step_time_loss_ns", static_cast<double>(g.step_time_loss_ns.value_or(-1))},
+                      {"caused_delay_ns", static_cast<double>(g.caused_delay_ns)},
+                      {"last_arriver_share", g.last_arriver_share}},
+         .ranks = {g.rank}});
   }
 }
 
 }  // namespace
 
-OverviewReport ComputeOverview(const SummaryReport& summary, const std::vector<WorkerBreakdown>& breakdown,
-                               const GpuReport& gpu, const KernelReport& kernels, const InputReport& input,
+OverviewReport ComputeOverview(const SummaryReport& summary,
+                               const std::vector<WorkerBreakdown>& breakdown, const GpuReport& gpu,
+                               const KernelReport& kernels, const InputReport& input,
                                const OverviewOptions& options) {
   OverviewReport o;
   o.workers = summary.ranks;
@@ -210,8 +255,9 @@ OverviewReport ComputeOverview(const SummaryReport& summary, const std::vector<W
   AllReduceEfficiency(summary, options, r);
   LowOccupancyKernels(o, kernels, options, r);
   Stragglers(summary, options, r);
-  std::stable_sort(r.begin(), r.end(),
-                   [](const Recommendation& a, const Recommendation& b) { return a.step_share > b.step_share; });
+  std::stable_sort(r.begin(), r.end(), [](const Recommendation& a, const Recommendation& b) {
+    return a.step_share > b.step_share;
+  });
   return o;
 }
 

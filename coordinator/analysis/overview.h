@@ -17,8 +17,8 @@
 namespace podscope::coordinator::analysis {
 
 struct OverviewOptions {
-  double low_utilization = 0.80;   // median GPU utilization under this: the GPUs wait
-  double launch_share = 0.10;      // device idle while the host launches, over step time
+  double low_utilization = 0.80;  // median GPU utilization under this: the GPUs wait
+  double launch_share = 0.10;     // device idle while the host launches, over step time
   double exposed_communication = 0.10;
   double allreduce_efficiency = 0.50;  // of the link, when a link bandwidth is given
   double hot_kernel_share = 0.05;      // of kernel time
@@ -27,10 +27,10 @@ struct OverviewOptions {
 };
 
 struct Recommendation {
-  std::string rule;    // low_gpu_utilization, launch_bound, input_bound, exposed_communication,
-                       // allreduce_efficiency, low_occupancy_kernel, straggler
-  std::string title;   // what was found, with its number
-  std::string advice;  // what to try
+  std::string rule;       // low_gpu_utilization, launch_bound, input_bound, exposed_communication,
+                          // allreduce_efficiency, low_occupancy_kernel, straggler
+  std::string title;      // what was found, with its number
+  std::string advice;     // what to try
   double step_share = 0;  // the share of step time at stake; ranks the list
   std::vector<std::pair<std::string, double>> evidence;  // the figures behind it
   std::vector<int32_t> ranks;  // the workers concerned; empty: the pod as a whole
@@ -42,8 +42,11 @@ struct Recommendation {
 struct PodBreakdown {
   TimeNs step_ns = 0;
   TimeNs compute_ns = 0, overlap_ns = 0, comm_wait_ns = 0, comm_transfer_ns = 0, memcpy_ns = 0;
-  TimeNs idle_input_ns = 0, idle_launch_ns = 0, idle_host_ns = 0, idle_other_ns = 0;  // span and gap
-  double Share(TimeNs part) const { return step_ns > 0 ? static_cast<double>(part) / static_cast<double>(step_ns) : 0; }
+  TimeNs idle_input_ns = 0, idle_launch_ns = 0, idle_host_ns = 0,
+         idle_other_ns = 0;  // span and gap
+  double Share(TimeNs part) const {
+    return step_ns > 0 ? static_cast<double>(part) / static_cast<double>(step_ns) : 0;
+  }
 };
 
 struct OverviewReport {
@@ -51,7 +54,7 @@ struct OverviewReport {
   TimeNs step_p50_ns = 0, step_max_ns = 0;
   PodBreakdown breakdown;
   GpuPod gpu;
-  double tensor_core_share = 0;  // of compute-kernel time
+  double tensor_core_share = 0;                             // of compute-kernel time
   double exposed_communication_share = 0, overlap_pct = 0;  // the median worker's (summary.h)
   double median_busbw_gbps = 0, link_gbps = 0, median_efficiency = 0;
   size_t straggler_count = 0;
@@ -59,8 +62,9 @@ struct OverviewReport {
 };
 
 // Pure.
-OverviewReport ComputeOverview(const SummaryReport& summary, const std::vector<WorkerBreakdown>& breakdown,
-                               const GpuReport& gpu, const KernelReport& kernels, const InputReport& input,
+OverviewReport ComputeOverview(const SummaryReport& summary,
+                               const std::vector<WorkerBreakdown>& breakdown, const GpuReport& gpu,
+                               const KernelReport& kernels, const InputReport& input,
                                const OverviewOptions& options = {});
 
 }  // namespace podscope::coordinator::analysis

@@ -41,11 +41,12 @@ PodView ComputePodView(const std::vector<WorkerBreakdown>& breakdown, int64_t fi
     step.median_step_ns = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
     for (PodRow& r : step.rows) {
       r.deviation_ns = r.step_ns - step.median_step_ns;
-      r.deviation_pct = step.median_step_ns > 0
-                            ? 100.0 * static_cast<double>(r.deviation_ns) / static_cast<double>(step.median_step_ns)
-                            : 0;
+      r.deviation_pct = step.median_step_ns > 0 ? 100.0 * static_cast<double>(r.deviation_ns) /
+                                                      static_cast<double>(step.median_step_ns)
+                                                : 0;
     }
-    std::sort(step.rows.begin(), step.rows.end(), [](const PodRow& a, const PodRow& b) { return a.rank < b.rank; });
+    std::sort(step.rows.begin(), step.rows.end(),
+              [](const PodRow& a, const PodRow& b) { return a.rank < b.rank; });
   }
   view.steps = std::move(steps);
   return view;

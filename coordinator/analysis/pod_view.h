@@ -24,9 +24,9 @@ struct PodStep {
 };
 
 struct PodView {
-  std::vector<int64_t> step_numbers;                // columns of the matrix
-  std::vector<int32_t> ranks;                       // rows of the matrix
-  std::vector<std::vector<TimeNs>> step_time_ns;    // [rank row][step column], -1 if missing
+  std::vector<int64_t> step_numbers;              // columns of the matrix
+  std::vector<int32_t> ranks;                     // rows of the matrix
+  std::vector<std::vector<TimeNs>> step_time_ns;  // [rank row][step column], -1 if missing
   std::vector<PodStep> steps;
 };
 

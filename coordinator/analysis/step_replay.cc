@@ -18,7 +18,9 @@ namespace {
 int64_t StreamKey(int32_t device, int32_t stream) {
   return (static_cast<int64_t>(device) << 32) | static_cast<uint32_t>(stream);
 }
-int64_t CollectiveStreamKey(common::NameId communicator) { return INT64_MIN + static_cast<int64_t>(communicator); }
+int64_t CollectiveStreamKey(common::NameId communicator) {
+  return INT64_MIN + static_cast<int64_t>(communicator);
+}
 
 }  // namespace
 
@@ -27,7 +29,8 @@ StepReplay::StepReplay(const common::CaptureView& capture, const std::vector<Wor
     : steps_(steps) {
   // Each worker's collective rows, as matched across workers.
   std::vector<std::vector<int32_t>> collective_of_row(capture.size());
-  for (size_t w = 0; w < capture.size(); ++w) collective_of_row[w].assign(capture.worker(w).collectives.size(), -1);
+  for (size_t w = 0; w < capture.size(); ++w)
+    collective_of_row[w].assign(capture.worker(w).collectives.size(), -1);
   for (size_t c = 0; c < communication.collectives.size(); ++c) {
     for (const Participant& p : communication.collectives[c].participants) {
       collective_of_row[p.worker][p.row] = static_cast<int32_t>(c);
@@ -36,14 +39,15 @@ StepReplay::StepReplay(const common::CaptureView& capture, const std::vector<Wor
   participants_.assign(communication.collectives.size(), 0);
   worker_begin_.push_back(0);
   for (size_t w = 0; w < capture.size(); ++w) {
-    AddWorker(static_cast<uint32_t>(w), capture, w < steps.size() ? steps[w] : WorkerSteps{}, communication,
-              collective_of_row[w]);
+    AddWorker(static_cast<uint32_t>(w), capture, w < steps.size() ? steps[w] : WorkerSteps{},
+              communication, collective_of_row[w]);
     worker_begin_.push_back(static_cast<uint32_t>(ops_.size()));
   }
 }
 
 void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const WorkerSteps& steps,
-                           const CommunicationReport& communication, const std::vector<int32_t>& collective_of_row) {
+                           const CommunicationReport& communication,
+                           const std::vector<int32_t>& collective_of_row) {
   const common::WorkerTrace& t = capture.worker(w);
   struct Raw {
     TimeNs start, end;
@@ -61,16 +65,18 @@ void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const
   const common::KernelTable& k = t.kernels;
   for (size_t i = 0; i < k.size(); ++i) {
     const int32_t step = i < steps.kernel_step.size() ? steps.kernel_step[i] : -1;
-    raw.push_back({k.start[i], std::max(k.start[i], k.end[i]), StreamKey(k.device[i], k.stream[i]), step, -1, 0,
-                   launches.kernel[i], k.kernel_class[i] == common::KernelClass::kCommunication});
+    raw.push_back({k.start[i], std::max(k.start[i], k.end[i]), StreamKey(k.device[i], k.stream[i]),
+                   step, -1, 0, launches.kernel[i],
+                   k.kernel_class[i] == common::KernelClass::kCommunication});
     if (k.correlation[i] >= 0) kernel_by_correlation.emplace(k.correlation[i], i);
-    if (k.kernel_class[i] == common::KernelClass::kCommunication) communication_kernel_by_start.emplace(k.start[i], i);
+    if (k.kernel_class[i] == common::KernelClass::kCommunication)
+      communication_kernel_by_start.emplace(k.start[i], i);
   }
   const common::MemcpyTable& m = t.memcpys;
   for (size_t i = 0; i < m.size(); ++i) {
     const int32_t step = i < steps.memcpy_step.size() ? steps.memcpy_step[i] : -1;
-    raw.push_back({m.start[i], std::max(m.start[i], m.end[i]), StreamKey(m.device[i], m.stream[i]), step, -1, 0,
-                   launches.memcpy[i], false});
+    raw.push_back({m.start[i], std::max(m.start[i], m.end[i]), StreamKey(m.device[i], m.stream[i]),
+                   step, -1, 0, launches.memcpy[i], false});
   }
   // A participant is its kernel when the trace has it (same correlation id, or same start).
   const common::CollectiveTable& c = t.collectives;
@@ -80,10 +86,12 @@ void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const
     ++participants_[collective];
     const TimeNs wait = communication.wait[w][row];
     size_t kernel = SIZE_MAX;
-    if (auto it = kernel_by_correlation.find(c.correlation[row]); c.correlation[row] >= 0 && it != kernel_by_correlation.end() &&
-                                                                  k.start[it->second] == c.kernel_start[row]) {
+    if (auto it = kernel_by_correlation.find(c.correlation[row]);
+        c.correlation[row] >= 0 && it != kernel_by_correlation.end() &&
+        k.start[it->second] == c.kernel_start[row]) {
       kernel = it->second;
-    } else if (auto at = communication_kernel_by_start.find(c.kernel_start[row]); at != communication_kernel_by_start.end()) {
+    } else if (auto at = communication_kernel_by_start.find(c.kernel_start[row]);
+               at != communication_kernel_by_start.end()) {
       kernel = at->second;
     }
     if (kernel != SIZE_MAX && raw[kernel].collective < 0) {
@@ -91,11 +99,13 @@ void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const
       raw[kernel].wait = wait;
     } else {
       raw.push_back({c.kernel_start[row], std::max(c.kernel_start[row], c.kernel_end[row]),
-                     CollectiveStreamKey(c.communicator[row]), -1, collective, wait, c.enqueue[row], true});
+                     CollectiveStreamKey(c.communicator[row]), -1, collective, wait, c.enqueue[row],
+                     true});
     }
   }
-  std::stable_sort(raw.begin(), raw.end(),
-                   [](const Raw& a, const Raw& b) { return a.start != b.start ? a.start < b.start : a.end < b.end; });
+  std::stable_sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) {
+    return a.start != b.start ? a.start < b.start : a.end < b.end;
+  });
 
   // Dependencies: the stream's previous operation, and the operation on another stream that
   // ended last before this one started, when that one ended later (the stream sat idle for it).
@@ -107,7 +117,8 @@ void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const
   std::vector<Stream> streams;
   for (const Raw& r : raw) {
     Op op{r.start, r.end, -1, -1, -1, r.collective, r.step, r.wait};
-    auto own = std::find_if(streams.begin(), streams.end(), [&](const Stream& s) { return s.key == r.stream; });
+    auto own = std::find_if(streams.begin(), streams.end(),
+                            [&](const Stream& s) { return s.key == r.stream; });
     op.stream_pred = own == streams.end() ? -1 : own->last;
     TimeNs bound = op.stream_pred >= 0 ? ops_[op.stream_pred].end : INT64_MIN;
     TimeNs launched_before = INT64_MIN;
@@ -125,7 +136,8 @@ void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const
       // last before it. When its own stream was busy the trace hides that wait, and a replay
       // that moved the stream earlier would start it before its data was ready.
       if (!r.communication) continue;
-      auto it = std::upper_bound(s.by_launch.begin(), s.by_launch.end(), std::make_pair(r.launch, INT32_MAX));
+      auto it = std::upper_bound(s.by_launch.begin(), s.by_launch.end(),
+                                 std::make_pair(r.launch, INT32_MAX));
       if (it == s.by_launch.begin()) continue;
       const int32_t before = std::prev(it)->second;
       if (ops_[before].end <= r.start && ops_[before].end > launched_before) {
@@ -143,12 +155,14 @@ void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const
     }
     // Launch order within a stream is its execution order; keep it sorted all the same.
     auto& by_launch = own->by_launch;
-    by_launch.insert(std::upper_bound(by_launch.begin(), by_launch.end(), std::make_pair(r.launch, index)),
-                     {r.launch, index});
+    by_launch.insert(
+        std::upper_bound(by_launch.begin(), by_launch.end(), std::make_pair(r.launch, index)),
+        {r.launch, index});
   }
 }
 
-absl::StatusOr<StepReplay::Replayed> StepReplay::Replay(const std::vector<uint32_t>& excused) const {
+absl::StatusOr<StepReplay::Replayed> StepReplay::Replay(
+    const std::vector<uint32_t>& excused) const {
   const size_t workers = worker_begin_.size() - 1;
   std::vector<uint8_t> is_excused(workers, 0);
   for (uint32_t w : excused) {
@@ -166,7 +180,8 @@ absl::StatusOr<StepReplay::Replayed> StepReplay::Replay(const std::vector<uint32
     const Op& op = ops_[i];
     if (op.collective < 0) return out.start_shift[i];
     const TimeNs last = held[op.collective] != INT64_MIN ? held[op.collective] : any[op.collective];
-    // Done at the replayed last arrival plus its transfer, and never before its own arrival plus it.
+    // Done at the replayed last arrival plus its transfer, and never before its own arrival plus
+    // it.
     return std::max(last, out.start_shift[i] - op.wait);
   };
 
@@ -181,7 +196,8 @@ absl::StatusOr<StepReplay::Replayed> StepReplay::Replay(const std::vector<uint32
       const Op& op = ops_[i];
       int32_t waits_for = -1;
       for (int32_t p : {op.stream_pred, op.cross_pred, op.launch_pred}) {
-        if (p >= 0 && ops_[p].collective >= 0 && remaining[ops_[p].collective] > 0) waits_for = ops_[p].collective;
+        if (p >= 0 && ops_[p].collective >= 0 && remaining[ops_[p].collective] > 0)
+          waits_for = ops_[p].collective;
       }
       if (waits_for >= 0) {
         blocked_on[waits_for].push_back(w);
@@ -224,7 +240,8 @@ absl::StatusOr<StepTimeLoss> StepReplay::LossOf(const std::vector<uint32_t>& exc
   for (size_t w = 0; w + 1 < worker_begin_.size(); ++w) {
     const size_t n = w < steps_.size() ? steps_[w].steps.size() : 0;
     struct Span {
-      TimeNs start = INT64_MAX, end = INT64_MIN, replayed_start = INT64_MAX, replayed_end = INT64_MIN;
+      TimeNs start = INT64_MAX, end = INT64_MIN, replayed_start = INT64_MAX,
+             replayed_end = INT64_MIN;
     };
     std::vector<Span> span(n);
     for (uint32_t i = worker_begin_[w]; i < worker_begin_[w + 1]; ++i) {

@@ -68,13 +68,15 @@ class StepReplay {
   };
 
   void AddWorker(uint32_t w, const common::CaptureView& capture, const WorkerSteps& steps,
-                 const CommunicationReport& communication, const std::vector<int32_t>& collective_of_row);
+                 const CommunicationReport& communication,
+                 const std::vector<int32_t>& collective_of_row);
   absl::StatusOr<Replayed> Replay(const std::vector<uint32_t>& excused) const;
 
   const std::vector<WorkerSteps>& steps_;
-  std::vector<Op> ops_;                  // worker by worker, each in start order
-  std::vector<uint32_t> worker_begin_;   // worker w owns ops_[worker_begin_[w], worker_begin_[w + 1])
-  std::vector<uint32_t> participants_;   // per collective: how many operations take part
+  std::vector<Op> ops_;  // worker by worker, each in start order
+  std::vector<uint32_t>
+      worker_begin_;  // worker w owns ops_[worker_begin_[w], worker_begin_[w + 1])
+  std::vector<uint32_t> participants_;  // per collective: how many operations take part
 };
 
 }  // namespace podscope::coordinator::analysis

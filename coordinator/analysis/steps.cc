@@ -34,7 +34,8 @@ std::vector<StepSpan> StepsFromPattern(const WorkerTrace& w, const common::StepP
     }
     if (it->second == -1) continue;
     steps.push_back(StepSpan{it->second == -2 ? static_cast<int64_t>(steps.size()) : it->second,
-                             {w.host_spans.start[i], w.host_spans.end[i]}, {}});
+                             {w.host_spans.start[i], w.host_spans.end[i]},
+                             {}});
   }
   return steps;
 }
@@ -52,9 +53,12 @@ std::vector<StepSpan> StepsFromCollectivePeriod(const WorkerTrace& w) {
   }
   if (busiest == nullptr || busiest->size() < 4) return {};
   std::vector<size_t> rows = *busiest;
-  std::sort(rows.begin(), rows.end(), [&c](size_t a, size_t b) { return c.enqueue[a] < c.enqueue[b]; });
+  std::sort(rows.begin(), rows.end(),
+            [&c](size_t a, size_t b) { return c.enqueue[a] < c.enqueue[b]; });
   const size_t n = rows.size();
-  auto same = [&](size_t a, size_t b) { return c.op[rows[a]] == c.op[rows[b]] && c.bytes[rows[a]] == c.bytes[rows[b]]; };
+  auto same = [&](size_t a, size_t b) {
+    return c.op[rows[a]] == c.op[rows[b]] && c.bytes[rows[a]] == c.bytes[rows[b]];
+  };
   size_t period = 0;
   for (size_t p = 1; p <= n / 2 && period == 0; ++p) {
     size_t matches = 0;
@@ -65,7 +69,8 @@ std::vector<StepSpan> StepsFromCollectivePeriod(const WorkerTrace& w) {
   std::vector<StepSpan> steps;
   for (size_t k = 0; (k + 1) * period < n; ++k) {
     steps.push_back(StepSpan{static_cast<int64_t>(k),
-                             {c.enqueue[rows[k * period]], c.enqueue[rows[(k + 1) * period]]}, {}});
+                             {c.enqueue[rows[k * period]], c.enqueue[rows[(k + 1) * period]]},
+                             {}});
   }
   return steps;
 }
@@ -74,10 +79,14 @@ std::vector<StepSpan> StepsFromCollectivePeriod(const WorkerTrace& w) {
 
 std::string_view StepSourceName(StepSource source) {
   switch (source) {
-    case StepSource::kNone: return "none";
-    case StepSource::kMarkers: return "markers";
-    case StepSource::kPattern: return "pattern";
-    case StepSource::kInferred: return "inferred";
+    case StepSource::kNone:
+      return "none";
+    case StepSource::kMarkers:
+      return "markers";
+    case StepSource::kPattern:
+      return "pattern";
+    case StepSource::kInferred:
+      return "inferred";
   }
   return "unknown";
 }
@@ -86,7 +95,8 @@ LaunchTimes FindLaunchTimes(const WorkerTrace& w) {
   absl::flat_hash_map<int64_t, TimeNs> launch;
   launch.reserve(w.runtime_calls.size());
   for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
-    if (w.runtime_calls.correlation[i] >= 0) launch.emplace(w.runtime_calls.correlation[i], w.runtime_calls.start[i]);
+    if (w.runtime_calls.correlation[i] >= 0)
+      launch.emplace(w.runtime_calls.correlation[i], w.runtime_calls.start[i]);
   }
   LaunchTimes times;
   times.kernel.resize(w.kernels.size());
@@ -105,7 +115,9 @@ LaunchTimes FindLaunchTimes(const WorkerTrace& w) {
 WorkerSteps FindSteps(const WorkerTrace& w, const StepOptions& options) {
   WorkerSteps result;
   if (!options.marker_pattern.empty()) {
-    if (absl::StatusOr<common::StepPattern> pattern = common::StepPattern::Compile(options.marker_pattern); pattern.ok()) {
+    if (absl::StatusOr<common::StepPattern> pattern =
+            common::StepPattern::Compile(options.marker_pattern);
+        pattern.ok()) {
       result.steps = StepsFromPattern(w, *pattern);
       result.source = StepSource::kPattern;
     }
@@ -152,7 +164,8 @@ WorkerSteps FindSteps(const WorkerTrace& w, const StepOptions& options) {
   return result;
 }
 
-std::vector<WorkerSteps> FindAllSteps(const common::CaptureView& capture, const StepOptions& options) {
+std::vector<WorkerSteps> FindAllSteps(const common::CaptureView& capture,
+                                      const StepOptions& options) {
   std::vector<WorkerSteps> all(capture.size());
   ParallelFor(capture.size(), [&](size_t i) { all[i] = FindSteps(capture.worker(i), options); });
   return all;

@@ -41,7 +41,8 @@ struct WorkerSteps {
 WorkerSteps FindSteps(const common::WorkerTrace& trace, const StepOptions& options = {});
 
 // FindSteps for every worker of a capture, in parallel.
-std::vector<WorkerSteps> FindAllSteps(const common::CaptureView& capture, const StepOptions& options = {});
+std::vector<WorkerSteps> FindAllSteps(const common::CaptureView& capture,
+                                      const StepOptions& options = {});
 
 // Launch time of every kernel / memcpy row (start of the runtime call with the same
 // correlation id), or the row's own start when its launch is not in the trace.

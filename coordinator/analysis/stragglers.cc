@@ -8,7 +8,6 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
-
 #include "coordinator/analysis/statistics.h"
 #include "coordinator/analysis/steps.h"
 
@@ -42,9 +41,9 @@ enum Category : size_t {
   kIdleOther,
   kCategoryCount,
 };
-constexpr const char* kCategoryNames[kCategoryCount] = {"compute+overlap", "comm_transfer", "comm_wait",
-                                                        "memcpy",          "idle_input",    "idle_launch",
-                                                        "idle_host",       "idle_other"};
+constexpr const char* kCategoryNames[kCategoryCount] = {
+    "compute+overlap", "comm_transfer", "comm_wait", "memcpy",
+    "idle_input",      "idle_launch",   "idle_host", "idle_other"};
 using CategoryMeans = std::array<double, kCategoryCount>;
 
 // Per step, as the steps report partitions it; the idle categories take in the device idle
@@ -68,8 +67,8 @@ CategoryMeans MeansOf(const WorkerBreakdown& b) {
 
 // Time per step by name of what lies behind a category: kernels for the device categories,
 // host operators, input spans or CUDA calls for the idle ones. Counted over the worker's steps.
-absl::flat_hash_map<std::string, double> TimeByName(const common::WorkerTrace& w, const WorkerSteps& steps,
-                                                   Category category) {
+absl::flat_hash_map<std::string, double> TimeByName(const common::WorkerTrace& w,
+                                                    const WorkerSteps& steps, Category category) {
   absl::flat_hash_map<std::string, double> out;
   if (steps.steps.empty()) return out;
   absl::flat_hash_map<common::NameId, double> by_id;
@@ -96,16 +95,19 @@ absl::flat_hash_map<std::string, double> TimeByName(const common::WorkerTrace& w
       break;
     }
     case kMemcpy:
-      for (size_t i = 0; i < w.memcpys.size(); ++i) add(w.memcpys.name[i], w.memcpys.start[i], w.memcpys.end[i]);
+      for (size_t i = 0; i < w.memcpys.size(); ++i)
+        add(w.memcpys.name[i], w.memcpys.start[i], w.memcpys.end[i]);
       break;
     case kIdleInput:
     case kIdleHost:
       for (size_t i = 0; i < w.host_spans.size(); ++i) {
         const common::HostSpanCategory c = w.host_spans.category[i];
         const bool input = c == common::HostSpanCategory::kInput;
-        const bool op = c == common::HostSpanCategory::kOp || c == common::HostSpanCategory::kOptimizer ||
+        const bool op = c == common::HostSpanCategory::kOp ||
+                        c == common::HostSpanCategory::kOptimizer ||
                         c == common::HostSpanCategory::kPython;
-        if (category == kIdleInput ? input : op) add(w.host_spans.name[i], w.host_spans.start[i], w.host_spans.end[i]);
+        if (category == kIdleInput ? input : op)
+          add(w.host_spans.name[i], w.host_spans.start[i], w.host_spans.end[i]);
       }
       break;
     case kIdleLaunch:
@@ -124,8 +126,9 @@ absl::flat_hash_map<std::string, double> TimeByName(const common::WorkerTrace& w
 }
 
 // The three names that grew most on worker `w` against the median worker.
-std::vector<NamedExcess> TopExcess(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
-                                   size_t w, Category category) {
+std::vector<NamedExcess> TopExcess(const common::CaptureView& capture,
+                                   const std::vector<WorkerSteps>& steps, size_t w,
+                                   Category category) {
   std::vector<absl::flat_hash_map<std::string, double>> by_worker(capture.size());
   for (size_t i = 0; i < capture.size() && i < steps.size(); ++i) {
     by_worker[i] = TimeByName(capture.worker(i), steps[i], category);
@@ -139,7 +142,8 @@ std::vector<NamedExcess> TopExcess(const common::CaptureView& capture, const std
       all.push_back(it == other.end() ? 0.0 : it->second);
     }
     const double median = Median(std::move(all));
-    if (mine > median) top.push_back({name, static_cast<TimeNs>(mine), static_cast<TimeNs>(median)});
+    if (mine > median)
+      top.push_back({name, static_cast<TimeNs>(mine), static_cast<TimeNs>(median)});
   }
   std::sort(top.begin(), top.end(), [](const NamedExcess& a, const NamedExcess& b) {
     const TimeNs ea = a.worker_ns - a.median_ns, eb = b.worker_ns - b.median_ns;
@@ -181,12 +185,15 @@ void AddStepTimeLoss(const common::CaptureView& capture, const std::vector<Worke
 }  // namespace
 
 double MinShareOfCausedDelay(size_t workers, double configured) {
-  return std::max(configured, workers > 0 ? std::min(0.6, 1.5 / static_cast<double>(workers)) : 1.0);
+  return std::max(configured,
+                  workers > 0 ? std::min(0.6, 1.5 / static_cast<double>(workers)) : 1.0);
 }
 
-bool IsCausedDelayStraggler(double share_of_caused_delay, double share_of_step_time, double last_arriver_share,
-                            size_t workers, const StragglerOptions& options) {
-  return share_of_caused_delay >= MinShareOfCausedDelay(workers, options.min_share_of_caused_delay) &&
+bool IsCausedDelayStraggler(double share_of_caused_delay, double share_of_step_time,
+                            double last_arriver_share, size_t workers,
+                            const StragglerOptions& options) {
+  return share_of_caused_delay >=
+             MinShareOfCausedDelay(workers, options.min_share_of_caused_delay) &&
          share_of_step_time >= options.min_share_of_step_time &&
          last_arriver_share >= options.min_last_arriver_share;
 }
@@ -248,7 +255,8 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
     compute[w] = mean[w][kComputeKernels];
     for (const StepBreakdown& s : breakdown[w].steps) step_sum[w] += static_cast<double>(s.span_ns);
     if (!breakdown[w].steps.empty()) {
-      report.workers[w].mean_step_ns = static_cast<TimeNs>(step_sum[w] / static_cast<double>(breakdown[w].steps.size()));
+      report.workers[w].mean_step_ns =
+          static_cast<TimeNs>(step_sum[w] / static_cast<double>(breakdown[w].steps.size()));
     }
   }
   const std::vector<double> z = RobustZ(compute);
@@ -265,15 +273,17 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
     WorkerLateness& l = report.workers[w];
     l.last_arriver_share = l.collectives ? static_cast<double>(l.last_arrivals) / l.collectives : 0;
     l.compute_z = w < z.size() ? z[w] : 0;
-    const double share_caused = report.total_caused_delay_ns > 0
-                                    ? static_cast<double>(l.caused_delay_ns) / report.total_caused_delay_ns
-                                    : 0;
-    const double share_step = report.window_step_time_ns > 0
-                                  ? static_cast<double>(l.caused_delay_ns) / report.window_step_time_ns
-                                  : 0;
-    const bool by_delay = IsCausedDelayStraggler(share_caused, share_step, l.last_arriver_share, n, options);
-    const bool by_compute = l.compute_z >= options.compute_z_threshold &&
-                            median_compute > 0 &&
+    const double share_caused =
+        report.total_caused_delay_ns > 0
+            ? static_cast<double>(l.caused_delay_ns) / report.total_caused_delay_ns
+            : 0;
+    const double share_step =
+        report.window_step_time_ns > 0
+            ? static_cast<double>(l.caused_delay_ns) / report.window_step_time_ns
+            : 0;
+    const bool by_delay =
+        IsCausedDelayStraggler(share_caused, share_step, l.last_arriver_share, n, options);
+    const bool by_compute = l.compute_z >= options.compute_z_threshold && median_compute > 0 &&
                             compute[w] >= median_compute * (1 + options.min_compute_excess);
     if (!by_delay && !by_compute) continue;
 
@@ -302,14 +312,16 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
       s.max_cpu_percent = *std::max_element(hs.cpu_percent.begin(), hs.cpu_percent.end());
       // 0 is "not read" (no NVML on that node), not a stopped GPU.
       for (int32_t mhz : hs.gpu_sm_clock_mhz) {
-        if (mhz > 0 && (s.min_gpu_sm_clock_mhz <= 0 || mhz < s.min_gpu_sm_clock_mhz)) s.min_gpu_sm_clock_mhz = mhz;
+        if (mhz > 0 && (s.min_gpu_sm_clock_mhz <= 0 || mhz < s.min_gpu_sm_clock_mhz))
+          s.min_gpu_sm_clock_mhz = mhz;
       }
       for (uint64_t r : hs.gpu_throttle_reasons) s.gpu_throttle_reasons |= r;
     }
     report.stragglers.push_back(std::move(s));
   }
-  std::sort(report.stragglers.begin(), report.stragglers.end(),
-            [](const Straggler& a, const Straggler& b) { return a.caused_delay_ns > b.caused_delay_ns; });
+  std::sort(
+      report.stragglers.begin(), report.stragglers.end(),
+      [](const Straggler& a, const Straggler& b) { return a.caused_delay_ns > b.caused_delay_ns; });
   AddStepTimeLoss(capture, steps, communication, &report);
   return report;
 }

@@ -17,9 +17,9 @@ namespace podscope::coordinator::analysis {
 
 struct StragglerOptions {
   // A worker is a straggler by caused delay when all three hold:
-  double min_share_of_caused_delay = 0.2;   // of all caused delay (at least 1.5/N, max 0.6)
-  double min_share_of_step_time = 0.005;    // of the median worker's summed step time
-  double min_last_arriver_share = 0.05;     // of its collectives
+  double min_share_of_caused_delay = 0.2;  // of all caused delay (at least 1.5/N, max 0.6)
+  double min_share_of_step_time = 0.005;   // of the median worker's summed step time
+  double min_last_arriver_share = 0.05;    // of its collectives
   // ... or when its per-step compute time is an outlier among workers:
   double compute_z_threshold = 3.5;  // robust z-score (median absolute deviation)
   double min_compute_excess = 0.02;  // and at least 2% above the median worker
@@ -29,8 +29,9 @@ struct StragglerOptions {
 // decide alike on the same data. With few workers everyone holds a large fair share of the
 // caused delay, so the share required is clearly more than fair: at least 1.5/N, at most 60%.
 double MinShareOfCausedDelay(size_t workers, double configured);
-bool IsCausedDelayStraggler(double share_of_caused_delay, double share_of_step_time, double last_arriver_share,
-                            size_t workers, const StragglerOptions& options);
+bool IsCausedDelayStraggler(double share_of_caused_delay, double share_of_step_time,
+                            double last_arriver_share, size_t workers,
+                            const StragglerOptions& options);
 
 struct WorkerLateness {
   int32_t rank = 0;
@@ -39,7 +40,7 @@ struct WorkerLateness {
   size_t last_arrivals = 0;
   size_t collectives = 0;
   double last_arriver_share = 0;
-  double compute_z = 0;          // robust z-score of mean per-step compute time
+  double compute_z = 0;  // robust z-score of mean per-step compute time
   TimeNs mean_step_ns = 0;
 };
 
@@ -76,7 +77,7 @@ struct Straggler {
   // step against the median worker.
   std::string category;
   CategoryEvidence evidence;
-  std::string reason;          // "caused_delay" or "compute_outlier"
+  std::string reason;  // "caused_delay" or "compute_outlier"
   TimeNs clock_error_bound_ns = 0;
   double compute_z = 0;
   // Host evidence, when the worker has host samples in the window (-1: none).
@@ -95,8 +96,8 @@ struct StragglerReport {
   // Step time saved had every straggler arrived with the others (unknown: see loss_error).
   std::optional<TimeNs> step_time_loss_ns;
   std::string loss_error;
-  std::vector<Straggler> stragglers;     // most severe first
-  std::vector<WorkerLateness> workers;   // every worker, by rank
+  std::vector<Straggler> stragglers;    // most severe first
+  std::vector<WorkerLateness> workers;  // every worker, by rank
 };
 
 // Pure; any thread.

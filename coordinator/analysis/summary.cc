@@ -12,7 +12,8 @@ namespace {
 // The value at quantile q (0..1) of sorted values, nearest rank.
 TimeNs Quantile(const std::vector<TimeNs>& sorted, double q) {
   if (sorted.empty()) return 0;
-  const size_t at = std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5));
+  const size_t at = std::min(sorted.size() - 1,
+                             static_cast<size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5));
   return sorted[at];
 }
 
@@ -33,8 +34,8 @@ WorkerProfile ProfileOf(const common::CaptureView& capture, size_t w, const Work
     p.before_ns += s.before_ns;
   }
   const TimeNs n = static_cast<TimeNs>(b.steps.size());
-  for (TimeNs* v : {&p.span_ns, &p.compute_ns, &p.overlap_ns, &p.comm_wait_ns, &p.comm_transfer_ns, &p.memcpy_ns,
-                    &p.idle_ns, &p.before_ns}) {
+  for (TimeNs* v : {&p.span_ns, &p.compute_ns, &p.overlap_ns, &p.comm_wait_ns, &p.comm_transfer_ns,
+                    &p.memcpy_ns, &p.idle_ns, &p.before_ns}) {
     *v /= n;
   }
   return p;
@@ -42,7 +43,8 @@ WorkerProfile ProfileOf(const common::CaptureView& capture, size_t w, const Work
 
 }  // namespace
 
-SummaryReport Summarize(const common::CaptureView& capture, const std::vector<WorkerBreakdown>& breakdown,
+SummaryReport Summarize(const common::CaptureView& capture,
+                        const std::vector<WorkerBreakdown>& breakdown,
                         const StragglerReport& stragglers, const BandwidthReport& bandwidth,
                         const std::vector<std::string>& warnings) {
   SummaryReport s;
@@ -55,7 +57,9 @@ SummaryReport Summarize(const common::CaptureView& capture, const std::vector<Wo
   }
   s.hosts = hosts.size();
   if (!jobs.empty()) {
-    s.job = std::max_element(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    s.job = std::max_element(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) {
+              return a.second < b.second;
+            })->first;
   }
 
   std::set<int64_t> numbers;
@@ -75,7 +79,9 @@ SummaryReport Summarize(const common::CaptureView& capture, const std::vector<Wo
   }
   if (!sources.empty()) {
     s.step_source =
-        std::max_element(sources.begin(), sources.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+        std::max_element(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
+          return a.second < b.second;
+        })->first;
   }
   s.steps = numbers.size();
   if (!numbers.empty()) {
@@ -101,13 +107,16 @@ SummaryReport Summarize(const common::CaptureView& capture, const std::vector<Wo
     // Communication kernels alone on the device (wait + transfer): not hidden by computation.
     const WorkerProfile& m = s.median_worker;
     s.exposed_communication_ns = m.comm_wait_ns + m.comm_transfer_ns;
-    s.exposed_communication_share = m.span_ns > 0 ? static_cast<double>(s.exposed_communication_ns) / m.span_ns : 0;
+    s.exposed_communication_share =
+        m.span_ns > 0 ? static_cast<double>(s.exposed_communication_ns) / m.span_ns : 0;
     const TimeNs communication = m.overlap_ns + s.exposed_communication_ns;
-    s.overlap_pct = communication > 0 ? 100.0 * static_cast<double>(m.overlap_ns) / communication : 0;
+    s.overlap_pct =
+        communication > 0 ? 100.0 * static_cast<double>(m.overlap_ns) / communication : 0;
   }
 
   s.straggler_count = stragglers.stragglers.size();
-  for (size_t i = 0; i < stragglers.stragglers.size() && i < 5; ++i) s.stragglers.push_back(stragglers.stragglers[i]);
+  for (size_t i = 0; i < stragglers.stragglers.size() && i < 5; ++i)
+    s.stragglers.push_back(stragglers.stragglers[i]);
   s.step_time_loss_ns = stragglers.step_time_loss_ns;
 
   s.collectives = bandwidth.collectives.size();

@@ -20,14 +20,14 @@ struct WorkerProfile {
   int32_t rank = -1;
   std::string host;
   size_t steps = 0;
-  TimeNs span_ns = 0, compute_ns = 0, overlap_ns = 0, comm_wait_ns = 0, comm_transfer_ns = 0, memcpy_ns = 0,
-         idle_ns = 0, before_ns = 0;
+  TimeNs span_ns = 0, compute_ns = 0, overlap_ns = 0, comm_wait_ns = 0, comm_transfer_ns = 0,
+         memcpy_ns = 0, idle_ns = 0, before_ns = 0;
 };
 
 struct SummaryReport {
   std::string job;
   size_t ranks = 0, hosts = 0;  // hosts: distinct named hosts (0: the traces name none)
-  size_t steps = 0;  // distinct step numbers
+  size_t steps = 0;             // distinct step numbers
   int64_t first_step = 0, last_step = 0;
   std::string step_source;  // of most workers
   // Step spans over every (worker, step).
@@ -55,7 +55,8 @@ struct SummaryReport {
 };
 
 // Pure; any thread.
-SummaryReport Summarize(const common::CaptureView& capture, const std::vector<WorkerBreakdown>& breakdown,
+SummaryReport Summarize(const common::CaptureView& capture,
+                        const std::vector<WorkerBreakdown>& breakdown,
                         const StragglerReport& stragglers, const BandwidthReport& bandwidth,
                         const std::vector<std::string>& warnings);
 

@@ -31,7 +31,8 @@ HtaClass ClassifyLikeHta(std::string_view name) {
     return HtaClass::kMemory;
   }
   const bool not_computation =
-      name.find("nccl") != std::string_view::npos || name.find("Memcpy") != std::string_view::npos ||
+      name.find("nccl") != std::string_view::npos ||
+      name.find("Memcpy") != std::string_view::npos ||
       name.find("Memset") != std::string_view::npos || name.find("dma") != std::string_view::npos ||
       name.ends_with("Sync") || name.find("Stream Wait Event") != std::string_view::npos ||
       name.find("runFunction") != std::string_view::npos ||
@@ -163,8 +164,9 @@ WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions
     if (e.is_kernel_like) by_stream[{e.device, e.stream}].push_back(&e);
   }
   for (auto& [key, list] : by_stream) {
-    std::stable_sort(list.begin(), list.end(),
-                     [](const DeviceEvent* a, const DeviceEvent* b) { return a->start < b->start; });
+    std::stable_sort(list.begin(), list.end(), [](const DeviceEvent* a, const DeviceEvent* b) {
+      return a->start < b->start;
+    });
     StreamIdle idle{key.first, key.second};
     for (size_t i = 1; i < list.size(); ++i) {
       const TimeNs previous_end = list[i - 1]->end;
@@ -189,7 +191,8 @@ TemporalReport ComputeTemporal(const common::CaptureView& capture, const Tempora
   report.window = options.window;
   report.workers.resize(capture.size());
   ParallelFor(capture.size(), [&](size_t i) {
-    report.workers[i] = ComputeWorkerTemporal(capture.worker(i), options, steps != nullptr ? &(*steps)[i] : nullptr);
+    report.workers[i] = ComputeWorkerTemporal(capture.worker(i), options,
+                                              steps != nullptr ? &(*steps)[i] : nullptr);
   });
   return report;
 }

@@ -50,7 +50,8 @@ struct TemporalReport {
 // workers.
 TemporalReport ComputeTemporal(const common::CaptureView& capture, const TemporalOptions& options,
                                const std::vector<WorkerSteps>* steps = nullptr);
-WorkerTemporal ComputeWorkerTemporal(const common::WorkerTrace& trace, const TemporalOptions& options,
+WorkerTemporal ComputeWorkerTemporal(const common::WorkerTrace& trace,
+                                     const TemporalOptions& options,
                                      const WorkerSteps* steps = nullptr);
 
 }  // namespace podscope::coordinator::analysis

@@ -19,7 +19,7 @@ struct KernelStats {
   uint64_t count = 0;
   TimeNs total_ns = 0, min_ns = 0, max_ns = 0;
   TimeNs mean_ns() const { return count ? total_ns / static_cast<TimeNs>(count) : 0; }
-  double share = 0;  // of all kernel time of the worker (or pod)
+  double share = 0;          // of all kernel time of the worker (or pod)
   bool tensor_core = false;  // from the name (tensor_cores.h)
   // Weighted by duration over the calls whose shape and device are known; nullopt when none is.
   std::optional<double> blocks_per_sm, achieved_occupancy;
@@ -33,7 +33,10 @@ struct KernelStats {
 // Compute-kernel time, and the part of it in kernels that use Tensor Cores.
 struct TensorCoreTime {
   TimeNs compute_ns = 0, tensor_core_ns = 0;
-  double share() const { return compute_ns > 0 ? static_cast<double>(tensor_core_ns) / static_cast<double>(compute_ns) : 0; }
+  double share() const {
+    return compute_ns > 0 ? static_cast<double>(tensor_core_ns) / static_cast<double>(compute_ns)
+                          : 0;
+  }
 };
 
 struct WorkerKernels {

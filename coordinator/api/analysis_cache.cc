@@ -2,7 +2,8 @@
 
 namespace podscope::coordinator {
 
-std::vector<AnalysisCacheIndex::Entry> AnalysisCacheIndex::Insert(const std::string& capture_id, const std::string& key,
+std::vector<AnalysisCacheIndex::Entry> AnalysisCacheIndex::Insert(const std::string& capture_id,
+                                                                  const std::string& key,
                                                                   uint64_t bytes) {
   absl::MutexLock lock(&mu_);
   const std::string id = Id(capture_id, key);
@@ -31,7 +32,8 @@ void AnalysisCacheIndex::Touch(const std::string& capture_id, const std::string&
   if (it != by_id_.end()) lru_.splice(lru_.end(), lru_, it->second);
 }
 
-std::vector<AnalysisCacheIndex::Entry> AnalysisCacheIndex::ForgetCapture(const std::string& capture_id) {
+std::vector<AnalysisCacheIndex::Entry> AnalysisCacheIndex::ForgetCapture(
+    const std::string& capture_id) {
   absl::MutexLock lock(&mu_);
   std::vector<Entry> forgotten;
   for (auto it = lru_.begin(); it != lru_.end();) {

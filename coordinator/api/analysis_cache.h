@@ -35,7 +35,9 @@ class AnalysisCacheIndex {
   uint64_t max_bytes() const { return max_bytes_; }
 
  private:
-  static std::string Id(const std::string& capture_id, const std::string& key) { return capture_id + '\0' + key; }
+  static std::string Id(const std::string& capture_id, const std::string& key) {
+    return capture_id + '\0' + key;
+  }
 
   const uint64_t max_bytes_;
   mutable absl::Mutex mu_;

@@ -1,8 +1,7 @@
 #include "coordinator/api/live_api.h"
 
-#include <boost/json.hpp>
-
 #include <algorithm>
+#include <boost/json.hpp>
 
 #include "common/json_keys.h"
 #include "common/json_writer.h"
@@ -15,14 +14,21 @@ namespace podscope::coordinator {
 
 namespace {
 
-HttpResponse BadRequest(std::string_view detail) { return HttpResponse::Problem(400, "Bad Request", detail); }
+HttpResponse BadRequest(std::string_view detail) {
+  return HttpResponse::Problem(400, "Bad Request", detail);
+}
 
 // A JSON number that must be a non-negative integer (ints and integral doubles accepted).
 bool NonNegativeInteger(const boost::json::value& v, int64_t* out) {
-  if (v.is_int64()) *out = v.as_int64();
-  else if (v.is_uint64() && v.as_uint64() <= static_cast<uint64_t>(INT64_MAX)) *out = static_cast<int64_t>(v.as_uint64());
-  else if (v.is_double() && v.as_double() >= 0 && v.as_double() < 9e18 && v.as_double() == static_cast<double>(static_cast<int64_t>(v.as_double()))) *out = static_cast<int64_t>(v.as_double());
-  else return false;
+  if (v.is_int64())
+    *out = v.as_int64();
+  else if (v.is_uint64() && v.as_uint64() <= static_cast<uint64_t>(INT64_MAX))
+    *out = static_cast<int64_t>(v.as_uint64());
+  else if (v.is_double() && v.as_double() >= 0 && v.as_double() < 9e18 &&
+           v.as_double() == static_cast<double>(static_cast<int64_t>(v.as_double())))
+    *out = static_cast<int64_t>(v.as_double());
+  else
+    return false;
   return *out >= 0;
 }
 
@@ -33,8 +39,10 @@ void LiveApi::Register(Router& router) {
     return [this, method](HttpRequest& r) { return (this->*method)(r); };
   };
   router.Add({"GET", "/v1/workers", bind(&LiveApi::ListWorkers), false, false, Access::kRead});
-  router.Add({"POST", "/v1/captures", bind(&LiveApi::StartCapture), false, false, Access::kCapture});
-  router.Add({"POST", "/v1/captures/{id}:cancel", bind(&LiveApi::CancelCapture), false, false, Access::kCapture});
+  router.Add(
+      {"POST", "/v1/captures", bind(&LiveApi::StartCapture), false, false, Access::kCapture});
+  router.Add({"POST", "/v1/captures/{id}:cancel", bind(&LiveApi::CancelCapture), false, false,
+              Access::kCapture});
 }
 
 // GET /v1/workers[?job=J][&limit=N][&after=AGENT]: agents (by id) with health and clock, and
@@ -54,12 +62,16 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
   auto serves = [&job](const v1::WorkerDescriptor& d) { return job.empty() || d.job() == job; };
   // With a job, only the agents serving it (an agent without workers serves no job).
   if (!job.empty()) {
-    std::erase_if(agents, [&](const AgentSnapshot& a) { return std::none_of(a.workers.begin(), a.workers.end(), serves); });
+    std::erase_if(agents, [&](const AgentSnapshot& a) {
+      return std::none_of(a.workers.begin(), a.workers.end(), serves);
+    });
   }
   size_t connected = 0, disconnected = 0, connected_workers = 0;
   for (const AgentSnapshot& a : agents) {
     (a.connected ? connected : disconnected) += 1;
-    if (a.connected) connected_workers += static_cast<size_t>(std::count_if(a.workers.begin(), a.workers.end(), serves));
+    if (a.connected)
+      connected_workers +=
+          static_cast<size_t>(std::count_if(a.workers.begin(), a.workers.end(), serves));
   }
   // This page: agents after the cursor, whole, while their workers fit.
   std::vector<const AgentSnapshot*> page;
@@ -67,7 +79,8 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
   std::string next;
   for (const AgentSnapshot& a : agents) {
     if (!after.empty() && a.agent_id <= after) continue;
-    const size_t mine = static_cast<size_t>(std::count_if(a.workers.begin(), a.workers.end(), serves));
+    const size_t mine =
+        static_cast<size_t>(std::count_if(a.workers.begin(), a.workers.end(), serves));
     if (!page.empty() && cost + std::max<size_t>(mine, 1) > limit) {
       next = page.back()->agent_id;
       break;
@@ -82,14 +95,26 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
   for (const AgentSnapshot* a : page) {
     if (!first) w.Char(',');
     first = false;
-    w.Raw("{\"agent_id\":").String(a->agent_id).Raw(",\"host\":").String(a->host).Raw(",\"version\":").String(a->version);
+    w.Raw("{\"agent_id\":")
+        .String(a->agent_id)
+        .Raw(",\"host\":")
+        .String(a->host)
+        .Raw(",\"version\":")
+        .String(a->version);
     w.Raw(",\"peer\":").String(a->peer).Raw(",\"health\":").String(AgentHealthName(a->health));
-    w.Raw(",\"last_seen_ms_ago\":").Int((now - a->last_seen_ns) / 1'000'000).Raw(",\"workers\":").Uint(a->workers.size());
+    w.Raw(",\"last_seen_ms_ago\":")
+        .Int((now - a->last_seen_ns) / 1'000'000)
+        .Raw(",\"workers\":")
+        .Uint(a->workers.size());
     w.Raw(",\"clock\":");
     absl::StatusOr<common::ClockModel> model = aligner_.Model(a->agent_id);
     if (model.ok()) {
       w.Raw("{\"offset_ns\":").Int(model->offset_ns).Raw(",\"drift_ppb\":").Int(model->drift_ppb);
-      w.Raw(",\"error_bound_ns\":").Int(model->error_bound_ns).Raw(",\"samples\":").Uint(aligner_.SampleCount(a->agent_id)).Char('}');
+      w.Raw(",\"error_bound_ns\":")
+          .Int(model->error_bound_ns)
+          .Raw(",\"samples\":")
+          .Uint(aligner_.SampleCount(a->agent_id))
+          .Char('}');
     } else {
       w.Raw("null");
     }
@@ -102,16 +127,36 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
       if (!serves(d)) continue;
       if (!first) w.Char(',');
       first = false;
-      w.Raw("{\"job\":").String(d.job()).Raw(",\"rank\":").Int(d.rank()).Raw(",\"local_rank\":").Int(d.local_rank());
-      w.Raw(",\"world_size\":").Int(d.world_size()).Raw(",\"pid\":").Int(d.pid()).Raw(",\"host\":").String(d.host());
+      w.Raw("{\"job\":")
+          .String(d.job())
+          .Raw(",\"rank\":")
+          .Int(d.rank())
+          .Raw(",\"local_rank\":")
+          .Int(d.local_rank());
+      w.Raw(",\"world_size\":")
+          .Int(d.world_size())
+          .Raw(",\"pid\":")
+          .Int(d.pid())
+          .Raw(",\"host\":")
+          .String(d.host());
       w.Raw(",\"device\":").String(d.device()).Raw(",\"collector\":").String(d.collector());
-      w.Raw(",\"agent_id\":").String(a->agent_id).Raw(",\"health\":").String(AgentHealthName(a->health)).Char('}');
+      w.Raw(",\"agent_id\":")
+          .String(a->agent_id)
+          .Raw(",\"health\":")
+          .String(AgentHealthName(a->health))
+          .Char('}');
     }
   }
   // Totals over every page: connected agents and their workers; disconnected agents are listed
   // (health "disconnected") until forgotten, never counted.
-  w.Raw("],\"connected_agents\":").Uint(connected).Raw(",\"disconnected_agents\":").Uint(disconnected);
-  w.Raw(",\"connected_workers\":").Uint(connected_workers).Raw(",\"worker_count\":").Uint(page_workers);
+  w.Raw("],\"connected_agents\":")
+      .Uint(connected)
+      .Raw(",\"disconnected_agents\":")
+      .Uint(disconnected);
+  w.Raw(",\"connected_workers\":")
+      .Uint(connected_workers)
+      .Raw(",\"worker_count\":")
+      .Uint(page_workers);
   if (!next.empty()) w.Raw(",\"next\":").String(next);
   w.Raw("}\n");
   return HttpResponse::Json(200, std::move(w.buffer()));
@@ -127,7 +172,8 @@ HttpResponse LiveApi::StartCapture(HttpRequest& r) {
   options.max_depth = 8;
   boost::json::value body = boost::json::parse(r.body, ec, {}, options);
   if (ec || !body.is_object()) {
-    return BadRequest(common::StrCat("the body must be a JSON object", ec ? " (" + ec.message() + ")" : ""));
+    return BadRequest(
+        common::StrCat("the body must be a JSON object", ec ? " (" + ec.message() + ")" : ""));
   }
   CaptureSpec spec;
   for (const auto& [key, value] : body.as_object()) {
@@ -136,33 +182,45 @@ HttpResponse LiveApi::StartCapture(HttpRequest& r) {
       if (!value.is_string()) return BadRequest("job must be a string");
       spec.job = std::string(value.as_string());
     } else if (key == "duration_ms" || key == "delay_ms") {
-      if (!NonNegativeInteger(value, &n) || n > 86'400'000) return BadRequest(common::StrCat(std::string(key), " must be an integer number of milliseconds"));
+      if (!NonNegativeInteger(value, &n) || n > 86'400'000)
+        return BadRequest(
+            common::StrCat(std::string(key), " must be an integer number of milliseconds"));
       (key == "duration_ms" ? spec.duration_ns : spec.delay_ns) = n * 1'000'000;
     } else if (key == "ranks") {
       if (!value.is_array()) return BadRequest("ranks must be an array of integers");
       for (const boost::json::value& v : value.as_array()) {
-        if (!NonNegativeInteger(v, &n) || n > INT32_MAX) return BadRequest("ranks must be an array of non-negative integers");
+        if (!NonNegativeInteger(v, &n) || n > INT32_MAX)
+          return BadRequest("ranks must be an array of non-negative integers");
         spec.ranks.push_back(static_cast<int32_t>(n));
       }
     } else if (key == "limits") {
       if (!value.is_object()) return BadRequest("limits must be an object");
       for (const auto& [lkey, lvalue] : value.as_object()) {
-        if (!NonNegativeInteger(lvalue, &n)) return BadRequest(common::StrCat("limits.", std::string(lkey), " must be a non-negative integer"));
-        if (lkey == "max_events_per_worker") spec.max_events_per_worker = static_cast<uint64_t>(n);
-        else if (lkey == "max_upload_bytes") spec.max_upload_bytes = static_cast<uint64_t>(n);
-        else return BadRequest(common::StrCat("unknown limit \"", std::string(lkey), "\" (known: max_events_per_worker, max_upload_bytes)"));
+        if (!NonNegativeInteger(lvalue, &n))
+          return BadRequest(
+              common::StrCat("limits.", std::string(lkey), " must be a non-negative integer"));
+        if (lkey == "max_events_per_worker")
+          spec.max_events_per_worker = static_cast<uint64_t>(n);
+        else if (lkey == "max_upload_bytes")
+          spec.max_upload_bytes = static_cast<uint64_t>(n);
+        else
+          return BadRequest(common::StrCat("unknown limit \"", std::string(lkey),
+                                           "\" (known: max_events_per_worker, max_upload_bytes)"));
       }
     } else {
-      return BadRequest(common::StrCat("unknown field \"", std::string(key), "\" (known: job, ranks, duration_ms, delay_ms, limits)"));
+      return BadRequest(common::StrCat("unknown field \"", std::string(key),
+                                       "\" (known: job, ranks, duration_ms, delay_ms, limits)"));
     }
   }
   if (spec.job.empty()) return BadRequest("job is required");
-  if (absl::Status s = storage::ValidateJobName(spec.job); !s.ok()) return BadRequest(std::string(s.message()));
+  if (absl::Status s = storage::ValidateJobName(spec.job); !s.ok())
+    return BadRequest(std::string(s.message()));
   if (spec.duration_ns == 0) return BadRequest("duration_ms is required and must be positive");
   absl::StatusOr<storage::CaptureRecord> record = scheduler_.StartCapture(spec);
   if (!record.ok()) {
     if (record.status().code() == absl::StatusCode::kResourceExhausted) {
-      return HttpResponse::Problem(429, "Too Many Requests", std::string(record.status().message()));
+      return HttpResponse::Problem(429, "Too Many Requests",
+                                   std::string(record.status().message()));
     }
     return FromStatus(record.status());
   }
@@ -179,7 +237,8 @@ HttpResponse LiveApi::CancelCapture(HttpRequest& r) {
   std::string reason = r.Query("reason", "cancelled through the REST API");
   if (reason.size() > 1024) return BadRequest("reason is too long");
   if (absl::Status s = scheduler_.Cancel(r.params["id"], reason); !s.ok()) return FromStatus(s);
-  HttpResponse response = HttpResponse::Json(202, common::StrCat("{\"id\":\"", r.params["id"], "\",\"state\":\"cancelled\"}\n"));
+  HttpResponse response = HttpResponse::Json(
+      202, common::StrCat("{\"id\":\"", r.params["id"], "\",\"state\":\"cancelled\"}\n"));
   return response;
 }
 

@@ -11,7 +11,8 @@ namespace podscope::coordinator {
 
 class LiveApi {
  public:
-  LiveApi(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler, std::function<TimeNs()> now)
+  LiveApi(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler,
+          std::function<TimeNs()> now)
       : registry_(registry), aligner_(aligner), scheduler_(scheduler), now_(std::move(now)) {}
 
   void Register(Router& router);

@@ -35,16 +35,20 @@ bool ParseNumber(const std::string& text, T* out) {
 
 // Query parameters of the analysis routes: the same names as `podscope analyze` options.
 absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* request) {
-  static const std::map<std::string, int> kKnown = {{"window", 0}, {"clocks", 0}, {"link_gbps", 0}, {"params", 0},
-                                                    {"bytes_per_param", 0}, {"step_pattern", 0}, {"top", 0},
-                                                    {"format", 0}, {"ranks", 0}, {"steps", 0}, {"allow_mixed", 0},
-                                                    {"detail", 0}};
+  static const std::map<std::string, int> kKnown = {
+      {"window", 0},          {"clocks", 0},       {"link_gbps", 0},   {"params", 0},
+      {"bytes_per_param", 0}, {"step_pattern", 0}, {"top", 0},         {"format", 0},
+      {"ranks", 0},           {"steps", 0},        {"allow_mixed", 0}, {"detail", 0}};
   for (const auto& [key, value] : r.query) {
-    if (!kKnown.count(key)) return absl::InvalidArgumentError(common::StrCat("unknown query parameter \"", key, "\""));
-    if (value.size() > 1024) return absl::InvalidArgumentError(common::StrCat("query parameter \"", key, "\" is too long"));
+    if (!kKnown.count(key))
+      return absl::InvalidArgumentError(common::StrCat("unknown query parameter \"", key, "\""));
+    if (value.size() > 1024)
+      return absl::InvalidArgumentError(
+          common::StrCat("query parameter \"", key, "\" is too long"));
   }
   const std::string window = r.Query("window", "steps");
-  if (window != "steps" && window != "hta") return absl::InvalidArgumentError("window must be steps or hta");
+  if (window != "steps" && window != "hta")
+    return absl::InvalidArgumentError("window must be steps or hta");
   request->window = window == "hta" ? analysis::WindowMode::kHta : analysis::WindowMode::kSteps;
   const std::string clocks = r.Query("clocks", "auto");
   if (clocks == "aligned") {
@@ -62,7 +66,8 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
   if (r.query.count("params") && !ParseNumber(r.Query("params"), &request->bandwidth.params)) {
     return absl::InvalidArgumentError("params must be an integer");
   }
-  if (r.query.count("bytes_per_param") && !ParseNumber(r.Query("bytes_per_param"), &request->bandwidth.bytes_per_param)) {
+  if (r.query.count("bytes_per_param") &&
+      !ParseNumber(r.Query("bytes_per_param"), &request->bandwidth.bytes_per_param)) {
     return absl::InvalidArgumentError("bytes_per_param must be an integer");
   }
   if (r.query.count("top") && !ParseNumber(r.Query("top"), &request->top_kernels)) {
@@ -72,36 +77,43 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
   if (r.query.count("ranks")) {
     ASSIGN_OR_RETURN(request->ranks, common::ParseRankList(r.Query("ranks")));
   }
-  if (r.query.count("steps")) RETURN_IF_ERROR(common::ParseIntRange(r.Query("steps"), &request->first_step, &request->last_step));
+  if (r.query.count("steps"))
+    RETURN_IF_ERROR(
+        common::ParseIntRange(r.Query("steps"), &request->first_step, &request->last_step));
   const std::string mixed = r.Query("allow_mixed", "false");
-  if (mixed != "true" && mixed != "false") return absl::InvalidArgumentError("allow_mixed must be true or false");
+  if (mixed != "true" && mixed != "false")
+    return absl::InvalidArgumentError("allow_mixed must be true or false");
   request->allow_mixed = mixed == "true";
   request->steps.marker_pattern = r.Query("step_pattern");
   const std::string detail = r.Query("detail", "full");
-  if (detail != "full" && detail != "workers") return absl::InvalidArgumentError("detail must be full or workers");
+  if (detail != "full" && detail != "workers")
+    return absl::InvalidArgumentError("detail must be full or workers");
   request->workers_only = detail == "workers";
   const std::string format = r.Query("format", "json");
-  if (format != "json" && format != "table") return absl::InvalidArgumentError("format must be json or table");
+  if (format != "json" && format != "table")
+    return absl::InvalidArgumentError("format must be json or table");
   return analysis::ValidateRequest(request);
 }
 
 // The cache key of a validated request: every parameter, defaults spelled out, in one order, so
 // that the many ways of writing one request ("", "?window=steps", "?format=json&window=steps")
 // share one entry.
-std::string CacheKey(std::string_view report, uint64_t generation, const analysis::AnalysisRequest& request,
-                     std::string_view format) {
-  return fmt::format("{}@{}|window={}|clocks={}|link_gbps={:.17g}|params={}|bytes_per_param={}|top={}|format={}|"
-                     "ranks={}|steps={}-{}|allow_mixed={}|workers_only={}|step_pattern={}",
-                     report, generation, request.window == analysis::WindowMode::kHta ? "hta" : "steps",
-                     static_cast<int>(request.communication.clocks), request.bandwidth.link_gbps,
-                     request.bandwidth.params, request.bandwidth.bytes_per_param, request.top_kernels, format,
-                     fmt::join(request.ranks, ","), request.first_step, request.last_step, request.allow_mixed,
-                     request.workers_only, request.steps.marker_pattern);
+std::string CacheKey(std::string_view report, uint64_t generation,
+                     const analysis::AnalysisRequest& request, std::string_view format) {
+  return fmt::format(
+      "{}@{}|window={}|clocks={}|link_gbps={:.17g}|params={}|bytes_per_param={}|top={}|format={}|"
+      "ranks={}|steps={}-{}|allow_mixed={}|workers_only={}|step_pattern={}",
+      report, generation, request.window == analysis::WindowMode::kHta ? "hta" : "steps",
+      static_cast<int>(request.communication.clocks), request.bandwidth.link_gbps,
+      request.bandwidth.params, request.bandwidth.bytes_per_param, request.top_kernels, format,
+      fmt::join(request.ranks, ","), request.first_step, request.last_step, request.allow_mixed,
+      request.workers_only, request.steps.marker_pattern);
 }
 
 }  // namespace
 
-RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns, absl::Mutex& mutations)
+RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns,
+                 absl::Mutex& mutations)
     : store_(store),
       limits_(limits),
       now_ns_(std::move(now_ns)),
@@ -111,11 +123,13 @@ RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int
 absl::Status RestApi::LoadCacheIndex() {
   absl::MutexLock lock(&mutations_);
   std::vector<AnalysisCacheIndex::Entry> evicted;
-  absl::Status s = store_.ForEachAnalysis([&](std::string_view capture_id, std::string_view key, uint64_t bytes) {
-    for (AnalysisCacheIndex::Entry& e : cache_.Insert(std::string(capture_id), std::string(key), bytes)) {
-      evicted.push_back(std::move(e));
-    }
-  });
+  absl::Status s = store_.ForEachAnalysis(
+      [&](std::string_view capture_id, std::string_view key, uint64_t bytes) {
+        for (AnalysisCacheIndex::Entry& e :
+             cache_.Insert(std::string(capture_id), std::string(key), bytes)) {
+          evicted.push_back(std::move(e));
+        }
+      });
   if (!s.ok()) return s;
   return DropCached(evicted);
 }
@@ -141,13 +155,16 @@ void RestApi::Register(Router& router) {
   router.Add({"GET", "/metrics", bind(&RestApi::Metrics), false, false, Access::kRead});
   router.Add({"GET", "/v1/openapi.json", bind(&RestApi::OpenApi), false, false, Access::kRead});
   router.Add({"GET", "/v1/captures", bind(&RestApi::ListCaptures), false, false, Access::kRead});
-  router.Add({"POST", "/v1/captures:import", bind(&RestApi::Import), /*heavy=*/true, /*streamed_upload=*/true,
-              Access::kAdmin});
+  router.Add({"POST", "/v1/captures:import", bind(&RestApi::Import), /*heavy=*/true,
+              /*streamed_upload=*/true, Access::kAdmin});
   router.Add({"GET", "/v1/captures/{id}", bind(&RestApi::GetCapture), false, false, Access::kRead});
-  router.Add({"DELETE", "/v1/captures/{id}", bind(&RestApi::DeleteCapture), false, false, Access::kAdmin});
+  router.Add(
+      {"DELETE", "/v1/captures/{id}", bind(&RestApi::DeleteCapture), false, false, Access::kAdmin});
   // Streamed on the stream pool.
-  router.Add({"GET", "/v1/captures/{id}/trace", bind(&RestApi::Trace), false, false, Access::kRead});
-  router.Add({"GET", "/v1/captures/{id}/{report}", bind(&RestApi::Report), /*heavy=*/true, false, Access::kRead});
+  router.Add(
+      {"GET", "/v1/captures/{id}/trace", bind(&RestApi::Trace), false, false, Access::kRead});
+  router.Add({"GET", "/v1/captures/{id}/{report}", bind(&RestApi::Report), /*heavy=*/true, false,
+              Access::kRead});
 }
 
 absl::Status RestApi::RecoverInterruptedImports() {
@@ -165,51 +182,57 @@ absl::Status RestApi::RecoverInterruptedImports() {
   return absl::OkStatus();
 }
 
-HttpResponse RestApi::Health(HttpRequest&) { return HttpResponse::Json(200, "{\"status\":\"ok\"}\n"); }
+HttpResponse RestApi::Health(HttpRequest&) {
+  return HttpResponse::Json(200, "{\"status\":\"ok\"}\n");
+}
 
 HttpResponse RestApi::Ready(HttpRequest&) {
   absl::StatusOr<std::vector<CaptureRecord>> probe = store_.ListCaptures({.limit = 1});
-  if (!probe.ok()) return HttpResponse::Problem(503, "Service Unavailable", std::string(probe.status().message()));
+  if (!probe.ok())
+    return HttpResponse::Problem(503, "Service Unavailable", std::string(probe.status().message()));
   return HttpResponse::Json(200, "{\"status\":\"ready\"}\n");
 }
 
 HttpResponse RestApi::Metrics(HttpRequest&) {
   std::string out;
   if (counters_ != nullptr) {
-    common::StrAppend(&out, "# HELP podscope_http_requests_total HTTP requests received.\n",
-                      "# TYPE podscope_http_requests_total counter\n",
-                      "podscope_http_requests_total ", counters_->requests.load(), "\n",
-                      "# HELP podscope_http_responses_total HTTP responses by status class.\n",
-                      "# TYPE podscope_http_responses_total counter\n",
-                      "podscope_http_responses_total{class=\"2xx\"} ", counters_->responses_2xx.load(), "\n",
-                      "podscope_http_responses_total{class=\"4xx\"} ", counters_->responses_4xx.load(), "\n",
-                      "podscope_http_responses_total{class=\"5xx\"} ", counters_->responses_5xx.load(), "\n",
-                      "# HELP podscope_http_request_seconds_total Time spent serving requests.\n",
-                      "# TYPE podscope_http_request_seconds_total counter\n",
-                      "podscope_http_request_seconds_total ",
-                      fmt::format("{:.6f}", counters_->latency_ns_total.load() / 1e9), "\n",
-                      "# HELP podscope_http_open_connections HTTP connections open now.\n",
-                      "# TYPE podscope_http_open_connections gauge\n",
-                      "podscope_http_open_connections ", counters_->open_connections.load(), "\n",
-                      "# HELP podscope_http_rejected_connections_total Connections refused, by reason.\n",
-                      "# TYPE podscope_http_rejected_connections_total counter\n",
-                      "podscope_http_rejected_connections_total{reason=\"server_full\"} ",
-                      counters_->rejected_server_full.load(), "\n",
-                      "podscope_http_rejected_connections_total{reason=\"client_full\"} ",
-                      counters_->rejected_client_full.load(), "\n",
-                      "podscope_http_rejected_connections_total{reason=\"no_descriptors\"} ",
-                      counters_->rejected_no_descriptors.load(), "\n",
-                      "# HELP podscope_http_timeouts_total Connections dropped for not moving, by phase.\n",
-                      "# TYPE podscope_http_timeouts_total counter\n",
-                      "podscope_http_timeouts_total{phase=\"header\"} ", counters_->timeouts_header.load(), "\n",
-                      "podscope_http_timeouts_total{phase=\"body\"} ", counters_->timeouts_body.load(), "\n",
-                      "podscope_http_timeouts_total{phase=\"response\"} ", counters_->timeouts_response.load(), "\n",
-                      "# HELP podscope_http_malformed_requests_total Requests refused as malformed.\n",
-                      "# TYPE podscope_http_malformed_requests_total counter\n",
-                      "podscope_http_malformed_requests_total ", counters_->malformed_requests.load(), "\n",
-                      "# HELP podscope_http_tls_handshake_failures_total HTTPS connections whose handshake failed.\n",
-                      "# TYPE podscope_http_tls_handshake_failures_total counter\n",
-                      "podscope_http_tls_handshake_failures_total ", counters_->tls_handshake_failures.load(), "\n");
+    common::StrAppend(
+        &out, "# HELP podscope_http_requests_total HTTP requests received.\n",
+        "# TYPE podscope_http_requests_total counter\n", "podscope_http_requests_total ",
+        counters_->requests.load(), "\n",
+        "# HELP podscope_http_responses_total HTTP responses by status class.\n",
+        "# TYPE podscope_http_responses_total counter\n",
+        "podscope_http_responses_total{class=\"2xx\"} ", counters_->responses_2xx.load(), "\n",
+        "podscope_http_responses_total{class=\"4xx\"} ", counters_->responses_4xx.load(), "\n",
+        "podscope_http_responses_total{class=\"5xx\"} ", counters_->responses_5xx.load(), "\n",
+        "# HELP podscope_http_request_seconds_total Time spent serving requests.\n",
+        "# TYPE podscope_http_request_seconds_total counter\n",
+        "podscope_http_request_seconds_total ",
+        fmt::format("{:.6f}", counters_->latency_ns_total.load() / 1e9), "\n",
+        "# HELP podscope_http_open_connections HTTP connections open now.\n",
+        "# TYPE podscope_http_open_connections gauge\n", "podscope_http_open_connections ",
+        counters_->open_connections.load(), "\n",
+        "# HELP podscope_http_rejected_connections_total Connections refused, by reason.\n",
+        "# TYPE podscope_http_rejected_connections_total counter\n",
+        "podscope_http_rejected_connections_total{reason=\"server_full\"} ",
+        counters_->rejected_server_full.load(), "\n",
+        "podscope_http_rejected_connections_total{reason=\"client_full\"} ",
+        counters_->rejected_client_full.load(), "\n",
+        "podscope_http_rejected_connections_total{reason=\"no_descriptors\"} ",
+        counters_->rejected_no_descriptors.load(), "\n",
+        "# HELP podscope_http_timeouts_total Connections dropped for not moving, by phase.\n",
+        "# TYPE podscope_http_timeouts_total counter\n",
+        "podscope_http_timeouts_total{phase=\"header\"} ", counters_->timeouts_header.load(), "\n",
+        "podscope_http_timeouts_total{phase=\"body\"} ", counters_->timeouts_body.load(), "\n",
+        "podscope_http_timeouts_total{phase=\"response\"} ", counters_->timeouts_response.load(),
+        "\n", "# HELP podscope_http_malformed_requests_total Requests refused as malformed.\n",
+        "# TYPE podscope_http_malformed_requests_total counter\n",
+        "podscope_http_malformed_requests_total ", counters_->malformed_requests.load(), "\n",
+        "# HELP podscope_http_tls_handshake_failures_total HTTPS connections whose handshake "
+        "failed.\n",
+        "# TYPE podscope_http_tls_handshake_failures_total counter\n",
+        "podscope_http_tls_handshake_failures_total ", counters_->tls_handshake_failures.load(),
+        "\n");
   }
   for (const auto& source : metrics_sources_) source(&out);
   std::map<CaptureState, uint64_t> by_state;
@@ -226,19 +249,25 @@ HttpResponse RestApi::Metrics(HttpRequest&) {
     }
     page.after_id = batch->back().id;
   }
-  common::StrAppend(&out, "# HELP podscope_captures Captures in the store by state.\n# TYPE podscope_captures gauge\n");
+  common::StrAppend(
+      &out,
+      "# HELP podscope_captures Captures in the store by state.\n# TYPE podscope_captures gauge\n");
   for (int s = 0; s < storage::kCaptureStateCount; ++s) {
     const auto state = static_cast<CaptureState>(s);
-    common::StrAppend(&out, "podscope_captures{state=\"", storage::CaptureStateName(state), "\"} ", by_state[state], "\n");
+    common::StrAppend(&out, "podscope_captures{state=\"", storage::CaptureStateName(state), "\"} ",
+                      by_state[state], "\n");
   }
   common::StrAppend(&out, "# HELP podscope_store_event_bytes Encoded event bytes in the store.\n",
-                    "# TYPE podscope_store_event_bytes gauge\npodscope_store_event_bytes ", stored, "\n");
+                    "# TYPE podscope_store_event_bytes gauge\npodscope_store_event_bytes ", stored,
+                    "\n");
   HttpResponse r = HttpResponse::Json(200, std::move(out));
   r.content_type = "text/plain; version=0.0.4";
   return r;
 }
 
-HttpResponse RestApi::OpenApi(HttpRequest&) { return HttpResponse::Json(200, std::string(OpenApiDocument())); }
+HttpResponse RestApi::OpenApi(HttpRequest&) {
+  return HttpResponse::Json(200, std::string(OpenApiDocument()));
+}
 
 HttpResponse RestApi::ListCaptures(HttpRequest& r) {
   storage::CaptureFilter filter;
@@ -246,9 +275,12 @@ HttpResponse RestApi::ListCaptures(HttpRequest& r) {
   filter.after_id = r.Query("after");
   if (r.query.count("state")) {
     filter.state = storage::CaptureStateFromName(r.Query("state"));
-    if (!filter.state) return HttpResponse::Problem(400, "Bad Request", common::StrCat("unknown state \"", r.Query("state"), "\""));
+    if (!filter.state)
+      return HttpResponse::Problem(400, "Bad Request",
+                                   common::StrCat("unknown state \"", r.Query("state"), "\""));
   }
-  if (r.query.count("limit") && (!ParseNumber(r.Query("limit"), &filter.limit) || filter.limit == 0 || filter.limit > 1000)) {
+  if (r.query.count("limit") &&
+      (!ParseNumber(r.Query("limit"), &filter.limit) || filter.limit == 0 || filter.limit > 1000)) {
     return HttpResponse::Problem(400, "Bad Request", "limit must be an integer in 1..1000");
   }
   const size_t wanted = filter.limit;
@@ -285,9 +317,10 @@ HttpResponse RestApi::DeleteCapture(HttpRequest& r) {
   // A capture still running belongs to the scheduler: it would write the record back.
   if (live_lookup_) {
     if (std::optional<CaptureRecord> live = live_lookup_(id)) {
-      return HttpResponse::Problem(409, "Conflict",
-                                   common::StrCat("capture ", id, " is ", storage::CaptureStateName(live->state),
-                                                  "; cancel it first (POST /v1/captures/", id, ":cancel)"));
+      return HttpResponse::Problem(
+          409, "Conflict",
+          common::StrCat("capture ", id, " is ", storage::CaptureStateName(live->state),
+                         "; cancel it first (POST /v1/captures/", id, ":cancel)"));
     }
   }
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
@@ -308,14 +341,15 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   const std::string content_type = r.Header("content-type");
   if (content_type != "application/json" && content_type != "application/gzip" &&
       content_type != "application/octet-stream" && content_type != "application/x-gzip") {
-    return HttpResponse::Problem(415, "Unsupported Media Type",
-                                 common::StrCat("send the trace file as application/json, application/gzip or "
-                                                "application/octet-stream, not ",
-                                                content_type.empty() ? "without a Content-Type" : content_type));
+    return HttpResponse::Problem(
+        415, "Unsupported Media Type",
+        common::StrCat("send the trace file as application/json, application/gzip or "
+                       "application/octet-stream, not ",
+                       content_type.empty() ? "without a Content-Type" : content_type));
   }
   std::string name = r.Query("name", "upload.json");
-  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos || name == "." || name == ".." ||
-      name.size() > 255) {
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos || name == "." ||
+      name == ".." || name.size() > 255) {
     return HttpResponse::Problem(400, "Bad Request", "name must be a plain file name (no path)");
   }
   int32_t rank = -1;
@@ -330,7 +364,8 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   // Whether the client is adding ranks to a capture that exists now: if it is deleted while
   // this file is parsed, the ranks are not added to a new capture of the same name.
   absl::StatusOr<CaptureRecord> before = store_.GetCapture(id);
-  if (!before.ok() && before.status().code() != absl::StatusCode::kNotFound) return FromStatus(before.status());
+  if (!before.ok() && before.status().code() != absl::StatusCode::kNotFound)
+    return FromStatus(before.status());
 
   // Parse first: a malformed file leaves the store untouched.
   common::ImportOptions options;
@@ -345,8 +380,9 @@ HttpResponse RestApi::Import(HttpRequest& r) {
     // Name the client's file, not the staging path.
     std::string message(imported.status().message());
     if (message.starts_with(r.body_file)) message = name + message.substr(r.body_file.size());
-    return HttpResponse::Problem(imported.status().code() == absl::StatusCode::kResourceExhausted ? 413 : 400,
-                                 "Invalid trace file", message);
+    return HttpResponse::Problem(
+        imported.status().code() == absl::StatusCode::kResourceExhausted ? 413 : 400,
+        "Invalid trace file", message);
   }
 
   absl::MutexLock lock(&mutations_);
@@ -354,13 +390,16 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   absl::StatusOr<CaptureRecord> existing = store_.GetCapture(id);
   if (before.ok() && !existing.ok() && existing.status().code() == absl::StatusCode::kNotFound) {
     return HttpResponse::Problem(409, "Conflict",
-                                 common::StrCat("capture ", id, " was deleted while this file was being parsed; "
+                                 common::StrCat("capture ", id,
+                                                " was deleted while this file was being parsed; "
                                                 "nothing was imported"));
   }
   if (existing.ok()) {
     record = *std::move(existing);
     if (record.state != CaptureState::kComplete && record.state != CaptureState::kImporting) {
-      return HttpResponse::Problem(409, "Conflict", common::StrCat("capture ", id, " is ", storage::CaptureStateName(record.state)));
+      return HttpResponse::Problem(
+          409, "Conflict",
+          common::StrCat("capture ", id, " is ", storage::CaptureStateName(record.state)));
     }
   } else if (existing.status().code() == absl::StatusCode::kNotFound) {
     record.id = id;
@@ -370,22 +409,25 @@ HttpResponse RestApi::Import(HttpRequest& r) {
     return FromStatus(existing.status());
   }
   if (record.workers.size() + imported->workers.size() > limits_.max_ranks_per_capture) {
-    return HttpResponse::Problem(413, "Payload Too Large",
-                                 common::StrCat("a capture holds at most ", limits_.max_ranks_per_capture, " ranks"));
+    return HttpResponse::Problem(
+        413, "Payload Too Large",
+        common::StrCat("a capture holds at most ", limits_.max_ranks_per_capture, " ranks"));
   }
   for (common::WorkerTrace& w : imported->workers) {
     if (rank >= 0 && imported->workers.size() == 1) w.info.rank = rank;
     if (w.info.rank < 0) w.info.rank = static_cast<int32_t>(record.workers.size());
     for (const storage::WorkerRecord& k : record.workers) {
       if (k.rank == w.info.rank) {
-        return HttpResponse::Problem(409, "Conflict", common::StrCat("capture ", id, " already has rank ", w.info.rank));
+        return HttpResponse::Problem(
+            409, "Conflict", common::StrCat("capture ", id, " already has rank ", w.info.rank));
       }
     }
   }
   // Analyses of the capture as it was are stale from now on: drop them, and their bytes.
   if (existing.ok()) {
     if (absl::Status s = DropCached(cache_.ForgetCapture(id)); !s.ok()) return FromStatus(s);
-    if (absl::StatusOr<CaptureRecord> again = store_.GetCapture(id); again.ok()) record.stored_bytes = again->stored_bytes;
+    if (absl::StatusOr<CaptureRecord> again = store_.GetCapture(id); again.ok())
+      record.stored_bytes = again->stored_bytes;
   }
   // Mark the capture as importing before its events land: after a crash it is marked failed.
   record.state = CaptureState::kImporting;
@@ -396,7 +438,8 @@ HttpResponse RestApi::Import(HttpRequest& r) {
     const auto index = static_cast<uint32_t>(record.workers.size());
     if (absl::Status s = store_.PutChunk(id, index, 0, w); !s.ok()) return FromStatus(s);
     const uint64_t events = w.Counts().Total();
-    record.workers.push_back(storage::WorkerRecord{index, w.info.rank, w.info.host, name, events, 1, "complete"});
+    record.workers.push_back(
+        storage::WorkerRecord{index, w.info.rank, w.info.host, name, events, 1, "complete"});
     record.events += events;
   }
   absl::StatusOr<uint64_t> bytes = store_.ApproximateEventBytes(id);
@@ -428,9 +471,10 @@ std::optional<HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) 
     case CaptureState::kImporting:
       return HttpResponse::Problem(
           409, "Conflict",
-          common::StrCat("capture ", record.id, " is still ", CaptureStateName(record.state),
-                         ": ask again once it has ended (podscope capture --wait, or GET /v1/captures/", record.id,
-                         " until its state is complete, partial, failed or cancelled)"));
+          common::StrCat(
+              "capture ", record.id, " is still ", CaptureStateName(record.state),
+              ": ask again once it has ended (podscope capture --wait, or GET /v1/captures/",
+              record.id, " until its state is complete, partial, failed or cancelled)"));
     case CaptureState::kComplete:
     case CaptureState::kPartial:
     case CaptureState::kFailed:
@@ -438,9 +482,10 @@ std::optional<HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) 
       break;
   }
   if (record.events == 0) {
-    return HttpResponse::Problem(409, "Conflict",
-                                 common::StrCat("capture ", record.id, " (", CaptureStateName(record.state),
-                                                ") holds no events", record.error.empty() ? "" : ": ", record.error));
+    return HttpResponse::Problem(
+        409, "Conflict",
+        common::StrCat("capture ", record.id, " (", CaptureStateName(record.state),
+                       ") holds no events", record.error.empty() ? "" : ": ", record.error));
   }
   return std::nullopt;
 }
@@ -460,7 +505,8 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   if (absl::Status s = RequestFromQuery(r, &request); !s.ok()) return FromStatus(s);
   // `format=table` gives the terminal tables of `podscope analyze` (text/plain).
   const bool table = r.Query("format", "json") == "table";
-  const std::string cache_key = CacheKey(report, record->generation, request, table ? "table" : "json");
+  const std::string cache_key =
+      CacheKey(report, record->generation, request, table ? "table" : "json");
   auto respond = [table](std::string body, const char* cache) {
     HttpResponse response = HttpResponse::Json(200, std::move(body));
     if (table) response.content_type = "text/plain; charset=utf-8";
@@ -482,11 +528,13 @@ HttpResponse RestApi::Report(HttpRequest& r) {
       std::string why;
       for (const std::string& w : job.warnings) common::StrAppend(&why, why.empty() ? "" : "; ", w);
       return HttpResponse::Problem(409, "Conflict",
-                                   common::StrCat("capture ", id, " is not one job: ", why, " (allow_mixed=true to analyse it anyway)"));
+                                   common::StrCat("capture ", id, " is not one job: ", why,
+                                                  " (allow_mixed=true to analyse it anyway)"));
     }
   }
   const analysis::AnalysisResults results = analysis::RunAnalyses(view, request);
-  std::string body = table ? RenderTables(view, request, results) : RenderJson(view, request, results);
+  std::string body =
+      table ? RenderTables(view, request, results) : RenderJson(view, request, results);
   {
     // Cache the result only for the generation it was computed from, and never for a capture
     // deleted meanwhile (its cache entry would outlive it). A failed write costs a recompute.
@@ -516,27 +564,34 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
   const std::string gzip = gzip_text == "1" || gzip_text == "true" ? "true" : "false";
   for (const auto& [key, value] : r.query) {
     if (key != "gzip" && key != "ranks" && key != "steps" && key != "window") {
-      return HttpResponse::Problem(400, "Bad Request", common::StrCat("unknown query parameter \"", key, "\""));
+      return HttpResponse::Problem(400, "Bad Request",
+                                   common::StrCat("unknown query parameter \"", key, "\""));
     }
   }
   // The filters of `podscope export`: checked before the 200, applied while streaming.
   const common::CaptureFilterSpec filter{r.Query("ranks"), r.Query("steps"), r.Query("window")};
-  if (absl::Status valid = common::ValidateCaptureFilter(filter); !valid.ok()) return FromStatus(valid);
+  if (absl::Status valid = common::ValidateCaptureFilter(filter); !valid.ok())
+    return FromStatus(valid);
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
   if (!record.ok()) return FromStatus(record.status());
   if (std::optional<HttpResponse> refused = NotAnalysable(*record)) return *std::move(refused);
   if (!filter.ranks.empty()) {
     const std::vector<int32_t> ranks = *common::ParseRankList(filter.ranks);
-    const bool any = std::any_of(record->workers.begin(), record->workers.end(), [&](const storage::WorkerRecord& w) {
-      return std::find(ranks.begin(), ranks.end(), w.rank) != ranks.end();
-    });
-    if (!any) return HttpResponse::Problem(404, "Not Found", common::StrCat("capture ", id, " holds no ranks ", filter.ranks));
+    const bool any = std::any_of(
+        record->workers.begin(), record->workers.end(), [&](const storage::WorkerRecord& w) {
+          return std::find(ranks.begin(), ranks.end(), w.rank) != ranks.end();
+        });
+    if (!any)
+      return HttpResponse::Problem(
+          404, "Not Found", common::StrCat("capture ", id, " holds no ranks ", filter.ranks));
   }
   HttpResponse response = HttpResponse::Json(200, "");
   if (gzip == "true") response.content_type = "application/gzip";
-  response.headers.emplace_back("Content-Disposition",
-                                common::StrCat("attachment; filename=\"", id, gzip == "true" ? ".json.gz" : ".json", "\""));
-  response.stream = [this, id, filter, compress = gzip == "true"](const BodyWriter& write) -> absl::Status {
+  response.headers.emplace_back(
+      "Content-Disposition",
+      common::StrCat("attachment; filename=\"", id, gzip == "true" ? ".json.gz" : ".json", "\""));
+  response.stream = [this, id, filter,
+                     compress = gzip == "true"](const BodyWriter& write) -> absl::Status {
     absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
     if (!capture.ok()) return capture.status();
     if (absl::Status filtered = common::FilterCapture(filter, &*capture); !filtered.ok()) {
@@ -546,12 +601,13 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
     std::optional<common::GzipStreamWriter> gz;
     if (compress) gz.emplace(write);
     uint64_t total = 0;
-    absl::StatusOr<common::ExportStats> stats =
-        common::WriteChromeTrace(common::CaptureView(*capture), {}, [&](std::string_view piece) -> absl::Status {
+    absl::StatusOr<common::ExportStats> stats = common::WriteChromeTrace(
+        common::CaptureView(*capture), {}, [&](std::string_view piece) -> absl::Status {
           total += piece.size();
           if (total > limits_.max_export_bytes) {
             return absl::ResourceExhaustedError(
-                common::StrCat("the trace is larger than the export limit of ", limits_.max_export_bytes, " bytes"));
+                common::StrCat("the trace is larger than the export limit of ",
+                               limits_.max_export_bytes, " bytes"));
           }
           return gz ? gz->Write(piece) : write(piece);
         });

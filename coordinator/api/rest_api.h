@@ -38,7 +38,8 @@ struct ApiLimits {
 // half-made. Parsing an import happens before, outside the lock.
 class RestApi {
  public:
-  RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns, absl::Mutex& mutations);
+  RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns,
+          absl::Mutex& mutations);
 
   // Adds every route to `router`.
   void Register(Router& router);
@@ -46,14 +47,17 @@ class RestApi {
   // the capture scheduler); returns nullopt for captures that are not live.
   // Appended to import ids ("-SHARD" on a sharded coordinator).
   void set_id_suffix(std::string suffix) { id_suffix_ = std::move(suffix); }
-  void set_live_lookup(std::function<std::optional<storage::CaptureRecord>(const std::string&)> lookup) {
+  void set_live_lookup(
+      std::function<std::optional<storage::CaptureRecord>(const std::string&)> lookup) {
     live_lookup_ = std::move(lookup);
   }
   // Counters for /metrics (may be set after Register).
   void set_http_counters(const HttpCounters* counters) { counters_ = counters; }
   // Another part of the daemon's /metrics (Prometheus text appended to the answer); set before
   // serving.
-  void add_metrics_source(std::function<void(std::string*)> source) { metrics_sources_.push_back(std::move(source)); }
+  void add_metrics_source(std::function<void(std::string*)> source) {
+    metrics_sources_.push_back(std::move(source));
+  }
   // Marks captures left in "importing" by a crash as failed. Call once at start-up.
   absl::Status RecoverInterruptedImports();
   // Indexes the analyses the store holds cached (evicting past the bound). Once, at start-up.
@@ -81,7 +85,8 @@ class RestApi {
   absl::Mutex& mutations_;
   AnalysisCacheIndex cache_;
   // Deletes cached entries from the store and takes their bytes off their captures' records.
-  absl::Status DropCached(const std::vector<AnalysisCacheIndex::Entry>& entries) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutations_);
+  absl::Status DropCached(const std::vector<AnalysisCacheIndex::Entry>& entries)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutations_);
   std::atomic<uint64_t> next_id_{0};
   std::string id_suffix_;
 };

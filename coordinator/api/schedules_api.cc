@@ -8,16 +8,19 @@ void SchedulesApi::Register(Router& router) {
   auto bind = [this](HttpResponse (SchedulesApi::*method)(HttpRequest&)) {
     return [this, method](HttpRequest& r) { return (this->*method)(r); };
   };
-  router.Add({"POST", "/v1/schedules", bind(&SchedulesApi::Create), false, false, Access::kCapture});
+  router.Add(
+      {"POST", "/v1/schedules", bind(&SchedulesApi::Create), false, false, Access::kCapture});
   router.Add({"GET", "/v1/schedules", bind(&SchedulesApi::List), false, false, Access::kRead});
   router.Add({"GET", "/v1/schedules/{id}", bind(&SchedulesApi::Get), false, false, Access::kRead});
-  router.Add({"DELETE", "/v1/schedules/{id}", bind(&SchedulesApi::Delete), false, false, Access::kCapture});
+  router.Add({"DELETE", "/v1/schedules/{id}", bind(&SchedulesApi::Delete), false, false,
+              Access::kCapture});
 }
 
 // POST /v1/schedules {"job", "every_s", "duration_ms", "ranks"?}: 201 with the schedule.
 HttpResponse SchedulesApi::Create(HttpRequest& r) {
   absl::StatusOr<ScheduleSpec> spec = ParseScheduleSpec(r.body);
-  if (!spec.ok()) return HttpResponse::Problem(400, "Bad Request", std::string(spec.status().message()));
+  if (!spec.ok())
+    return HttpResponse::Problem(400, "Bad Request", std::string(spec.status().message()));
   absl::StatusOr<Schedule> added = runner_.Add(std::move(*spec));
   if (!added.ok()) {
     if (added.status().code() == absl::StatusCode::kResourceExhausted) {
@@ -26,7 +29,8 @@ HttpResponse SchedulesApi::Create(HttpRequest& r) {
     if (added.status().code() == absl::StatusCode::kInvalidArgument) {
       return HttpResponse::Problem(400, "Bad Request", std::string(added.status().message()));
     }
-    return HttpResponse::Problem(500, "Internal Server Error", std::string(added.status().message()));
+    return HttpResponse::Problem(500, "Internal Server Error",
+                                 std::string(added.status().message()));
   }
   HttpResponse response = HttpResponse::Json(201, ScheduleToJson(*added) + "\n");
   response.headers.emplace_back("Location", common::StrCat("/v1/schedules/", added->id));
@@ -47,14 +51,16 @@ HttpResponse SchedulesApi::List(HttpRequest&) {
 
 HttpResponse SchedulesApi::Get(HttpRequest& r) {
   const std::optional<Schedule> s = runner_.Get(r.params["id"]);
-  if (!s) return HttpResponse::Problem(404, "Not Found", common::StrCat("no schedule ", r.params["id"]));
+  if (!s)
+    return HttpResponse::Problem(404, "Not Found", common::StrCat("no schedule ", r.params["id"]));
   return HttpResponse::Json(200, ScheduleToJson(*s) + "\n");
 }
 
 // DELETE /v1/schedules/{id}: no more captures; one already started runs to its end.
 HttpResponse SchedulesApi::Delete(HttpRequest& r) {
   const absl::Status s = runner_.Remove(r.params["id"]);
-  if (s.code() == absl::StatusCode::kNotFound) return HttpResponse::Problem(404, "Not Found", std::string(s.message()));
+  if (s.code() == absl::StatusCode::kNotFound)
+    return HttpResponse::Problem(404, "Not Found", std::string(s.message()));
   if (!s.ok()) return HttpResponse::Problem(500, "Internal Server Error", std::string(s.message()));
   HttpResponse response;
   response.status = 204;

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "common/json_writer.h"
-#include "coordinator/watch/alert_json.h"
 #include "common/str_util.h"
+#include "coordinator/watch/alert_json.h"
 
 namespace podscope::coordinator {
 
@@ -15,7 +15,8 @@ void WatchApi::Register(Router& router) {
   router.Add({"GET", "/v1/alerts", bind(&WatchApi::ListAlerts), false, false, Access::kRead});
   router.Add({"GET", "/v1/alerts/rules", bind(&WatchApi::GetRules), false, false, Access::kRead});
   router.Add({"PUT", "/v1/alerts/rules", bind(&WatchApi::PutRules), false, false, Access::kAdmin});
-  router.Add({"GET", "/v1/watch/jobs/{job}", bind(&WatchApi::JobWindow), false, false, Access::kRead});
+  router.Add(
+      {"GET", "/v1/watch/jobs/{job}", bind(&WatchApi::JobWindow), false, false, Access::kRead});
 }
 
 // GET /v1/alerts[?state=firing|resolved][&job=J]: firing alerts (newest first), then resolved ones.
@@ -39,12 +40,15 @@ HttpResponse WatchApi::ListAlerts(HttpRequest& r) {
   return HttpResponse::Json(200, std::move(out.buffer()));
 }
 
-HttpResponse WatchApi::GetRules(HttpRequest&) { return HttpResponse::Json(200, watch_.RulesJson()); }
+HttpResponse WatchApi::GetRules(HttpRequest&) {
+  return HttpResponse::Json(200, watch_.RulesJson());
+}
 
 // PUT /v1/alerts/rules: the whole rule set. Checked before anything changes; stored, then applied.
 HttpResponse WatchApi::PutRules(HttpRequest& r) {
   if (absl::Status s = watch_.SetRules(r.body); !s.ok()) {
-    if (s.code() == absl::StatusCode::kInvalidArgument) return HttpResponse::Problem(400, "Bad Request", std::string(s.message()));
+    if (s.code() == absl::StatusCode::kInvalidArgument)
+      return HttpResponse::Problem(400, "Bad Request", std::string(s.message()));
     return HttpResponse::Problem(500, "Internal Server Error", std::string(s.message()));
   }
   return HttpResponse::Json(200, watch_.RulesJson());
@@ -58,16 +62,19 @@ HttpResponse WatchApi::JobWindow(HttpRequest& r) {
   const auto it = windows.find(job);
   if (it == windows.end()) {
     return HttpResponse::Problem(404, "Not Found",
-                                 common::StrCat("no watch data for job ", job, " yet (agents stream it once its ranks run)"));
+                                 common::StrCat("no watch data for job ", job,
+                                                " yet (agents stream it once its ranks run)"));
   }
   const watch::WindowStats& w = it->second;
   std::vector<double> means;
   for (const watch::RankWindow& rank : w.ranks) {
-    if (rank.steps > 0) means.push_back(static_cast<double>(rank.step_time_ns) / static_cast<double>(rank.steps));
+    if (rank.steps > 0)
+      means.push_back(static_cast<double>(rank.step_time_ns) / static_cast<double>(rank.steps));
   }
   double median = 0;
   if (!means.empty()) {
-    std::nth_element(means.begin(), means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2), means.end());
+    std::nth_element(means.begin(), means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2),
+                     means.end());
     median = means[means.size() / 2];
   }
   common::JsonWriter out;
@@ -75,11 +82,15 @@ HttpResponse WatchApi::JobWindow(HttpRequest& r) {
   out.Char(',').Key("first_step").Int(w.first_step);
   out.Char(',').Key("last_step").Int(w.last_step);
   out.Char(',').Key("full").Bool(w.full);
-  out.Char(',').Key("step_time_ms").Double(w.step_time_ns.empty() ? 0 : static_cast<double>(w.step_time_ns.back()) / 1e6);
+  out.Char(',')
+      .Key("step_time_ms")
+      .Double(w.step_time_ns.empty() ? 0 : static_cast<double>(w.step_time_ns.back()) / 1e6);
   out.Char(',').Key("ranks").Char('[');
   for (size_t i = 0; i < w.ranks.size(); ++i) {
     const watch::RankWindow& rank = w.ranks[i];
-    const double mean = rank.steps > 0 ? static_cast<double>(rank.step_time_ns) / static_cast<double>(rank.steps) : 0;
+    const double mean =
+        rank.steps > 0 ? static_cast<double>(rank.step_time_ns) / static_cast<double>(rank.steps)
+                       : 0;
     if (i) out.Char(',');
     out.Char('{').Key("rank").Int(rank.rank);
     out.Char(',').Key("host").String(i < w.hosts.size() ? w.hosts[i] : "");
@@ -87,8 +98,11 @@ HttpResponse WatchApi::JobWindow(HttpRequest& r) {
     out.Char(',').Key("step_time_ms").Double(mean / 1e6);
     out.Char(',').Key("lag_ms").Double((mean - median) / 1e6);
     out.Char(',').Key("caused_delay_ms").Double(static_cast<double>(rank.caused_delay_ns) / 1e6);
-    out.Char(',').Key("last_arriver_share")
-        .Double(rank.collectives > 0 ? static_cast<double>(rank.last_arrivals) / static_cast<double>(rank.collectives) : 0);
+    out.Char(',')
+        .Key("last_arriver_share")
+        .Double(rank.collectives > 0 ? static_cast<double>(rank.last_arrivals) /
+                                           static_cast<double>(rank.collectives)
+                                     : 0);
     out.Char('}');
   }
   out.Char(']').Char('}');

@@ -8,7 +8,8 @@ namespace {
 bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
   for (size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != std::tolower(static_cast<unsigned char>(prefix[i]))) {
+    if (std::tolower(static_cast<unsigned char>(text[i])) !=
+        std::tolower(static_cast<unsigned char>(prefix[i]))) {
       return false;
     }
   }
@@ -18,13 +19,15 @@ bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
 HttpResponse Unauthorized(std::string_view detail, bool invalid_token) {
   HttpResponse r = HttpResponse::Problem(401, "Unauthorized", detail);
   r.headers.emplace_back("WWW-Authenticate",
-                         invalid_token ? "Bearer realm=\"podscope\", error=\"invalid_token\"" : "Bearer realm=\"podscope\"");
+                         invalid_token ? "Bearer realm=\"podscope\", error=\"invalid_token\""
+                                       : "Bearer realm=\"podscope\"");
   return r;
 }
 
 }  // namespace
 
-TokenAuthorizer::TokenAuthorizer(TokenStore store) : store_(std::make_shared<const TokenStore>(std::move(store))) {}
+TokenAuthorizer::TokenAuthorizer(TokenStore store)
+    : store_(std::make_shared<const TokenStore>(std::move(store))) {}
 
 void TokenAuthorizer::Replace(TokenStore store) {
   auto fresh = std::make_shared<const TokenStore>(std::move(store));
@@ -38,12 +41,13 @@ std::optional<HttpResponse> TokenAuthorizer::Check(const HttpRequest& request, A
   if (header.empty()) {
     ++missing_;
     log_.Warn("auth: {} {} {}: no token", request.peer, request.method, request.path);
-    return Unauthorized(common::StrCat(request.method, " ", request.path,
-                                       " needs a bearer token (podscope --token-file FILE, or PODSCOPE_TOKEN)"),
-                        false);
+    return Unauthorized(
+        common::StrCat(request.method, " ", request.path,
+                       " needs a bearer token (podscope --token-file FILE, or PODSCOPE_TOKEN)"),
+        false);
   }
-  const std::string_view token = common::StripWhitespace(std::string_view(header).substr(
-      StartsWithNoCase(header, "bearer ") ? 7 : header.size()));
+  const std::string_view token = common::StripWhitespace(
+      std::string_view(header).substr(StartsWithNoCase(header, "bearer ") ? 7 : header.size()));
   std::shared_ptr<const TokenStore> store;
   {
     absl::MutexLock lock(&mu_);
@@ -53,16 +57,18 @@ std::optional<HttpResponse> TokenAuthorizer::Check(const HttpRequest& request, A
   if (!who) {
     ++invalid_;
     log_.Warn("auth: {} {} {}: {}", request.peer, request.method, request.path,
-              token.empty() ? "an Authorization header that is not \"Bearer TOKEN\"" : "a token nobody holds");
+              token.empty() ? "an Authorization header that is not \"Bearer TOKEN\""
+                            : "a token nobody holds");
     return Unauthorized("the bearer token is not valid", true);
   }
   if (static_cast<int>(who->role) < static_cast<int>(access)) {
     ++forbidden_;
-    log_.Warn("auth: {} {} {}: token \"{}\" has role {}, the route needs {}", request.peer, request.method,
-              request.path, who->name, AccessName(who->role), AccessName(access));
-    return HttpResponse::Problem(403, "Forbidden",
-                                 common::StrCat("token \"", who->name, "\" has role ", AccessName(who->role), "; ",
-                                                request.method, " ", request.path, " needs role ", AccessName(access)));
+    log_.Warn("auth: {} {} {}: token \"{}\" has role {}, the route needs {}", request.peer,
+              request.method, request.path, who->name, AccessName(who->role), AccessName(access));
+    return HttpResponse::Problem(
+        403, "Forbidden",
+        common::StrCat("token \"", who->name, "\" has role ", AccessName(who->role), "; ",
+                       request.method, " ", request.path, " needs role ", AccessName(access)));
   }
   return std::nullopt;
 }
@@ -73,13 +79,14 @@ void TokenAuthorizer::AppendMetrics(std::string* out) const {
     absl::MutexLock lock(&mu_);
     tokens = store_->size();
   }
-  common::StrAppend(out, "# HELP podscope_auth_failures_total REST requests refused for their credentials.\n",
-                    "# TYPE podscope_auth_failures_total counter\n",
-                    "podscope_auth_failures_total{reason=\"missing_token\"} ", missing_.load(), "\n",
-                    "podscope_auth_failures_total{reason=\"invalid_token\"} ", invalid_.load(), "\n",
-                    "podscope_auth_failures_total{reason=\"forbidden\"} ", forbidden_.load(), "\n",
-                    "# HELP podscope_auth_tokens Bearer tokens loaded from the token file.\n",
-                    "# TYPE podscope_auth_tokens gauge\n", "podscope_auth_tokens ", tokens, "\n");
+  common::StrAppend(
+      out, "# HELP podscope_auth_failures_total REST requests refused for their credentials.\n",
+      "# TYPE podscope_auth_failures_total counter\n",
+      "podscope_auth_failures_total{reason=\"missing_token\"} ", missing_.load(), "\n",
+      "podscope_auth_failures_total{reason=\"invalid_token\"} ", invalid_.load(), "\n",
+      "podscope_auth_failures_total{reason=\"forbidden\"} ", forbidden_.load(), "\n",
+      "# HELP podscope_auth_tokens Bearer tokens loaded from the token file.\n",
+      "# TYPE podscope_auth_tokens gauge\n", "podscope_auth_tokens ", tokens, "\n");
 }
 
 }  // namespace podscope::coordinator

@@ -53,7 +53,9 @@ bool Unhex(std::string_view hex, std::string* out) {
 bool ValidName(std::string_view name) {
   if (name.empty() || name.size() > kMaxTokenNameBytes) return false;
   for (const char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.' && c != '@') return false;
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.' &&
+        c != '@')
+      return false;
   }
   return true;
 }
@@ -64,26 +66,33 @@ absl::StatusOr<Access> ParseRole(std::string_view text) {
   if (text == "read") return Access::kRead;
   if (text == "capture") return Access::kCapture;
   if (text == "admin") return Access::kAdmin;
-  return absl::InvalidArgumentError(common::StrCat("role \"", text, "\" is not one of read, capture, admin"));
+  return absl::InvalidArgumentError(
+      common::StrCat("role \"", text, "\" is not one of read, capture, admin"));
 }
 
-absl::StatusOr<std::string> HashTokenLine(std::string_view name, Access role, std::string_view token) {
+absl::StatusOr<std::string> HashTokenLine(std::string_view name, Access role,
+                                          std::string_view token) {
   if (!ValidName(name)) {
     return absl::InvalidArgumentError(common::StrCat("a token's name is 1-", kMaxTokenNameBytes,
-                                                     " letters, digits or -_.@; got \"", name, "\""));
+                                                     " letters, digits or -_.@; got \"", name,
+                                                     "\""));
   }
-  if (role == Access::kOpen) return absl::InvalidArgumentError("a token's role is read, capture or admin");
+  if (role == Access::kOpen)
+    return absl::InvalidArgumentError("a token's role is read, capture or admin");
   if (token.size() < kMinTokenBytes || token.size() > kMaxTokenBytes) {
-    return absl::InvalidArgumentError(common::StrCat("a token is ", kMinTokenBytes, "-", kMaxTokenBytes,
-                                                     " bytes (make one with: openssl rand -hex 32); got ", token.size()));
+    return absl::InvalidArgumentError(
+        common::StrCat("a token is ", kMinTokenBytes, "-", kMaxTokenBytes,
+                       " bytes (make one with: openssl rand -hex 32); got ", token.size()));
   }
   for (const char c : token) {
     if (c <= 0x20 || c > 0x7e) {
-      return absl::InvalidArgumentError("a token is printable ASCII without spaces (it travels in an HTTP header)");
+      return absl::InvalidArgumentError(
+          "a token is printable ASCII without spaces (it travels in an HTTP header)");
     }
   }
   unsigned char salt[kSaltBytes];
-  if (RAND_bytes(salt, sizeof(salt)) != 1) return absl::InternalError("no random bytes for the salt");
+  if (RAND_bytes(salt, sizeof(salt)) != 1)
+    return absl::InternalError("no random bytes for the salt");
   const std::string salt_bytes(reinterpret_cast<const char*>(salt), sizeof(salt));
   return common::StrCat(name, " ", AccessName(role), " ", kScheme, "$", Hex(salt_bytes), "$",
                         Hex(Sha256(salt_bytes, token)));
@@ -103,32 +112,39 @@ absl::StatusOr<TokenStore> TokenStore::Parse(std::string_view text) {
     for (std::string_view f : common::Split(line, ' ')) {
       if (!f.empty()) fields.push_back(f);
     }
-    if (fields.size() != 3) return fail("expected NAME ROLE sha256$SALT$HASH (from podscope-coordinator hash-token)");
-    if (!ValidName(fields[0])) return fail(common::StrCat("bad name \"", fields[0].substr(0, 80), "\""));
+    if (fields.size() != 3)
+      return fail("expected NAME ROLE sha256$SALT$HASH (from podscope-coordinator hash-token)");
+    if (!ValidName(fields[0]))
+      return fail(common::StrCat("bad name \"", fields[0].substr(0, 80), "\""));
     absl::StatusOr<Access> role = ParseRole(fields[1]);
     if (!role.ok()) return fail(std::string(role.status().message()));
     const std::vector<std::string_view> hash = common::Split(fields[2], '$');
     Entry entry{.identity = {std::string(fields[0]), *role}};
-    if (hash.size() != 3 || hash[0] != kScheme || !Unhex(hash[1], &entry.salt) || entry.salt.empty() ||
-        !Unhex(hash[2], &entry.digest) || entry.digest.size() != kDigestBytes) {
-      return fail("the hash is not sha256$SALT$HASH in hex (a token itself must never be in this file)");
+    if (hash.size() != 3 || hash[0] != kScheme || !Unhex(hash[1], &entry.salt) ||
+        entry.salt.empty() || !Unhex(hash[2], &entry.digest) ||
+        entry.digest.size() != kDigestBytes) {
+      return fail(
+          "the hash is not sha256$SALT$HASH in hex (a token itself must never be in this file)");
     }
     for (const Entry& other : store.entries_) {
       if (other.identity.name == entry.identity.name) {
         return fail(common::StrCat("the name \"", entry.identity.name, "\" is used twice"));
       }
     }
-    if (store.entries_.size() >= kMaxTokens) return fail(common::StrCat("more than ", kMaxTokens, " tokens"));
+    if (store.entries_.size() >= kMaxTokens)
+      return fail(common::StrCat("more than ", kMaxTokens, " tokens"));
     store.entries_.push_back(std::move(entry));
   }
   return store;
 }
 
 absl::StatusOr<TokenStore> TokenStore::Load(const std::string& path) {
-  absl::StatusOr<std::string> text = common::ReadFileMaybeGzip(path, {.max_file_bytes = kMaxTokenFileBytes});
+  absl::StatusOr<std::string> text =
+      common::ReadFileMaybeGzip(path, {.max_file_bytes = kMaxTokenFileBytes});
   if (!text.ok()) return text.status();
   absl::StatusOr<TokenStore> store = Parse(*text);
-  if (!store.ok()) return absl::InvalidArgumentError(common::StrCat(path, ": ", store.status().message()));
+  if (!store.ok())
+    return absl::InvalidArgumentError(common::StrCat(path, ": ", store.status().message()));
   return store;
 }
 

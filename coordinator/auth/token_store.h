@@ -29,7 +29,8 @@ struct TokenIdentity {
 absl::StatusOr<Access> ParseRole(std::string_view text);
 
 // The file line for `token` under `name` with `role`, with a fresh random salt.
-absl::StatusOr<std::string> HashTokenLine(std::string_view name, Access role, std::string_view token);
+absl::StatusOr<std::string> HashTokenLine(std::string_view name, Access role,
+                                          std::string_view token);
 
 // Immutable once loaded; shared by the I/O threads.
 class TokenStore {

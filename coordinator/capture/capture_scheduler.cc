@@ -4,8 +4,8 @@
 #include <set>
 
 #include "common/chunk_codec.h"
-#include "coordinator/clock/collective_refinement.h"
 #include "common/str_util.h"
+#include "coordinator/clock/collective_refinement.h"
 #include "podscope/v1/trace.pb.h"
 #include "spdlog/spdlog.h"
 
@@ -22,7 +22,8 @@ using storage::CaptureState;
 using storage::WorkerRecord;
 
 namespace {
-constexpr std::string_view kPhaseNames[] = {"pending", "armed", "capturing", "collected", "complete", "failed", "cancelled"};
+constexpr std::string_view kPhaseNames[] = {"pending",  "armed",  "capturing", "collected",
+                                            "complete", "failed", "cancelled"};
 }  // namespace
 
 std::string_view CaptureScheduler::PhaseName(Phase p) { return kPhaseNames[static_cast<int>(p)]; }
@@ -34,13 +35,16 @@ std::optional<CaptureScheduler::Phase> CaptureScheduler::PhaseFromName(std::stri
   return std::nullopt;
 }
 
-CaptureScheduler::CaptureScheduler(storage::TraceStore& store, AgentRegistry& registry, ClockAligner& aligner,
-                                   SchedulerOptions options, const common::TimeSource& time)
+CaptureScheduler::CaptureScheduler(storage::TraceStore& store, AgentRegistry& registry,
+                                   ClockAligner& aligner, SchedulerOptions options,
+                                   const common::TimeSource& time)
     : store_(store), registry_(registry), aligner_(aligner), options_(options), time_(time) {}
 
 CaptureScheduler::~CaptureScheduler() { Stop(); }
 
-void CaptureScheduler::Start() { thread_ = std::thread([this] { Loop(); }); }
+void CaptureScheduler::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void CaptureScheduler::Stop() {
   {
@@ -58,7 +62,8 @@ void CaptureScheduler::Stop() {
 }
 
 absl::Status CaptureScheduler::Recover() {
-  for (CaptureState state : {CaptureState::kPending, CaptureState::kArmed, CaptureState::kCapturing, CaptureState::kUploading}) {
+  for (CaptureState state : {CaptureState::kPending, CaptureState::kArmed, CaptureState::kCapturing,
+                             CaptureState::kUploading}) {
     storage::CaptureFilter filter;
     filter.state = state;
     filter.limit = 100000;
@@ -76,8 +81,8 @@ absl::Status CaptureScheduler::Recover() {
       }
       c->record = std::move(r);
       c->deadlines_from_ns = time_.Now() + options_.capture_grace_ns;
-      spdlog::info("capture {}: resuming after a restart ({} workers, state {})", c->record.id, c->workers.size(),
-                   storage::CaptureStateName(c->record.state));
+      spdlog::info("capture {}: resuming after a restart ({} workers, state {})", c->record.id,
+                   c->workers.size(), storage::CaptureStateName(c->record.state));
       absl::MutexLock lock(&mu_);
       live_.emplace(c->record.id, std::move(c));
     }
@@ -86,33 +91,40 @@ absl::Status CaptureScheduler::Recover() {
 }
 
 absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& spec) {
-  if (spec.job.empty() || spec.job.size() > 128) return absl::InvalidArgumentError("job must be 1-128 characters");
+  if (spec.job.empty() || spec.job.size() > 128)
+    return absl::InvalidArgumentError("job must be 1-128 characters");
   if (spec.duration_ns <= 0 || spec.duration_ns > options_.max_duration_ns) {
     return absl::InvalidArgumentError(
         common::StrCat("duration must be in (0, ", options_.max_duration_ns / 1'000'000, "] ms"));
   }
   if (spec.delay_ns < 0 || spec.delay_ns > options_.max_delay_ns) {
-    return absl::InvalidArgumentError(common::StrCat("delay must be in [0, ", options_.max_delay_ns / 1'000'000, "] ms"));
+    return absl::InvalidArgumentError(
+        common::StrCat("delay must be in [0, ", options_.max_delay_ns / 1'000'000, "] ms"));
   }
   if (spec.ranks.size() > options_.max_workers_per_capture) {
-    return absl::InvalidArgumentError(common::StrCat("at most ", options_.max_workers_per_capture, " ranks per capture"));
+    return absl::InvalidArgumentError(
+        common::StrCat("at most ", options_.max_workers_per_capture, " ranks per capture"));
   }
-  const uint64_t max_events = spec.max_events_per_worker ? std::min(spec.max_events_per_worker, options_.max_events_per_worker)
+  const uint64_t max_events = spec.max_events_per_worker ? std::min(spec.max_events_per_worker,
+                                                                    options_.max_events_per_worker)
                                                          : options_.max_events_per_worker;
-  const uint64_t max_bytes = spec.max_upload_bytes ? std::min(spec.max_upload_bytes, options_.max_upload_bytes_per_worker)
-                                                   : options_.max_upload_bytes_per_worker;
+  const uint64_t max_bytes =
+      spec.max_upload_bytes ? std::min(spec.max_upload_bytes, options_.max_upload_bytes_per_worker)
+                            : options_.max_upload_bytes_per_worker;
   absl::StatusOr<TargetSelection> selection = registry_.SelectTargets(spec.job, spec.ranks);
   if (!selection.ok()) return selection.status();
   const std::vector<CaptureTarget>* targets = &selection->targets;
   size_t worker_count = selection->conflicts.size();
   for (const CaptureTarget& t : *targets) worker_count += t.workers.size();
   if (worker_count > options_.max_workers_per_capture) {
-    return absl::InvalidArgumentError(common::StrCat("job \"", spec.job, "\" has ", worker_count, " workers; at most ",
-                                                     options_.max_workers_per_capture, " per capture"));
+    return absl::InvalidArgumentError(
+        common::StrCat("job \"", spec.job, "\" has ", worker_count, " workers; at most ",
+                       options_.max_workers_per_capture, " per capture"));
   }
 
   const TimeNs now = time_.Now();
-  const int64_t lead = options_.min_lead_ns + static_cast<int64_t>(targets->size()) * options_.lead_per_agent_ns;
+  const int64_t lead =
+      options_.min_lead_ns + static_cast<int64_t>(targets->size()) * options_.lead_per_agent_ns;
   auto c = std::make_unique<LiveCapture>();
   c->max_events_per_worker = max_events;
   c->max_upload_bytes = max_bytes;
@@ -120,7 +132,8 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   {
     absl::MutexLock lock(&mu_);
     if (live_.size() >= options_.max_live_captures) {
-      return absl::ResourceExhaustedError(common::StrCat(live_.size(), " captures are already running; wait for one to finish"));
+      return absl::ResourceExhaustedError(
+          common::StrCat(live_.size(), " captures are already running; wait for one to finish"));
     }
     r.id = common::StrCat("cap-", now / 1000, "-", next_id_++, options_.id_suffix);
   }
@@ -134,16 +147,18 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   // A rank several agents claim is a worker of the capture that fails at once, with the reason.
   struct Placed {
     int32_t rank;
-    const CaptureTarget* target;            // null for a conflict
-    const v1::WorkerDescriptor* worker;     // null for a conflict
+    const CaptureTarget* target;         // null for a conflict
+    const v1::WorkerDescriptor* worker;  // null for a conflict
     const RankConflict* conflict;
   };
   std::vector<Placed> placed;
   for (const CaptureTarget& t : *targets) {
     for (const v1::WorkerDescriptor& w : t.workers) placed.push_back({w.rank(), &t, &w, nullptr});
   }
-  for (const RankConflict& conflict : selection->conflicts) placed.push_back({conflict.rank, nullptr, nullptr, &conflict});
-  std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) { return a.rank < b.rank; });
+  for (const RankConflict& conflict : selection->conflicts)
+    placed.push_back({conflict.rank, nullptr, nullptr, &conflict});
+  std::sort(placed.begin(), placed.end(),
+            [](const Placed& a, const Placed& b) { return a.rank < b.rank; });
   c->workers.resize(placed.size());
   for (size_t i = 0; i < placed.size(); ++i) {
     WorkerRecord& w = r.workers.emplace_back();
@@ -170,8 +185,8 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   // of the lead before it, and over the same spread after it.
   const int64_t spread = std::max<int64_t>(lead / 3, 100'000'000);
   const double budget = options_.clock_exchanges_per_second * static_cast<double>(spread) / 1e9;
-  c->sync_exchanges = static_cast<uint32_t>(
-      std::clamp<double>(budget / static_cast<double>(targets->size()), 1.0, options_.max_sync_exchanges));
+  c->sync_exchanges = static_cast<uint32_t>(std::clamp<double>(
+      budget / static_cast<double>(targets->size()), 1.0, options_.max_sync_exchanges));
   c->sync_spread_ns = spread;
   // Start times in every agent's clock, fitted outside the lock (a fit is not free).
   std::vector<absl::StatusOr<ClockFit>> fits;
@@ -191,7 +206,8 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
     for (size_t k = 0; k < targets->size(); ++k) {
       const CaptureTarget& t = (*targets)[k];
       if (!fits[k].ok()) {
-        const std::string error = common::StrCat("cannot schedule: ", std::string(fits[k].status().message()));
+        const std::string error =
+            common::StrCat("cannot schedule: ", std::string(fits[k].status().message()));
         for (const v1::WorkerDescriptor& w : t.workers) Fail(live, live.by_rank[w.rank()], error);
         continue;
       }
@@ -199,15 +215,18 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
       // A burst helps when the model has aged (its bound at the window is mostly drift
       // uncertainty) or is wide. One as tight as the agent's path allows, kept fresh by the
       // clock keeper, needs none: a thousand needless bursts in one lead are what delays acks.
-      const int64_t at_window = fits[k]->ErrorBoundAt(start), at_newest = fits[k]->model.error_bound_ns;
+      const int64_t at_window = fits[k]->ErrorBoundAt(start),
+                    at_newest = fits[k]->model.error_bound_ns;
       const bool sync_before = at_window > options_.good_enough_bound_ns &&
                                (at_window > 2 * at_newest || at_newest > options_.wide_bound_ns);
       live.sent_start[t.agent_id] = start;
       outgoing.emplace_back(&t.agent_id, RequestFor(live, t.agent_id, start, sync_before));
     }
     UpdateCaptureState(live);
-    spdlog::info("capture {}: job {} on {} workers of {} agents, starts in {:.1f} ms, {:.1f} ms long", r.id, r.job,
-                 r.workers.size(), targets->size(), (r.window_start_ns - now) / 1e6, r.window_duration_ns / 1e6);
+    spdlog::info(
+        "capture {}: job {} on {} workers of {} agents, starts in {:.1f} ms, {:.1f} ms long", r.id,
+        r.job, r.workers.size(), targets->size(), (r.window_start_ns - now) / 1e6,
+        r.window_duration_ns / 1e6);
     snapshot = r;
     live_.emplace(r.id, std::move(c));
     ++changes_;  // the loop looks at once
@@ -224,7 +243,8 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
       // Cancelled while the requests were on their way: the cancel may have overtaken them.
       cancel.emplace();
       cancel->mutable_cancel()->set_capture_id(id);
-      cancel->mutable_cancel()->set_reason(it == live_.end() ? "cancelled" : it->second->record.error);
+      cancel->mutable_cancel()->set_reason(it == live_.end() ? "cancelled"
+                                                             : it->second->record.error);
     } else if (!unreachable.empty()) {
       LiveCapture& live = *it->second;
       for (const std::string* agent_id : unreachable) {
@@ -240,8 +260,9 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   return snapshot;
 }
 
-v1::CoordinatorMessage CaptureScheduler::RequestFor(const LiveCapture& c, const std::string& agent_id,
-                                                   TimeNs start_agent_ns, bool sync_before) const {
+v1::CoordinatorMessage CaptureScheduler::RequestFor(const LiveCapture& c,
+                                                    const std::string& agent_id,
+                                                    TimeNs start_agent_ns, bool sync_before) const {
   v1::CoordinatorMessage message;
   v1::CaptureRequest* request = message.mutable_capture();
   request->set_capture_id(c.record.id);
@@ -264,7 +285,8 @@ void CaptureScheduler::OnClockUpdated(const std::string& agent_id) {
     absl::MutexLock lock(&mu_);
     const TimeNs now = time_.Now();
     const bool any = std::any_of(live_.begin(), live_.end(), [&](const auto& kv) {
-      return kv.second->sent_start.count(agent_id) && kv.second->record.window_start_ns - now >= 5'000'000;
+      return kv.second->sent_start.count(agent_id) &&
+             kv.second->record.window_start_ns - now >= 5'000'000;
     });
     if (!any) return;
   }
@@ -292,8 +314,8 @@ absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::
     if (it == live_.end()) {
       absl::StatusOr<CaptureRecord> stored = store_.GetCapture(capture_id);
       if (!stored.ok()) return stored.status();
-      return absl::FailedPreconditionError(
-          common::StrCat("capture ", capture_id, " is already ", storage::CaptureStateName(stored->state)));
+      return absl::FailedPreconditionError(common::StrCat(
+          "capture ", capture_id, " is already ", storage::CaptureStateName(stored->state)));
     }
     LiveCapture& c = *it->second;
     std::set<std::string> agents;
@@ -350,7 +372,8 @@ void CaptureScheduler::UpdateCaptureState(LiveCapture& c) {
     if (w.phase == Phase::kCapturing) state = std::min(state, CaptureState::kCapturing);
     any_live |= w.phase != Phase::kFailed && w.phase != Phase::kCancelled;
   }
-  if (any_live && state == CaptureState::kArmed && now >= c.record.window_start_ns) state = CaptureState::kCapturing;
+  if (any_live && state == CaptureState::kArmed && now >= c.record.window_start_ns)
+    state = CaptureState::kCapturing;
   if (state != c.record.state) {
     c.record.state = state;
     c.record.updated_ns = now;
@@ -358,7 +381,8 @@ void CaptureScheduler::UpdateCaptureState(LiveCapture& c) {
   }
 }
 
-void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::CaptureStatus& status) {
+void CaptureScheduler::OnCaptureStatus(const std::string& agent_id,
+                                       const v1::CaptureStatus& status) {
   absl::MutexLock lock(&mu_);
   auto it = live_.find(status.capture_id());
   if (it == live_.end()) return;  // finished or unknown: nothing to update
@@ -387,7 +411,8 @@ void CaptureScheduler::OnCaptureStatus(const std::string& agent_id, const v1::Ca
       w.dropped_events = ws.dropped_events();
       c.dirty = true;
     }
-    if (current == Phase::kUploaded || current == Phase::kFailed || current == Phase::kCancelled) continue;
+    if (current == Phase::kUploaded || current == Phase::kFailed || current == Phase::kCancelled)
+      continue;
     if (w.acknowledged_ns == 0) w.acknowledged_ns = time_.Now();
     switch (ws.phase()) {
       case v1::WORKER_PHASE_ARMED:
@@ -449,37 +474,44 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
       if (stored->state == CaptureState::kComplete || stored->state == CaptureState::kPartial) {
         return absl::OkStatus();  // a late re-send of something already stored
       }
-      return absl::FailedPreconditionError(
-          common::StrCat("capture ", id, " is ", storage::CaptureStateName(stored->state), "; not accepting uploads"));
+      return absl::FailedPreconditionError(common::StrCat("capture ", id, " is ",
+                                                          storage::CaptureStateName(stored->state),
+                                                          "; not accepting uploads"));
     }
     LiveCapture& c = *it->second;
     auto at = c.by_rank.find(chunk.rank());
     if (at == c.by_rank.end()) {
-      return absl::InvalidArgumentError(common::StrCat("rank ", chunk.rank(), " is not part of capture ", id));
+      return absl::InvalidArgumentError(
+          common::StrCat("rank ", chunk.rank(), " is not part of capture ", id));
     }
     const WorkerRecord& w = c.record.workers[at->second];
     if (w.agent_id != chunk.agent_id()) {
-      return absl::PermissionDeniedError(
-          common::StrCat("rank ", chunk.rank(), " of capture ", id, " belongs to agent ", w.agent_id, ", not ", chunk.agent_id()));
+      return absl::PermissionDeniedError(common::StrCat("rank ", chunk.rank(), " of capture ", id,
+                                                        " belongs to agent ", w.agent_id, ", not ",
+                                                        chunk.agent_id()));
     }
     const Phase p = c.workers[at->second].phase;
     if (p == Phase::kFailed || p == Phase::kCancelled) {
-      return absl::FailedPreconditionError(common::StrCat("rank ", chunk.rank(), " of capture ", id, " is ", PhaseName(p)));
+      return absl::FailedPreconditionError(
+          common::StrCat("rank ", chunk.rank(), " of capture ", id, " is ", PhaseName(p)));
     }
     if (p == Phase::kUploaded) return absl::OkStatus();
-    if (chunk.sequence() >= (1u << 20)) return absl::InvalidArgumentError("chunk sequence out of range");
+    if (chunk.sequence() >= (1u << 20))
+      return absl::InvalidArgumentError("chunk sequence out of range");
     worker_index = w.worker_index;
   }
 
   // Decoding validates the chunk (columns, names, enums) before anything is stored.
   common::WorkerTrace trace;
   if (absl::Status s = common::AppendChunk(chunk.chunk(), &trace); !s.ok()) {
-    return absl::InvalidArgumentError(common::StrCat("capture ", id, " rank ", chunk.rank(), " chunk ", chunk.sequence(), ": ",
+    return absl::InvalidArgumentError(common::StrCat("capture ", id, " rank ", chunk.rank(),
+                                                     " chunk ", chunk.sequence(), ": ",
                                                      std::string(s.message())));
   }
   const uint64_t events = trace.Counts().Total();
   const uint64_t bytes = chunk.chunk().ByteSizeLong();
-  if (absl::Status s = store_.PutChunk(id, worker_index, chunk.sequence(), trace); !s.ok()) return s;
+  if (absl::Status s = store_.PutChunk(id, worker_index, chunk.sequence(), trace); !s.ok())
+    return s;
 
   absl::MutexLock lock(&mu_);
   auto it = live_.find(id);
@@ -498,7 +530,8 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
   }
   if (chunk.last()) lw.expected = chunk.sequence() + 1;
   if (lw.received_bytes > c.max_upload_bytes) {
-    Fail(c, i, common::StrCat("upload exceeds the limit of ", c.max_upload_bytes, " bytes per worker"));
+    Fail(c, i,
+         common::StrCat("upload exceeds the limit of ", c.max_upload_bytes, " bytes per worker"));
     return absl::ResourceExhaustedError(c.record.workers[i].error);
   }
   if (lw.expected && lw.received_count == *lw.expected && !lw.chunks_complete) {
@@ -576,15 +609,20 @@ void CaptureScheduler::CheckDeadlines(LiveCapture& c, TimeNs now) {
     const std::string& agent = c.record.workers[i].agent_id;
     const char* gone = registry_.IsConnected(agent) ? "" : " (disconnected)";
     if (p == Phase::kPending && now >= start) {
-      Fail(c, i, common::StrCat("agent ", agent, gone, " did not acknowledge the capture before its start time"));
-    } else if ((p == Phase::kPending || p == Phase::kArmed || p == Phase::kCapturing) && !c.workers[i].stopped &&
-               now >= stop + options_.capture_grace_ns) {
-      Fail(c, i, common::StrCat("agent ", agent, gone, " did not report the end of the window within ",
-                                options_.capture_grace_ns / 1'000'000, " ms of it"));
-    } else if ((p == Phase::kCollected || c.workers[i].stopped) && now >= stop + options_.upload_timeout_ns) {
-      Fail(c, i, common::StrCat("agent ", agent, gone, " did not finish uploading within ",
-                                options_.upload_timeout_ns / 1'000'000, " ms of the window's end (",
-                                c.workers[i].received_count, " chunks stored)"));
+      Fail(c, i,
+           common::StrCat("agent ", agent, gone,
+                          " did not acknowledge the capture before its start time"));
+    } else if ((p == Phase::kPending || p == Phase::kArmed || p == Phase::kCapturing) &&
+               !c.workers[i].stopped && now >= stop + options_.capture_grace_ns) {
+      Fail(c, i,
+           common::StrCat("agent ", agent, gone, " did not report the end of the window within ",
+                          options_.capture_grace_ns / 1'000'000, " ms of it"));
+    } else if ((p == Phase::kCollected || c.workers[i].stopped) &&
+               now >= stop + options_.upload_timeout_ns) {
+      Fail(c, i,
+           common::StrCat("agent ", agent, gone, " did not finish uploading within ",
+                          options_.upload_timeout_ns / 1'000'000, " ms of the window's end (",
+                          c.workers[i].received_count, " chunks stored)"));
     }
   }
   UpdateCaptureState(c);
@@ -599,7 +637,9 @@ void CaptureScheduler::Loop() {
   TimeNs looked_at = time_.Now();
   while (!stopping_) {
     const uint64_t seen = changes_;
-    const auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || changes_ != seen; };
+    const auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || changes_ != seen;
+    };
     time_.AwaitUntil(mu_, absl::Condition(&woken), looked_at + kTickNs);
     if (stopping_) break;
     const TimeNs now = time_.Now();
@@ -630,7 +670,8 @@ void CaptureScheduler::Loop() {
       }
     }
     for (CaptureRecord& r : finished) {
-      if (options_.refine_with_collectives && (r.state == CaptureState::kComplete || r.state == CaptureState::kPartial)) {
+      if (options_.refine_with_collectives &&
+          (r.state == CaptureState::kComplete || r.state == CaptureState::kPartial)) {
         RefineClocks(r);
       }
       Store(r);
@@ -654,13 +695,16 @@ bool CaptureScheduler::FreezeClock(LiveCapture& c, size_t i) {
 
 void CaptureScheduler::CompleteIfAligned(LiveCapture& c, size_t i, bool deadline_passed) {
   LiveWorker& lw = c.workers[i];
-  if (!lw.chunks_complete || lw.phase == Phase::kUploaded || lw.phase == Phase::kFailed || lw.phase == Phase::kCancelled) {
+  if (!lw.chunks_complete || lw.phase == Phase::kUploaded || lw.phase == Phase::kFailed ||
+      lw.phase == Phase::kCancelled) {
     return;
   }
   WorkerRecord& w = c.record.workers[i];
-  if (w.clock.source == common::ClockSource::kNone && !FreezeClock(c, i) && !deadline_passed) return;
+  if (w.clock.source == common::ClockSource::kNone && !FreezeClock(c, i) && !deadline_passed)
+    return;
   if (w.clock.source == common::ClockSource::kNone) {
-    w.error = common::StrCat("agent ", w.agent_id, " never synchronised its clock; events are on its own clock");
+    w.error = common::StrCat("agent ", w.agent_id,
+                             " never synchronised its clock; events are on its own clock");
   }
   SetPhase(c, i, Phase::kUploaded);
 }
@@ -674,14 +718,18 @@ CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
     if (c.workers[i].phase == Phase::kUploaded) {
       ++uploaded;
     } else if (c.workers[i].phase == Phase::kFailed) {
-      if (failed++ < 5) common::StrAppend(&failures, failures.empty() ? "" : "; ", "rank ", w.rank, " (", w.host, "): ", w.error);
+      if (failed++ < 5)
+        common::StrAppend(&failures, failures.empty() ? "" : "; ", "rank ", w.rank, " (", w.host,
+                          "): ", w.error);
     }
   }
   if (r.state != CaptureState::kCancelled) {
     r.state = uploaded == c.workers.size() ? CaptureState::kComplete
               : uploaded > 0               ? CaptureState::kPartial
                                            : CaptureState::kFailed;
-    if (failed > 0) r.error = common::StrCat(failed, " of ", c.workers.size(), " workers failed: ", failures, failed > 5 ? "; ..." : "");
+    if (failed > 0)
+      r.error = common::StrCat(failed, " of ", c.workers.size(), " workers failed: ", failures,
+                               failed > 5 ? "; ..." : "");
   }
   r.updated_ns = time_.Now();
   ++r.generation;
@@ -689,8 +737,9 @@ CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
   if (recent_.size() >= kRecent) recent_.erase(recent_.begin());
   recent_[r.id] = r;
   storing_.insert(r.id);
-  spdlog::info("capture {} {}: {} of {} workers uploaded, {} events{}{}", r.id, storage::CaptureStateName(r.state), uploaded,
-               c.workers.size(), r.events, r.error.empty() ? "" : "; ", r.error);
+  spdlog::info("capture {} {}: {} of {} workers uploaded, {} events{}{}", r.id,
+               storage::CaptureStateName(r.state), uploaded, c.workers.size(), r.events,
+               r.error.empty() ? "" : "; ", r.error);
   return r;
 }
 
@@ -709,7 +758,8 @@ void CaptureScheduler::RefineClocks(CaptureRecord& record) {
   std::set<std::string> agents;
   for (size_t i = 0; i < record.workers.size(); ++i) {
     by_index[record.workers[i].worker_index] = i;
-    if (record.workers[i].clock.source == common::ClockSource::kNetwork) agents.insert(record.workers[i].agent_id);
+    if (record.workers[i].clock.source == common::ClockSource::kNetwork)
+      agents.insert(record.workers[i].agent_id);
   }
   if (agents.size() < 2) return;
   // The stored events with this (not yet stored) record's network models.
@@ -723,14 +773,16 @@ void CaptureScheduler::RefineClocks(CaptureRecord& record) {
     return absl::OkStatus();
   });
   if (!read.ok()) {
-    spdlog::warn("capture {}: clock refinement skipped: {}", record.id, std::string(read.message()));
+    spdlog::warn("capture {}: clock refinement skipped: {}", record.id,
+                 std::string(read.message()));
     return;
   }
   std::map<int32_t, std::string> agent_of_rank;
   for (const WorkerRecord& w : record.workers) agent_of_rank[w.rank] = w.agent_id;
   const common::CaptureView view(capture);
   std::vector<std::string> domains;
-  for (size_t i = 0; i < view.size(); ++i) domains.push_back(agent_of_rank[view.worker(i).info.rank]);
+  for (size_t i = 0; i < view.size(); ++i)
+    domains.push_back(agent_of_rank[view.worker(i).info.rank]);
   std::map<std::string, DomainCorrection> applied;
   size_t few_matches = 0;
   for (DomainCorrection& c : RefineWithCollectives(view, domains)) {
@@ -738,8 +790,11 @@ void CaptureScheduler::RefineClocks(CaptureRecord& record) {
     few_matches += c.matches < CollectiveRefinementOptions().min_matches;
   }
   if (applied.empty()) {
-    spdlog::info("capture {}: network clock models kept: of {} agents, {} share too few collectives and the others' "
-                 "corrections exceed their network bounds", record.id, agents.size(), few_matches);
+    spdlog::info(
+        "capture {}: network clock models kept: of {} agents, {} share too few collectives and the "
+        "others' "
+        "corrections exceed their network bounds",
+        record.id, agents.size(), few_matches);
     return;
   }
   ++record.generation;  // cached analyses of the network-aligned capture are stale now
@@ -760,8 +815,9 @@ void CaptureScheduler::RefineClocks(CaptureRecord& record) {
     w.clock.error_bound_ns = 3 * it->second.spread_ns + 1'000;
     largest = std::max<int64_t>(largest, std::llabs(it->second.correction_ns));
   }
-  spdlog::info("capture {}: clocks of {} agents refined from collectives (largest correction {:.1f} us)", record.id,
-               applied.size(), largest / 1e3);
+  spdlog::info(
+      "capture {}: clocks of {} agents refined from collectives (largest correction {:.1f} us)",
+      record.id, applied.size(), largest / 1e3);
 }
 
 }  // namespace podscope::coordinator

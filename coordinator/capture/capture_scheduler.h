@@ -31,7 +31,8 @@
 namespace podscope::coordinator {
 
 struct SchedulerOptions {
-  // Appended to capture ids: "-SHARD" on a sharded coordinator, so that ids are unique across shards.
+  // Appended to capture ids: "-SHARD" on a sharded coordinator, so that ids are unique across
+  // shards.
   std::string id_suffix;
   // start = now + delay + lead, lead = min_lead + agents x lead_per_agent: every agent must
   // hear of the capture, acknowledge and (when its model is stale) sync its clock before it.
@@ -42,8 +43,8 @@ struct SchedulerOptions {
   int64_t lead_per_agent_ns = 500'000;
   int64_t max_duration_ns = 600'000'000'000;
   int64_t max_delay_ns = 3'600'000'000'000;
-  int64_t capture_grace_ns = 10'000'000'000;   // after the window: the agent must say it ended
-  int64_t upload_timeout_ns = 120'000'000'000; // after the window: every chunk must be in
+  int64_t capture_grace_ns = 10'000'000'000;    // after the window: the agent must say it ended
+  int64_t upload_timeout_ns = 120'000'000'000;  // after the window: every chunk must be in
   uint64_t max_events_per_worker = 50'000'000;
   uint64_t max_upload_bytes_per_worker = 2ull << 30;
   uint32_t max_workers_per_capture = 65536;
@@ -130,8 +131,8 @@ class CaptureScheduler {
     uint32_t sync_exchanges = 0;
     int64_t sync_spread_ns = 0;
   };
-  v1::CoordinatorMessage RequestFor(const LiveCapture& c, const std::string& agent_id, TimeNs start_agent_ns,
-                                    bool sync_before) const;
+  v1::CoordinatorMessage RequestFor(const LiveCapture& c, const std::string& agent_id,
+                                    TimeNs start_agent_ns, bool sync_before) const;
 
   void Loop();
   void CheckDeadlines(LiveCapture& c, TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -144,7 +145,8 @@ class CaptureScheduler {
   bool FreezeClock(LiveCapture& c, size_t i);
   // A worker whose chunks are all stored becomes uploaded once it has a clock model, or at the
   // upload deadline without one (then its events stay on the agent's clock).
-  void CompleteIfAligned(LiveCapture& c, size_t i, bool deadline_passed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompleteIfAligned(LiveCapture& c, size_t i, bool deadline_passed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Turns a capture whose workers are all terminal into its final record (under mu_), which
   // stays answerable from memory (recent_) until it is in the store.
   storage::CaptureRecord FinalRecord(LiveCapture& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -17,15 +17,17 @@ absl::Status CheckSpec(const ScheduleSpec& s, const ScheduleLimits& limits) {
     return absl::InvalidArgumentError(common::StrCat("job: ", v.message()));
   }
   if (s.every_ns < limits.min_every_ns || s.every_ns > limits.max_every_ns) {
-    return absl::InvalidArgumentError(common::StrCat("every_s: must be ", limits.min_every_ns / 1'000'000'000, " to ",
-                                                     limits.max_every_ns / 1'000'000'000, " seconds"));
+    return absl::InvalidArgumentError(
+        common::StrCat("every_s: must be ", limits.min_every_ns / 1'000'000'000, " to ",
+                       limits.max_every_ns / 1'000'000'000, " seconds"));
   }
   if (s.duration_ns < 10'000'000 || s.duration_ns > limits.max_duration_ns) {
-    return absl::InvalidArgumentError(
-        common::StrCat("duration_ms: must be 10 to ", limits.max_duration_ns / 1'000'000, " milliseconds"));
+    return absl::InvalidArgumentError(common::StrCat(
+        "duration_ms: must be 10 to ", limits.max_duration_ns / 1'000'000, " milliseconds"));
   }
   if (s.duration_ns >= s.every_ns) {
-    return absl::InvalidArgumentError("duration_ms: a capture must end before the next one is due (duration < every)");
+    return absl::InvalidArgumentError(
+        "duration_ms: a capture must end before the next one is due (duration < every)");
   }
   if (s.ranks.size() > limits.max_ranks) return absl::InvalidArgumentError("ranks: too many");
   for (const int32_t r : s.ranks) {
@@ -58,7 +60,8 @@ ScheduleSpec SpecFrom(const common::ConfigSection& o) {
 
 }  // namespace
 
-absl::StatusOr<ScheduleSpec> ParseScheduleSpec(std::string_view json, const ScheduleLimits& limits) {
+absl::StatusOr<ScheduleSpec> ParseScheduleSpec(std::string_view json,
+                                               const ScheduleLimits& limits) {
   absl::StatusOr<boost::json::object> root = common::ParseJsonConfig(json, "schedule", 1 << 20);
   if (!root.ok()) return root.status();
   ScheduleSpec spec;
@@ -87,7 +90,8 @@ TimeNs ScheduleBook::Jittered(const std::string& id, uint64_t run, TimeNs every_
 absl::StatusOr<Schedule> ScheduleBook::Add(ScheduleSpec spec, TimeNs now) {
   if (absl::Status s = CheckSpec(spec, limits_); !s.ok()) return s;
   if (schedules_.size() >= limits_.max_schedules) {
-    return absl::ResourceExhaustedError(common::StrCat("at most ", limits_.max_schedules, " schedules; delete one first"));
+    return absl::ResourceExhaustedError(
+        common::StrCat("at most ", limits_.max_schedules, " schedules; delete one first"));
   }
   Schedule s;
   s.id = fmt::format("sch-{:06d}{}", next_id_++, limits_.id_suffix);
@@ -198,11 +202,13 @@ absl::StatusOr<ScheduleBook> ScheduleBook::FromJson(std::string_view json, Sched
   if (ec || !root.is_object()) return absl::DataLossError("stored schedules: not a JSON object");
   try {
     const boost::json::object& o = root.get_object();
-    if (const auto* n = o.if_contains("next_id"); n != nullptr && n->is_int64() && n->get_int64() > 0) {
+    if (const auto* n = o.if_contains("next_id");
+        n != nullptr && n->is_int64() && n->get_int64() > 0) {
       book.next_id_ = static_cast<uint64_t>(n->get_int64());
     }
     const auto* list = o.if_contains("schedules");
-    if (list == nullptr || !list->is_array()) return absl::DataLossError("stored schedules: no list");
+    if (list == nullptr || !list->is_array())
+      return absl::DataLossError("stored schedules: no list");
     for (const boost::json::value& v : list->get_array()) {
       const boost::json::object& e = v.as_object();
       Schedule s;
@@ -210,11 +216,13 @@ absl::StatusOr<ScheduleBook> ScheduleBook::FromJson(std::string_view json, Sched
       s.spec.job = std::string(e.at("job").as_string());
       s.spec.every_ns = static_cast<TimeNs>(e.at("every_s").to_number<double>() * 1e9);
       s.spec.duration_ns = static_cast<TimeNs>(e.at("duration_ms").to_number<double>() * 1e6);
-      for (const boost::json::value& r : e.at("ranks").as_array()) s.spec.ranks.push_back(static_cast<int32_t>(r.as_int64()));
+      for (const boost::json::value& r : e.at("ranks").as_array())
+        s.spec.ranks.push_back(static_cast<int32_t>(r.as_int64()));
       s.created_ns = e.at("created_ns").as_int64();
       s.next_ns = e.at("next_ns").as_int64();
       s.last_run_ns = e.at("last_run_ns").as_int64();
-      if (e.at("last_capture_id").is_string()) s.last_capture_id = std::string(e.at("last_capture_id").as_string());
+      if (e.at("last_capture_id").is_string())
+        s.last_capture_id = std::string(e.at("last_capture_id").as_string());
       s.last_error = std::string(e.at("last_error").as_string());
       s.runs = static_cast<uint64_t>(e.at("runs").as_int64());
       s.deferred = static_cast<uint64_t>(e.at("deferred").as_int64());

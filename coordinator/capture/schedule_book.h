@@ -53,7 +53,8 @@ struct ScheduleLimits {
 };
 
 // POST /v1/schedules' body: {"job", "every_s", "duration_ms", "ranks"?}. Errors name the field.
-absl::StatusOr<ScheduleSpec> ParseScheduleSpec(std::string_view json, const ScheduleLimits& limits = {});
+absl::StatusOr<ScheduleSpec> ParseScheduleSpec(std::string_view json,
+                                               const ScheduleLimits& limits = {});
 
 // Not thread-safe (ScheduleRunner locks around it).
 class ScheduleBook {

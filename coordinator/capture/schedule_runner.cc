@@ -6,8 +6,9 @@
 namespace podscope::coordinator {
 
 absl::StatusOr<std::unique_ptr<ScheduleRunner>> ScheduleRunner::Create(storage::TraceStore& store,
-                                                                        std::function<TimeNs()> now,
-                                                                        ScheduleHooks hooks, ScheduleLimits limits) {
+                                                                       std::function<TimeNs()> now,
+                                                                       ScheduleHooks hooks,
+                                                                       ScheduleLimits limits) {
   absl::StatusOr<std::optional<std::string>> stored = store.GetSetting(kSchedulesSetting);
   if (!stored.ok()) return stored.status();
   ScheduleBook book(limits);
@@ -16,16 +17,19 @@ absl::StatusOr<std::unique_ptr<ScheduleRunner>> ScheduleRunner::Create(storage::
     if (!loaded.ok()) return loaded.status();
     book = std::move(*loaded);
   }
-  return std::unique_ptr<ScheduleRunner>(new ScheduleRunner(store, std::move(now), std::move(hooks), std::move(book)));
+  return std::unique_ptr<ScheduleRunner>(
+      new ScheduleRunner(store, std::move(now), std::move(hooks), std::move(book)));
 }
 
-ScheduleRunner::ScheduleRunner(storage::TraceStore& store, std::function<TimeNs()> now, ScheduleHooks hooks,
-                               ScheduleBook book)
+ScheduleRunner::ScheduleRunner(storage::TraceStore& store, std::function<TimeNs()> now,
+                               ScheduleHooks hooks, ScheduleBook book)
     : store_(store), now_(std::move(now)), hooks_(std::move(hooks)), book_(std::move(book)) {}
 
 ScheduleRunner::~ScheduleRunner() { Stop(); }
 
-absl::Status ScheduleRunner::Persist() { return store_.PutSetting(kSchedulesSetting, book_.ToJson()); }
+absl::Status ScheduleRunner::Persist() {
+  return store_.PutSetting(kSchedulesSetting, book_.ToJson());
+}
 
 absl::StatusOr<Schedule> ScheduleRunner::Add(ScheduleSpec spec) {
   absl::MutexLock lock(&mu_);
@@ -36,7 +40,8 @@ absl::StatusOr<Schedule> ScheduleRunner::Add(ScheduleSpec spec) {
     return s;
   }
   spdlog::info("schedule {}: job {} every {:.0f} s for {:.0f} ms", added->id, added->spec.job,
-               static_cast<double>(added->spec.every_ns) / 1e9, static_cast<double>(added->spec.duration_ns) / 1e6);
+               static_cast<double>(added->spec.every_ns) / 1e9,
+               static_cast<double>(added->spec.duration_ns) / 1e6);
   return added;
 }
 
@@ -72,7 +77,8 @@ void ScheduleRunner::Tick() {
   // The scheduler has locks of its own: asked outside ours.
   for (const auto& [id, spec] : due) {
     const bool busy = hooks_.busy(spec.job);
-    absl::StatusOr<std::string> capture = busy ? absl::StatusOr<std::string>("") : hooks_.start(spec);
+    absl::StatusOr<std::string> capture =
+        busy ? absl::StatusOr<std::string>("") : hooks_.start(spec);
     absl::MutexLock lock(&mu_);
     const TimeNs now = now_();
     if (busy) {
@@ -82,11 +88,13 @@ void ScheduleRunner::Tick() {
       spdlog::info("schedule {}: capture {} of job {}", id, *capture, spec.job);
     } else {
       book_.Failed(id, now, std::string(capture.status().message()));
-      spdlog::warn("schedule {}: no capture of job {}: {}", id, spec.job, std::string(capture.status().message()));
+      spdlog::warn("schedule {}: no capture of job {}: {}", id, spec.job,
+                   std::string(capture.status().message()));
     }
   }
   absl::MutexLock lock(&mu_);
-  if (absl::Status s = Persist(); !s.ok()) spdlog::warn("schedules: not stored: {}", std::string(s.message()));
+  if (absl::Status s = Persist(); !s.ok())
+    spdlog::warn("schedules: not stored: {}", std::string(s.message()));
 }
 
 void ScheduleRunner::Start() {

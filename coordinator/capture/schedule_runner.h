@@ -26,8 +26,10 @@ struct ScheduleHooks {
 class ScheduleRunner {
  public:
   // Loads the stored schedules (a stored book that does not parse is DataLoss, named).
-  static absl::StatusOr<std::unique_ptr<ScheduleRunner>> Create(storage::TraceStore& store, std::function<TimeNs()> now,
-                                                                ScheduleHooks hooks, ScheduleLimits limits = {});
+  static absl::StatusOr<std::unique_ptr<ScheduleRunner>> Create(storage::TraceStore& store,
+                                                                std::function<TimeNs()> now,
+                                                                ScheduleHooks hooks,
+                                                                ScheduleLimits limits = {});
   ~ScheduleRunner();
 
   // Stored before it answers: a schedule the caller was told of survives a crash.
@@ -42,7 +44,8 @@ class ScheduleRunner {
   void Stop();
 
  private:
-  ScheduleRunner(storage::TraceStore& store, std::function<TimeNs()> now, ScheduleHooks hooks, ScheduleBook book);
+  ScheduleRunner(storage::TraceStore& store, std::function<TimeNs()> now, ScheduleHooks hooks,
+                 ScheduleBook book);
   absl::Status Persist() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   storage::TraceStore& store_;

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-
 #include "common/capture_filter.h"
 #include "common/chrome/chrome_exporter.h"
 #include "coordinator/cli/load_inputs.h"
@@ -19,9 +18,11 @@ CLI::App* AddExportCommand(CLI::App& app, ExportCommandOptions& options) {
       ->required();
   cmd->add_flag("--no-flows", options.no_flows, "Leave out launch->kernel flow arrows");
   cmd->add_option("--ranks", options.ranks, "Only these ranks, e.g. 0-3,7");
-  cmd->add_option("--steps", options.steps, "Only the events inside these steps (N or FIRST-LAST), by each rank's markers");
-  cmd->add_option("--window", options.window,
-                  "Only the events inside FROM-TO after the capture's first instant, e.g. 200ms-1.5s");
+  cmd->add_option("--steps", options.steps,
+                  "Only the events inside these steps (N or FIRST-LAST), by each rank's markers");
+  cmd->add_option(
+      "--window", options.window,
+      "Only the events inside FROM-TO after the capture's first instant, e.g. 200ms-1.5s");
   return cmd;
 }
 
@@ -31,7 +32,8 @@ int RunExportCommand(const ExportCommandOptions& options) {
     std::fprintf(stderr, "podscope export: %s\n", std::string(capture.status().message()).c_str());
     return 1;
   }
-  if (absl::Status filtered = common::FilterCapture({options.ranks, options.steps, options.window}, &*capture);
+  if (absl::Status filtered =
+          common::FilterCapture({options.ranks, options.steps, options.window}, &*capture);
       !filtered.ok()) {
     std::fprintf(stderr, "podscope export: %s\n", std::string(filtered.message()).c_str());
     return filtered.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;

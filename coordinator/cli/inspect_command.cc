@@ -27,13 +27,15 @@ std::string StepRanges(const std::vector<int64_t>& steps) {
 
 std::map<std::string, size_t> CollectivesByOp(const WorkerTrace& w) {
   std::map<std::string, size_t> by_op;
-  for (common::CollectiveOp op : w.collectives.op) ++by_op[std::string(common::CollectiveOpName(op))];
+  for (common::CollectiveOp op : w.collectives.op)
+    ++by_op[std::string(common::CollectiveOpName(op))];
   return by_op;
 }
 
 size_t CommunicationKernels(const WorkerTrace& w) {
   size_t n = 0;
-  for (common::KernelClass c : w.kernels.kernel_class) n += c == common::KernelClass::kCommunication;
+  for (common::KernelClass c : w.kernels.kernel_class)
+    n += c == common::KernelClass::kCommunication;
   return n;
 }
 
@@ -54,8 +56,8 @@ void PrintTable(const common::Capture& capture) {
   for (const WorkerTrace& w : capture.workers) {
     std::string line;
     for (const auto& [op, n] : CollectivesByOp(w)) line += fmt::format(" {} x{}", op, n);
-    std::printf("rank %d collectives:%s  (%s)\n", w.info.rank, line.empty() ? " none" : line.c_str(),
-                w.info.source.c_str());
+    std::printf("rank %d collectives:%s  (%s)\n", w.info.rank,
+                line.empty() ? " none" : line.c_str(), w.info.source.c_str());
   }
 }
 
@@ -68,7 +70,10 @@ void PrintJson(const common::Capture& capture) {
     const auto [lo, hi] = w.TimeRange();
     if (i > 0) out.Char(',');
     out.Raw("{\"rank\":").Int(w.info.rank).Raw(",\"world_size\":").Int(w.info.world_size);
-    out.Raw(",\"source\":").String(w.info.source).Raw(",\"process_name\":").String(w.info.process_name);
+    out.Raw(",\"source\":")
+        .String(w.info.source)
+        .Raw(",\"process_name\":")
+        .String(w.info.process_name);
     out.Raw(",\"host\":").String(w.info.host);
     out.Raw(",\"counts\":{\"kernels\":").Uint(c.kernels);
     out.Raw(",\"communication_kernels\":").Uint(CommunicationKernels(w));

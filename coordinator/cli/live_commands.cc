@@ -13,9 +13,9 @@
 #include "common/ranges.h"
 #include "common/str_util.h"
 #include "coordinator/cli/cli_util.h"
-#include "coordinator/http/http_client.h"
 #include "coordinator/cli/online_commands.h"
 #include "coordinator/cli/terminal_progress.h"
+#include "coordinator/http/http_client.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -45,16 +45,25 @@ LiveCommands AddLiveCommands(CLI::App& app, LiveOptions& o) {
   LiveCommands c;
   c.workers = app.add_subcommand("workers", "The coordinator's agents and the workers they serve");
   c.workers->add_option("--job", o.workers_job, "Only this job's workers");
-  c.workers->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
-  c.capture = app.add_subcommand("capture", "Capture a time window on every worker of a job (live, through the agents)");
+  c.workers->add_option("--format", o.format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  c.capture = app.add_subcommand(
+      "capture", "Capture a time window on every worker of a job (live, through the agents)");
   c.capture->add_option("--job", o.job, "Job to capture")->required();
-  c.capture->add_option("--duration", o.duration, "Window length: 1500ms, 2s, 1m")->capture_default_str();
-  c.capture->add_option("--delay", o.delay, "Extra wait before the window starts")->capture_default_str();
+  c.capture->add_option("--duration", o.duration, "Window length: 1500ms, 2s, 1m")
+      ->capture_default_str();
+  c.capture->add_option("--delay", o.delay, "Extra wait before the window starts")
+      ->capture_default_str();
   c.capture->add_option("--ranks", o.ranks, "Only these ranks: 0-7,12 (default: all)");
-  c.capture->add_option("--max-events-per-worker", o.max_events_per_worker, "Lower the per-worker event limit");
+  c.capture->add_option("--max-events-per-worker", o.max_events_per_worker,
+                        "Lower the per-worker event limit");
   c.capture->add_flag("--wait", o.wait, "Follow the capture to its end, then print its summary");
-  c.capture->add_option("--trace", o.trace_path, "With --wait: write the merged Chrome/Perfetto trace here (.json or .json.gz)");
-  c.capture->add_option("--timeout", o.timeout, "With --wait: give up waiting after this long")->capture_default_str();
+  c.capture->add_option(
+      "--trace", o.trace_path,
+      "With --wait: write the merged Chrome/Perfetto trace here (.json or .json.gz)");
+  c.capture->add_option("--timeout", o.timeout, "With --wait: give up waiting after this long")
+      ->capture_default_str();
   return c;
 }
 
@@ -67,7 +76,8 @@ int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
   std::vector<std::string> pages;
   std::string next;
   for (int page = 0; page < 10000; ++page) {
-    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", next.empty() ? base : base + "&after=" + UrlEncode(next));
+    absl::StatusOr<HttpClientResponse> r =
+        HttpRequestTo(*server, "GET", next.empty() ? base : base + "&after=" + UrlEncode(next));
     if (!r.ok()) return Fail("workers", std::string(r.status().message()));
     if (r->status != 200) return Fail("workers", ProblemDetail(*r));
     if (o.format == "json") std::fwrite(r->body.data(), 1, r->body.size(), stdout);
@@ -75,41 +85,50 @@ int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
     simdjson::dom::parser probe;
     simdjson::dom::element doc;
     std::string_view cursor;
-    if (probe.parse(pages.back()).get(doc) != simdjson::SUCCESS) return Fail("workers", "unreadable answer");
+    if (probe.parse(pages.back()).get(doc) != simdjson::SUCCESS)
+      return Fail("workers", "unreadable answer");
     if (doc["next"].get_string().get(cursor) != simdjson::SUCCESS) break;
     next = std::string(cursor);
   }
   if (o.format == "json") return 0;
-  std::printf("%-24s %-16s %-12s %7s %12s %10s  %s\n", "agent", "host", "health", "workers", "corr(ms)", "bound(us)", "job: ranks");
+  std::printf("%-24s %-16s %-12s %7s %12s %10s  %s\n", "agent", "host", "health", "workers",
+              "corr(ms)", "bound(us)", "job: ranks");
   int64_t connected = 0, disconnected = 0, connected_workers = 0;
   for (const std::string& body : pages) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    if (parser.parse(body).get(doc) != simdjson::SUCCESS) return Fail("workers", "unreadable answer");
+    if (parser.parse(body).get(doc) != simdjson::SUCCESS)
+      return Fail("workers", "unreadable answer");
     connected = Int(doc["connected_agents"]);
     disconnected = Int(doc["disconnected_agents"]);
     connected_workers = Int(doc["connected_workers"]);
     // Ranks per (agent, job).
     std::map<std::string, std::map<std::string, std::vector<int64_t>>> ranks;
-    for (simdjson::dom::element w : doc["workers"].get_array()) ranks[Str(w["agent_id"])][Str(w["job"])].push_back(Int(w["rank"]));
+    for (simdjson::dom::element w : doc["workers"].get_array())
+      ranks[Str(w["agent_id"])][Str(w["job"])].push_back(Int(w["rank"]));
     for (simdjson::dom::element a : doc["agents"].get_array()) {
       const std::string id = Str(a["agent_id"]);
       std::string jobs;
-      for (auto& [job, list] : ranks[id]) common::StrAppend(&jobs, jobs.empty() ? "" : "  ", job, ": ", RankRanges(list));
+      for (auto& [job, list] : ranks[id])
+        common::StrAppend(&jobs, jobs.empty() ? "" : "  ", job, ": ", RankRanges(list));
       simdjson::dom::element clock = a["clock"];
-      const std::string offset = clock.is_null() ? "-" : fmt::format("{:+.3f}", Int(clock["offset_ns"]) / 1e6);
-      const std::string bound = clock.is_null() ? "-" : fmt::format("{:.1f}", Int(clock["error_bound_ns"]) / 1e3);
-      std::printf("%-24s %-16s %-12s %7lld %12s %10s  %s\n", id.c_str(), Str(a["host"]).c_str(), Str(a["health"]).c_str(),
-                  static_cast<long long>(Int(a["workers"])), offset.c_str(), bound.c_str(), jobs.c_str());
+      const std::string offset =
+          clock.is_null() ? "-" : fmt::format("{:+.3f}", Int(clock["offset_ns"]) / 1e6);
+      const std::string bound =
+          clock.is_null() ? "-" : fmt::format("{:.1f}", Int(clock["error_bound_ns"]) / 1e3);
+      std::printf("%-24s %-16s %-12s %7lld %12s %10s  %s\n", id.c_str(), Str(a["host"]).c_str(),
+                  Str(a["health"]).c_str(), static_cast<long long>(Int(a["workers"])),
+                  offset.c_str(), bound.c_str(), jobs.c_str());
     }
   }
-  const std::string of_job = o.workers_job.empty() ? "" : common::StrCat(" serving job ", o.workers_job);
+  const std::string of_job =
+      o.workers_job.empty() ? "" : common::StrCat(" serving job ", o.workers_job);
   if (connected + disconnected == 0) {
     std::printf("no agent%s\n", of_job.c_str());
     return 0;
   }
-  std::printf("%lld connected agents%s, %lld workers", static_cast<long long>(connected), of_job.c_str(),
-              static_cast<long long>(connected_workers));
+  std::printf("%lld connected agents%s, %lld workers", static_cast<long long>(connected),
+              of_job.c_str(), static_cast<long long>(connected_workers));
   if (disconnected > 0) {
     std::printf("; %lld disconnected (listed until forgotten: agents.forget_disconnected_after_ms)",
                 static_cast<long long>(disconnected));
@@ -129,11 +148,14 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
   }
   if (*duration == 0) return Usage("capture", "--duration must be positive");
   if (!o.trace_path.empty() && !o.wait) {
-    return Usage("capture", "--trace needs --wait (the trace is written once the capture has ended; without "
-                            "--wait, fetch it later with podscope trace)");
+    return Usage("capture",
+                 "--trace needs --wait (the trace is written once the capture has ended; without "
+                 "--wait, fetch it later with podscope trace)");
   }
-  std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"duration_ms\":", *duration, ",\"delay_ms\":", *delay);
-  if (o.job.find_first_of("\"\\") != std::string::npos) return Fail("capture", "job names may not hold quotes or backslashes");
+  std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"duration_ms\":", *duration,
+                                    ",\"delay_ms\":", *delay);
+  if (o.job.find_first_of("\"\\") != std::string::npos)
+    return Fail("capture", "job names may not hold quotes or backslashes");
   if (!o.ranks.empty()) {
     absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
     if (!ranks.ok()) return Fail("capture", std::string(ranks.status().message()));
@@ -141,20 +163,25 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
     for (size_t i = 0; i < ranks->size(); ++i) common::StrAppend(&body, i ? "," : "", (*ranks)[i]);
     body += "]";
   }
-  if (o.max_events_per_worker > 0) common::StrAppend(&body, ",\"limits\":{\"max_events_per_worker\":", o.max_events_per_worker, "}");
+  if (o.max_events_per_worker > 0)
+    common::StrAppend(&body, ",\"limits\":{\"max_events_per_worker\":", o.max_events_per_worker,
+                      "}");
   body += "}";
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "POST", "/v1/captures", body, "application/json");
+  absl::StatusOr<HttpClientResponse> r =
+      HttpRequestTo(*server, "POST", "/v1/captures", body, "application/json");
   if (!r.ok()) return Fail("capture", std::string(r.status().message()));
   if (r->status != 202) return Fail("capture", ProblemDetail(*r));
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("capture", "unreadable answer");
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS)
+    return Fail("capture", "unreadable answer");
   const std::string id = Str(doc["id"]);
   const size_t workers = doc["workers"].get_array().size();
-  std::printf("capture %s: job %s, %zu workers, %lld ms window\n", id.c_str(), o.job.c_str(), workers,
-              static_cast<long long>(*duration));
+  std::printf("capture %s: job %s, %zu workers, %lld ms window\n", id.c_str(), o.job.c_str(),
+              workers, static_cast<long long>(*duration));
   if (!o.wait) {
-    std::printf("follow it: podscope --server %s captures --job %s\n", online.server.c_str(), o.job.c_str());
+    std::printf("follow it: podscope --server %s captures --job %s\n", online.server.c_str(),
+                o.job.c_str());
     return 0;
   }
 
@@ -164,11 +191,13 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
   std::string last_line, state;
   simdjson::dom::parser poll_parser;
   while (true) {
-    absl::StatusOr<HttpClientResponse> s = HttpRequestTo(*server, "GET", "/v1/captures/" + UrlEncode(id));
+    absl::StatusOr<HttpClientResponse> s =
+        HttpRequestTo(*server, "GET", "/v1/captures/" + UrlEncode(id));
     if (!s.ok()) return Fail("capture", std::string(s.status().message()));
     if (s->status != 200) return Fail("capture", ProblemDetail(*s));
     simdjson::dom::element c;
-    if (poll_parser.parse(s->body).get(c) != simdjson::SUCCESS) return Fail("capture", "unreadable answer");
+    if (poll_parser.parse(s->body).get(c) != simdjson::SUCCESS)
+      return Fail("capture", "unreadable answer");
     state = Str(c["state"]);
     std::map<std::string, int> by_state;
     for (simdjson::dom::element w : c["workers"].get_array()) ++by_state[Str(w["state"])];
@@ -188,20 +217,23 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
       const std::string error = Str(c["error"]);
       if (!error.empty()) std::printf("%s\n", error.c_str());
       simdjson::dom::element window = c["window"];
-      std::printf("window start skew: max %.3f ms; clock error bound: max %.3f ms\n",
-                  window["max_start_skew_ns"].is_null() ? 0.0 : Int(window["max_start_skew_ns"]) / 1e6,
-                  Int(window["max_clock_error_bound_ns"]) / 1e6);
+      std::printf(
+          "window start skew: max %.3f ms; clock error bound: max %.3f ms\n",
+          window["max_start_skew_ns"].is_null() ? 0.0 : Int(window["max_start_skew_ns"]) / 1e6,
+          Int(window["max_clock_error_bound_ns"]) / 1e6);
       break;
     }
     if (std::chrono::steady_clock::now() > give_up) {
-      return Fail("capture", common::StrCat("gave up waiting after ", o.timeout, "; the capture is still ", state));
+      return Fail("capture", common::StrCat("gave up waiting after ", o.timeout,
+                                            "; the capture is still ", state));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   if (state == "complete" || state == "partial") {
     for (const char* report : {"summary"}) {
-      absl::StatusOr<HttpClientResponse> rep =
-          HttpRequestTo(*server, "GET", common::StrCat("/v1/captures/", UrlEncode(id), "/", report, "?format=table"));
+      absl::StatusOr<HttpClientResponse> rep = HttpRequestTo(
+          *server, "GET",
+          common::StrCat("/v1/captures/", UrlEncode(id), "/", report, "?format=table"));
       if (!rep.ok()) return Fail("capture", std::string(rep.status().message()));
       if (rep->status != 200) return Fail("capture", ProblemDetail(*rep));
       std::printf("\n");
@@ -210,11 +242,12 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
     if (!o.trace_path.empty()) {
       absl::StatusOr<uint64_t> bytes = DownloadTrace(*server, id, o.trace_path);
       if (!bytes.ok()) return Fail("capture", std::string(bytes.status().message()));
-      std::printf("\nmerged trace (aligned clocks, one process per rank): %s (%s)\n", o.trace_path.c_str(),
-                  HumanBytes(*bytes).c_str());
+      std::printf("\nmerged trace (aligned clocks, one process per rank): %s (%s)\n",
+                  o.trace_path.c_str(), HumanBytes(*bytes).c_str());
     }
-    std::printf("\nmore: podscope --server %s report %s --report stragglers --report pod (or all)\n", online.server.c_str(),
-                id.c_str());
+    std::printf(
+        "\nmore: podscope --server %s report %s --report stragglers --report pod (or all)\n",
+        online.server.c_str(), id.c_str());
   }
   return state == "complete" ? 0 : state == "partial" ? 3 : 1;
 }

@@ -34,5 +34,4 @@ LiveCommands AddLiveCommands(CLI::App& app, LiveOptions& options);
 int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& options);
 int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& options);
 
-
 }  // namespace podscope::coordinator

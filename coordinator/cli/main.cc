@@ -14,8 +14,8 @@
 #include "coordinator/cli/inspect_command.h"
 #include "coordinator/cli/live_commands.h"
 #include "coordinator/cli/online_commands.h"
-#include "coordinator/cli/watch_commands.h"
 #include "coordinator/cli/simulate_command.h"
+#include "coordinator/cli/watch_commands.h"
 
 namespace {
 
@@ -56,11 +56,14 @@ int main(int argc, char** argv) {
   CLI::App* inspect_cmd = podscope::coordinator::AddInspectCommand(app, inspect);
   CLI::App* export_cmd = podscope::coordinator::AddExportCommand(app, export_options);
   CLI::App* simulate_cmd = podscope::coordinator::AddSimulateCommand(app, simulate);
-  const podscope::coordinator::OnlineCommands online_cmds = podscope::coordinator::AddOnlineCommands(app, online);
+  const podscope::coordinator::OnlineCommands online_cmds =
+      podscope::coordinator::AddOnlineCommands(app, online);
   podscope::coordinator::LiveOptions live;
-  const podscope::coordinator::LiveCommands live_cmds = podscope::coordinator::AddLiveCommands(app, live);
+  const podscope::coordinator::LiveCommands live_cmds =
+      podscope::coordinator::AddLiveCommands(app, live);
   podscope::coordinator::WatchOptions watch;
-  const podscope::coordinator::WatchCommands watch_cmds = podscope::coordinator::AddWatchCommands(app, watch);
+  const podscope::coordinator::WatchCommands watch_cmds =
+      podscope::coordinator::AddWatchCommands(app, watch);
 
   // Exit codes: 0 success, 1 the command failed, 2 the command line is wrong (CLI11's own codes,
   // 105-109, are folded into 2), 3 a `capture --wait` that ended partial.
@@ -83,11 +86,15 @@ int main(int argc, char** argv) {
   if (live_cmds.capture->parsed()) return podscope::coordinator::RunCaptureCommand(online, live);
   if (watch_cmds.alerts->parsed()) return podscope::coordinator::RunAlertsCommand(online, watch);
   if (watch_cmds.rules_get->parsed()) return podscope::coordinator::RunRulesGetCommand(online);
-  if (watch_cmds.rules_set->parsed()) return podscope::coordinator::RunRulesSetCommand(online, watch);
+  if (watch_cmds.rules_set->parsed())
+    return podscope::coordinator::RunRulesSetCommand(online, watch);
   if (watch_cmds.watch->parsed()) return podscope::coordinator::RunWatchCommand(online, watch);
-  if (watch_cmds.schedules_list->parsed()) return podscope::coordinator::RunSchedulesListCommand(online);
-  if (watch_cmds.schedules_add->parsed()) return podscope::coordinator::RunSchedulesAddCommand(online, watch);
-  if (watch_cmds.schedules_delete->parsed()) return podscope::coordinator::RunSchedulesDeleteCommand(online, watch);
+  if (watch_cmds.schedules_list->parsed())
+    return podscope::coordinator::RunSchedulesListCommand(online);
+  if (watch_cmds.schedules_add->parsed())
+    return podscope::coordinator::RunSchedulesAddCommand(online, watch);
+  if (watch_cmds.schedules_delete->parsed())
+    return podscope::coordinator::RunSchedulesDeleteCommand(online, watch);
   if (simulate_cmd->parsed()) return podscope::coordinator::RunSimulateCommand(simulate);
   if (export_cmd->parsed()) return podscope::coordinator::RunExportCommand(export_options);
   return 2;

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -14,8 +14,8 @@
 #include "common/trace_files.h"
 #include "coordinator/analysis/analysis_run.h"
 #include "coordinator/cli/cli_util.h"
-#include "coordinator/http/http_client.h"
 #include "coordinator/cli/terminal_progress.h"
+#include "coordinator/http/http_client.h"
 #include "fmt/format.h"
 
 namespace podscope::coordinator {
@@ -25,7 +25,9 @@ using cli::Fail;
 
 absl::StatusOr<ServerAddress> Server(const OnlineOptions& o) { return ResolveServer(o); }
 
-std::string CapturePath(const OnlineOptions& o) { return "/v1/captures/" + UrlEncode(o.capture_id); }
+std::string CapturePath(const OnlineOptions& o) {
+  return "/v1/captures/" + UrlEncode(o.capture_id);
+}
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
@@ -33,7 +35,8 @@ double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 absl::StatusOr<ServerAddress> ResolveServer(const OnlineOptions& o) {
   if (o.server.empty()) {
-    return absl::InvalidArgumentError("this command needs --server URL or PODSCOPE_SERVER (a podscope-coordinator)");
+    return absl::InvalidArgumentError(
+        "this command needs --server URL or PODSCOPE_SERVER (a podscope-coordinator)");
   }
   absl::StatusOr<ServerAddress> server = ParseServerUrl(o.server);
   if (!server.ok()) return server;
@@ -42,77 +45,108 @@ absl::StatusOr<ServerAddress> ResolveServer(const OnlineOptions& o) {
   server->follow_redirects = true;
   if (!o.token_file.empty()) {
     // The first line, without its newline: what `openssl rand -hex 32 > FILE` writes.
-    absl::StatusOr<std::string> text = common::ReadFileMaybeGzip(o.token_file, {.max_file_bytes = 64 << 10});
-    if (!text.ok()) return absl::InvalidArgumentError(common::StrCat("--token-file: ", text.status().message()));
-    server->token = std::string(common::StripWhitespace(std::string_view(*text).substr(0, text->find('\n'))));
-    if (server->token.empty()) return absl::InvalidArgumentError(common::StrCat("--token-file ", o.token_file, " is empty"));
+    absl::StatusOr<std::string> text =
+        common::ReadFileMaybeGzip(o.token_file, {.max_file_bytes = 64 << 10});
+    if (!text.ok())
+      return absl::InvalidArgumentError(common::StrCat("--token-file: ", text.status().message()));
+    server->token =
+        std::string(common::StripWhitespace(std::string_view(*text).substr(0, text->find('\n'))));
+    if (server->token.empty())
+      return absl::InvalidArgumentError(common::StrCat("--token-file ", o.token_file, " is empty"));
   } else if (const char* token = std::getenv("PODSCOPE_TOKEN"); token != nullptr) {
     server->token = std::string(common::StripWhitespace(token));
   }
   for (const char c : server->token) {
-    if (c <= 0x20 || c > 0x7e) return absl::InvalidArgumentError("the token holds a space or a control character");
+    if (c <= 0x20 || c > 0x7e)
+      return absl::InvalidArgumentError("the token holds a space or a control character");
   }
   return server;
 }
 
 OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
   // Accepted before or after the subcommand (the subcommands fall through to it).
-  app.add_option("--server", o.server, "Coordinator URL for online commands, e.g. http://127.0.0.1:8080")
+  app.add_option("--server", o.server,
+                 "Coordinator URL for online commands, e.g. http://127.0.0.1:8080")
       ->envname("PODSCOPE_SERVER");
   app.add_option("--token-file", o.token_file,
-                 "File holding the bearer token for the coordinator (else the PODSCOPE_TOKEN environment variable)");
-  app.add_option("--ca-cert", o.ca_cert, "CA certificate (PEM) the coordinator's https:// certificate must chain to")
+                 "File holding the bearer token for the coordinator (else the PODSCOPE_TOKEN "
+                 "environment variable)");
+  app.add_option("--ca-cert", o.ca_cert,
+                 "CA certificate (PEM) the coordinator's https:// certificate must chain to")
       ->envname("PODSCOPE_CA_CERT")
       ->envname("PODSCOPE_CA_CERT");
   app.fallthrough();
   OnlineCommands c;
-  c.import = app.add_subcommand("import", "Upload trace files (one per rank) to the coordinator as one capture");
-  c.import->add_option("inputs", o.import_inputs, "Trace directories or files (*.json, *.json.gz)")->required();
+  c.import = app.add_subcommand(
+      "import", "Upload trace files (one per rank) to the coordinator as one capture");
+  c.import->add_option("inputs", o.import_inputs, "Trace directories or files (*.json, *.json.gz)")
+      ->required();
   c.import->add_option("--job", o.job, "Job name")->capture_default_str();
   c.import->add_option("--capture", o.capture, "Capture id (generated when absent)");
 
   c.captures = app.add_subcommand("captures", "List the coordinator's captures");
   c.captures->add_option("--job", o.job, "Only this job");
   c.captures->add_option("--state", o.state, "Only this state (complete, failed, ...)");
-  c.captures->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  c.captures->add_option("--format", o.format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
 
-  c.report = app.add_subcommand("report", "Analyses of a stored capture (the same reports as `analyze`)");
+  c.report =
+      app.add_subcommand("report", "Analyses of a stored capture (the same reports as `analyze`)");
   c.report->add_option("capture", o.report_capture, "Capture id")->required();
-  c.report->add_option("--report", o.reports,
-                       "summary|overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|memory|input|temporal|all (default: "
-                       "summary for tables, all for JSON)")
+  c.report
+      ->add_option("--report", o.reports,
+                   "summary|overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|"
+                   "gpu|operators|memory|input|temporal|all (default: "
+                   "summary for tables, all for JSON)")
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  c.report->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
-  c.report->add_option("--window", o.window, "steps or hta")->check(CLI::IsMember({"steps", "hta"}))->capture_default_str();
+  c.report->add_option("--format", o.format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  c.report->add_option("--window", o.window, "steps or hta")
+      ->check(CLI::IsMember({"steps", "hta"}))
+      ->capture_default_str();
   c.report->add_option("--clocks", o.clocks, "auto, aligned or unaligned")
-      ->check(CLI::IsMember({"auto", "aligned", "unaligned"}))->capture_default_str();
+      ->check(CLI::IsMember({"auto", "aligned", "unaligned"}))
+      ->capture_default_str();
   c.report->add_option("--step-pattern", o.step_pattern, "Regex for step marker annotations");
-  c.report->add_option("--link-gbps", o.link_gbps, "Link bandwidth in Gbit/s")->check(CLI::NonNegativeNumber);
-  c.report->add_option("--top", o.top, "Kernels, and workers in the long tables, worst first (0: all; default 20)")
+  c.report->add_option("--link-gbps", o.link_gbps, "Link bandwidth in Gbit/s")
+      ->check(CLI::NonNegativeNumber);
+  c.report
+      ->add_option("--top", o.top,
+                   "Kernels, and workers in the long tables, worst first (0: all; default 20)")
       ->check(CLI::NonNegativeNumber);
   c.report->add_option("--ranks", o.ranks, "Long tables: only these ranks, e.g. 0-3,7");
   c.report->add_option("--steps", o.steps, "Long tables: only these steps, N or FIRST-LAST");
-  c.report->add_flag("--allow-mixed", o.allow_mixed, "Analyse a capture that is not one job all the same");
-  c.report->add_option("--params", o.params, "Model parameter count")->check(CLI::NonNegativeNumber);
-  c.report->add_option("--bytes-per-param", o.bytes_per_param, "Gradient bytes per parameter")->check(CLI::Range(1, 16));
+  c.report->add_flag("--allow-mixed", o.allow_mixed,
+                     "Analyse a capture that is not one job all the same");
+  c.report->add_option("--params", o.params, "Model parameter count")
+      ->check(CLI::NonNegativeNumber);
+  c.report->add_option("--bytes-per-param", o.bytes_per_param, "Gradient bytes per parameter")
+      ->check(CLI::Range(1, 16));
 
   c.show = app.add_subcommand("show", "One capture: state, window, clocks and its workers");
   c.show->add_option("capture", o.capture_id, "Capture id")->required();
-  c.show->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
-  c.remove = app.add_subcommand("delete", "Delete a stored capture (a running one must be cancelled first)");
+  c.show->add_option("--format", o.format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  c.remove = app.add_subcommand("delete",
+                                "Delete a stored capture (a running one must be cancelled first)");
   c.remove->add_option("capture", o.capture_id, "Capture id")->required();
   c.cancel = app.add_subcommand("cancel", "Cancel a running capture on every agent");
   c.cancel->add_option("capture", o.capture_id, "Capture id")->required();
   c.cancel->add_option("--reason", o.reason, "Why (logged by the agents)");
-  c.health = app.add_subcommand(
-      "health", "Whether a coordinator, or an agent's --health endpoint, is up (/healthz) and ready (/readyz): exit 0 if "
-                "so, 1 if not (for container HEALTHCHECKs and scripts)");
+  c.health = app.add_subcommand("health",
+                                "Whether a coordinator, or an agent's --health endpoint, is up "
+                                "(/healthz) and ready (/readyz): exit 0 if "
+                                "so, 1 if not (for container HEALTHCHECKs and scripts)");
   c.health->add_flag("--live-only", o.live_only, "Check /healthz only");
   c.trace = app.add_subcommand("trace", "Write a capture's merged Chrome/Perfetto trace");
   c.trace->add_option("capture", o.capture_id, "Capture id")->required();
-  c.trace->add_option("-o,--output", o.trace_path, "File to write (.json, or .json.gz for gzip)")->required();
+  c.trace->add_option("-o,--output", o.trace_path, "File to write (.json, or .json.gz for gzip)")
+      ->required();
   return c;
 }
 
@@ -133,12 +167,16 @@ int RunImportCommand(const OnlineOptions& o) {
     bytes << in.rdbuf();
     const std::string body = bytes.str();
     const std::string name = std::filesystem::path(path).filename().string();
-    std::string target = common::StrCat("/v1/captures:import?job=", UrlEncode(o.job), "&name=", UrlEncode(name));
+    std::string target =
+        common::StrCat("/v1/captures:import?job=", UrlEncode(o.job), "&name=", UrlEncode(name));
     if (!capture.empty()) target += "&capture=" + UrlEncode(capture);
     const uint64_t before = done;
     absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
-        *server, "POST", target, body, common::LooksGzipped(body) ? "application/gzip" : "application/json",
-        [&](uint64_t sent) { progress.Update(before + sent, total, common::StrCat(i + 1, "/", files->size(), " files")); });
+        *server, "POST", target, body,
+        common::LooksGzipped(body) ? "application/gzip" : "application/json", [&](uint64_t sent) {
+          progress.Update(before + sent, total,
+                          common::StrCat(i + 1, "/", files->size(), " files"));
+        });
     if (!r.ok()) return Fail("import", std::string(r.status().message()));
     if (r->status != 201) return Fail("import", common::StrCat(path, ": ", ProblemDetail(*r)));
     done += body.size();
@@ -147,15 +185,18 @@ int RunImportCommand(const OnlineOptions& o) {
       simdjson::dom::parser parser;
       simdjson::dom::element doc;
       std::string_view id;
-      if (parser.parse(r->body).get(doc) != simdjson::SUCCESS || doc["id"].get_string().get(id) != simdjson::SUCCESS) {
+      if (parser.parse(r->body).get(doc) != simdjson::SUCCESS ||
+          doc["id"].get_string().get(id) != simdjson::SUCCESS) {
         return Fail("import", "the coordinator's answer has no capture id");
       }
       capture = std::string(id);
     }
   }
   progress.Finish();
-  std::printf("imported %zu files (%s) as capture %s\n", files->size(), HumanBytes(total).c_str(), capture.c_str());
-  std::printf("next: podscope --server %s report %s --report pod\n", o.server.c_str(), capture.c_str());
+  std::printf("imported %zu files (%s) as capture %s\n", files->size(), HumanBytes(total).c_str(),
+              capture.c_str());
+  std::printf("next: podscope --server %s report %s --report pod\n", o.server.c_str(),
+              capture.c_str());
   return 0;
 }
 
@@ -174,15 +215,17 @@ int RunCapturesCommand(const OnlineOptions& o) {
   }
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("captures", "unreadable answer");
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS)
+    return Fail("captures", "unreadable answer");
   std::printf("%-32s %-16s %-10s %6s %12s\n", "id", "job", "state", "ranks", "events");
   for (simdjson::dom::element c : doc["captures"].get_array()) {
     const std::string_view id = c["id"].get_string().value_unsafe();
     const std::string_view job = c["job"].get_string().value_unsafe();
     const std::string_view state = c["state"].get_string().value_unsafe();
     std::printf("%-32.*s %-16.*s %-10.*s %6zu %12llu\n", static_cast<int>(id.size()), id.data(),
-                static_cast<int>(job.size()), job.data(), static_cast<int>(state.size()), state.data(),
-                c["workers"].get_array().size(), static_cast<unsigned long long>(c["events"].get_uint64().value_unsafe()));
+                static_cast<int>(job.size()), job.data(), static_cast<int>(state.size()),
+                state.data(), c["workers"].get_array().size(),
+                static_cast<unsigned long long>(c["events"].get_uint64().value_unsafe()));
   }
   return 0;
 }
@@ -195,20 +238,23 @@ int RunReportCommand(const OnlineOptions& o) {
   if (std::find(reports.begin(), reports.end(), "all") != reports.end()) {
     reports.assign(std::begin(analysis::kReportNames), std::end(analysis::kReportNames));
   }
-  std::string query = common::StrCat("?format=", o.format, "&window=", o.window, "&clocks=", o.clocks);
+  std::string query =
+      common::StrCat("?format=", o.format, "&window=", o.window, "&clocks=", o.clocks);
   if (!o.step_pattern.empty()) query += "&step_pattern=" + UrlEncode(o.step_pattern);
   if (o.link_gbps > 0) query += common::StrCat("&link_gbps=", o.link_gbps);
   if (o.top >= 0) query += common::StrCat("&top=", o.top);
   if (!o.ranks.empty()) query += "&ranks=" + UrlEncode(o.ranks);
   if (!o.steps.empty()) query += "&steps=" + UrlEncode(o.steps);
   if (o.allow_mixed) query += "&allow_mixed=true";
-  if (o.params > 0) query += common::StrCat("&params=", o.params, "&bytes_per_param=", o.bytes_per_param);
+  if (o.params > 0)
+    query += common::StrCat("&params=", o.params, "&bytes_per_param=", o.bytes_per_param);
   // JSON is one document: several reports nest under their names, as `analyze` writes them.
   const bool nested = o.format == "json" && reports.size() > 1;
   std::string out = nested ? "{" : "";
   for (size_t i = 0; i < reports.size(); ++i) {
-    absl::StatusOr<HttpClientResponse> r =
-        HttpRequestTo(*server, "GET", common::StrCat("/v1/captures/", UrlEncode(o.report_capture), "/", reports[i], query));
+    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
+        *server, "GET",
+        common::StrCat("/v1/captures/", UrlEncode(o.report_capture), "/", reports[i], query));
     if (!r.ok()) return Fail("report", std::string(r.status().message()));
     if (r->status != 200) return Fail("report", ProblemDetail(*r));
     std::string_view body = r->body;
@@ -246,7 +292,8 @@ int RunShowCommand(const OnlineOptions& o) {
     int64_t v = 0;
     return e[key].get_int64().get(v) == simdjson::SUCCESS ? v : int64_t{0};
   };
-  std::printf("capture %s  job %s  state %s\n", str(c, "id").c_str(), str(c, "job").c_str(), str(c, "state").c_str());
+  std::printf("capture %s  job %s  state %s\n", str(c, "id").c_str(), str(c, "job").c_str(),
+              str(c, "state").c_str());
   std::printf("events %lld, stored %s\n", static_cast<long long>(num(c, "events")),
               HumanBytes(static_cast<uint64_t>(num(c, "stored_bytes"))).c_str());
   if (!str(c, "error").empty()) std::printf("error: %s\n", str(c, "error").c_str());
@@ -257,7 +304,8 @@ int RunShowCommand(const OnlineOptions& o) {
     if (skew.is_int64()) std::printf(", start skew %.3f ms", Ms(skew.get_int64().value_unsafe()));
     std::printf("\n");
   }
-  std::printf("%6s %-20s %-10s %10s  %s\n", "rank", "host", "state", "events", "clock (source, error bound)");
+  std::printf("%6s %-20s %-10s %10s  %s\n", "rank", "host", "state", "events",
+              "clock (source, error bound)");
   simdjson::dom::array workers;
   if (c["workers"].get_array().get(workers) != simdjson::SUCCESS) return 0;
   for (simdjson::dom::element w : workers) {
@@ -265,11 +313,14 @@ int RunShowCommand(const OnlineOptions& o) {
     simdjson::dom::element model;
     if (w["clock"].get(model) == simdjson::SUCCESS) {
       const std::string source = str(model, "source");
-      clock = source == "none" ? "none (error bound unknown)"
-                               : common::StrCat(source, ", ", fmt::format("{:.3f}", Ms(num(model, "error_bound_ns"))), " ms");
+      clock = source == "none"
+                  ? "none (error bound unknown)"
+                  : common::StrCat(source, ", ",
+                                   fmt::format("{:.3f}", Ms(num(model, "error_bound_ns"))), " ms");
     }
-    std::printf("%6lld %-20s %-10s %10lld  %s\n", static_cast<long long>(num(w, "rank")), str(w, "host").c_str(),
-                str(w, "state").c_str(), static_cast<long long>(num(w, "events")), clock.c_str());
+    std::printf("%6lld %-20s %-10s %10lld  %s\n", static_cast<long long>(num(w, "rank")),
+                str(w, "host").c_str(), str(w, "state").c_str(),
+                static_cast<long long>(num(w, "events")), clock.c_str());
   }
   return 0;
 }
@@ -289,7 +340,8 @@ int RunCancelCommand(const OnlineOptions& o) {
   if (!server.ok()) return Fail("cancel", std::string(server.status().message()));
   std::string target = CapturePath(o) + ":cancel";
   if (!o.reason.empty()) target += "?reason=" + UrlEncode(o.reason);
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "POST", target, "", "application/json");
+  absl::StatusOr<HttpClientResponse> r =
+      HttpRequestTo(*server, "POST", target, "", "application/json");
   if (!r.ok()) return Fail("cancel", std::string(r.status().message()));
   if (r->status != 202) return Fail("cancel", ProblemDetail(*r));
   std::printf("cancelled capture %s\n", o.capture_id.c_str());
@@ -300,13 +352,15 @@ absl::StatusOr<uint64_t> DownloadTrace(const ServerAddress& server, const std::s
                                        const std::string& path) {
   const bool gzip = path.ends_with(".gz");
   absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
-      server, "GET", common::StrCat("/v1/captures/", UrlEncode(capture_id), "/trace", gzip ? "?gzip=true" : ""));
+      server, "GET",
+      common::StrCat("/v1/captures/", UrlEncode(capture_id), "/trace", gzip ? "?gzip=true" : ""));
   if (!r.ok()) return r.status();
   if (r->status != 200) return absl::UnavailableError(ProblemDetail(*r));
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return absl::InternalError(common::StrCat("cannot write ", path));
   const bool written = std::fwrite(r->body.data(), 1, r->body.size(), f) == r->body.size();
-  if (std::fclose(f) != 0 || !written) return absl::InternalError(common::StrCat("cannot write ", path));
+  if (std::fclose(f) != 0 || !written)
+    return absl::InternalError(common::StrCat("cannot write ", path));
   return r->body.size();
 }
 
@@ -320,7 +374,8 @@ int RunHealthCommand(const OnlineOptions& o) {
     absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", path);
     if (!r.ok()) return Fail("health", std::string(r.status().message()));
     if (r->status != 200) {
-      std::printf("%s: HTTP %d %s\n", path, r->status, std::string(common::StripWhitespace(r->body.substr(0, 300))).c_str());
+      std::printf("%s: HTTP %d %s\n", path, r->status,
+                  std::string(common::StripWhitespace(r->body.substr(0, 300))).c_str());
       return 1;
     }
   }
@@ -333,8 +388,8 @@ int RunTraceCommand(const OnlineOptions& o) {
   if (!server.ok()) return Fail("trace", std::string(server.status().message()));
   absl::StatusOr<uint64_t> bytes = DownloadTrace(*server, o.capture_id, o.trace_path);
   if (!bytes.ok()) return Fail("trace", std::string(bytes.status().message()));
-  std::printf("wrote %s (%s): open it in https://ui.perfetto.dev or chrome://tracing\n", o.trace_path.c_str(),
-              HumanBytes(*bytes).c_str());
+  std::printf("wrote %s (%s): open it in https://ui.perfetto.dev or chrome://tracing\n",
+              o.trace_path.c_str(), HumanBytes(*bytes).c_str());
   return 0;
 }
 

@@ -12,7 +12,7 @@
 namespace podscope::coordinator {
 
 struct OnlineOptions {
-  std::string server;  // global --server URL
+  std::string server;      // global --server URL
   std::string token_file;  // global --token-file (else PODSCOPE_TOKEN)
   std::string ca_cert;     // global --ca-cert
   // import

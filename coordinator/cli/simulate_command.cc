@@ -13,25 +13,44 @@ namespace podscope::coordinator {
 
 CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions& o) {
   sim::WorkloadOptions& w = o.workload;
-  CLI::App* cmd = app.add_subcommand("simulate", "Write a simulated training job as Kineto trace files (one per rank)");
-  cmd->add_option("--ranks", w.ranks, "Ranks (GPUs)")->check(CLI::Range(1, 65536))->capture_default_str();
-  cmd->add_option("--steps", w.steps, "Training steps")->check(CLI::Range(1, 100000))->capture_default_str();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Write a simulated training job as Kineto trace files (one per rank)");
+  cmd->add_option("--ranks", w.ranks, "Ranks (GPUs)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  cmd->add_option("--steps", w.steps, "Training steps")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   cmd->add_option("--seed", w.seed, "Random seed (same seed, same traces)")->capture_default_str();
-  cmd->add_option("--straggler", o.stragglers, "RANK:FACTOR[:compute|input|launch], e.g. 5:1.05 (repeatable)");
-  cmd->add_option("--ranks-per-host", w.ranks_per_host, "Ranks per host")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--clock-offset-ms", w.clock_offset_ms, "Per-host clock offset, uniform in +-X ms")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--straggler", o.stragglers,
+                  "RANK:FACTOR[:compute|input|launch], e.g. 5:1.05 (repeatable)");
+  cmd->add_option("--ranks-per-host", w.ranks_per_host, "Ranks per host")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--clock-offset-ms", w.clock_offset_ms,
+                  "Per-host clock offset, uniform in +-X ms")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--drift-ppm", w.drift_ppm, "Per-host clock drift, uniform in +-X ppm")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--params", w.params, "Model parameters (gradient AllReduce size)")->capture_default_str();
-  cmd->add_option("--link-gbps", w.link_gbps, "Per-rank bus bandwidth, Gbit/s")->capture_default_str();
-  cmd->add_option("--forward-kernels", w.forward_kernels, "Forward kernels per step")->capture_default_str();
-  cmd->add_option("--backward-kernels", w.backward_kernels, "Backward kernels per step")->capture_default_str();
-  cmd->add_option("--buckets", w.buckets, "Gradient buckets (AllReduces) per step")->capture_default_str();
-  cmd->add_option("--jitter", w.jitter, "Relative jitter of kernel and input times")->capture_default_str();
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--params", w.params, "Model parameters (gradient AllReduce size)")
+      ->capture_default_str();
+  cmd->add_option("--link-gbps", w.link_gbps, "Per-rank bus bandwidth, Gbit/s")
+      ->capture_default_str();
+  cmd->add_option("--forward-kernels", w.forward_kernels, "Forward kernels per step")
+      ->capture_default_str();
+  cmd->add_option("--backward-kernels", w.backward_kernels, "Backward kernels per step")
+      ->capture_default_str();
+  cmd->add_option("--buckets", w.buckets, "Gradient buckets (AllReduces) per step")
+      ->capture_default_str();
+  cmd->add_option("--jitter", w.jitter, "Relative jitter of kernel and input times")
+      ->capture_default_str();
   cmd->add_option("-o,--output", o.output_dir, "Output directory (created)")->required();
   cmd->add_flag("--plain-json", o.plain_json, "Write .json instead of .json.gz");
-  cmd->add_flag("--overwrite", o.overwrite, "Write into a folder that is not empty (its rank-*.json[.gz] files are removed first)");
+  cmd->add_flag(
+      "--overwrite", o.overwrite,
+      "Write into a folder that is not empty (its rank-*.json[.gz] files are removed first)");
   return cmd;
 }
 
@@ -50,10 +69,13 @@ int RunSimulateCommand(SimulateCommandOptions& o) {
   }
   std::error_code ec;
   // Stale rank files from an earlier run would be analysed with this one as one job.
-  if (std::filesystem::is_directory(o.output_dir, ec) && !std::filesystem::is_empty(o.output_dir, ec)) {
+  if (std::filesystem::is_directory(o.output_dir, ec) &&
+      !std::filesystem::is_empty(o.output_dir, ec)) {
     if (!o.overwrite) {
-      std::fprintf(stderr, "podscope simulate: %s is not empty (pass --overwrite to replace its rank files)\n",
-                   o.output_dir.c_str());
+      std::fprintf(
+          stderr,
+          "podscope simulate: %s is not empty (pass --overwrite to replace its rank files)\n",
+          o.output_dir.c_str());
       return 2;
     }
     for (const auto& entry : std::filesystem::directory_iterator(o.output_dir, ec)) {
@@ -65,7 +87,8 @@ int RunSimulateCommand(SimulateCommandOptions& o) {
   }
   std::filesystem::create_directories(o.output_dir, ec);
   if (ec) {
-    std::fprintf(stderr, "podscope simulate: cannot create %s: %s\n", o.output_dir.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "podscope simulate: cannot create %s: %s\n", o.output_dir.c_str(),
+                 ec.message().c_str());
     return 1;
   }
   const sim::Workload job = sim::SimulateJob(o.workload);
@@ -77,11 +100,12 @@ int RunSimulateCommand(SimulateCommandOptions& o) {
   auto work = [&] {
     for (size_t r = next.fetch_add(1); r < n; r = next.fetch_add(1)) {
       const common::WorkerTrace& w = job.capture.workers[r];
-      const std::string path = common::StrCat(o.output_dir, "/rank-", r, o.plain_json ? ".json" : ".json.gz");
+      const std::string path =
+          common::StrCat(o.output_dir, "/rank-", r, o.plain_json ? ".json" : ".json.gz");
       common::ExportOptions options;
       options.layout = common::ExportLayout::kKineto;
-      absl::StatusOr<common::ExportStats> stats =
-          common::ExportChromeTraceFile(common::CaptureView(std::vector<const common::WorkerTrace*>{&w}), path, options);
+      absl::StatusOr<common::ExportStats> stats = common::ExportChromeTraceFile(
+          common::CaptureView(std::vector<const common::WorkerTrace*>{&w}), path, options);
       if (!stats.ok()) errors[r] = stats.status();
       events += w.Counts().Total();
       progress.Update(++done, n, "ranks");
@@ -101,12 +125,12 @@ int RunSimulateCommand(SimulateCommandOptions& o) {
   }
   std::string injected;
   for (const sim::Slowdown& s : o.workload.slowdowns) {
-    injected += common::StrCat(injected.empty() ? "" : ", ", "rank ", s.rank, " ", sim::SlowdownKindName(s.kind),
-                               " x", s.factor);
+    injected += common::StrCat(injected.empty() ? "" : ", ", "rank ", s.rank, " ",
+                               sim::SlowdownKindName(s.kind), " x", s.factor);
   }
-  std::printf("wrote %zu ranks x %d steps (%llu events) to %s; stragglers injected: %s\n", n, o.workload.steps,
-              static_cast<unsigned long long>(events.load()), o.output_dir.c_str(),
-              injected.empty() ? "none" : injected.c_str());
+  std::printf("wrote %zu ranks x %d steps (%llu events) to %s; stragglers injected: %s\n", n,
+              o.workload.steps, static_cast<unsigned long long>(events.load()),
+              o.output_dir.c_str(), injected.empty() ? "none" : injected.c_str());
   return 0;
 }
 

@@ -1,15 +1,14 @@
 #include "coordinator/cli/watch_commands.h"
 
 #include <simdjson.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <thread>
 
 #include "common/ranges.h"
 #include "common/str_util.h"
@@ -26,8 +25,9 @@ using cli::Str;
 
 // "4m ago", "2h ago": how long ago `ns` (Unix) was.
 std::string Ago(int64_t ns) {
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
   const int64_t s = std::max<int64_t>(0, (now - ns) / 1'000'000'000);
   if (s < 120) return fmt::format("{}s ago", s);
   if (s < 7200) return fmt::format("{}m ago", s / 60);
@@ -39,27 +39,43 @@ std::string Ago(int64_t ns) {
 
 WatchCommands AddWatchCommands(CLI::App& app, WatchOptions& o) {
   WatchCommands c;
-  c.alerts = app.add_subcommand("alerts", "Alerts raised by watching the jobs: stragglers, hangs, regressions");
+  c.alerts = app.add_subcommand(
+      "alerts", "Alerts raised by watching the jobs: stragglers, hangs, regressions");
   c.alerts->add_option("--job", o.job, "Only this job's alerts");
-  c.alerts->add_option("--state", o.state, "Which alerts")->check(CLI::IsMember({"firing", "resolved", "all"}))->capture_default_str();
-  c.alerts->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
-  c.rules = app.add_subcommand("rules", "The alert rules: get them, or set them from a JSON file (docs/watch.md)");
+  c.alerts->add_option("--state", o.state, "Which alerts")
+      ->check(CLI::IsMember({"firing", "resolved", "all"}))
+      ->capture_default_str();
+  c.alerts->add_option("--format", o.format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  c.rules = app.add_subcommand(
+      "rules", "The alert rules: get them, or set them from a JSON file (docs/watch.md)");
   c.rules->require_subcommand(1);
   c.rules_get = c.rules->add_subcommand("get", "Print the rules in force (JSON)");
-  c.rules_set = c.rules->add_subcommand("set", "Replace the rules with FILE's (checked first: a bad file changes nothing)");
-  c.rules_set->add_option("FILE", o.rules_file, "JSON rules file, or - for standard input")->required();
-  c.watch = app.add_subcommand("watch", "A job's ranks live: step time, lag and caused delay (JSON lines when piped)");
+  c.rules_set = c.rules->add_subcommand(
+      "set", "Replace the rules with FILE's (checked first: a bad file changes nothing)");
+  c.rules_set->add_option("FILE", o.rules_file, "JSON rules file, or - for standard input")
+      ->required();
+  c.watch = app.add_subcommand(
+      "watch", "A job's ranks live: step time, lag and caused delay (JSON lines when piped)");
   c.watch->add_option("--job", o.job, "The job")->required();
   c.watch->add_option("--interval", o.interval, "Refresh period")->capture_default_str();
-  c.watch->add_option("--count", o.count, "Stop after this many refreshes (0: until interrupted)")->capture_default_str();
-  c.watch->add_option("--top", o.top, "Rows on a terminal, most caused delay first")->capture_default_str();
-  CLI::App* schedules = app.add_subcommand("schedules", "Periodic captures of a job (kept by the coordinator)");
+  c.watch->add_option("--count", o.count, "Stop after this many refreshes (0: until interrupted)")
+      ->capture_default_str();
+  c.watch->add_option("--top", o.top, "Rows on a terminal, most caused delay first")
+      ->capture_default_str();
+  CLI::App* schedules =
+      app.add_subcommand("schedules", "Periodic captures of a job (kept by the coordinator)");
   schedules->require_subcommand(1);
-  c.schedules_list = schedules->add_subcommand("list", "The schedules, their next run and last capture");
-  c.schedules_add = schedules->add_subcommand("add", "Capture a job periodically (jittered; never over a running capture)");
+  c.schedules_list =
+      schedules->add_subcommand("list", "The schedules, their next run and last capture");
+  c.schedules_add = schedules->add_subcommand(
+      "add", "Capture a job periodically (jittered; never over a running capture)");
   c.schedules_add->add_option("--job", o.job, "The job")->required();
-  c.schedules_add->add_option("--every", o.every, "Period: 30s, 10m, 1h (at least 10 s)")->capture_default_str();
-  c.schedules_add->add_option("--duration", o.duration, "How long each capture records")->capture_default_str();
+  c.schedules_add->add_option("--every", o.every, "Period: 30s, 10m, 1h (at least 10 s)")
+      ->capture_default_str();
+  c.schedules_add->add_option("--duration", o.duration, "How long each capture records")
+      ->capture_default_str();
   c.schedules_add->add_option("--ranks", o.ranks, "Only these ranks: 0-7,12 [all]");
   c.schedules_delete = schedules->add_subcommand("delete", "Stop a schedule");
   c.schedules_delete->add_option("ID", o.schedule_id, "Its id (schedules list)")->required();
@@ -83,7 +99,8 @@ int RunAlertsCommand(const OnlineOptions& online, const WatchOptions& o) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   simdjson::dom::array alerts;
-  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS || doc["alerts"].get_array().get(alerts) != simdjson::SUCCESS) {
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS ||
+      doc["alerts"].get_array().get(alerts) != simdjson::SUCCESS) {
     return Fail("alerts", "unreadable answer");
   }
   if (alerts.size() == 0) {
@@ -91,15 +108,21 @@ int RunAlertsCommand(const OnlineOptions& online, const WatchOptions& o) {
                 o.job.empty() ? "" : common::StrCat(" for job ", o.job).c_str());
     return 0;
   }
-  std::printf("%-9s %-22s %-16s %-12s %-16s %-10s %s\n", "state", "kind", "job", "ranks", "hosts", "since", "what");
+  std::printf("%-9s %-22s %-16s %-12s %-16s %-10s %s\n", "state", "kind", "job", "ranks", "hosts",
+              "since", "what");
   for (simdjson::dom::element a : alerts) {
     std::string ranks, hosts;
-    for (simdjson::dom::element rank : a["ranks"].get_array()) common::StrAppend(&ranks, ranks.empty() ? "" : ",", Int(rank));
-    for (simdjson::dom::element host : a["hosts"].get_array()) common::StrAppend(&hosts, hosts.empty() ? "" : ",", Str(host));
-    std::printf("%-9s %-22s %-16s %-12s %-16s %-10s %s\n", Str(a["state"]).c_str(), Str(a["kind"]).c_str(),
-                Str(a["job"]).c_str(), ranks.empty() ? "-" : ranks.c_str(), hosts.empty() ? "-" : hosts.c_str(),
-                Ago(Int(a["first_seen_ns"])).c_str(),
-                (Str(a["message"]) + (Str(a["capture_id"]).empty() ? "" : " [evidence capture " + Str(a["capture_id"]) + "]")).c_str());
+    for (simdjson::dom::element rank : a["ranks"].get_array())
+      common::StrAppend(&ranks, ranks.empty() ? "" : ",", Int(rank));
+    for (simdjson::dom::element host : a["hosts"].get_array())
+      common::StrAppend(&hosts, hosts.empty() ? "" : ",", Str(host));
+    std::printf(
+        "%-9s %-22s %-16s %-12s %-16s %-10s %s\n", Str(a["state"]).c_str(), Str(a["kind"]).c_str(),
+        Str(a["job"]).c_str(), ranks.empty() ? "-" : ranks.c_str(),
+        hosts.empty() ? "-" : hosts.c_str(), Ago(Int(a["first_seen_ns"])).c_str(),
+        (Str(a["message"]) +
+         (Str(a["capture_id"]).empty() ? "" : " [evidence capture " + Str(a["capture_id"]) + "]"))
+            .c_str());
   }
   return 0;
 }
@@ -126,7 +149,8 @@ int RunRulesSetCommand(const OnlineOptions& online, const WatchOptions& o) {
   }
   absl::StatusOr<ServerAddress> server = ResolveServer(online);
   if (!server.ok()) return Fail("rules set", std::string(server.status().message()));
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "PUT", "/v1/alerts/rules", body, "application/json");
+  absl::StatusOr<HttpClientResponse> r =
+      HttpRequestTo(*server, "PUT", "/v1/alerts/rules", body, "application/json");
   if (!r.ok()) return Fail("rules set", std::string(r.status().message()));
   if (r->status != 200) return Fail("rules set", ProblemDetail(*r));
   simdjson::dom::parser parser;
@@ -148,7 +172,8 @@ int RunWatchCommand(const OnlineOptions& online, const WatchOptions& o) {
   const bool terminal = isatty(STDOUT_FILENO) != 0;
   for (int64_t n = 0; o.count == 0 || n < o.count; ++n) {
     if (n > 0) std::this_thread::sleep_for(std::chrono::milliseconds(*interval));
-    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "GET", "/v1/watch/jobs/" + UrlEncode(o.job));
+    absl::StatusOr<HttpClientResponse> r =
+        HttpRequestTo(*server, "GET", "/v1/watch/jobs/" + UrlEncode(o.job));
     if (!r.ok()) return Fail("watch", std::string(r.status().message()));
     if (r->status != 200) return Fail("watch", ProblemDetail(*r));
     if (!terminal) {
@@ -160,7 +185,8 @@ int RunWatchCommand(const OnlineOptions& online, const WatchOptions& o) {
     }
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("watch", "unreadable answer");
+    if (parser.parse(r->body).get(doc) != simdjson::SUCCESS)
+      return Fail("watch", "unreadable answer");
     std::vector<simdjson::dom::element> ranks;
     for (simdjson::dom::element rank : doc["ranks"].get_array()) ranks.push_back(rank);
     std::sort(ranks.begin(), ranks.end(), [](simdjson::dom::element a, simdjson::dom::element b) {
@@ -168,14 +194,17 @@ int RunWatchCommand(const OnlineOptions& online, const WatchOptions& o) {
     });
     std::printf("\033[H\033[2J");  // home, clear: a table that refreshes in place
     std::printf("job %s  steps %lld-%lld  step %.1f ms  %zu ranks%s\n\n", o.job.c_str(),
-                static_cast<long long>(Int(doc["first_step"])), static_cast<long long>(Int(doc["last_step"])),
-                cli::Number(doc["step_time_ms"]), ranks.size(), doc["full"].get_bool().value_unsafe() ? "" : "  (window filling)");
-    std::printf("%6s %-20s %12s %10s %16s %12s\n", "rank", "host", "step (ms)", "lag (ms)", "caused delay(ms)", "last arriver");
+                static_cast<long long>(Int(doc["first_step"])),
+                static_cast<long long>(Int(doc["last_step"])), cli::Number(doc["step_time_ms"]),
+                ranks.size(), doc["full"].get_bool().value_unsafe() ? "" : "  (window filling)");
+    std::printf("%6s %-20s %12s %10s %16s %12s\n", "rank", "host", "step (ms)", "lag (ms)",
+                "caused delay(ms)", "last arriver");
     for (size_t i = 0; i < ranks.size() && static_cast<int64_t>(i) < o.top; ++i) {
       simdjson::dom::element k = ranks[i];
-      std::printf("%6lld %-20s %12.2f %+10.2f %16.1f %11.0f%%\n", static_cast<long long>(Int(k["rank"])), Str(k["host"]).c_str(),
-                  cli::Number(k["step_time_ms"]), cli::Number(k["lag_ms"]), cli::Number(k["caused_delay_ms"]),
-                  100 * cli::Number(k["last_arriver_share"]));
+      std::printf("%6lld %-20s %12.2f %+10.2f %16.1f %11.0f%%\n",
+                  static_cast<long long>(Int(k["rank"])), Str(k["host"]).c_str(),
+                  cli::Number(k["step_time_ms"]), cli::Number(k["lag_ms"]),
+                  cli::Number(k["caused_delay_ms"]), 100 * cli::Number(k["last_arriver_share"]));
     }
     std::fflush(stdout);
   }
@@ -191,19 +220,21 @@ int RunSchedulesListCommand(const OnlineOptions& online) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   simdjson::dom::array list;
-  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS || doc["schedules"].get_array().get(list) != simdjson::SUCCESS) {
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS ||
+      doc["schedules"].get_array().get(list) != simdjson::SUCCESS) {
     return Fail("schedules list", "unreadable answer");
   }
   if (list.size() == 0) {
     std::printf("no schedules\n");
     return 0;
   }
-  std::printf("%-12s %-16s %10s %10s %6s %8s %6s  %s\n", "id", "job", "every", "duration", "runs", "deferred", "failed",
-              "last capture");
+  std::printf("%-12s %-16s %10s %10s %6s %8s %6s  %s\n", "id", "job", "every", "duration", "runs",
+              "deferred", "failed", "last capture");
   for (simdjson::dom::element s : list) {
-    std::printf("%-12s %-16s %9.0fs %8.0fms %6lld %8lld %6lld  %s\n", Str(s["id"]).c_str(), Str(s["job"]).c_str(),
-                cli::Number(s["every_s"]), cli::Number(s["duration_ms"]), static_cast<long long>(Int(s["runs"])),
-                static_cast<long long>(Int(s["deferred"])), static_cast<long long>(Int(s["failed"])),
+    std::printf("%-12s %-16s %9.0fs %8.0fms %6lld %8lld %6lld  %s\n", Str(s["id"]).c_str(),
+                Str(s["job"]).c_str(), cli::Number(s["every_s"]), cli::Number(s["duration_ms"]),
+                static_cast<long long>(Int(s["runs"])), static_cast<long long>(Int(s["deferred"])),
+                static_cast<long long>(Int(s["failed"])),
                 Str(s["last_capture_id"]).empty() ? "-" : Str(s["last_capture_id"]).c_str());
   }
   return 0;
@@ -211,12 +242,16 @@ int RunSchedulesListCommand(const OnlineOptions& online) {
 
 int RunSchedulesAddCommand(const OnlineOptions& online, const WatchOptions& o) {
   absl::StatusOr<int64_t> every = common::ParseDurationMs(o.every);
-  if (!every.ok()) return cli::Usage("schedules add", common::StrCat("--every: ", every.status().message()));
+  if (!every.ok())
+    return cli::Usage("schedules add", common::StrCat("--every: ", every.status().message()));
   absl::StatusOr<int64_t> duration = common::ParseDurationMs(o.duration);
-  if (!duration.ok()) return cli::Usage("schedules add", common::StrCat("--duration: ", duration.status().message()));
-  if (o.job.find_first_of("\"\\") != std::string::npos) return cli::Usage("schedules add", "job names may not hold quotes or backslashes");
-  std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"every_s\":", static_cast<double>(*every) / 1e3,
-                                    ",\"duration_ms\":", *duration);
+  if (!duration.ok())
+    return cli::Usage("schedules add", common::StrCat("--duration: ", duration.status().message()));
+  if (o.job.find_first_of("\"\\") != std::string::npos)
+    return cli::Usage("schedules add", "job names may not hold quotes or backslashes");
+  std::string body =
+      common::StrCat("{\"job\":\"", o.job, "\",\"every_s\":", static_cast<double>(*every) / 1e3,
+                     ",\"duration_ms\":", *duration);
   if (!o.ranks.empty()) {
     absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
     if (!ranks.ok()) return cli::Usage("schedules add", std::string(ranks.status().message()));
@@ -227,20 +262,24 @@ int RunSchedulesAddCommand(const OnlineOptions& online, const WatchOptions& o) {
   body += "}";
   absl::StatusOr<ServerAddress> server = ResolveServer(online);
   if (!server.ok()) return Fail("schedules add", std::string(server.status().message()));
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "POST", "/v1/schedules", body, "application/json");
+  absl::StatusOr<HttpClientResponse> r =
+      HttpRequestTo(*server, "POST", "/v1/schedules", body, "application/json");
   if (!r.ok()) return Fail("schedules add", std::string(r.status().message()));
   if (r->status != 201) return Fail("schedules add", ProblemDetail(*r));
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS) return Fail("schedules add", "unreadable answer");
-  std::printf("%s: job %s every %s for %s\n", Str(doc["id"]).c_str(), o.job.c_str(), o.every.c_str(), o.duration.c_str());
+  if (parser.parse(r->body).get(doc) != simdjson::SUCCESS)
+    return Fail("schedules add", "unreadable answer");
+  std::printf("%s: job %s every %s for %s\n", Str(doc["id"]).c_str(), o.job.c_str(),
+              o.every.c_str(), o.duration.c_str());
   return 0;
 }
 
 int RunSchedulesDeleteCommand(const OnlineOptions& online, const WatchOptions& o) {
   absl::StatusOr<ServerAddress> server = ResolveServer(online);
   if (!server.ok()) return Fail("schedules delete", std::string(server.status().message()));
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(*server, "DELETE", "/v1/schedules/" + UrlEncode(o.schedule_id));
+  absl::StatusOr<HttpClientResponse> r =
+      HttpRequestTo(*server, "DELETE", "/v1/schedules/" + UrlEncode(o.schedule_id));
   if (!r.ok()) return Fail("schedules delete", std::string(r.status().message()));
   if (r->status != 204) return Fail("schedules delete", ProblemDetail(*r));
   std::printf("%s deleted\n", o.schedule_id.c_str());

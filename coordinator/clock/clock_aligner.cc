@@ -27,7 +27,8 @@ absl::StatusOr<ClockFit> ClockAligner::Fit(std::string_view agent_id) const {
     absl::MutexLock lock(&mu_);
     auto it = agents_.find(agent_id);
     if (it == agents_.end() || it->second.samples.empty()) {
-      return absl::FailedPreconditionError(common::StrCat("agent ", agent_id, " has not synchronised its clock yet"));
+      return absl::FailedPreconditionError(
+          common::StrCat("agent ", agent_id, " has not synchronised its clock yet"));
     }
     if (it->second.fit && it->second.fit_version == it->second.version) return *it->second.fit;
     copy.assign(it->second.samples.begin(), it->second.samples.end());
@@ -36,7 +37,8 @@ absl::StatusOr<ClockFit> ClockAligner::Fit(std::string_view agent_id) const {
   // Fitted outside the lock; whoever fits the newest samples first caches it.
   absl::StatusOr<ClockFit> fit = FitClock(copy, options_.fit);
   if (!fit.ok()) {
-    return absl::FailedPreconditionError(common::StrCat("agent ", agent_id, ": ", std::string(fit.status().message())));
+    return absl::FailedPreconditionError(
+        common::StrCat("agent ", agent_id, ": ", std::string(fit.status().message())));
   }
   absl::MutexLock lock(&mu_);
   if (auto it = agents_.find(agent_id); it != agents_.end() && it->second.version == version) {

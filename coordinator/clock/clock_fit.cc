@@ -17,8 +17,9 @@ std::vector<ClockSample> UsableSamples(std::span<const ClockSample> samples) {
   for (const ClockSample& s : samples) {
     if (s.t4 >= s.t1 && s.t3 >= s.t2 && s.Delay() >= 0) usable.push_back(s);
   }
-  std::sort(usable.begin(), usable.end(),
-            [](const ClockSample& a, const ClockSample& b) { return a.AgentMidpoint() < b.AgentMidpoint(); });
+  std::sort(usable.begin(), usable.end(), [](const ClockSample& a, const ClockSample& b) {
+    return a.AgentMidpoint() < b.AgentMidpoint();
+  });
   return usable;
 }
 
@@ -46,27 +47,33 @@ int64_t ClockFit::ErrorBoundAt(TimeNs agent_ns) const {
   if (method == ClockFitMethod::kFeasibleLines) {
     // The model is a line too; its distance from the farthest corner's line, at agent_ns.
     const double x = static_cast<double>(agent_ns - model.reference_ns);
-    const double model_offset = static_cast<double>(model.offset_ns) + static_cast<double>(model.drift_ppb) * 1e-9 * x;
+    const double model_offset =
+        static_cast<double>(model.offset_ns) + static_cast<double>(model.drift_ppb) * 1e-9 * x;
     double worst = 0;
-    for (const ClockLine& c : corners) worst = std::max(worst, std::abs(model_offset - (c.a + c.b * x)));
-    return static_cast<int64_t>(std::ceil(worst)) + 1;  // +1: the model's integer rounding at ToAligned
+    for (const ClockLine& c : corners)
+      worst = std::max(worst, std::abs(model_offset - (c.a + c.b * x)));
+    return static_cast<int64_t>(std::ceil(worst)) +
+           1;  // +1: the model's integer rounding at ToAligned
   }
   int64_t best = std::numeric_limits<int64_t>::max();
   for (const ClockAnchor& a : anchors) {
     const double distance = std::abs(static_cast<double>(agent_ns - a.x));
-    const auto drift = static_cast<int64_t>(distance * static_cast<double>(drift_tolerance_ppb) / 1e9);
+    const auto drift =
+        static_cast<int64_t>(distance * static_cast<double>(drift_tolerance_ppb) / 1e9);
     best = std::min(best, a.bound + a.residual + drift);
   }
   return best;
 }
 
-absl::StatusOr<ClockFit> FitClock(std::span<const ClockSample> samples, const ClockFitOptions& options) {
+absl::StatusOr<ClockFit> FitClock(std::span<const ClockSample> samples,
+                                  const ClockFitOptions& options) {
   absl::StatusOr<ClockFit> fit = FitFeasibleLines(samples, options);
   if (fit.ok() || fit.status().code() != absl::StatusCode::kFailedPrecondition) return fit;
   return FitLeastSquares(samples, options);
 }
 
-absl::StatusOr<ClockFit> FitFeasibleLines(std::span<const ClockSample> samples, const ClockFitOptions& options) {
+absl::StatusOr<ClockFit> FitFeasibleLines(std::span<const ClockSample> samples,
+                                          const ClockFitOptions& options) {
   const std::vector<ClockSample> usable = UsableSamples(samples);
   if (usable.empty()) return absl::InvalidArgumentError("no usable clock samples");
   ClockFit fit;
@@ -82,27 +89,36 @@ absl::StatusOr<ClockFit> FitFeasibleLines(std::span<const ClockSample> samples, 
   // midpoint estimate, so the doubles stay small and exact.
   const double base = static_cast<double>(usable.back().Offset());
   const double prior = static_cast<double>(options.unfitted_drift_tolerance_ppb) * 1e-9;
-  double a_low = -std::numeric_limits<double>::infinity(), a_high = std::numeric_limits<double>::infinity();
+  double a_low = -std::numeric_limits<double>::infinity(),
+         a_high = std::numeric_limits<double>::infinity();
   for (const ClockSample& s : usable) {
-    const double x1 = static_cast<double>(s.t1 - reference), x4 = static_cast<double>(s.t4 - reference);
+    const double x1 = static_cast<double>(s.t1 - reference),
+                 x4 = static_cast<double>(s.t4 - reference);
     a_high = std::min(a_high, static_cast<double>(s.t2 - s.t1) - base + prior * std::abs(x1));
     a_low = std::max(a_low, static_cast<double>(s.t3 - s.t4) - base - prior * std::abs(x4));
   }
   // Half a nanosecond of slack keeps exact measurements (a zero-delay exchange) feasible
   // through rounding.
   constexpr double kSlack = 0.5;
-  std::vector<ClockLine> polygon = {{a_low - kSlack, -prior}, {a_high + kSlack, -prior}, {a_high + kSlack, prior}, {a_low - kSlack, prior}};
+  std::vector<ClockLine> polygon = {{a_low - kSlack, -prior},
+                                    {a_high + kSlack, -prior},
+                                    {a_high + kSlack, prior},
+                                    {a_low - kSlack, prior}};
   if (a_low > a_high + 2 * kSlack) polygon.clear();
   for (const ClockSample& s : usable) {
     if (polygon.empty()) break;
-    const double x1 = static_cast<double>(s.t1 - reference), x4 = static_cast<double>(s.t4 - reference);
+    const double x1 = static_cast<double>(s.t1 - reference),
+                 x4 = static_cast<double>(s.t4 - reference);
     polygon = Clip(polygon, 1, x1, static_cast<double>(s.t2 - s.t1) - base + kSlack);
-    if (!polygon.empty()) polygon = Clip(polygon, -1, -x4, -(static_cast<double>(s.t3 - s.t4) - base) + kSlack);
+    if (!polygon.empty())
+      polygon = Clip(polygon, -1, -x4, -(static_cast<double>(s.t3 - s.t4) - base) + kSlack);
   }
   if (polygon.empty()) {
-    return absl::FailedPreconditionError("the clock exchanges admit no line within the crystal tolerance");
+    return absl::FailedPreconditionError(
+        "the clock exchanges admit no line within the crystal tolerance");
   }
-  double a_min = std::numeric_limits<double>::infinity(), a_max = -a_min, b_min = a_min, b_max = -a_min;
+  double a_min = std::numeric_limits<double>::infinity(), a_max = -a_min, b_min = a_min,
+         b_max = -a_min;
   for (ClockLine& c : polygon) {
     c.a += base;
     a_min = std::min(a_min, c.a), a_max = std::max(a_max, c.a);
@@ -120,7 +136,8 @@ absl::StatusOr<ClockFit> FitFeasibleLines(std::span<const ClockSample> samples, 
   return fit;
 }
 
-absl::StatusOr<ClockFit> FitLeastSquares(std::span<const ClockSample> samples, const ClockFitOptions& options) {
+absl::StatusOr<ClockFit> FitLeastSquares(std::span<const ClockSample> samples,
+                                         const ClockFitOptions& options) {
   const std::vector<ClockSample> usable = UsableSamples(samples);
   if (usable.empty()) return absl::InvalidArgumentError("no usable clock samples");
 
@@ -128,10 +145,13 @@ absl::StatusOr<ClockFit> FitLeastSquares(std::span<const ClockSample> samples, c
   std::vector<ClockSample> kept;
   for (size_t begin = 0; begin < usable.size();) {
     size_t end = begin + 1;
-    while (end < usable.size() && usable[end].AgentMidpoint() - usable[end - 1].AgentMidpoint() <= options.burst_gap_ns) ++end;
+    while (end < usable.size() &&
+           usable[end].AgentMidpoint() - usable[end - 1].AgentMidpoint() <= options.burst_gap_ns)
+      ++end;
     int64_t fastest = std::numeric_limits<int64_t>::max();
     for (size_t i = begin; i < end; ++i) fastest = std::min(fastest, usable[i].Delay());
-    const double limit = std::max<double>(1.0, static_cast<double>(fastest) * options.keep_within_fastest);
+    const double limit =
+        std::max<double>(1.0, static_cast<double>(fastest) * options.keep_within_fastest);
     for (size_t i = begin; i < end; ++i) {
       if (static_cast<double>(usable[i].Delay()) <= limit) kept.push_back(usable[i]);
     }
@@ -177,7 +197,8 @@ absl::StatusOr<ClockFit> FitLeastSquares(std::span<const ClockSample> samples, c
   // at most e = bound + residual at every anchor, so over any two anchors the drifts differ by
   // at most (e_i + e_j) / distance: the tightest pair bounds it. Without an informative pair,
   // crystal tolerance (the true drift is within +-100 ppm).
-  const double crystal = static_cast<double>(options.unfitted_drift_tolerance_ppb + std::llabs(model.drift_ppb));
+  const double crystal =
+      static_cast<double>(options.unfitted_drift_tolerance_ppb + std::llabs(model.drift_ppb));
   double tolerance = crystal;
   const std::vector<ClockAnchor>& a = fit.anchors;
   const size_t step = std::max<size_t>(1, a.size() / 32);  // at most ~32^2 pairs
@@ -189,7 +210,8 @@ absl::StatusOr<ClockFit> FitLeastSquares(std::span<const ClockSample> samples, c
       tolerance = std::min(tolerance, e / distance * 1e9);
     }
   }
-  fit.drift_tolerance_ppb = std::max<int64_t>(options.min_drift_tolerance_ppb, static_cast<int64_t>(std::ceil(tolerance)));
+  fit.drift_tolerance_ppb = std::max<int64_t>(options.min_drift_tolerance_ppb,
+                                              static_cast<int64_t>(std::ceil(tolerance)));
   model.error_bound_ns = fit.ErrorBoundAt(fit.last_ns);
   return fit;
 }

@@ -70,8 +70,8 @@ struct ClockFit {
   ClockFitMethod method = ClockFitMethod::kFeasibleLines;
   TimeNs first_ns = 0, last_ns = 0;  // agent-clock span of the samples used
   bool drift_fitted = false;
-  int64_t drift_tolerance_ppb = 0;  // how far the true drift may be from the model's
-  std::vector<ClockLine> corners;   // kFeasibleLines: the corners of the feasible set
+  int64_t drift_tolerance_ppb = 0;   // how far the true drift may be from the model's
+  std::vector<ClockLine> corners;    // kFeasibleLines: the corners of the feasible set
   std::vector<ClockAnchor> anchors;  // kLeastSquares
 
   // The bound at an agent-clock instant. kFeasibleLines: the farthest any allowed line is
@@ -83,9 +83,12 @@ struct ClockFit {
 
 // The feasible-lines fit, falling back to least squares when the exchanges admit no line.
 // InvalidArgument when no sample is usable.
-absl::StatusOr<ClockFit> FitClock(std::span<const ClockSample> samples, const ClockFitOptions& options = {});
+absl::StatusOr<ClockFit> FitClock(std::span<const ClockSample> samples,
+                                  const ClockFitOptions& options = {});
 // The two fits on their own. FitFeasibleLines: FailedPrecondition when no line fits.
-absl::StatusOr<ClockFit> FitFeasibleLines(std::span<const ClockSample> samples, const ClockFitOptions& options = {});
-absl::StatusOr<ClockFit> FitLeastSquares(std::span<const ClockSample> samples, const ClockFitOptions& options = {});
+absl::StatusOr<ClockFit> FitFeasibleLines(std::span<const ClockSample> samples,
+                                          const ClockFitOptions& options = {});
+absl::StatusOr<ClockFit> FitLeastSquares(std::span<const ClockSample> samples,
+                                         const ClockFitOptions& options = {});
 
 }  // namespace podscope::coordinator

@@ -19,12 +19,14 @@ int64_t Median(std::vector<int64_t> v) {
 
 }  // namespace
 
-std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& view, const std::vector<std::string>& domain,
+std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& view,
+                                                    const std::vector<std::string>& domain,
                                                     const CollectiveRefinementOptions& options) {
   // Domains by index.
   std::map<std::string, size_t> index;
   std::vector<int> domain_of(view.size());
-  for (size_t i = 0; i < view.size(); ++i) domain_of[i] = static_cast<int>(index.emplace(domain[i], index.size()).first->second);
+  for (size_t i = 0; i < view.size(); ++i)
+    domain_of[i] = static_cast<int>(index.emplace(domain[i], index.size()).first->second);
   std::vector<DomainCorrection> out(index.size());
   for (const auto& [name, i] : index) out[i].domain = name;
   if (index.size() < 2) return out;
@@ -37,7 +39,8 @@ std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& v
     const common::CollectiveTable& c = t.collectives;
     for (size_t i = 0; i < c.size(); ++i) {
       if (c.sequence[i] == common::kUnknownSequence) continue;
-      Key key{std::string(t.strings.Get(c.communicator[i])), c.sequence[i], static_cast<int>(c.op[i])};
+      Key key{std::string(t.strings.Get(c.communicator[i])), c.sequence[i],
+              static_cast<int>(c.op[i])};
       ends[key].emplace_back(domain_of[w], t.clock.ToAligned(c.kernel_end[i]));
     }
   }
@@ -46,7 +49,8 @@ std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& v
   // origin for all domains (so their lines can be averaged), converted to each domain's model
   // reference at the end.
   std::vector<common::TimeNs> reference_of(index.size());
-  for (size_t w = 0; w < view.size(); ++w) reference_of[domain_of[w]] = view.worker(w).clock.reference_ns;
+  for (size_t w = 0; w < view.size(); ++w)
+    reference_of[domain_of[w]] = view.worker(w).clock.reference_ns;
   std::optional<common::TimeNs> origin;
   std::vector<std::vector<int64_t>> residuals(index.size());
   std::vector<std::vector<double>> times(index.size());
@@ -110,14 +114,16 @@ std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& v
     if (!out[d].applied) continue;
     // The correction line, evaluated at the domain's model reference.
     const double at_reference = static_cast<double>(reference_of[d] - *origin);
-    out[d].correction_ns = std::llround((mean_offset - offsets[d]) + (mean_slope - slopes[d]) * at_reference);
+    out[d].correction_ns =
+        std::llround((mean_offset - offsets[d]) + (mean_slope - slopes[d]) * at_reference);
     out[d].drift_correction_ppb = std::llround((mean_slope - slopes[d]) * 1e9);
   }
   // A correction beyond the network's own bound means the collectives do not end together here
   // (or the network model is wrong in a way this cannot tell): keep the network model.
   for (size_t w = 0; w < view.size(); ++w) {
     DomainCorrection& c = out[domain_of[w]];
-    if (c.applied && std::llabs(c.correction_ns) > view.worker(w).clock.error_bound_ns) c.applied = false;
+    if (c.applied && std::llabs(c.correction_ns) > view.worker(w).clock.error_bound_ns)
+      c.applied = false;
   }
   return out;
 }

@@ -37,7 +37,8 @@ struct DomainCorrection {
 // Residuals are taken against the domain's model reference (its workers share one model).
 // Corrections have zero mean over the applied domains: the pod as a whole stays on the
 // coordinator's clock as the network placed it; only the domains move against each other.
-std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& view, const std::vector<std::string>& domain,
-                                                    const CollectiveRefinementOptions& options = {});
+std::vector<DomainCorrection> RefineWithCollectives(
+    const common::CaptureView& view, const std::vector<std::string>& domain,
+    const CollectiveRefinementOptions& options = {});
 
 }  // namespace podscope::coordinator

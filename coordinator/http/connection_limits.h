@@ -15,7 +15,8 @@ class ConnectionLimits {
  public:
   enum class Verdict { kAdmitted, kServerFull, kClientFull };
 
-  ConnectionLimits(uint32_t max_total, uint32_t max_per_client) : max_total_(max_total), max_per_client_(max_per_client) {}
+  ConnectionLimits(uint32_t max_total, uint32_t max_per_client)
+      : max_total_(max_total), max_per_client_(max_per_client) {}
 
   // Takes a slot for `client` (its IP address) when both bounds allow; each admission is
   // matched by one Release.
@@ -29,7 +30,8 @@ class ConnectionLimits {
   const uint32_t max_per_client_;
   mutable absl::Mutex mu_;
   uint32_t open_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<std::string, uint32_t> per_client_ ABSL_GUARDED_BY(mu_);  // only clients with a slot
+  absl::flat_hash_map<std::string, uint32_t> per_client_
+      ABSL_GUARDED_BY(mu_);  // only clients with a slot
 };
 
 }  // namespace podscope::coordinator

@@ -1,10 +1,7 @@
 #include "coordinator/http/http_client.h"
 
-#include "coordinator/http/http_types.h"
-
-#include <simdjson.h>
-
 #include <netdb.h>
+#include <simdjson.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +12,7 @@
 #include "common/client_connection.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
+#include "coordinator/http/http_types.h"
 
 namespace podscope::coordinator {
 
@@ -28,7 +26,8 @@ absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url) {
     address.tls = true;
     address.port = 443;
   } else if (rest.find("://") != std::string::npos) {
-    return absl::InvalidArgumentError(common::StrCat("--server ", url, ": only http:// and https:// are supported"));
+    return absl::InvalidArgumentError(
+        common::StrCat("--server ", url, ": only http:// and https:// are supported"));
   }
   if (const size_t slash = rest.find('/'); slash != std::string::npos) {
     address.base_path = rest.substr(slash);
@@ -44,7 +43,8 @@ absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url) {
     }
     address.port = static_cast<uint16_t>(*port);
   }
-  if (address.host.empty()) return absl::InvalidArgumentError(common::StrCat("--server ", url, ": no host"));
+  if (address.host.empty())
+    return absl::InvalidArgumentError(common::StrCat("--server ", url, ": no host"));
   return address;
 }
 
@@ -65,15 +65,18 @@ namespace {
 
 // The server a redirect's Location names, with `from`'s credentials; the target (path and query)
 // in `*target`. Refuses a Location that is not absolute or leaves https for http.
-absl::StatusOr<ServerAddress> RedirectTarget(const ServerAddress& from, const std::string& location, std::string* target) {
+absl::StatusOr<ServerAddress> RedirectTarget(const ServerAddress& from, const std::string& location,
+                                             std::string* target) {
   if (!location.starts_with("http://") && !location.starts_with("https://")) {
-    return absl::UnavailableError(common::StrCat("redirected to \"", location.substr(0, 200), "\", not an absolute http(s) URL"));
+    return absl::UnavailableError(common::StrCat("redirected to \"", location.substr(0, 200),
+                                                 "\", not an absolute http(s) URL"));
   }
   const size_t path_at = location.find('/', location.find("://") + 3);
   absl::StatusOr<ServerAddress> to = ParseServerUrl(location.substr(0, path_at));
   if (!to.ok()) return to.status();
   if (from.tls && !to->tls) {
-    return absl::UnavailableError(common::StrCat("refusing a redirect from https to ", location.substr(0, 200)));
+    return absl::UnavailableError(
+        common::StrCat("refusing a redirect from https to ", location.substr(0, 200)));
   }
   *target = path_at == std::string::npos ? "/" : location.substr(path_at);
   ServerAddress next = from;
@@ -84,23 +87,31 @@ absl::StatusOr<ServerAddress> RedirectTarget(const ServerAddress& from, const st
   return next;
 }
 
-absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, const std::string& method,
-                                                   const std::string& target, const std::string& body,
+absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
+                                                   const std::string& method,
+                                                   const std::string& target,
+                                                   const std::string& body,
                                                    const std::string& content_type,
                                                    const std::function<void(uint64_t)>& progress);
 }  // namespace
 
-absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, const std::string& method,
+absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server,
+                                                 const std::string& method,
                                                  const std::string& target, const std::string& body,
                                                  const std::string& content_type,
                                                  const std::function<void(uint64_t)>& progress) {
-  absl::StatusOr<HttpClientResponse> response = HttpRequestOnce(server, method, target, body, content_type, progress);
+  absl::StatusOr<HttpClientResponse> response =
+      HttpRequestOnce(server, method, target, body, content_type, progress);
   ServerAddress at = server;
-  for (int hops = 0; server.follow_redirects && response.ok() && (response->status == 307 || response->status == 308);
+  for (int hops = 0; server.follow_redirects && response.ok() &&
+                     (response->status == 307 || response->status == 308);
        ++hops) {
-    if (hops == 3) return absl::UnavailableError(common::StrCat("more than 3 redirects for ", method, " ", target));
+    if (hops == 3)
+      return absl::UnavailableError(
+          common::StrCat("more than 3 redirects for ", method, " ", target));
     std::string next_target;
-    absl::StatusOr<ServerAddress> next = RedirectTarget(at, response->headers["location"], &next_target);
+    absl::StatusOr<ServerAddress> next =
+        RedirectTarget(at, response->headers["location"], &next_target);
     if (!next.ok()) return next.status();
     at = *std::move(next);
     response = HttpRequestOnce(at, method, next_target, body, content_type, progress);
@@ -113,7 +124,8 @@ namespace {
 // (chunked, or a server that closes): a server that answers "Connection: close" but waits for
 // the client to hang up first (chromedriver does) costs nothing then. Interim 1xx answers are
 // skipped; 204, 304 and answers to HEAD end with their header, whatever length they announce.
-std::string ReceiveResponse(common::ClientConnection& connection, size_t max_bytes, std::string_view method) {
+std::string ReceiveResponse(common::ClientConnection& connection, size_t max_bytes,
+                            std::string_view method) {
   std::string out;
   char buffer[65536];
   std::optional<uint64_t> expected;  // header and body bytes, once the header has said
@@ -128,7 +140,8 @@ std::string ReceiveResponse(common::ClientConnection& connection, size_t max_byt
       std::string head = out.substr(0, header_end);
       for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       const absl::StatusOr<int64_t> status =
-          head.size() >= 12 ? common::ParseInt(std::string_view(head).substr(9, 3)) : absl::StatusOr<int64_t>(0);
+          head.size() >= 12 ? common::ParseInt(std::string_view(head).substr(9, 3))
+                            : absl::StatusOr<int64_t>(0);
       if (status.ok() && *status >= 100 && *status < 200) {
         out.erase(0, header_end + 4);  // "100 Continue" and the like: the answer follows
         continue;
@@ -142,8 +155,8 @@ std::string ReceiveResponse(common::ClientConnection& connection, size_t max_byt
       const size_t at = head.find("\r\ncontent-length:");
       if (at == std::string::npos) break;
       const size_t value = at + std::string_view("\r\ncontent-length:").size();
-      const absl::StatusOr<int64_t> length =
-          common::ParseInt(common::StripWhitespace(std::string_view(head).substr(value, head.find("\r\n", value) - value)));
+      const absl::StatusOr<int64_t> length = common::ParseInt(common::StripWhitespace(
+          std::string_view(head).substr(value, head.find("\r\n", value) - value)));
       if (length.ok() && *length >= 0) expected = header_end + 4 + static_cast<uint64_t>(*length);
     }
   }
@@ -151,16 +164,21 @@ std::string ReceiveResponse(common::ClientConnection& connection, size_t max_byt
   return out;
 }
 
-absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, const std::string& method,
-                                                   const std::string& target, const std::string& body,
+absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
+                                                   const std::string& method,
+                                                   const std::string& target,
+                                                   const std::string& body,
                                                    const std::string& content_type,
                                                    const std::function<void(uint64_t)>& progress) {
   absl::StatusOr<common::ClientConnection> connection = common::ClientConnection::Connect(
-      server.host, server.port, {.enabled = server.tls, .ca_file = server.ca_file}, server.timeout_seconds);
+      server.host, server.port, {.enabled = server.tls, .ca_file = server.ca_file},
+      server.timeout_seconds);
   if (!connection.ok()) {
-    if (!server.tls || connection.status().code() == absl::StatusCode::kInvalidArgument) return connection.status();
-    return absl::UnavailableError(common::StrCat(connection.status().message(),
-                                                 server.ca_file.empty() ? " (a private CA? give --ca-cert FILE)" : ""));
+    if (!server.tls || connection.status().code() == absl::StatusCode::kInvalidArgument)
+      return connection.status();
+    return absl::UnavailableError(
+        common::StrCat(connection.status().message(),
+                       server.ca_file.empty() ? " (a private CA? give --ca-cert FILE)" : ""));
   }
   std::ostringstream head;
   head << method << " " << target << " HTTP/1.1\r\nHost: " << server.host << ":" << server.port
@@ -168,7 +186,8 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, 
   if (!server.token.empty()) head << "Authorization: Bearer " << server.token << "\r\n";
   if (!content_type.empty()) head << "Content-Type: " << content_type << "\r\n";
   for (const auto& [name, value] : server.headers) head << name << ": " << value << "\r\n";
-  if (!body.empty() || method == "POST" || method == "PUT") head << "Content-Length: " << body.size() << "\r\n";
+  if (!body.empty() || method == "POST" || method == "PUT")
+    head << "Content-Length: " << body.size() << "\r\n";
   head << "\r\n";
   // The body goes in pieces so that progress can be reported. When a send fails the server may
   // have answered early (a 413, a 401) and closed: its answer is read below all the same.
@@ -184,11 +203,14 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, 
   const std::string raw = ReceiveResponse(*connection, server.max_response_bytes, method);
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos || !raw.starts_with("HTTP/1.")) {
-    return absl::UnavailableError(common::StrCat("no valid HTTP response from ", server.host, ":", server.port));
+    return absl::UnavailableError(
+        common::StrCat("no valid HTTP response from ", server.host, ":", server.port));
   }
   HttpClientResponse response;
   const absl::StatusOr<int64_t> status = common::ParseInt(std::string_view(raw).substr(9, 3));
-  if (!status.ok()) return absl::UnavailableError(common::StrCat("no valid HTTP status from ", server.host, ":", server.port));
+  if (!status.ok())
+    return absl::UnavailableError(
+        common::StrCat("no valid HTTP status from ", server.host, ":", server.port));
   response.status = static_cast<int>(*status);
   std::istringstream lines(raw.substr(0, header_end));
   std::string line;
@@ -203,21 +225,25 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server, 
   }
   response.body = raw.substr(header_end + 4);
   // Reading stopped at the bound: the rest was never read.
-  response.truncated = server.max_response_bytes != SIZE_MAX && raw.size() >= server.max_response_bytes;
+  response.truncated =
+      server.max_response_bytes != SIZE_MAX && raw.size() >= server.max_response_bytes;
   if (response.truncated) return response;
   if (response.headers["transfer-encoding"] == "chunked") {
     std::string body;
     if (!DecodeChunkedBody(response.body, &body)) {
-      return absl::DataLossError(common::StrCat("the response from ", server.host, ":", server.port,
-                                                " was cut short (the server failed while sending it)"));
+      return absl::DataLossError(
+          common::StrCat("the response from ", server.host, ":", server.port,
+                         " was cut short (the server failed while sending it)"));
     }
     response.body = std::move(body);
   } else if (const auto length = response.headers.find("content-length");
-             length != response.headers.end() && response.status != 204 && response.status != 304 && method != "HEAD") {
+             length != response.headers.end() && response.status != 204 && response.status != 304 &&
+             method != "HEAD") {
     const absl::StatusOr<int64_t> n = common::ParseInt(length->second);
     if (n.ok() && static_cast<uint64_t>(*n) > response.body.size()) {
-      return absl::DataLossError(common::StrCat("the response from ", server.host, ":", server.port, " was cut short (",
-                                                response.body.size(), " of ", *n, " bytes)"));
+      return absl::DataLossError(common::StrCat("the response from ", server.host, ":", server.port,
+                                                " was cut short (", response.body.size(), " of ",
+                                                *n, " bytes)"));
     }
   }
   return response;
@@ -228,7 +254,8 @@ std::string ProblemDetail(const HttpClientResponse& r) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   std::string_view detail;
-  if (parser.parse(r.body).get(doc) == simdjson::SUCCESS && doc["detail"].get_string().get(detail) == simdjson::SUCCESS) {
+  if (parser.parse(r.body).get(doc) == simdjson::SUCCESS &&
+      doc["detail"].get_string().get(detail) == simdjson::SUCCESS) {
     return common::StrCat("HTTP ", r.status, ": ", detail);
   }
   return common::StrCat("HTTP ", r.status, ": ", r.body.substr(0, 500));

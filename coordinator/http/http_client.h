@@ -25,13 +25,14 @@ struct HttpClientResponse {
 struct ServerAddress {
   std::string host;
   uint16_t port = 80;
-  bool tls = false;      // https://
-  std::string ca_file;   // --ca-cert: the CA the server's certificate must chain to (empty: the system's)
-  std::string token;     // --token-file or PODSCOPE_TOKEN: sent as "Authorization: Bearer"
-  int timeout_seconds = 60;             // connecting, and each read or write without progress
+  bool tls = false;  // https://
+  std::string
+      ca_file;  // --ca-cert: the CA the server's certificate must chain to (empty: the system's)
+  std::string token;         // --token-file or PODSCOPE_TOKEN: sent as "Authorization: Bearer"
+  int timeout_seconds = 60;  // connecting, and each read or write without progress
   size_t max_response_bytes = SIZE_MAX;  // the rest of a longer response is not read
   std::string user_agent = "podscope-cli";
-  std::string base_path;                // "/base" of the URL, "" without one
+  std::string base_path;                                     // "/base" of the URL, "" without one
   std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
   // Follow 307 and 308 redirects (a sharded coordinator sends a job's calls to its owner), at
   // most 3, re-sending the method, body and token; never from https to http.
@@ -41,10 +42,10 @@ absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url);
 
 // One request per connection. `progress` (optional) is told how many body bytes were sent.
 // Errors: unreachable server, timeouts (timeout_seconds without progress), malformed responses.
-absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server, const std::string& method,
-                                                 const std::string& target, const std::string& body = "",
-                                                 const std::string& content_type = "",
-                                                 const std::function<void(uint64_t)>& progress = {});
+absl::StatusOr<HttpClientResponse> HttpRequestTo(
+    const ServerAddress& server, const std::string& method, const std::string& target,
+    const std::string& body = "", const std::string& content_type = "",
+    const std::function<void(uint64_t)>& progress = {});
 
 // "HTTP 404: <the problem's detail>" from a problem+json answer, else the status and the
 // start of the body.

@@ -1,5 +1,12 @@
 #include "coordinator/http/http_server.h"
 
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -9,14 +16,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <openssl/err.h>
-
-#include <fcntl.h>
-#include <pthread.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -57,7 +56,8 @@ constexpr size_t kStreamPiecesQueued = 4;
 
 // Pieces of a streamed body, from the producer's thread to the session's coroutine. An empty
 // piece with no error ends the body; an error ends it short.
-using PieceChannel = asio::experimental::concurrent_channel<void(boost::system::error_code, std::string)>;
+using PieceChannel =
+    asio::experimental::concurrent_channel<void(boost::system::error_code, std::string)>;
 
 // "application/json", whatever its case and parameters ("; charset=utf-8").
 bool IsJsonMediaType(std::string_view content_type) {
@@ -77,7 +77,8 @@ bool IsMalformedRequest(const beast::error_code& ec) {
 // timeout as error::timeout, but composed HTTP operations can see the cancellation it causes
 // as operation_aborted instead; the clock settles it.
 bool TimedOut(const beast::error_code& ec, Clock::time_point deadline) {
-  return ec == beast::error::timeout || (ec == asio::error::operation_aborted && Clock::now() >= deadline);
+  return ec == beast::error::timeout ||
+         (ec == asio::error::operation_aborted && Clock::now() >= deadline);
 }
 
 // Every answer: never sniffed into another type, and (unless it says otherwise, as the web UI's
@@ -92,11 +93,13 @@ void SetSafetyHeaders(Message& out, const HttpResponse& response) {
   out.set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; sandbox");
 }
 
-http::response<http::string_body> ToMessage(HttpResponse response, unsigned version, bool keep_alive) {
+http::response<http::string_body> ToMessage(HttpResponse response, unsigned version,
+                                            bool keep_alive) {
   http::response<http::string_body> out{static_cast<http::status>(response.status), version};
   out.set(http::field::server, "podscope");
   SetSafetyHeaders(out, response);
-  if (!response.content_type.empty()) out.set(http::field::content_type, response.content_type);  // not on a 304
+  if (!response.content_type.empty())
+    out.set(http::field::content_type, response.content_type);  // not on a 304
   for (const auto& [name, value] : response.headers) out.set(name, value);
   out.body() = std::move(response.body);
   out.keep_alive(keep_alive);
@@ -116,14 +119,17 @@ class HttpServer::Impl {
   absl::StatusOr<uint16_t> Start(const std::string& host, uint16_t port) {
     boost::system::error_code ec;
     const asio::ip::address address = asio::ip::make_address(host, ec);
-    if (ec) return absl::InvalidArgumentError(common::StrCat("bad listen address \"", host, "\": ", ec.message()));
+    if (ec)
+      return absl::InvalidArgumentError(
+          common::StrCat("bad listen address \"", host, "\": ", ec.message()));
     const tcp::endpoint endpoint(address, port);
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      return absl::UnavailableError(common::StrCat("cannot listen on ", host, ":", port, ": ", ec.message()));
+      return absl::UnavailableError(
+          common::StrCat("cannot listen on ", host, ":", port, ": ", ec.message()));
     }
     // A descriptor held back for the moment the process runs out: see ShedOneConnection.
     reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -156,7 +162,9 @@ class HttpServer::Impl {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     // Producers of streamed bodies wait on the I/O loop: end their streams while it still runs.
-    auto streams_done = [this]() ABSL_SHARED_LOCKS_REQUIRED(streams_mu_) { return open_streams_.empty(); };
+    auto streams_done = [this]() ABSL_SHARED_LOCKS_REQUIRED(streams_mu_) {
+      return open_streams_.empty();
+    };
     {
       absl::MutexLock lock(&streams_mu_);
       for (const std::shared_ptr<PieceChannel>& channel : open_streams_) {
@@ -194,17 +202,18 @@ class HttpServer::Impl {
       // Each connection lives on its own strand: the session coroutine and the stream's timer
       // handlers (a deadline can fire while no operation is pending) never run at once on the
       // two I/O threads. beast::tcp_stream is not thread-safe.
-      auto [ec, socket] =
-          co_await acceptor_.async_accept(asio::make_strand(io_), asio::as_tuple(asio::use_awaitable));
+      auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_),
+                                                          asio::as_tuple(asio::use_awaitable));
       if (ec) {
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-        if (ec == asio::error::no_descriptors || ec.value() == ENFILE || ec == asio::error::no_buffer_space ||
-            ec == asio::error::no_memory) {
+        if (ec == asio::error::no_descriptors || ec.value() == ENFILE ||
+            ec == asio::error::no_buffer_space || ec == asio::error::no_memory) {
           // Out of descriptors: the pending connection would make accept fail again at once
           // (the loop spun at 93% CPU). Take it off the queue with the reserve descriptor and
           // wait a little for descriptors to come back.
           ++counters.rejected_no_descriptors;
-          log_.Warn("http: cannot accept ({}): shedding a connection and backing off", ec.message());
+          log_.Warn("http: cannot accept ({}): shedding a connection and backing off",
+                    ec.message());
           ShedOneConnection();
           backoff.expires_after(std::chrono::milliseconds(50));
           co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -222,15 +231,17 @@ class HttpServer::Impl {
       if (verdict == ConnectionLimits::Verdict::kAdmitted) {
         counters.open_connections = admission_.open();
         auto executor = socket.get_executor();
-        asio::co_spawn(executor, Session(std::move(socket), std::move(client), remote.port()), asio::detached);
+        asio::co_spawn(executor, Session(std::move(socket), std::move(client), remote.port()),
+                       asio::detached);
         continue;
       }
       const bool server_full = verdict == ConnectionLimits::Verdict::kServerFull;
       ++(server_full ? counters.rejected_server_full : counters.rejected_client_full);
       const std::string detail =
-          server_full ? common::StrCat("the server holds its limit of ", limits_.max_connections, " connections")
-                      : common::StrCat("this client holds its limit of ", limits_.max_connections_per_client,
-                                       " connections");
+          server_full ? common::StrCat("the server holds its limit of ", limits_.max_connections,
+                                       " connections")
+                      : common::StrCat("this client holds its limit of ",
+                                       limits_.max_connections_per_client, " connections");
       log_.Warn("http: refused a connection from {}: {}", client, detail);
       if (refusals_in_flight_ < kMaxRefusalsInFlight) {
         ++refusals_in_flight_;
@@ -263,7 +274,8 @@ class HttpServer::Impl {
       co_await CloseGracefully(plain, /*drain=*/true);
     } else {
       TlsStream stream(std::move(plain), *tls);
-      auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable));
+      auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server,
+                                                  asio::as_tuple(asio::use_awaitable));
       if (!ec) {
         co_await http::async_write(stream, out, asio::as_tuple(asio::use_awaitable));
         co_await CloseGracefully(stream, /*drain=*/true);
@@ -294,11 +306,13 @@ class HttpServer::Impl {
 
   // Reads the rest of a request body, which must keep moving (HttpLimits::min_progress_bytes).
   template <class Stream, class Parser>
-  asio::awaitable<beast::error_code> ReadBody(Stream& stream, beast::flat_buffer& buffer, Parser& parser) {
+  asio::awaitable<beast::error_code> ReadBody(Stream& stream, beast::flat_buffer& buffer,
+                                              Parser& parser) {
     ProgressDeadline progress = NewProgress();
     while (!parser.is_done()) {
       beast::get_lowest_layer(stream).expires_at(progress.deadline());
-      auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+      auto [ec, n] = co_await http::async_read_some(stream, buffer, parser,
+                                                    asio::as_tuple(asio::use_awaitable));
       if (TimedOut(ec, progress.deadline())) co_return beast::error::timeout;
       if (ec) co_return ec;
       progress.Add(n, Clock::now());
@@ -309,12 +323,14 @@ class HttpServer::Impl {
   // Writes a response, which the client must keep reading: one that stops reading loses the
   // connection within an interval instead of pinning the response's memory.
   template <class Stream>
-  asio::awaitable<beast::error_code> WriteMessage(Stream& stream, http::response<http::string_body>& message) {
+  asio::awaitable<beast::error_code> WriteMessage(Stream& stream,
+                                                  http::response<http::string_body>& message) {
     http::response_serializer<http::string_body> serializer(message);
     ProgressDeadline progress = NewProgress();
     while (!serializer.is_done()) {
       beast::get_lowest_layer(stream).expires_at(progress.deadline());
-      auto [ec, n] = co_await http::async_write_some(stream, serializer, asio::as_tuple(asio::use_awaitable));
+      auto [ec, n] =
+          co_await http::async_write_some(stream, serializer, asio::as_tuple(asio::use_awaitable));
       if (TimedOut(ec, progress.deadline())) co_return beast::error::timeout;
       if (ec) co_return ec;
       progress.Add(n, Clock::now());
@@ -337,8 +353,10 @@ class HttpServer::Impl {
     head.keep_alive(keep_alive);
     head.chunked(true);
     http::response_serializer<http::empty_body> header(head);
-    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(limits_.progress_interval_seconds));
-    auto [head_ec, head_n] = co_await http::async_write_header(stream, header, asio::as_tuple(asio::use_awaitable));
+    beast::get_lowest_layer(stream).expires_after(
+        std::chrono::seconds(limits_.progress_interval_seconds));
+    auto [head_ec, head_n] =
+        co_await http::async_write_header(stream, header, asio::as_tuple(asio::use_awaitable));
     if (head_ec) co_return false;
 
     auto channel = std::make_shared<PieceChannel>(io_, kStreamPiecesQueued);
@@ -350,7 +368,10 @@ class HttpServer::Impl {
       const BodyWriter write = [&channel](std::string_view piece) -> absl::Status {
         for (size_t at = 0; at < piece.size(); at += kStreamPieceBytes) {
           try {
-            channel->async_send(boost::system::error_code{}, std::string(piece.substr(at, kStreamPieceBytes)), asio::use_future).get();
+            channel
+                ->async_send(boost::system::error_code{},
+                             std::string(piece.substr(at, kStreamPieceBytes)), asio::use_future)
+                .get();
           } catch (const std::exception&) {
             return absl::CancelledError("the client is gone");
           }
@@ -363,9 +384,11 @@ class HttpServer::Impl {
       } catch (const std::exception& e) {
         status = absl::InternalError(e.what());
       }
-      const boost::system::error_code end = status.ok() ? boost::system::error_code{} : asio::error::operation_aborted;
+      const boost::system::error_code end =
+          status.ok() ? boost::system::error_code{} : asio::error::operation_aborted;
       try {
-        channel->async_send(end, std::string(), asio::use_future).get();  // fails at once once closed
+        channel->async_send(end, std::string(), asio::use_future)
+            .get();  // fails at once once closed
       } catch (const std::exception&) {
       }
       absl::MutexLock lock(&streams_mu_);
@@ -382,8 +405,8 @@ class HttpServer::Impl {
         break;
       }
       beast::get_lowest_layer(stream).expires_at(progress.deadline());
-      auto [write_ec, n] =
-          co_await asio::async_write(stream, http::make_chunk(asio::buffer(piece)), asio::as_tuple(asio::use_awaitable));
+      auto [write_ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(piece)),
+                                                      asio::as_tuple(asio::use_awaitable));
       if (TimedOut(write_ec, progress.deadline())) {
         ++counters.timeouts_response;
         log_.Warn("http: {} did not read its streamed response (dropped)", peer);
@@ -393,8 +416,10 @@ class HttpServer::Impl {
     }
     channel->close();  // a producer still writing fails at once and stops
     if (!whole) co_return false;
-    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(limits_.progress_interval_seconds));
-    auto [last_ec, last_n] = co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(asio::use_awaitable));
+    beast::get_lowest_layer(stream).expires_after(
+        std::chrono::seconds(limits_.progress_interval_seconds));
+    auto [last_ec, last_n] = co_await asio::async_write(stream, http::make_chunk_last(),
+                                                        asio::as_tuple(asio::use_awaitable));
     co_return !last_ec && keep_alive;
   }
 
@@ -408,7 +433,8 @@ class HttpServer::Impl {
       std::array<char, 16 << 10> scratch;
       size_t total = 0;
       while (total < kLingerBytes) {
-        auto [ec, n] = co_await stream.async_read_some(asio::buffer(scratch), asio::as_tuple(asio::use_awaitable));
+        auto [ec, n] = co_await stream.async_read_some(asio::buffer(scratch),
+                                                       asio::as_tuple(asio::use_awaitable));
         if (ec) break;
         total += n;
       }
@@ -436,19 +462,23 @@ class HttpServer::Impl {
     auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
     boost::system::error_code ec;
     context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                             asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
-                             asio::ssl::context::single_dh_use,
+                             asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                             asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use,
                          ec);
     if (!ec) context->use_certificate_chain_file(files.cert_file, ec);
-    if (ec) return absl::InvalidArgumentError(common::StrCat("--tls-cert ", files.cert_file, ": ", TlsError(ec)));
+    if (ec)
+      return absl::InvalidArgumentError(
+          common::StrCat("--tls-cert ", files.cert_file, ": ", TlsError(ec)));
     context->use_private_key_file(files.key_file, asio::ssl::context::pem, ec);
-    if (ec) return absl::InvalidArgumentError(common::StrCat("--tls-key ", files.key_file, ": ", TlsError(ec)));
+    if (ec)
+      return absl::InvalidArgumentError(
+          common::StrCat("--tls-key ", files.key_file, ": ", TlsError(ec)));
     // No TLS 1.3 session tickets: podscope's clients make one request per connection and keep
     // no session cache, so a ticket is a wasted write on every connection.
     SSL_CTX_set_num_tickets(context->native_handle(), 0);
     if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
-      return absl::InvalidArgumentError(
-          common::StrCat("--tls-key ", files.key_file, " is not the key of the certificate in ", files.cert_file));
+      return absl::InvalidArgumentError(common::StrCat(
+          "--tls-key ", files.key_file, " is not the key of the certificate in ", files.cert_file));
     }
     absl::MutexLock lock(&tls_mu_);
     tls_ = std::move(context);
@@ -478,7 +508,8 @@ class HttpServer::Impl {
       // The handshake has the header's time: a client that connects and stays silent, or speaks
       // plain HTTP to the TLS port, holds a slot no longer than one that sends half a header.
       stream.next_layer().expires_after(std::chrono::seconds(limits_.header_timeout_seconds));
-      auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable));
+      auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server,
+                                                  asio::as_tuple(asio::use_awaitable));
       if (ec) {
         ++counters.tls_handshake_failures;
         log_.Warn("http: TLS handshake with {} failed: {}", peer, TlsError(ec));
@@ -504,20 +535,25 @@ class HttpServer::Impl {
       // connection may idle for idle_timeout_seconds. Once a request starts, its header has
       // header_timeout_seconds to arrive in full.
       if (buffer.size() == 0) {
-        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(served ? limits_.idle_timeout_seconds : limits_.header_timeout_seconds));
-        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), asio::as_tuple(asio::use_awaitable));
+        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(
+            served ? limits_.idle_timeout_seconds : limits_.header_timeout_seconds));
+        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096),
+                                                       asio::as_tuple(asio::use_awaitable));
         if (ec) break;
         buffer.commit(n);
       }
-      const Clock::time_point header_deadline = Clock::now() + std::chrono::seconds(limits_.header_timeout_seconds);
+      const Clock::time_point header_deadline =
+          Clock::now() + std::chrono::seconds(limits_.header_timeout_seconds);
       beast::get_lowest_layer(stream).expires_at(header_deadline);
       http::request_parser<http::empty_body> header_parser;
       header_parser.header_limit(limits_.max_header_bytes);
       header_parser.body_limit(boost::none);
-      auto [ec, n] = co_await http::async_read_header(stream, buffer, header_parser, asio::as_tuple(asio::use_awaitable));
+      auto [ec, n] = co_await http::async_read_header(stream, buffer, header_parser,
+                                                      asio::as_tuple(asio::use_awaitable));
       if (TimedOut(ec, header_deadline)) {
         ++counters.timeouts_header;
-        log_.Warn("http: {} did not send a whole header within {} s", peer, limits_.header_timeout_seconds);
+        log_.Warn("http: {} did not send a whole header within {} s", peer,
+                  limits_.header_timeout_seconds);
         break;
       }
       if (ec && IsMalformedRequest(ec)) {
@@ -527,8 +563,10 @@ class HttpServer::Impl {
         const bool too_long = ec == http::error::header_limit;
         HttpResponse problem =
             too_long ? HttpResponse::Problem(431, "Request Header Fields Too Large",
-                                             common::StrCat("request headers are limited to ", limits_.max_header_bytes, " bytes"))
-                     : HttpResponse::Problem(400, "Bad Request", common::StrCat("malformed request: ", ec.message()));
+                                             common::StrCat("request headers are limited to ",
+                                                            limits_.max_header_bytes, " bytes"))
+                     : HttpResponse::Problem(400, "Bad Request",
+                                             common::StrCat("malformed request: ", ec.message()));
         Count(problem.status, Clock::now());
         http::response<http::string_body> out = ToMessage(std::move(problem), 11, false);
         co_await WriteMessage(stream, out);
@@ -547,53 +585,69 @@ class HttpServer::Impl {
       const bool keep_alive = header_parser.get().keep_alive();
       HttpResponse response;
       bool path_known = false;
-      const Route* route = ok ? router_.Match(request.method, request.path, &request.params, &path_known) : nullptr;
+      const Route* route =
+          ok ? router_.Match(request.method, request.path, &request.params, &path_known) : nullptr;
       bool read_body_ok = true;
       std::string upload_path;
       if (!ok) {
-        response = HttpResponse::Problem(400, "Bad Request", "malformed percent-encoding in the request target");
+        response = HttpResponse::Problem(400, "Bad Request",
+                                         "malformed percent-encoding in the request target");
       } else if (route == nullptr) {
-        response = path_known ? HttpResponse::Problem(405, "Method Not Allowed", common::StrCat(request.method, " is not allowed on ", request.path))
-                              : HttpResponse::Problem(404, "Not Found", common::StrCat("no route for ", request.path));
+        response = path_known
+                       ? HttpResponse::Problem(
+                             405, "Method Not Allowed",
+                             common::StrCat(request.method, " is not allowed on ", request.path))
+                       : HttpResponse::Problem(404, "Not Found",
+                                               common::StrCat("no route for ", request.path));
       } else if (std::optional<HttpResponse> refusal =
-                     authorizer_ != nullptr ? authorizer_->Check(request, route->access) : std::nullopt) {
+                     authorizer_ != nullptr ? authorizer_->Check(request, route->access)
+                                            : std::nullopt) {
         response = std::move(*refusal);
         route = nullptr;
-      } else if (request.method == "POST" && !route->streamed_upload && !IsJsonMediaType(request.Header("content-type"))) {
+      } else if (request.method == "POST" && !route->streamed_upload &&
+                 !IsJsonMediaType(request.Header("content-type"))) {
         // A cross-site form can POST only form or text types: asking for JSON keeps a web page
         // a user visits from starting or cancelling captures.
-        response = HttpResponse::Problem(415, "Unsupported Media Type",
-                                         common::StrCat("POST ", request.path, " takes Content-Type: application/json"));
+        response = HttpResponse::Problem(
+            415, "Unsupported Media Type",
+            common::StrCat("POST ", request.path, " takes Content-Type: application/json"));
         route = nullptr;
       }
       // Read the body, within its bound. A declared length over the bound is refused before
       // reading anything (the limits set on the header parser are checked at header time).
-      const uint64_t limit = route != nullptr && route->streamed_upload ? limits_.max_upload_bytes : limits_.max_body_bytes;
+      const uint64_t limit = route != nullptr && route->streamed_upload ? limits_.max_upload_bytes
+                                                                        : limits_.max_body_bytes;
       const auto declared = header_parser.content_length();
       if (route != nullptr && declared && *declared > limit) {
-        response = HttpResponse::Problem(413, "Payload Too Large",
-                                         common::StrCat(route->streamed_upload ? "uploads" : "request bodies",
-                                                        " are limited to ", limit, " bytes"));
+        response = HttpResponse::Problem(
+            413, "Payload Too Large",
+            common::StrCat(route->streamed_upload ? "uploads" : "request bodies",
+                           " are limited to ", limit, " bytes"));
         read_body_ok = false;
         route = nullptr;
       }
       if (!read_body_ok) {
         // Nothing more is read from this connection: it is closed after the response.
       } else if (route != nullptr && route->streamed_upload) {
-        upload_path = common::StrCat(limits_.upload_dir, "/podscope-upload-", getpid(), "-", next_upload_++, ".part");
+        upload_path = common::StrCat(limits_.upload_dir, "/podscope-upload-", getpid(), "-",
+                                     next_upload_++, ".part");
         http::request_parser<http::file_body> parser(std::move(header_parser));
         parser.body_limit(limits_.max_upload_bytes);
         beast::error_code file_ec;
         parser.get().body().open(upload_path.c_str(), beast::file_mode::write, file_ec);
         if (file_ec) {
-          response = HttpResponse::Problem(500, "Internal Server Error", common::StrCat("cannot stage the upload: ", file_ec.message()));
+          response =
+              HttpResponse::Problem(500, "Internal Server Error",
+                                    common::StrCat("cannot stage the upload: ", file_ec.message()));
           read_body_ok = false;
         } else {
           const beast::error_code read_ec = co_await ReadBody(stream, buffer, parser);
           parser.get().body().close();
           read_body_ok = !read_ec;
-          if (read_ec) response = BodyError(read_ec, "upload", limits_.max_upload_bytes, peer);
-          else request.body_file = upload_path;
+          if (read_ec)
+            response = BodyError(read_ec, "upload", limits_.max_upload_bytes, peer);
+          else
+            request.body_file = upload_path;
         }
       } else if (route == nullptr) {
         read_body_ok = false;  // an unrouted request's body is not read: close after answering
@@ -602,8 +656,10 @@ class HttpServer::Impl {
         parser.body_limit(limits_.max_body_bytes);
         const beast::error_code read_ec = co_await ReadBody(stream, buffer, parser);
         read_body_ok = !read_ec;
-        if (read_ec) response = BodyError(read_ec, "request body", limits_.max_body_bytes, peer);
-        else request.body = std::move(parser.get().body());
+        if (read_ec)
+          response = BodyError(read_ec, "request body", limits_.max_body_bytes, peer);
+        else
+          request.body = std::move(parser.get().body());
       }
       if (route != nullptr && read_body_ok) {
         if (route->heavy || route->forwarded) {
@@ -612,7 +668,9 @@ class HttpServer::Impl {
           // post would resume here, on an I/O thread, and run the handler there.)
           response = co_await asio::co_spawn(
               route->heavy ? heavy_ : forwards_,
-              [this, route, &request]() -> asio::awaitable<HttpResponse> { co_return Invoke(*route, request); },
+              [this, route, &request]() -> asio::awaitable<HttpResponse> {
+                co_return Invoke(*route, request);
+              },
               asio::use_awaitable);
         } else {
           response = Invoke(*route, request);
@@ -624,13 +682,15 @@ class HttpServer::Impl {
       }
       const int status = response.status;
       if (response.stream) {
-        const bool reusable = co_await WriteStreamed(stream, response, version, keep_alive && read_body_ok, peer);
+        const bool reusable =
+            co_await WriteStreamed(stream, response, version, keep_alive && read_body_ok, peer);
         Count(status, start);
         --in_flight_;
         if (!reusable) break;
         continue;
       }
-      http::response<http::string_body> out = ToMessage(std::move(response), version, keep_alive && read_body_ok);
+      http::response<http::string_body> out =
+          ToMessage(std::move(response), version, keep_alive && read_body_ok);
       const beast::error_code write_ec = co_await WriteMessage(stream, out);
       if (write_ec == beast::error::timeout) {
         ++counters.timeouts_response;
@@ -645,19 +705,22 @@ class HttpServer::Impl {
   }
 
   // The answer to a body that could not be read whole.
-  HttpResponse BodyError(const beast::error_code& ec, std::string_view what, uint64_t limit, const std::string& peer) {
+  HttpResponse BodyError(const beast::error_code& ec, std::string_view what, uint64_t limit,
+                         const std::string& peer) {
     if (ec == http::error::body_limit) {
-      return HttpResponse::Problem(413, "Payload Too Large", common::StrCat(what, "s are limited to ", limit, " bytes"));
+      return HttpResponse::Problem(413, "Payload Too Large",
+                                   common::StrCat(what, "s are limited to ", limit, " bytes"));
     }
     if (ec == beast::error::timeout) {
       ++counters.timeouts_body;
-      log_.Warn("http: {}'s {} moved slower than {} bytes per {} s (dropped)", peer, what, limits_.min_progress_bytes,
-                limits_.progress_interval_seconds);
+      log_.Warn("http: {}'s {} moved slower than {} bytes per {} s (dropped)", peer, what,
+                limits_.min_progress_bytes, limits_.progress_interval_seconds);
     } else if (IsMalformedRequest(ec)) {
       ++counters.malformed_requests;
       log_.Warn("http: malformed {} from {}: {}", what, peer, ec.message());
     }
-    return HttpResponse::Problem(400, "Bad Request", common::StrCat(what, " interrupted: ", ec.message()));
+    return HttpResponse::Problem(400, "Bad Request",
+                                 common::StrCat(what, " interrupted: ", ec.message()));
   }
 
   HttpResponse Invoke(const Route& route, HttpRequest& request) {
@@ -669,9 +732,11 @@ class HttpServer::Impl {
   }
 
   void Count(int status, Clock::time_point start) {
-    (status < 300 ? counters.responses_2xx : status < 500 ? counters.responses_4xx : counters.responses_5xx)++;
-    counters.latency_ns_total +=
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+    (status < 300   ? counters.responses_2xx
+     : status < 500 ? counters.responses_4xx
+                    : counters.responses_5xx)++;
+    counters.latency_ns_total += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
   }
 
   const Router& router_;
@@ -682,14 +747,17 @@ class HttpServer::Impl {
   tcp::acceptor acceptor_{io_};
   // Heavy handlers (imports, exports, analyses) run here, never on the I/O threads.
   asio::io_context heavy_;
-  asio::executor_work_guard<asio::io_context::executor_type> heavy_work_ = asio::make_work_guard(heavy_);
+  asio::executor_work_guard<asio::io_context::executor_type> heavy_work_ =
+      asio::make_work_guard(heavy_);
   // Streamed bodies are produced here (blocking on their client's pace), apart from the heavy
   // pool, so slow readers can hold up other streams but never an analysis or an import.
   asio::io_context streams_;
-  asio::executor_work_guard<asio::io_context::executor_type> stream_work_ = asio::make_work_guard(streams_);
+  asio::executor_work_guard<asio::io_context::executor_type> stream_work_ =
+      asio::make_work_guard(streams_);
   // Calls that wait on other shards (Route::forwarded).
   asio::io_context forwards_;
-  asio::executor_work_guard<asio::io_context::executor_type> forward_work_ = asio::make_work_guard(forwards_);
+  asio::executor_work_guard<asio::io_context::executor_type> forward_work_ =
+      asio::make_work_guard(forwards_);
   absl::Mutex streams_mu_;
   absl::flat_hash_set<std::shared_ptr<PieceChannel>> open_streams_ ABSL_GUARDED_BY(streams_mu_);
   std::vector<std::thread> threads_;
@@ -703,9 +771,12 @@ class HttpServer::Impl {
   std::shared_ptr<asio::ssl::context> tls_ ABSL_GUARDED_BY(tls_mu_);
 };
 
-HttpServer::HttpServer(const Router& router, HttpLimits limits) : impl_(std::make_unique<Impl>(router, std::move(limits))) {}
+HttpServer::HttpServer(const Router& router, HttpLimits limits)
+    : impl_(std::make_unique<Impl>(router, std::move(limits))) {}
 HttpServer::~HttpServer() { impl_->Stop(0); }
-absl::StatusOr<uint16_t> HttpServer::Start(const std::string& host, uint16_t port) { return impl_->Start(host, port); }
+absl::StatusOr<uint16_t> HttpServer::Start(const std::string& host, uint16_t port) {
+  return impl_->Start(host, port);
+}
 absl::Status HttpServer::EnableTls(const HttpTlsFiles& files) { return impl_->LoadTls(files); }
 void HttpServer::set_authorizer(Authorizer* authorizer) { impl_->authorizer_ = authorizer; }
 void HttpServer::Stop(int grace_seconds) { impl_->Stop(grace_seconds); }

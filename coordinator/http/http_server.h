@@ -21,20 +21,21 @@ inline constexpr char kStreamThreadName[] = "podscope-stream";
 inline constexpr char kForwardThreadName[] = "podscope-forward";
 
 struct HttpLimits {
-  uint64_t max_body_bytes = 1 << 20;          // JSON request bodies
-  uint64_t max_upload_bytes = 512ull << 20;   // streamed uploads
+  uint64_t max_body_bytes = 1 << 20;         // JSON request bodies
+  uint64_t max_upload_bytes = 512ull << 20;  // streamed uploads
   uint32_t max_header_bytes = 16 << 10;
   uint32_t max_connections = 512;
-  uint32_t max_connections_per_client = 64;   // per client IP address
-  uint32_t idle_timeout_seconds = 60;         // keep-alive: waiting for a request's first byte
-  uint32_t header_timeout_seconds = 10;       // the whole header, from its first byte
+  uint32_t max_connections_per_client = 64;  // per client IP address
+  uint32_t idle_timeout_seconds = 60;        // keep-alive: waiting for a request's first byte
+  uint32_t header_timeout_seconds = 10;      // the whole header, from its first byte
   // Bodies and responses must move at least min_progress_bytes every progress_interval_seconds.
   uint32_t progress_interval_seconds = 10;
   uint32_t min_progress_bytes = 16 << 10;
   int io_threads = 2;
   int heavy_threads = 2;
   int stream_threads = 2;  // streamed bodies (exports) being produced at once; more wait their turn
-  int forward_threads = 8;  // calls waiting on other shards at once (blocked on the network, not a core)
+  int forward_threads =
+      8;  // calls waiting on other shards at once (blocked on the network, not a core)
   std::string upload_dir = "/tmp";  // where streamed uploads land (removed after the handler)
 };
 
@@ -49,7 +50,8 @@ struct HttpCounters {
   std::atomic<uint64_t> latency_ns_total{0};
   std::atomic<uint64_t> open_connections{0};
   // Connections refused: the server is full, the client holds its share, no descriptor left.
-  std::atomic<uint64_t> rejected_server_full{0}, rejected_client_full{0}, rejected_no_descriptors{0};
+  std::atomic<uint64_t> rejected_server_full{0}, rejected_client_full{0},
+      rejected_no_descriptors{0};
   // Connections dropped for not moving: the header, a body, a response the client did not read.
   std::atomic<uint64_t> timeouts_header{0}, timeouts_body{0}, timeouts_response{0};
   std::atomic<uint64_t> malformed_requests{0};

@@ -24,10 +24,10 @@ struct HttpRequest {
   std::string path;    // without the query string, percent-decoded
   std::map<std::string, std::string> query;
   std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;       // small bodies
+  std::string body;                            // small bodies
   std::string body_file;  // streamed uploads: a temporary file the handler may consume
   std::map<std::string, std::string> params;  // from {name} segments of the route
-  std::string peer;  // the client's address, "IP:port", for logs
+  std::string peer;                           // the client's address, "IP:port", for logs
 
   std::string Header(const std::string& name) const;
   std::string Query(const std::string& name, const std::string& fallback = "") const;
@@ -89,8 +89,8 @@ class Router {
   bool SetAccess(std::string_view method, std::string_view pattern, Access access);
   // The route for (method, path) with its path parameters; nullptr when none matches.
   // `path_matched` tells a 405 (path known, method not) from a 404.
-  const Route* Match(std::string_view method, std::string_view path, std::map<std::string, std::string>* params,
-                     bool* path_matched) const;
+  const Route* Match(std::string_view method, std::string_view path,
+                     std::map<std::string, std::string>* params, bool* path_matched) const;
   const std::vector<Route>& routes() const { return routes_; }
   // For wrapping handlers once registered (ShardRouter); not while serving.
   std::vector<Route>& mutable_routes() { return routes_; }

@@ -21,8 +21,9 @@ class RateLimitedLog {
 
   template <typename... Args>
   void Warn(fmt::format_string<Args...> format, Args&&... args) {
-    const int64_t second =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const int64_t second = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
     uint64_t dropped = 0;
     {
       absl::MutexLock lock(&mu_);

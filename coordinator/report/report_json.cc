@@ -12,15 +12,50 @@ using namespace analysis;
 
 void BreakdownFields(JsonWriter& w, const StepBreakdown& s) {
   w.Key("span_ns").Int(s.span_ns).Char(',').Key("compute_ns").Int(s.compute_ns);
-  w.Char(',').Key("overlap_ns").Int(s.overlap_ns).Char(',').Key("communication_ns").Int(s.communication_ns);
-  w.Char(',').Key("comm_wait_ns").Int(s.comm_wait_ns).Char(',').Key("comm_transfer_ns").Int(s.comm_transfer_ns);
+  w.Char(',')
+      .Key("overlap_ns")
+      .Int(s.overlap_ns)
+      .Char(',')
+      .Key("communication_ns")
+      .Int(s.communication_ns);
+  w.Char(',')
+      .Key("comm_wait_ns")
+      .Int(s.comm_wait_ns)
+      .Char(',')
+      .Key("comm_transfer_ns")
+      .Int(s.comm_transfer_ns);
   w.Char(',').Key("memcpy_ns").Int(s.memcpy_ns).Char(',').Key("memcpy_h2d_ns").Int(s.memcpy_h2d_ns);
-  w.Char(',').Key("memcpy_d2h_ns").Int(s.memcpy_d2h_ns).Char(',').Key("memcpy_d2d_ns").Int(s.memcpy_d2d_ns);
+  w.Char(',')
+      .Key("memcpy_d2h_ns")
+      .Int(s.memcpy_d2h_ns)
+      .Char(',')
+      .Key("memcpy_d2d_ns")
+      .Int(s.memcpy_d2d_ns);
   w.Char(',').Key("memcpy_other_ns").Int(s.memcpy_other_ns);
-  w.Char(',').Key("idle_input_ns").Int(s.idle_input_ns).Char(',').Key("idle_launch_ns").Int(s.idle_launch_ns);
-  w.Char(',').Key("idle_host_ns").Int(s.idle_host_ns).Char(',').Key("idle_other_ns").Int(s.idle_other_ns);
-  w.Char(',').Key("before_ns").Int(s.before_ns).Char(',').Key("before_input_ns").Int(s.before_input_ns);
-  w.Char(',').Key("before_launch_ns").Int(s.before_launch_ns).Char(',').Key("before_host_ns").Int(s.before_host_ns);
+  w.Char(',')
+      .Key("idle_input_ns")
+      .Int(s.idle_input_ns)
+      .Char(',')
+      .Key("idle_launch_ns")
+      .Int(s.idle_launch_ns);
+  w.Char(',')
+      .Key("idle_host_ns")
+      .Int(s.idle_host_ns)
+      .Char(',')
+      .Key("idle_other_ns")
+      .Int(s.idle_other_ns);
+  w.Char(',')
+      .Key("before_ns")
+      .Int(s.before_ns)
+      .Char(',')
+      .Key("before_input_ns")
+      .Int(s.before_input_ns);
+  w.Char(',')
+      .Key("before_launch_ns")
+      .Int(s.before_launch_ns)
+      .Char(',')
+      .Key("before_host_ns")
+      .Int(s.before_host_ns);
   w.Char(',').Key("before_other_ns").Int(s.before_other_ns);
 }
 
@@ -53,12 +88,22 @@ void Overlap(JsonWriter& w, const std::vector<WorkerBreakdown>& b, bool workers_
       computation += st.compute_ns;
       communication += st.communication_ns;
       if (workers_only) continue;
-      w.Raw(s ? "," : "").Raw("{\"step\":").Int(st.step).Raw(",\"computation_ns\":").Int(st.compute_ns);
-      w.Raw(",\"communication_ns\":").Int(st.communication_ns).Raw(",\"overlap_ns\":").Int(st.overlap_ns);
+      w.Raw(s ? "," : "")
+          .Raw("{\"step\":")
+          .Int(st.step)
+          .Raw(",\"computation_ns\":")
+          .Int(st.compute_ns);
+      w.Raw(",\"communication_ns\":")
+          .Int(st.communication_ns)
+          .Raw(",\"overlap_ns\":")
+          .Int(st.overlap_ns);
       w.Raw(",\"overlap_pct\":").Fixed(st.OverlapPercent(), 2).Char('}');
     }
     if (workers_only) {
-      w.Raw(",\"step_count\":").Uint(b[i].steps.size()).Raw(",\"computation_ns\":").Int(computation);
+      w.Raw(",\"step_count\":")
+          .Uint(b[i].steps.size())
+          .Raw(",\"computation_ns\":")
+          .Int(computation);
       w.Raw(",\"communication_ns\":").Int(communication).Raw(",\"overlap_ns\":").Int(overlap);
     } else {
       w.Char(']');
@@ -78,9 +123,13 @@ void OptionalInt(JsonWriter& w, const std::optional<TimeNs>& v) {
 
 void Communication(JsonWriter& w, const CommunicationReport& c, const common::CaptureView& capture,
                    bool workers_only) {
-  w.Raw("{\"aligned\":").Bool(c.aligned).Raw(",\"clock_basis\":").String(ClockBasisName(c.clock_basis));
+  w.Raw("{\"aligned\":")
+      .Bool(c.aligned)
+      .Raw(",\"clock_basis\":")
+      .String(ClockBasisName(c.clock_basis));
   w.Raw(",\"clock_error_bound_ns\":");
-  OptionalInt(w, c.clock_bound_known() ? std::optional<TimeNs>(c.clock_error_bound_ns) : std::nullopt);
+  OptionalInt(w,
+              c.clock_bound_known() ? std::optional<TimeNs>(c.clock_error_bound_ns) : std::nullopt);
   w.Raw(",\"workers\":[");
   for (size_t i = 0; i < c.workers.size(); ++i) {
     const auto& t = c.workers[i];
@@ -108,18 +157,40 @@ void Communication(JsonWriter& w, const CommunicationReport& c, const common::Ca
   w.Raw("]}");
 }
 
-
 void Profile(JsonWriter& w, const WorkerProfile& p) {
   w.Raw("{\"rank\":").Int(p.rank).Raw(",\"host\":").String(p.host).Raw(",\"steps\":").Uint(p.steps);
-  w.Raw(",\"span_ns\":").Int(p.span_ns).Raw(",\"compute_ns\":").Int(p.compute_ns).Raw(",\"overlap_ns\":").Int(p.overlap_ns);
-  w.Raw(",\"comm_wait_ns\":").Int(p.comm_wait_ns).Raw(",\"comm_transfer_ns\":").Int(p.comm_transfer_ns);
-  w.Raw(",\"memcpy_ns\":").Int(p.memcpy_ns).Raw(",\"idle_ns\":").Int(p.idle_ns).Raw(",\"before_ns\":").Int(p.before_ns);
+  w.Raw(",\"span_ns\":")
+      .Int(p.span_ns)
+      .Raw(",\"compute_ns\":")
+      .Int(p.compute_ns)
+      .Raw(",\"overlap_ns\":")
+      .Int(p.overlap_ns);
+  w.Raw(",\"comm_wait_ns\":")
+      .Int(p.comm_wait_ns)
+      .Raw(",\"comm_transfer_ns\":")
+      .Int(p.comm_transfer_ns);
+  w.Raw(",\"memcpy_ns\":")
+      .Int(p.memcpy_ns)
+      .Raw(",\"idle_ns\":")
+      .Int(p.idle_ns)
+      .Raw(",\"before_ns\":")
+      .Int(p.before_ns);
   w.Char('}');
 }
 
 void Summary(JsonWriter& w, const SummaryReport& s) {
-  w.Raw("{\"job\":").String(s.job).Raw(",\"ranks\":").Uint(s.ranks).Raw(",\"hosts\":").Uint(s.hosts);
-  w.Raw(",\"steps\":").Uint(s.steps).Raw(",\"first_step\":").Int(s.first_step).Raw(",\"last_step\":").Int(s.last_step);
+  w.Raw("{\"job\":")
+      .String(s.job)
+      .Raw(",\"ranks\":")
+      .Uint(s.ranks)
+      .Raw(",\"hosts\":")
+      .Uint(s.hosts);
+  w.Raw(",\"steps\":")
+      .Uint(s.steps)
+      .Raw(",\"first_step\":")
+      .Int(s.first_step)
+      .Raw(",\"last_step\":")
+      .Int(s.last_step);
   w.Raw(",\"step_source\":").String(s.step_source);
   w.Raw(",\"step_time\":{\"min_ns\":").Int(s.step_min_ns).Raw(",\"p50_ns\":").Int(s.step_p50_ns);
   w.Raw(",\"p90_ns\":").Int(s.step_p90_ns).Raw(",\"max_ns\":").Int(s.step_max_ns);
@@ -144,9 +215,14 @@ void Summary(JsonWriter& w, const SummaryReport& s) {
     w.Raw(",\"reason\":").String(g.reason).Char('}');
   }
   w.Raw("],\"allreduce\":{\"collectives\":").Uint(s.collectives);
-  w.Raw(",\"median_busbw_gbps\":").Fixed(s.median_busbw_gbps, 3).Raw(",\"link_gbps\":").Fixed(s.link_gbps, 3);
+  w.Raw(",\"median_busbw_gbps\":")
+      .Fixed(s.median_busbw_gbps, 3)
+      .Raw(",\"link_gbps\":")
+      .Fixed(s.link_gbps, 3);
   w.Raw(",\"median_efficiency\":").Fixed(s.median_efficiency, 4);
-  w.Raw(",\"measured_allreduce_ns\":").Int(s.measured_allreduce_ns).Raw(",\"expected_allreduce_ns\":");
+  w.Raw(",\"measured_allreduce_ns\":")
+      .Int(s.measured_allreduce_ns)
+      .Raw(",\"expected_allreduce_ns\":");
   OptionalInt(w, s.expected_allreduce_ns);
   w.Raw("}}");
 }
@@ -166,16 +242,23 @@ void Stragglers(JsonWriter& w, const StragglerReport& r) {
     w.Raw("],\"last_arriver_share\":").Fixed(s.last_arriver_share, 4).Raw(",\"steps\":[");
     for (size_t k = 0; k < s.steps.size(); ++k) w.Raw(k ? "," : "").Int(s.steps[k]);
     w.Raw("],\"category\":").String(s.category);
-    w.Raw(",\"evidence\":{\"worker_ns\":").Int(s.evidence.worker_ns).Raw(",\"median_ns\":").Int(s.evidence.median_ns);
+    w.Raw(",\"evidence\":{\"worker_ns\":")
+        .Int(s.evidence.worker_ns)
+        .Raw(",\"median_ns\":")
+        .Int(s.evidence.median_ns);
     w.Raw(",\"top\":[");
     for (size_t k = 0; k < s.evidence.top.size(); ++k) {
       const NamedExcess& e = s.evidence.top[k];
-      w.Raw(k ? ",{\"name\":" : "{\"name\":").String(e.name).Raw(",\"worker_ns\":").Int(e.worker_ns);
+      w.Raw(k ? ",{\"name\":" : "{\"name\":")
+          .String(e.name)
+          .Raw(",\"worker_ns\":")
+          .Int(e.worker_ns);
       w.Raw(",\"median_ns\":").Int(e.median_ns).Char('}');
     }
     w.Raw("]},\"reason\":").String(s.reason);
     w.Raw(",\"clock_error_bound_ns\":");
-    OptionalInt(w, r.clock_bound_known ? std::optional<TimeNs>(s.clock_error_bound_ns) : std::nullopt);
+    OptionalInt(w,
+                r.clock_bound_known ? std::optional<TimeNs>(s.clock_error_bound_ns) : std::nullopt);
     w.Raw(",\"compute_z\":").Fixed(s.compute_z, 2);
     if (s.max_cpu_percent >= 0) {
       w.Raw(",\"host_evidence\":{\"max_cpu_percent\":").Fixed(s.max_cpu_percent, 1);
@@ -184,19 +267,31 @@ void Stragglers(JsonWriter& w, const StragglerReport& r) {
     }
     w.Char('}');
   }
-  w.Raw("],\"aligned\":").Bool(r.aligned).Raw(",\"clock_basis\":").String(ClockBasisName(r.clock_basis));
+  w.Raw("],\"aligned\":")
+      .Bool(r.aligned)
+      .Raw(",\"clock_basis\":")
+      .String(ClockBasisName(r.clock_basis));
   w.Raw(",\"clock_error_bound_ns\":");
-  OptionalInt(w, r.clock_bound_known ? std::optional<TimeNs>(r.clock_error_bound_ns) : std::nullopt);
+  OptionalInt(w,
+              r.clock_bound_known ? std::optional<TimeNs>(r.clock_error_bound_ns) : std::nullopt);
   w.Raw(",\"total_caused_delay_ns\":").Int(r.total_caused_delay_ns).Raw(",\"step_time_loss_ns\":");
   OptionalInt(w, r.step_time_loss_ns);
   if (!r.loss_error.empty()) w.Raw(",\"loss_error\":").String(r.loss_error);
   w.Raw(",\"window_step_time_ns\":").Int(r.window_step_time_ns).Raw(",\"workers\":[");
   for (size_t i = 0; i < r.workers.size(); ++i) {
     const WorkerLateness& l = r.workers[i];
-    w.Raw(i ? "," : "").Raw("{\"rank\":").Int(l.rank).Raw(",\"caused_delay_ns\":").Int(l.caused_delay_ns);
+    w.Raw(i ? "," : "")
+        .Raw("{\"rank\":")
+        .Int(l.rank)
+        .Raw(",\"caused_delay_ns\":")
+        .Int(l.caused_delay_ns);
     w.Raw(",\"last_arrivals\":").Uint(l.last_arrivals).Raw(",\"collectives\":").Uint(l.collectives);
     w.Raw(",\"last_arriver_share\":").Fixed(l.last_arriver_share, 4);
-    w.Raw(",\"compute_z\":").Fixed(l.compute_z, 2).Raw(",\"mean_step_ns\":").Int(l.mean_step_ns).Char('}');
+    w.Raw(",\"compute_z\":")
+        .Fixed(l.compute_z, 2)
+        .Raw(",\"mean_step_ns\":")
+        .Int(l.mean_step_ns)
+        .Char('}');
   }
   w.Raw("]}");
 }
@@ -212,18 +307,37 @@ void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const StepCollectiveTime& s = r.steps[i];
     w.Raw(i ? "," : "").Raw("{\"step\":").Int(s.step).Raw(",\"bytes\":").Int(s.bytes);
-    w.Raw(",\"transfer_ns\":").Int(s.transfer_ns).Raw(",\"allreduce_bytes\":").Int(s.allreduce_bytes);
-    w.Raw(",\"allreduce_transfer_ns\":").Int(s.allreduce_transfer_ns).Raw(",\"other_bytes\":").Int(s.other_bytes);
-    w.Raw(",\"busbw_gbps\":").Fixed(s.busbw_gbps, 3).Raw(",\"efficiency\":").Fixed(s.efficiency, 4).Char('}');
+    w.Raw(",\"transfer_ns\":")
+        .Int(s.transfer_ns)
+        .Raw(",\"allreduce_bytes\":")
+        .Int(s.allreduce_bytes);
+    w.Raw(",\"allreduce_transfer_ns\":")
+        .Int(s.allreduce_transfer_ns)
+        .Raw(",\"other_bytes\":")
+        .Int(s.other_bytes);
+    w.Raw(",\"busbw_gbps\":")
+        .Fixed(s.busbw_gbps, 3)
+        .Raw(",\"efficiency\":")
+        .Fixed(s.efficiency, 4)
+        .Char('}');
   }
   w.Raw("],\"collectives\":[");
   for (size_t i = 0; i < r.collectives.size(); ++i) {
     const CollectiveBandwidth& c = r.collectives[i];
     w.Raw(i ? "," : "").Raw("{\"communicator\":").String(c.communicator);
     w.Raw(",\"op\":").String(common::CollectiveOpName(c.op)).Raw(",\"sequence\":").Int(c.sequence);
-    w.Raw(",\"step\":").Int(c.step).Raw(",\"bytes\":").Int(c.bytes).Raw(",\"nranks\":").Int(c.nranks);
+    w.Raw(",\"step\":")
+        .Int(c.step)
+        .Raw(",\"bytes\":")
+        .Int(c.bytes)
+        .Raw(",\"nranks\":")
+        .Int(c.nranks);
     w.Raw(",\"transfer_ns\":").Int(c.transfer_ns).Raw(",\"algbw_gbps\":").Fixed(c.algbw_gbps, 3);
-    w.Raw(",\"busbw_gbps\":").Fixed(c.busbw_gbps, 3).Raw(",\"efficiency\":").Fixed(c.efficiency, 4).Char('}');
+    w.Raw(",\"busbw_gbps\":")
+        .Fixed(c.busbw_gbps, 3)
+        .Raw(",\"efficiency\":")
+        .Fixed(c.efficiency, 4)
+        .Char('}');
   }
   w.Raw("]}");
 }
@@ -233,12 +347,20 @@ void Pod(JsonWriter& w, const PodView& v, bool workers_only) {
   w.Raw("{\"steps\":[");
   for (size_t i = 0; i < (workers_only ? 0 : v.steps.size()); ++i) {
     const PodStep& s = v.steps[i];
-    w.Raw(i ? "," : "").Raw("{\"step\":").Int(s.step).Raw(",\"median_step_ns\":").Int(s.median_step_ns);
+    w.Raw(i ? "," : "")
+        .Raw("{\"step\":")
+        .Int(s.step)
+        .Raw(",\"median_step_ns\":")
+        .Int(s.median_step_ns);
     w.Raw(",\"rows\":[");
     for (size_t r = 0; r < s.rows.size(); ++r) {
       const PodRow& row = s.rows[r];
       w.Raw(r ? "," : "").Raw("{\"rank\":").Int(row.rank).Raw(",\"step_ns\":").Int(row.step_ns);
-      w.Raw(",\"deviation_ns\":").Int(row.deviation_ns).Raw(",\"deviation_pct\":").Fixed(row.deviation_pct, 2).Char(',');
+      w.Raw(",\"deviation_ns\":")
+          .Int(row.deviation_ns)
+          .Raw(",\"deviation_pct\":")
+          .Fixed(row.deviation_pct, 2)
+          .Char(',');
       BreakdownFields(w, row.breakdown);
       w.Char('}');
     }
@@ -251,7 +373,8 @@ void Pod(JsonWriter& w, const PodView& v, bool workers_only) {
   w.Raw("],\"step_time_ns\":[");
   for (size_t i = 0; i < v.step_time_ns.size(); ++i) {
     w.Raw(i ? ",[" : "[");
-    for (size_t j = 0; j < v.step_time_ns[i].size(); ++j) w.Raw(j ? "," : "").Int(v.step_time_ns[i][j]);
+    for (size_t j = 0; j < v.step_time_ns[i].size(); ++j)
+      w.Raw(j ? "," : "").Int(v.step_time_ns[i][j]);
     w.Char(']');
   }
   w.Raw("]}}");
@@ -272,8 +395,18 @@ void KernelList(JsonWriter& w, const std::vector<KernelStats>& list) {
   for (size_t i = 0; i < list.size(); ++i) {
     const KernelStats& k = list[i];
     w.Raw(i ? "," : "").Raw("{\"name\":").String(k.name).Raw(",\"class\":").String(k.kernel_class);
-    w.Raw(",\"count\":").Uint(k.count).Raw(",\"total_ns\":").Int(k.total_ns).Raw(",\"mean_ns\":").Int(k.mean_ns());
-    w.Raw(",\"min_ns\":").Int(k.min_ns).Raw(",\"max_ns\":").Int(k.max_ns).Raw(",\"share\":").Fixed(k.share, 4);
+    w.Raw(",\"count\":")
+        .Uint(k.count)
+        .Raw(",\"total_ns\":")
+        .Int(k.total_ns)
+        .Raw(",\"mean_ns\":")
+        .Int(k.mean_ns());
+    w.Raw(",\"min_ns\":")
+        .Int(k.min_ns)
+        .Raw(",\"max_ns\":")
+        .Int(k.max_ns)
+        .Raw(",\"share\":")
+        .Fixed(k.share, 4);
     w.Raw(",\"tensor_core\":").Bool(k.tensor_core).Raw(",\"blocks_per_sm\":");
     Fraction(w, k.blocks_per_sm).Raw(",\"achieved_occupancy\":");
     Fraction(w, k.achieved_occupancy).Char('}');
@@ -317,7 +450,11 @@ void Gpu(JsonWriter& w, const GpuReport& r, bool workers_only) {
   for (size_t i = 0; i < r.workers.size(); ++i) {
     const WorkerGpu& g = r.workers[i];
     w.Raw(i ? "," : "").Raw("{\"rank\":").Int(g.rank).Raw(",\"device\":").String(g.device);
-    w.Raw(",\"kernels\":").Uint(g.kernels).Raw(",\"kernels_without_occupancy\":").Uint(g.kernels_without_occupancy).Char(',');
+    w.Raw(",\"kernels\":")
+        .Uint(g.kernels)
+        .Raw(",\"kernels_without_occupancy\":")
+        .Uint(g.kernels_without_occupancy)
+        .Char(',');
     GpuFields(w, g.total);
     if (workers_only) {
       w.Raw(",\"step_count\":").Uint(g.steps.size()).Char('}');
@@ -339,7 +476,10 @@ void Gpu(JsonWriter& w, const GpuReport& r, bool workers_only) {
 void OperatorFields(JsonWriter& w, const OperatorStats& s) {
   w.Raw("\"name\":").String(s.name).Raw(",\"calls\":").Uint(s.calls);
   w.Raw(",\"host_total_ns\":").Int(s.host_total_ns).Raw(",\"host_self_ns\":").Int(s.host_self_ns);
-  w.Raw(",\"device_total_ns\":").Int(s.device_total_ns).Raw(",\"device_self_ns\":").Int(s.device_self_ns);
+  w.Raw(",\"device_total_ns\":")
+      .Int(s.device_total_ns)
+      .Raw(",\"device_self_ns\":")
+      .Int(s.device_self_ns);
 }
 
 // workers_only: the pod-wide list alone.
@@ -351,7 +491,11 @@ void Operators(JsonWriter& w, const OperatorReport& r, bool workers_only) {
     w.Raw(",\"costliest\":[");
     for (size_t c = 0; c < r.pod[i].costliest.size(); ++c) {
       const OperatorCost& cost = r.pod[i].costliest[c];
-      w.Raw(c ? "," : "").Raw("{\"rank\":").Int(cost.rank).Raw(",\"device_total_ns\":").Int(cost.device_total_ns);
+      w.Raw(c ? "," : "")
+          .Raw("{\"rank\":")
+          .Int(cost.rank)
+          .Raw(",\"device_total_ns\":")
+          .Int(cost.device_total_ns);
       w.Raw(",\"host_total_ns\":").Int(cost.host_total_ns).Char('}');
     }
     w.Raw("]}");
@@ -375,13 +519,22 @@ void Operators(JsonWriter& w, const OperatorReport& r, bool workers_only) {
 
 // workers_only: each worker's totals, without its steps.
 void Input(JsonWriter& w, const InputReport& r, bool workers_only) {
-  w.Raw("{\"moderate_share\":").Fixed(r.options.moderate_share, 4).Raw(",\"high_share\":").Fixed(r.options.high_share, 4);
+  w.Raw("{\"moderate_share\":")
+      .Fixed(r.options.moderate_share, 4)
+      .Raw(",\"high_share\":")
+      .Fixed(r.options.high_share, 4);
   w.Raw(",\"workers\":[");
   for (size_t i = 0; i < r.workers.size(); ++i) {
     const WorkerInput& in = r.workers[i];
     w.Raw(i ? "," : "").Raw("{\"rank\":").Int(in.rank).Raw(",\"step_ns\":").Int(in.step_ns);
-    w.Raw(",\"input_wait_ns\":").Int(in.input_wait_ns).Raw(",\"dataloader_ns\":").Int(in.dataloader_ns);
-    w.Raw(",\"input_share\":").Fixed(in.input_share, 4).Raw(",\"verdict\":").String(InputVerdictName(in.verdict));
+    w.Raw(",\"input_wait_ns\":")
+        .Int(in.input_wait_ns)
+        .Raw(",\"dataloader_ns\":")
+        .Int(in.dataloader_ns);
+    w.Raw(",\"input_share\":")
+        .Fixed(in.input_share, 4)
+        .Raw(",\"verdict\":")
+        .String(InputVerdictName(in.verdict));
     if (workers_only) {
       w.Raw(",\"step_count\":").Uint(in.steps.size()).Char('}');
       continue;
@@ -390,7 +543,10 @@ void Input(JsonWriter& w, const InputReport& r, bool workers_only) {
     for (size_t s = 0; s < in.steps.size(); ++s) {
       const StepInput& st = in.steps[s];
       w.Raw(s ? "," : "").Raw("{\"step\":").Int(st.step).Raw(",\"step_ns\":").Int(st.step_ns);
-      w.Raw(",\"input_wait_ns\":").Int(st.input_wait_ns).Raw(",\"dataloader_ns\":").Int(st.dataloader_ns);
+      w.Raw(",\"input_wait_ns\":")
+          .Int(st.input_wait_ns)
+          .Raw(",\"dataloader_ns\":")
+          .Int(st.dataloader_ns);
       w.Raw(",\"input_share\":").Fixed(st.input_share(), 4).Char('}');
     }
     w.Raw("]}");
@@ -416,16 +572,25 @@ void Overview(JsonWriter& w, const OverviewReport& o) {
   w.Raw(",\"step_p50_ns\":").Int(o.step_p50_ns).Raw(",\"step_max_ns\":").Int(o.step_max_ns);
   w.Raw(",\"breakdown\":{\"step_ns\":").Int(b.step_ns);
   const std::pair<const char*, TimeNs> parts[] = {
-      {"compute", b.compute_ns},        {"overlap", b.overlap_ns},           {"comm_wait", b.comm_wait_ns},
-      {"comm_transfer", b.comm_transfer_ns}, {"memcpy", b.memcpy_ns},        {"idle_input", b.idle_input_ns},
-      {"idle_launch", b.idle_launch_ns}, {"idle_host", b.idle_host_ns},      {"idle_other", b.idle_other_ns}};
-  for (const auto& [name, ns] : parts) w.Raw(",\"").Raw(name).Raw("_share\":").Fixed(b.Share(ns), 4);
+      {"compute", b.compute_ns},         {"overlap", b.overlap_ns},
+      {"comm_wait", b.comm_wait_ns},     {"comm_transfer", b.comm_transfer_ns},
+      {"memcpy", b.memcpy_ns},           {"idle_input", b.idle_input_ns},
+      {"idle_launch", b.idle_launch_ns}, {"idle_host", b.idle_host_ns},
+      {"idle_other", b.idle_other_ns}};
+  for (const auto& [name, ns] : parts)
+    w.Raw(",\"").Raw(name).Raw("_share\":").Fixed(b.Share(ns), 4);
   w.Raw("},\"gpu\":{");
   GpuPodFields(w, o.gpu);
   w.Raw(",\"tensor_core_share\":").Fixed(o.tensor_core_share, 4);
   w.Raw("},\"communication\":{\"exposed_share\":").Fixed(o.exposed_communication_share, 4);
-  w.Raw(",\"overlap_pct\":").Fixed(o.overlap_pct, 2).Raw(",\"median_busbw_gbps\":").Fixed(o.median_busbw_gbps, 2);
-  w.Raw(",\"link_gbps\":").Fixed(o.link_gbps, 2).Raw(",\"median_efficiency\":").Fixed(o.median_efficiency, 4);
+  w.Raw(",\"overlap_pct\":")
+      .Fixed(o.overlap_pct, 2)
+      .Raw(",\"median_busbw_gbps\":")
+      .Fixed(o.median_busbw_gbps, 2);
+  w.Raw(",\"link_gbps\":")
+      .Fixed(o.link_gbps, 2)
+      .Raw(",\"median_efficiency\":")
+      .Fixed(o.median_efficiency, 4);
   w.Raw("},\"straggler_count\":").Uint(o.straggler_count).Raw(",\"recommendations\":[");
   for (size_t i = 0; i < o.recommendations.size(); ++i) {
     const Recommendation& r = o.recommendations[i];
@@ -453,22 +618,40 @@ void Memory(JsonWriter& w, const MemoryReport& r, bool workers_only) {
       const DeviceMemory& dev = m.devices[d];
       w.Raw(d ? "," : "").Raw("{\"device\":").Int(dev.device).Raw(",\"events\":").Uint(dev.events);
       w.Raw(",\"peak_allocated_bytes\":");
-      if (dev.peak_allocated_bytes >= 0) w.Int(dev.peak_allocated_bytes); else w.Raw("null");
+      if (dev.peak_allocated_bytes >= 0)
+        w.Int(dev.peak_allocated_bytes);
+      else
+        w.Raw("null");
       w.Raw(",\"peak_time_ns\":").Int(dev.peak_time);
       w.Raw(",\"peak_reserved_bytes\":");
-      if (dev.peak_reserved_bytes >= 0) w.Int(dev.peak_reserved_bytes); else w.Raw("null");
+      if (dev.peak_reserved_bytes >= 0)
+        w.Int(dev.peak_reserved_bytes);
+      else
+        w.Raw("null");
       w.Raw(",\"total_memory_bytes\":");
-      if (dev.total_memory_bytes) w.Int(*dev.total_memory_bytes); else w.Raw("null");
+      if (dev.total_memory_bytes)
+        w.Int(*dev.total_memory_bytes);
+      else
+        w.Raw("null");
       w.Raw(",\"headroom_bytes\":");
-      if (dev.headroom_bytes) w.Int(*dev.headroom_bytes); else w.Raw("null");
+      if (dev.headroom_bytes)
+        w.Int(*dev.headroom_bytes);
+      else
+        w.Raw("null");
       if (!workers_only) {
         w.Raw(",\"timeline\":[");
         for (size_t p = 0; p < dev.timeline.size(); ++p) {
           const MemoryPoint& pt = dev.timeline[p];
           w.Raw(p ? ",[" : "[").Int(pt.time).Char(',');
-          if (pt.allocated >= 0) w.Int(pt.allocated); else w.Raw("null");
+          if (pt.allocated >= 0)
+            w.Int(pt.allocated);
+          else
+            w.Raw("null");
           w.Char(',');
-          if (pt.reserved >= 0) w.Int(pt.reserved); else w.Raw("null");
+          if (pt.reserved >= 0)
+            w.Int(pt.reserved);
+          else
+            w.Raw("null");
           w.Char(']');
         }
         w.Char(']');
@@ -478,15 +661,27 @@ void Memory(JsonWriter& w, const MemoryReport& r, bool workers_only) {
     w.Raw("],\"top_operators\":[");
     for (size_t k = 0; k < m.top_operators.size(); ++k) {
       const OperatorAllocation& a = m.top_operators[k];
-      w.Raw(k ? "," : "").Raw("{\"name\":").String(a.name).Raw(",\"allocations\":").Uint(a.allocations);
+      w.Raw(k ? "," : "")
+          .Raw("{\"name\":")
+          .String(a.name)
+          .Raw(",\"allocations\":")
+          .Uint(a.allocations);
       w.Raw(",\"bytes\":").Int(a.bytes).Char('}');
     }
     w.Raw("]}");
   }
   w.Raw("],\"nearest_oom\":");
   if (const auto& n = r.nearest_oom) {
-    w.Raw("{\"rank\":").Int(n->rank).Raw(",\"device\":").Int(n->device).Raw(",\"peak_bytes\":").Int(n->peak_bytes);
-    w.Raw(",\"total_memory_bytes\":").Int(n->total_memory_bytes).Raw(",\"headroom_bytes\":").Int(n->headroom_bytes);
+    w.Raw("{\"rank\":")
+        .Int(n->rank)
+        .Raw(",\"device\":")
+        .Int(n->device)
+        .Raw(",\"peak_bytes\":")
+        .Int(n->peak_bytes);
+    w.Raw(",\"total_memory_bytes\":")
+        .Int(n->total_memory_bytes)
+        .Raw(",\"headroom_bytes\":")
+        .Int(n->headroom_bytes);
     w.Char('}');
   } else {
     w.Raw("null");
@@ -495,17 +690,25 @@ void Memory(JsonWriter& w, const MemoryReport& r, bool workers_only) {
 }
 
 void Temporal(JsonWriter& w, const TemporalReport& r) {
-  w.Raw("{\"window\":").String(r.window == WindowMode::kHta ? "hta" : "steps").Raw(",\"workers\":[");
+  w.Raw("{\"window\":")
+      .String(r.window == WindowMode::kHta ? "hta" : "steps")
+      .Raw(",\"workers\":[");
   for (size_t i = 0; i < r.workers.size(); ++i) {
     const WorkerTemporal& t = r.workers[i];
     w.Raw(i ? "," : "").Raw("{\"rank\":").Int(t.rank).Raw(",\"idle_ns\":").Int(t.idle_ns);
     w.Raw(",\"compute_ns\":").Int(t.compute_ns).Raw(",\"non_compute_ns\":").Int(t.non_compute_ns);
-    w.Raw(",\"kernel_time_ns\":").Int(t.kernel_time_ns).Raw(",\"overlap_pct\":").Fixed(t.overlap_pct, 2);
+    w.Raw(",\"kernel_time_ns\":")
+        .Int(t.kernel_time_ns)
+        .Raw(",\"overlap_pct\":")
+        .Fixed(t.overlap_pct, 2);
     w.Raw(",\"idle_by_stream\":[");
     for (size_t s = 0; s < t.idle_by_stream.size(); ++s) {
       const StreamIdle& idle = t.idle_by_stream[s];
       w.Raw(s ? "," : "").Raw("{\"device\":").Int(idle.device).Raw(",\"stream\":").Int(idle.stream);
-      w.Raw(",\"host_wait_ns\":").Int(idle.host_wait_ns).Raw(",\"kernel_wait_ns\":").Int(idle.kernel_wait_ns);
+      w.Raw(",\"host_wait_ns\":")
+          .Int(idle.host_wait_ns)
+          .Raw(",\"kernel_wait_ns\":")
+          .Int(idle.kernel_wait_ns);
       w.Raw(",\"other_ns\":").Int(idle.other_ns).Char('}');
     }
     w.Raw("]}");
@@ -529,7 +732,8 @@ std::string RenderJson(const common::CaptureView& capture, const AnalysisRequest
     if (name == "summary") Summary(w, *results.summary);
     if (name == "steps") Steps(w, *results.breakdown);
     if (name == "overlap") Overlap(w, *results.breakdown, request.workers_only);
-    if (name == "communication") Communication(w, *results.communication, capture, request.workers_only);
+    if (name == "communication")
+      Communication(w, *results.communication, capture, request.workers_only);
     if (name == "stragglers") Stragglers(w, *results.stragglers);
     if (name == "allreduce") Bandwidth(w, *results.bandwidth);
     if (name == "pod") Pod(w, *results.pod, request.workers_only);
@@ -545,7 +749,8 @@ std::string RenderJson(const common::CaptureView& capture, const AnalysisRequest
   std::string& text = w.buffer();
   if (!nested && !text.empty() && text.back() == '}') text.pop_back();
   w.Raw(",\"warnings\":[");
-  for (size_t i = 0; i < results.warnings.size(); ++i) w.Raw(i ? "," : "").String(results.warnings[i]);
+  for (size_t i = 0; i < results.warnings.size(); ++i)
+    w.Raw(i ? "," : "").String(results.warnings[i]);
   w.Raw("]}");
   w.Char('\n');
   return std::move(w.buffer());

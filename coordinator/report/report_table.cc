@@ -26,7 +26,8 @@ struct StepNumbers {
     return base < 0 ? std::to_string(step) : fmt::format("+{}", step - base);
   }
   std::string Note() const {
-    return base < 0 ? "" : fmt::format("(steps shown relative to the capture's first, step {})\n", base);
+    return base < 0 ? ""
+                    : fmt::format("(steps shown relative to the capture's first, step {})\n", base);
   }
 };
 
@@ -45,13 +46,14 @@ StepNumbers NumbersFor(const AnalysisResults& results) {
 
 // Whether `--ranks` (or the API's ranks) keeps this rank in the tables.
 bool RankShown(const AnalysisRequest& request, int32_t rank) {
-  return request.ranks.empty() || std::find(request.ranks.begin(), request.ranks.end(), rank) != request.ranks.end();
+  return request.ranks.empty() ||
+         std::find(request.ranks.begin(), request.ranks.end(), rank) != request.ranks.end();
 }
 
 // The workers a long table shows: those asked for, worst (longest mean step) first, at most
 // request.top_workers; `hidden` counts the others.
-std::vector<const WorkerBreakdown*> Shown(const std::vector<WorkerBreakdown>& b, const AnalysisRequest& request,
-                                          size_t* hidden) {
+std::vector<const WorkerBreakdown*> Shown(const std::vector<WorkerBreakdown>& b,
+                                          const AnalysisRequest& request, size_t* hidden) {
   std::vector<std::pair<TimeNs, const WorkerBreakdown*>> ranked;
   for (const WorkerBreakdown& w : b) {
     if (!RankShown(request, w.rank)) continue;
@@ -59,8 +61,10 @@ std::vector<const WorkerBreakdown*> Shown(const std::vector<WorkerBreakdown>& b,
     for (const StepBreakdown& s : w.steps) total += s.span_ns;
     ranked.emplace_back(w.steps.empty() ? 0 : total / static_cast<TimeNs>(w.steps.size()), &w);
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  const size_t keep = request.top_workers == 0 ? ranked.size() : std::min(ranked.size(), request.top_workers);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  const size_t keep =
+      request.top_workers == 0 ? ranked.size() : std::min(ranked.size(), request.top_workers);
   *hidden = ranked.size() - keep;
   std::vector<const WorkerBreakdown*> out;
   for (size_t i = 0; i < keep; ++i) out.push_back(ranked[i].second);
@@ -68,52 +72,63 @@ std::vector<const WorkerBreakdown*> Shown(const std::vector<WorkerBreakdown>& b,
 }
 
 bool StepShown(int64_t step, const AnalysisRequest& request) {
-  return (request.first_step < 0 || step >= request.first_step) && (request.last_step < 0 || step <= request.last_step);
+  return (request.first_step < 0 || step >= request.first_step) &&
+         (request.last_step < 0 || step <= request.last_step);
 }
 
 void MoreWorkers(std::string& out, size_t hidden) {
-  if (hidden > 0) out += fmt::format("... {} more workers (--top 0 shows all, --ranks picks some)\n", hidden);
+  if (hidden > 0)
+    out += fmt::format("... {} more workers (--top 0 shows all, --ranks picks some)\n", hidden);
 }
 
-void Steps(std::string& out, const std::vector<WorkerBreakdown>& all, const AnalysisRequest& request,
-           const StepNumbers& numbers) {
+void Steps(std::string& out, const std::vector<WorkerBreakdown>& all,
+           const AnalysisRequest& request, const StepNumbers& numbers) {
   size_t hidden = 0;
   const std::vector<const WorkerBreakdown*> b = Shown(all, request, &hidden);
-  out += "== steps: per-step breakdown (ms; the categories sum to the span; before = device idle since the "
-         "previous step's span)\n";
-  out += fmt::format("{:>5} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "rank",
-                     "step", "span", "compute", "overlap", "comm_wait", "comm_xfer", "memcpy", "idle_in",
-                     "idle_lch", "idle_hst", "idle_oth", "before");
+  out +=
+      "== steps: per-step breakdown (ms; the categories sum to the span; before = device idle "
+      "since the "
+      "previous step's span)\n";
+  out +=
+      fmt::format("{:>5} {:>7} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+                  "rank", "step", "span", "compute", "overlap", "comm_wait", "comm_xfer", "memcpy",
+                  "idle_in", "idle_lch", "idle_hst", "idle_oth", "before");
   for (const WorkerBreakdown* worker : b) {
     const WorkerBreakdown& w = *worker;
     for (const StepBreakdown& s : w.steps) {
       if (!StepShown(s.step, request)) continue;
-      out += fmt::format("{:>5} {:>7} {:>9.3f} {:>9.3f} {:>8.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f}\n",
-                         w.rank, numbers(s.step), Ms(s.span_ns), Ms(s.compute_ns), Ms(s.overlap_ns), Ms(s.comm_wait_ns),
-                         Ms(s.comm_transfer_ns), Ms(s.memcpy_ns), Ms(s.idle_input_ns), Ms(s.idle_launch_ns),
-                         Ms(s.idle_host_ns), Ms(s.idle_other_ns), Ms(s.before_ns));
+      out += fmt::format(
+          "{:>5} {:>7} {:>9.3f} {:>9.3f} {:>8.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f} "
+          "{:>8.3f} {:>8.3f} {:>8.3f}\n",
+          w.rank, numbers(s.step), Ms(s.span_ns), Ms(s.compute_ns), Ms(s.overlap_ns),
+          Ms(s.comm_wait_ns), Ms(s.comm_transfer_ns), Ms(s.memcpy_ns), Ms(s.idle_input_ns),
+          Ms(s.idle_launch_ns), Ms(s.idle_host_ns), Ms(s.idle_other_ns), Ms(s.before_ns));
     }
-    if (w.steps.empty()) out += fmt::format("{:>5} (no steps: {})\n", w.rank, StepSourceName(w.step_source));
+    if (w.steps.empty())
+      out += fmt::format("{:>5} (no steps: {})\n", w.rank, StepSourceName(w.step_source));
   }
   MoreWorkers(out, hidden);
 }
 
-void Overlap(std::string& out, const std::vector<WorkerBreakdown>& all, const AnalysisRequest& request,
-             const StepNumbers& numbers) {
+void Overlap(std::string& out, const std::vector<WorkerBreakdown>& all,
+             const AnalysisRequest& request, const StepNumbers& numbers) {
   size_t hidden = 0;
   const std::vector<const WorkerBreakdown*> b = Shown(all, request, &hidden);
   // The PyTorch profiler's distributed view: computation and communication each without the
   // overlap, comm_kernels = overlap + communication, overlap% = overlap / comm_kernels.
-  out += "== overlap (ms): computation = computation kernels alone, communication = communication kernels alone "
-         "(not hidden), comm_kernels = overlap + communication, overlap% = overlap / comm_kernels\n";
-  out += fmt::format("{:>5} {:>7} {:>12} {:>14} {:>9} {:>13} {:>9}\n", "rank", "step", "computation", "communication",
-                     "overlap", "comm_kernels", "overlap%");
+  out +=
+      "== overlap (ms): computation = computation kernels alone, communication = communication "
+      "kernels alone "
+      "(not hidden), comm_kernels = overlap + communication, overlap% = overlap / comm_kernels\n";
+  out += fmt::format("{:>5} {:>7} {:>12} {:>14} {:>9} {:>13} {:>9}\n", "rank", "step",
+                     "computation", "communication", "overlap", "comm_kernels", "overlap%");
   for (const WorkerBreakdown* w : b) {
     for (const StepBreakdown& s : w->steps) {
       if (!StepShown(s.step, request)) continue;
-      out += fmt::format("{:>5} {:>7} {:>12.3f} {:>14.3f} {:>9.3f} {:>13.3f} {:>9.2f}\n", w->rank, numbers(s.step), Ms(s.compute_ns),
-                         Ms(s.communication_ns), Ms(s.overlap_ns), Ms(s.overlap_ns + s.communication_ns),
-                         s.OverlapPercent());
+      out +=
+          fmt::format("{:>5} {:>7} {:>12.3f} {:>14.3f} {:>9.3f} {:>13.3f} {:>9.2f}\n", w->rank,
+                      numbers(s.step), Ms(s.compute_ns), Ms(s.communication_ns), Ms(s.overlap_ns),
+                      Ms(s.overlap_ns + s.communication_ns), s.OverlapPercent());
     }
   }
   MoreWorkers(out, hidden);
@@ -131,170 +146,220 @@ std::string ClockWords(ClockBasis basis, TimeNs bound) {
     case ClockBasis::kNotCompared:
       break;
   }
-  return "clocks not comparable: min-duration fallback; pass --clocks aligned if the hosts' clocks are synchronised";
+  return "clocks not comparable: min-duration fallback; pass --clocks aligned if the hosts' clocks "
+         "are synchronised";
 }
 
 void Communication(std::string& out, const CommunicationReport& c) {
-  out += fmt::format("== communication: wait vs transfer ({})\n", ClockWords(c.clock_basis, c.clock_error_bound_ns));
-  out += fmt::format("{:>5} {:>12} {:>10} {:>12} {:>7}\n", "rank", "collectives", "wait", "transfer", "wait%");
+  out += fmt::format("== communication: wait vs transfer ({})\n",
+                     ClockWords(c.clock_basis, c.clock_error_bound_ns));
+  out += fmt::format("{:>5} {:>12} {:>10} {:>12} {:>7}\n", "rank", "collectives", "wait",
+                     "transfer", "wait%");
   for (const auto& w : c.workers) {
     const TimeNs total = w.wait_ns + w.transfer_ns;
-    out += fmt::format("{:>5} {:>12} {:>10.3f} {:>12.3f} {:>7.1f}\n", w.rank, w.collectives, Ms(w.wait_ns),
-                       Ms(w.transfer_ns), total > 0 ? 100.0 * w.wait_ns / total : 0.0);
+    out +=
+        fmt::format("{:>5} {:>12} {:>10.3f} {:>12.3f} {:>7.1f}\n", w.rank, w.collectives,
+                    Ms(w.wait_ns), Ms(w.transfer_ns), total > 0 ? 100.0 * w.wait_ns / total : 0.0);
   }
 }
 
-std::string LossMs(const std::optional<TimeNs>& loss) { return loss ? fmt::format("{:.3f} ms", Ms(*loss)) : "unknown"; }
+std::string LossMs(const std::optional<TimeNs>& loss) {
+  return loss ? fmt::format("{:.3f} ms", Ms(*loss)) : "unknown";
+}
 
 void Stragglers(std::string& out, const StragglerReport& r) {
   out += fmt::format("== stragglers ({})\n", ClockWords(r.clock_basis, r.clock_error_bound_ns));
   if (r.stragglers.empty()) {
     out += fmt::format("no straggler found ({:.3f} ms of steps)\n", Ms(r.window_step_time_ns));
   } else {
-    out += fmt::format("step-time loss {} of {:.3f} ms of steps: the time saved had the stragglers arrived with the others\n",
-                       LossMs(r.step_time_loss_ns), Ms(r.window_step_time_ns));
+    out += fmt::format(
+        "step-time loss {} of {:.3f} ms of steps: the time saved had the stragglers arrived with "
+        "the others\n",
+        LossMs(r.step_time_loss_ns), Ms(r.window_step_time_ns));
     if (!r.loss_error.empty()) out += "  (" + r.loss_error + ")\n";
   }
   for (const Straggler& s : r.stragglers) {
     std::string steps;
-    for (size_t i = 0; i < s.steps.size() && i < 12; ++i) steps += fmt::format("{}{}", i ? "," : "", s.steps[i]);
+    for (size_t i = 0; i < s.steps.size() && i < 12; ++i)
+      steps += fmt::format("{}{}", i ? "," : "", s.steps[i]);
     if (s.steps.size() > 12) steps += ",...";
-    out += fmt::format("rank {}{}: step-time loss {}; caused delay {:.3f} ms (waiting it alone caused, the ranking "
-                       "signal), last to arrive in {:.0f}% of collectives, steps [{}] ({}, compute z={:.1f})\n",
-                       s.rank, s.host.empty() ? "" : " (" + s.host + ")", LossMs(s.step_time_loss_ns), Ms(s.caused_delay_ns),
-                       100 * s.last_arriver_share, steps, s.reason, s.compute_z);
-    out += fmt::format("  extra time in {}: {:.3f} ms per step against {:.3f} ms on the median worker (+{:.3f} ms)\n",
-                       s.category, Ms(s.evidence.worker_ns), Ms(s.evidence.median_ns),
-                       Ms(s.evidence.worker_ns - s.evidence.median_ns));
+    out += fmt::format(
+        "rank {}{}: step-time loss {}; caused delay {:.3f} ms (waiting it alone caused, the "
+        "ranking "
+        "signal), last to arrive in {:.0f}% of collectives, steps [{}] ({}, compute z={:.1f})\n",
+        s.rank, s.host.empty() ? "" : " (" + s.host + ")", LossMs(s.step_time_loss_ns),
+        Ms(s.caused_delay_ns), 100 * s.last_arriver_share, steps, s.reason, s.compute_z);
+    out += fmt::format(
+        "  extra time in {}: {:.3f} ms per step against {:.3f} ms on the median worker (+{:.3f} "
+        "ms)\n",
+        s.category, Ms(s.evidence.worker_ns), Ms(s.evidence.median_ns),
+        Ms(s.evidence.worker_ns - s.evidence.median_ns));
     for (const NamedExcess& e : s.evidence.top) {
-      out += fmt::format("    {}: {:.3f} ms per step against {:.3f} ms\n", Truncate(e.name, 72), Ms(e.worker_ns),
-                         Ms(e.median_ns));
+      out += fmt::format("    {}: {:.3f} ms per step against {:.3f} ms\n", Truncate(e.name, 72),
+                         Ms(e.worker_ns), Ms(e.median_ns));
     }
     if (s.max_cpu_percent >= 0) {
-      out += fmt::format("  host: max CPU {:.0f}%, min SM clock {} MHz, throttle reasons 0x{:x}\n", s.max_cpu_percent,
-                         s.min_gpu_sm_clock_mhz, s.gpu_throttle_reasons);
+      out += fmt::format("  host: max CPU {:.0f}%, min SM clock {} MHz, throttle reasons 0x{:x}\n",
+                         s.max_cpu_percent, s.min_gpu_sm_clock_mhz, s.gpu_throttle_reasons);
     }
   }
-  out += fmt::format("total caused delay {:.3f} ms (summed over collectives; overstates the cost)\n",
-                     Ms(r.total_caused_delay_ns));
+  out +=
+      fmt::format("total caused delay {:.3f} ms (summed over collectives; overstates the cost)\n",
+                  Ms(r.total_caused_delay_ns));
 }
 
 void Summary(std::string& out, const SummaryReport& s) {
-  out += fmt::format("== summary: job {}, {} rank{}{}, {} step{} ({}..{}, from {})\n", s.job.empty() ? "(unnamed)" : s.job,
-                     s.ranks, s.ranks == 1 ? "" : "s", s.hosts > 0 ? fmt::format(" on {} host{}", s.hosts, s.hosts == 1 ? "" : "s") : "", s.steps,
-                     s.steps == 1 ? "" : "s", s.first_step, s.last_step, s.step_source);
-  out += fmt::format("step time (ms): min {:.3f}  p50 {:.3f}  p90 {:.3f}  max {:.3f} over every worker and step; "
-                     "{:.3f} ms of steps on the median worker\n",
-                     Ms(s.step_min_ns), Ms(s.step_p50_ns), Ms(s.step_p90_ns), Ms(s.step_max_ns), Ms(s.window_step_time_ns));
-  out += fmt::format("per step (ms)             {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}\n", "span", "compute",
-                     "overlap", "comm_wait", "comm_xfer", "memcpy", "idle", "before");
-  for (const auto& [label, p] : {std::pair<const char*, const WorkerProfile*>{"median worker", &s.median_worker},
-                                 {s.worst_is_straggler ? "top straggler" : "longest step", &s.worst_worker}}) {
-    out += fmt::format("{:<14} rank {:<5}  {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} {:>8.3f}\n", label,
-                       p->rank, Ms(p->span_ns), Ms(p->compute_ns), Ms(p->overlap_ns), Ms(p->comm_wait_ns),
-                       Ms(p->comm_transfer_ns), Ms(p->memcpy_ns), Ms(p->idle_ns), Ms(p->before_ns));
+  out +=
+      fmt::format("== summary: job {}, {} rank{}{}, {} step{} ({}..{}, from {})\n",
+                  s.job.empty() ? "(unnamed)" : s.job, s.ranks, s.ranks == 1 ? "" : "s",
+                  s.hosts > 0 ? fmt::format(" on {} host{}", s.hosts, s.hosts == 1 ? "" : "s") : "",
+                  s.steps, s.steps == 1 ? "" : "s", s.first_step, s.last_step, s.step_source);
+  out += fmt::format(
+      "step time (ms): min {:.3f}  p50 {:.3f}  p90 {:.3f}  max {:.3f} over every worker and step; "
+      "{:.3f} ms of steps on the median worker\n",
+      Ms(s.step_min_ns), Ms(s.step_p50_ns), Ms(s.step_p90_ns), Ms(s.step_max_ns),
+      Ms(s.window_step_time_ns));
+  out += fmt::format("per step (ms)             {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}\n",
+                     "span", "compute", "overlap", "comm_wait", "comm_xfer", "memcpy", "idle",
+                     "before");
+  for (const auto& [label, p] :
+       {std::pair<const char*, const WorkerProfile*>{"median worker", &s.median_worker},
+        {s.worst_is_straggler ? "top straggler" : "longest step", &s.worst_worker}}) {
+    out += fmt::format(
+        "{:<14} rank {:<5}  {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} "
+        "{:>8.3f}\n",
+        label, p->rank, Ms(p->span_ns), Ms(p->compute_ns), Ms(p->overlap_ns), Ms(p->comm_wait_ns),
+        Ms(p->comm_transfer_ns), Ms(p->memcpy_ns), Ms(p->idle_ns), Ms(p->before_ns));
   }
-  out += fmt::format("exposed communication: {:.3f} ms per step on the median worker ({:.1f}% of its step); "
-                     "{:.1f}% of its communication hidden behind computation\n",
-                     Ms(s.exposed_communication_ns), 100 * s.exposed_communication_share, s.overlap_pct);
+  out += fmt::format(
+      "exposed communication: {:.3f} ms per step on the median worker ({:.1f}% of its step); "
+      "{:.1f}% of its communication hidden behind computation\n",
+      Ms(s.exposed_communication_ns), 100 * s.exposed_communication_share, s.overlap_pct);
   if (s.straggler_count == 0) {
     out += "stragglers: none\n";
   } else {
-    out += fmt::format("stragglers: {} (step-time loss {} of {:.3f} ms of steps)\n", s.straggler_count,
-                       LossMs(s.step_time_loss_ns), Ms(s.window_step_time_ns));
+    out += fmt::format("stragglers: {} (step-time loss {} of {:.3f} ms of steps)\n",
+                       s.straggler_count, LossMs(s.step_time_loss_ns), Ms(s.window_step_time_ns));
     for (const Straggler& g : s.stragglers) {
-      out += fmt::format("  rank {}{}: loss {}, caused delay {:.3f} ms, extra time in {} ({})\n", g.rank,
-                         g.host.empty() ? "" : " (" + g.host + ")", LossMs(g.step_time_loss_ns), Ms(g.caused_delay_ns),
-                         g.category, g.reason);
+      out += fmt::format("  rank {}{}: loss {}, caused delay {:.3f} ms, extra time in {} ({})\n",
+                         g.rank, g.host.empty() ? "" : " (" + g.host + ")",
+                         LossMs(g.step_time_loss_ns), Ms(g.caused_delay_ns), g.category, g.reason);
     }
     if (s.straggler_count > s.stragglers.size()) {
-      out += fmt::format("  ... {} more (--report stragglers)\n", s.straggler_count - s.stragglers.size());
+      out += fmt::format("  ... {} more (--report stragglers)\n",
+                         s.straggler_count - s.stragglers.size());
     }
   }
-  out += fmt::format("allreduce: {} collectives, median bus bandwidth {:.1f} GB/s", s.collectives, s.median_busbw_gbps);
+  out += fmt::format("allreduce: {} collectives, median bus bandwidth {:.1f} GB/s", s.collectives,
+                     s.median_busbw_gbps);
   if (s.link_gbps > 0) {
-    out += fmt::format(", {:.0f}% of the {:.0f} Gbit/s link", 100 * s.median_efficiency, s.link_gbps);
+    out +=
+        fmt::format(", {:.0f}% of the {:.0f} Gbit/s link", 100 * s.median_efficiency, s.link_gbps);
   } else {
     out += " (--link-gbps for efficiency)";
   }
   out += fmt::format("; {:.3f} ms of AllReduce per step", Ms(s.measured_allreduce_ns));
-  if (s.expected_allreduce_ns) out += fmt::format(" (expected {:.3f} ms)", Ms(*s.expected_allreduce_ns));
+  if (s.expected_allreduce_ns)
+    out += fmt::format(" (expected {:.3f} ms)", Ms(*s.expected_allreduce_ns));
   out += "\n";
-  out += fmt::format("warnings: {}\n", s.warnings.empty() ? "none" : fmt::format("{} (above)", s.warnings.size()));
-  out += "more: --report overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|memory|input|temporal|all\n";
+  out += fmt::format("warnings: {}\n",
+                     s.warnings.empty() ? "none" : fmt::format("{} (above)", s.warnings.size()));
+  out +=
+      "more: --report "
+      "overview|steps|pod|overlap|communication|stragglers|allreduce|kernels|gpu|operators|memory|"
+      "input|temporal|all\n";
 }
 
 void Bandwidth(std::string& out, const BandwidthReport& r, const StepNumbers& numbers) {
   // Bytes in MB (1e6) throughout; bus bandwidth in GB/s (1e9 bytes/s); the link in Gbit/s.
-  out += "== allreduce: collective time and bandwidth per step (MB = 1e6 bytes; busbw in GB/s, bytes-weighted)\n";
+  out +=
+      "== allreduce: collective time and bandwidth per step (MB = 1e6 bytes; busbw in GB/s, "
+      "bytes-weighted)\n";
   const bool link = r.link_gbps > 0;
-  out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>12} {:>10} {:>11}\n", "step", "allreduce_MB", "allreduce_ms",
-                     "other_MB", "all_coll_ms", "busbw_GB/s", link ? "efficiency%" : "");
+  out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>12} {:>10} {:>11}\n", "step", "allreduce_MB",
+                     "allreduce_ms", "other_MB", "all_coll_ms", "busbw_GB/s",
+                     link ? "efficiency%" : "");
   for (const StepCollectiveTime& s : r.steps) {
-    out += fmt::format("{:>7} {:>12.1f} {:>12.3f} {:>14.1f} {:>12.3f} {:>10.2f} {:>11}\n", numbers(s.step), s.allreduce_bytes / 1e6,
-                       Ms(s.allreduce_transfer_ns), s.other_bytes / 1e6, Ms(s.transfer_ns), s.busbw_gbps,
+    out += fmt::format("{:>7} {:>12.1f} {:>12.3f} {:>14.1f} {:>12.3f} {:>10.2f} {:>11}\n",
+                       numbers(s.step), s.allreduce_bytes / 1e6, Ms(s.allreduce_transfer_ns),
+                       s.other_bytes / 1e6, Ms(s.transfer_ns), s.busbw_gbps,
                        link ? fmt::format("{:.1f}", 100 * s.efficiency) : "");
   }
   if (!link) out += "(efficiency: give the link bandwidth with --link-gbps)\n";
   // Every AllReduce counts: data-parallel gradients and tensor-parallel activations alike.
-  out += fmt::format("measured AllReduce transfer per step (median over steps, every AllReduce): {:.3f} ms\n",
-                     Ms(r.measured_allreduce_ns));
+  out += fmt::format(
+      "measured AllReduce transfer per step (median over steps, every AllReduce): {:.3f} ms\n",
+      Ms(r.measured_allreduce_ns));
   if (r.expected_allreduce_ns) {
-    out += fmt::format("expected gradient AllReduce at {:.0f} Gbit/s (--params x --bytes-per-param): {:.3f} ms\n",
-                       r.link_gbps, Ms(*r.expected_allreduce_ns));
+    out += fmt::format(
+        "expected gradient AllReduce at {:.0f} Gbit/s (--params x --bytes-per-param): {:.3f} ms\n",
+        r.link_gbps, Ms(*r.expected_allreduce_ns));
   }
 }
 
-void Pod(std::string& out, const PodView& v, const AnalysisRequest& request, const StepNumbers& numbers) {
+void Pod(std::string& out, const PodView& v, const AnalysisRequest& request,
+         const StepNumbers& numbers) {
   out += "== pod: step time per worker (ms), deviation from the median worker, worst first\n";
   for (const PodStep& s : v.steps) {
     out += fmt::format("step {} (median {:.3f} ms)\n", numbers(s.step), Ms(s.median_step_ns));
     // The steps report's categories: compute and communication alone, overlap apart.
-    out += fmt::format("{:>7} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "rank", "step", "dev%", "compute",
-                       "overlap", "comm", "memcpy", "idle");
+    out += fmt::format("{:>7} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "rank", "step",
+                       "dev%", "compute", "overlap", "comm", "memcpy", "idle");
     std::vector<const PodRow*> rows;
     for (const PodRow& r : s.rows) {
       if (RankShown(request, r.rank)) {
         rows.push_back(&r);
       }
     }
-    std::stable_sort(rows.begin(), rows.end(), [](const PodRow* a, const PodRow* b) { return a->step_ns > b->step_ns; });
-    const size_t keep = request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const PodRow* a, const PodRow* b) { return a->step_ns > b->step_ns; });
+    const size_t keep =
+        request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
     for (size_t i = 0; i < keep; ++i) {
       const PodRow& r = *rows[i];
       const StepBreakdown& b = r.breakdown;
-      out += fmt::format("{:>7} {:>10.3f} {:>+8.2f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n", r.rank,
-                         Ms(r.step_ns), r.deviation_pct, Ms(b.compute_ns), Ms(b.overlap_ns), Ms(b.communication_ns),
-                         Ms(b.memcpy_ns), Ms(b.idle_input_ns + b.idle_launch_ns + b.idle_host_ns + b.idle_other_ns));
+      out += fmt::format(
+          "{:>7} {:>10.3f} {:>+8.2f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n", r.rank,
+          Ms(r.step_ns), r.deviation_pct, Ms(b.compute_ns), Ms(b.overlap_ns),
+          Ms(b.communication_ns), Ms(b.memcpy_ns),
+          Ms(b.idle_input_ns + b.idle_launch_ns + b.idle_host_ns + b.idle_other_ns));
     }
     MoreWorkers(out, rows.size() - keep);
   }
 }
 
 // "12.3" for a fraction as a percentage, "-" when unknown.
-std::string Percent(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", 100 * *v) : "-"; }
+std::string Percent(const std::optional<double>& v) {
+  return v ? fmt::format("{:.1f}", 100 * *v) : "-";
+}
 
 void Kernels(std::string& out, const KernelReport& r) {
-  out += "== kernels: top kernels pod-wide (blk/SM: blocks per SM; occ%: Est. Achieved Occupancy; TC: Tensor Cores)\n";
-  out += fmt::format("{:<48} {:>6} {:>8} {:>10} {:>10} {:>7} {:>7} {:>5} {:>3}\n", "name", "class", "count", "total_ms",
-                     "mean_us", "share%", "blk/SM", "occ%", "TC");
+  out +=
+      "== kernels: top kernels pod-wide (blk/SM: blocks per SM; occ%: Est. Achieved Occupancy; TC: "
+      "Tensor Cores)\n";
+  out += fmt::format("{:<48} {:>6} {:>8} {:>10} {:>10} {:>7} {:>7} {:>5} {:>3}\n", "name", "class",
+                     "count", "total_ms", "mean_us", "share%", "blk/SM", "occ%", "TC");
   for (const KernelStats& k : r.pod) {
-    out += fmt::format("{:<48} {:>6} {:>8} {:>10.3f} {:>10.1f} {:>7.2f} {:>7} {:>5} {:>3}\n", Truncate(k.name, 48),
-                       k.kernel_class.substr(0, 6), k.count, Ms(k.total_ns), k.mean_ns() / 1e3, 100 * k.share,
-                       k.blocks_per_sm ? fmt::format("{:.2f}", *k.blocks_per_sm) : "-", Percent(k.achieved_occupancy),
-                       k.tensor_core ? "yes" : "no");
+    out += fmt::format("{:<48} {:>6} {:>8} {:>10.3f} {:>10.1f} {:>7.2f} {:>7} {:>5} {:>3}\n",
+                       Truncate(k.name, 48), k.kernel_class.substr(0, 6), k.count, Ms(k.total_ns),
+                       k.mean_ns() / 1e3, 100 * k.share,
+                       k.blocks_per_sm ? fmt::format("{:.2f}", *k.blocks_per_sm) : "-",
+                       Percent(k.achieved_occupancy), k.tensor_core ? "yes" : "no");
   }
-  out += fmt::format("compute-kernel time on Tensor Cores: {:.1f}% ({:.3f} of {:.3f} ms)\n", 100 * r.tensor_cores.share(),
-                     Ms(r.tensor_cores.tensor_core_ns), Ms(r.tensor_cores.compute_ns));
+  out += fmt::format("compute-kernel time on Tensor Cores: {:.1f}% ({:.3f} of {:.3f} ms)\n",
+                     100 * r.tensor_cores.share(), Ms(r.tensor_cores.tensor_core_ns),
+                     Ms(r.tensor_cores.compute_ns));
 }
 
 void Gpu(std::string& out, const GpuReport& r, const AnalysisRequest& request) {
-  out += fmt::format("== gpu: pod medians: GPU utilization {}%, Est. SM Efficiency {}%, Est. Achieved Occupancy {}%\n",
-                     Percent(r.pod.median_gpu_utilization), Percent(r.pod.median_sm_efficiency),
-                     Percent(r.pod.median_achieved_occupancy));
+  out += fmt::format(
+      "== gpu: pod medians: GPU utilization {}%, Est. SM Efficiency {}%, Est. Achieved Occupancy "
+      "{}%\n",
+      Percent(r.pod.median_gpu_utilization), Percent(r.pod.median_sm_efficiency),
+      Percent(r.pod.median_achieved_occupancy));
   out += "least utilized first\n";
-  out += fmt::format("{:>7} {:<24} {:>6} {:>9} {:>9} {:>10} {:>10} {:>8}\n", "rank", "device", "util%", "sm_eff%", "occ%",
-                     "busy_ms", "span_ms", "steps");
+  out += fmt::format("{:>7} {:<24} {:>6} {:>9} {:>9} {:>10} {:>10} {:>8}\n", "rank", "device",
+                     "util%", "sm_eff%", "occ%", "busy_ms", "span_ms", "steps");
   std::vector<const WorkerGpu*> rows;
   for (const WorkerGpu& w : r.workers) {
     if (RankShown(request, w.rank)) {
@@ -304,77 +369,98 @@ void Gpu(std::string& out, const GpuReport& r, const AnalysisRequest& request) {
   std::stable_sort(rows.begin(), rows.end(), [](const WorkerGpu* a, const WorkerGpu* b) {
     return a->total.gpu_utilization < b->total.gpu_utilization;
   });
-  const size_t keep = request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
+  const size_t keep =
+      request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
   size_t unknown = 0;
   for (size_t i = 0; i < keep; ++i) {
     const WorkerGpu& w = *rows[i];
     unknown += w.kernels_without_occupancy;
-    out += fmt::format("{:>7} {:<24} {:>6.1f} {:>9} {:>9} {:>10.3f} {:>10.3f} {:>8}\n", w.rank,
-                       Truncate(w.device.empty() ? "-" : w.device, 24), 100 * w.total.gpu_utilization,
-                       Percent(w.total.sm_efficiency), Percent(w.total.achieved_occupancy), Ms(w.total.busy_ns),
-                       Ms(w.total.span_ns), w.steps.size());
+    out +=
+        fmt::format("{:>7} {:<24} {:>6.1f} {:>9} {:>9} {:>10.3f} {:>10.3f} {:>8}\n", w.rank,
+                    Truncate(w.device.empty() ? "-" : w.device, 24), 100 * w.total.gpu_utilization,
+                    Percent(w.total.sm_efficiency), Percent(w.total.achieved_occupancy),
+                    Ms(w.total.busy_ns), Ms(w.total.span_ns), w.steps.size());
   }
   MoreWorkers(out, rows.size() - keep);
   if (unknown > 0) {
-    out += fmt::format("({} kernels without a launch shape or device limits count as busy time only)\n", unknown);
+    out += fmt::format(
+        "({} kernels without a launch shape or device limits count as busy time only)\n", unknown);
   }
 }
 
 void Operators(std::string& out, const OperatorReport& r) {
-  out += "== operators: pod-wide, by device self time (host self: less child operators and CUDA calls)\n";
-  out += fmt::format("{:<40} {:>8} {:>11} {:>11} {:>12} {:>11}  {}\n", "name", "calls", "host_ms", "host_self", "device_ms",
-                     "dev_self", "costliest ranks (device ms)");
+  out +=
+      "== operators: pod-wide, by device self time (host self: less child operators and CUDA "
+      "calls)\n";
+  out += fmt::format("{:<40} {:>8} {:>11} {:>11} {:>12} {:>11}  {}\n", "name", "calls", "host_ms",
+                     "host_self", "device_ms", "dev_self", "costliest ranks (device ms)");
   for (const PodOperator& p : r.pod) {
     std::string costliest;
     for (const OperatorCost& c : p.costliest) {
-      costliest += fmt::format("{}{} ({:.3f})", costliest.empty() ? "" : ", ", c.rank, Ms(c.device_total_ns));
+      costliest += fmt::format("{}{} ({:.3f})", costliest.empty() ? "" : ", ", c.rank,
+                               Ms(c.device_total_ns));
     }
     const OperatorStats& s = p.stats;
-    out += fmt::format("{:<40} {:>8} {:>11.3f} {:>11.3f} {:>12.3f} {:>11.3f}  {}\n", Truncate(s.name, 40), s.calls,
-                       Ms(s.host_total_ns), Ms(s.host_self_ns), Ms(s.device_total_ns), Ms(s.device_self_ns), costliest);
+    out += fmt::format("{:<40} {:>8} {:>11.3f} {:>11.3f} {:>12.3f} {:>11.3f}  {}\n",
+                       Truncate(s.name, 40), s.calls, Ms(s.host_total_ns), Ms(s.host_self_ns),
+                       Ms(s.device_total_ns), Ms(s.device_self_ns), costliest);
   }
 }
 
 void Input(std::string& out, const InputReport& r, const AnalysisRequest& request) {
-  out += fmt::format("== input: device time waiting on the dataloader; median {}% of step time (input-bound above {:.0f}%, highly above "
-                     "{:.0f}%)\n",
-                     Percent(r.median_input_share), 100 * r.options.moderate_share, 100 * r.options.high_share);
-  out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>8}  {}\n", "rank", "step_ms", "input_wait", "dataloader_ms", "share%",
-                     "verdict");
+  out += fmt::format(
+      "== input: device time waiting on the dataloader; median {}% of step time (input-bound above "
+      "{:.0f}%, highly above "
+      "{:.0f}%)\n",
+      Percent(r.median_input_share), 100 * r.options.moderate_share, 100 * r.options.high_share);
+  out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>8}  {}\n", "rank", "step_ms", "input_wait",
+                     "dataloader_ms", "share%", "verdict");
   std::vector<const WorkerInput*> rows;
   for (const WorkerInput& w : r.workers) {
     if (RankShown(request, w.rank)) {
       rows.push_back(&w);
     }
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const WorkerInput* a, const WorkerInput* b) { return a->input_share > b->input_share; });
-  const size_t keep = request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
+  std::stable_sort(rows.begin(), rows.end(), [](const WorkerInput* a, const WorkerInput* b) {
+    return a->input_share > b->input_share;
+  });
+  const size_t keep =
+      request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
   for (size_t i = 0; i < keep; ++i) {
     const WorkerInput& w = *rows[i];
-    out += fmt::format("{:>7} {:>12.3f} {:>12.3f} {:>14.3f} {:>8.1f}  {}\n", w.rank, Ms(w.step_ns), Ms(w.input_wait_ns),
-                       Ms(w.dataloader_ns), 100 * w.input_share, InputVerdictName(w.verdict));
+    out += fmt::format("{:>7} {:>12.3f} {:>12.3f} {:>14.3f} {:>8.1f}  {}\n", w.rank, Ms(w.step_ns),
+                       Ms(w.input_wait_ns), Ms(w.dataloader_ns), 100 * w.input_share,
+                       InputVerdictName(w.verdict));
   }
   MoreWorkers(out, rows.size() - keep);
 }
 
 void Overview(std::string& out, const OverviewReport& o) {
   const PodBreakdown& b = o.breakdown;
-  out += fmt::format("== overview: {} workers, {} steps; step time p50 {:.3f} ms, max {:.3f} ms\n", o.workers, o.steps,
-                     Ms(o.step_p50_ns), Ms(o.step_max_ns));
-  out += fmt::format("step time (pod): compute {:.1f}%, overlap {:.1f}%, comm wait {:.1f}%, comm transfer {:.1f}%, memcpy "
-                     "{:.1f}%, idle: input {:.1f}%, launch {:.1f}%, host {:.1f}%, other {:.1f}%\n",
-                     100 * b.Share(b.compute_ns), 100 * b.Share(b.overlap_ns), 100 * b.Share(b.comm_wait_ns),
-                     100 * b.Share(b.comm_transfer_ns), 100 * b.Share(b.memcpy_ns), 100 * b.Share(b.idle_input_ns),
-                     100 * b.Share(b.idle_launch_ns), 100 * b.Share(b.idle_host_ns), 100 * b.Share(b.idle_other_ns));
-  out += fmt::format("GPU (pod medians): utilization {}%, Est. SM Efficiency {}%, Est. Achieved Occupancy {}%; Tensor Cores "
-                     "{:.1f}% of compute-kernel time\n",
-                     Percent(o.gpu.median_gpu_utilization), Percent(o.gpu.median_sm_efficiency),
-                     Percent(o.gpu.median_achieved_occupancy), 100 * o.tensor_core_share);
-  out += fmt::format("communication (median worker): {:.1f}% of the step exposed, {:.1f}% hidden; AllReduce bus bandwidth "
-                     "{:.1f} Gbit/s{}; {} straggler(s)\n",
-                     100 * o.exposed_communication_share, o.overlap_pct, o.median_busbw_gbps,
-                     o.link_gbps > 0 ? fmt::format(" ({:.1f}% of {:.0f})", 100 * o.median_efficiency, o.link_gbps) : "",
-                     o.straggler_count);
+  out += fmt::format("== overview: {} workers, {} steps; step time p50 {:.3f} ms, max {:.3f} ms\n",
+                     o.workers, o.steps, Ms(o.step_p50_ns), Ms(o.step_max_ns));
+  out += fmt::format(
+      "step time (pod): compute {:.1f}%, overlap {:.1f}%, comm wait {:.1f}%, comm transfer "
+      "{:.1f}%, memcpy "
+      "{:.1f}%, idle: input {:.1f}%, launch {:.1f}%, host {:.1f}%, other {:.1f}%\n",
+      100 * b.Share(b.compute_ns), 100 * b.Share(b.overlap_ns), 100 * b.Share(b.comm_wait_ns),
+      100 * b.Share(b.comm_transfer_ns), 100 * b.Share(b.memcpy_ns), 100 * b.Share(b.idle_input_ns),
+      100 * b.Share(b.idle_launch_ns), 100 * b.Share(b.idle_host_ns),
+      100 * b.Share(b.idle_other_ns));
+  out += fmt::format(
+      "GPU (pod medians): utilization {}%, Est. SM Efficiency {}%, Est. Achieved Occupancy {}%; "
+      "Tensor Cores "
+      "{:.1f}% of compute-kernel time\n",
+      Percent(o.gpu.median_gpu_utilization), Percent(o.gpu.median_sm_efficiency),
+      Percent(o.gpu.median_achieved_occupancy), 100 * o.tensor_core_share);
+  out += fmt::format(
+      "communication (median worker): {:.1f}% of the step exposed, {:.1f}% hidden; AllReduce bus "
+      "bandwidth "
+      "{:.1f} Gbit/s{}; {} straggler(s)\n",
+      100 * o.exposed_communication_share, o.overlap_pct, o.median_busbw_gbps,
+      o.link_gbps > 0 ? fmt::format(" ({:.1f}% of {:.0f})", 100 * o.median_efficiency, o.link_gbps)
+                      : "",
+      o.straggler_count);
   if (o.recommendations.empty()) {
     out += "recommendations: none (no rule's threshold is crossed)\n";
     return;
@@ -382,11 +468,13 @@ void Overview(std::string& out, const OverviewReport& o) {
   out += "recommendations, most step time at stake first:\n";
   for (size_t i = 0; i < o.recommendations.size(); ++i) {
     const Recommendation& r = o.recommendations[i];
-    out += fmt::format("{:>2}. {} [{}; {:.1f}% of step time at stake]\n", i + 1, r.title, r.rule, 100 * r.step_share);
+    out += fmt::format("{:>2}. {} [{}; {:.1f}% of step time at stake]\n", i + 1, r.title, r.rule,
+                       100 * r.step_share);
     if (!r.subject.empty()) out += fmt::format("    kernel: {}\n", Truncate(r.subject, 100));
     out += fmt::format("    try: {}\n", r.advice);
     std::string evidence;
-    for (const auto& [name, value] : r.evidence) evidence += fmt::format("{}{}={:.4g}", evidence.empty() ? "" : ", ", name, value);
+    for (const auto& [name, value] : r.evidence)
+      evidence += fmt::format("{}{}={:.4g}", evidence.empty() ? "" : ", ", name, value);
     out += fmt::format("    evidence: {}\n", evidence);
   }
 }
@@ -399,35 +487,42 @@ void Memory(std::string& out, const MemoryReport& r) {
     return;
   }
   if (const auto& n = r.nearest_oom) {
-    out += fmt::format("== memory: nearest to out of memory: rank {} device {}, peak {:.2f} of {:.2f} GiB ({:.2f} GiB free)\n",
-                       n->rank, n->device, GiB(n->peak_bytes), GiB(n->total_memory_bytes), GiB(n->headroom_bytes));
+    out += fmt::format(
+        "== memory: nearest to out of memory: rank {} device {}, peak {:.2f} of {:.2f} GiB ({:.2f} "
+        "GiB free)\n",
+        n->rank, n->device, GiB(n->peak_bytes), GiB(n->total_memory_bytes), GiB(n->headroom_bytes));
   } else {
     out += "== memory (device sizes unknown: no headroom)\n";
   }
-  out += fmt::format("{:>7} {:>7} {:>9} {:>15} {:>15} {:>12}  {}\n", "rank", "device", "events", "peak_alloc_GiB",
-                     "peak_rsrv_GiB", "free_GiB", "allocated most (MiB)");
+  out += fmt::format("{:>7} {:>7} {:>9} {:>15} {:>15} {:>12}  {}\n", "rank", "device", "events",
+                     "peak_alloc_GiB", "peak_rsrv_GiB", "free_GiB", "allocated most (MiB)");
   for (const WorkerMemory& w : r.workers) {
     std::string top;
     for (size_t i = 0; i < w.top_operators.size() && i < 3; ++i) {
-      top += fmt::format("{}{} ({:.1f})", top.empty() ? "" : ", ", Truncate(w.top_operators[i].name, 30),
+      top += fmt::format("{}{} ({:.1f})", top.empty() ? "" : ", ",
+                         Truncate(w.top_operators[i].name, 30),
                          static_cast<double>(w.top_operators[i].bytes) / (1 << 20));
     }
     for (const DeviceMemory& d : w.devices) {
-      out += fmt::format("{:>7} {:>7} {:>9} {:>15} {:>15} {:>12}  {}\n", w.rank, d.device < 0 ? "host" : std::to_string(d.device),
-                         d.events, d.peak_allocated_bytes >= 0 ? fmt::format("{:.3f}", GiB(d.peak_allocated_bytes)) : "-",
-                         d.peak_reserved_bytes >= 0 ? fmt::format("{:.3f}", GiB(d.peak_reserved_bytes)) : "-",
-                         d.headroom_bytes ? fmt::format("{:.3f}", GiB(*d.headroom_bytes)) : "-", top);
+      out += fmt::format(
+          "{:>7} {:>7} {:>9} {:>15} {:>15} {:>12}  {}\n", w.rank,
+          d.device < 0 ? "host" : std::to_string(d.device), d.events,
+          d.peak_allocated_bytes >= 0 ? fmt::format("{:.3f}", GiB(d.peak_allocated_bytes)) : "-",
+          d.peak_reserved_bytes >= 0 ? fmt::format("{:.3f}", GiB(d.peak_reserved_bytes)) : "-",
+          d.headroom_bytes ? fmt::format("{:.3f}", GiB(*d.headroom_bytes)) : "-", top);
     }
   }
 }
 
 void Temporal(std::string& out, const TemporalReport& r) {
-  out += fmt::format("== temporal ({} window; ms)\n", r.window == WindowMode::kHta ? "HTA" : "steps");
-  out += fmt::format("{:>5} {:>12} {:>10} {:>10} {:>12} {:>9}\n", "rank", "kernel_time", "idle", "compute",
-                     "non_compute", "overlap%");
+  out +=
+      fmt::format("== temporal ({} window; ms)\n", r.window == WindowMode::kHta ? "HTA" : "steps");
+  out += fmt::format("{:>5} {:>12} {:>10} {:>10} {:>12} {:>9}\n", "rank", "kernel_time", "idle",
+                     "compute", "non_compute", "overlap%");
   for (const WorkerTemporal& t : r.workers) {
-    out += fmt::format("{:>5} {:>12.3f} {:>10.3f} {:>10.3f} {:>12.3f} {:>9.2f}\n", t.rank, Ms(t.kernel_time_ns),
-                       Ms(t.idle_ns), Ms(t.compute_ns), Ms(t.non_compute_ns), t.overlap_pct);
+    out += fmt::format("{:>5} {:>12.3f} {:>10.3f} {:>10.3f} {:>12.3f} {:>9.2f}\n", t.rank,
+                       Ms(t.kernel_time_ns), Ms(t.idle_ns), Ms(t.compute_ns), Ms(t.non_compute_ns),
+                       t.overlap_pct);
   }
 }
 
@@ -440,7 +535,8 @@ std::string RenderTables(const common::CaptureView& capture, const AnalysisReque
   const StepNumbers numbers = NumbersFor(results);
   for (const std::string& name : request.reports) {
     if (!out.empty()) out += '\n';
-    if (name == "steps" || name == "overlap" || name == "pod" || name == "allreduce") out += numbers.Note();
+    if (name == "steps" || name == "overlap" || name == "pod" || name == "allreduce")
+      out += numbers.Note();
     if (name == "summary") Summary(out, *results.summary);
     if (name == "steps") Steps(out, *results.breakdown, request, numbers);
     if (name == "overlap") Overlap(out, *results.breakdown, request, numbers);

@@ -7,7 +7,8 @@
 
 namespace podscope::coordinator {
 
-std::string RenderTables(const common::CaptureView& capture, const analysis::AnalysisRequest& request,
+std::string RenderTables(const common::CaptureView& capture,
+                         const analysis::AnalysisRequest& request,
                          const analysis::AnalysisResults& results);
 
 }  // namespace podscope::coordinator

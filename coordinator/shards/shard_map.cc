@@ -35,7 +35,8 @@ uint64_t Fnv1a(std::string_view bytes, uint64_t h) {
 bool ValidName(std::string_view name) {
   if (name.empty() || name.size() > 253) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_';
   });
 }
 
@@ -77,24 +78,28 @@ std::string ShardTag(std::string_view member) {
 absl::StatusOr<ShardMap> ShardMap::Make(std::vector<ShardMember> members, std::string self) {
   if (members.empty()) return absl::InvalidArgumentError("shards: no members");
   if (members.size() > kMaxMembers) {
-    return absl::InvalidArgumentError(common::StrCat("shards: ", members.size(), " members, at most ", kMaxMembers));
+    return absl::InvalidArgumentError(
+        common::StrCat("shards: ", members.size(), " members, at most ", kMaxMembers));
   }
-  std::sort(members.begin(), members.end(), [](const ShardMember& a, const ShardMember& b) { return a.name < b.name; });
+  std::sort(members.begin(), members.end(),
+            [](const ShardMember& a, const ShardMember& b) { return a.name < b.name; });
   for (size_t i = 0; i < members.size(); ++i) {
     const ShardMember& m = members[i];
     if (!ValidName(m.name)) {
-      return absl::InvalidArgumentError(common::StrCat("shards: member name \"", m.name,
-                                                       "\" is not 1..253 letters, digits, '-', '.' or '_'"));
+      return absl::InvalidArgumentError(common::StrCat(
+          "shards: member name \"", m.name, "\" is not 1..253 letters, digits, '-', '.' or '_'"));
     }
     if (i > 0 && members[i - 1].name == m.name) {
-      return absl::InvalidArgumentError(common::StrCat("shards: member ", m.name, " is listed twice"));
+      return absl::InvalidArgumentError(
+          common::StrCat("shards: member ", m.name, " is listed twice"));
     }
     if (!ValidRestUrl(m.rest)) {
-      return absl::InvalidArgumentError(common::StrCat("shards: member ", m.name, ": rest \"", m.rest,
-                                                       "\" is not http[s]://HOST:PORT"));
+      return absl::InvalidArgumentError(common::StrCat("shards: member ", m.name, ": rest \"",
+                                                       m.rest, "\" is not http[s]://HOST:PORT"));
     }
     if (!ValidHostPort(m.grpc)) {
-      return absl::InvalidArgumentError(common::StrCat("shards: member ", m.name, ": grpc \"", m.grpc, "\" is not HOST:PORT"));
+      return absl::InvalidArgumentError(
+          common::StrCat("shards: member ", m.name, ": grpc \"", m.grpc, "\" is not HOST:PORT"));
     }
   }
   // Ids carry their shard's tag: two members must not share one (about one chance in 10^7 for
@@ -103,17 +108,20 @@ absl::StatusOr<ShardMap> ShardMap::Make(std::vector<ShardMember> members, std::s
   for (const ShardMember& m : members) {
     const auto [at, fresh] = tags.emplace(ShardTag(m.name), m.name);
     if (!fresh) {
-      return absl::InvalidArgumentError(common::StrCat("shards: members ", at->second, " and ", m.name,
-                                                       " have the same id tag; rename one"));
+      return absl::InvalidArgumentError(common::StrCat(
+          "shards: members ", at->second, " and ", m.name, " have the same id tag; rename one"));
     }
   }
   ShardMap map;
-  const auto it = std::find_if(members.begin(), members.end(), [&](const ShardMember& m) { return m.name == self; });
+  const auto it = std::find_if(members.begin(), members.end(),
+                               [&](const ShardMember& m) { return m.name == self; });
   if (it == members.end()) {
     std::string names;
-    for (const ShardMember& m : members) common::StrAppend(&names, names.empty() ? "" : ", ", m.name);
-    return absl::InvalidArgumentError(common::StrCat("shards: this coordinator (--shard-name \"", self,
-                                                     "\") is not among the members (", names, ")"));
+    for (const ShardMember& m : members)
+      common::StrAppend(&names, names.empty() ? "" : ", ", m.name);
+    return absl::InvalidArgumentError(common::StrCat("shards: this coordinator (--shard-name \"",
+                                                     self, "\") is not among the members (", names,
+                                                     ")"));
   }
   map.self_ = static_cast<size_t>(it - members.begin());
   map.members_ = std::move(members);
@@ -148,7 +156,8 @@ std::vector<ShardMember> ShardMap::peers() const {
   return out;
 }
 
-absl::StatusOr<std::vector<ShardMember>> ParseShardMembers(std::string_view json, const std::string& origin) {
+absl::StatusOr<std::vector<ShardMember>> ParseShardMembers(std::string_view json,
+                                                           const std::string& origin) {
   absl::StatusOr<boost::json::object> root = common::ParseJsonConfig(json, origin);
   if (!root.ok()) return root.status();
   std::vector<ShardMember> members;
@@ -157,10 +166,12 @@ absl::StatusOr<std::vector<ShardMember>> ParseShardMembers(std::string_view json
     const boost::json::value* list = top.Raw("members");
     if (list == nullptr || !list->is_array()) throw top.Bad("members", "is not a list of members");
     if (list->get_array().size() > kMaxMembers) {
-      throw top.Bad("members", common::StrCat("has ", list->get_array().size(), " members, at most ", kMaxMembers));
+      throw top.Bad("members", common::StrCat("has ", list->get_array().size(),
+                                              " members, at most ", kMaxMembers));
     }
     for (const boost::json::value& item : list->get_array()) {
-      if (!item.is_object()) throw top.Bad("members", "holds something that is not a member object");
+      if (!item.is_object())
+        throw top.Bad("members", "holds something that is not a member object");
       const common::ConfigSection m(item.get_object(), "members[]", {"name", "rest", "grpc"});
       ShardMember member;
       m.String("name", &member.name, 253);

@@ -51,8 +51,9 @@ class ShardMap {
   size_t self_ = 0;
 };
 
-// Parses a members file: {"members": [{"name": "...", "rest": "https://...", "grpc": "host:port"}, ...]}.
-// `origin` names the file in errors.
-absl::StatusOr<std::vector<ShardMember>> ParseShardMembers(std::string_view json, const std::string& origin);
+// Parses a members file: {"members": [{"name": "...", "rest": "https://...", "grpc": "host:port"},
+// ...]}. `origin` names the file in errors.
+absl::StatusOr<std::vector<ShardMember>> ParseShardMembers(std::string_view json,
+                                                           const std::string& origin);
 
 }  // namespace podscope::coordinator

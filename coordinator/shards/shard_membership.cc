@@ -10,14 +10,18 @@ namespace {
 
 absl::StatusOr<ShardMap> LoadMap(const ShardOptions& options) {
   std::ifstream in(options.members_file, std::ios::binary);
-  if (!in) return absl::NotFoundError(common::StrCat("cannot read the shard members file ", options.members_file));
+  if (!in)
+    return absl::NotFoundError(
+        common::StrCat("cannot read the shard members file ", options.members_file));
   std::string text((1 << 20) + 1, '\0');  // ParseShardMembers refuses more than 1 MiB
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   absl::StatusOr<std::vector<ShardMember>> members = ParseShardMembers(text, options.members_file);
   if (!members.ok()) return members.status();
   absl::StatusOr<ShardMap> map = ShardMap::Make(*std::move(members), options.self);
-  if (!map.ok()) return absl::InvalidArgumentError(common::StrCat(options.members_file, ": ", map.status().message()));
+  if (!map.ok())
+    return absl::InvalidArgumentError(
+        common::StrCat(options.members_file, ": ", map.status().message()));
   return map;
 }
 
@@ -25,15 +29,18 @@ absl::StatusOr<ShardMap> LoadMap(const ShardOptions& options) {
 
 absl::StatusOr<std::unique_ptr<ShardMembership>> ShardMembership::Open(ShardOptions options) {
   if (options.members_file.empty()) {
-    return std::unique_ptr<ShardMembership>(
-        new ShardMembership(options, std::make_shared<const ShardMap>(ShardMap::Single(options.self.empty() ? "self" : options.self))));
+    return std::unique_ptr<ShardMembership>(new ShardMembership(
+        options, std::make_shared<const ShardMap>(
+                     ShardMap::Single(options.self.empty() ? "self" : options.self))));
   }
   if (options.self.empty()) {
-    return absl::InvalidArgumentError("shards.members_file is set, but not this replica's name (--shard-name or shards.self)");
+    return absl::InvalidArgumentError(
+        "shards.members_file is set, but not this replica's name (--shard-name or shards.self)");
   }
   absl::StatusOr<ShardMap> map = LoadMap(options);
   if (!map.ok()) return map.status();
-  return std::unique_ptr<ShardMembership>(new ShardMembership(std::move(options), std::make_shared<const ShardMap>(*std::move(map))));
+  return std::unique_ptr<ShardMembership>(
+      new ShardMembership(std::move(options), std::make_shared<const ShardMap>(*std::move(map))));
 }
 
 ShardMembership::~ShardMembership() { StopWatching(); }
@@ -85,13 +92,15 @@ void ShardMembership::StartWatching() {
         // Once per distinct problem: a bad file stays bad for many intervals.
         if (std::string(changed.status().message()) != last_error) {
           last_error = std::string(changed.status().message());
-          spdlog::error("shards: {}; keeping the {} members in force", last_error, current()->members().size());
+          spdlog::error("shards: {}; keeping the {} members in force", last_error,
+                        current()->members().size());
         }
       } else {
         last_error.clear();
         if (*changed) {
           std::string names;
-          for (const ShardMember& m : current()->members()) common::StrAppend(&names, names.empty() ? "" : ", ", m.name);
+          for (const ShardMember& m : current()->members())
+            common::StrAppend(&names, names.empty() ? "" : ", ", m.name);
           spdlog::info("shards: members are now {}", names);
         }
       }

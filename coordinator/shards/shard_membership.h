@@ -25,7 +25,7 @@ struct ShardOptions {
   // owner's `rest` URL for the client to follow.
   bool redirect = false;
   int64_t max_proxy_bytes = int64_t{256} << 20;  // a proxied answer larger than this is a 502
-  int64_t peer_timeout_ms = 30'000;              // connecting to a peer, and each read without progress
+  int64_t peer_timeout_ms = 30'000;  // connecting to a peer, and each read without progress
 };
 
 class ShardMembership {

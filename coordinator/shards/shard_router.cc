@@ -1,8 +1,7 @@
 #include "coordinator/shards/shard_router.h"
 
-#include <boost/json.hpp>
-
 #include <algorithm>
+#include <boost/json.hpp>
 #include <set>
 
 #include "common/parse_number.h"
@@ -33,8 +32,10 @@ HttpResponse FromPeer(const HttpClientResponse& answer, const ShardMember& peer)
   const auto type = answer.headers.find("content-type");
   out.content_type = type == answer.headers.end() ? "application/json" : type->second;
   out.body = answer.body;
-  for (const char* header : {"location", "content-disposition", "retry-after", "www-authenticate"}) {
-    if (const auto it = answer.headers.find(header); it != answer.headers.end()) out.headers.emplace_back(header, it->second);
+  for (const char* header :
+       {"location", "content-disposition", "retry-after", "www-authenticate"}) {
+    if (const auto it = answer.headers.find(header); it != answer.headers.end())
+      out.headers.emplace_back(header, it->second);
   }
   out.headers.emplace_back("X-Podscope-Shard", peer.name);
   return out;
@@ -67,13 +68,16 @@ std::string StringField(const boost::json::value& v, std::string_view key) {
 
 int64_t IntField(const boost::json::object& o, std::string_view key) {
   const boost::json::value* f = o.if_contains(key);
-  return f != nullptr && f->is_int64() ? f->get_int64() : f != nullptr && f->is_uint64() ? static_cast<int64_t>(f->get_uint64()) : 0;
+  return f != nullptr && f->is_int64()    ? f->get_int64()
+         : f != nullptr && f->is_uint64() ? static_cast<int64_t>(f->get_uint64())
+                                          : 0;
 }
 
 }  // namespace
 
-std::string MergePage(std::vector<boost::json::object>& answers, std::string_view list_key, std::string_view id_key,
-                      std::string_view cursor_key, size_t limit, boost::json::array* merged) {
+std::string MergePage(std::vector<boost::json::object>& answers, std::string_view list_key,
+                      std::string_view id_key, std::string_view cursor_key, size_t limit,
+                      boost::json::array* merged) {
   std::optional<std::string> bound;
   for (const boost::json::object& a : answers) {
     const boost::json::value* cursor = a.if_contains(cursor_key);
@@ -88,9 +92,10 @@ std::string MergePage(std::vector<boost::json::object>& answers, std::string_vie
     if (list == nullptr || !list->is_array()) continue;
     for (boost::json::value& item : list->get_array()) items.push_back(std::move(item));
   }
-  std::stable_sort(items.begin(), items.end(), [&](const boost::json::value& x, const boost::json::value& y) {
-    return StringField(x, id_key) < StringField(y, id_key);
-  });
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const boost::json::value& x, const boost::json::value& y) {
+                     return StringField(x, id_key) < StringField(y, id_key);
+                   });
   std::string next;
   for (boost::json::value& item : items) {
     const std::string id = StringField(item, id_key);
@@ -102,7 +107,8 @@ std::string MergePage(std::vector<boost::json::object>& answers, std::string_vie
     if (!merged->empty() && StringField(merged->back(), id_key) == id) {
       // The same item from two replicas: an agent that left a replica is listed there as
       // disconnected until forgotten, and connected where it went.
-      if (StringField(merged->back(), "health") == "disconnected" && StringField(item, "health") != "disconnected") {
+      if (StringField(merged->back(), "health") == "disconnected" &&
+          StringField(item, "health") != "disconnected") {
         merged->back() = std::move(item);
       }
       continue;
@@ -116,7 +122,6 @@ std::string MergePage(std::vector<boost::json::object>& answers, std::string_vie
   if (next.empty() && bound && !merged->empty()) next = *bound;
   return next;
 }
-
 
 std::string RequestTarget(const HttpRequest& r) {
   std::string target = EncodePath(r.path);
@@ -151,7 +156,8 @@ std::vector<ShardRouteRule> ShardRouter::ApiRules() {
   };
 }
 
-std::vector<ShardRouteRule> ShardRouter::Install(Router& router, const std::vector<ShardRouteRule>& rules) {
+std::vector<ShardRouteRule> ShardRouter::Install(Router& router,
+                                                 const std::vector<ShardRouteRule>& rules) {
   std::vector<ShardRouteRule> unmatched;
   for (const ShardRouteRule& rule : rules) {
     bool found = false;
@@ -168,13 +174,15 @@ std::vector<ShardRouteRule> ShardRouter::Install(Router& router, const std::vect
   return unmatched;
 }
 
-HttpResponse ShardRouter::Handle(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r) {
+HttpResponse ShardRouter::Handle(const ShardRouteRule& rule, const HttpHandler& local,
+                                 HttpRequest& r) {
   const std::shared_ptr<const ShardMap> map = membership_.current();
   if (!map->sharded() || !r.Header(kShardForwardedHeader).empty()) return local(r);
   switch (rule.policy) {
     case ShardPolicy::kJobInBody:
     case ShardPolicy::kJobInPath: {
-      const std::string job = rule.policy == ShardPolicy::kJobInBody ? JobOfBody(r.body) : r.params["job"];
+      const std::string job =
+          rule.policy == ShardPolicy::kJobInBody ? JobOfBody(r.body) : r.params["job"];
       if (job.empty()) return local(r);
       const ShardMember& owner = map->OwnerOf(job);
       if (owner.name == map->self().name) return local(r);
@@ -190,8 +198,10 @@ HttpResponse ShardRouter::Handle(const ShardRouteRule& rule, const HttpHandler& 
   return local(r);
 }
 
-absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to, const std::string& method,
-                                                     const std::string& target, const HttpRequest& r,
+absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to,
+                                                     const std::string& method,
+                                                     const std::string& target,
+                                                     const HttpRequest& r,
                                                      const std::string& body) {
   absl::StatusOr<ServerAddress> address = ParseServerUrl(to.rest);
   if (!address.ok()) return address.status();
@@ -201,12 +211,14 @@ absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to, cons
   address->max_response_bytes = static_cast<size_t>(options.max_proxy_bytes) + 1;
   address->user_agent = "podscope-coordinator";
   address->headers.emplace_back("X-Podscope-Shard-Forwarded", membership_.current()->self().name);
-  if (const std::string auth = r.Header("authorization"); !auth.empty()) address->headers.emplace_back("Authorization", auth);
+  if (const std::string auth = r.Header("authorization"); !auth.empty())
+    address->headers.emplace_back("Authorization", auth);
   const std::string type = r.Header("content-type");
   absl::StatusOr<HttpClientResponse> answer = HttpRequestTo(*address, method, target, body, type);
   if (answer.ok() && answer->truncated) {
-    return absl::ResourceExhaustedError(common::StrCat("its answer is larger than shards.max_proxy_bytes (",
-                                                       options.max_proxy_bytes, "); fetch it from ", to.rest, " directly"));
+    return absl::ResourceExhaustedError(
+        common::StrCat("its answer is larger than shards.max_proxy_bytes (",
+                       options.max_proxy_bytes, "); fetch it from ", to.rest, " directly"));
   }
   if (!answer.ok()) {
     absl::MutexLock lock(&mu_);
@@ -215,21 +227,24 @@ absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to, cons
   return answer;
 }
 
-HttpResponse ShardRouter::Forward(const ShardMember& to, const HttpRequest& r, std::string_view why) {
+HttpResponse ShardRouter::Forward(const ShardMember& to, const HttpRequest& r,
+                                  std::string_view why) {
   {
     absl::MutexLock lock(&mu_);
     ++forwarded_[membership_.options().redirect ? "redirect" : "proxy"];
   }
   if (membership_.options().redirect) {
-    HttpResponse redirect = HttpResponse::Json(307, common::StrCat("{\"shard\":\"", to.name, "\"}\n"));
+    HttpResponse redirect =
+        HttpResponse::Json(307, common::StrCat("{\"shard\":\"", to.name, "\"}\n"));
     redirect.headers.emplace_back("Location", to.rest + RequestTarget(r));
     redirect.headers.emplace_back("X-Podscope-Shard", to.name);
     return redirect;
   }
   absl::StatusOr<HttpClientResponse> answer = Call(to, r.method, RequestTarget(r), r, r.body);
   if (!answer.ok()) {
-    return HttpResponse::Problem(502, "Bad Gateway", common::StrCat(why, ", which did not answer (", to.rest, "): ",
-                                                                    answer.status().message()));
+    return HttpResponse::Problem(
+        502, "Bad Gateway",
+        common::StrCat(why, ", which did not answer (", to.rest, "): ", answer.status().message()));
   }
   return FromPeer(*answer, to);
 }
@@ -251,7 +266,8 @@ std::string ShardRouter::KnownHolder(const std::string& id) {
   return it == holders_.end() ? "" : it->second;
 }
 
-HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r) {
+HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule, const HttpHandler& local,
+                                     HttpRequest& r) {
   const std::string id = r.params["id"];
   HttpResponse here = local(r);
   if (here.status != 404) return here;
@@ -260,7 +276,8 @@ HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule, const HttpHandl
   const std::shared_ptr<const ShardMap> map = membership_.current();
   std::vector<ShardMember> peers = map->peers();
   const std::string hint = KnownHolder(id);
-  std::stable_partition(peers.begin(), peers.end(), [&](const ShardMember& m) { return m.name == hint; });
+  std::stable_partition(peers.begin(), peers.end(),
+                        [&](const ShardMember& m) { return m.name == hint; });
   std::vector<std::string> unreachable;
   const std::string locate = rule.locate_prefix + EncodePath(id);
   for (const ShardMember& peer : peers) {
@@ -285,14 +302,17 @@ HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule, const HttpHandl
   }
   if (!unreachable.empty()) {
     std::string names;
-    for (const std::string& u : unreachable) common::StrAppend(&names, names.empty() ? "" : "; ", u);
-    return HttpResponse::Problem(503, "Service Unavailable",
-                                 common::StrCat(id, " is not on this shard, and these shards did not answer: ", names));
+    for (const std::string& u : unreachable)
+      common::StrAppend(&names, names.empty() ? "" : "; ", u);
+    return HttpResponse::Problem(
+        503, "Service Unavailable",
+        common::StrCat(id, " is not on this shard, and these shards did not answer: ", names));
   }
   return here;
 }
 
-HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r) {
+HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& local,
+                                 HttpRequest& r) {
   HttpResponse here = local(r);
   if (here.status != 200) return here;
   std::vector<boost::json::object> answers;
@@ -307,9 +327,10 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
     std::optional<boost::json::object> doc;
     if (answer.ok() && answer->status == 200) doc = ParseObject(answer->body);
     if (!doc) {
-      unreachable.push_back(boost::json::object{
-          {"shard", peer.name},
-          {"error", answer.ok() ? common::StrCat("HTTP ", answer->status) : std::string(answer.status().message())}});
+      unreachable.push_back(
+          boost::json::object{{"shard", peer.name},
+                              {"error", answer.ok() ? common::StrCat("HTTP ", answer->status)
+                                                    : std::string(answer.status().message())}});
       continue;
     }
     answers.push_back(std::move(*doc));
@@ -322,7 +343,8 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
   switch (rule.gather) {
     case GatherKind::kCaptures: {
       size_t limit = 100;
-      if (const absl::StatusOr<int64_t> l = common::ParseInt(r.Query("limit")); l.ok() && *l > 0) limit = static_cast<size_t>(*l);
+      if (const absl::StatusOr<int64_t> l = common::ParseInt(r.Query("limit")); l.ok() && *l > 0)
+        limit = static_cast<size_t>(*l);
       boost::json::array merged;
       const std::string next = MergePage(answers, "captures", "id", "next_after", limit, &merged);
       out["captures"] = std::move(merged);
@@ -333,7 +355,8 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
       // An agent serving jobs of several shards is connected to each, and each lists it with
       // the workers of its own jobs: one entry per agent, each worker once.
       size_t limit = 1000;
-      if (const absl::StatusOr<int64_t> l = common::ParseInt(r.Query("limit")); l.ok() && *l > 0) limit = static_cast<size_t>(*l);
+      if (const absl::StatusOr<int64_t> l = common::ParseInt(r.Query("limit")); l.ok() && *l > 0)
+        limit = static_cast<size_t>(*l);
       std::vector<boost::json::object> agent_lists;
       for (const boost::json::object& a : answers) {
         boost::json::object copy;
@@ -352,12 +375,14 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
         if (list == nullptr || !list->is_array()) continue;
         for (const boost::json::value& w : list->get_array()) {
           if (!w.is_object() || !listed.count(StringField(w, "agent_id"))) continue;
-          const auto [at, first] = seen.emplace(
-              std::make_tuple(StringField(w, "job"), IntField(w.get_object(), "rank"), StringField(w, "agent_id")),
-              workers.size());
+          const auto [at, first] =
+              seen.emplace(std::make_tuple(StringField(w, "job"), IntField(w.get_object(), "rank"),
+                                           StringField(w, "agent_id")),
+                           workers.size());
           if (first) {
             workers.push_back(w);
-          } else if (StringField(workers[at->second], "health") == "disconnected" && StringField(w, "health") != "disconnected") {
+          } else if (StringField(workers[at->second], "health") == "disconnected" &&
+                     StringField(w, "health") != "disconnected") {
             workers[at->second] = w;  // the replica it is connected to now
           }
         }
@@ -373,7 +398,8 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
       }
       if (next.empty()) {
         connected_agents = disconnected_agents = 0;
-        for (const boost::json::value& a : agents) ++(StringField(a, "health") == "disconnected" ? disconnected_agents : connected_agents);
+        for (const boost::json::value& a : agents)
+          ++(StringField(a, "health") == "disconnected" ? disconnected_agents : connected_agents);
       }
       out["agents"] = std::move(agents);
       out["worker_count"] = workers.size();
@@ -409,8 +435,9 @@ HttpResponse ShardRouter::Broadcast(const HttpHandler& local, HttpRequest& r) {
   for (const ShardMember& peer : membership_.current()->peers()) {
     absl::StatusOr<HttpClientResponse> answer = Call(peer, r.method, RequestTarget(r), r, r.body);
     if (!answer.ok() || answer->status / 100 != 2) {
-      common::StrAppend(&failed, failed.empty() ? "" : "; ", peer.name, " (",
-                        answer.ok() ? ProblemDetail(*answer) : std::string(answer.status().message()), ")");
+      common::StrAppend(
+          &failed, failed.empty() ? "" : "; ", peer.name, " (",
+          answer.ok() ? ProblemDetail(*answer) : std::string(answer.status().message()), ")");
     }
   }
   {
@@ -418,22 +445,28 @@ HttpResponse ShardRouter::Broadcast(const HttpHandler& local, HttpRequest& r) {
     ++forwarded_["broadcast"];
   }
   if (!failed.empty()) {
-    return HttpResponse::Problem(502, "Bad Gateway",
-                                 common::StrCat("applied on this shard, but not on: ", failed, "; send it again"));
+    return HttpResponse::Problem(
+        502, "Bad Gateway",
+        common::StrCat("applied on this shard, but not on: ", failed, "; send it again"));
   }
   return here;
 }
 
 void ShardRouter::AppendMetrics(std::string* out) const {
   absl::MutexLock lock(&mu_);
-  common::StrAppend(out, "# HELP podscope_shard_forwarded_total REST calls answered with other shards (proxied, redirected, gathered, broadcast).\n",
+  common::StrAppend(out,
+                    "# HELP podscope_shard_forwarded_total REST calls answered with other shards "
+                    "(proxied, redirected, gathered, broadcast).\n",
                     "# TYPE podscope_shard_forwarded_total counter\n");
   for (const char* how : {"proxy", "redirect", "gather", "broadcast"}) {
     const auto it = forwarded_.find(how);
-    common::StrAppend(out, "podscope_shard_forwarded_total{how=\"", how, "\"} ", it == forwarded_.end() ? 0 : it->second, "\n");
+    common::StrAppend(out, "podscope_shard_forwarded_total{how=\"", how, "\"} ",
+                      it == forwarded_.end() ? 0 : it->second, "\n");
   }
-  common::StrAppend(out, "# HELP podscope_shard_peer_errors_total Calls to other shards that failed.\n",
-                    "# TYPE podscope_shard_peer_errors_total counter\npodscope_shard_peer_errors_total ", peer_errors_, "\n");
+  common::StrAppend(
+      out, "# HELP podscope_shard_peer_errors_total Calls to other shards that failed.\n",
+      "# TYPE podscope_shard_peer_errors_total counter\npodscope_shard_peer_errors_total ",
+      peer_errors_, "\n");
 }
 
 }  // namespace podscope::coordinator

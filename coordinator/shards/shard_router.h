@@ -11,13 +11,12 @@
 // rollout) cannot bounce a call between them.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -67,8 +66,9 @@ class ShardRouter {
   HttpResponse Handle(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
   // Sends `r` on to `to`: a proxied answer, or a redirect.
   HttpResponse Forward(const ShardMember& to, const HttpRequest& r, std::string_view why);
-  absl::StatusOr<HttpClientResponse> Call(const ShardMember& to, const std::string& method, const std::string& target,
-                                          const HttpRequest& r, const std::string& body);
+  absl::StatusOr<HttpClientResponse> Call(const ShardMember& to, const std::string& method,
+                                          const std::string& target, const HttpRequest& r,
+                                          const std::string& body);
   HttpResponse FindHolder(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
   HttpResponse Gather(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
   HttpResponse Broadcast(const HttpHandler& local, HttpRequest& r);
@@ -93,7 +93,8 @@ std::string RequestTarget(const HttpRequest& r);
 // replica gave (each stopped at its limit), and holds at most `limit` items, in id order, each
 // once (a connected agent's entry over a disconnected one's). Returns the merged cursor, empty
 // at the end of the list.
-std::string MergePage(std::vector<boost::json::object>& answers, std::string_view list_key, std::string_view id_key,
-                      std::string_view cursor_key, size_t limit, boost::json::array* merged);
+std::string MergePage(std::vector<boost::json::object>& answers, std::string_view list_key,
+                      std::string_view id_key, std::string_view cursor_key, size_t limit,
+                      boost::json::array* merged);
 
 }  // namespace podscope::coordinator

@@ -8,9 +8,9 @@
 namespace podscope::coordinator {
 
 struct UiAsset {
-  std::string_view name;          // "app.js": served at /ui/app.js (index.html also at /)
+  std::string_view name;  // "app.js": served at /ui/app.js (index.html also at /)
   std::string_view content_type;
-  std::string_view etag;          // quoted, as the ETag header carries it
+  std::string_view etag;  // quoted, as the ETag header carries it
   std::string_view body;
 };
 

@@ -18,7 +18,8 @@ const UiAsset* FindAsset(std::string_view name) {
 HttpResponse Serve(const HttpRequest& request, std::string_view name) {
   const UiAsset* asset = FindAsset(name);
   if (asset == nullptr) {
-    HttpResponse missing = HttpResponse::Problem(404, "Not Found", common::StrCat("the web UI has no file \"", name, "\""));
+    HttpResponse missing = HttpResponse::Problem(
+        404, "Not Found", common::StrCat("the web UI has no file \"", name, "\""));
     missing.headers = UiSecurityHeaders();
     return missing;
   }
@@ -43,7 +44,8 @@ HttpResponse Serve(const HttpRequest& request, std::string_view name) {
 const std::vector<std::pair<std::string, std::string>>& UiSecurityHeaders() {
   static const std::vector<std::pair<std::string, std::string>> kHeaders = {
       {"Content-Security-Policy",
-       "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
+       "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+       "connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"},
       {"X-Content-Type-Options", "nosniff"},
       {"X-Frame-Options", "DENY"},
@@ -53,9 +55,10 @@ const std::vector<std::pair<std::string, std::string>>& UiSecurityHeaders() {
 }
 
 void RegisterUi(Router& router) {
-  router.Add({"GET", "/", [](HttpRequest& r) { return Serve(r, "index.html"); }, false, false, Access::kOpen});
-  router.Add({"GET", "/ui/{file}", [](HttpRequest& r) { return Serve(r, r.params["file"]); }, false, false,
+  router.Add({"GET", "/", [](HttpRequest& r) { return Serve(r, "index.html"); }, false, false,
               Access::kOpen});
+  router.Add({"GET", "/ui/{file}", [](HttpRequest& r) { return Serve(r, r.params["file"]); }, false,
+              false, Access::kOpen});
 }
 
 }  // namespace podscope::coordinator

@@ -29,7 +29,8 @@ void WriteAlertJson(common::JsonWriter& out, const Alert& a) {
     if (!first) out.Char(',');
     first = false;
     out.Key("steps").Char('[');
-    for (size_t i = 0; i < a.finding.steps.size(); ++i) (i ? out.Char(',') : out).Int(a.finding.steps[i]);
+    for (size_t i = 0; i < a.finding.steps.size(); ++i)
+      (i ? out.Char(',') : out).Int(a.finding.steps[i]);
     out.Char(']');
   }
   if (!a.finding.last_completed.empty()) {
@@ -56,7 +57,6 @@ void WriteAlertJson(common::JsonWriter& out, const Alert& a) {
   }
   out.Char('}');
 }
-
 
 std::string AlertToJson(const Alert& alert) {
   common::JsonWriter out;

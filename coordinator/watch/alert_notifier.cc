@@ -38,13 +38,15 @@ std::string Joined(const std::vector<int32_t>& ranks) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<AlertNotifier>> AlertNotifier::Create(NotifierOptions options,
-                                                                      std::function<std::vector<Alert>()> firing) {
+absl::StatusOr<std::unique_ptr<AlertNotifier>> AlertNotifier::Create(
+    NotifierOptions options, std::function<std::vector<Alert>()> firing) {
   std::unique_ptr<AlertNotifier> n(new AlertNotifier(std::move(options), std::move(firing)));
   auto add = [&](const std::string& url, bool alertmanager, bool slack = false) -> absl::Status {
     absl::StatusOr<ServerAddress> address = ParseServerUrl(url);
     if (!address.ok()) {
-      return absl::InvalidArgumentError(common::StrCat(alertmanager ? "notify.alertmanagers: " : slack ? "notify.slack_webhooks: " : "notify.webhooks: ",
+      return absl::InvalidArgumentError(common::StrCat(alertmanager ? "notify.alertmanagers: "
+                                                       : slack      ? "notify.slack_webhooks: "
+                                                                    : "notify.webhooks: ",
                                                        address.status().message()));
     }
     auto d = std::make_unique<Destination>();
@@ -53,7 +55,8 @@ absl::StatusOr<std::unique_ptr<AlertNotifier>> AlertNotifier::Create(NotifierOpt
     d->slack = slack;
     d->address = *address;
     d->address.ca_file = n->options_.ca_file;
-    d->address.timeout_seconds = std::max<int>(1, static_cast<int>(absl::ToInt64Seconds(n->options_.timeout)));
+    d->address.timeout_seconds =
+        std::max<int>(1, static_cast<int>(absl::ToInt64Seconds(n->options_.timeout)));
     d->address.max_response_bytes = 64 << 10;
     d->address.user_agent = "podscope-coordinator";
     n->destinations_.push_back(std::move(d));
@@ -119,9 +122,12 @@ std::string AlertNotifier::AlertmanagerBody(const std::vector<Alert>& alerts) co
     if (a.capture_id) out.Char(',').Key("evidence_capture").String(*a.capture_id);
     out.Char('}');
     out.Char(',').Key("startsAt").String(Rfc3339(a.first_seen_ns));
-    if (a.state == AlertState::kResolved) out.Char(',').Key("endsAt").String(Rfc3339(a.resolved_ns));
+    if (a.state == AlertState::kResolved)
+      out.Char(',').Key("endsAt").String(Rfc3339(a.resolved_ns));
     if (!options_.external_url.empty()) {
-      out.Char(',').Key("generatorURL").String(common::StrCat(options_.external_url, "/v1/alerts?job=", a.job));
+      out.Char(',')
+          .Key("generatorURL")
+          .String(common::StrCat(options_.external_url, "/v1/alerts?job=", a.job));
     }
     out.Char('}');
   }
@@ -133,7 +139,8 @@ void AlertNotifier::Notify(const AlertEvent& event) {
   std::string webhook_body;
   {
     common::JsonWriter out;
-    out.Char('{').Key("event").String(event.transition == Transition::kFired ? "fired" : "resolved");
+    out.Char('{').Key("event").String(event.transition == Transition::kFired ? "fired"
+                                                                             : "resolved");
     out.Char(',').Key("alert");
     WriteAlertJson(out, event.alert);
     out.Char('}');
@@ -146,8 +153,10 @@ void AlertNotifier::Notify(const AlertEvent& event) {
     const Alert& a = event.alert;
     common::JsonWriter out;
     out.Char('{').Key("text").String(common::StrCat(
-        event.transition == Transition::kFired ? ":rotating_light: *firing*" : ":white_check_mark: *resolved*", " podscope ",
-        AlertKindName(a.kind), " in job `", a.job, "` (rule ", a.rule, "): ", a.finding.message,
+        event.transition == Transition::kFired ? ":rotating_light: *firing*"
+                                               : ":white_check_mark: *resolved*",
+        " podscope ", AlertKindName(a.kind), " in job `", a.job, "` (rule ", a.rule,
+        "): ", a.finding.message,
         a.capture_id ? common::StrCat(" Evidence capture: ", *a.capture_id, ".") : std::string()));
     out.Char('}');
     slack_body = std::move(out.buffer());
@@ -162,14 +171,19 @@ void AlertNotifier::Notify(const AlertEvent& event) {
       ++d->counters.dropped;
       continue;
     }
-    d->queue.push_back({d->alertmanager ? alertmanager_body : d->slack ? slack_body : webhook_body, 0, absl::InfinitePast()});
+    d->queue.push_back({d->alertmanager ? alertmanager_body
+                        : d->slack      ? slack_body
+                                        : webhook_body,
+                        0, absl::InfinitePast()});
   }
 }
 
 absl::Status AlertNotifier::Post(const Destination& d, const std::string& body) const {
-  const std::string target = d.alertmanager ? d.address.base_path + "/api/v2/alerts"
-                                            : (d.address.base_path.empty() ? "/" : d.address.base_path);
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(d.address, "POST", target, body, "application/json");
+  const std::string target = d.alertmanager
+                                 ? d.address.base_path + "/api/v2/alerts"
+                                 : (d.address.base_path.empty() ? "/" : d.address.base_path);
+  absl::StatusOr<HttpClientResponse> r =
+      HttpRequestTo(d.address, "POST", target, body, "application/json");
   if (!r.ok()) return r.status();
   if (r->status < 200 || r->status > 299) return absl::UnavailableError(ProblemDetail(*r));
   return absl::OkStatus();
@@ -186,10 +200,12 @@ void AlertNotifier::Run(Destination& d) {
       auto due = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(d.mu) {
         return !d.queue.empty() && d.queue.front().not_before <= absl::Now();
       };
-      const absl::Time wake_by = std::min(d.queue.empty() ? absl::InfiniteFuture() : d.queue.front().not_before,
-                                          d.alertmanager ? next_resend : absl::InfiniteFuture());
+      const absl::Time wake_by =
+          std::min(d.queue.empty() ? absl::InfiniteFuture() : d.queue.front().not_before,
+                   d.alertmanager ? next_resend : absl::InfiniteFuture());
       // Wakes at least every 200 ms to see a Stop (which does not hold this destination's lock).
-      d.mu.AwaitWithDeadline(absl::Condition(&due), std::min(wake_by, absl::Now() + absl::Milliseconds(200)));
+      d.mu.AwaitWithDeadline(absl::Condition(&due),
+                             std::min(wake_by, absl::Now() + absl::Milliseconds(200)));
       if (due()) {
         delivery = std::move(d.queue.front());
         d.queue.pop_front();
@@ -207,7 +223,8 @@ void AlertNotifier::Run(Destination& d) {
       const std::vector<Alert> firing = firing_();
       if (!firing.empty()) {
         if (absl::Status s = Post(d, AlertmanagerBody(firing)); !s.ok()) {
-          log_.Warn("notify {}: re-sending {} firing alerts: {}", d.url, firing.size(), std::string(s.message()));
+          log_.Warn("notify {}: re-sending {} firing alerts: {}", d.url, firing.size(),
+                    std::string(s.message()));
         }
       }
       continue;
@@ -221,15 +238,16 @@ void AlertNotifier::Run(Destination& d) {
     }
     if (++delivery.attempts >= options_.max_attempts) {
       ++d.counters.failed;
-      log_.Warn("notify {}: giving up after {} attempts: {}", d.url, delivery.attempts, std::string(s.message()));
+      log_.Warn("notify {}: giving up after {} attempts: {}", d.url, delivery.attempts,
+                std::string(s.message()));
       continue;
     }
     ++d.counters.retried;
     absl::Duration wait = options_.first_retry;
     for (int i = 1; i < delivery.attempts && wait < options_.max_retry; ++i) wait *= 2;
     delivery.not_before = absl::Now() + std::min(wait, options_.max_retry);
-    log_.Warn("notify {}: attempt {} failed ({}); again in {}", d.url, delivery.attempts, std::string(s.message()),
-              absl::FormatDuration(std::min(wait, options_.max_retry)));
+    log_.Warn("notify {}: attempt {} failed ({}); again in {}", d.url, delivery.attempts,
+              std::string(s.message()), absl::FormatDuration(std::min(wait, options_.max_retry)));
     // Back at the front: transitions reach a destination in the order they happened.
     d.queue.push_front(std::move(delivery));
   }
@@ -246,18 +264,21 @@ std::vector<std::pair<std::string, DestinationCounters>> AlertNotifier::counters
 
 void AlertNotifier::AppendMetrics(std::string* out) const {
   if (destinations_.empty()) return;
-  common::StrAppend(out, "# HELP podscope_notifications_total Alert notifications by destination and outcome.\n",
-                    "# TYPE podscope_notifications_total counter\n");
+  common::StrAppend(
+      out, "# HELP podscope_notifications_total Alert notifications by destination and outcome.\n",
+      "# TYPE podscope_notifications_total counter\n");
   for (const auto& [url, c] : counters()) {
     std::string label;
     for (const char ch : url) {
       if (ch == '\\' || ch == '"') label += '\\';
       label += ch;
     }
-    for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"delivered", c.delivered}, {"retried", c.retried},
-                                     {"failed", c.failed}, {"dropped", c.dropped}}) {
-      common::StrAppend(out, "podscope_notifications_total{destination=\"", label, "\",outcome=\"", outcome, "\"} ", n,
-                        "\n");
+    for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"delivered", c.delivered},
+                                     {"retried", c.retried},
+                                     {"failed", c.failed},
+                                     {"dropped", c.dropped}}) {
+      common::StrAppend(out, "podscope_notifications_total{destination=\"", label, "\",outcome=\"",
+                        outcome, "\"} ", n, "\n");
     }
   }
 }

@@ -1,8 +1,9 @@
 // Sends alert transitions out (DESIGN §11): to Alertmanager's v2 API (POST /api/v2/alerts, with
 // firing alerts re-sent periodically, as Alertmanager expects of its clients) and to webhooks
-// (POST of {"event": "fired"|"resolved", "alert": {...}}, or Slack's {"text": "..."}). Each destination has its own thread
-// and bounded queue (drop oldest, counted), a timeout per attempt and retries with backoff, so
-// a destination that fails or never answers delays only its own deliveries: Notify never blocks.
+// (POST of {"event": "fired"|"resolved", "alert": {...}}, or Slack's {"text": "..."}). Each
+// destination has its own thread and bounded queue (drop oldest, counted), a timeout per attempt
+// and retries with backoff, so a destination that fails or never answers delays only its own
+// deliveries: Notify never blocks.
 #pragma once
 
 #include <deque>
@@ -22,11 +23,11 @@
 namespace podscope::coordinator::watch {
 
 struct NotifierOptions {
-  std::vector<std::string> alertmanagers;  // http[s]://host:port of each Alertmanager
-  std::vector<std::string> webhooks;       // http[s]://host:port/path: the alert as JSON
-  std::vector<std::string> slack_webhooks;  // Slack-compatible incoming webhooks: {"text": ...}
-  std::string ca_file;                     // for https destinations with a private CA
-  std::string external_url;                // this coordinator's REST URL, for links in alerts
+  std::vector<std::string> alertmanagers;     // http[s]://host:port of each Alertmanager
+  std::vector<std::string> webhooks;          // http[s]://host:port/path: the alert as JSON
+  std::vector<std::string> slack_webhooks;    // Slack-compatible incoming webhooks: {"text": ...}
+  std::string ca_file;                        // for https destinations with a private CA
+  std::string external_url;                   // this coordinator's REST URL, for links in alerts
   absl::Duration timeout = absl::Seconds(5);  // per attempt: connect, and each read or write
   int max_attempts = 5;
   absl::Duration first_retry = absl::Milliseconds(500);
@@ -46,8 +47,8 @@ class AlertNotifier {
  public:
   // `firing` lists the alerts firing now (for Alertmanager's periodic re-send). Bad URLs are an
   // error naming them.
-  static absl::StatusOr<std::unique_ptr<AlertNotifier>> Create(NotifierOptions options,
-                                                               std::function<std::vector<Alert>()> firing);
+  static absl::StatusOr<std::unique_ptr<AlertNotifier>> Create(
+      NotifierOptions options, std::function<std::vector<Alert>()> firing);
   ~AlertNotifier();
 
   void Start();

@@ -33,7 +33,8 @@ struct Alert {
   Finding finding;  // the latest evidence
   TimeNs first_seen_ns = 0;
   TimeNs last_seen_ns = 0;
-  int64_t fired_at_step = -1;  // the window's newest step when it fired (-1: not a window's finding)
+  int64_t fired_at_step =
+      -1;  // the window's newest step when it fired (-1: not a window's finding)
   TimeNs resolved_ns = 0;
   std::optional<std::string> capture_id;  // the evidence capture
 };

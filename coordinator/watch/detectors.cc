@@ -38,7 +38,8 @@ std::vector<Finding> FindStragglers(const WindowStats& w, const AlertRule& rule)
     // Persistence: the delay must hold without the rank's worst step. One hiccup (a process
     // descheduled once, a page fault storm) stays in 20 overlapping windows and would otherwise
     // fire on its own; a straggler causes delay step after step and loses one step's worth.
-    const double share_step = static_cast<double>(r.caused_delay_ns - r.largest_step_caused_ns) / step_time;
+    const double share_step =
+        static_cast<double>(r.caused_delay_ns - r.largest_step_caused_ns) / step_time;
     const double last_share =
         r.collectives ? static_cast<double>(r.last_arrivals) / static_cast<double>(r.collectives)
                       : 0;

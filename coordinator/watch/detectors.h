@@ -26,7 +26,7 @@ struct Finding {
   std::vector<int32_t> ranks;
   std::vector<std::string> hosts;  // of those ranks, where known (the watch engine fills them)
   std::vector<Evidence> evidence;
-  std::vector<int64_t> steps;  // the steps that show it
+  std::vector<int64_t> steps;     // the steps that show it
   int64_t window_last_step = -1;  // the newest step of the window it was found in (-1: hangs)
   // hang: each rank's last completed sequence in the communicator (rank, sequence; -1: none)
   std::vector<std::pair<int32_t, int64_t>> last_completed;

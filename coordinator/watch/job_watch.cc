@@ -233,7 +233,8 @@ std::vector<WindowStats> JobWatch::Settle(TimeNs now) {
     bool everyone_past = true;
     for (int64_t newest : rank_newest_) everyone_past = everyone_past && newest > step;
     const TimeNs end = unsettled_.begin()->second.newest_end_ns;
-    const bool overdue = now != INT64_MIN && end != INT64_MIN && now - end >= limits_.settle_after_ns;
+    const bool overdue =
+        now != INT64_MIN && end != INT64_MIN && now - end >= limits_.settle_after_ns;
     if (!everyone_past && !overdue && step > newest_step_ - limits_.settle_lag_steps) break;
     window_.emplace_back(step, std::move(unsettled_.begin()->second));
     unsettled_.erase(unsettled_.begin());

@@ -40,7 +40,7 @@ struct WatchLimits {
 // One rank over the window: the straggler terms of DESIGN §7 and what the sinks show.
 struct RankWindow {
   int32_t rank = 0;
-  TimeNs caused_delay_ns = 0;  // summed over the collectives it arrived last at
+  TimeNs caused_delay_ns = 0;         // summed over the collectives it arrived last at
   TimeNs largest_step_caused_ns = 0;  // the most it caused in any one step of the window
   int64_t last_arrivals = 0;
   int64_t collectives = 0;  // matched collectives it took part in
@@ -110,8 +110,8 @@ class JobWatch {
     int32_t collectives = 0;
   };
   struct StepRecord {
-    std::vector<Cell> cells;    // by rank index
-    TimeNs median_step_ns = 0;  // over ranks, set when the step settles
+    std::vector<Cell> cells;           // by rank index
+    TimeNs median_step_ns = 0;         // over ranks, set when the step settles
     TimeNs newest_end_ns = INT64_MIN;  // the latest end any rank reported for it
     double allreduce_bytes = 0;
     double allreduce_busbw_bytes = 0;  // sum of busbw x bytes

@@ -16,15 +16,16 @@ absl::StatusOr<std::unique_ptr<WatchService>> WatchService::Create(storage::Trac
   if (stored->has_value()) {
     absl::StatusOr<RuleSet> parsed = ParseRules(**stored);
     if (!parsed.ok()) {
-      return absl::DataLossError(common::StrCat("the stored alert rules no longer parse: ", parsed.status().message()));
+      return absl::DataLossError(
+          common::StrCat("the stored alert rules no longer parse: ", parsed.status().message()));
     }
     rules = std::move(*parsed);
   }
   return std::unique_ptr<WatchService>(new WatchService(store, time, std::move(rules), options));
 }
 
-WatchService::WatchService(storage::TraceStore& store, const common::TimeSource& time, RuleSet rules,
-                           WatchServiceOptions options)
+WatchService::WatchService(storage::TraceStore& store, const common::TimeSource& time,
+                           RuleSet rules, WatchServiceOptions options)
     : store_(store), time_(time), options_(options), engine_(std::move(rules), options.engine) {}
 
 WatchService::~WatchService() { Stop(); }
@@ -55,8 +56,9 @@ void WatchService::SetHost(const std::string& job, int32_t rank, std::string hos
 std::vector<AlertEvent> WatchService::Evaluate() {
   std::vector<AlertEvent> events;
   std::vector<std::function<void(const AlertEvent&)>> listeners;
-  std::vector<size_t> wants_evidence;   // indexes into events
-  std::vector<size_t> shares_evidence;  // alerts of the same evaluation whose job's capture starts now
+  std::vector<size_t> wants_evidence;  // indexes into events
+  std::vector<size_t>
+      shares_evidence;  // alerts of the same evaluation whose job's capture starts now
   EvidenceStarter starter;
   TimeNs evidence_duration_ns = 0;
   {
@@ -80,7 +82,8 @@ std::vector<AlertEvent> WatchService::Evaluate() {
       auto [last, first] = last_evidence_.try_emplace(e.alert.job, Evidence{now, ""});
       if (!first && now - last->second.started_ns < rules.evidence_interval_ns) {
         ++counters_.evidence_rate_limited;
-        if (!last->second.capture_id.empty() && now - last->second.started_ns <= rules.evidence_duration_ns) {
+        if (!last->second.capture_id.empty() &&
+            now - last->second.started_ns <= rules.evidence_duration_ns) {
           engine_.tracker().SetCaptureId(e.alert.id, last->second.capture_id);
           events[i].alert.capture_id = last->second.capture_id;
         } else if (last->second.capture_id.empty() && now == last->second.started_ns) {
@@ -102,7 +105,8 @@ std::vector<AlertEvent> WatchService::Evaluate() {
     absl::MutexLock lock(&mu_);
     if (!capture.ok()) {
       ++counters_.evidence_failed;
-      spdlog::warn("alert {}: no evidence capture of job {}: {}", alert.id, alert.job, std::string(capture.status().message()));
+      spdlog::warn("alert {}: no evidence capture of job {}: {}", alert.id, alert.job,
+                   std::string(capture.status().message()));
       continue;
     }
     ++counters_.evidence_captures;
@@ -122,8 +126,9 @@ std::vector<AlertEvent> WatchService::Evaluate() {
   }
   for (const AlertEvent& e : events) {
     spdlog::info("alert {} {}: job {} rule {}: {}{}", e.alert.id,
-                 e.transition == Transition::kFired ? "firing" : "resolved", e.alert.job, e.alert.rule,
-                 e.alert.finding.message, e.alert.capture_id ? " (evidence capture " + *e.alert.capture_id + ")" : "");
+                 e.transition == Transition::kFired ? "firing" : "resolved", e.alert.job,
+                 e.alert.rule, e.alert.finding.message,
+                 e.alert.capture_id ? " (evidence capture " + *e.alert.capture_id + ")" : "");
     for (const auto& listener : listeners) listener(e);
   }
   return events;
@@ -144,7 +149,8 @@ void WatchService::Start() {
     absl::MutexLock lock(&run_mu_);
     while (!stopping_) {
       // An interval after the last evaluation ended: a slow one never runs back to back.
-      time_.AwaitUntil(run_mu_, absl::Condition(&stopping_), time_.Now() + options_.evaluate_interval_ns);
+      time_.AwaitUntil(run_mu_, absl::Condition(&stopping_),
+                       time_.Now() + options_.evaluate_interval_ns);
       if (stopping_) break;
       run_mu_.Unlock();
       Evaluate();

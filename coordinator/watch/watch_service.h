@@ -29,27 +29,28 @@ struct ServiceCounters {
   uint64_t batches = 0;
   uint64_t steps = 0;
   uint64_t progress = 0;
-  uint64_t refused_steps = 0;       // malformed summaries (named in the log)
+  uint64_t refused_steps = 0;        // malformed summaries (named in the log)
   uint64_t agent_dropped_steps = 0;  // what agents' bounded queues dropped, as they report it
   uint64_t alerts_fired = 0;
   uint64_t alerts_resolved = 0;
-  uint64_t evidence_captures = 0;         // started for alerts that fired
-  uint64_t evidence_rate_limited = 0;     // not started: the job had one within evidence.interval_s
-  uint64_t evidence_failed = 0;           // the scheduler refused (named in the log)
+  uint64_t evidence_captures = 0;      // started for alerts that fired
+  uint64_t evidence_rate_limited = 0;  // not started: the job had one within evidence.interval_s
+  uint64_t evidence_failed = 0;        // the scheduler refused (named in the log)
 };
 
 // Starts an evidence capture of every rank of `job` for `duration_ns`; the capture's id. The
 // capture scheduler, wired in main.cc (this folder does not depend on it).
-using EvidenceStarter = std::function<absl::StatusOr<std::string>(const std::string& job, TimeNs duration_ns)>;
+using EvidenceStarter =
+    std::function<absl::StatusOr<std::string>(const std::string& job, TimeNs duration_ns)>;
 
 class WatchService {
  public:
   // Loads the stored rules, or the defaults when none were stored. A stored rule set that no
   // longer parses is an error naming it (the coordinator does not start on rules it cannot read).
   // `time` is the coordinator's clock, which the engine evaluates at; it must outlive the service.
-  static absl::StatusOr<std::unique_ptr<WatchService>> Create(storage::TraceStore& store,
-                                                              const common::TimeSource& time = common::RealTime(),
-                                                              WatchServiceOptions options = {});
+  static absl::StatusOr<std::unique_ptr<WatchService>> Create(
+      storage::TraceStore& store, const common::TimeSource& time = common::RealTime(),
+      WatchServiceOptions options = {});
   ~WatchService();
 
   // Watch data from agent `agent_id`, times on the coordinator's clock.
@@ -81,7 +82,8 @@ class WatchService {
   size_t firing() const;
 
  private:
-  WatchService(storage::TraceStore& store, const common::TimeSource& time, RuleSet rules, WatchServiceOptions options);
+  WatchService(storage::TraceStore& store, const common::TimeSource& time, RuleSet rules,
+               WatchServiceOptions options);
 
   storage::TraceStore& store_;
   const common::TimeSource& time_;
@@ -95,7 +97,8 @@ class WatchService {
     TimeNs started_ns = 0;
     std::string capture_id;  // empty until started (or when it failed)
   };
-  std::map<std::string, Evidence> last_evidence_ ABSL_GUARDED_BY(mu_);  // by job; bounded by the engine's jobs
+  std::map<std::string, Evidence> last_evidence_
+      ABSL_GUARDED_BY(mu_);  // by job; bounded by the engine's jobs
   absl::Mutex run_mu_;
   bool stopping_ ABSL_GUARDED_BY(run_mu_) = false;
   std::thread thread_;

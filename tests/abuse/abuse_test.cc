@@ -38,7 +38,8 @@ struct Latencies {
     if (ms.empty()) return 0;
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
-    return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted.size())))];
+    return sorted[std::min(sorted.size() - 1,
+                           static_cast<size_t>(p * static_cast<double>(sorted.size())))];
   }
 };
 
@@ -58,28 +59,33 @@ class AbuseTest : public CoordinatorTest {
       for (const char* target : {"/v1/captures", "/healthz"}) {
         const auto start = Clock::now();
         const HttpResult r = HttpCall(port_, "GET", target);
-        normal.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+        normal.ms.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - start).count());
         if (r.status != 200) ++normal.failures;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the normal client's pace; not a timing assertion
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(50));  // the normal client's pace; not a timing assertion
     }
     attacker.get();
     const double max = *std::max_element(normal.ms.begin(), normal.ms.end());
-    std::printf("[ abuse ] %-28s normal requests %4zu  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  failed %d  "
-                "coordinator peak RSS %6.1f MB\n",
-                name.c_str(), normal.ms.size(), normal.Percentile(0.5), normal.Percentile(0.99), max, normal.failures,
-                PeakRssBytes(daemon_->pid()) / 1e6);
+    std::printf(
+        "[ abuse ] %-28s normal requests %4zu  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  failed %d "
+        " "
+        "coordinator peak RSS %6.1f MB\n",
+        name.c_str(), normal.ms.size(), normal.Percentile(0.5), normal.Percentile(0.99), max,
+        normal.failures, PeakRssBytes(daemon_->pid()) / 1e6);
     std::fflush(stdout);
     EXPECT_EQ(normal.failures, 0) << name;
     const double bound_ms = std::chrono::duration<double, std::milli>(kNormalBound).count();
     EXPECT_LT(max, bound_ms) << name;
-    EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200) << name << ": the coordinator survives";
+    EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200)
+        << name << ": the coordinator survives";
   }
 
   std::string SimulatedTrace(int steps) {
     const std::string dir = dir_.File("sim-" + std::to_string(steps));
-    EXPECT_EQ(std::system((std::string(PODSCOPE_CLI_PATH) + " simulate --ranks 1 --steps " + std::to_string(steps) +
-                           " --plain-json -o " + dir + " >/dev/null 2>&1")
+    EXPECT_EQ(std::system((std::string(PODSCOPE_CLI_PATH) + " simulate --ranks 1 --steps " +
+                           std::to_string(steps) + " --plain-json -o " + dir + " >/dev/null 2>&1")
                               .c_str()),
               0);
     return FileBytes(dir + "/rank-0.json");
@@ -98,7 +104,8 @@ TEST_F(AbuseTest, SlowHeaders) {
     const std::string head = "GET /v1/captures HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaa";
     for (size_t b = 0; b < 8 && b < head.size(); ++b) {
       for (const RawHttp& fd : fds) SendAll(fd, head.substr(b, 1));
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the attack's pace; not a timing assertion
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(500));  // the attack's pace; not a timing assertion
     }
     fds.clear();
   });
@@ -112,14 +119,16 @@ TEST_F(AbuseTest, SlowBodies) {
     for (const char* source : {"127.0.0.2", "127.0.0.3"}) {
       for (int i = 0; i < 60; ++i) {
         fds.push_back(HttpConnectFrom(source, port_));
-        SendAll(fds.back(), "POST /v1/captures:import?capture=slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
-                AuthHeader(port_) +
-                            "Content-Length: 10000000\r\n\r\n");
+        SendAll(fds.back(),
+                "POST /v1/captures:import?capture=slow HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                "application/json\r\n" +
+                    AuthHeader(port_) + "Content-Length: 10000000\r\n\r\n");
       }
     }
     for (int round = 0; round < 13; ++round) {
       for (const RawHttp& fd : fds) SendAll(fd, std::string(64, ' '));
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the attack's pace; not a timing assertion
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(300));  // the attack's pace; not a timing assertion
     }
     fds.clear();
   });
@@ -137,8 +146,11 @@ TEST_F(AbuseTest, IdleFlood) {
     // Past their limit, more connections from the same addresses are refused with a 503 (after
     // a handshake, for those that make one).
     for (int i = 0; i < 50; ++i) close(ConnectFrom("127.0.0.2", port_));
-    for (int i = 0; i < 50; ++i) EXPECT_NE(ReadUntilClosed(HttpConnectFrom("127.0.0.2", port_)).find("HTTP/1.1 503"), std::string::npos);
-    std::this_thread::sleep_for(std::chrono::seconds(4));  // how long the attack lasts; not a timing assertion
+    for (int i = 0; i < 50; ++i)
+      EXPECT_NE(ReadUntilClosed(HttpConnectFrom("127.0.0.2", port_)).find("HTTP/1.1 503"),
+                std::string::npos);
+    std::this_thread::sleep_for(
+        std::chrono::seconds(4));  // how long the attack lasts; not a timing assertion
     for (int fd : fds) close(fd);
   });
 }
@@ -151,7 +163,8 @@ TEST_F(AbuseTest, DecompressionBombs) {
   for (int i = 0; i < 64; ++i) bomb += zeros;
   UnderAttack("gzip bombs (4 x 1 GiB)", [&] {
     for (int i = 0; i < 4; ++i) {
-      const HttpResult r = HttpCall(port_, "POST", "/v1/captures:import?capture=bomb", bomb, "application/gzip");
+      const HttpResult r =
+          HttpCall(port_, "POST", "/v1/captures:import?capture=bomb", bomb, "application/gzip");
       EXPECT_EQ(r.status, 413) << r.body;
     }
   });
@@ -166,9 +179,15 @@ TEST_F(AbuseTest, ConcurrentLargeImportsAndAnalyses) {
     for (int i = 0; i < 2; ++i) {
       clients.push_back(std::async(std::launch::async, [&, i] {
         const std::string id = "big" + std::to_string(i);
-        EXPECT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=" + id, big, "application/json").status, 201);
+        EXPECT_EQ(
+            HttpCall(port_, "POST", "/v1/captures:import?capture=" + id, big, "application/json")
+                .status,
+            201);
         EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/" + id + "/stragglers").status, 200);
-        EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/" + id + "/steps?step_pattern=" + UrlEncode("(a|b)*c")).status, 200);
+        EXPECT_EQ(HttpCall(port_, "GET",
+                           "/v1/captures/" + id + "/steps?step_pattern=" + UrlEncode("(a|b)*c"))
+                      .status,
+                  200);
       }));
     }
     for (auto& c : clients) c.get();
@@ -178,14 +197,19 @@ TEST_F(AbuseTest, ConcurrentLargeImportsAndAnalyses) {
 // Readers that ask for a large export and never read it.
 TEST_F(AbuseTest, SlowReaders) {
   StartDaemon();
-  ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=big", SimulatedTrace(200), "application/json").status, 201);
+  ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=big", SimulatedTrace(200),
+                     "application/json")
+                .status,
+            201);
   UnderAttack("8 stalled export readers", [&] {
     std::vector<RawHttp> fds;
     for (int i = 0; i < 8; ++i) {
       fds.push_back(HttpConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096));
-      SendAll(fds.back(), "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n");
+      SendAll(fds.back(),
+              "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n");
     }
-    std::this_thread::sleep_for(std::chrono::seconds(4));  // how long the attack lasts; not a timing assertion
+    std::this_thread::sleep_for(
+        std::chrono::seconds(4));  // how long the attack lasts; not a timing assertion
     fds.clear();
   });
 }
@@ -199,8 +223,9 @@ TEST_F(AbuseTest, ImportDeleteRaces) {
     for (int c = 0; c < 2; ++c) {
       clients.push_back(std::async(std::launch::async, [&, c] {
         for (int i = 0; i < 15; ++i) {
-          const HttpResult r = HttpCall(port_, "POST", "/v1/captures:import?capture=race&rank=" + std::to_string(c), rank0,
-                                        "application/gzip");
+          const HttpResult r =
+              HttpCall(port_, "POST", "/v1/captures:import?capture=race&rank=" + std::to_string(c),
+                       rank0, "application/gzip");
           EXPECT_TRUE(r.status == 201 || r.status == 409) << r.status << " " << r.body;
         }
       }));
@@ -225,22 +250,25 @@ TEST_F(AbuseTest, SpoofedAgent) {
   auto agent = [&](const std::string& host, const std::vector<std::string>& tls) {
     return std::make_unique<Daemon>(
         PODSCOPE_AGENT_PATH,
-        Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-1", "--host", host, "--simulate",
-                "ranks=0-3,world=4,job=spoof,profile=light"},
+        Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-1", "--host", host,
+                "--simulate", "ranks=0-3,world=4,job=spoof,profile=light"},
                tls),
         dir_.File("agent-" + host + ".log"));
   };
   const std::vector<std::string> real_tls = TestSecurity::Get().AgentFlags("node-1");
-  const std::vector<std::string> rogue_tls = {"--tls-cert", rogue_ca + "/agent-node-1.pem", "--tls-key",
-                                              rogue_ca + "/agent-node-1.key", "--tls-ca", TestSecurity::Get().ca()};
+  const std::vector<std::string> rogue_tls = {"--tls-cert", rogue_ca + "/agent-node-1.pem",
+                                              "--tls-key",  rogue_ca + "/agent-node-1.key",
+                                              "--tls-ca",   TestSecurity::Get().ca()};
   std::unique_ptr<Daemon> real = agent("real-host", real_tls);
   ASSERT_NE(daemon_->WaitForLog("agent node-1 connected from"), "");
   UnderAttack("spoofed agent id", [&] {
     std::unique_ptr<Daemon> rogue = agent("rogue-host", rogue_tls);
     std::unique_ptr<Daemon> impostor = agent("impostor-host", real_tls);
-    for (int i = 0; i < 80 && impostor->WaitForLog("give every agent its own --agent-id", 100).empty(); ++i) {
+    for (int i = 0;
+         i < 80 && impostor->WaitForLog("give every agent its own --agent-id", 100).empty(); ++i) {
     }
-    std::this_thread::sleep_for(std::chrono::seconds(3));  // how long the attack lasts; not a timing assertion
+    std::this_thread::sleep_for(
+        std::chrono::seconds(3));  // how long the attack lasts; not a timing assertion
     impostor->Kill();
     rogue->Kill();
   });
@@ -252,10 +280,11 @@ TEST_F(AbuseTest, SpoofedAgent) {
   }
   EXPECT_EQ(sessions, 1u) << "the impostors never took the real agent's place";
   EXPECT_NE(Metric(port_, R"(podscope_grpc_refused_handshakes_total{reason="unknown_ca"})"), "0");
-  EXPECT_NE(log.find("refused an agent's TLS handshake (certificate CN=node-1): unable to get local issuer certificate"),
+  EXPECT_NE(log.find("refused an agent's TLS handshake (certificate CN=node-1): unable to get "
+                     "local issuer certificate"),
             std::string::npos);
-  const HttpResult capture =
-      HttpCall(port_, "POST", "/v1/captures", R"({"job": "spoof", "duration_ms": 200})", "application/json");
+  const HttpResult capture = HttpCall(
+      port_, "POST", "/v1/captures", R"({"job": "spoof", "duration_ms": 200})", "application/json");
   EXPECT_EQ(capture.status, 202) << capture.body;
   EXPECT_NE(capture.body.find("\"host\":\"real-host\""), std::string::npos) << capture.body;
 }

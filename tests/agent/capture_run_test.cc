@@ -79,11 +79,13 @@ class CaptureRunTest : public ::testing::Test {
       syncs_.emplace_back(reason);
       sync_untils_.push_back(until);
     };
-    h.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) -> absl::StatusOr<v1::UploadResponse> {
+    h.upload = [this](const std::vector<const v1::UploadRequest*>& chunks)
+        -> absl::StatusOr<v1::UploadResponse> {
       absl::MutexLock lock(&mu_);
       uploads_.emplace_back();
       for (const v1::UploadRequest* c : chunks) uploads_.back().push_back(*c);
-      if (uploads_.size() <= failing_uploads_) return absl::UnavailableError("coordinator restarting");
+      if (uploads_.size() <= failing_uploads_)
+        return absl::UnavailableError("coordinator restarting");
       v1::UploadResponse response;
       std::set<int32_t> ranks;
       for (const v1::UploadRequest* c : chunks) ranks.insert(c->rank());
@@ -97,7 +99,8 @@ class CaptureRunTest : public ::testing::Test {
   // how fast this machine is.
   void RunToEnd(std::initializer_list<const CaptureRun*> runs) {
     const auto all_finished = [&] {
-      return std::all_of(runs.begin(), runs.end(), [](const CaptureRun* r) { return r->finished(); });
+      return std::all_of(runs.begin(), runs.end(),
+                         [](const CaptureRun* r) { return r->finished(); });
     };
     while (!all_finished()) {
       ASSERT_TRUE(testing::WaitFor([&] { return all_finished() || time_.Sleepers() > 0; }));
@@ -113,7 +116,8 @@ class CaptureRunTest : public ::testing::Test {
   common::SimulatedTimeSource time_{kStart};
   AgentClock clock_{time_};
   FakeCollector collector_{time_};
-  CaptureRunOptions options_{.chunk_events = 4, .retry_initial_ns = 1'000'000, .retry_max_ns = 2'000'000};
+  CaptureRunOptions options_{
+      .chunk_events = 4, .retry_initial_ns = 1'000'000, .retry_max_ns = 2'000'000};
   absl::Mutex mu_;
   std::vector<v1::CaptureStatus> reports_;
   std::vector<std::string> syncs_;
@@ -127,7 +131,8 @@ TEST_F(CaptureRunTest, ArmsCapturesDrainsAndUploadsThroughAFailure) {
   collector_.pieces = 2;
   const TimeNs before = clock_.Now();
   const v1::CaptureRequest request = Request({0, 1}, 30'000'000, 50'000'000);
-  CaptureRun run(request, {{0, &collector_}, {1, &collector_}}, "agent-x", clock_, Hooks(), options_);
+  CaptureRun run(request, {{0, &collector_}, {1, &collector_}}, "agent-x", clock_, Hooks(),
+                 options_);
   run.Begin();
   WaitFinished(run);
   // The burst before the window is over 5 ms (a tenth of the 30 ms lead, at least 5 ms) before
@@ -171,7 +176,8 @@ TEST_F(CaptureRunTest, ArmsCapturesDrainsAndUploadsThroughAFailure) {
 }
 
 TEST_F(CaptureRunTest, CancelBeforeTheStartNeverStartsTheCollector) {
-  CaptureRun run(Request({0, 1}, 5'000'000'000, 1'000'000'000), {{0, &collector_}, {1, &collector_}}, "a", clock_, Hooks(), options_);
+  CaptureRun run(Request({0, 1}, 5'000'000'000, 1'000'000'000),
+                 {{0, &collector_}, {1, &collector_}}, "a", clock_, Hooks(), options_);
   run.Begin();
   ASSERT_TRUE(testing::WaitFor([&] { return Reports() > 0; }));  // armed
   run.Cancel("operator said so");
@@ -209,7 +215,8 @@ TEST_F(CaptureRunTest, RunsSharingAStartTimerStartTogetherAndFollowAMovedStart) 
 TEST_F(CaptureRunTest, WorkersFailAloneWithTheirReason) {
   collector_.failing_rank = 1;
   // Rank 5 is not served here; rank 1's collector reports an error; rank 0 is fine.
-  CaptureRun run(Request({0, 1, 5}, 0, 10'000'000), {{0, &collector_}, {1, &collector_}}, "a", clock_, Hooks(), options_);
+  CaptureRun run(Request({0, 1, 5}, 0, 10'000'000), {{0, &collector_}, {1, &collector_}}, "a",
+                 clock_, Hooks(), options_);
   run.Begin();
   WaitFinished(run);
   std::map<int32_t, v1::WorkerCaptureStatus> by_rank;

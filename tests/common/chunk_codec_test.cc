@@ -90,10 +90,12 @@ TEST(ChunkCodecTest, MalformedChunksAreRejectedWithoutPartialWrites) {
     WorkerTrace target;
     absl::Status status = AppendChunk(chunk, &target);
     EXPECT_FALSE(status.ok()) << test.what;
-    EXPECT_NE(status.message().find(test.message), std::string::npos) << test.what << ": " << status;
+    EXPECT_NE(status.message().find(test.message), std::string::npos)
+        << test.what << ": " << status;
     EXPECT_EQ(target.Counts().Total(), 0u) << test.what;
   }
-  EXPECT_EQ(DecodeChunkFromBytes("\xff\xff\xff garbage").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeChunkFromBytes("\xff\xff\xff garbage").status().code(),
+            absl::StatusCode::kDataLoss);
 }
 
 TEST(ChunkCodecTest, RealFixtureRoundTripsAndPacksSmallerThanJson) {

@@ -31,14 +31,16 @@ WorkerTrace Filled() {
         switch (col.coding) {
           case chunk::Coding::kNames:
             if constexpr (std::is_same_v<T, NameId>) {
-              values.push_back(trace.strings.Intern(std::string(col.name) + "-" + std::to_string(row)));
+              values.push_back(
+                  trace.strings.Intern(std::string(col.name) + "-" + std::to_string(row)));
             }
             break;
           case chunk::Coding::kEnum:
             values.push_back(static_cast<T>(static_cast<int>(row) % col.enum_count));
             break;
           case chunk::Coding::kSpan:
-            if constexpr (std::is_same_v<T, TimeNs>) values.push_back((table.*col.base)[row] + distinct);
+            if constexpr (std::is_same_v<T, TimeNs>)
+              values.push_back((table.*col.base)[row] + distinct);
             break;
           default:
             values.push_back(static_cast<T>(distinct));
@@ -62,7 +64,8 @@ TEST(ChunkColumnsTest, TheListHasEveryColumnOfEveryTableOnce) {
       listed.insert(&(table.*col.values));
       ++entries;
     });
-    EXPECT_EQ(listed, model) << t.name << ": a column of the trace model is missing from the chunk's list";
+    EXPECT_EQ(listed, model) << t.name
+                             << ": a column of the trace model is missing from the chunk's list";
     EXPECT_EQ(entries, model.size()) << t.name << ": a column is listed twice";
   });
   // Every table of a WorkerTrace: kernels, memcpys, runtime calls, host spans, collectives,
@@ -73,7 +76,8 @@ TEST(ChunkColumnsTest, TheListHasEveryColumnOfEveryTableOnce) {
 TEST(ChunkColumnsTest, EveryColumnRoundTripsWithItsOwnValues) {
   const WorkerTrace sent = Filled();
   ASSERT_TRUE(sent.Validate().ok()) << sent.Validate();
-  absl::StatusOr<WorkerTrace> got = DecodeChunkFromBytes(EncodeChunkToBytes(sent, ChunkHeader{"cap", 0, 0}));
+  absl::StatusOr<WorkerTrace> got =
+      DecodeChunkFromBytes(EncodeChunkToBytes(sent, ChunkHeader{"cap", 0, 0}));
   ASSERT_TRUE(got.ok()) << got.status();
   chunk::ForEachTable([&](const auto& t) {
     const auto& before = sent.*t.table;
@@ -87,7 +91,8 @@ TEST(ChunkColumnsTest, EveryColumnRoundTripsWithItsOwnValues) {
         if (col.coding == chunk::Coding::kNames) {
           // Ids are the receiver's; the names are what must match.
           if constexpr (std::is_same_v<std::decay_t<decltype(a[row])>, NameId>) {
-            EXPECT_EQ(got->strings.Get(b[row]), sent.strings.Get(a[row])) << t.name << "." << col.name << " row " << row;
+            EXPECT_EQ(got->strings.Get(b[row]), sent.strings.Get(a[row]))
+                << t.name << "." << col.name << " row " << row;
           }
         } else {
           EXPECT_EQ(b[row], a[row]) << t.name << "." << col.name << " row " << row;
@@ -117,9 +122,11 @@ TEST(ChunkColumnsTest, EveryColumnIsCheckedForItsLength) {
       WorkerTrace into;
       const absl::Status s = AppendChunk(cut, &into);
       EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << t.name << "." << col.name;
-      const std::string where = first ? std::string(t.name) : std::string(t.name) + "." + std::string(col.name);
+      const std::string where =
+          first ? std::string(t.name) : std::string(t.name) + "." + std::string(col.name);
       EXPECT_NE(std::string(s.message()).find(where), std::string::npos) << s;
-      EXPECT_EQ(into.Counts().Total(), 0u) << "nothing is appended from a chunk that fails its checks";
+      EXPECT_EQ(into.Counts().Total(), 0u)
+          << "nothing is appended from a chunk that fails its checks";
       first = false;
       ++checked;
     });
@@ -146,7 +153,8 @@ TEST(ChunkColumnsTest, EnumsAndNamesAreCheckedForRange) {
       WorkerTrace into;
       const absl::Status s = AppendChunk(bad, &into);
       EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << t.name << "." << col.name;
-      EXPECT_NE(std::string(s.message()).find(std::string(t.name) + "." + std::string(col.name)), std::string::npos)
+      EXPECT_NE(std::string(s.message()).find(std::string(t.name) + "." + std::string(col.name)),
+                std::string::npos)
           << s;
       ++checked;
     });

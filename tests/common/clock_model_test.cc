@@ -13,7 +13,8 @@ TEST(ClockModelTest, IdentityByDefault) {
 
 TEST(ClockModelTest, OffsetAndDriftAroundTheReference) {
   // 2 ms ahead at the reference instant, running 1 ppm (1000 ppb) fast.
-  ClockModel clock{.offset_ns = -2'000'000, .drift_ppb = 1000, .reference_ns = 10 * kNanosPerSecond};
+  ClockModel clock{
+      .offset_ns = -2'000'000, .drift_ppb = 1000, .reference_ns = 10 * kNanosPerSecond};
   EXPECT_EQ(clock.ToAligned(10 * kNanosPerSecond), 10 * kNanosPerSecond - 2'000'000);
   // One second after the reference the drift adds 1 us.
   EXPECT_EQ(clock.ToAligned(11 * kNanosPerSecond), 11 * kNanosPerSecond - 2'000'000 + 1'000);
@@ -34,8 +35,10 @@ namespace podscope::common {
 namespace {
 
 TEST(ClockModelTest, ToLocalInvertsToAlignedToTheNanosecond) {
-  const ClockModel clock{.offset_ns = 35'000'123, .drift_ppb = -60'000, .reference_ns = 1'795'000'000'000'000'000};
-  for (TimeNs local : {TimeNs{1'795'000'000'000'000'000}, TimeNs{1'795'000'123'456'789'000}, TimeNs{1'794'999'000'000'000'001}}) {
+  const ClockModel clock{
+      .offset_ns = 35'000'123, .drift_ppb = -60'000, .reference_ns = 1'795'000'000'000'000'000};
+  for (TimeNs local : {TimeNs{1'795'000'000'000'000'000}, TimeNs{1'795'000'123'456'789'000},
+                       TimeNs{1'794'999'000'000'000'001}}) {
     EXPECT_EQ(clock.ToLocal(clock.ToAligned(local)), local);
   }
 }

@@ -18,7 +18,8 @@ std::string Slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::string WriteWith(const ScratchDir& dir, const std::string& name, const std::string& text, bool gzip) {
+std::string WriteWith(const ScratchDir& dir, const std::string& name, const std::string& text,
+                      bool gzip) {
   auto file = OutputFile::Open(dir.File(name), gzip);
   EXPECT_TRUE(file.ok()) << file.status();
   EXPECT_TRUE((*file)->Write(text).ok());
@@ -76,7 +77,8 @@ TEST(FileIoTest, SizeLimitsAreEnforced) {
   const std::string big(100000, 'a');
   const std::string plain = WriteWith(dir, "big.json", big, false);
   const std::string gz = WriteWith(dir, "big.json.gz", big, true);
-  auto too_big = ReadFileMaybeGzip(plain, {.max_file_bytes = 1000, .max_decompressed_bytes = 1 << 30});
+  auto too_big =
+      ReadFileMaybeGzip(plain, {.max_file_bytes = 1000, .max_decompressed_bytes = 1 << 30});
   EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
   auto bomb = ReadFileMaybeGzip(gz, {.max_file_bytes = 1 << 30, .max_decompressed_bytes = 5000});
   EXPECT_EQ(bomb.status().code(), absl::StatusCode::kResourceExhausted);
@@ -120,17 +122,20 @@ TEST(FileIoTest, ADecompressionBombStopsAtItsBound) {
   for (int i = 0; i < 64; ++i) bomb += zeros;
   const std::string path = dir.Write("bomb.json.gz", bomb);
   ByteBuffer out;
-  absl::Status ratio = ReadFileInto(path, {.max_decompressed_bytes = 512 << 20, .max_inflate_ratio = 100}, &out);
+  absl::Status ratio =
+      ReadFileInto(path, {.max_decompressed_bytes = 512 << 20, .max_inflate_ratio = 100}, &out);
   EXPECT_EQ(ratio.code(), absl::StatusCode::kResourceExhausted) << ratio;
-  EXPECT_NE(ratio.message().find("inflates to more than 100 times its compressed size of " + std::to_string(bomb.size()) +
-                                 " bytes (a decompression bomb?)"),
+  EXPECT_NE(ratio.message().find("inflates to more than 100 times its compressed size of " +
+                                 std::to_string(bomb.size()) + " bytes (a decompression bomb?)"),
             std::string::npos)
       << ratio;
   // Memory follows the bound (the buffer grows by at most half again past a request).
   EXPECT_LE(out.capacity(), 150 * bomb.size()) << "memory stays within the bound";
   absl::Status absolute = ReadFileInto(path, {.max_decompressed_bytes = 8 << 20}, &out);
   EXPECT_EQ(absolute.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(absolute.message().find("decompressed size exceeds the limit of 8388608 bytes"), std::string::npos) << absolute;
+  EXPECT_NE(absolute.message().find("decompressed size exceeds the limit of 8388608 bytes"),
+            std::string::npos)
+      << absolute;
   // Small files are not held to the ratio (below 1 MiB of output).
   const std::string small = WriteWith(dir, "small.json.gz", std::string(1 << 19, ' '), true);
   EXPECT_TRUE(ReadFileInto(small, {.max_inflate_ratio = 2}, &out).ok());

@@ -34,7 +34,8 @@ TEST(FrameCodecTest, FramesSurviveAnySplitOfTheStream) {
 
 TEST(FrameCodecTest, OversizedFramesAreRefusedOnBothSides) {
   std::string stream;
-  EXPECT_EQ(AppendFrame(std::string(11, 'a'), 10, &stream).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AppendFrame(std::string(11, 'a'), 10, &stream).code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(stream.empty());
   // A header announcing 4 GB: refused at once, without waiting for (or allocating) the bytes,
   // and the reader stays broken.

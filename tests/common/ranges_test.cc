@@ -18,7 +18,8 @@ TEST(RangesTest, RankListsAndRanges) {
   ASSERT_TRUE(ParseIntRange("4", &first, &last).ok());
   EXPECT_EQ(first, 4);
   EXPECT_EQ(last, 4);
-  EXPECT_EQ(ParseIntRange("5-2", &first, &last).message(), "\"5-2\" is not a number or FIRST-LAST range");
+  EXPECT_EQ(ParseIntRange("5-2", &first, &last).message(),
+            "\"5-2\" is not a number or FIRST-LAST range");
 }
 
 }  // namespace

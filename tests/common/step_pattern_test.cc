@@ -8,7 +8,8 @@ namespace podscope::common {
 namespace {
 
 TEST(StepPatternTest, TheLastGroupOfDigitsIsTheStepNumber) {
-  const absl::StatusOr<StepPattern> profiler = StepPattern::Compile("^(ProfilerStep#|[Ss]tep[ _#]?)([0-9]+)$");
+  const absl::StatusOr<StepPattern> profiler =
+      StepPattern::Compile("^(ProfilerStep#|[Ss]tep[ _#]?)([0-9]+)$");
   ASSERT_TRUE(profiler.ok()) << profiler.status();
   EXPECT_EQ(profiler->Find("ProfilerStep#12").number, 12);
   EXPECT_EQ(profiler->Find("step_7").number, 7);
@@ -16,7 +17,8 @@ TEST(StepPatternTest, TheLastGroupOfDigitsIsTheStepNumber) {
 
   const absl::StatusOr<StepPattern> one_group = StepPattern::Compile(R"(train_step_(\d+))");
   ASSERT_TRUE(one_group.ok());
-  const StepPattern::Match m = one_group->Find("epoch 3 train_step_41 (fwd)");  // searched, not anchored
+  const StepPattern::Match m =
+      one_group->Find("epoch 3 train_step_41 (fwd)");  // searched, not anchored
   EXPECT_TRUE(m.matched);
   EXPECT_EQ(m.number, 41);
 
@@ -49,14 +51,16 @@ TEST(StepPatternTest, BadPatternsAreClearErrors) {
   const absl::StatusOr<StepPattern> unbalanced = StepPattern::Compile("([");
   ASSERT_FALSE(unbalanced.ok());
   EXPECT_EQ(unbalanced.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(unbalanced.status().message().find("step pattern \"([\" is not a valid regex (RE2 syntax)"),
-            std::string::npos)
+  EXPECT_NE(
+      unbalanced.status().message().find("step pattern \"([\" is not a valid regex (RE2 syntax)"),
+      std::string::npos)
       << unbalanced.status();
   // Backreferences need backtracking: RE2 refuses them.
   EXPECT_FALSE(StepPattern::Compile(R"((a)\1)").ok());
   const absl::StatusOr<StepPattern> too_long = StepPattern::Compile(std::string(513, 'a'));
   ASSERT_FALSE(too_long.ok());
-  EXPECT_NE(too_long.status().message().find("513 bytes; at most 512"), std::string::npos) << too_long.status();
+  EXPECT_NE(too_long.status().message().find("513 bytes; at most 512"), std::string::npos)
+      << too_long.status();
   EXPECT_TRUE(StepPattern::Compile(std::string(512, 'a')).ok());
   // Short to write, huge to compile: refused by the program-size bound.
   const absl::StatusOr<StepPattern> huge = StepPattern::Compile("((a{100}){100}){100}");

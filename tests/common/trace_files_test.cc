@@ -29,7 +29,8 @@ TEST(TraceFilesTest, DirectoriesExpandInNaturalOrder) {
 TEST(TraceFilesTest, MissingPathsAndEmptyDirectoriesAreErrors) {
   ScratchDir dir;
   EXPECT_EQ(ExpandTraceInputs({dir.path()}).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(ExpandTraceInputs({dir.File("nope.json")}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ExpandTraceInputs({dir.File("nope.json")}).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(TraceFilesTest, LoadsRanksFromTheirTraces) {

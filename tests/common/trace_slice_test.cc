@@ -21,8 +21,8 @@ WorkerTrace Kernels(std::initializer_list<std::pair<TimeNs, TimeNs>> spans) {
     w.kernels.stream.push_back(7);
     w.kernels.name.push_back(name);
     w.kernels.correlation.push_back(s);
-    for (auto* c : {&w.kernels.grid_x, &w.kernels.grid_y, &w.kernels.grid_z, &w.kernels.block_x, &w.kernels.block_y,
-                    &w.kernels.block_z}) {
+    for (auto* c : {&w.kernels.grid_x, &w.kernels.grid_y, &w.kernels.grid_z, &w.kernels.block_x,
+                    &w.kernels.block_y, &w.kernels.block_z}) {
       c->push_back(1);
     }
     w.kernels.registers_per_thread.push_back(0);
@@ -37,7 +37,8 @@ TEST(TraceSliceTest, KeepWindowKeepsOnlyWhollyInsideEvents) {
   KeepWindow(10, 30, &w);
   EXPECT_EQ(w.kernels.start, (std::vector<TimeNs>{10, 15, 20}));
   EXPECT_EQ(w.kernels.end, (std::vector<TimeNs>{20, 30, 25}));
-  EXPECT_EQ(w.kernels.correlation, (std::vector<int64_t>{10, 15, 20}));  // every column moves together
+  EXPECT_EQ(w.kernels.correlation,
+            (std::vector<int64_t>{10, 15, 20}));  // every column moves together
   EXPECT_TRUE(w.Validate().ok());
 }
 

@@ -56,7 +56,8 @@ TEST(UnixSocketTest, AStaleSocketIsReplacedALiveOneAndOtherFilesAreNot) {
 
 TEST(UnixSocketTest, BadPathsAndAbsentListenersAreClearErrors) {
   EXPECT_EQ(ListenUnix("").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ListenUnix("/tmp/" + std::string(200, 'x')).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ListenUnix("/tmp/" + std::string(200, 'x')).status().code(),
+            absl::StatusCode::kInvalidArgument);
   testing::ScratchDir dir;
   absl::StatusOr<UniqueFd> nobody = ConnectUnix(dir.File("nobody.sock"));
   EXPECT_EQ(nobody.status().code(), absl::StatusCode::kUnavailable);

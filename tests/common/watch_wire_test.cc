@@ -108,11 +108,13 @@ TEST(WatchWireTest, RefusesIndexesOutsideItsTablesAndBrokenBounds) {
   EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("has op 200"));
   b = good;
   b.mutable_steps(0)->set_duration_ns(-1);
-  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("less than 0 or more than a day"));
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()),
+              HasSubstr("less than 0 or more than a day"));
   // Times an attacker picks to overflow the arithmetic of decoding or of clock conversion.
   b = good;
   b.mutable_steps(0)->set_start_ns(INT64_MAX);
-  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("starts outside [0, 2^62) ns"));
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()),
+              HasSubstr("starts outside [0, 2^62) ns"));
   b = good;
   b.mutable_steps(0)->set_start_ns(-1);
   EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("starts outside"));
@@ -121,7 +123,8 @@ TEST(WatchWireTest, RefusesIndexesOutsideItsTablesAndBrokenBounds) {
   EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("more than a day"));
   b = good;
   b.mutable_steps(0)->mutable_collectives(1)->set_end_delta_ns(INT64_MIN);
-  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()), HasSubstr("more than a day from its step"));
+  EXPECT_THAT(std::string(DecodeWatchBatch(b).status().message()),
+              HasSubstr("more than a day from its step"));
   {
     WatchBatchBuilder with_progress;
     RankProgress p;

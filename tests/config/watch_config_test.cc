@@ -24,12 +24,14 @@ std::string AgentError(std::string_view json) {
 
 TEST(WatchConfigTest, CoordinatorNotifyKeysAreReadAndChecked) {
   coordinator::CoordinatorSettings s;
-  ASSERT_TRUE(coordinator::ApplyCoordinatorConfig(
-                  Parse(R"({"notify": {"alertmanagers": ["http://am:9093"], "webhooks": ["https://h/x", "http://h:81/y"], "slack_webhooks": ["https://hooks.slack.example/T0/B0/x"],
+  ASSERT_TRUE(
+      coordinator::ApplyCoordinatorConfig(
+          Parse(
+              R"({"notify": {"alertmanagers": ["http://am:9093"], "webhooks": ["https://h/x", "http://h:81/y"], "slack_webhooks": ["https://hooks.slack.example/T0/B0/x"],
                                        "timeout_ms": 2500, "max_attempts": 7, "max_queued": 10,
                                        "external_url": "https://podscope.example", "ca_file": "/etc/ca.pem"}})"),
-                  &s)
-                  .ok());
+          &s)
+          .ok());
   EXPECT_EQ(s.notify.alertmanagers, std::vector<std::string>{"http://am:9093"});
   EXPECT_EQ(s.notify.webhooks.size(), 2u);
   EXPECT_EQ(s.notify.slack_webhooks.size(), 1u);
@@ -39,21 +41,27 @@ TEST(WatchConfigTest, CoordinatorNotifyKeysAreReadAndChecked) {
   EXPECT_EQ(s.notify.external_url, "https://podscope.example");
   EXPECT_EQ(s.notify.ca_file, "/etc/ca.pem");
 
-  EXPECT_NE(CoordinatorError(R"({"notify": {"webhook": []}})").find("\"webhooks\""), std::string::npos)
+  EXPECT_NE(CoordinatorError(R"({"notify": {"webhook": []}})").find("\"webhooks\""),
+            std::string::npos)
       << CoordinatorError(R"({"notify": {"webhook": []}})");
-  EXPECT_NE(CoordinatorError(R"({"notify": {"webhooks": "http://h"}})").find("not a list"), std::string::npos);
-  EXPECT_NE(CoordinatorError(R"({"notify": {"webhooks": [5]}})").find("5 is not a URL"), std::string::npos);
-  EXPECT_NE(CoordinatorError(R"({"notify": {"timeout_ms": 10}})").find("timeout_ms"), std::string::npos);
-  EXPECT_NE(CoordinatorError(R"({"notify": {"max_attempts": 0}})").find("max_attempts"), std::string::npos);
+  EXPECT_NE(CoordinatorError(R"({"notify": {"webhooks": "http://h"}})").find("not a list"),
+            std::string::npos);
+  EXPECT_NE(CoordinatorError(R"({"notify": {"webhooks": [5]}})").find("5 is not a URL"),
+            std::string::npos);
+  EXPECT_NE(CoordinatorError(R"({"notify": {"timeout_ms": 10}})").find("timeout_ms"),
+            std::string::npos);
+  EXPECT_NE(CoordinatorError(R"({"notify": {"max_attempts": 0}})").find("max_attempts"),
+            std::string::npos);
 }
 
 TEST(WatchConfigTest, AgentWatchKeysAreReadAndChecked) {
   agent::AgentSettings s;
-  ASSERT_TRUE(agent::ApplyAgentConfig(
-                  Parse(R"({"watch": {"enabled": false, "max_queued_steps": 100, "flush_interval_ms": 250,
+  ASSERT_TRUE(
+      agent::ApplyAgentConfig(
+          Parse(R"({"watch": {"enabled": false, "max_queued_steps": 100, "flush_interval_ms": 250,
                                       "max_batch_steps": 64}})"),
-                  &s)
-                  .ok());
+          &s)
+          .ok());
   EXPECT_FALSE(s.agent.watch);
   EXPECT_EQ(s.agent.watch_queue.max_steps, 100u);
   EXPECT_EQ(s.agent.watch_sender.flush_interval, absl::Milliseconds(250));
@@ -64,8 +72,10 @@ TEST(WatchConfigTest, AgentWatchKeysAreReadAndChecked) {
 
   EXPECT_NE(AgentError(R"({"watch": {"enable": false}})").find("\"enabled\""), std::string::npos)
       << AgentError(R"({"watch": {"enable": false}})");
-  EXPECT_NE(AgentError(R"({"watch": {"max_queued_steps": 0}})").find("max_queued_steps"), std::string::npos);
-  EXPECT_NE(AgentError(R"({"watch": {"max_batch_steps": 100000}})").find("max_batch_steps"), std::string::npos);
+  EXPECT_NE(AgentError(R"({"watch": {"max_queued_steps": 0}})").find("max_queued_steps"),
+            std::string::npos);
+  EXPECT_NE(AgentError(R"({"watch": {"max_batch_steps": 100000}})").find("max_batch_steps"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -9,9 +9,10 @@
 #include "tests/fuzz/fuzz_seeds.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  absl::StatusOr<podscope::common::WorkerTrace> trace =
-      podscope::common::DecodeChunkFromBytes(std::string_view(reinterpret_cast<const char*>(data), size));
-  if (trace.ok() && !trace->Validate().ok()) __builtin_trap();  // an accepted chunk must be well-formed
+  absl::StatusOr<podscope::common::WorkerTrace> trace = podscope::common::DecodeChunkFromBytes(
+      std::string_view(reinterpret_cast<const char*>(data), size));
+  if (trace.ok() && !trace->Validate().ok())
+    __builtin_trap();  // an accepted chunk must be well-formed
   return 0;
 }
 
@@ -30,7 +31,8 @@ std::vector<std::string> Seeds(const std::vector<std::string>& fixture_paths) {
       // Small chunks, so that each run is quick: the first few of 64 events each.
       std::vector<common::WorkerTrace> chunks = common::SplitIntoChunks(std::move(worker), 64);
       for (size_t i = 0; i < chunks.size() && i < 3; ++i) {
-        seeds.push_back(common::EncodeChunkToBytes(chunks[i], {.capture_id = "fuzz", .worker_index = 0, .sequence = i}));
+        seeds.push_back(common::EncodeChunkToBytes(
+            chunks[i], {.capture_id = "fuzz", .worker_index = 0, .sequence = i}));
       }
     }
   }

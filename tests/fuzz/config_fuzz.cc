@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::Status a = podscope::agent::ApplyAgentConfig(*root, &agent);
   if (!a.ok() && a.message().empty()) __builtin_trap();
   // What is taken is within its range.
-  if (c.ok() && (coordinator.agents.heartbeat_interval_ms < 10 || coordinator.http_limits.max_header_bytes < 1024)) {
+  if (c.ok() && (coordinator.agents.heartbeat_interval_ms < 10 ||
+                 coordinator.http_limits.max_header_bytes < 1024)) {
     __builtin_trap();
   }
   return 0;

@@ -4,7 +4,6 @@
 // (duplicate keys), step patterns, job names, chunked bodies. Never a crash or a hang.
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
 #include <cmath>
 #include <string>
 
@@ -26,11 +25,20 @@ using podscope::coordinator::Router;
 const Router& ApiRoutes() {
   static const Router* router = [] {
     auto* r = new Router();
-    for (const auto& [method, pattern] : std::vector<std::pair<const char*, const char*>>{
-             {"GET", "/healthz"}, {"GET", "/readyz"}, {"GET", "/metrics"}, {"GET", "/v1/openapi.json"},
-             {"GET", "/v1/captures"}, {"POST", "/v1/captures:import"}, {"GET", "/v1/captures/{id}"},
-             {"DELETE", "/v1/captures/{id}"}, {"GET", "/v1/captures/{id}/trace"}, {"GET", "/v1/captures/{id}/{report}"},
-             {"GET", "/v1/workers"}, {"POST", "/v1/captures"}, {"POST", "/v1/captures/{id}:cancel"}}) {
+    for (const auto& [method, pattern] :
+         std::vector<std::pair<const char*, const char*>>{{"GET", "/healthz"},
+                                                          {"GET", "/readyz"},
+                                                          {"GET", "/metrics"},
+                                                          {"GET", "/v1/openapi.json"},
+                                                          {"GET", "/v1/captures"},
+                                                          {"POST", "/v1/captures:import"},
+                                                          {"GET", "/v1/captures/{id}"},
+                                                          {"DELETE", "/v1/captures/{id}"},
+                                                          {"GET", "/v1/captures/{id}/trace"},
+                                                          {"GET", "/v1/captures/{id}/{report}"},
+                                                          {"GET", "/v1/workers"},
+                                                          {"POST", "/v1/captures"},
+                                                          {"POST", "/v1/captures/{id}:cancel"}}) {
       r->Add({method, pattern, [](HttpRequest&) { return HttpResponse::Json(200, "{}"); }});
     }
     return r;
@@ -54,13 +62,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view target(message.target().data(), message.target().size());
   const size_t q = target.find('?');
   if (!podscope::coordinator::PercentDecode(target.substr(0, q), &request.path)) return 0;
-  if (q != std::string_view::npos && !podscope::coordinator::ParseQuery(target.substr(q + 1), &request.query)) return 0;
+  if (q != std::string_view::npos &&
+      !podscope::coordinator::ParseQuery(target.substr(q + 1), &request.query))
+    return 0;
   bool path_known = false;
-  const podscope::coordinator::Route* route = ApiRoutes().Match(request.method, request.path, &request.params, &path_known);
+  const podscope::coordinator::Route* route =
+      ApiRoutes().Match(request.method, request.path, &request.params, &path_known);
   if (route != nullptr && !path_known) __builtin_trap();
   for (const auto& [key, value] : request.query) {
     if (key == "step_pattern") {
-      absl::StatusOr<podscope::common::StepPattern> pattern = podscope::common::StepPattern::Compile(value);
+      absl::StatusOr<podscope::common::StepPattern> pattern =
+          podscope::common::StepPattern::Compile(value);
       if (pattern.ok()) (void)pattern->Find(request.path);
     } else if (key == "job") {
       (void)podscope::storage::ValidateJobName(value);
@@ -83,15 +95,20 @@ namespace podscope::fuzz {
 
 std::vector<std::string> Seeds(const std::vector<std::string>&) {
   return {
-      "GET /v1/captures/cap-1/steps?window=hta&step_pattern=%5E(ProfilerStep%23)(%5Cd%2B)%24&link_gbps=400 HTTP/1.1\r\n"
+      "GET "
+      "/v1/captures/cap-1/"
+      "steps?window=hta&step_pattern=%5E(ProfilerStep%23)(%5Cd%2B)%24&link_gbps=400 HTTP/1.1\r\n"
       "Host: x\r\n\r\n",
-      "POST /v1/captures HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 56\r\n\r\n"
+      "POST /v1/captures HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+      "56\r\n\r\n"
       "{\"job\": \"llm\", \"duration_ms\": 2000, \"ranks\": [0, 5, 7]}",
       "POST /v1/captures:import?job=llm&capture=c1&rank=3&name=r.json HTTP/1.1\r\nHost: x\r\n"
-      "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"tra\r\n0\r\n\r\n",
+      "Content-Type: application/json\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n5\r\n{\"tra\r\n0\r\n\r\n",
       "DELETE /v1/captures/c1 HTTP/1.1\r\nHost: x\r\n\r\n",
       "GET /v1/workers?limit=2&after=agent-7&job=llm HTTP/1.1\r\nHost: x\r\n\r\n",
-      "POST /v1/captures/cap-9:cancel?reason=enough HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "POST /v1/captures/cap-9:cancel?reason=enough HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\n"
       "Content-Length: 0\r\n\r\n",
   };
 }

@@ -41,7 +41,8 @@ std::vector<std::string> Seeds(const std::vector<std::string>& fixture_paths) {
     }
     seeds.push_back(bytes->substr(0, cut) + "]}");
   }
-  seeds.push_back(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "ncclKernel_x", "ts": 1.5, "dur": 2, "args": {"stream": 7, "correlation": 1, "grid": [1, 2, 3]}}]})");
+  seeds.push_back(
+      R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "ncclKernel_x", "ts": 1.5, "dur": 2, "args": {"stream": 7, "correlation": 1, "grid": [1, 2, 3]}}]})");
   return seeds;
 }
 

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   if (write) {
     std::filesystem::create_directories(argv[2]);
     for (size_t i = 0; i < seeds.size(); ++i) {
-      std::ofstream(std::string(argv[2]) + "/seed-" + std::to_string(i), std::ios::binary) << seeds[i];
+      std::ofstream(std::string(argv[2]) + "/seed-" + std::to_string(i), std::ios::binary)
+          << seeds[i];
     }
     std::printf("fuzz driver: wrote %zu seeds to %s\n", seeds.size(), argv[2]);
     return 0;
@@ -51,10 +52,18 @@ int main(int argc, char** argv) {
       for (int e = 0; e < edits && !input.empty(); ++e) {
         const size_t at = rng() % input.size();
         switch (rng() % 4) {
-          case 0: input.resize(at); break;
-          case 1: input[at] = static_cast<char>(rng() & 0xff); break;
-          case 2: input.insert(at, 1, static_cast<char>(rng() & 0xff)); break;
-          case 3: input.insert(at, input.substr(at, std::min<size_t>(rng() % 256, input.size() - at))); break;
+          case 0:
+            input.resize(at);
+            break;
+          case 1:
+            input[at] = static_cast<char>(rng() & 0xff);
+            break;
+          case 2:
+            input.insert(at, 1, static_cast<char>(rng() & 0xff));
+            break;
+          case 3:
+            input.insert(at, input.substr(at, std::min<size_t>(rng() % 256, input.size() - at)));
+            break;
         }
       }
       run(input);

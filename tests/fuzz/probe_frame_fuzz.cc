@@ -40,7 +40,8 @@ std::vector<std::string> Seeds(const std::vector<std::string>&) {
   arm.mutable_arm()->set_capture_id("cap-1");
   arm.mutable_arm()->set_start_host_ns(1'700'000'000'000'000'000);
   arm.mutable_arm()->set_stop_host_ns(1'700'000'002'000'000'000);
-  for (const std::string& payload : {registration.SerializeAsString(), arm.SerializeAsString(), std::string()}) {
+  for (const std::string& payload :
+       {registration.SerializeAsString(), arm.SerializeAsString(), std::string()}) {
     std::string stream(1, '\x07');  // the split byte
     (void)common::AppendFrame(payload, 1 << 16, &stream);
     (void)common::AppendFrame(payload, 1 << 16, &stream);

@@ -16,9 +16,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (t.ok() && t->busy > t->total) __builtin_trap();
       break;
     }
-    case 1: (void)host::ParseMemoryUsedBytes(text, "meminfo"); break;
-    case 2: (void)host::ParseNetBytes(text, "net/dev"); break;
-    case 3: (void)host::ParseProcessCpuTicks(text, "1/stat"); break;
+    case 1:
+      (void)host::ParseMemoryUsedBytes(text, "meminfo");
+      break;
+    case 2:
+      (void)host::ParseNetBytes(text, "net/dev");
+      break;
+    case 3:
+      (void)host::ParseProcessCpuTicks(text, "1/stat");
+      break;
   }
   return 0;
 }
@@ -27,14 +33,22 @@ namespace podscope::fuzz {
 
 std::vector<std::string> Seeds(const std::vector<std::string>&) {
   return {
-      std::string(1, '\x00') + "cpu  4705 356 584 3699 23 0 12 0 0 0\ncpu0 1393280 32966 572056 13343292 6130 0 17875 0 0 0\n",
-      std::string(1, '\x01') + "MemTotal:       16307252 kB\nMemFree:         1064340 kB\nMemAvailable:   14707252 kB\n",
+      std::string(1, '\x00') +
+          "cpu  4705 356 584 3699 23 0 12 0 0 0\ncpu0 1393280 32966 572056 13343292 6130 0 17875 0 "
+          "0 0\n",
+      std::string(1, '\x01') +
+          "MemTotal:       16307252 kB\nMemFree:         1064340 kB\nMemAvailable:   14707252 kB\n",
       std::string(1, '\x02') +
           "Inter-|   Receive                            |  Transmit\n"
-          " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n"
-          "    lo: 2776770   11307    0    0    0     0          0         0  2776770   11307    0    0    0     0       0          0\n"
-          "  eth0: 1215645    2751    0    0    0     0          0         0  1782404    4324    0    0    0   427       0          0\n",
-      std::string(1, '\x03') + "4242 (python3 (worker) x) S 1 4242 4242 0 -1 4194560 2043 0 0 0 120 30 0 0 20 0 9 0 1234 0 0\n",
+          " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
+          "drop fifo colls carrier compressed\n"
+          "    lo: 2776770   11307    0    0    0     0          0         0  2776770   11307    0 "
+          "   0    0     0       0          0\n"
+          "  eth0: 1215645    2751    0    0    0     0          0         0  1782404    4324    0 "
+          "   0    0   427       0          0\n",
+      std::string(1, '\x03') +
+          "4242 (python3 (worker) x) S 1 4242 4242 0 -1 4194560 2043 0 0 0 120 30 0 0 20 0 9 0 "
+          "1234 0 0\n",
   };
 }
 

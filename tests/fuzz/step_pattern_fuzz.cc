@@ -9,8 +9,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t newline = input.find('\n');
   const std::string_view pattern = input.substr(0, newline);
-  const std::string_view name = newline == std::string_view::npos ? std::string_view() : input.substr(newline + 1);
-  absl::StatusOr<podscope::common::StepPattern> compiled = podscope::common::StepPattern::Compile(pattern);
+  const std::string_view name =
+      newline == std::string_view::npos ? std::string_view() : input.substr(newline + 1);
+  absl::StatusOr<podscope::common::StepPattern> compiled =
+      podscope::common::StepPattern::Compile(pattern);
   if (!compiled.ok()) {
     if (compiled.status().message().empty()) __builtin_trap();  // every refusal says why
     return 0;

@@ -40,38 +40,50 @@ int RunCommand(const std::string& command, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string DashboardFile() { return std::string(PODSCOPE_SOURCE_DIR) + "/deploy/grafana/podscope-dashboard.json"; }
+std::string DashboardFile() {
+  return std::string(PODSCOPE_SOURCE_DIR) + "/deploy/grafana/podscope-dashboard.json";
+}
 
-std::string RulesFile() { return std::string(PODSCOPE_SOURCE_DIR) + "/deploy/prometheus/podscope-rules.yml"; }
+std::string RulesFile() {
+  return std::string(PODSCOPE_SOURCE_DIR) + "/deploy/prometheus/podscope-rules.yml";
+}
 
 class AlertingTest : public LiveClusterTest {
  protected:
   void SetUp() override {
     for (const char* binary : {kPrometheus, kAlertmanager, kPromtool}) {
       ASSERT_TRUE(std::filesystem::exists(binary))
-          << binary << " is missing: install Debian's prometheus and prometheus-alertmanager (scripts/test.sh does)";
+          << binary
+          << " is missing: install Debian's prometheus and prometheus-alertmanager "
+             "(scripts/test.sh does)";
     }
   }
 
   // The coordinator's config: the LiveClusterTest one, with notifications to `alertmanager` and
   // the webhooks.
-  void ConfigureNotify(int alertmanager_port, const std::vector<std::string>& webhooks, const std::string& slack) {
+  void ConfigureNotify(int alertmanager_port, const std::vector<std::string>& webhooks,
+                       const std::string& slack) {
     std::string hooks;
     for (const std::string& url : webhooks) hooks += (hooks.empty() ? "\"" : ",\"") + url + "\"";
-    config_ = dir_.Write("coordinator.json", R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 20000},
+    config_ = dir_.Write("coordinator.json",
+                         R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 20000},
         "agents": {"heartbeat_interval_ms": 300},
-        "notify": {"alertmanagers": ["http://127.0.0.1:)" + std::to_string(alertmanager_port) + R"("],
-                   "webhooks": [)" + hooks + R"(], "slack_webhooks": [")" + slack + R"("],
+        "notify": {"alertmanagers": ["http://127.0.0.1:)" +
+                             std::to_string(alertmanager_port) + R"("],
+                   "webhooks": [)" +
+                             hooks + R"(], "slack_webhooks": [")" + slack + R"("],
                    "timeout_ms": 5000, "max_attempts": 3,
                    "external_url": "https://127.0.0.1"}})");
   }
 
   std::unique_ptr<Daemon> StartAlertmanager(int port) {
-    const std::string config = dir_.Write("alertmanager.yml", "route:\n  receiver: keep\nreceivers:\n  - name: keep\n");
+    const std::string config =
+        dir_.Write("alertmanager.yml", "route:\n  receiver: keep\nreceivers:\n  - name: keep\n");
     auto am = std::make_unique<Daemon>(
         kAlertmanager,
-        std::vector<std::string>{"--config.file=" + config, "--storage.path=" + dir_.File("alertmanager"),
-                                 "--web.listen-address=127.0.0.1:" + std::to_string(port), "--cluster.listen-address="},
+        std::vector<std::string>{
+            "--config.file=" + config, "--storage.path=" + dir_.File("alertmanager"),
+            "--web.listen-address=127.0.0.1:" + std::to_string(port), "--cluster.listen-address="},
         dir_.File("alertmanager.log"));
     EXPECT_NE(am->WaitForLog("(Listening)"), "") << am->Log();
     return am;
@@ -81,16 +93,22 @@ class AlertingTest : public LiveClusterTest {
     // Scrapes as deployed: HTTPS with the test CA, a read-only token.
     const std::string token = dir_.Write("prometheus-token", TestSecurity::Get().read_token);
     const std::string config = dir_.Write(
-        "prometheus.yml", "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - " + RulesFile() +
-                              "\nscrape_configs:\n  - job_name: podscope\n    scheme: https\n    tls_config:\n      ca_file: " +
-                              TestSecurity::Get().ca() + "\n    authorization:\n      credentials_file: " + token +
-                              "\n    static_configs:\n      - targets: ['127.0.0.1:" + std::to_string(http_port_) + "']\n");
+        "prometheus.yml",
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - " +
+            RulesFile() +
+            "\nscrape_configs:\n  - job_name: podscope\n    scheme: https\n    tls_config:\n      "
+            "ca_file: " +
+            TestSecurity::Get().ca() + "\n    authorization:\n      credentials_file: " + token +
+            "\n    static_configs:\n      - targets: ['127.0.0.1:" + std::to_string(http_port_) +
+            "']\n");
     auto prometheus = std::make_unique<Daemon>(
         kPrometheus,
-        std::vector<std::string>{"--config.file=" + config, "--storage.tsdb.path=" + dir_.File("prometheus"),
+        std::vector<std::string>{"--config.file=" + config,
+                                 "--storage.tsdb.path=" + dir_.File("prometheus"),
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port)},
         dir_.File("prometheus.log"));
-    EXPECT_NE(prometheus->WaitForLog("(Server is ready to receive web requests)"), "") << prometheus->Log();
+    EXPECT_NE(prometheus->WaitForLog("(Server is ready to receive web requests)"), "")
+        << prometheus->Log();
     return prometheus;
   }
 };
@@ -98,11 +116,13 @@ class AlertingTest : public LiveClusterTest {
 // The shipped rules are valid Prometheus rules.
 TEST_F(AlertingTest, TheShippedRulesPassPromtool) {
   std::string output;
-  EXPECT_EQ(RunCommand(std::string(kPromtool) + " check rules " + RulesFile(), &output), 0) << output;
+  EXPECT_EQ(RunCommand(std::string(kPromtool) + " check rules " + RulesFile(), &output), 0)
+      << output;
   EXPECT_NE(output.find("SUCCESS"), std::string::npos) << output;
 }
 
-TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailingWebhooksAreRetried) {
+TEST_F(AlertingTest,
+       AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailingWebhooksAreRetried) {
   WebhookReceiver ok(WebhookReceiver::Mode::kOk);
   WebhookReceiver failing(WebhookReceiver::Mode::kFail);
   WebhookReceiver silent(WebhookReceiver::Mode::kNeverAnswer);
@@ -119,14 +139,17 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
 
   // The webhook that answers gets the firing alert, although the silent one, listed first,
   // holds its own delivery for the whole timeout: destinations do not wait on each other.
-  ASSERT_TRUE(ok.WaitForRequests(1, absl::Seconds(60))) << HttpCall(http_port_, "GET", "/v1/alerts").body;
+  ASSERT_TRUE(ok.WaitForRequests(1, absl::Seconds(60)))
+      << HttpCall(http_port_, "GET", "/v1/alerts").body;
   // podscope_notifications_total of a destination and outcome.
   auto counter = [&](const std::string& url, const std::string& outcome) {
     const std::string body = HttpCall(http_port_, "GET", "/metrics").body;
-    const std::string key = "podscope_notifications_total{destination=\"" + url + "\",outcome=\"" + outcome + "\"} ";
+    const std::string key =
+        "podscope_notifications_total{destination=\"" + url + "\",outcome=\"" + outcome + "\"} ";
     const size_t at = body.find(key);
     if (at == std::string::npos) return int64_t{-1};
-    const absl::StatusOr<int64_t> n = common::ParseInt(body.substr(at + key.size(), body.find('\n', at) - at - key.size()));
+    const absl::StatusOr<int64_t> n =
+        common::ParseInt(body.substr(at + key.size(), body.find('\n', at) - at - key.size()));
     return n.ok() ? *n : int64_t{-1};
   };
   // Delivered while the silent one's first attempt still waits out its 5 s timeout: had the
@@ -166,10 +189,13 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
     alertmanager_alerts = HttpCall(alertmanager_port, "GET", "/api/v2/alerts").body;
     return alertmanager_alerts.find("PodscopeStraggler") != std::string::npos;
   });
-  EXPECT_NE(alertmanager_alerts.find(R"("alertname":"PodscopeStraggler")"), std::string::npos) << alertmanager_alerts;
-  EXPECT_NE(alertmanager_alerts.find(R"("training_job":"alerting")"), std::string::npos) << alertmanager_alerts;
+  EXPECT_NE(alertmanager_alerts.find(R"("alertname":"PodscopeStraggler")"), std::string::npos)
+      << alertmanager_alerts;
+  EXPECT_NE(alertmanager_alerts.find(R"("training_job":"alerting")"), std::string::npos)
+      << alertmanager_alerts;
   EXPECT_NE(alertmanager_alerts.find(R"("ranks":"5")"), std::string::npos) << alertmanager_alerts;
-  EXPECT_NE(alertmanager_alerts.find(R"("hosts":"host-n1")"), std::string::npos) << alertmanager_alerts;
+  EXPECT_NE(alertmanager_alerts.find(R"("hosts":"host-n1")"), std::string::npos)
+      << alertmanager_alerts;
 
   // Prometheus scraped podscope_alerts_firing and its rule fires.
   std::string prometheus_alerts;
@@ -177,9 +203,11 @@ TEST_F(AlertingTest, AStragglerReachesPrometheusAlertmanagerAndWebhooksAndFailin
     prometheus_alerts = HttpCall(prometheus_port, "GET", "/api/v1/alerts").body;
     return prometheus_alerts.find(R"("state":"firing")") != std::string::npos;
   });
-  EXPECT_NE(prometheus_alerts.find(R"("alertname":"PodscopeStraggler")"), std::string::npos) << prometheus_alerts;
+  EXPECT_NE(prometheus_alerts.find(R"("alertname":"PodscopeStraggler")"), std::string::npos)
+      << prometheus_alerts;
   EXPECT_NE(prometheus_alerts.find(R"("state":"firing")"), std::string::npos) << prometheus_alerts;
-  EXPECT_NE(prometheus_alerts.find(R"("training_job":"alerting")"), std::string::npos) << prometheus_alerts;
+  EXPECT_NE(prometheus_alerts.find(R"("training_job":"alerting")"), std::string::npos)
+      << prometheus_alerts;
 
   // /metrics passes promtool's lint, and counts the deliveries.
   const HttpResult metrics = HttpCall(http_port_, "GET", "/metrics");
@@ -214,11 +242,13 @@ TEST_F(AlertingTest, EveryDashboardQueryNamesAnExportedSeriesAndRunsInPrometheus
   for (simdjson::dom::element panel : dashboard["panels"].get_array()) {
     simdjson::dom::array targets;
     if (panel["targets"].get(targets) != simdjson::SUCCESS) continue;  // a row
-    for (simdjson::dom::element target : targets) queries.emplace_back(std::string_view(target["expr"]));
+    for (simdjson::dom::element target : targets)
+      queries.emplace_back(std::string_view(target["expr"]));
   }
   for (simdjson::dom::element variable : dashboard["templating"]["list"].get_array()) {
     std::string_view definition;
-    if (variable["definition"].get(definition) == simdjson::SUCCESS) queries.emplace_back(definition);
+    if (variable["definition"].get(definition) == simdjson::SUCCESS)
+      queries.emplace_back(definition);
   }
   ASSERT_GE(queries.size(), 15u);
 
@@ -231,7 +261,9 @@ TEST_F(AlertingTest, EveryDashboardQueryNamesAnExportedSeriesAndRunsInPrometheus
   std::string ranks;
   testing::WaitFor(
       [&] {
-        ranks = HttpCall(prometheus_port, "GET", "/api/v1/query?query=podscope_watch_rank_caused_delay_seconds").body;
+        ranks = HttpCall(prometheus_port, "GET",
+                         "/api/v1/query?query=podscope_watch_rank_caused_delay_seconds")
+                    .body;
         return ranks.find("\"training_job\":\"dashboard\"") != std::string::npos;
       },
       std::chrono::seconds(60));
@@ -241,30 +273,38 @@ TEST_F(AlertingTest, EveryDashboardQueryNamesAnExportedSeriesAndRunsInPrometheus
   size_t with_data = 0;
   for (std::string query : queries) {
     // Grafana's variables, as Grafana would fill them.
-    for (const auto& [variable, value] : {std::pair<std::string, std::string>{"$__rate_interval", "1m"}, {"$job", ".*"}}) {
-      for (size_t at; (at = query.find(variable)) != std::string::npos;) query.replace(at, variable.size(), value);
+    for (const auto& [variable, value] :
+         {std::pair<std::string, std::string>{"$__rate_interval", "1m"}, {"$job", ".*"}}) {
+      for (size_t at; (at = query.find(variable)) != std::string::npos;)
+        query.replace(at, variable.size(), value);
     }
     // Every podscope_* name in the query is a family the coordinator exports.
     for (size_t at = 0; (at = query.find("podscope_", at)) != std::string::npos;) {
       size_t end = at;
-      while (end < query.size() && (std::isalnum(static_cast<unsigned char>(query[end])) || query[end] == '_')) ++end;
+      while (end < query.size() &&
+             (std::isalnum(static_cast<unsigned char>(query[end])) || query[end] == '_'))
+        ++end;
       const std::string name = query.substr(at, end - at);
-      EXPECT_NE(metrics.find("# TYPE " + name + " "), std::string::npos) << name << " (in " << query << ") is not exported";
+      EXPECT_NE(metrics.find("# TYPE " + name + " "), std::string::npos)
+          << name << " (in " << query << ") is not exported";
       at = end;
     }
     if (query.rfind("label_values(", 0) == 0) continue;  // Grafana's, not PromQL
     // Not HttpCall: it half-closes after the request, and Prometheus cancels a query whose
     // client it sees leave.
     absl::StatusOr<coordinator::HttpClientResponse> answer = coordinator::HttpRequestTo(
-        {.host = "127.0.0.1", .port = static_cast<uint16_t>(prometheus_port)}, "GET", "/api/v1/query?query=" + coordinator::UrlEncode(query));
+        {.host = "127.0.0.1", .port = static_cast<uint16_t>(prometheus_port)}, "GET",
+        "/api/v1/query?query=" + coordinator::UrlEncode(query));
     ASSERT_TRUE(answer.ok()) << answer.status();
     EXPECT_EQ(answer->status, 200) << query << ": " << answer->body;
-    EXPECT_NE(answer->body.find("\"status\":\"success\""), std::string::npos) << query << ": " << answer->body;
+    EXPECT_NE(answer->body.find("\"status\":\"success\""), std::string::npos)
+        << query << ": " << answer->body;
     if (answer->body.find("\"result\":[]") == std::string::npos) ++with_data;
   }
   // Most panels show data for a watched job within a minute (rates need two scrapes; some series,
   // like refusals, stay empty on a healthy cluster).
-  EXPECT_GE(with_data, queries.size() / 2) << with_data << " of " << queries.size() << " queries returned data";
+  EXPECT_GE(with_data, queries.size() / 2)
+      << with_data << " of " << queries.size() << " queries returned data";
 }
 
 }  // namespace

@@ -1,5 +1,4 @@
 #include "tests/integration/browser.h"
-#include "tests/wait_for.h"
 
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "common/str_util.h"
 #include "coordinator/http/http_client.h"
+#include "tests/wait_for.h"
 
 namespace podscope::testing {
 namespace {
@@ -28,9 +28,10 @@ std::string Trim(std::string s) {
 }  // namespace
 
 absl::StatusOr<std::string> SpkiHash(const std::string& cert_pem_path) {
-  const std::string command = "openssl x509 -in '" + cert_pem_path +
-                              "' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | "
-                              "openssl base64 -A";
+  const std::string command =
+      "openssl x509 -in '" + cert_pem_path +
+      "' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | "
+      "openssl base64 -A";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return absl::InternalError("cannot run openssl");
   std::string out;
@@ -38,7 +39,8 @@ absl::StatusOr<std::string> SpkiHash(const std::string& cert_pem_path) {
   size_t n;
   while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
   if (pclose(pipe) != 0 || Trim(out).size() != 44) {
-    return absl::InternalError(common::StrCat("openssl could not hash the key of ", cert_pem_path, ": ", out));
+    return absl::InternalError(
+        common::StrCat("openssl could not hash the key of ", cert_pem_path, ": ", out));
   }
   return Trim(out);
 }
@@ -46,8 +48,10 @@ absl::StatusOr<std::string> SpkiHash(const std::string& cert_pem_path) {
 absl::StatusOr<std::unique_ptr<Browser>> Browser::Start(const BrowserOptions& options) {
   for (const char* path : {kChromiumPath, kChromedriverPath}) {
     if (access(path, X_OK) != 0) {
-      return absl::FailedPreconditionError(common::StrCat(
-          path, " is missing: install Debian's chromium and chromium-driver (scripts/test.sh installs them)"));
+      return absl::FailedPreconditionError(
+          common::StrCat(path,
+                         " is missing: install Debian's chromium and chromium-driver "
+                         "(scripts/test.sh installs them)"));
     }
   }
   std::unique_ptr<Browser> browser(new Browser());
@@ -58,13 +62,14 @@ absl::StatusOr<std::unique_ptr<Browser>> Browser::Start(const BrowserOptions& op
   if (browser->driver_->WaitForLog("(started successfully)", 30'000).empty()) {
     return absl::UnavailableError("chromedriver did not start: " + browser->driver_->Log());
   }
-  json::array args = {"--headless=new",
-                      "--disable-gpu",
-                      "--no-first-run",
-                      "--disable-extensions",
-                      "--disable-dev-shm-usage",
-                      "--user-data-dir=" + browser->dir_.File("profile"),
-                      "--window-size=" + std::to_string(options.width) + "," + std::to_string(options.height)};
+  json::array args = {
+      "--headless=new",
+      "--disable-gpu",
+      "--no-first-run",
+      "--disable-extensions",
+      "--disable-dev-shm-usage",
+      "--user-data-dir=" + browser->dir_.File("profile"),
+      "--window-size=" + std::to_string(options.width) + "," + std::to_string(options.height)};
   // Chromium's sandbox needs user namespaces, which a root user in a container lacks.
   if (geteuid() == 0) args.push_back("--no-sandbox");
   std::string spki;
@@ -78,7 +83,8 @@ absl::StatusOr<std::unique_ptr<Browser>> Browser::Start(const BrowserOptions& op
   absl::StatusOr<json::value> session = browser->Call("POST", "/session", request);
   if (!session.ok()) return session.status();
   const json::value* id = session->as_object().if_contains("sessionId");
-  if (id == nullptr || !id->is_string()) return absl::InternalError("chromedriver gave no session: " + json::serialize(*session));
+  if (id == nullptr || !id->is_string())
+    return absl::InternalError("chromedriver gave no session: " + json::serialize(*session));
   browser->session_ = std::string(id->as_string());
   return browser;
 }
@@ -88,21 +94,25 @@ Browser::~Browser() {
   if (driver_) driver_->Terminate();
 }
 
-absl::StatusOr<json::value> Browser::Call(const std::string& method, const std::string& path, const json::value& body) {
+absl::StatusOr<json::value> Browser::Call(const std::string& method, const std::string& path,
+                                          const json::value& body) {
   // Not HttpCall: it half-closes after the request, and chromedriver drops a client it sees leave.
   absl::StatusOr<coordinator::HttpClientResponse> answer = coordinator::HttpRequestTo(
-      {.host = "127.0.0.1", .port = static_cast<uint16_t>(port_), .timeout_seconds = 300}, method, path,
-      body.is_null() ? "" : json::serialize(body), body.is_null() ? "" : "application/json");
+      {.host = "127.0.0.1", .port = static_cast<uint16_t>(port_), .timeout_seconds = 300}, method,
+      path, body.is_null() ? "" : json::serialize(body), body.is_null() ? "" : "application/json");
   if (!answer.ok()) {
-    return absl::UnavailableError(common::StrCat("chromedriver did not answer ", method, " ", path, ": ", answer.status().ToString()));
+    return absl::UnavailableError(common::StrCat("chromedriver did not answer ", method, " ", path,
+                                                 ": ", answer.status().ToString()));
   }
   const coordinator::HttpClientResponse& r = *answer;
   boost::system::error_code ec;
   json::value parsed = json::parse(r.body, ec);
-  if (ec || !parsed.is_object()) return absl::InternalError(common::StrCat("chromedriver: ", r.status, " ", r.body));
+  if (ec || !parsed.is_object())
+    return absl::InternalError(common::StrCat("chromedriver: ", r.status, " ", r.body));
   const json::value* value = parsed.as_object().if_contains("value");
   if (r.status != 200) {
-    return absl::InternalError(common::StrCat(method, " ", path, ": ", r.status, " ", value ? json::serialize(*value) : r.body));
+    return absl::InternalError(common::StrCat(method, " ", path, ": ", r.status, " ",
+                                              value ? json::serialize(*value) : r.body));
   }
   if (path == "/session") return value ? *value : parsed;
   return value ? *value : json::value(nullptr);
@@ -113,21 +123,23 @@ absl::Status Browser::Navigate(const std::string& url) {
 }
 
 absl::StatusOr<json::value> Browser::Run(const std::string& script, json::array args) {
-  return Call("POST", "/session/" + session_ + "/execute/sync", json::object{{"script", script}, {"args", args}});
+  return Call("POST", "/session/" + session_ + "/execute/sync",
+              json::object{{"script", script}, {"args", args}});
 }
 
 bool Browser::WaitFor(const std::string& expression, int timeout_ms) {
   return testing::WaitFor(
       [&] {
-        absl::StatusOr<json::value> v = Run("try { return !!(" + expression + "); } catch (e) { return false; }");
+        absl::StatusOr<json::value> v =
+            Run("try { return !!(" + expression + "); } catch (e) { return false; }");
         return v.ok() && v->is_bool() && v->as_bool();
       },
       std::chrono::milliseconds(timeout_ms), std::chrono::milliseconds(100));
 }
 
 absl::StatusOr<std::string> Browser::Find(const std::string& css) {
-  absl::StatusOr<json::value> v =
-      Call("POST", "/session/" + session_ + "/element", json::object{{"using", "css selector"}, {"value", css}});
+  absl::StatusOr<json::value> v = Call("POST", "/session/" + session_ + "/element",
+                                       json::object{{"using", "css selector"}, {"value", css}});
   if (!v.ok()) return v.status();
   const json::value* id = v->is_object() ? v->as_object().if_contains(kElementKey) : nullptr;
   if (id == nullptr || !id->is_string()) return absl::NotFoundError("no element " + css);
@@ -135,19 +147,25 @@ absl::StatusOr<std::string> Browser::Find(const std::string& css) {
 }
 
 absl::Status Browser::Click(const std::string& element) {
-  return Call("POST", "/session/" + session_ + "/element/" + element + "/click", json::object{}).status();
+  return Call("POST", "/session/" + session_ + "/element/" + element + "/click", json::object{})
+      .status();
 }
 
 absl::Status Browser::Type(const std::string& element, const std::string& text) {
-  return Call("POST", "/session/" + session_ + "/element/" + element + "/value", json::object{{"text", text}}).status();
+  return Call("POST", "/session/" + session_ + "/element/" + element + "/value",
+              json::object{{"text", text}})
+      .status();
 }
 
 absl::Status Browser::Clear(const std::string& element) {
-  return Call("POST", "/session/" + session_ + "/element/" + element + "/clear", json::object{}).status();
+  return Call("POST", "/session/" + session_ + "/element/" + element + "/clear", json::object{})
+      .status();
 }
 
 absl::Status Browser::SetWindowSize(int width, int height) {
-  return Call("POST", "/session/" + session_ + "/window/rect", json::object{{"width", width}, {"height", height}}).status();
+  return Call("POST", "/session/" + session_ + "/window/rect",
+              json::object{{"width", width}, {"height", height}})
+      .status();
 }
 
 absl::Status Browser::Screenshot(const std::string& path) {
@@ -155,21 +173,24 @@ absl::Status Browser::Screenshot(const std::string& path) {
   if (!v.ok()) return v.status();
   if (!v->is_string()) return absl::InternalError("no screenshot");
   std::string png;
-  if (!absl::Base64Unescape(std::string(v->as_string()), &png)) return absl::InternalError("screenshot is not base64");
+  if (!absl::Base64Unescape(std::string(v->as_string()), &png))
+    return absl::InternalError("screenshot is not base64");
   std::ofstream out(path, std::ios::binary);
   out << png;
   return out ? absl::OkStatus() : absl::InternalError("cannot write " + path);
 }
 
 absl::StatusOr<std::vector<std::string>> Browser::ConsoleLog() {
-  absl::StatusOr<json::value> v = Call("POST", "/session/" + session_ + "/se/log", json::object{{"type", "browser"}});
+  absl::StatusOr<json::value> v =
+      Call("POST", "/session/" + session_ + "/se/log", json::object{{"type", "browser"}});
   if (!v.ok()) return v.status();
   std::vector<std::string> out;
   if (!v->is_array()) return out;
   for (const json::value& entry : v->as_array()) {
     const json::object& e = entry.as_object();
-    out.push_back(common::StrCat(e.contains("level") ? std::string(e.at("level").as_string()) : "", " ",
-                                 e.contains("message") ? std::string(e.at("message").as_string()) : ""));
+    out.push_back(
+        common::StrCat(e.contains("level") ? std::string(e.at("level").as_string()) : "", " ",
+                       e.contains("message") ? std::string(e.at("message").as_string()) : ""));
   }
   return out;
 }

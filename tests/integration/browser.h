@@ -40,7 +40,8 @@ class Browser {
   // The element matching a CSS selector (its WebDriver id), and what can be done to it.
   absl::StatusOr<std::string> Find(const std::string& css);
   absl::Status Click(const std::string& element);
-  absl::Status Type(const std::string& element, const std::string& text);  // keys: "\uE014" is ArrowRight
+  absl::Status Type(const std::string& element,
+                    const std::string& text);  // keys: "\uE014" is ArrowRight
   absl::Status Clear(const std::string& element);
   absl::Status SetWindowSize(int width, int height);
   // Writes a PNG of the viewport.
@@ -52,7 +53,8 @@ class Browser {
 
  private:
   Browser() = default;
-  absl::StatusOr<boost::json::value> Call(const std::string& method, const std::string& path, const boost::json::value& body);
+  absl::StatusOr<boost::json::value> Call(const std::string& method, const std::string& path,
+                                          const boost::json::value& body);
 
   ScratchDir dir_;
   std::unique_ptr<Daemon> driver_;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 
 #include <algorithm>
@@ -29,7 +28,8 @@ inline std::string FileBytes(const std::string& path) {
 class CoordinatorTest : public ::testing::Test {
  protected:
   void StartDaemon(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store")};
+    std::vector<std::string> args = {"--http",      "127.0.0.1:0", "--grpc",
+                                     "127.0.0.1:0", "--data-dir",  dir_.File("store")};
     args.insert(args.end(), extra.begin(), extra.end());
     // As deployed: HTTPS, mutual TLS for agents, bearer tokens (unless the test gives its own, or
     // asks for --insecure).
@@ -49,13 +49,16 @@ class CoordinatorTest : public ::testing::Test {
   }
   HttpResult Import(const std::string& capture, int rank) {
     const std::string file = "sampled_rank-" + std::to_string(rank) + ".json.gz";
-    return HttpCall(port_, "POST", "/v1/captures:import?job=tf&capture=" + capture + "&name=" + file,
+    return HttpCall(port_, "POST",
+                    "/v1/captures:import?job=tf&capture=" + capture + "&name=" + file,
                     FileBytes(KinetoFixture("trace_filter/" + file)), "application/gzip");
   }
   size_t CaptureCount() {
     const HttpResult r = HttpCall(port_, "GET", "/v1/captures?limit=1000");
     size_t n = 0;
-    for (size_t at = r.body.find("\"id\":"); at != std::string::npos; at = r.body.find("\"id\":", at + 1)) ++n;
+    for (size_t at = r.body.find("\"id\":"); at != std::string::npos;
+         at = r.body.find("\"id\":", at + 1))
+      ++n;
     return n;
   }
 

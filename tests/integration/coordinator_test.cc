@@ -1,8 +1,7 @@
 // The real podscope-coordinator on port 0 with a temporary store: imports over HTTP, every
 // analysis equal to `podscope analyze` on the same files, export, restart, delete, bad input.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <simdjson.h>
 #include <sys/socket.h>
@@ -47,16 +46,21 @@ TEST_F(CoordinatorTest, ImportAnalyseExportRestartDelete) {
   // Every analysis equals the CLI's on the same files.
   const std::string files = KinetoFixture("trace_filter");
   std::map<std::string, std::string> served;
-  for (const char* report : {"overview", "steps", "pod", "overlap", "communication", "stragglers", "allreduce", "kernels", "gpu", "operators", "memory", "input", "temporal"}) {
+  for (const char* report :
+       {"overview", "steps", "pod", "overlap", "communication", "stragglers", "allreduce",
+        "kernels", "gpu", "operators", "memory", "input", "temporal"}) {
     const HttpResult r = HttpCall(port_, "GET", std::string("/v1/captures/tf1/") + report);
     ASSERT_EQ(r.status, 200) << report << ": " << r.body;
-    EXPECT_EQ(r.body, RunCli(std::string("analyze --format json --report ") + report + " " + files)) << report;
+    EXPECT_EQ(r.body, RunCli(std::string("analyze --format json --report ") + report + " " + files))
+        << report;
     served[report] = r.body;
   }
   const HttpResult hta = HttpCall(port_, "GET", "/v1/captures/tf1/temporal?window=hta");
   EXPECT_EQ(hta.body, RunCli("analyze --format json --report temporal --window hta " + files));
   EXPECT_NE(hta.body.find("\"idle_ns\":321378000"), std::string::npos);
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/tf1/temporal?window=hta").headers["x-podscope-cache"], "hit");
+  EXPECT_EQ(
+      HttpCall(port_, "GET", "/v1/captures/tf1/temporal?window=hta").headers["x-podscope-cache"],
+      "hit");
 
   const HttpResult trace = HttpCall(port_, "GET", "/v1/captures/tf1/trace");
   ASSERT_EQ(trace.status, 200);
@@ -71,7 +75,8 @@ TEST_F(CoordinatorTest, ImportAnalyseExportRestartDelete) {
   EXPECT_EQ(unzipped, trace.body);
 
   const HttpResult metrics = HttpCall(port_, "GET", "/metrics");
-  EXPECT_NE(metrics.body.find("podscope_captures{state=\"complete\"} 1"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_captures{state=\"complete\"} 1"), std::string::npos)
+      << metrics.body;
 
   // Restart: the same answers from disk.
   EXPECT_EQ(daemon_->Terminate(), 0);
@@ -102,32 +107,46 @@ TEST_F(CoordinatorTest, BadInputGetsProblemJsonAndLeavesTheStoreUnchanged) {
     EXPECT_NE(r.body.find(detail), std::string::npos) << r.body;
     EXPECT_EQ(CaptureCount(), 1u) << detail;
   };
-  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=bad&name=rank-0.json", "{\"traceEvents\": [", "application/json"),
+  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=bad&name=rank-0.json",
+                          "{\"traceEvents\": [", "application/json"),
                  400, "rank-0.json: byte offset");
   expect_problem(HttpCall(port_, "GET", "/v1/captures/unknown"), 404, "no capture");
   expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=long&name=r.json",
-                          R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")" + std::string(5000, 'n') +
-                              R"(", "ts": 1, "dur": 1}]})",
+                          R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")" +
+                              std::string(5000, 'n') + R"(", "ts": 1, "dur": 1}]})",
                           "application/json"),
                  400, "exceeds the limit of 4096");
-  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?window=sideways"), 400, "window must be");
-  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?bogus=1"), 400, "unknown query parameter");
-  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/pod?detail=some"), 400, "detail must be full or workers");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?window=sideways"), 400,
+                 "window must be");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?bogus=1"), 400,
+                 "unknown query parameter");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/pod?detail=some"), 400,
+                 "detail must be full or workers");
   expect_problem(HttpCall(port_, "GET", "/v1/captures?limit=0"), 400, "limit must be");
   expect_problem(HttpCall(port_, "GET", "/v1/captures/good/nonsense"), 404, "no report");
-  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=big", std::string(300000, ' '), "application/json"),
+  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=big",
+                          std::string(300000, ' '), "application/json"),
                  413, "uploads are limited to 200000 bytes");
-  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=x", "a=b", "application/x-www-form-urlencoded"),
+  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=x", "a=b",
+                          "application/x-www-form-urlencoded"),
                  415, "Unsupported Media Type");
-  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=x&name=..%2F..%2Fetc%2Fpasswd", "{}", "application/json"),
-                 400, "plain file name");
-  expect_problem(HttpCall(port_, "POST", "/v1/captures:import?capture=..", "{}", "application/json"), 400, "capture id");
+  expect_problem(
+      HttpCall(port_, "POST", "/v1/captures:import?capture=x&name=..%2F..%2Fetc%2Fpasswd", "{}",
+               "application/json"),
+      400, "plain file name");
+  expect_problem(
+      HttpCall(port_, "POST", "/v1/captures:import?capture=..", "{}", "application/json"), 400,
+      "capture id");
   expect_problem(HttpCall(port_, "PUT", "/v1/captures/good"), 405, "not allowed");
-  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?window=%zz"), 400, "percent-encoding");
+  expect_problem(HttpCall(port_, "GET", "/v1/captures/good/steps?window=%zz"), 400,
+                 "percent-encoding");
   // A truncated upload: the client promises more bytes than it sends, then hangs up.
   const std::string body = FileBytes(KinetoFixture("trace_filter/sampled_rank-1.json.gz"));
-  const std::string truncated = "POST /v1/captures:import?capture=cut HTTP/1.1\r\nHost: x\r\nContent-Type: application/gzip\r\n"
-                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, body.size() / 2);
+  const std::string truncated =
+      "POST /v1/captures:import?capture=cut HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/gzip\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, body.size() / 2);
   RawExchange(port_, truncated);
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/cut").status, 404);
   EXPECT_EQ(CaptureCount(), 1u);
@@ -139,19 +158,23 @@ TEST_F(CoordinatorTest, BadInputGetsProblemJsonAndLeavesTheStoreUnchanged) {
 TEST_F(CoordinatorTest, CliOnlineModeImportsListsAndReportsLikeOffline) {
   StartDaemon();
   const std::string server = CliServerFlags(port_) + " ";
-  const std::string imported = RunCli(server + "import " + KinetoFixture("dlrm_8rank") + " --job dlrm --capture d1");
+  const std::string imported =
+      RunCli(server + "import " + KinetoFixture("dlrm_8rank") + " --job dlrm --capture d1");
   EXPECT_NE(imported.find("imported 8 files"), std::string::npos) << imported;
   const std::string listed = RunCli(server + "captures");
   EXPECT_NE(listed.find("d1"), std::string::npos) << listed;
   EXPECT_NE(listed.find("complete"), std::string::npos) << listed;
   // The same tables as offline.
-  EXPECT_EQ(RunCli(server + "report d1 --report pod --report temporal --window hta"),
-            RunCli("analyze --report pod --report temporal --window hta " + KinetoFixture("dlrm_8rank")));
+  EXPECT_EQ(
+      RunCli(server + "report d1 --report pod --report temporal --window hta"),
+      RunCli("analyze --report pod --report temporal --window hta " + KinetoFixture("dlrm_8rank")));
   // The devices' limits survive the store: occupancy and SM efficiency as offline.
   const std::string gpu = RunCli(server + "report d1 --report gpu --format json");
   EXPECT_EQ(gpu, RunCli("analyze --report gpu --format json " + KinetoFixture("dlrm_8rank")));
-  EXPECT_NE(gpu.find(R"("device":"Tesla V100-SXM2-32GB")"), std::string::npos) << gpu.substr(0, 400);
-  EXPECT_EQ(gpu.find(R"("median_achieved_occupancy":null)"), std::string::npos) << gpu.substr(0, 400);
+  EXPECT_NE(gpu.find(R"("device":"Tesla V100-SXM2-32GB")"), std::string::npos)
+      << gpu.substr(0, 400);
+  EXPECT_EQ(gpu.find(R"("median_achieved_occupancy":null)"), std::string::npos)
+      << gpu.substr(0, 400);
   EXPECT_EQ(RunCli(server + "report d1 --report stragglers --format json"),
             RunCli("analyze --report stragglers --format json " + KinetoFixture("dlrm_8rank")));
 }
@@ -172,7 +195,9 @@ CliRun RunSplit(const std::string& binary, const std::string& args, const Scratc
   run.err = FileBytes(err_file);
   return run;
 }
-CliRun RunCliSplit(const std::string& args, const ScratchDir& dir) { return RunSplit(PODSCOPE_CLI_PATH, args, dir); }
+CliRun RunCliSplit(const std::string& args, const ScratchDir& dir) {
+  return RunSplit(PODSCOPE_CLI_PATH, args, dir);
+}
 
 // Issue 13: show, trace, delete and cancel from the CLI; --server anywhere on the line or from
 // PODSCOPE_SERVER; several JSON reports as one document; errors on stderr with exit code 1.
@@ -180,17 +205,20 @@ TEST_F(CoordinatorTest, TheOnlineCliShowsTracesDeletesAndCancels) {
   StartDaemon();
   // The CLI finds the CA and the token in PODSCOPE_CA_CERT and PODSCOPE_TOKEN (set by StartDaemon).
   const std::string url = "https://127.0.0.1:" + std::to_string(port_);
-  ASSERT_NE(RunCli("--server " + url + " import " + KinetoFixture("dlrm_8rank") + " --job dlrm --capture d1")
+  ASSERT_NE(RunCli("--server " + url + " import " + KinetoFixture("dlrm_8rank") +
+                   " --job dlrm --capture d1")
                 .find("imported 8 files"),
             std::string::npos);
   const CliRun shown = RunCliSplit("show d1 --server " + url, dir_);
   EXPECT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_NE(shown.out.find("capture d1  job dlrm  state complete"), std::string::npos) << shown.out;
-  EXPECT_NE(shown.out.find("none: imported, its clocks taken as they are"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("none: imported, its clocks taken as they are"), std::string::npos)
+      << shown.out;
 
   const CliRun no_server = RunCliSplit("trace d1 -o " + dir_.File("d1.json.gz"), dir_);
   EXPECT_EQ(no_server.exit_code, 1);
-  EXPECT_NE(no_server.err.find("needs --server URL or PODSCOPE_SERVER"), std::string::npos) << no_server.err;
+  EXPECT_NE(no_server.err.find("needs --server URL or PODSCOPE_SERVER"), std::string::npos)
+      << no_server.err;
   setenv("PODSCOPE_SERVER", url.c_str(), 1);
   const CliRun trace = RunCliSplit("trace d1 -o " + dir_.File("d1.json.gz"), dir_);
   unsetenv("PODSCOPE_SERVER");
@@ -199,7 +227,8 @@ TEST_F(CoordinatorTest, TheOnlineCliShowsTracesDeletesAndCancels) {
   ASSERT_GT(gz.size(), 1000u);
   EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);  // gzip, as the name asked
 
-  const CliRun json = RunCliSplit("--server " + url + " report d1 --report pod --report stragglers --format json", dir_);
+  const CliRun json = RunCliSplit(
+      "--server " + url + " report d1 --report pod --report stragglers --format json", dir_);
   EXPECT_EQ(json.exit_code, 0) << json.err;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -207,7 +236,8 @@ TEST_F(CoordinatorTest, TheOnlineCliShowsTracesDeletesAndCancels) {
   EXPECT_TRUE(doc["pod"].is_object());
   EXPECT_TRUE(doc["stragglers"].is_object());
 
-  const CliRun filtered = RunCliSplit("report d1 --report steps --ranks 3-4 --top 1 --server " + url, dir_);
+  const CliRun filtered =
+      RunCliSplit("report d1 --report steps --ranks 3-4 --top 1 --server " + url, dir_);
   EXPECT_EQ(filtered.exit_code, 0) << filtered.err;
   EXPECT_NE(filtered.out.find("... 1 more workers"), std::string::npos) << filtered.out;
   EXPECT_EQ(filtered.out.find("\n    0 "), std::string::npos) << filtered.out;
@@ -231,15 +261,17 @@ TEST_F(CoordinatorTest, TheOnlineCliShowsTracesDeletesAndCancels) {
 
 // Usage errors exit 2 (CLI11's own 105-109 included) and say what is wrong on stderr.
 TEST_F(CoordinatorTest, UsageErrorsExitTwo) {
-  for (const char* args : {"analyze", "report", "capture --job x --duration 2", "capture --job x --trace t.json",
-                           "analyze --report nosuch x", "--no-such-flag"}) {
+  for (const char* args :
+       {"analyze", "report", "capture --job x --duration 2", "capture --job x --trace t.json",
+        "analyze --report nosuch x", "--no-such-flag"}) {
     const CliRun run = RunCliSplit(std::string("--server http://127.0.0.1:1 ") + args, dir_);
     EXPECT_EQ(run.exit_code, 2) << args << ": " << run.err;
     EXPECT_FALSE(run.err.empty()) << args;
   }
   const CliRun unit = RunCliSplit("--server http://127.0.0.1:1 capture --job x --duration 2", dir_);
   EXPECT_NE(unit.err.find("\"2\" is not a duration with a unit"), std::string::npos) << unit.err;
-  const CliRun trace = RunCliSplit("--server http://127.0.0.1:1 capture --job x --trace t.json", dir_);
+  const CliRun trace =
+      RunCliSplit("--server http://127.0.0.1:1 capture --job x --trace t.json", dir_);
   EXPECT_NE(trace.err.find("--trace needs --wait"), std::string::npos) << trace.err;
 }
 
@@ -248,11 +280,14 @@ TEST_F(CoordinatorTest, UsageErrorsExitTwo) {
 // says so at once (it used to be silent for 25 s).
 TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
   StartDaemon();
-  const CliRun second = RunSplit(PODSCOPE_COORDINATOR_PATH,
-                                 "--http 127.0.0.1:0 --grpc 127.0.0.1:0 --insecure --data-dir " + dir_.File("store"), dir_);
+  const CliRun second = RunSplit(
+      PODSCOPE_COORDINATOR_PATH,
+      "--http 127.0.0.1:0 --grpc 127.0.0.1:0 --insecure --data-dir " + dir_.File("store"), dir_);
   EXPECT_EQ(second.exit_code, 1);
   EXPECT_TRUE(second.out.empty()) << second.out;
-  EXPECT_NE(second.err.find("is in use (another podscope-coordinator running on it?)"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("is in use (another podscope-coordinator running on it?)"),
+            std::string::npos)
+      << second.err;
   EXPECT_EQ(RunSplit(PODSCOPE_COORDINATOR_PATH, "--no-such-flag", dir_).exit_code, 2);
   EXPECT_EQ(RunSplit(PODSCOPE_AGENT_PATH, "--no-such-flag", dir_).exit_code, 2);
 
@@ -266,11 +301,13 @@ TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
   getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
   const std::string dead = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
   close(probe);
-  Daemon agent(PODSCOPE_AGENT_PATH,
-               Concat({"--coordinator", dead, "--agent-id", "lost", "--simulate", "ranks=0,world=1,job=x"},
-                      TestSecurity::Get().AgentFlags("lost")),
-               dir_.File("agent.log"));
-  EXPECT_NE(agent.WaitForLog("agent lost: cannot reach the coordinator at " + dead + ": Connection refused; retrying",
+  Daemon agent(
+      PODSCOPE_AGENT_PATH,
+      Concat({"--coordinator", dead, "--agent-id", "lost", "--simulate", "ranks=0,world=1,job=x"},
+             TestSecurity::Get().AgentFlags("lost")),
+      dir_.File("agent.log"));
+  EXPECT_NE(agent.WaitForLog("agent lost: cannot reach the coordinator at " + dead +
+                                 ": Connection refused; retrying",
                              10'000),
             "")
       << agent.Log();
@@ -279,26 +316,40 @@ TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
 // Issue 13 through the REST API: a capture that is not one job is refused by the cross-rank
 // reports (409 naming why) unless allow_mixed=true, and the reports take ranks and steps.
 TEST_F(CoordinatorTest, TheApiRefusesMixedCapturesAndFilters) {
-  RunCli("simulate --ranks 8 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " + dir_.File("eight"));
-  RunCli("simulate --ranks 2 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " + dir_.File("two"));
+  RunCli("simulate --ranks 8 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " +
+         dir_.File("eight"));
+  RunCli("simulate --ranks 2 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " +
+         dir_.File("two"));
   StartDaemon();
-  for (const std::string& file : {dir_.File("eight/rank-3.json.gz"), dir_.File("two/rank-1.json.gz")}) {
-    ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=m&job=m", FileBytes(file), "application/gzip").status, 201);
+  for (const std::string& file :
+       {dir_.File("eight/rank-3.json.gz"), dir_.File("two/rank-1.json.gz")}) {
+    ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=m&job=m", FileBytes(file),
+                       "application/gzip")
+                  .status,
+              201);
   }
   const HttpResult refused = HttpCall(port_, "GET", "/v1/captures/m/pod");
   EXPECT_EQ(refused.status, 409);
-  EXPECT_NE(refused.body.find("capture m is not one job: the ranks disagree on the world size (2: ranks 1; 8: ranks 3)"),
+  EXPECT_NE(refused.body.find("capture m is not one job: the ranks disagree on the world size (2: "
+                              "ranks 1; 8: ranks 3)"),
             std::string::npos)
       << refused.body;
   const HttpResult insisted = HttpCall(port_, "GET", "/v1/captures/m/pod?allow_mixed=true");
   EXPECT_EQ(insisted.status, 200) << insisted.body;
-  EXPECT_NE(insisted.body.find(R"x("warnings":["the ranks disagree on the world size)x"), std::string::npos);
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/m/pod").status, 409) << "a cached answer must not skip the check";
+  EXPECT_NE(insisted.body.find(R"x("warnings":["the ranks disagree on the world size)x"),
+            std::string::npos);
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/m/pod").status, 409)
+      << "a cached answer must not skip the check";
 
-  for (const std::string& file : {dir_.File("eight/rank-0.json.gz"), dir_.File("eight/rank-1.json.gz")}) {
-    ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=e&job=e", FileBytes(file), "application/gzip").status, 201);
+  for (const std::string& file :
+       {dir_.File("eight/rank-0.json.gz"), dir_.File("eight/rank-1.json.gz")}) {
+    ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=e&job=e", FileBytes(file),
+                       "application/gzip")
+                  .status,
+              201);
   }
-  const HttpResult one = HttpCall(port_, "GET", "/v1/captures/e/steps?format=table&ranks=1&steps=1");
+  const HttpResult one =
+      HttpCall(port_, "GET", "/v1/captures/e/steps?format=table&ranks=1&steps=1");
   EXPECT_EQ(one.status, 200) << one.body;
   EXPECT_NE(one.body.find("\n    1       1 "), std::string::npos) << one.body;
   EXPECT_EQ(one.body.find("\n    0 "), std::string::npos) << one.body;
@@ -307,7 +358,8 @@ TEST_F(CoordinatorTest, TheApiRefusesMixedCapturesAndFilters) {
   // The trace takes export's filters.
   const HttpResult rank_one = HttpCall(port_, "GET", "/v1/captures/e/trace?ranks=1&steps=1");
   EXPECT_EQ(rank_one.status, 200);
-  EXPECT_NE(rank_one.body.find(R"("workers":[{"pid":1,"rank":1,)"), std::string::npos) << rank_one.body.substr(0, 300);
+  EXPECT_NE(rank_one.body.find(R"("workers":[{"pid":1,"rank":1,)"), std::string::npos)
+      << rank_one.body.substr(0, 300);
   EXPECT_EQ(rank_one.body.find(R"("rank":0)"), std::string::npos);
   EXPECT_LT(rank_one.body.size(), HttpCall(port_, "GET", "/v1/captures/e/trace").body.size() / 3);
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/e/trace?ranks=5").status, 404);
@@ -348,16 +400,19 @@ TEST_F(CoordinatorTest, Kill9DuringImportLeavesNoHalfWrittenCapture) {
   ASSERT_GT(big.size(), 50u << 20);
   StartDaemon();
   ASSERT_EQ(Import("done", 0).status, 201);
-  std::thread upload([&] { HttpCall(port_, "POST", "/v1/captures:import?capture=big", big, "application/json"); });
+  std::thread upload(
+      [&] { HttpCall(port_, "POST", "/v1/captures:import?capture=big", big, "application/json"); });
   // Not a timing assertion: the kill lands somewhere in the import, and every outcome is checked.
   std::this_thread::sleep_for(std::chrono::milliseconds(400));  // not a timing assertion
   daemon_->Kill();
   upload.join();
   StartDaemon();
-  EXPECT_NE(HttpCall(port_, "GET", "/v1/captures/done/temporal?window=hta").body.find("\"idle_ns\":321378000"),
+  EXPECT_NE(HttpCall(port_, "GET", "/v1/captures/done/temporal?window=hta")
+                .body.find("\"idle_ns\":321378000"),
             std::string::npos);
   const HttpResult interrupted = HttpCall(port_, "GET", "/v1/captures/big");
-  if (interrupted.status == 200 && interrupted.body.find("\"state\":\"complete\"") != std::string::npos) {
+  if (interrupted.status == 200 &&
+      interrupted.body.find("\"state\":\"complete\"") != std::string::npos) {
     EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/big/steps").status, 200);
   } else if (interrupted.status == 200) {
     EXPECT_NE(interrupted.body.find("\"state\":\"failed\""), std::string::npos) << interrupted.body;
@@ -371,7 +426,8 @@ TEST_F(CoordinatorTest, Kill9DuringRetentionLeavesWholeCapturesOnly) {
   StartDaemon();
   for (int i = 0; i < 12; ++i) ASSERT_EQ(Import("c" + std::to_string(i), i % 2).status, 201);
   daemon_->Terminate();
-  std::ofstream(dir_.File("retention.json")) << R"({"retention": {"max_total_bytes": 400000, "interval_seconds": 1}})";
+  std::ofstream(dir_.File("retention.json"))
+      << R"({"retention": {"max_total_bytes": 400000, "interval_seconds": 1}})";
   StartDaemon({"--config", dir_.File("retention.json")});
   // Not a timing assertion: the kill lands during (or around) the first retention pass, and
   // every outcome is checked.

@@ -1,12 +1,5 @@
 #include "tests/integration/daemon.h"
 
-#include "common/parse_number.h"
-#include "coordinator/http/http_types.h"
-
-#include "absl/synchronization/mutex.h"
-#include "common/client_connection.h"
-#include "tests/integration/test_security.h"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,6 +15,12 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "common/client_connection.h"
+#include "common/parse_number.h"
+#include "coordinator/http/http_types.h"
+#include "tests/integration/test_security.h"
 
 namespace podscope::testing {
 namespace {
@@ -47,7 +46,8 @@ PortSecurity GetPortSecurity(int port) {
 
 std::string CliServerFlags(int port) {
   const PortSecurity security = GetPortSecurity(port);
-  return security.tls ? "--server https://127.0.0.1:" + std::to_string(port) + " --ca-cert " + security.ca_file
+  return security.tls ? "--server https://127.0.0.1:" + std::to_string(port) + " --ca-cert " +
+                            security.ca_file
                       : "--server http://127.0.0.1:" + std::to_string(port);
 }
 
@@ -60,8 +60,9 @@ namespace {
 
 std::string Exchange(int port, const std::string& bytes, bool add_token) {
   const PortSecurity security = GetPortSecurity(port);
-  absl::StatusOr<common::ClientConnection> connection = common::ClientConnection::Connect(
-      "127.0.0.1", static_cast<uint16_t>(port), {.enabled = security.tls, .ca_file = security.ca_file}, 30);
+  absl::StatusOr<common::ClientConnection> connection =
+      common::ClientConnection::Connect("127.0.0.1", static_cast<uint16_t>(port),
+                                        {.enabled = security.tls, .ca_file = security.ca_file}, 30);
   if (!connection.ok()) return "";
   // As an authenticated client: the port's token goes in after the request line.
   const size_t line_end = bytes.find("\r\n");
@@ -90,15 +91,18 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
-std::string RawExchange(int port, const std::string& bytes) { return Exchange(port, bytes, /*add_token=*/true); }
+std::string RawExchange(int port, const std::string& bytes) {
+  return Exchange(port, bytes, /*add_token=*/true);
+}
 
-HttpResult HttpCall(int port, const std::string& method, const std::string& target, const std::string& body,
-                    const std::string& content_type) {
+HttpResult HttpCall(int port, const std::string& method, const std::string& target,
+                    const std::string& body, const std::string& content_type) {
   return HttpCallWithToken(port, GetPortSecurity(port).token, method, target, body, content_type);
 }
 
-HttpResult HttpCallWithToken(int port, const std::string& token, const std::string& method, const std::string& target,
-                             const std::string& body, const std::string& content_type,
+HttpResult HttpCallWithToken(int port, const std::string& token, const std::string& method,
+                             const std::string& target, const std::string& body,
+                             const std::string& content_type,
                              const std::vector<std::pair<std::string, std::string>>& headers) {
   std::ostringstream request;
   request << method << " " << target << " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
@@ -134,7 +138,8 @@ HttpResult HttpCallWithToken(int port, const std::string& token, const std::stri
   return result;
 }
 
-Daemon::Daemon(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path)
+Daemon::Daemon(const std::string& binary, const std::vector<std::string>& args,
+               const std::string& log_path)
     : log_path_(log_path) {
   pid_ = fork();
   if (pid_ == 0) {
@@ -169,17 +174,20 @@ std::string Daemon::WaitForLog(const std::string& pattern, int timeout_ms) {
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch m;
     const std::string log = Log();
-    if (std::regex_search(log, m, wanted)) return m.size() > 1 ? std::string(m[1]) : std::string(m[0]);
+    if (std::regex_search(log, m, wanted))
+      return m.size() > 1 ? std::string(m[1]) : std::string(m[0]);
     int status = 0;
     if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       // It may have written the line just before it exited.
       const std::string last = Log();
-      if (std::regex_search(last, m, wanted)) return m.size() > 1 ? std::string(m[1]) : std::string(m[0]);
+      if (std::regex_search(last, m, wanted))
+        return m.size() > 1 ? std::string(m[1]) : std::string(m[0]);
       return "";
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the log; not a timing assertion
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(20));  // polling the log; not a timing assertion
   }
   return "";
 }
@@ -204,7 +212,8 @@ int Daemon::WaitForExit(int timeout_ms) {
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling waitpid; not a timing assertion
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(20));  // polling waitpid; not a timing assertion
   }
   return pid_ > 0 ? -1 : exit_code_;
 }
@@ -220,7 +229,8 @@ int Daemon::Terminate() {
   // here, since the test that fails on the code may not print it.
   if (code != 0) {
     const std::string log = Log();
-    std::fprintf(stderr, "daemon %s exited %d on SIGTERM; the end of its log:\n%s\n", log_path_.c_str(), code,
+    std::fprintf(stderr, "daemon %s exited %d on SIGTERM; the end of its log:\n%s\n",
+                 log_path_.c_str(), code,
                  log.substr(log.size() > 8000 ? log.size() - 8000 : 0).c_str());
   }
   return code;

@@ -12,8 +12,8 @@ namespace podscope::testing {
 struct HttpResult {
   int status = 0;
   std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;   // de-chunked when the response was chunked
-  bool complete = true;  // false: a chunked body that was cut short
+  std::string body;                            // de-chunked when the response was chunked
+  bool complete = true;                        // false: a chunked body that was cut short
 };
 
 // How HttpCall and RawExchange reach a port: plain HTTP unless a Daemon's log said "listening on
@@ -27,11 +27,12 @@ void SetPortSecurity(int port, PortSecurity security);
 PortSecurity GetPortSecurity(int port);
 
 // One request on a fresh connection (Connection: close). status 0 when the connection failed.
-HttpResult HttpCall(int port, const std::string& method, const std::string& target, const std::string& body = "",
-                    const std::string& content_type = "");
+HttpResult HttpCall(int port, const std::string& method, const std::string& target,
+                    const std::string& body = "", const std::string& content_type = "");
 // The same with another token ("" for none) than the port's.
-HttpResult HttpCallWithToken(int port, const std::string& token, const std::string& method, const std::string& target,
-                             const std::string& body = "", const std::string& content_type = "",
+HttpResult HttpCallWithToken(int port, const std::string& token, const std::string& method,
+                             const std::string& target, const std::string& body = "",
+                             const std::string& content_type = "",
                              const std::vector<std::pair<std::string, std::string>>& headers = {});
 // Sends raw bytes (over TLS when the port is, with the port's token as a header after the first
 // line) and returns whatever comes back (for malformed and truncated requests).
@@ -42,7 +43,8 @@ std::string RawExchange(int port, const std::string& bytes);
 int FreePort();
 
 // `a` followed by `b` (argument lists).
-inline std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+inline std::vector<std::string> Concat(std::vector<std::string> a,
+                                       const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
@@ -57,7 +59,8 @@ std::string CliEnv(int port);
 // still running.
 class Daemon {
  public:
-  Daemon(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path);
+  Daemon(const std::string& binary, const std::vector<std::string>& args,
+         const std::string& log_path);
   ~Daemon();
   // Waits (up to 20 s) for "listening on http[s]://HOST:PORT" in the log; returns the port or -1.
   // An https port is registered (SetPortSecurity) with TestSecurity's CA and admin token.

@@ -28,8 +28,8 @@
 #include <sstream>
 #include <string>
 
-#include "common/parse_number.h"
 #include "agent/probe/nccl_profiler_abi.h"
+#include "common/parse_number.h"
 
 namespace {
 
@@ -140,10 +140,12 @@ std::map<std::string, std::string> Options(const char* text) {
 
 int main(int argc, char** argv) {
   if (argc != 7 && argc != 8) {
-    std::fprintf(stderr, "usage: fake_training LIBRARY SOCKET RANK WORLD JOB SECONDS [KEY=VALUE,...]\n");
+    std::fprintf(stderr,
+                 "usage: fake_training LIBRARY SOCKET RANK WORLD JOB SECONDS [KEY=VALUE,...]\n");
     return 2;
   }
-  setenv("NCCL_PROFILER_PLUGIN", argv[1], 1);  // what NCCL loads it by (and the step API finds it by)
+  setenv("NCCL_PROFILER_PLUGIN", argv[1],
+         1);  // what NCCL loads it by (and the step API finds it by)
   setenv("PODSCOPE_AGENT_SOCKET", argv[2], 1);
   setenv("PODSCOPE_PROBE_RECONNECT_MS", "100", 1);
   setenv("RANK", argv[3], 1);
@@ -153,7 +155,8 @@ int main(int argc, char** argv) {
   const int rank = static_cast<int>(podscope::common::ParseInt(argv[3]).value());
   g_world = static_cast<int>(podscope::common::ParseInt(argv[4]).value());
   const double seconds = podscope::common::ParseDouble(argv[6]).value();
-  std::map<std::string, std::string> options = argc == 8 ? Options(argv[7]) : std::map<std::string, std::string>();
+  std::map<std::string, std::string> options =
+      argc == 8 ? Options(argv[7]) : std::map<std::string, std::string>();
   const auto number = [&](const char* key, double fallback) {
     return options.contains(key) ? podscope::common::ParseDouble(options[key]).value() : fallback;
   };
@@ -179,13 +182,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   const bool v5 = options["nccl"] == "v5";
-  const auto* v6_table = v5 ? nullptr : static_cast<const ProfilerV6*>(dlsym(probe, "ncclProfiler_v6"));
-  const auto* v5_table = v5 ? static_cast<const ProfilerV5*>(dlsym(probe, "ncclProfiler_v5")) : nullptr;
+  const auto* v6_table =
+      v5 ? nullptr : static_cast<const ProfilerV6*>(dlsym(probe, "ncclProfiler_v6"));
+  const auto* v5_table =
+      v5 ? static_cast<const ProfilerV5*>(dlsym(probe, "ncclProfiler_v5")) : nullptr;
   int mask = 0;
   void* context = nullptr;
-  const int init = v6_table != nullptr   ? v6_table->init(&context, 0x5eed, &mask, "dp", 1, g_world, rank, nullptr)
-                   : v5_table != nullptr ? v5_table->init(&context, 0x5eed, &mask, "dp", 1, g_world, rank, nullptr)
-                                         : kNcclInternalError;
+  const int init = v6_table != nullptr
+                       ? v6_table->init(&context, 0x5eed, &mask, "dp", 1, g_world, rank, nullptr)
+                   : v5_table != nullptr
+                       ? v5_table->init(&context, 0x5eed, &mask, "dp", 1, g_world, rank, nullptr)
+                       : kNcclInternalError;
   if (init != kNcclSuccess) {
     std::fprintf(stderr, "fake_training: the plugin's init failed\n");
     return 1;
@@ -196,15 +203,18 @@ int main(int argc, char** argv) {
   const uint64_t end = begin + static_cast<uint64_t>(seconds * 1e9);
   const auto elapsed = [&] { return static_cast<double>(NowNs() - begin) / 1e9; };
   const auto all_reduce = [&](uint64_t s) {
-    return v6_table != nullptr ? AllReduce<ProfilerV6, EventDescrV6>(*v6_table, context, s, rank, end)
-                               : AllReduce<ProfilerV5, EventDescrV5>(*v5_table, context, s, rank, end);
+    return v6_table != nullptr
+               ? AllReduce<ProfilerV6, EventDescrV6>(*v6_table, context, s, rank, end)
+               : AllReduce<ProfilerV5, EventDescrV5>(*v5_table, context, s, rank, end);
   };
   uint64_t seq = 0;
   for (uint64_t step = 0; NowNs() < end; ++step) {
     if (marks) podscope_step_begin(step);
-    SleepUs(static_cast<long>(compute_ms * (elapsed() >= slow_after ? slow : 1.0) * 1000));  // forward and backward
+    SleepUs(static_cast<long>(compute_ms * (elapsed() >= slow_after ? slow : 1.0) *
+                              1000));  // forward and backward
     if (hang_at >= 0 && elapsed() >= hang_at) {
-      std::printf("fake_training rank %d hangs before collective %llu\n", rank, static_cast<unsigned long long>(seq));
+      std::printf("fake_training rank %d hangs before collective %llu\n", rank,
+                  static_cast<unsigned long long>(seq));
       std::fflush(stdout);
       while (NowNs() < end) SleepUs(100'000);
       break;

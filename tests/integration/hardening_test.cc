@@ -1,24 +1,23 @@
 // Regression tests for the defects an adversarial run against the real coordinator found
 // (issue 12): each one crashed, stalled or corrupted the daemon before its fix.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <future>
 #include <iterator>
 #include <map>
 #include <sstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -26,8 +25,8 @@
 #include "common/parse_number.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/coordinator_fixture.h"
-#include "tests/integration/raw_client.h"
 #include "tests/integration/daemon.h"
+#include "tests/integration/raw_client.h"
 #include "tests/test_paths.h"
 #include "tests/wait_for.h"
 
@@ -40,9 +39,11 @@ std::string HostSpanTrace(const std::vector<std::string>& names) {
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string ts = std::to_string(10 * (i + 1));
     if (i > 0) json += ",";
-    json += R"({"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "name": ")" + names[i] + R"(", "ts": )" + ts +
-            R"(, "dur": 5}, {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": )" + ts +
-            R"(.5, "dur": 2, "args": {"device": 0, "stream": 7}})";
+    json +=
+        R"({"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "name": ")" + names[i] +
+        R"(", "ts": )" + ts +
+        R"(, "dur": 5}, {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": )" +
+        ts + R"(.5, "dur": 2, "args": {"device": 0, "stream": 7}})";
   }
   return json + "]}";
 }
@@ -56,23 +57,28 @@ TEST_F(HardeningTest, StepPatternsCannotCrashOrStallTheCoordinator) {
   StartDaemon();
   const HttpResult imported =
       HttpCall(port_, "POST", "/v1/captures:import?capture=names&name=r.json",
-               HostSpanTrace({std::string(40'000, 'a'), std::string(30, 'a') + "b", "train_step_7", "train_step_8"}),
+               HostSpanTrace({std::string(40'000, 'a'), std::string(30, 'a') + "b", "train_step_7",
+                              "train_step_8"}),
                "application/json");
   ASSERT_EQ(imported.status, 201) << imported.body;
 
-  const HttpResult overflow = HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode("(a|b)*c"));
+  const HttpResult overflow =
+      HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode("(a|b)*c"));
   EXPECT_EQ(overflow.status, 200) << overflow.body;
-  const HttpResult backtrack = HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode("^(a|a)*$"));
+  const HttpResult backtrack =
+      HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode("^(a|a)*$"));
   EXPECT_EQ(backtrack.status, 200) << backtrack.body;
   // The pattern still finds steps, numbered by its last group of digits.
-  const HttpResult steps = HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode(R"(train_step_(\d+))"));
+  const HttpResult steps = HttpCall(
+      port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode(R"(train_step_(\d+))"));
   ASSERT_EQ(steps.status, 200) << steps.body;
   EXPECT_NE(steps.body.find("\"step_source\":\"pattern\""), std::string::npos) << steps.body;
   EXPECT_NE(steps.body.find("\"step\":7,"), std::string::npos) << steps.body;
   EXPECT_NE(steps.body.find("\"step\":8,"), std::string::npos) << steps.body;
 
   auto expect_400 = [&](const std::string& pattern, const std::string& detail) {
-    HttpResult r = HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode(pattern));
+    HttpResult r =
+        HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode(pattern));
     EXPECT_EQ(r.status, 400) << pattern << ": " << r.body;
     EXPECT_EQ(r.headers["content-type"], "application/problem+json");
     EXPECT_NE(r.body.find(detail), std::string::npos) << r.body;
@@ -99,9 +105,11 @@ TEST_F(HardeningTest, ADecompressionBombIsRefusedWithinItsBound) {
     for (int i = 0; i < 64; ++i) bomb += zeros;
   }
   const HttpResult refused =
-      HttpCall(port_, "POST", "/v1/captures:import?capture=bomb&name=bomb.json.gz", bomb, "application/gzip");
+      HttpCall(port_, "POST", "/v1/captures:import?capture=bomb&name=bomb.json.gz", bomb,
+               "application/gzip");
   EXPECT_EQ(refused.status, 413) << refused.body;
-  EXPECT_NE(refused.body.find("bomb.json.gz: inflates to more than 20 times its compressed size"), std::string::npos)
+  EXPECT_NE(refused.body.find("bomb.json.gz: inflates to more than 20 times its compressed size"),
+            std::string::npos)
       << refused.body;
   const uint64_t peak = PeakRssBytes(daemon_->pid());
   ASSERT_GT(peak, 0u);
@@ -113,12 +121,16 @@ TEST_F(HardeningTest, ADecompressionBombIsRefusedWithinItsBound) {
   daemon_->Terminate();
   std::ofstream(dir_.File("small.json")) << R"({"limits": {"max_document_bytes": 1000000}})";
   StartDaemon({"--config", dir_.File("small.json")});
-  const std::string big = FileBytes(KinetoFixture("trace_filter/sampled_rank-0.json.gz"));  // 1.76 MB inflated
-  const HttpResult gz = HttpCall(port_, "POST", "/v1/captures:import?capture=big&name=r.json.gz", big, "application/gzip");
+  const std::string big =
+      FileBytes(KinetoFixture("trace_filter/sampled_rank-0.json.gz"));  // 1.76 MB inflated
+  const HttpResult gz = HttpCall(port_, "POST", "/v1/captures:import?capture=big&name=r.json.gz",
+                                 big, "application/gzip");
   EXPECT_EQ(gz.status, 413) << gz.body;
-  EXPECT_NE(gz.body.find("decompressed size exceeds the limit of 1000000 bytes"), std::string::npos) << gz.body;
-  const HttpResult plain = HttpCall(port_, "POST", "/v1/captures:import?capture=big&name=r.json",
-                                    R"({"traceEvents": [)" + std::string(1'100'000, ' ') + "]}", "application/json");
+  EXPECT_NE(gz.body.find("decompressed size exceeds the limit of 1000000 bytes"), std::string::npos)
+      << gz.body;
+  const HttpResult plain =
+      HttpCall(port_, "POST", "/v1/captures:import?capture=big&name=r.json",
+               R"({"traceEvents": [)" + std::string(1'100'000, ' ') + "]}", "application/json");
   EXPECT_EQ(plain.status, 413) << plain.body;
   EXPECT_NE(plain.body.find("exceeds the limit of 1000000 bytes"), std::string::npos) << plain.body;
 }
@@ -127,28 +139,36 @@ TEST_F(HardeningTest, ADecompressionBombIsRefusedWithinItsBound) {
 TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
   std::ofstream(dir_.File("typo.json")) << R"({"limits": {"max_body_byts": 1000}})";
   Daemon daemon(PODSCOPE_COORDINATOR_PATH,
-                {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store"), "--config",
-                 dir_.File("typo.json")},
+                {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store"),
+                 "--config", dir_.File("typo.json")},
                 dir_.File("typo.log"));
-  EXPECT_NE(daemon.WaitForLog("unknown key \"limits.max_body_byts\" \\(did you mean \"max_body_bytes\"\\? known: "), "")
+  EXPECT_NE(
+      daemon.WaitForLog(
+          "unknown key \"limits.max_body_byts\" \\(did you mean \"max_body_bytes\"\\? known: "),
+      "")
       << daemon.Log();
   EXPECT_EQ(daemon.WaitForExit(), 2) << "a wrong config is a usage error";
   // The agent's config is checked the same way.
   std::ofstream(dir_.File("agent-typo.json")) << R"({"coordinatr": "127.0.0.1:1"})";
-  Daemon agent(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-typo.json")}, dir_.File("agent-typo.log"));
-  EXPECT_NE(agent.WaitForLog("unknown key \"coordinatr\" \\(did you mean \"coordinator\"\\?"), "") << agent.Log();
+  Daemon agent(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-typo.json")},
+               dir_.File("agent-typo.log"));
+  EXPECT_NE(agent.WaitForLog("unknown key \"coordinatr\" \\(did you mean \"coordinator\"\\?"), "")
+      << agent.Log();
   // Values out of range or of the wrong type name their key and range (they were Boost's words,
   // "not exact", and 0 passed).
   std::ofstream(dir_.File("range.json")) << R"({"agents": {"heartbeat_interval_ms": -5}})";
   Daemon ranged(PODSCOPE_COORDINATOR_PATH,
-                {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store2"), "--config",
-                 dir_.File("range.json")},
+                {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir",
+                 dir_.File("store2"), "--config", dir_.File("range.json")},
                 dir_.File("range.log"));
-  EXPECT_NE(ranged.WaitForLog("agents.heartbeat_interval_ms: -5 is not in 10..3600000"), "") << ranged.Log();
+  EXPECT_NE(ranged.WaitForLog("agents.heartbeat_interval_ms: -5 is not in 10..3600000"), "")
+      << ranged.Log();
   EXPECT_EQ(ranged.WaitForExit(), 2);
   std::ofstream(dir_.File("agent-range.json")) << R"({"clock_burst": "x"})";
-  Daemon agent_ranged(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-range.json")}, dir_.File("agent-range.log"));
-  EXPECT_NE(agent_ranged.WaitForLog("clock_burst: \"x\" is not an integer in 1..1000"), "") << agent_ranged.Log();
+  Daemon agent_ranged(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-range.json")},
+                      dir_.File("agent-range.log"));
+  EXPECT_NE(agent_ranged.WaitForLog("clock_burst: \"x\" is not an integer in 1..1000"), "")
+      << agent_ranged.Log();
 }
 
 // Defect 6: a DELETE during an import answered 204, then the import answered 201 and wrote a
@@ -167,16 +187,19 @@ TEST_F(HardeningTest, ImportsAndDeletesInterleavedLeaveEveryRecordMatchingItsEve
       clients.push_back(std::async(std::launch::async, [&, rank] {
         int created = 0;
         for (int i = 0; i < 10; ++i) {
-          const HttpResult r = HttpCall(port_, "POST", "/v1/captures:import?capture=race&name=r.json.gz",
-                                        bodies[rank], "application/gzip");
+          const HttpResult r =
+              HttpCall(port_, "POST", "/v1/captures:import?capture=race&name=r.json.gz",
+                       bodies[rank], "application/gzip");
           if (r.status == 201) {
             ++created;
-            EXPECT_NE(r.body.find("\"rank\":" + std::to_string(rank) + ","), std::string::npos) << r.body;
+            EXPECT_NE(r.body.find("\"rank\":" + std::to_string(rank) + ","), std::string::npos)
+                << r.body;
           } else {
             // Its rank is there already, or the capture it was adding to was deleted meanwhile.
             EXPECT_EQ(r.status, 409) << r.body;
             EXPECT_TRUE(r.body.find("already has rank") != std::string::npos ||
-                        r.body.find("was deleted while this file was being parsed") != std::string::npos)
+                        r.body.find("was deleted while this file was being parsed") !=
+                            std::string::npos)
                 << r.body;
           }
         }
@@ -216,7 +239,8 @@ TEST_F(HardeningTest, ImportsAndDeletesInterleavedLeaveEveryRecordMatchingItsEve
       events += loaded->workers[w].Counts().Total();
     }
     EXPECT_EQ(events, record->events);
-    EXPECT_EQ((*store)->CountCaptureKeysForTesting("race"), record->workers.size()) << "one chunk per worker, no more";
+    EXPECT_EQ((*store)->CountCaptureKeysForTesting("race"), record->workers.size())
+        << "one chunk per worker, no more";
   }
   EXPECT_GT(imports, 0);
   EXPECT_GT(deletes, 0);
@@ -226,7 +250,8 @@ TEST_F(HardeningTest, ImportsAndDeletesInterleavedLeaveEveryRecordMatchingItsEve
 // and refused clients got a reset. Each client address now has its own bound, a refused client
 // gets a 503 it can read, and refusals are counted.
 TEST_F(HardeningTest, ConnectionSlotsArePerClientAndRefusalsAre503) {
-  std::ofstream(dir_.File("slots.json")) << R"({"limits": {"max_connections": 8, "max_connections_per_client": 3}})";
+  std::ofstream(dir_.File("slots.json"))
+      << R"({"limits": {"max_connections": 8, "max_connections_per_client": 3}})";
   StartDaemon({"--config", dir_.File("slots.json")});
   std::vector<RawHttp> idle;
   for (int i = 0; i < 3; ++i) idle.push_back(HttpConnectFrom("127.0.0.2", port_));
@@ -239,10 +264,12 @@ TEST_F(HardeningTest, ConnectionSlotsArePerClientAndRefusalsAre503) {
   EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
   EXPECT_NE(refused.find("application/problem+json"), std::string::npos) << refused;
   EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
-  EXPECT_NE(refused.find("this client holds its limit of 3 connections"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("this client holds its limit of 3 connections"), std::string::npos)
+      << refused;
   // ...while every other client is served.
   EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
-  EXPECT_EQ(Metric(port_, R"(podscope_http_rejected_connections_total{reason="client_full"})"), "1");
+  EXPECT_EQ(Metric(port_, R"(podscope_http_rejected_connections_total{reason="client_full"})"),
+            "1");
   // Past the global bound (3 + 5 = 8 open), a new client is refused too, naming the server.
   for (const char* source : {"127.0.0.3", "127.0.0.3", "127.0.0.3", "127.0.0.4", "127.0.0.4"}) {
     idle.push_back(HttpConnectFrom(source, port_));
@@ -254,7 +281,8 @@ TEST_F(HardeningTest, ConnectionSlotsArePerClientAndRefusalsAre503) {
   over.reset();
   EXPECT_NE(full.find("the server holds its limit of 8 connections"), std::string::npos) << full;
   idle.clear();
-  EXPECT_NE(daemon_->WaitForLog("refused a connection from 127.0.0.2: this client holds its limit"), "");
+  EXPECT_NE(daemon_->WaitForLog("refused a connection from 127.0.0.2: this client holds its limit"),
+            "");
 }
 
 // Defect 4: one long deadline let an upload body or a response idle for 600 s. Every phase now
@@ -267,22 +295,25 @@ TEST_F(HardeningTest, SlowHeadersBodiesAndReadersAreDropped) {
   // A capture whose export (~8 MB) is more than the kernel's socket buffers hold (4 MB).
   const std::string rank0 = FileBytes(KinetoFixture("trace_filter/sampled_rank-0.json.gz"));
   for (int rank = 0; rank < 6; ++rank) {
-    ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=big&rank=" + std::to_string(rank), rank0,
-                       "application/gzip")
-                  .status,
-              201);
+    ASSERT_EQ(
+        HttpCall(port_, "POST", "/v1/captures:import?capture=big&rank=" + std::to_string(rank),
+                 rank0, "application/gzip")
+            .status,
+        201);
   }
   // A slowloris header: one byte at a time, never finished. Dropped (no answer), not served.
   RawHttp header = HttpConnectFrom("127.0.0.2", port_);
   const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
-  for (size_t i = 0; i < head.size() && !PeerSpoke(header, 200); ++i) SendAll(header, head.substr(i, 1));
+  for (size_t i = 0; i < head.size() && !PeerSpoke(header, 200); ++i)
+    SendAll(header, head.substr(i, 1));
   EXPECT_EQ(ReadUntilClosed(header), "");
   header.reset();
   // A trickled body: declared 100 kB, 64 bytes at a time.
   RawHttp body = HttpConnectFrom("127.0.0.2", port_);
-  SendAll(body, "POST /v1/captures:import?capture=slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
-                AuthHeader(port_) +
-                "Content-Length: 100000\r\n\r\n");
+  SendAll(body,
+          "POST /v1/captures:import?capture=slow HTTP/1.1\r\nHost: x\r\nContent-Type: "
+          "application/json\r\n" +
+              AuthHeader(port_) + "Content-Length: 100000\r\n\r\n");
   while (!PeerSpoke(body, 200)) {
     if (!SendAll(body, std::string(64, ' '))) break;
   }
@@ -290,8 +321,10 @@ TEST_F(HardeningTest, SlowHeadersBodiesAndReadersAreDropped) {
   body.reset();
   // A reader that never reads its trace export, with a tiny receive window.
   RawHttp reader = HttpConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096);
-  SendAll(reader, "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n");
-  testing::WaitFor([&] { return Metric(port_, R"(podscope_http_timeouts_total{phase="response"})") == "1"; });
+  SendAll(reader,
+          "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n");
+  testing::WaitFor(
+      [&] { return Metric(port_, R"(podscope_http_timeouts_total{phase="response"})") == "1"; });
   reader.reset();
   EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="header"})"), "1");
   EXPECT_EQ(Metric(port_, R"(podscope_http_timeouts_total{phase="body"})"), "1");
@@ -303,25 +336,31 @@ TEST_F(HardeningTest, SlowHeadersBodiesAndReadersAreDropped) {
 // Defect 10: header-stage errors closed the connection without a word, a 413 reset the
 // connection under its own response, and several small inputs went unchecked.
 TEST_F(HardeningTest, MalformedRequestsAndSmallInputsGetClearAnswers) {
-  std::ofstream(dir_.File("small.json")) << R"({"limits": {"max_upload_bytes": 200000, "max_header_bytes": 4096}})";
+  std::ofstream(dir_.File("small.json"))
+      << R"({"limits": {"max_upload_bytes": 200000, "max_header_bytes": 4096}})";
   StartDaemon({"--config", dir_.File("small.json")});
   auto status_line = [](const std::string& raw) { return raw.substr(0, raw.find("\r\n")); };
-  const std::string long_header =
-      RawExchange(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(8000, 'a') + "\r\n\r\n");
-  EXPECT_EQ(status_line(long_header), "HTTP/1.1 431 Request Header Fields Too Large") << long_header;
+  const std::string long_header = RawExchange(
+      port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(8000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(status_line(long_header), "HTTP/1.1 431 Request Header Fields Too Large")
+      << long_header;
   EXPECT_NE(long_header.find("request headers are limited to 4096 bytes"), std::string::npos);
-  EXPECT_EQ(status_line(RawExchange(port_, "GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n")), "HTTP/1.1 400 Bad Request");
-  const std::string smuggled = RawExchange(
-      port_, "POST /v1/captures HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\n"
-             "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_EQ(status_line(RawExchange(port_, "GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n")),
+            "HTTP/1.1 400 Bad Request");
+  const std::string smuggled = RawExchange(port_,
+                                           "POST /v1/captures HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                           "application/json\r\nContent-Length: 4\r\n"
+                                           "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
   EXPECT_EQ(status_line(smuggled), "HTTP/1.1 400 Bad Request") << smuggled;
   EXPECT_NE(daemon_->WaitForLog("malformed request from 127.0.0.1"), "");
 
   // A 413 is read by a client that sends its whole (8 MB) body regardless.
   const std::string huge(8 << 20, ' ');
-  const std::string too_large = RawExchange(port_, "POST /v1/captures:import?capture=x HTTP/1.1\r\nHost: x\r\n"
-                                                   "Content-Type: application/json\r\nContent-Length: " +
-                                                       std::to_string(huge.size()) + "\r\n\r\n" + huge);
+  const std::string too_large =
+      RawExchange(port_,
+                  "POST /v1/captures:import?capture=x HTTP/1.1\r\nHost: x\r\n"
+                  "Content-Type: application/json\r\nContent-Length: " +
+                      std::to_string(huge.size()) + "\r\n\r\n" + huge);
   EXPECT_EQ(status_line(too_large), "HTTP/1.1 413 Payload Too Large") << status_line(too_large);
 
   auto expect = [&](HttpResult r, int status, const std::string& detail) {
@@ -331,27 +370,38 @@ TEST_F(HardeningTest, MalformedRequestsAndSmallInputsGetClearAnswers) {
   ASSERT_EQ(Import("good", 0).status, 201);
   expect(HttpCall(port_, "GET", "/v1/captures/good/allreduce?link_gbps=nan"), 400, "finite");
   expect(HttpCall(port_, "GET", "/v1/captures/good/allreduce?link_gbps=inf"), 400, "finite");
-  expect(HttpCall(port_, "POST", "/v1/captures", R"({"job": "a", "job": "b", "duration_ms": 100})", "application/json"),
+  expect(HttpCall(port_, "POST", "/v1/captures", R"({"job": "a", "job": "b", "duration_ms": 100})",
+                  "application/json"),
          400, "appears twice in one object");
   // Content types a cross-site form (or a no-CORS fetch) can send do not start or import.
-  expect(HttpCall(port_, "POST", "/v1/captures", R"({"job": "a", "duration_ms": 100})", "text/plain"), 415,
+  expect(
+      HttpCall(port_, "POST", "/v1/captures", R"({"job": "a", "duration_ms": 100})", "text/plain"),
+      415, "application/json");
+  expect(HttpCall(port_, "POST", "/v1/captures", "job=a", "application/x-www-form-urlencoded"), 415,
          "application/json");
-  expect(HttpCall(port_, "POST", "/v1/captures", "job=a", "application/x-www-form-urlencoded"), 415, "application/json");
-  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=y", "{}", ""), 415, "without a Content-Type");
+  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=y", "{}", ""), 415,
+         "without a Content-Type");
   // Job names are printable and bounded: nothing reaches a terminal that could drive it.
   const std::string trace = FileBytes(KinetoFixture("trace_filter/sampled_rank-0.json.gz"));
-  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=j&job=" + std::string(200, 'j'), trace, "application/gzip"),
+  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=j&job=" + std::string(200, 'j'),
+                  trace, "application/gzip"),
          400, "job must be 1-128 characters");
-  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=j&job=a%1B%5B2Jb", trace, "application/gzip"), 400,
-         "printable ASCII");
-  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=j&job=a%0Ab", trace, "application/gzip"), 400,
-         "printable ASCII");
-  expect(HttpCall(port_, "POST", "/v1/captures", "{\"job\": \"a\\u001b[31m\", \"duration_ms\": 100}", "application/json"),
+  expect(HttpCall(port_, "POST", "/v1/captures:import?capture=j&job=a%1B%5B2Jb", trace,
+                  "application/gzip"),
+         400, "printable ASCII");
+  expect(
+      HttpCall(port_, "POST", "/v1/captures:import?capture=j&job=a%0Ab", trace, "application/gzip"),
+      400, "printable ASCII");
+  expect(HttpCall(port_, "POST", "/v1/captures",
+                  "{\"job\": \"a\\u001b[31m\", \"duration_ms\": 100}", "application/json"),
          400, "printable ASCII");
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/j").status, 404);
   // Deletes are logged with the client that asked.
   EXPECT_EQ(HttpCall(port_, "DELETE", "/v1/captures/good").status, 204);
-  EXPECT_NE(daemon_->WaitForLog("deleted capture good \\(job 'tf', 1 workers, [0-9]+ events\\) for 127\\.0\\.0\\.1:"), "");
+  EXPECT_NE(
+      daemon_->WaitForLog(
+          "deleted capture good \\(job 'tf', 1 workers, [0-9]+ events\\) for 127\\.0\\.0\\.1:"),
+      "");
 }
 
 // Defect 9: the analysis cache was keyed by the raw query string and never bounded (400
@@ -365,26 +415,37 @@ TEST_F(HardeningTest, TheAnalysisCacheIsNormalisedBoundedAndCounted) {
   ASSERT_EQ(imported.status, 201);
   const size_t at = imported.body.find("\"stored_bytes\":");
   ASSERT_NE(at, std::string::npos) << imported.body;
-  const uint64_t event_bytes = static_cast<uint64_t>(common::ParseInt(imported.body.substr(at + 15, imported.body.find_first_not_of("0123456789", at + 15) - (at + 15))).value());
+  const uint64_t event_bytes = static_cast<uint64_t>(
+      common::ParseInt(
+          imported.body.substr(at + 15,
+                               imported.body.find_first_not_of("0123456789", at + 15) - (at + 15)))
+          .value());
   // One request written three ways is one entry.
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps").headers["x-podscope-cache"], "miss");
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps?window=steps").headers["x-podscope-cache"], "hit");
-  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps?format=json&clocks=auto&window=steps").headers["x-podscope-cache"],
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps?window=steps").headers["x-podscope-cache"],
+            "hit");
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps?format=json&clocks=auto&window=steps")
+                .headers["x-podscope-cache"],
             "hit");
   // Forty distinct patterns: far more than the bound holds.
   for (int i = 0; i < 40; ++i) {
-    ASSERT_EQ(HttpCall(port_, "GET", "/v1/captures/c/steps?step_pattern=" + UrlEncode("^x" + std::to_string(i) + "$")).status,
-              200);
+    ASSERT_EQ(
+        HttpCall(port_, "GET",
+                 "/v1/captures/c/steps?step_pattern=" + UrlEncode("^x" + std::to_string(i) + "$"))
+            .status,
+        200);
   }
   ASSERT_EQ(daemon_->Terminate(), 0);
   auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});
   ASSERT_TRUE(store.ok()) << store.status();
   uint64_t cached = 0;
   size_t entries = 0;
-  ASSERT_TRUE((*store)->ForEachAnalysis([&](std::string_view, std::string_view, uint64_t bytes) {
-                     cached += bytes;
-                     ++entries;
-                   }).ok());
+  ASSERT_TRUE((*store)
+                  ->ForEachAnalysis([&](std::string_view, std::string_view, uint64_t bytes) {
+                    cached += bytes;
+                    ++entries;
+                  })
+                  .ok());
   EXPECT_LE(cached, 20000u);
   EXPECT_GT(entries, 1u);
   EXPECT_LT(entries, 41u);
@@ -411,9 +472,11 @@ TEST_F(HardeningTest, TheWorkersListIsPaged) {
 TEST_F(HardeningTest, IdleGrpcConnectionsAreClosed) {
   std::ofstream(dir_.File("idle.json")) << R"({"agents": {"max_idle_connection_ms": 300}})";
   StartDaemon({"--config", dir_.File("idle.json")});
-  const int grpc_port = static_cast<int>(common::ParseInt(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)")).value());
+  const int grpc_port = static_cast<int>(
+      common::ParseInt(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)")).value());
   // An HTTP/2 client preface and an empty SETTINGS frame: a connection, and nothing more.
-  const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
+  const std::string preface =
+      std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
   // Over mutual TLS with a valid agent certificate: the connection is whole, it just never calls.
   std::vector<RawHttp> idle;
   for (int i = 0; i < 20; ++i) {
@@ -423,7 +486,8 @@ TEST_F(HardeningTest, IdleGrpcConnectionsAreClosed) {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (const RawHttp& c : idle) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     EXPECT_TRUE(ClosedByPeer(c->fd(), static_cast<int>(std::max<int64_t>(left.count(), 1))))
         << "an idle gRPC connection stayed open";
   }
@@ -435,8 +499,10 @@ TEST_F(HardeningTest, IdleGrpcConnectionsAreClosed) {
 TEST_F(HardeningTest, GrpcConnectionsAreCappedPerClient) {
   std::ofstream(dir_.File("cap.json")) << R"({"agents": {"max_connections_per_client": 5}})";
   StartDaemon({"--config", dir_.File("cap.json")});
-  const int grpc_port = static_cast<int>(common::ParseInt(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)")).value());
-  const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
+  const int grpc_port = static_cast<int>(
+      common::ParseInt(daemon_->WaitForLog("agents on grpc://[^:]+:([0-9]+)")).value());
+  const std::string preface =
+      std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
   // Five are served: their TLS handshake completes and gRPC answers the preface (and keeps them,
   // idle, for max_idle_connection_ms: 30 s). Fifteen are closed before the handshake.
   std::vector<RawHttp> flood;
@@ -454,12 +520,16 @@ TEST_F(HardeningTest, GrpcConnectionsAreCappedPerClient) {
   EXPECT_EQ(served, 5);
   EXPECT_EQ(closed, 15);
   const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
-  EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"client_full\"} 15\n"), std::string::npos)
+  EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"client_full\"} 15\n"),
+            std::string::npos)
       << metrics;
-  EXPECT_NE(daemon_->WaitForLog("grpc: refused a connection from 127.0.0.2: that address holds its 5 agent connections"), "");
+  EXPECT_NE(
+      daemon_->WaitForLog(
+          "grpc: refused a connection from 127.0.0.2: that address holds its 5 agent connections"),
+      "");
   Daemon agent(PODSCOPE_AGENT_PATH,
-               Concat({"--coordinator", "127.0.0.1:" + std::to_string(grpc_port), "--agent-id", "a1", "--simulate",
-                       "ranks=0-1,world=2,job=capped,profile=light"},
+               Concat({"--coordinator", "127.0.0.1:" + std::to_string(grpc_port), "--agent-id",
+                       "a1", "--simulate", "ranks=0-1,world=2,job=capped,profile=light"},
                       TestSecurity::Get().AgentFlags("a1")),
                dir_.File("agent.log"));
   EXPECT_NE(daemon_->WaitForLog("agent a1 connected from"), "");
@@ -472,26 +542,29 @@ TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
 #if defined(__SANITIZE_ADDRESS__)
   // UBSan's own checks open descriptors (to probe memory): at the limit they fail and report a
   // bogus "invalid vptr" in the daemon. The unsanitized suite runs this test.
-  GTEST_SKIP() << "runs in the unsanitized build only: the sanitizers need descriptors of their own";
+  GTEST_SKIP()
+      << "runs in the unsanitized build only: the sanitizers need descriptors of their own";
 #endif
   std::ofstream(dir_.File("fds.json")) << R"({"limits": {"max_connections_per_client": 1000}})";
   const std::vector<std::string> args =
-      Concat({"--nofile=64:64", PODSCOPE_COORDINATOR_PATH, "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir",
-              dir_.File("store"), "--config", dir_.File("fds.json")},
+      Concat({"--nofile=64:64", PODSCOPE_COORDINATOR_PATH, "--http", "127.0.0.1:0", "--grpc",
+              "127.0.0.1:0", "--data-dir", dir_.File("store"), "--config", dir_.File("fds.json")},
              TestSecurity::Get().CoordinatorFlags());
   daemon_ = std::make_unique<Daemon>("/usr/bin/prlimit", args, dir_.File("fds.log"));
   port_ = daemon_->WaitForPort();
   ASSERT_GT(port_, 0) << daemon_->Log();
   // Plain TCP connections (no handshake: the server has no descriptor to take them with).
   std::vector<int> flood;
-  for (int i = 0; i < 80; ++i) flood.push_back(ConnectFrom("127.0.0.2", port_));  // the kernel completes them all
+  for (int i = 0; i < 80; ++i)
+    flood.push_back(ConnectFrom("127.0.0.2", port_));  // the kernel completes them all
   ASSERT_NE(daemon_->WaitForLog("cannot accept \\(Too many open files\\)"), "") << daemon_->Log();
   const double before = CpuSeconds(daemon_->pid());
   const auto start = std::chrono::steady_clock::now();
   // Measuring CPU over a window, not waiting for an event: not a timing assertion.
   std::this_thread::sleep_for(std::chrono::seconds(2));  // not a timing assertion
   const double used = CpuSeconds(daemon_->pid()) - before;
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(used / wall, 0.25) << "the accept loop spins: " << used << " CPU s in " << wall << " s";
   for (const int fd : flood) {
     if (fd >= 0) close(fd);
@@ -503,20 +576,22 @@ TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
     return health.status == 200;
   });
   EXPECT_EQ(health.status, 200);
-  EXPECT_NE(Metric(port_, R"(podscope_http_rejected_connections_total{reason="no_descriptors"})"), "0");
+  EXPECT_NE(Metric(port_, R"(podscope_http_rejected_connections_total{reason="no_descriptors"})"),
+            "0");
 }
 
 // Defect 5: GET /trace built the whole export in memory (865 MB for 10 M events), and four
 // clients that never read held 3.6 GB. Exports now stream from the store in pieces at the
 // client's pace: a client that reads nothing pins about a megabyte, not the export.
 TEST_F(HardeningTest, ExportsStreamAndReadersThatStopPinLittle) {
-  ASSERT_EQ(std::system((std::string(PODSCOPE_CLI_PATH) + " simulate --ranks 1 --steps 400 --plain-json -o " +
-                         dir_.File("big") + " >/dev/null 2>&1")
+  ASSERT_EQ(std::system((std::string(PODSCOPE_CLI_PATH) +
+                         " simulate --ranks 1 --steps 400 --plain-json -o " + dir_.File("big") +
+                         " >/dev/null 2>&1")
                             .c_str()),
             0);
   StartDaemon();
-  ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=big&name=r.json", FileBytes(dir_.File("big/rank-0.json")),
-                     "application/json")
+  ASSERT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=big&name=r.json",
+                     FileBytes(dir_.File("big/rank-0.json")), "application/json")
                 .status,
             201);
   // The export, read whole, is chunked and complete.
@@ -531,7 +606,8 @@ TEST_F(HardeningTest, ExportsStreamAndReadersThatStopPinLittle) {
   std::vector<RawHttp> stalled;
   for (int i = 0; i < 4; ++i) {
     stalled.push_back(HttpConnectFrom("127.0.0.2", port_, /*receive_buffer=*/4096));
-    ASSERT_TRUE(SendAll(stalled.back(), "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" + AuthHeader(port_) + "\r\n"));
+    ASSERT_TRUE(SendAll(stalled.back(), "GET /v1/captures/big/trace HTTP/1.1\r\nHost: x\r\n" +
+                                            AuthHeader(port_) + "\r\n"));
   }
   // Each has its header and first piece once its producer ran; the rest waits on them.
   for (const RawHttp& c : stalled) {
@@ -541,16 +617,18 @@ TEST_F(HardeningTest, ExportsStreamAndReadersThatStopPinLittle) {
   uint64_t peak = 0;
   for (int i = 0; i < 20; ++i) {  // sampled while all four are stalled
     peak = std::max(peak, RssBytes(daemon_->pid()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // sampling memory; not a timing assertion
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(50));  // sampling memory; not a timing assertion
   }
   // Meanwhile the coordinator answers everyone else.
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures").status, 200);
-  std::printf("[ figures  ] export %.1f MB; 4 stalled readers: RSS %.1f MB -> peak %.1f MB\n", export_bytes / 1e6,
-              before / 1e6, peak / 1e6);
+  std::printf("[ figures  ] export %.1f MB; 4 stalled readers: RSS %.1f MB -> peak %.1f MB\n",
+              export_bytes / 1e6, before / 1e6, peak / 1e6);
 #if !defined(__SANITIZE_ADDRESS__)
   // Built whole, four exports would add 4 x export_bytes; streamed, the captures being exported
   // (two at a time) and a few pieces per connection.
-  EXPECT_LT(peak - std::min(peak, before), export_bytes * 2) << "export " << export_bytes << " bytes";
+  EXPECT_LT(peak - std::min(peak, before), export_bytes * 2)
+      << "export " << export_bytes << " bytes";
 #endif
   stalled.clear();
 }

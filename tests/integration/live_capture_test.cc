@@ -8,8 +8,8 @@
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "agent/agent_clock.h"
@@ -35,13 +35,15 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
   const int offsets_ms[] = {35, -50, 12, -20};
   const int drifts_ppm[] = {40, -25, 10, -60};
   for (int a = 0; a < 4; ++a) {
-    StartAgent("a" + std::to_string(a), "ranks=" + std::to_string(8 * a) + "-" + std::to_string(8 * a + 7) +
-                                            ",world=32,job=demo,seed=7,straggler=13:1.3,clock-offset-ms=" +
-                                            std::to_string(offsets_ms[a]) + ",drift-ppm=" + std::to_string(drifts_ppm[a]));
+    StartAgent("a" + std::to_string(a),
+               "ranks=" + std::to_string(8 * a) + "-" + std::to_string(8 * a + 7) +
+                   ",world=32,job=demo,seed=7,straggler=13:1.3,clock-offset-ms=" +
+                   std::to_string(offsets_ms[a]) + ",drift-ppm=" + std::to_string(drifts_ppm[a]));
   }
   WaitForAgents(4);
   const std::string id = StartCapture(R"({"job": "demo", "duration_ms": 1500})");
-  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 150'000), "complete") << coordinator_->Log();
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 150'000), "complete")
+      << coordinator_->Log();
   // The agents share communicators, so the collectives refine every clock (DESIGN §4.3).
   simdjson::dom::element capture;
   testing::WaitFor([&] {
@@ -68,13 +70,15 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
     EXPECT_LT(std::abs(w["start_skew_ns"].get_int64().value()), 50'000'000) << "rank " << rank;
     simdjson::dom::element clock = w["clock"];
     EXPECT_EQ(clock["source"].get_string().value(), "collective") << "rank " << rank;
-    common::ClockModel m{clock["offset_ns"].get_int64().value(), clock["drift_ppb"].get_int64().value(),
-                         clock["reference_ns"].get_int64().value(), clock["error_bound_ns"].get_int64().value(),
-                         common::ClockSource::kCollective};
+    common::ClockModel m{
+        clock["offset_ns"].get_int64().value(), clock["drift_ppb"].get_int64().value(),
+        clock["reference_ns"].get_int64().value(), clock["error_bound_ns"].get_int64().value(),
+        common::ClockSource::kCollective};
     EXPECT_GT(m.error_bound_ns, 0);
     EXPECT_LT(m.error_bound_ns, 100'000) << "rank " << rank;
     models[rank] = m;
-    actual[rank] = {w["actual_start_ns"].get_int64().value(), w["actual_stop_ns"].get_int64().value()};
+    actual[rank] = {w["actual_start_ns"].get_int64().value(),
+                    w["actual_stop_ns"].get_int64().value()};
   }
   ASSERT_EQ(workers, 32u);
 
@@ -95,7 +99,8 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
       for (int b = a + 1; b < 4; ++b) {
         const int64_t bound = models[8 * a].error_bound_ns + models[8 * b].error_bound_ns;
         EXPECT_LE(std::abs(errors[a] - errors[b]), bound)
-            << "agents a" << a << " and a" << b << " disagree by " << errors[a] - errors[b] << " ns, bounds sum " << bound;
+            << "agents a" << a << " and a" << b << " disagree by " << errors[a] - errors[b]
+            << " ns, bounds sum " << bound;
       }
     }
   }
@@ -160,7 +165,9 @@ TEST_F(LiveCaptureTest, AgentKilledMidCaptureMakesItPartialNamingItsWorkers) {
     } else {
       EXPECT_EQ(w["state"].get_string().value(), "failed");
       const std::string why(w["error"].get_string().value());
-      EXPECT_NE(why.find("agent doomed (disconnected) did not report the end of the window"), std::string::npos) << why;
+      EXPECT_NE(why.find("agent doomed (disconnected) did not report the end of the window"),
+                std::string::npos)
+          << why;
     }
   }
   // The analyses run on what arrived.
@@ -179,17 +186,23 @@ TEST_F(LiveCaptureTest, AgentIdentityIsNotTakenOverAndContestedRanksAreConflicts
   auto refusals = [&] {
     const std::string log = coordinator_->Log();
     size_t n = 0;
-    for (size_t at = log.find("refused the same id from"); at != std::string::npos; at = log.find("refused the same id from", at + 1)) ++n;
+    for (size_t at = log.find("refused the same id from"); at != std::string::npos;
+         at = log.find("refused the same id from", at + 1))
+      ++n;
     return n;
   };
   testing::WaitFor([&] { return refusals() >= 2; });
   ASSERT_GE(refusals(), 2u) << coordinator_->Log();
-  EXPECT_NE(coordinator_->Log().find("agent id \"dup\" is already connected from ipv4:127.0.0.1:"), std::string::npos);
-  EXPECT_NE(coordinator_->Log().find("(host host-first); refused the same id from ipv4:127.0.0.1:"), std::string::npos);
+  EXPECT_NE(coordinator_->Log().find("agent id \"dup\" is already connected from ipv4:127.0.0.1:"),
+            std::string::npos);
+  EXPECT_NE(coordinator_->Log().find("(host host-first); refused the same id from ipv4:127.0.0.1:"),
+            std::string::npos);
   EXPECT_NE(impostor.WaitForLog("give every agent its own --agent-id"), "");
   const std::string log = coordinator_->Log();
   size_t sessions = 0;
-  for (size_t at = log.find("agent dup connected from"); at != std::string::npos; at = log.find("agent dup connected from", at + 1)) ++sessions;
+  for (size_t at = log.find("agent dup connected from"); at != std::string::npos;
+       at = log.find("agent dup connected from", at + 1))
+    ++sessions;
   EXPECT_EQ(sessions, 1u) << log;
   simdjson::dom::element workers = Json(HttpCall(http_port_, "GET", "/v1/workers").body);
   EXPECT_EQ(workers["agents"].get_array().size(), 1u);
@@ -212,7 +225,9 @@ TEST_F(LiveCaptureTest, AgentIdentityIsNotTakenOverAndContestedRanksAreConflicts
     }
     EXPECT_EQ(w["state"].get_string().value(), "failed");
     const std::string why(w["error"].get_string().value());
-    EXPECT_NE(why.find("rank 1 of job \"cj\" is claimed by 2 agents (c1 (host-c1, ipv4:127.0.0.1:"), std::string::npos) << why;
+    EXPECT_NE(why.find("rank 1 of job \"cj\" is claimed by 2 agents (c1 (host-c1, ipv4:127.0.0.1:"),
+              std::string::npos)
+        << why;
     EXPECT_NE(why.find("c2 (host-c2, ipv4:127.0.0.1:"), std::string::npos) << why;
   }
 
@@ -222,7 +237,9 @@ TEST_F(LiveCaptureTest, AgentIdentityIsNotTakenOverAndContestedRanksAreConflicts
   std::string after;
   for (int page = 0; page < 5; ++page) {
     simdjson::dom::element doc =
-        Json(HttpCall(http_port_, "GET", "/v1/workers?limit=2" + (after.empty() ? "" : "&after=" + after)).body);
+        Json(HttpCall(http_port_, "GET",
+                      "/v1/workers?limit=2" + (after.empty() ? "" : "&after=" + after))
+                 .body);
     ASSERT_EQ(doc["agents"].get_array().size(), 1u);
     EXPECT_EQ(doc["workers"].get_array().size(), 2u);
     order.emplace_back(doc["agents"].at(0)["agent_id"].get_string().value());
@@ -250,7 +267,9 @@ TEST_F(LiveCaptureTest, AgentThatNeverAcknowledgesMakesItPartial) {
   for (simdjson::dom::element w : capture["workers"].get_array()) {
     if (w["rank"].get_int64().value() < 2) continue;
     const std::string why(w["error"].get_string().value());
-    EXPECT_NE(why.find("agent frozen did not acknowledge the capture before its start time"), std::string::npos) << why;
+    EXPECT_NE(why.find("agent frozen did not acknowledge the capture before its start time"),
+              std::string::npos)
+        << why;
   }
   frozen.Signal(SIGCONT);
 }
@@ -266,8 +285,11 @@ TEST_F(LiveCaptureTest, CoordinatorRestartDuringUploadLosesAndDuplicatesNothing)
   // An outage long enough for the agents' uploads to fail: not a timing assertion (the capture
   // must come out complete however long it lasts).
   std::this_thread::sleep_for(std::chrono::milliseconds(2'300));  // not a timing assertion
-  StartCoordinator();  // same ports, same store
-  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 150'000), "complete") << coordinator_->Log() << "\nAGENT A\n" << agents_[0]->Log() << "\nAGENT B\n" << agents_[1]->Log();
+  StartCoordinator();                                             // same ports, same store
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 150'000), "complete")
+      << coordinator_->Log() << "\nAGENT A\n"
+      << agents_[0]->Log() << "\nAGENT B\n"
+      << agents_[1]->Log();
   // Both agents lost the coordinator and came back to the new one.
   for (auto& a : agents_) {
     const std::string log = a->Log();
@@ -292,7 +314,8 @@ TEST_F(LiveCaptureTest, CoordinatorRestartDuringUploadLosesAndDuplicatesNothing)
   ASSERT_EQ(loaded->workers.size(), 8u);
   for (const common::WorkerTrace& w : loaded->workers) {
     EXPECT_GT(w.Counts().Total(), 0u);
-    EXPECT_EQ(w.Counts().Total(), reported[w.info.rank]) << "rank " << w.info.rank << " lost or duplicated events";
+    EXPECT_EQ(w.Counts().Total(), reported[w.info.rank])
+        << "rank " << w.info.rank << " lost or duplicated events";
     EXPECT_NE(w.clock.source, common::ClockSource::kNone);
   }
 }
@@ -307,8 +330,10 @@ TEST_F(LiveCaptureTest, DisconnectedAgentsAreMarkedThenForgottenAndFiltersFilter
   Daemon& b = StartAgent("b", "ranks=0-2,world=3,job=jb,profile=light");
   WaitForAgents(2);
   auto workers = [&](const std::string& args) {
-    FILE* pipe = popen((CliEnv(http_port_) + PODSCOPE_CLI_PATH + " workers " + CliServerFlags(http_port_) + " " + args +
-                        " 2>&1").c_str(), "r");
+    FILE* pipe = popen((CliEnv(http_port_) + PODSCOPE_CLI_PATH + " workers " +
+                        CliServerFlags(http_port_) + " " + args + " 2>&1")
+                           .c_str(),
+                       "r");
     std::string out;
     char buf[4096];
     size_t n;
@@ -317,7 +342,8 @@ TEST_F(LiveCaptureTest, DisconnectedAgentsAreMarkedThenForgottenAndFiltersFilter
     return out;
   };
   const std::string only_a = workers("--job ja");
-  EXPECT_NE(only_a.find("1 connected agents serving job ja, 2 workers"), std::string::npos) << only_a;
+  EXPECT_NE(only_a.find("1 connected agents serving job ja, 2 workers"), std::string::npos)
+      << only_a;
   EXPECT_EQ(only_a.find("jb"), std::string::npos) << only_a;
   EXPECT_NE(workers("--job nosuch").find("no agent serving job nosuch"), std::string::npos);
 
@@ -335,7 +361,8 @@ TEST_F(LiveCaptureTest, DisconnectedAgentsAreMarkedThenForgottenAndFiltersFilter
   ASSERT_EQ(b.Terminate(), 0) << b.Log();
   testing::WaitFor([&] { return disconnected_agents() == 1; });
   std::string listed = workers("");
-  EXPECT_NE(listed.find("1 connected agents, 2 workers; 1 disconnected"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("1 connected agents, 2 workers; 1 disconnected"), std::string::npos)
+      << listed;
   // Forgotten 8 s after it left.
   testing::WaitFor([&] { return disconnected_agents() == 0; });
   listed = workers("");
@@ -356,30 +383,37 @@ TEST_F(LiveCaptureTest, CancelStopsEveryAgent) {
     EXPECT_EQ(early.status, 409) << what;
     EXPECT_NE(early.body.find("is still capturing"), std::string::npos) << early.body;
   }
-  const HttpResult cancel = HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel?reason=enough", "", "application/json");
+  const HttpResult cancel = HttpCall(
+      http_port_, "POST", "/v1/captures/" + id + ":cancel?reason=enough", "", "application/json");
   EXPECT_EQ(cancel.status, 202) << cancel.body;
   EXPECT_EQ(State(id), "cancelled");
   EXPECT_FALSE(a.WaitForLog("capture " + id + " cancelled: enough", 5'000).empty());
   EXPECT_FALSE(b.WaitForLog("capture " + id + " cancelled: enough", 5'000).empty());
-  EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel", "", "application/json").status, 409);
+  EXPECT_EQ(
+      HttpCall(http_port_, "POST", "/v1/captures/" + id + ":cancel", "", "application/json").status,
+      409);
   const HttpResult empty = HttpCall(http_port_, "GET", "/v1/captures/" + id + "/pod");
   EXPECT_EQ(empty.status, 409);
   EXPECT_NE(empty.body.find("(cancelled) holds no events"), std::string::npos) << empty.body;
-  EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/nope:cancel", "", "application/json").status, 404);
+  EXPECT_EQ(HttpCall(http_port_, "POST", "/v1/captures/nope:cancel", "", "application/json").status,
+            404);
 }
 
 TEST_F(LiveCaptureTest, BadCaptureRequestsAreRefusedClearly) {
   StartCoordinator();
   StartAgent("a", "ranks=0,world=1,job=x,profile=light");
   WaitForAgents(1);
-  auto post = [&](const std::string& body) { return HttpCall(http_port_, "POST", "/v1/captures", body, "application/json"); };
+  auto post = [&](const std::string& body) {
+    return HttpCall(http_port_, "POST", "/v1/captures", body, "application/json");
+  };
   EXPECT_EQ(post("not json").status, 400);
   EXPECT_EQ(post(R"({"job": "x"})").status, 400);
   EXPECT_EQ(post(R"({"job": "x", "duration_ms": -5})").status, 400);
   EXPECT_EQ(post(R"({"job": "x", "duration_ms": 10, "colour": 1})").status, 400);
   const HttpResult unknown_job = post(R"({"job": "y", "duration_ms": 10})");
   EXPECT_EQ(unknown_job.status, 404);
-  EXPECT_NE(unknown_job.body.find("no connected agent serves job"), std::string::npos) << unknown_job.body;
+  EXPECT_NE(unknown_job.body.find("no connected agent serves job"), std::string::npos)
+      << unknown_job.body;
   const HttpResult unknown_rank = post(R"({"job": "x", "ranks": [0, 3], "duration_ms": 10})");
   EXPECT_EQ(unknown_rank.status, 404);
   EXPECT_NE(unknown_rank.body.find("ranks 3 of job"), std::string::npos) << unknown_rank.body;
@@ -398,8 +432,9 @@ TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
   EXPECT_FALSE(stream->Read(&reply));
   const grpc::Status status = stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(status.error_message().find(common::StrCat("agent protocol 99.0 is not supported by this coordinator (protocol ",
-                                                      common::kAgentProtocolMajor, ".", common::kAgentProtocolMinor, ")")),
+  EXPECT_NE(status.error_message().find(common::StrCat(
+                "agent protocol 99.0 is not supported by this coordinator (protocol ",
+                common::kAgentProtocolMajor, ".", common::kAgentProtocolMinor, ")")),
             std::string::npos)
       << status.error_message();
 }
@@ -420,7 +455,8 @@ TEST_F(LiveCaptureTest, ACertificateCannotClaimAnotherAgentsId) {
   }
   const grpc::Status status = session->stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_NE(status.error_message().find("agent id \"node-1\" is not the identity of its certificate (CN=mallory)"),
+  EXPECT_NE(status.error_message().find(
+                "agent id \"node-1\" is not the identity of its certificate (CN=mallory)"),
             std::string::npos)
       << status.error_message();
 
@@ -428,7 +464,8 @@ TEST_F(LiveCaptureTest, ACertificateCannotClaimAnotherAgentsId) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::UploadResponse response;
-  std::unique_ptr<grpc::ClientWriter<v1::UploadRequest>> upload = session->stub->Upload(&context, &response);
+  std::unique_ptr<grpc::ClientWriter<v1::UploadRequest>> upload =
+      session->stub->Upload(&context, &response);
   v1::UploadRequest chunk;
   chunk.set_capture_id("cap-x");
   chunk.set_agent_id("node-1");
@@ -436,7 +473,8 @@ TEST_F(LiveCaptureTest, ACertificateCannotClaimAnotherAgentsId) {
   upload->Write(chunk);
   upload->WritesDone();
   const grpc::Status upload_status = upload->Finish();
-  EXPECT_EQ(upload_status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << upload_status.error_message();
+  EXPECT_EQ(upload_status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << upload_status.error_message();
 }
 
 // A worker an agent describes badly (here a job name with a terminal escape, as a training
@@ -461,7 +499,9 @@ TEST_F(LiveCaptureTest, ABadlyDescribedWorkerIsDroppedNotItsWholeAgent) {
   v1::CoordinatorMessage reply;
   ASSERT_TRUE(stream->Read(&reply));
   EXPECT_TRUE(reply.has_welcome());
-  EXPECT_NE(coordinator_->WaitForLog("agent mixed: worker rank 1 pid 102 ignored: job may only hold printable ASCII"), "");
+  EXPECT_NE(coordinator_->WaitForLog(
+                "agent mixed: worker rank 1 pid 102 ignored: job may only hold printable ASCII"),
+            "");
   simdjson::dom::element workers = Json(HttpCall(http_port_, "GET", "/v1/workers").body);
   ASSERT_EQ(workers["workers"].get_array().size(), 1u);
   EXPECT_EQ(workers["workers"].at(0)["job"].get_string().value(), "good-job");

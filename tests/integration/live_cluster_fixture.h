@@ -3,13 +3,13 @@
 #pragma once
 
 #include <grpcpp/grpcpp.h>
-#include <sys/wait.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <sys/wait.h>
 
 #include <chrono>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <regex>
 #include <set>
@@ -40,18 +40,20 @@ class LiveClusterTest : public ::testing::Test {
   void SetUp() override {
     // Uploads of 32 default-profile ranks under the sanitizers, beside other suites on two cores,
     // can take longer than 20 s (a fresh-clone run saw it); a healthy run finishes in seconds.
-    config_ = dir_.Write("coordinator.json", R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 120000},
+    config_ = dir_.Write("coordinator.json",
+                         R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 120000},
                                                "agents": {"heartbeat_interval_ms": 300}})");
   }
 
   void StartCoordinator() {
     const std::string log = dir_.File("coordinator-" + std::to_string(++starts_) + ".log");
-    coordinator_ = std::make_unique<Daemon>(
-        PODSCOPE_COORDINATOR_PATH,
-        Concat({"--config", config_, "--data-dir", dir_.File("store"), "--http", "127.0.0.1:" + std::to_string(http_port_),
-                "--grpc", "127.0.0.1:" + std::to_string(grpc_port_)},
-               TestSecurity::Get().CoordinatorFlags()),
-        log);
+    coordinator_ =
+        std::make_unique<Daemon>(PODSCOPE_COORDINATOR_PATH,
+                                 Concat({"--config", config_, "--data-dir", dir_.File("store"),
+                                         "--http", "127.0.0.1:" + std::to_string(http_port_),
+                                         "--grpc", "127.0.0.1:" + std::to_string(grpc_port_)},
+                                        TestSecurity::Get().CoordinatorFlags()),
+                                 log);
     const std::string grpc = coordinator_->WaitForLog("agents on grpc://[^:]+:([0-9]+)");
     ASSERT_FALSE(grpc.empty()) << coordinator_->Log();
     grpc_port_ = static_cast<int>(common::ParseInt(grpc).value());
@@ -59,14 +61,15 @@ class LiveClusterTest : public ::testing::Test {
     ASSERT_GT(http_port_, 0) << coordinator_->Log();
   }
 
-  Daemon& StartAgent(const std::string& id, const std::string& simulate, const std::string& host = "") {
+  Daemon& StartAgent(const std::string& id, const std::string& simulate,
+                     const std::string& host = "") {
     const std::string name = host.empty() ? "host-" + id : host;
-    agents_.push_back(std::make_unique<Daemon>(
-        PODSCOPE_AGENT_PATH,
-        Concat({"--coordinator", "127.0.0.1:" + std::to_string(grpc_port_), "--agent-id", id, "--host", name, "--simulate",
-                simulate},
-               TestSecurity::Get().AgentFlags(id)),
-        dir_.File("agent-" + id + "-" + name + ".log")));
+    agents_.push_back(
+        std::make_unique<Daemon>(PODSCOPE_AGENT_PATH,
+                                 Concat({"--coordinator", "127.0.0.1:" + std::to_string(grpc_port_),
+                                         "--agent-id", id, "--host", name, "--simulate", simulate},
+                                        TestSecurity::Get().AgentFlags(id)),
+                                 dir_.File("agent-" + id + "-" + name + ".log")));
     return *agents_.back();
   }
 
@@ -79,7 +82,8 @@ class LiveClusterTest : public ::testing::Test {
 
   // Polls `condition` until it holds (true) or `timeout_ms` pass (false).
   static bool WaitUntil(const std::function<bool()>& condition, int timeout_ms) {
-    return testing::WaitFor(condition, std::chrono::milliseconds(timeout_ms), std::chrono::milliseconds(50));
+    return testing::WaitFor(condition, std::chrono::milliseconds(timeout_ms),
+                            std::chrono::milliseconds(50));
   }
 
   // Until `n` agents are connected and each has a clock model.
@@ -91,7 +95,8 @@ class LiveClusterTest : public ::testing::Test {
           simdjson::dom::element doc = Json(r.body);
           size_t synced = 0;
           for (simdjson::dom::element a : doc["agents"].get_array()) {
-            if (a["health"].get_string().value() != "disconnected" && !a["clock"].is_null()) ++synced;
+            if (a["health"].get_string().value() != "disconnected" && !a["clock"].is_null())
+              ++synced;
           }
           return synced == n;
         },
@@ -113,7 +118,8 @@ class LiveClusterTest : public ::testing::Test {
     return std::string(Json(r.body)["state"].get_string().value());
   }
 
-  std::string WaitForState(const std::string& id, const std::set<std::string>& states, int timeout_ms) {
+  std::string WaitForState(const std::string& id, const std::set<std::string>& states,
+                           int timeout_ms) {
     std::string state;
     WaitUntil(
         [&] {
@@ -124,21 +130,28 @@ class LiveClusterTest : public ::testing::Test {
     return state;
   }
 
-  simdjson::dom::element Capture(const std::string& id) { return Json(HttpCall(http_port_, "GET", "/v1/captures/" + id).body); }
+  simdjson::dom::element Capture(const std::string& id) {
+    return Json(HttpCall(http_port_, "GET", "/v1/captures/" + id).body);
+  }
 
   // The exact skew an agent's simulated clock runs with, from its log.
   agent::AgentClock AgentSkew(Daemon& agent) {
-    const std::string line = agent.WaitForLog("simulated clock skew: (offset_ns=-?[0-9]+ drift_ppb=-?[0-9]+ reference_ns=[0-9]+)");
+    const std::string line = agent.WaitForLog(
+        "simulated clock skew: (offset_ns=-?[0-9]+ drift_ppb=-?[0-9]+ reference_ns=[0-9]+)");
     std::smatch m;
     const std::regex numbers("offset_ns=(-?[0-9]+) drift_ppb=(-?[0-9]+) reference_ns=([0-9]+)");
     EXPECT_TRUE(std::regex_search(line, m, numbers)) << line;
-    return agent::AgentClock(common::ParseInt(m[1].str()).value(), common::ParseInt(m[2].str()).value() / 1000.0,
-                            common::ParseInt(m[3].str()).value());
+    return agent::AgentClock(common::ParseInt(m[1].str()).value(),
+                             common::ParseInt(m[2].str()).value() / 1000.0,
+                             common::ParseInt(m[3].str()).value());
   }
 
   // The CLI against this coordinator, as an admin; its output (stdout and stderr) and exit code.
   std::pair<std::string, int> Cli(const std::string& args) {
-    FILE* pipe = popen((CliEnv(http_port_) + PODSCOPE_CLI_PATH + " " + args + " " + CliServerFlags(http_port_) + " 2>&1").c_str(), "r");
+    FILE* pipe = popen((CliEnv(http_port_) + PODSCOPE_CLI_PATH + " " + args + " " +
+                        CliServerFlags(http_port_) + " 2>&1")
+                           .c_str(),
+                       "r");
     std::string out;
     char buf[4096];
     size_t n;
@@ -156,7 +169,8 @@ class LiveClusterTest : public ::testing::Test {
   // Over mutual TLS with a certificate for `agent_id`, as a real agent would connect.
   std::unique_ptr<RawAgentSession> OpenRawAgentSession(const std::string& agent_id) {
     auto session = std::make_unique<RawAgentSession>();
-    const std::vector<std::string> flags = TestSecurity::Get().AgentFlags(agent_id);  // cert, key, ca
+    const std::vector<std::string> flags =
+        TestSecurity::Get().AgentFlags(agent_id);  // cert, key, ca
     grpc::SslCredentialsOptions tls;
     tls.pem_cert_chain = FileText(flags[1]);
     tls.pem_private_key = FileText(flags[3]);

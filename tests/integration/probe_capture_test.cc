@@ -3,17 +3,16 @@
 // libpodscope_probe.so as NCCL does (tests/integration/fake_training.cc). A capture through REST
 // must find both ranks, their steps and their collectives, with nothing dropped.
 #include <gtest/gtest.h>
-#include <simdjson.h>
-
 #include <signal.h>
+#include <simdjson.h>
 
 #include <chrono>
 #include <regex>
 #include <set>
 #include <thread>
 
-#include "tests/integration/daemon.h"
 #include "common/parse_number.h"
+#include "tests/integration/daemon.h"
 #include "tests/integration/test_security.h"
 #include "tests/test_paths.h"
 #include "tests/wait_for.h"
@@ -35,10 +34,11 @@ class ProbeCaptureTest : public ::testing::Test {
 };
 
 TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
-  const std::string config = dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300}})");
+  const std::string config =
+      dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300}})");
   Daemon coordinator(PODSCOPE_COORDINATOR_PATH,
-                     Concat({"--config", config, "--data-dir", dir_.File("store"), "--http", "127.0.0.1:0", "--grpc",
-                             "127.0.0.1:0"},
+                     Concat({"--config", config, "--data-dir", dir_.File("store"), "--http",
+                             "127.0.0.1:0", "--grpc", "127.0.0.1:0"},
                             TestSecurity::Get().CoordinatorFlags()),
                      dir_.File("coordinator.log"));
   const std::string grpc = coordinator.WaitForLog("agents on grpc://[^:]+:([0-9]+)");
@@ -48,8 +48,8 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
 
   const std::string socket = dir_.File("run/agent.sock");
   Daemon agent(PODSCOPE_AGENT_PATH,
-               Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-a", "--host", "node-a", "--probe-socket",
-                       socket},
+               Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-a", "--host",
+                       "node-a", "--probe-socket", socket},
                       TestSecurity::Get().AgentFlags("node-a")),
                dir_.File("agent.log"));
   ASSERT_FALSE(agent.WaitForLog("(serving) 0 workers").empty()) << agent.Log();
@@ -60,8 +60,8 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   for (int rank = 0; rank < 2; ++rank) {
     training.push_back(std::make_unique<Daemon>(
         PODSCOPE_FAKE_TRAINING_PATH,
-        std::vector<std::string>{PODSCOPE_PROBE_PATH, socket, std::to_string(rank), "2", "fake-job", "30",
-                                 rank == 0 ? "nccl=v6" : "nccl=v5"},
+        std::vector<std::string>{PODSCOPE_PROBE_PATH, socket, std::to_string(rank), "2", "fake-job",
+                                 "30", rank == 0 ? "nccl=v6" : "nccl=v5"},
         dir_.File("rank" + std::to_string(rank) + ".log")));
   }
   // Both processes register and the coordinator hears of them.
@@ -72,16 +72,19 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   });
   ASSERT_TRUE(registered) << HttpCall(http, "GET", "/v1/workers").body << agent.Log();
 
-  const HttpResult created = HttpCall(http, "POST", "/v1/captures", R"({"job": "fake-job", "duration_ms": 1000})",
-                                      "application/json");
+  const HttpResult created =
+      HttpCall(http, "POST", "/v1/captures", R"({"job": "fake-job", "duration_ms": 1000})",
+               "application/json");
   ASSERT_EQ(created.status, 202) << created.body;
   const std::string id(Json(created.body)["id"].get_string().value());
   std::string state;
   testing::WaitFor([&] {
-    state = std::string(Json(HttpCall(http, "GET", "/v1/captures/" + id).body)["state"].get_string().value());
+    state = std::string(
+        Json(HttpCall(http, "GET", "/v1/captures/" + id).body)["state"].get_string().value());
     return state == "complete" || state == "partial" || state == "failed";
   });
-  ASSERT_EQ(state, "complete") << HttpCall(http, "GET", "/v1/captures/" + id).body << "\n" << agent.Log();
+  ASSERT_EQ(state, "complete") << HttpCall(http, "GET", "/v1/captures/" + id).body << "\n"
+                               << agent.Log();
 
   simdjson::dom::element capture = Json(HttpCall(http, "GET", "/v1/captures/" + id).body);
   std::set<int64_t> ranks;
@@ -94,9 +97,11 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   EXPECT_EQ(ranks, (std::set<int64_t>{0, 1}));
   // Each NCCL told the probe which table it read, and the probe told its agent.
   // (At registration, or later when NCCL's init comes after it.)
-  EXPECT_TRUE(std::regex_search(agent.Log(), std::regex("rank 0 job 'fake-job' features (now )?\\[nccl-profiler-v6\\]")))
+  EXPECT_TRUE(std::regex_search(
+      agent.Log(), std::regex("rank 0 job 'fake-job' features (now )?\\[nccl-profiler-v6\\]")))
       << agent.Log();
-  EXPECT_TRUE(std::regex_search(agent.Log(), std::regex("rank 1 job 'fake-job' features (now )?\\[nccl-profiler-v5\\]")))
+  EXPECT_TRUE(std::regex_search(
+      agent.Log(), std::regex("rank 1 job 'fake-job' features (now )?\\[nccl-profiler-v5\\]")))
       << agent.Log();
 
   // Steps found on both ranks from the probe's markers. (Without a GPU there is no device time,
@@ -111,7 +116,8 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   const HttpResult trace = HttpCall(http, "GET", "/v1/captures/" + id + "/trace");
   ASSERT_EQ(trace.status, 200);
   size_t step_spans = 0;
-  for (size_t at = trace.body.find("ProfilerStep#"); at != std::string::npos; at = trace.body.find("ProfilerStep#", at + 1)) {
+  for (size_t at = trace.body.find("ProfilerStep#"); at != std::string::npos;
+       at = trace.body.find("ProfilerStep#", at + 1)) {
     ++step_spans;
   }
   EXPECT_GE(step_spans, 20u);
@@ -127,7 +133,8 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   // A moment for a process the agent's exit would take down to go: not a timing assertion (a
   // dead one stays dead, so a later look would only see more of them).
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // not a timing assertion
-  for (const auto& t : training) EXPECT_EQ(kill(t->pid(), 0), 0) << "a training process died with its agent";
+  for (const auto& t : training)
+    EXPECT_EQ(kill(t->pid(), 0), 0) << "a training process died with its agent";
 }
 
 }  // namespace
@@ -137,7 +144,9 @@ namespace podscope::testing {
 namespace {
 
 int64_t UnixNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // Watch mode (issue 15) through the real probe library: four probed processes synchronised
@@ -146,13 +155,16 @@ int64_t UnixNowNs() {
 // windows.
 class ProbeWatchTest : public ProbeCaptureTest {
  protected:
-  void Start(const std::string& job, const std::vector<std::string>& options, const std::string& rules) {
-    const std::string config = dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300}})");
-    coordinator_ = std::make_unique<Daemon>(
-        PODSCOPE_COORDINATOR_PATH,
-        Concat({"--config", config, "--data-dir", dir_.File("store"), "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"},
-               TestSecurity::Get().CoordinatorFlags()),
-        dir_.File("coordinator.log"));
+  void Start(const std::string& job, const std::vector<std::string>& options,
+             const std::string& rules) {
+    const std::string config =
+        dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300}})");
+    coordinator_ =
+        std::make_unique<Daemon>(PODSCOPE_COORDINATOR_PATH,
+                                 Concat({"--config", config, "--data-dir", dir_.File("store"),
+                                         "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"},
+                                        TestSecurity::Get().CoordinatorFlags()),
+                                 dir_.File("coordinator.log"));
     const std::string grpc = coordinator_->WaitForLog("agents on grpc://[^:]+:([0-9]+)");
     ASSERT_FALSE(grpc.empty()) << coordinator_->Log();
     http_ = coordinator_->WaitForPort();
@@ -160,23 +172,26 @@ class ProbeWatchTest : public ProbeCaptureTest {
     const HttpResult put = HttpCall(http_, "PUT", "/v1/alerts/rules", rules, "application/json");
     ASSERT_EQ(put.status, 200) << put.body;
     const std::string socket = dir_.File("run/agent.sock");
-    agent_ = std::make_unique<Daemon>(
-        PODSCOPE_AGENT_PATH,
-        Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-w", "--host", "node-w", "--probe-socket", socket},
-               TestSecurity::Get().AgentFlags("node-w")),
-        dir_.File("agent.log"));
+    agent_ =
+        std::make_unique<Daemon>(PODSCOPE_AGENT_PATH,
+                                 Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id",
+                                         "node-w", "--host", "node-w", "--probe-socket", socket},
+                                        TestSecurity::Get().AgentFlags("node-w")),
+                                 dir_.File("agent.log"));
     ASSERT_FALSE(agent_->WaitForLog("(serving) 0 workers").empty()) << agent_->Log();
     for (size_t rank = 0; rank < options.size(); ++rank) {
       training_.push_back(std::make_unique<Daemon>(
           PODSCOPE_FAKE_TRAINING_PATH,
-          std::vector<std::string>{PODSCOPE_PROBE_PATH, socket, std::to_string(rank), std::to_string(options.size()), job,
-                                   "60", "barrier=" + dir_.File("barrier") + "," + options[rank]},
+          std::vector<std::string>{PODSCOPE_PROBE_PATH, socket, std::to_string(rank),
+                                   std::to_string(options.size()), job, "60",
+                                   "barrier=" + dir_.File("barrier") + "," + options[rank]},
           dir_.File("rank" + std::to_string(rank) + ".log")));
     }
   }
 
   // The alert of `kind` firing for `job`, polled until `deadline_ns` (Unix).
-  std::optional<simdjson::dom::element> WaitForAlert(const std::string& job, const std::string& kind, int64_t deadline_ns) {
+  std::optional<simdjson::dom::element> WaitForAlert(const std::string& job,
+                                                     const std::string& kind, int64_t deadline_ns) {
     std::optional<simdjson::dom::element> found;
     testing::WaitFor(
         [&] {
@@ -221,20 +236,26 @@ TEST_F(ProbeWatchTest, AStragglingProbedProcessIsAlertedFromItsMarkedSteps) {
   // compilers and other suites: the scheduler alone makes one rank late again and again (1.3%
   // of step time in one CI run, over the default's 0.5% even without its worst step). A 40%
   // slowdown causes about 25%. A user with hosts that noisy raises the bar the same way.
-  const std::string rules = R"({"rules": [{"name": "straggler", "kind": "straggler", "capture_evidence": false,
+  const std::string rules =
+      R"({"rules": [{"name": "straggler", "kind": "straggler", "capture_evidence": false,
                                           "min_share_of_step_time": 0.05}]})";
-  Start("probe-straggler", {"compute-ms=20", "compute-ms=20", "compute-ms=20,slow=1.4,slow-after=15", "compute-ms=20"}, rules);
+  Start("probe-straggler",
+        {"compute-ms=20", "compute-ms=20", "compute-ms=20,slow=1.4,slow-after=15", "compute-ms=20"},
+        rules);
   const int64_t started = UnixNowNs();
   ASSERT_TRUE(WaitForSteps("probe-straggler", 4, 20, started + 30'000'000'000))
       << HttpCall(http_, "GET", "/v1/watch/jobs/probe-straggler").body << agent_->Log();
   const HttpResult before = HttpCall(http_, "GET", "/v1/alerts?job=probe-straggler");
   // (Asked only while the job is still even; on a slow machine the window may fill later.)
   if (UnixNowNs() < started + 14'000'000'000) {
-    EXPECT_EQ(before.body.find("\"kind\""), std::string::npos) << "nothing fires while the job is even: " << before.body;
+    EXPECT_EQ(before.body.find("\"kind\""), std::string::npos)
+        << "nothing fires while the job is even: " << before.body;
   }
 
-  std::optional<simdjson::dom::element> fired = WaitForAlert("probe-straggler", "straggler", started + 45'000'000'000);
-  ASSERT_TRUE(fired.has_value()) << HttpCall(http_, "GET", "/v1/watch/jobs/probe-straggler").body << agent_->Log();
+  std::optional<simdjson::dom::element> fired =
+      WaitForAlert("probe-straggler", "straggler", started + 45'000'000'000);
+  ASSERT_TRUE(fired.has_value()) << HttpCall(http_, "GET", "/v1/watch/jobs/probe-straggler").body
+                                 << agent_->Log();
   ASSERT_EQ((*fired)["ranks"].get_array().size(), 1u) << simdjson::to_string(*fired);
   EXPECT_EQ((*fired)["ranks"].at(0).get_int64().value(), 2);
   EXPECT_EQ((*fired)["hosts"].at(0).get_string().value(), "node-w");
@@ -242,7 +263,8 @@ TEST_F(ProbeWatchTest, AStragglingProbedProcessIsAlertedFromItsMarkedSteps) {
   simdjson::dom::element job = Json(HttpCall(http_, "GET", "/v1/watch/jobs/probe-straggler").body);
   double rank2 = 0, others = 0;
   for (simdjson::dom::element r : job["ranks"].get_array()) {
-    (r["rank"].get_int64().value() == 2 ? rank2 : others) += r["caused_delay_ms"].get_double().value();
+    (r["rank"].get_int64().value() == 2 ? rank2 : others) +=
+        r["caused_delay_ms"].get_double().value();
   }
   EXPECT_GT(rank2, others) << simdjson::to_string(job) << "\n" << simdjson::to_string(*fired);
 }
@@ -254,7 +276,8 @@ TEST_F(ProbeWatchTest, StepsAreInferredWithoutMarksAndAHungProcessIsNamedWithIts
   // Steps inferred from the AllReduces' period reach the watch before the hang.
   ASSERT_TRUE(WaitForSteps("probe-hang", 4, 20, started + 14'000'000'000))
       << HttpCall(http_, "GET", "/v1/watch/jobs/probe-hang").body << agent_->Log();
-  std::optional<simdjson::dom::element> fired = WaitForAlert("probe-hang", "hang", started + 45'000'000'000);
+  std::optional<simdjson::dom::element> fired =
+      WaitForAlert("probe-hang", "hang", started + 45'000'000'000);
   ASSERT_TRUE(fired.has_value()) << HttpCall(http_, "GET", "/v1/alerts").body << agent_->Log();
   simdjson::dom::element alert = *fired;
   ASSERT_EQ(alert["ranks"].get_array().size(), 1u) << simdjson::to_string(alert);
@@ -267,7 +290,8 @@ TEST_F(ProbeWatchTest, StepsAreInferredWithoutMarksAndAHungProcessIsNamedWithIts
   // The sequence the hung rank never entered is the one its log names.
   const std::string hung = training_[3]->WaitForLog("hangs before collective ([0-9]+)");
   ASSERT_FALSE(hung.empty()) << training_[3]->Log();
-  EXPECT_EQ(static_cast<int64_t>(evidence["sequence"].get_double().value()), common::ParseInt(hung).value());
+  EXPECT_EQ(static_cast<int64_t>(evidence["sequence"].get_double().value()),
+            common::ParseInt(hung).value());
 }
 
 }  // namespace

@@ -15,15 +15,14 @@
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <memory>
 #include <vector>
 
-#include "common/client_connection.h"
-
 #include "absl/strings/ascii.h"
+#include "common/client_connection.h"
 #include "common/parse_number.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/test_security.h"
@@ -47,7 +46,8 @@ inline std::string UrlEncode(const std::string& text) {
 // another client as far as per-client limits go). -1 on failure.
 inline int ConnectFrom(const char* source, int port, int receive_buffer = 0) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (receive_buffer > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+  if (receive_buffer > 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
   sockaddr_in local{};
   local.sin_family = AF_INET;
   inet_pton(AF_INET, source, &local.sin_addr);
@@ -72,8 +72,9 @@ inline RawHttp HttpConnectFrom(const char* source, int port, int receive_buffer 
   const int fd = ConnectFrom(source, port, receive_buffer);
   if (fd < 0) return nullptr;
   const PortSecurity security = GetPortSecurity(port);
-  absl::StatusOr<common::ClientConnection> c = common::ClientConnection::Adopt(
-      fd, "127.0.0.1", static_cast<uint16_t>(port), {.enabled = security.tls, .ca_file = security.ca_file});
+  absl::StatusOr<common::ClientConnection> c =
+      common::ClientConnection::Adopt(fd, "127.0.0.1", static_cast<uint16_t>(port),
+                                      {.enabled = security.tls, .ca_file = security.ca_file});
   if (!c.ok()) {
     close(fd);
     return nullptr;
@@ -93,13 +94,19 @@ inline RawHttp AgentTlsConnectFrom(const char* source, int grpc_port, const std:
   const int fd = ConnectFrom(source, grpc_port);
   if (fd < 0) return nullptr;
   const std::vector<std::string> flags = TestSecurity::Get().AgentFlags(agent_id);  // cert, key, ca
-  absl::StatusOr<common::ClientConnection> c = common::ClientConnection::Adopt(
-      fd, "127.0.0.1", static_cast<uint16_t>(grpc_port),
-      {.enabled = true, .ca_file = flags[5], .cert_file = flags[1], .key_file = flags[3], .alpn = "h2"});
+  absl::StatusOr<common::ClientConnection> c =
+      common::ClientConnection::Adopt(fd, "127.0.0.1", static_cast<uint16_t>(grpc_port),
+                                      {.enabled = true,
+                                       .ca_file = flags[5],
+                                       .cert_file = flags[1],
+                                       .key_file = flags[3],
+                                       .alpn = "h2"});
   if (!c.ok()) return nullptr;
   return std::make_shared<common::ClientConnection>(*std::move(c));
 }
-inline bool SendAll(const RawHttp& c, std::string_view bytes) { return c != nullptr && c->Send(bytes); }
+inline bool SendAll(const RawHttp& c, std::string_view bytes) {
+  return c != nullptr && c->Send(bytes);
+}
 inline std::string ReadUntilClosed(const RawHttp& c) { return c == nullptr ? "" : c->ReceiveAll(); }
 // "Authorization: Bearer TOKEN\r\n" with the port's token, or "" (for hand-written requests).
 inline std::string AuthHeader(int port) {
@@ -178,7 +185,12 @@ inline uint64_t StatusBytes(pid_t pid, const std::string& field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind(field, 0) == 0) return static_cast<uint64_t>(common::ParseInt(std::string(absl::StripAsciiWhitespace(line.substr(field.size(), line.find(" kB") - field.size())))).value()) * 1024;
+    if (line.rfind(field, 0) == 0)
+      return static_cast<uint64_t>(
+                 common::ParseInt(std::string(absl::StripAsciiWhitespace(
+                                      line.substr(field.size(), line.find(" kB") - field.size()))))
+                     .value()) *
+             1024;
   }
   return 0;
 }

@@ -4,9 +4,8 @@
 // owner, any replica answers for any job and lists every capture, and scaling to four replicas
 // moves only the jobs the new one owns, while a capture in flight finishes where it started.
 #include <gtest/gtest.h>
-#include <simdjson.h>
-
 #include <signal.h>
+#include <simdjson.h>
 
 #include <atomic>
 #include <chrono>
@@ -46,7 +45,8 @@ class ShardTest : public ::testing::Test {
   };
 
   void SetUp() override {
-    for (int i = 0; i < 4; ++i) shards_.push_back({"c" + std::to_string(i), FreePort(), FreePort(), nullptr});
+    for (int i = 0; i < 4; ++i)
+      shards_.push_back({"c" + std::to_string(i), FreePort(), FreePort(), nullptr});
   }
 
   std::vector<ShardMember> Members(size_t n) const {
@@ -64,8 +64,8 @@ class ShardTest : public ::testing::Test {
   void WriteMembers(size_t n, const std::string& forward = "proxy") {
     std::string json = "{\"members\": [";
     for (const ShardMember& m : Members(n)) {
-      json += (json.back() == '[' ? "" : ",") + std::string("{\"name\":\"") + m.name + "\",\"rest\":\"" + m.rest +
-              "\",\"grpc\":\"" + m.grpc + "\"}";
+      json += (json.back() == '[' ? "" : ",") + std::string("{\"name\":\"") + m.name +
+              "\",\"rest\":\"" + m.rest + "\",\"grpc\":\"" + m.grpc + "\"}";
     }
     dir_.Write("members.json.new", json + "]}");
     std::filesystem::rename(dir_.File("members.json.new"), dir_.File("members.json"));
@@ -74,18 +74,20 @@ class ShardTest : public ::testing::Test {
 
   void StartShard(size_t i) {
     const std::string config = dir_.Write(
-        shards_[i].name + ".json",
-        R"({"shards": {"members_file": ")" + dir_.File("members.json") + R"(", "reload_interval_ms": 200, "forward": ")" +
-            forward_ + R"("}, "agents": {"heartbeat_interval_ms": 300},
+        shards_[i].name + ".json", R"({"shards": {"members_file": ")" + dir_.File("members.json") +
+                                       R"(", "reload_interval_ms": 200, "forward": ")" + forward_ +
+                                       R"("}, "agents": {"heartbeat_interval_ms": 300},
             "capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 120000}})");
-    // (peer_timeout_ms stays at its 30 s default: the test above relies on peers waiting that long.)
-    shards_[i].daemon = std::make_unique<Daemon>(
-        PODSCOPE_COORDINATOR_PATH,
-        Concat({"--config", config, "--shard-name", shards_[i].name, "--data-dir", dir_.File("store-" + shards_[i].name),
-                "--http", "127.0.0.1:" + std::to_string(shards_[i].http), "--grpc",
-                "127.0.0.1:" + std::to_string(shards_[i].grpc)},
-               TestSecurity::Get().CoordinatorFlags()),
-        dir_.File(shards_[i].name + ".log"));
+    // (peer_timeout_ms stays at its 30 s default: the test above relies on peers waiting that
+    // long.)
+    shards_[i].daemon =
+        std::make_unique<Daemon>(PODSCOPE_COORDINATOR_PATH,
+                                 Concat({"--config", config, "--shard-name", shards_[i].name,
+                                         "--data-dir", dir_.File("store-" + shards_[i].name),
+                                         "--http", "127.0.0.1:" + std::to_string(shards_[i].http),
+                                         "--grpc", "127.0.0.1:" + std::to_string(shards_[i].grpc)},
+                                        TestSecurity::Get().CoordinatorFlags()),
+                                 dir_.File(shards_[i].name + ".log"));
     ASSERT_EQ(shards_[i].daemon->WaitForPort(), shards_[i].http) << shards_[i].daemon->Log();
   }
 
@@ -93,8 +95,9 @@ class ShardTest : public ::testing::Test {
   void StartAgent(const std::string& id, const std::string& job) {
     agents_.push_back(std::make_unique<Daemon>(
         PODSCOPE_AGENT_PATH,
-        Concat({"--coordinator", "127.0.0.1:" + std::to_string(shards_[0].grpc), "--agent-id", id, "--host", "host-" + id,
-                "--simulate", "ranks=0-3,world=4,job=" + job + ",seed=5,profile=light"},
+        Concat({"--coordinator", "127.0.0.1:" + std::to_string(shards_[0].grpc), "--agent-id", id,
+                "--host", "host-" + id, "--simulate",
+                "ranks=0-3,world=4,job=" + job + ",seed=5,profile=light"},
                TestSecurity::Get().AgentFlags(id)),
         dir_.File("agent-" + id + ".log")));
   }
@@ -108,14 +111,15 @@ class ShardTest : public ::testing::Test {
 
   // What shard i holds itself: a call marked as forwarded is never sent on.
   HttpResult Local(size_t i, const std::string& target) {
-    return HttpCallWithToken(shards_[i].http, TestSecurity::Get().admin_token, "GET", target, "", "",
-                             {{"X-Podscope-Shard-Forwarded", "test"}});
+    return HttpCallWithToken(shards_[i].http, TestSecurity::Get().admin_token, "GET", target, "",
+                             "", {{"X-Podscope-Shard-Forwarded", "test"}});
   }
   size_t LocalWorkers(size_t i, const std::string& job) {
     const HttpResult r = Local(i, "/v1/workers?job=" + job);
     if (r.status != 200) return 0;
     size_t n = 0;
-    for (simdjson::dom::element w : Json(r.body)["workers"].get_array()) n += std::string_view(w["health"]) != "disconnected";
+    for (simdjson::dom::element w : Json(r.body)["workers"].get_array())
+      n += std::string_view(w["health"]) != "disconnected";
     return n;
   }
   // Agents connected to replica i whose clock model it has.
@@ -132,14 +136,16 @@ class ShardTest : public ::testing::Test {
     std::set<std::string> ids;
     const HttpResult r = Local(i, "/v1/captures?limit=1000");
     if (r.status != 200) return ids;
-    for (simdjson::dom::element c : Json(r.body)["captures"].get_array()) ids.insert(std::string(std::string_view(c["id"])));
+    for (simdjson::dom::element c : Json(r.body)["captures"].get_array())
+      ids.insert(std::string(std::string_view(c["id"])));
     return ids;
   }
 
   std::string StartCapture(size_t via, const std::string& job, int duration_ms) {
-    const HttpResult r = HttpCall(shards_[via].http, "POST", "/v1/captures",
-                                  R"({"job":")" + job + R"(","duration_ms":)" + std::to_string(duration_ms) + "}",
-                                  "application/json");
+    const HttpResult r =
+        HttpCall(shards_[via].http, "POST", "/v1/captures",
+                 R"({"job":")" + job + R"(","duration_ms":)" + std::to_string(duration_ms) + "}",
+                 "application/json");
     EXPECT_EQ(r.status, 202) << "via " << shards_[via].name << ": " << r.body;
     if (r.status != 202) return "";
     return std::string(std::string_view(Json(r.body)["id"]));
@@ -202,7 +208,9 @@ TEST_F(ShardTest, EveryReplicaAnswersForEveryJobAndScalingOutMovesOnlyTheNewRepl
         if (LocalWorkers(i, job) != (i == owner ? 4u : 0u)) return false;
       }
       return true;
-    })) << job << " is not served on its owner c" << owner << " alone: " << Local(owner, "/v1/workers").body;
+    })) << job
+        << " is not served on its owner c" << owner
+        << " alone: " << Local(owner, "/v1/workers").body;
   }
   // The gathered list, through any replica, holds every agent and worker once.
   {
@@ -229,7 +237,8 @@ TEST_F(ShardTest, EveryReplicaAnswersForEveryJobAndScalingOutMovesOnlyTheNewRepl
     const std::string id = StartCapture(k % 3, jobs[k], 500);
     ASSERT_FALSE(id.empty());
     const std::string owner = three.OwnerOf(jobs[k]).name;
-    EXPECT_TRUE(id.ends_with("-" + coordinator::ShardTag(owner))) << id << " of " << jobs[k] << " was not made by its owner " << owner;
+    EXPECT_TRUE(id.ends_with("-" + coordinator::ShardTag(owner)))
+        << id << " of " << jobs[k] << " was not made by its owner " << owner;
     EXPECT_TRUE(Eventually([&] { return StateVia((k + 1) % 3, id) == "complete"; }))
         << id << ": " << StateVia((k + 1) % 3, id);
     EXPECT_TRUE(LocalCaptureIds(IndexOf(owner)).count(id)) << id << " is not stored on " << owner;
@@ -238,7 +247,8 @@ TEST_F(ShardTest, EveryReplicaAnswersForEveryJobAndScalingOutMovesOnlyTheNewRepl
   for (size_t i = 0; i < 3; ++i) {
     const HttpResult r = HttpCall(shards_[i].http, "GET", "/v1/captures");
     ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(Json(r.body)["captures"].get_array().size(), 4u) << "through " << shards_[i].name << ": " << r.body;
+    EXPECT_EQ(Json(r.body)["captures"].get_array().size(), 4u)
+        << "through " << shards_[i].name << ": " << r.body;
     // A report of a capture another shard holds, through this one.
     const std::string id = captured.begin()->first;
     EXPECT_EQ(HttpCall(shards_[i].http, "GET", "/v1/captures/" + id + "/steps").status, 200);
@@ -252,12 +262,14 @@ TEST_F(ShardTest, EveryReplicaAnswersForEveryJobAndScalingOutMovesOnlyTheNewRepl
   ASSERT_FALSE(moving.empty());
   const std::string old_owner = three.OwnerOf(moving).name;
   const std::string in_flight = StartCapture(0, moving, 4000);
-  ASSERT_TRUE(Eventually([&] { return StateVia(0, in_flight) == "capturing"; }, 30)) << StateVia(0, in_flight);
+  ASSERT_TRUE(Eventually([&] { return StateVia(0, in_flight) == "capturing"; }, 30))
+      << StateVia(0, in_flight);
 
   // Scale out: the members file grows (every replica re-reads it), the new replica starts.
   WriteMembers(4);
   ASSERT_NO_FATAL_FAILURE(StartShard(3));
-  for (size_t i = 0; i < 3; ++i) EXPECT_NE(shards_[i].daemon->WaitForLog("shards: members are now (c0, c1, c2, c3)"), "");
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NE(shards_[i].daemon->WaitForLog("shards: members are now (c0, c1, c2, c3)"), "");
 
   EXPECT_TRUE(Eventually([&] { return StateVia(3, in_flight) == "complete"; }))
       << "the capture in flight on " << old_owner << ": " << StateVia(3, in_flight);
@@ -269,31 +281,36 @@ TEST_F(ShardTest, EveryReplicaAnswersForEveryJobAndScalingOutMovesOnlyTheNewRepl
         if (LocalWorkers(i, job) != (i == owner ? 4u : 0u)) return false;
       }
       return true;
-    })) << job << " is not served on its new owner c" << owner << " alone";
+    })) << job
+        << " is not served on its new owner c" << owner << " alone";
   }
   // Every job is served: a capture of each, through the new replica, lands on its owner (once
   // each owner has its agents' clocks: the moved agent's stream to c3 is new).
   std::map<size_t, size_t> agents_at;
   for (const std::string& job : jobs) ++agents_at[IndexOf(four.OwnerOf(job).name)];
   for (const auto& [owner, n] : agents_at) {
-    EXPECT_TRUE(Eventually([&, owner = owner, n = n] { return LocalAgentsWithClocks(owner) == n; }, 60))
+    EXPECT_TRUE(
+        Eventually([&, owner = owner, n = n] { return LocalAgentsWithClocks(owner) == n; }, 60))
         << Local(owner, "/v1/workers").body;
   }
   for (const std::string& job : jobs) {
     const std::string id = StartCapture(3, job, 500);
     ASSERT_FALSE(id.empty());
     EXPECT_TRUE(id.ends_with("-" + coordinator::ShardTag(four.OwnerOf(job).name))) << id;
-    EXPECT_TRUE(Eventually([&] { return StateVia(1, id) == "complete"; })) << id << ": " << StateVia(1, id);
+    EXPECT_TRUE(Eventually([&] { return StateVia(1, id) == "complete"; }))
+        << id << ": " << StateVia(1, id);
   }
   for (size_t i = 0; i < 4; ++i) {
     const HttpResult r = HttpCall(shards_[i].http, "GET", "/v1/captures?limit=1000");
     ASSERT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(Json(r.body)["captures"].get_array().size(), 9u) << "through " << shards_[i].name << ": " << r.body;
+    EXPECT_EQ(Json(r.body)["captures"].get_array().size(), 9u)
+        << "through " << shards_[i].name << ": " << r.body;
   }
   // The agent of a job that stayed never left its owner: no stream to c3 was ever opened for it.
   for (size_t k = 0; k < jobs.size(); ++k) {
     if (four.OwnerOf(jobs[k]).name != "c3") {
-      EXPECT_EQ(agents_[k]->Log().find("opening a control stream to shard c3"), std::string::npos) << jobs[k];
+      EXPECT_EQ(agents_[k]->Log().find("opening a control stream to shard c3"), std::string::npos)
+          << jobs[k];
     }
   }
 }
@@ -313,7 +330,8 @@ TEST_F(ShardTest, AReplicaThatGoesAwayHoldsUpNothingAndItsJobsMove) {
   WriteMembers(3);
   for (size_t i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(StartShard(i));
   StartAgent("node-g", job);
-  ASSERT_TRUE(Eventually([&] { return LocalWorkers(2, job) == 4; })) << Local(2, "/v1/workers").body;
+  ASSERT_TRUE(Eventually([&] { return LocalWorkers(2, job) == 4; }))
+      << Local(2, "/v1/workers").body;
 
   // c2 hangs: connections to it open, and nothing answers.
   shards_[2].daemon->Signal(SIGSTOP);
@@ -333,18 +351,21 @@ TEST_F(ShardTest, AReplicaThatGoesAwayHoldsUpNothingAndItsJobsMove) {
 
   // Taken out: c0 and c1 re-read the members, the agent gives up on c2 and asks again.
   WriteMembers(2);
-  for (size_t i = 0; i < 2; ++i) EXPECT_NE(shards_[i].daemon->WaitForLog("shards: members are now (c0, c1)"), "");
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_NE(shards_[i].daemon->WaitForLog("shards: members are now (c0, c1)"), "");
   shards_[2].daemon->Kill();
   for (std::thread& t : gathers) t.join();
   const size_t owner = IndexOf(two.OwnerOf(job).name);
   EXPECT_TRUE(Eventually([&] { return LocalWorkers(owner, job) == 4; }, 90))
       << job << " never reached its new owner c" << owner << ": " << agents_[0]->Log();
   // Its workers are registered with the new owner before its clock is: a capture needs both.
-  EXPECT_TRUE(Eventually([&] { return LocalAgentsWithClocks(owner) == 1; }, 60)) << Local(owner, "/v1/workers").body;
+  EXPECT_TRUE(Eventually([&] { return LocalAgentsWithClocks(owner) == 1; }, 60))
+      << Local(owner, "/v1/workers").body;
   const std::string id = StartCapture(1 - owner, job, 300);
   ASSERT_FALSE(id.empty());
   EXPECT_TRUE(Eventually([&] { return StateVia(1 - owner, id) == "complete"; }))
-      << HttpCall(shards_[1 - owner].http, "GET", "/v1/captures/" + id).body << "\n" << agents_[0]->Log();
+      << HttpCall(shards_[1 - owner].http, "GET", "/v1/captures/" + id).body << "\n"
+      << agents_[0]->Log();
 }
 
 // Redirect mode: a replica answers a call about another's job with a 307 to the owner, which
@@ -358,26 +379,32 @@ TEST_F(ShardTest, RedirectModeSendsTheClientToTheOwnerAndTheCliFollows) {
     if (three.OwnerOf("r-" + std::to_string(k)).name == "c2") job = "r-" + std::to_string(k);
   }
   StartAgent("node-r", job);
-  ASSERT_TRUE(Eventually([&] { return LocalWorkers(2, job) == 4; })) << Local(2, "/v1/workers").body;
+  ASSERT_TRUE(Eventually([&] { return LocalWorkers(2, job) == 4; }))
+      << Local(2, "/v1/workers").body;
   // A capture asked before the agent's stream to the owner has settled (its clock known there)
   // fails with "did not acknowledge": seen once under ASan in CI.
-  ASSERT_TRUE(Eventually([&] { return LocalAgentsWithClocks(2) == 1; }, 60)) << Local(2, "/v1/workers").body;
+  ASSERT_TRUE(Eventually([&] { return LocalAgentsWithClocks(2) == 1; }, 60))
+      << Local(2, "/v1/workers").body;
 
-  const HttpResult redirect = HttpCall(shards_[0].http, "POST", "/v1/captures", R"({"job":")" + job + R"(","duration_ms":300})",
-                                       "application/json");
+  const HttpResult redirect =
+      HttpCall(shards_[0].http, "POST", "/v1/captures",
+               R"({"job":")" + job + R"(","duration_ms":300})", "application/json");
   EXPECT_EQ(redirect.status, 307) << redirect.body;
-  EXPECT_EQ(redirect.headers.at("location"), "https://127.0.0.1:" + std::to_string(shards_[2].http) + "/v1/captures");
+  EXPECT_EQ(redirect.headers.at("location"),
+            "https://127.0.0.1:" + std::to_string(shards_[2].http) + "/v1/captures");
 
   std::string output;
-  FILE* cli = popen((CliEnv(shards_[0].http) + " " + PODSCOPE_CLI_PATH + " " + CliServerFlags(shards_[0].http) +
-                     " capture --job " + job + " --duration 300ms --wait 2>&1")
-                        .c_str(),
-                    "r");
+  FILE* cli = popen(
+      (CliEnv(shards_[0].http) + " " + PODSCOPE_CLI_PATH + " " + CliServerFlags(shards_[0].http) +
+       " capture --job " + job + " --duration 300ms --wait 2>&1")
+          .c_str(),
+      "r");
   ASSERT_NE(cli, nullptr);
   char buffer[4096];
   while (const size_t n = fread(buffer, 1, sizeof(buffer), cli)) output.append(buffer, n);
   EXPECT_EQ(pclose(cli), 0) << output;
-  EXPECT_NE(output.find("-" + coordinator::ShardTag("c2") + ": job " + job), std::string::npos) << output;
+  EXPECT_NE(output.find("-" + coordinator::ShardTag("c2") + ": job " + job), std::string::npos)
+      << output;
   EXPECT_NE(output.find("complete"), std::string::npos) << output;
 }
 

@@ -16,8 +16,8 @@ TestSecurity& TestSecurity::Get() {
 }
 
 bool TestSecurity::DevCerts(const std::string& dir, const std::string& args) {
-  const std::string command =
-      std::string("bash ") + PODSCOPE_SOURCE_DIR + "/scripts/dev-certs.sh " + dir + " " + args + " >/dev/null";
+  const std::string command = std::string("bash ") + PODSCOPE_SOURCE_DIR +
+                              "/scripts/dev-certs.sh " + dir + " " + args + " >/dev/null";
   return std::system(command.c_str()) == 0;
 }
 
@@ -27,26 +27,31 @@ TestSecurity::TestSecurity() {
   }
   std::ofstream tokens(tokens_file());
   tokens << "# test tokens, one per role\n";
-  for (const auto& [name, role, token] : {std::tuple{"reader", coordinator::Access::kRead, read_token},
-                                          std::tuple{"capturer", coordinator::Access::kCapture, capture_token},
-                                          std::tuple{"admin", coordinator::Access::kAdmin, admin_token}}) {
+  for (const auto& [name, role, token] :
+       {std::tuple{"reader", coordinator::Access::kRead, read_token},
+        std::tuple{"capturer", coordinator::Access::kCapture, capture_token},
+        std::tuple{"admin", coordinator::Access::kAdmin, admin_token}}) {
     tokens << coordinator::HashTokenLine(name, role, token).value() << "\n";
   }
 }
 
 std::vector<std::string> TestSecurity::CoordinatorFlags() const {
-  return {"--tls-cert", dir_.File("coordinator.pem"), "--tls-key", dir_.File("coordinator.key"),
-          "--tls-ca",   ca(),                         "--auth-tokens", tokens_file()};
+  return {"--tls-cert",    dir_.File("coordinator.pem"),
+          "--tls-key",     dir_.File("coordinator.key"),
+          "--tls-ca",      ca(),
+          "--auth-tokens", tokens_file()};
 }
 
 std::vector<std::string> TestSecurity::AgentFlags(const std::string& agent_id) {
   absl::MutexLock lock(&mu_);
   if (std::find(agents_.begin(), agents_.end(), agent_id) == agents_.end()) {
-    if (!DevCerts(dir_.path(), "--agent " + agent_id)) ADD_FAILURE() << "no certificate for agent " << agent_id;
+    if (!DevCerts(dir_.path(), "--agent " + agent_id))
+      ADD_FAILURE() << "no certificate for agent " << agent_id;
     agents_.push_back(agent_id);
   }
-  return {"--tls-cert", dir_.File("agent-" + agent_id + ".pem"), "--tls-key", dir_.File("agent-" + agent_id + ".key"),
-          "--tls-ca", ca()};
+  return {"--tls-cert", dir_.File("agent-" + agent_id + ".pem"),
+          "--tls-key",  dir_.File("agent-" + agent_id + ".key"),
+          "--tls-ca",   ca()};
 }
 
 }  // namespace podscope::testing

@@ -28,7 +28,8 @@ class UiTest : public LiveClusterTest {
     ASSERT_TRUE(spki.ok()) << spki.status();
     absl::StatusOr<std::unique_ptr<Browser>> browser =
         Browser::Start({.width = width, .height = height, .trusted_spki = {*spki}});
-    // Loudly: scripts/test.sh installs chromium and chromium-driver, so a missing one is a broken setup.
+    // Loudly: scripts/test.sh installs chromium and chromium-driver, so a missing one is a broken
+    // setup.
     ASSERT_TRUE(browser.ok()) << browser.status();
     browser_ = std::move(*browser);
   }
@@ -38,7 +39,10 @@ class UiTest : public LiveClusterTest {
   // previous page could answer the checks that follow.
   void Open(const std::string& route, const std::string& token) {
     ASSERT_TRUE(browser_->Navigate("about:blank").ok());
-    ASSERT_TRUE(browser_->Navigate("https://127.0.0.1:" + std::to_string(http_port_) + "/" + route + "&token=" + token).ok());
+    ASSERT_TRUE(browser_
+                    ->Navigate("https://127.0.0.1:" + std::to_string(http_port_) + "/" + route +
+                               "&token=" + token)
+                    .ok());
   }
 
   json::value Js(const std::string& script) {
@@ -48,27 +52,31 @@ class UiTest : public LiveClusterTest {
   }
 
   std::string Text(const std::string& css) {
-    json::value v = Js("const e = document.querySelector(" + json::serialize(json::value(css)) + "); return e ? e.textContent : '';");
+    json::value v = Js("const e = document.querySelector(" + json::serialize(json::value(css)) +
+                       "); return e ? e.textContent : '';");
     return v.is_string() ? std::string(v.as_string()) : "";
   }
 
   void Shot(const std::string& name) {
     std::filesystem::create_directories(PODSCOPE_UI_SCREENSHOT_DIR);
-    const absl::Status s = browser_->Screenshot(std::string(PODSCOPE_UI_SCREENSHOT_DIR) + "/" + name + ".png");
+    const absl::Status s =
+        browser_->Screenshot(std::string(PODSCOPE_UI_SCREENSHOT_DIR) + "/" + name + ".png");
     EXPECT_TRUE(s.ok()) << s;
   }
 
   // A tall viewport for a whole-page screenshot, then back.
   void FullPageShot(const std::string& name, int width = 1280) {
     json::value height = Js("return document.documentElement.scrollHeight;");
-    const int h = height.is_int64() ? static_cast<int>(std::min<int64_t>(height.as_int64(), 6000)) : 2000;
+    const int h =
+        height.is_int64() ? static_cast<int>(std::min<int64_t>(height.as_int64(), 6000)) : 2000;
     ASSERT_TRUE(browser_->SetWindowSize(width, h + 120).ok());
     Shot(name);
     ASSERT_TRUE(browser_->SetWindowSize(width, 800).ok());
   }
 
   void ExpectNoConsoleErrors(const std::string& where) {
-    for (const std::string& e : browser_->ConsoleErrors()) ADD_FAILURE() << where << ": console error: " << e;
+    for (const std::string& e : browser_->ConsoleErrors())
+      ADD_FAILURE() << where << ": console error: " << e;
   }
 
   // Reads a column chart's pixels: the number of columns drawn (runs of the chart's colours along
@@ -76,7 +84,8 @@ class UiTest : public LiveClusterTest {
   // hold straggler red (its marker and outline); `filled`, the pixels drawn along that row.
   json::value ColumnPixels(const std::string& canvas_css) {
     return Js(R"(
-      const c = document.querySelector()" + json::serialize(json::value(canvas_css)) + R"();
+      const c = document.querySelector()" +
+              json::serialize(json::value(canvas_css)) + R"();
       if (!c || !c.dataset.columns) return null;
       const r = c.width / parseFloat(c.style.width);
       const left = +c.dataset.left, col = +c.dataset.column, n = +c.dataset.columns, bottom = +c.dataset.plotBottom;
@@ -119,8 +128,9 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   OpenBrowser();
   Open("#/capture/" + id, TestSecurity::Get().read_token);
   const std::string pod = R"(canvas[aria-label^="Step "])";
-  ASSERT_TRUE(browser_->WaitFor("document.querySelector('" + std::string(pod) + "') && document.querySelector('" + pod +
-                                    "').dataset.columns", 60'000))
+  ASSERT_TRUE(browser_->WaitFor("document.querySelector('" + std::string(pod) +
+                                    "') && document.querySelector('" + pod + "').dataset.columns",
+                                60'000))
       << Js("return document.body.innerText;");
   // The token left the address as soon as the page read it.
   EXPECT_EQ(Js("return location.hash;"), json::value("#/capture/" + id));
@@ -128,17 +138,24 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   json::value pixels = ColumnPixels(pod);
   ASSERT_TRUE(pixels.is_object()) << pixels;
   EXPECT_EQ(pixels.at("n"), json::value(8));
-  EXPECT_EQ(pixels.at("runs"), json::value(8)) << pixels;  // eight columns drawn
-  EXPECT_EQ(pixels.at("red"), (json::array{5})) << pixels;   // rank 5's, and only its
-  EXPECT_NE(Js("return document.querySelector('" + pod + "').getAttribute('aria-label');").as_string().find("8 workers"),
+  EXPECT_EQ(pixels.at("runs"), json::value(8)) << pixels;   // eight columns drawn
+  EXPECT_EQ(pixels.at("red"), (json::array{5})) << pixels;  // rank 5's, and only its
+  EXPECT_NE(Js("return document.querySelector('" + pod + "').getAttribute('aria-label');")
+                .as_string()
+                .find("8 workers"),
             json::string::npos);
-  EXPECT_NE(Text(".panel .readout").find("rank 5 (straggler)"), std::string::npos) << Text(".panel .readout");
+  EXPECT_NE(Text(".panel .readout").find("rank 5 (straggler)"), std::string::npos)
+      << Text(".panel .readout");
 
   // Every per-worker chart marks rank 5: overlap, wait vs transfer, clock bounds.
-  ASSERT_TRUE(browser_->WaitFor("document.querySelectorAll('canvas[data-highlighted]').length >= 4", 60'000));
-  json::value marked = Js("return [...document.querySelectorAll('canvas[data-highlighted]')].map(c => c.dataset.highlighted);");
+  ASSERT_TRUE(browser_->WaitFor("document.querySelectorAll('canvas[data-highlighted]').length >= 4",
+                                60'000));
+  json::value marked =
+      Js("return [...document.querySelectorAll('canvas[data-highlighted]')].map(c => "
+         "c.dataset.highlighted);");
   for (const json::value& m : marked.as_array()) EXPECT_EQ(m, json::value("rank 5")) << marked;
-  for (const char* chart : {R"(canvas[aria-label^="Per worker, over the window"])", R"(canvas[aria-label^="Collective time per worker"])"}) {
+  for (const char* chart : {R"(canvas[aria-label^="Per worker, over the window"])",
+                            R"(canvas[aria-label^="Collective time per worker"])"}) {
     json::value p = ColumnPixels(chart);
     ASSERT_TRUE(p.is_object()) << chart;
     EXPECT_EQ(p.at("red"), (json::array{5})) << chart << " " << p;
@@ -147,26 +164,35 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
 
   // GPU efficiency: a column per worker, rank 5 marked, the pod's medians known (the simulated
   // ranks describe their H100); the kernel table says which kernels use Tensor Cores.
-  ASSERT_TRUE(browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step time by GPU use"]'))", 30'000));
+  ASSERT_TRUE(browser_->WaitFor(
+      R"(document.querySelector('canvas[aria-label^="Step time by GPU use"]'))", 30'000));
   json::value gpu = ColumnPixels(R"(canvas[aria-label^="Step time by GPU use"])");
   ASSERT_TRUE(gpu.is_object());
   EXPECT_EQ(gpu.at("runs"), json::value(8)) << gpu;
   EXPECT_EQ(gpu.at("red"), (json::array{5})) << gpu;
-  EXPECT_TRUE(browser_->WaitFor("/Pod medians: GPU utilization \\d+\\.\\d%, Est. SM Efficiency \\d+\\.\\d%, Est. Achieved "
-                                "Occupancy \\d+\\.\\d%/.test(document.body.textContent)", 10'000))
+  EXPECT_TRUE(browser_->WaitFor(
+      "/Pod medians: GPU utilization \\d+\\.\\d%, Est. SM Efficiency \\d+\\.\\d%, Est. Achieved "
+      "Occupancy \\d+\\.\\d%/.test(document.body.textContent)",
+      10'000))
       << Js("return document.body.innerText;");
-  EXPECT_TRUE(browser_->WaitFor("/Compute-kernel time on Tensor Cores: \\d+\\.\\d%/.test(document.body.textContent) && "
-                                "[...document.querySelectorAll('td')].some(td => td.textContent === 'yes')", 10'000));
+  EXPECT_TRUE(browser_->WaitFor(
+      "/Compute-kernel time on Tensor Cores: \\d+\\.\\d%/.test(document.body.textContent) && "
+      "[...document.querySelectorAll('td')].some(td => td.textContent === 'yes')",
+      10'000));
 
   // The overview comes first and ends in recommendations with their numbers; the straggler is one.
-  EXPECT_TRUE(browser_->WaitFor("[...document.querySelectorAll('ol.recommendations li')].some(li => "
-                                "li.textContent.includes('Rank 5') && li.textContent.includes('Evidence: step_time_loss_ns = '))",
-                                30'000))
+  EXPECT_TRUE(
+      browser_->WaitFor("[...document.querySelectorAll('ol.recommendations li')].some(li => "
+                        "li.textContent.includes('Rank 5') && li.textContent.includes('Evidence: "
+                        "step_time_loss_ns = '))",
+                        30'000))
       << Text("ol.recommendations");
-  EXPECT_EQ(Js("return document.querySelector('main section.panel h2').textContent;"), json::value("Overview"));
+  EXPECT_EQ(Js("return document.querySelector('main section.panel h2').textContent;"),
+            json::value("Overview"));
 
   // The heat map renders: 8 rows by the capture's steps, in more than one colour, rank 5 marked.
-  ASSERT_TRUE(browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step time, worker"]'))", 30'000));
+  ASSERT_TRUE(browser_->WaitFor(
+      R"(document.querySelector('canvas[aria-label^="Step time, worker"]'))", 30'000));
   json::value heat = Js(R"(
     const c = document.querySelector('canvas[aria-label^="Step time, worker"]');
     const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
@@ -186,7 +212,8 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   absl::StatusOr<std::string> canvas = browser_->Find(pod);
   ASSERT_TRUE(canvas.ok()) << canvas.status();
   ASSERT_TRUE(browser_->Type(*canvas, kArrowRight).ok());
-  EXPECT_TRUE(browser_->WaitFor("document.querySelector('.panel .readout').textContent.startsWith('rank 6:')", 5'000))
+  EXPECT_TRUE(browser_->WaitFor(
+      "document.querySelector('.panel .readout').textContent.startsWith('rank 6:')", 5'000))
       << Text(".panel .readout");
   ExpectNoConsoleErrors("capture page");
   Shot("capture-page-1280x800");
@@ -195,8 +222,11 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   // A narrow screen: nothing wider than the screen but the charts, which scroll in their panels.
   ASSERT_TRUE(browser_->SetWindowSize(390, 844).ok());
   Open("#/capture/" + id, TestSecurity::Get().read_token);
-  ASSERT_TRUE(browser_->WaitFor("document.querySelector('" + pod + "') && document.querySelector('" + pod + "').dataset.columns", 60'000));
-  EXPECT_EQ(Js("return document.documentElement.scrollWidth <= window.innerWidth + 1;"), json::value(true))
+  ASSERT_TRUE(browser_->WaitFor("document.querySelector('" + pod +
+                                    "') && document.querySelector('" + pod + "').dataset.columns",
+                                60'000));
+  EXPECT_EQ(Js("return document.documentElement.scrollWidth <= window.innerWidth + 1;"),
+            json::value(true))
       << Js("return [document.documentElement.scrollWidth, window.innerWidth];");
   Shot("capture-page-narrow");
   ExpectNoConsoleErrors("capture page, narrow");
@@ -211,31 +241,40 @@ TEST_F(UiTest, TheWatchViewAndTheAlertsPageShowTheStragglerAlertWithItsEvidenceC
   WaitForAgents(2);
   // Until the agents' first summaries arrive the job has no window, a 404 the page shows as
   // "no watch data yet" and Chromium logs as a console error: open the page once it has one.
-  ASSERT_TRUE(WaitUntil([&] { return HttpCall(http_port_, "GET", "/v1/watch/jobs/watched").status == 200; }, 60'000));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return HttpCall(http_port_, "GET", "/v1/watch/jobs/watched").status == 200; }, 60'000));
   OpenBrowser();
   Open("#/watch/watched", TestSecurity::Get().read_token);
-  ASSERT_TRUE(browser_->WaitFor("[...document.querySelectorAll('.alert-card')].some(c => c.textContent.includes('straggler: rank 6'))",
-                                120'000))
+  ASSERT_TRUE(
+      browser_->WaitFor("[...document.querySelectorAll('.alert-card')].some(c => "
+                        "c.textContent.includes('straggler: rank 6'))",
+                        120'000))
       << Js("return document.body.innerText;");
   EXPECT_NE(Text(".alert-card").find("firing"), std::string::npos);
-  ASSERT_TRUE(browser_->WaitFor("document.querySelector('.alert-card a[href^=\"#/capture/cap-\"]')", 60'000))
+  ASSERT_TRUE(browser_->WaitFor("document.querySelector('.alert-card a[href^=\"#/capture/cap-\"]')",
+                                60'000))
       << Text(".alert-card");
-  EXPECT_TRUE(browser_->WaitFor("document.body.textContent.includes('rank 6 (alert)')", 10'000));  // its line in the charts
+  EXPECT_TRUE(browser_->WaitFor("document.body.textContent.includes('rank 6 (alert)')",
+                                10'000));  // its line in the charts
   EXPECT_NE(Text("tr.straggler").find("6"), std::string::npos) << Text("tr.straggler");
   ExpectNoConsoleErrors("watch view");
   FullPageShot("watch-view");
 
   Open("#/alerts", TestSecurity::Get().read_token);
-  ASSERT_TRUE(browser_->WaitFor("[...document.querySelectorAll('.alert-card')].some(c => c.textContent.includes('straggler: rank 6'))",
-                                30'000))
+  ASSERT_TRUE(
+      browser_->WaitFor("[...document.querySelectorAll('.alert-card')].some(c => "
+                        "c.textContent.includes('straggler: rank 6'))",
+                        30'000))
       << Js("return document.body.innerText;");
   Shot("alerts");
   // The evidence link opens the capture the alert started.
   absl::StatusOr<std::string> link = browser_->Find(".alert-card a[href^=\"#/capture/cap-\"]");
   ASSERT_TRUE(link.ok());
   ASSERT_TRUE(browser_->Click(*link).ok());
-  EXPECT_TRUE(browser_->WaitFor("location.hash.startsWith('#/capture/cap-') && document.querySelector('h1').textContent.startsWith('Capture cap-')",
-                                10'000));
+  EXPECT_TRUE(
+      browser_->WaitFor("location.hash.startsWith('#/capture/cap-') && "
+                        "document.querySelector('h1').textContent.startsWith('Capture cap-')",
+                        10'000));
   ExpectNoConsoleErrors("alerts page");
 }
 
@@ -248,7 +287,8 @@ TEST_F(UiTest, ACaptureTriggeredFromTheFormReachesCompleteAndAReadTokenIsToldWhy
   WaitForAgents(2);
   OpenBrowser();
   Open("#/workers", TestSecurity::Get().read_token);
-  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('2 connected agents, 4 workers')", 30'000))
+  ASSERT_TRUE(browser_->WaitFor(
+      "document.body.textContent.includes('2 connected agents, 4 workers')", 30'000))
       << Js("return document.body.innerText;");
   EXPECT_NE(Text("main").find("host-a"), std::string::npos);
   Shot("workers");
@@ -271,18 +311,27 @@ TEST_F(UiTest, ACaptureTriggeredFromTheFormReachesCompleteAndAReadTokenIsToldWhy
   EXPECT_NE(refused.find("Ask an admin for a token"), std::string::npos) << refused;
   // Chromium logs the refused call itself (a 403 is a failed load to it), and nothing else.
   for (const std::string& e : browser_->ConsoleErrors()) {
-    EXPECT_NE(e.find("/v1/captures - Failed to load resource: the server responded with a status of 403"), std::string::npos) << e;
+    EXPECT_NE(
+        e.find("/v1/captures - Failed to load resource: the server responded with a status of 403"),
+        std::string::npos)
+        << e;
   }
   // Refused means nothing started.
-  EXPECT_EQ(Json(HttpCall(http_port_, "GET", "/v1/captures").body)["captures"].get_array().size(), 0u);
+  EXPECT_EQ(Json(HttpCall(http_port_, "GET", "/v1/captures").body)["captures"].get_array().size(),
+            0u);
 
   Open("#/capture-new/form", TestSecurity::Get().capture_token);
   ASSERT_TRUE(browser_->WaitFor("document.querySelector('#capture-duration')", 10'000));
   submit("1000");
-  ASSERT_TRUE(browser_->WaitFor("location.hash.startsWith('#/capture/cap-')", 20'000)) << Text("#capture-form");
-  ASSERT_TRUE(browser_->WaitFor("document.querySelector('.badge') && document.querySelector('.badge').textContent === 'complete'", 120'000))
+  ASSERT_TRUE(browser_->WaitFor("location.hash.startsWith('#/capture/cap-')", 20'000))
+      << Text("#capture-form");
+  ASSERT_TRUE(
+      browser_->WaitFor("document.querySelector('.badge') && "
+                        "document.querySelector('.badge').textContent === 'complete'",
+                        120'000))
       << Js("return document.body.innerText;");
-  ASSERT_TRUE(browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step "]'))", 60'000));
+  ASSERT_TRUE(
+      browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step "]'))", 60'000));
   json::value hash = Js("return location.hash;");
   const std::string id = std::string(hash.as_string()).substr(std::string("#/capture/").size());
   EXPECT_EQ(State(id), "complete");
@@ -297,13 +346,15 @@ TEST_F(UiTest, TheRulesAndSchedulesFormsChangeWhatTheCoordinatorKeeps) {
   StartCoordinator();
   OpenBrowser();
   Open("#/rules", TestSecurity::Get().admin_token);
-  ASSERT_TRUE(browser_->WaitFor("document.querySelector('#rules-text') && document.querySelector('#rules-text').value.includes('straggler')",
-                                20'000))
+  ASSERT_TRUE(
+      browser_->WaitFor("document.querySelector('#rules-text') && "
+                        "document.querySelector('#rules-text').value.includes('straggler')",
+                        20'000))
       << Js("return document.body.innerText;");
   const std::string before = HttpCall(http_port_, "GET", "/v1/alerts/rules").body;
   auto save = [&](const std::string& edit_js) {
-    Js("const t = document.querySelector('#rules-text'); const r = JSON.parse(t.value); " + edit_js +
-       " t.value = JSON.stringify(r, null, 2);");
+    Js("const t = document.querySelector('#rules-text'); const r = JSON.parse(t.value); " +
+       edit_js + " t.value = JSON.stringify(r, null, 2);");
     absl::StatusOr<std::string> button = browser_->Find("#rules-text ~ .row button[type=submit]");
     ASSERT_TRUE(button.ok()) << button.status();
     ASSERT_TRUE(browser_->Click(*button).ok());
@@ -313,11 +364,17 @@ TEST_F(UiTest, TheRulesAndSchedulesFormsChangeWhatTheCoordinatorKeeps) {
   EXPECT_NE(Text(".error").find("min_share_of_caused_delai"), std::string::npos) << Text(".error");
   EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/alerts/rules").body, before);
   for (const std::string& e : browser_->ConsoleErrors()) {
-    EXPECT_NE(e.find("/v1/alerts/rules - Failed to load resource: the server responded with a status of 400"), std::string::npos) << e;
+    EXPECT_NE(e.find("/v1/alerts/rules - Failed to load resource: the server responded with a "
+                     "status of 400"),
+              std::string::npos)
+        << e;
   }
   save("delete r.rules[0].min_share_of_caused_delai; r.rules[1].enabled = false;");
-  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('Saved 5 rules')", 10'000)) << Js("return document.body.innerText;");
-  EXPECT_NE(HttpCall(http_port_, "GET", "/v1/alerts/rules").body.find(R"("name":"hang","kind":"hang","enabled":false)"), std::string::npos);
+  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('Saved 5 rules')", 10'000))
+      << Js("return document.body.innerText;");
+  EXPECT_NE(HttpCall(http_port_, "GET", "/v1/alerts/rules")
+                .body.find(R"("name":"hang","kind":"hang","enabled":false)"),
+            std::string::npos);
 
   Open("#/schedules", TestSecurity::Get().capture_token);
   ASSERT_TRUE(browser_->WaitFor("document.querySelector('#schedule-job')", 10'000));
@@ -327,9 +384,11 @@ TEST_F(UiTest, TheRulesAndSchedulesFormsChangeWhatTheCoordinatorKeeps) {
   absl::StatusOr<std::string> add = browser_->Find("#schedule-job ~ .wide button[type=submit]");
   ASSERT_TRUE(add.ok()) << add.status();
   ASSERT_TRUE(browser_->Click(*add).ok());
-  ASSERT_TRUE(browser_->WaitFor("[...document.querySelectorAll('td')].some(td => td.textContent === 'nightly')", 15'000))
+  ASSERT_TRUE(browser_->WaitFor(
+      "[...document.querySelectorAll('td')].some(td => td.textContent === 'nightly')", 15'000))
       << Js("return document.body.innerText;");
-  EXPECT_NE(HttpCall(http_port_, "GET", "/v1/schedules").body.find(R"("job":"nightly")"), std::string::npos);
+  EXPECT_NE(HttpCall(http_port_, "GET", "/v1/schedules").body.find(R"("job":"nightly")"),
+            std::string::npos);
   absl::StatusOr<std::string> remove = browser_->Find("button[aria-label^='delete schedule']");
   ASSERT_TRUE(remove.ok()) << remove.status();
   ASSERT_TRUE(browser_->Click(*remove).ok());
@@ -343,14 +402,20 @@ TEST_F(UiTest, TheRulesAndSchedulesFormsChangeWhatTheCoordinatorKeeps) {
   absl::StatusOr<std::string> files = browser_->Find("#import-files");
   ASSERT_TRUE(files.ok());
   // chromedriver takes canonical paths only (no "..").
-  const std::string dlrm = std::filesystem::canonical(std::string(PODSCOPE_SHARED_DATA_DIR) + "/kineto/dlrm_8rank").string() + "/";
-  const absl::Status typed = browser_->Type(*files, dlrm + "rank-0.json.gz\n" + dlrm + "rank-1.json.gz");
+  const std::string dlrm =
+      std::filesystem::canonical(std::string(PODSCOPE_SHARED_DATA_DIR) + "/kineto/dlrm_8rank")
+          .string() +
+      "/";
+  const absl::Status typed =
+      browser_->Type(*files, dlrm + "rank-0.json.gz\n" + dlrm + "rank-1.json.gz");
   ASSERT_TRUE(typed.ok()) << typed;
   absl::StatusOr<std::string> import = browser_->Find("#import-job ~ .wide button[type=submit]");
   ASSERT_TRUE(import.ok()) << import.status();
   ASSERT_TRUE(browser_->Click(*import).ok());
-  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('Imported into')", 60'000)) << Js("return document.body.innerText;");
-  const std::string id(Js("return document.querySelector('a[href^=\"#/capture/imp-\"]').textContent;").as_string());
+  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('Imported into')", 60'000))
+      << Js("return document.body.innerText;");
+  const std::string id(
+      Js("return document.querySelector('a[href^=\"#/capture/imp-\"]').textContent;").as_string());
   EXPECT_EQ(Capture(id)["workers"].get_array().size(), 2u);
   EXPECT_EQ(Capture(id)["state"].get_string().value(), "complete");
   ExpectNoConsoleErrors("import");
@@ -363,10 +428,12 @@ TEST_F(UiTest, TheFilesCarryTheirSecurityHeadersAndRevalidate) {
   const HttpResult page = HttpCallWithToken(http_port_, "", "GET", "/");
   ASSERT_EQ(page.status, 200);
   EXPECT_EQ(page.headers.at("content-type"), "text/html; charset=utf-8");
-  EXPECT_NE(page.headers.at("content-security-policy").find("script-src 'self'"), std::string::npos);
+  EXPECT_NE(page.headers.at("content-security-policy").find("script-src 'self'"),
+            std::string::npos);
   EXPECT_EQ(page.headers.at("x-content-type-options"), "nosniff");
   EXPECT_EQ(page.headers.at("x-frame-options"), "DENY");
-  const HttpResult again = HttpCallWithToken(http_port_, "", "GET", "/", "", "", {{"If-None-Match", page.headers.at("etag")}});
+  const HttpResult again = HttpCallWithToken(http_port_, "", "GET", "/", "", "",
+                                             {{"If-None-Match", page.headers.at("etag")}});
   EXPECT_EQ(again.status, 304);
   EXPECT_TRUE(again.body.empty());
   const HttpResult script = HttpCallWithToken(http_port_, "", "GET", "/ui/app.js");
@@ -382,9 +449,11 @@ TEST_F(UiTest, TheFilesCarryTheirSecurityHeadersAndRevalidate) {
   const HttpResult data = HttpCallWithToken(http_port_, "", "GET", "/v1/workers");
   EXPECT_EQ(data.status, 401);
   EXPECT_EQ(data.headers.at("x-content-type-options"), "nosniff");
-  EXPECT_EQ(data.headers.at("content-security-policy"), "default-src 'none'; frame-ancestors 'none'; sandbox");
+  EXPECT_EQ(data.headers.at("content-security-policy"),
+            "default-src 'none'; frame-ancestors 'none'; sandbox");
   const HttpResult missing = HttpCallWithToken(http_port_, "", "GET", "/ui/nosuch.js");
-  EXPECT_NE(missing.headers.at("content-security-policy").find("script-src 'self'"), std::string::npos);
+  EXPECT_NE(missing.headers.at("content-security-policy").find("script-src 'self'"),
+            std::string::npos);
 }
 
 // 1024 workers x 100 steps (simulated, written to the store before the coordinator starts): the
@@ -407,14 +476,22 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
   {
     auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});
     ASSERT_TRUE(store.ok()) << store.status();
-    storage::CaptureRecord record{.id = id, .job = "big", .state = storage::CaptureState::kComplete,
-                                  .created_ns = o.epoch_ns, .updated_ns = o.epoch_ns};
+    storage::CaptureRecord record{.id = id,
+                                  .job = "big",
+                                  .state = storage::CaptureState::kComplete,
+                                  .created_ns = o.epoch_ns,
+                                  .updated_ns = o.epoch_ns};
     for (size_t i = 0; i < workload.capture.workers.size(); ++i) {
       common::WorkerTrace& w = workload.capture.workers[i];
       w.clock = workload.true_clocks[i];
       ASSERT_TRUE((*store)->PutChunk(id, static_cast<uint32_t>(i), 0, w).ok());
-      storage::WorkerRecord worker{.worker_index = static_cast<uint32_t>(i), .rank = w.info.rank, .host = w.info.host,
-                                   .source = "simulated", .events = w.Counts().Total(), .chunks = 1, .state = "complete"};
+      storage::WorkerRecord worker{.worker_index = static_cast<uint32_t>(i),
+                                   .rank = w.info.rank,
+                                   .host = w.info.host,
+                                   .source = "simulated",
+                                   .events = w.Counts().Total(),
+                                   .chunks = 1,
+                                   .state = "complete"};
       worker.clock = workload.true_clocks[i];
       record.events += worker.events;
       record.workers.push_back(std::move(worker));
@@ -424,20 +501,24 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
   }
   StartCoordinator();
   OpenBrowser();
-    // Every panel loaded (7 and the AllReduce one) and every chart drawn (5).
-  const std::string done = R"(performance.getEntriesByType('mark').filter(m => m.name.startsWith('podscope:')).length >= 13)";
+  // Every panel loaded (7 and the AllReduce one) and every chart drawn (5).
+  const std::string done =
+      R"(performance.getEntriesByType('mark').filter(m => m.name.startsWith('podscope:')).length >= 13)";
   auto load = [&](const std::string& what) {
     Open("#/capture/" + id, TestSecurity::Get().read_token);
     EXPECT_TRUE(browser_->WaitFor(done, 300'000)) << Js("return document.body.innerText;");
-    json::value marks = Js("return performance.getEntriesByType('mark').filter(m => m.name.startsWith('podscope:'))"
-                           ".map(m => [m.name, m.startTime]);");
+    json::value marks =
+        Js("return performance.getEntriesByType('mark').filter(m => m.name.startsWith('podscope:'))"
+           ".map(m => [m.name, m.startTime]);");
     double last = 0;
     std::string lines;
     for (const json::value& m : marks.as_array()) {
       last = std::max(last, m.as_array()[1].to_number<double>());
-      lines += "  " + std::string(m.as_array()[0].as_string()) + " " + std::to_string(m.as_array()[1].to_number<double>()) + " ms\n";
+      lines += "  " + std::string(m.as_array()[0].as_string()) + " " +
+               std::to_string(m.as_array()[1].to_number<double>()) + " ms\n";
     }
-    std::cout << what << ": every panel loaded and drawn " << last << " ms after navigation\n" << lines;
+    std::cout << what << ": every panel loaded and drawn " << last << " ms after navigation\n"
+              << lines;
     return last;
   };
   const double cold = load("cold (analyses computed)");
@@ -454,24 +535,36 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
   EXPECT_LE(red.front().as_int64(), 700) << pod;
   EXPECT_GE(red.back().as_int64(), 700) << pod;
   EXPECT_LT(red.back().as_int64() - red.front().as_int64(), 60) << pod;
-  EXPECT_EQ(Js(R"(return document.querySelector('canvas[aria-label^="Step "]').dataset.highlighted;)"), json::value("rank 700"));
-  json::value heat = Js(R"(const c = document.querySelector('canvas[aria-label^="Step time, worker"]');
+  EXPECT_EQ(
+      Js(R"(return document.querySelector('canvas[aria-label^="Step "]').dataset.highlighted;)"),
+      json::value("rank 700"));
+  json::value heat =
+      Js(R"(const c = document.querySelector('canvas[aria-label^="Step time, worker"]');
                            return [c.getAttribute('aria-label'), +c.dataset.rows, +c.dataset.group];)");
-  EXPECT_NE(heat.as_array()[0].as_string().find("1024 workers by 100 steps"), json::string::npos) << heat;
-  EXPECT_EQ(heat.as_array()[2], json::value(3));  // 1024 ranks in 342 rows of 3: a straggler shows as its row's longest
+  EXPECT_NE(heat.as_array()[0].as_string().find("1024 workers by 100 steps"), json::string::npos)
+      << heat;
+  EXPECT_EQ(heat.as_array()[2],
+            json::value(3));  // 1024 ranks in 342 rows of 3: a straggler shows as its row's longest
   // Zoom from the keyboard: "+" on the focused map shows a quarter of the ranks, one per row;
   // "0" shows them all again.
   absl::StatusOr<std::string> map = browser_->Find(R"(canvas[aria-label^="Step time, worker"])");
   ASSERT_TRUE(map.ok()) << map.status();
   ASSERT_TRUE(browser_->Type(*map, "+").ok());
-  EXPECT_TRUE(browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step time, worker"]').dataset.group === '1')", 5'000));
-  EXPECT_EQ(Js(R"(return +document.querySelector('canvas[aria-label^="Step time, worker"]').dataset.rows;)"), json::value(256));
+  EXPECT_TRUE(browser_->WaitFor(
+      R"(document.querySelector('canvas[aria-label^="Step time, worker"]').dataset.group === '1')",
+      5'000));
+  EXPECT_EQ(
+      Js(R"(return +document.querySelector('canvas[aria-label^="Step time, worker"]').dataset.rows;)"),
+      json::value(256));
   ASSERT_TRUE(browser_->Type(*map, "0").ok());
-  EXPECT_TRUE(browser_->WaitFor(R"(document.querySelector('canvas[aria-label^="Step time, worker"]').dataset.group === '3')", 5'000));
+  EXPECT_TRUE(browser_->WaitFor(
+      R"(document.querySelector('canvas[aria-label^="Step time, worker"]').dataset.group === '3')",
+      5'000));
   ExpectNoConsoleErrors("1024-worker capture page");
   FullPageShot("capture-page-1024-workers");
   std::ofstream(std::string(PODSCOPE_UI_SCREENSHOT_DIR) + "/load-times.txt")
-      << "1024 workers x 100 steps, Chromium headless 1280x800: cold " << cold << " ms, warm " << warm << " ms\n";
+      << "1024 workers x 100 steps, Chromium headless 1280x800: cold " << cold << " ms, warm "
+      << warm << " ms\n";
 }
 
 }  // namespace

@@ -23,7 +23,9 @@ namespace {
 using common::TimeNs;
 
 int64_t UnixNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 class WatchTest : public LiveClusterTest {
@@ -31,7 +33,8 @@ class WatchTest : public LiveClusterTest {
   void SetUp() override {
     // Evidence captures of 32 default-profile ranks: under the sanitizers, with another suite
     // beside it on two cores, an agent takes longer than the live tests' 20 s to upload.
-    config_ = dir_.Write("coordinator.json", R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 120000},
+    config_ = dir_.Write("coordinator.json",
+                         R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 120000},
                                                "agents": {"heartbeat_interval_ms": 300}})");
   }
 
@@ -46,7 +49,8 @@ class WatchTest : public LiveClusterTest {
   }
 
   // Polls until an alert of `kind` is in `state`, or until Unix time `deadline_ns`.
-  std::optional<simdjson::dom::element> WaitForAlert(const std::string& job, const std::string& kind,
+  std::optional<simdjson::dom::element> WaitForAlert(const std::string& job,
+                                                     const std::string& kind,
                                                      const std::string& state, TimeNs deadline_ns) {
     // Looks at least once, even past the deadline (a resolved alert stays listed).
     std::optional<simdjson::dom::element> found;
@@ -66,9 +70,10 @@ class WatchTest : public LiveClusterTest {
   void StartFourAgents(const std::string& job, const std::string& extra) {
     const int offsets_ms[] = {35, -50, 12, -20};
     for (int a = 0; a < 4; ++a) {
-      StartAgent("a" + std::to_string(a), "ranks=" + std::to_string(8 * a) + "-" + std::to_string(8 * a + 7) +
-                                              ",world=32,job=" + job + ",seed=11,clock-offset-ms=" +
-                                              std::to_string(offsets_ms[a]) + extra);
+      StartAgent("a" + std::to_string(a),
+                 "ranks=" + std::to_string(8 * a) + "-" + std::to_string(8 * a + 7) +
+                     ",world=32,job=" + job +
+                     ",seed=11,clock-offset-ms=" + std::to_string(offsets_ms[a]) + extra);
     }
     WaitForAgents(4);
   }
@@ -81,11 +86,13 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
   constexpr TimeNs kSegment = agent::SimulatedRanksCollector::kSegmentNs;
   const TimeNs onset = (UnixNowNs() + 20'000'000'000) / kSegment * kSegment + kSegment;
   const TimeNs end = onset + 12'000'000'000;
-  const std::string at = ",straggler=13:1.05,straggler-at=" + std::to_string(onset / 1'000'000'000) + "-" +
-                         std::to_string(end / 1'000'000'000);
+  const std::string at =
+      ",straggler=13:1.05,straggler-at=" + std::to_string(onset / 1'000'000'000) + "-" +
+      std::to_string(end / 1'000'000'000);
   StartFourAgents("watched", at);
   // The first slow step: the first of the onset's segment (its steps start at the boundary).
-  absl::StatusOr<agent::SimulationSpec> spec = agent::ParseSimulationSpec("ranks=0-7,world=32,job=watched");
+  absl::StatusOr<agent::SimulationSpec> spec =
+      agent::ParseSimulationSpec("ranks=0-7,world=32,job=watched");
   ASSERT_TRUE(spec.ok());
   const agent::AgentClock host_clock;
   const int64_t first_slow_step =
@@ -95,7 +102,8 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
   // Sampled until the onset: an alert at any look fails the test, so this is an observation
   // window, not a timing assertion.
   while (UnixNowNs() < onset) {
-    ASSERT_TRUE(Alerts("watched", "firing").empty()) << HttpCall(http_port_, "GET", "/v1/alerts").body;
+    ASSERT_TRUE(Alerts("watched", "firing").empty())
+        << HttpCall(http_port_, "GET", "/v1/alerts").body;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // not a timing assertion
   }
   std::optional<simdjson::dom::element> fired = WaitForAlert("watched", "straggler", "firing", end);
@@ -106,13 +114,16 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
   EXPECT_EQ(alert["ranks"].at(0).get_int64().value(), 13);
   EXPECT_EQ(alert["hosts"].at(0).get_string().value(), "host-a1");
   const int64_t fired_at = alert["fired_at_step"].get_int64().value();
-  std::printf("straggler alert fired at step %lld, %lld steps after the first slow one (%lld), %.2f s after it began\n",
-              static_cast<long long>(fired_at), static_cast<long long>(fired_at - first_slow_step),
-              static_cast<long long>(first_slow_step),
-              static_cast<double>(alert["first_seen_ns"].get_int64().value() - onset) / 1e9);
+  std::printf(
+      "straggler alert fired at step %lld, %lld steps after the first slow one (%lld), %.2f s "
+      "after it began\n",
+      static_cast<long long>(fired_at), static_cast<long long>(fired_at - first_slow_step),
+      static_cast<long long>(first_slow_step),
+      static_cast<double>(alert["first_seen_ns"].get_int64().value() - onset) / 1e9);
   EXPECT_GE(fired_at, first_slow_step) << "fired before rank 13 slowed down";
   EXPECT_LE(fired_at - first_slow_step, 10) << simdjson::to_string(alert);
-  EXPECT_GT(alert["evidence"]["share_of_caused_delay"].get_double().value(), 0.5) << simdjson::to_string(alert);
+  EXPECT_GT(alert["evidence"]["share_of_caused_delay"].get_double().value(), 0.5)
+      << simdjson::to_string(alert);
   const std::string id(alert["id"].get_string().value());
 
   // The alert links the evidence capture it started: complete, every rank, and its offline
@@ -125,14 +136,19 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
     if (r.status != 200) return false;
     for (simdjson::dom::element a : Json(r.body)["alerts"].get_array()) {
       std::string_view linked;
-      if (a["id"].get_string().value() == id && a["capture_id"].get_string().get(linked) == simdjson::SUCCESS) capture = linked;
+      if (a["id"].get_string().value() == id &&
+          a["capture_id"].get_string().get(linked) == simdjson::SUCCESS)
+        capture = linked;
     }
     return !capture.empty();
   });
-  ASSERT_FALSE(capture.empty()) << "the alert links no evidence capture: " << HttpCall(http_port_, "GET", "/v1/alerts").body;
-  EXPECT_EQ(WaitForState(capture, {"complete", "partial", "failed"}, 180'000), "complete") << Capture(capture);
+  ASSERT_FALSE(capture.empty()) << "the alert links no evidence capture: "
+                                << HttpCall(http_port_, "GET", "/v1/alerts").body;
+  EXPECT_EQ(WaitForState(capture, {"complete", "partial", "failed"}, 180'000), "complete")
+      << Capture(capture);
   EXPECT_EQ(Capture(capture)["workers"].get_array().size(), 32u);
-  const HttpResult stragglers = HttpCall(http_port_, "GET", "/v1/captures/" + capture + "/stragglers");
+  const HttpResult stragglers =
+      HttpCall(http_port_, "GET", "/v1/captures/" + capture + "/stragglers");
   ASSERT_EQ(stragglers.status, 200) << stragglers.body;
   simdjson::dom::element report = Json(stragglers.body);
   ASSERT_GE(report["stragglers"].get_array().size(), 1u) << stragglers.body;
@@ -144,11 +160,13 @@ TEST_F(WatchTest, AFivePercentStragglerFiresWithinTenStepsNamingItsRankThenResol
                                     << HttpCall(http_port_, "GET", "/v1/alerts").body;
   EXPECT_EQ((*resolved)["id"].get_string().value(), id);
   EXPECT_GE((*resolved)["resolved_ns"].get_int64().value(), end);
-  EXPECT_TRUE(Alerts("watched", "firing").empty()) << HttpCall(http_port_, "GET", "/v1/alerts").body;
+  EXPECT_TRUE(Alerts("watched", "firing").empty())
+      << HttpCall(http_port_, "GET", "/v1/alerts").body;
 
   const HttpResult metrics = HttpCall(http_port_, "GET", "/metrics");
   EXPECT_NE(metrics.body.find("podscope_watch_batches_total"), std::string::npos);
-  EXPECT_NE(metrics.body.find("podscope_watch_refused_batches_total 0"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_watch_refused_batches_total 0"), std::string::npos)
+      << metrics.body;
 }
 
 // Two minutes of a clean 32-rank job through the real daemons: every rule evaluated on every
@@ -173,7 +191,8 @@ TEST_F(WatchTest, ACleanJobWatchedForTwoMinutesFiresNothing) {
   EXPECT_TRUE(window["full"].get_bool().value()) << lines;
   for (simdjson::dom::element r : window["ranks"].get_array()) {
     EXPECT_GT(r["step_time_ms"].get_double().value(), 50) << simdjson::to_string(r);
-    EXPECT_LT(std::abs(r["lag_ms"].get_double().value()), 10) << "a clean job: nobody lags " << simdjson::to_string(r);
+    EXPECT_LT(std::abs(r["lag_ms"].get_double().value()), 10)
+        << "a clean job: nobody lags " << simdjson::to_string(r);
   }
   EXPECT_EQ(Cli("watch --job nosuch --count 1").second, 1);
   // And the data really flowed: about 10 steps a second of 32 ranks for two minutes.
@@ -181,33 +200,43 @@ TEST_F(WatchTest, ACleanJobWatchedForTwoMinutesFiresNothing) {
   const size_t at = metrics.body.find("\npodscope_watch_steps_total ");
   ASSERT_NE(at, std::string::npos) << metrics.body;
   const size_t from = at + std::string("\npodscope_watch_steps_total ").size();
-  absl::StatusOr<int64_t> steps = common::ParseInt(metrics.body.substr(from, metrics.body.find('\n', from) - from));
+  absl::StatusOr<int64_t> steps =
+      common::ParseInt(metrics.body.substr(from, metrics.body.find('\n', from) - from));
   ASSERT_TRUE(steps.ok()) << steps.status();
   std::printf("%lld step summaries watched\n", static_cast<long long>(*steps));
   EXPECT_GT(*steps, 32 * 10 * 90);
-  EXPECT_NE(metrics.body.find("podscope_watch_job_ranks{training_job=\"clean\"} 32"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_watch_job_ranks{training_job=\"clean\"} 32"),
+            std::string::npos)
+      << metrics.body;
 }
 
 // A rank that stops entering collectives: the hang alert names it, the collective it never
 // entered and where every rank stands, within twice the threshold (lowered to 5 s here).
 TEST_F(WatchTest, AHangIsNamedWithItsRankAndCollectiveWithinTwiceTheThreshold) {
   StartCoordinator();
-  // Through the CLI: a bad rule set is refused naming the key and changes nothing; a good one is in force.
-  const auto [refused, refused_code] = Cli("rules set " + dir_.Write("bad.json", R"({"rules":[{"name":"h","kind":"hang","hang_after":5}]})"));
+  // Through the CLI: a bad rule set is refused naming the key and changes nothing; a good one is in
+  // force.
+  const auto [refused, refused_code] =
+      Cli("rules set " +
+          dir_.Write("bad.json", R"({"rules":[{"name":"h","kind":"hang","hang_after":5}]})"));
   EXPECT_EQ(refused_code, 1) << refused;
   EXPECT_NE(refused.find("hang_after"), std::string::npos) << refused;
-  const auto [set, set_code] = Cli("rules set " + dir_.Write("rules.json", R"({"rules":[{"name":"hang","kind":"hang","hang_after_s":5}]})"));
+  const auto [set, set_code] = Cli(
+      "rules set " +
+      dir_.Write("rules.json", R"({"rules":[{"name":"hang","kind":"hang","hang_after_s":5}]})"));
   ASSERT_EQ(set_code, 0) << set;
   EXPECT_NE(set.find("1 rules in force"), std::string::npos) << set;
   const TimeNs hang_at = UnixNowNs() + 8'000'000'000;
   char at[64];
   std::snprintf(at, sizeof(at), ",hang=21@%.3f", static_cast<double>(hang_at) / 1e9);
   StartFourAgents("stuck", at);
-  std::optional<simdjson::dom::element> fired = WaitForAlert("stuck", "hang", "firing", hang_at + 30'000'000'000);
+  std::optional<simdjson::dom::element> fired =
+      WaitForAlert("stuck", "hang", "firing", hang_at + 30'000'000'000);
   ASSERT_TRUE(fired.has_value()) << HttpCall(http_port_, "GET", "/v1/alerts").body;
   simdjson::dom::element alert = *fired;
   const TimeNs after = alert["first_seen_ns"].get_int64().value() - hang_at;
-  std::printf("hang alert %.1f s after the hang (threshold 5 s)\n", static_cast<double>(after) / 1e9);
+  std::printf("hang alert %.1f s after the hang (threshold 5 s)\n",
+              static_cast<double>(after) / 1e9);
   EXPECT_LE(after, 10'000'000'000) << simdjson::to_string(alert);
   EXPECT_GE(after, 5'000'000'000) << "fired before the threshold";
   ASSERT_EQ(alert["ranks"].get_array().size(), 1u) << simdjson::to_string(alert);
@@ -257,17 +286,21 @@ TEST_F(WatchTest, ScheduledCapturesRunSurviveARestartAndStop) {
     return !capture.empty();
   });
   ASSERT_FALSE(capture.empty()) << HttpCall(http_port_, "GET", "/v1/schedules").body;
-  EXPECT_EQ(WaitForState(capture, {"complete", "partial", "failed"}, 60'000), "complete") << Capture(capture);
+  EXPECT_EQ(WaitForState(capture, {"complete", "partial", "failed"}, 60'000), "complete")
+      << Capture(capture);
   EXPECT_EQ(Capture(capture)["workers"].get_array().size(), 4u);
 
-  const int64_t runs_before = Json(HttpCall(http_port_, "GET", "/v1/schedules/" + id).body)["runs"].get_int64().value();
+  const int64_t runs_before =
+      Json(HttpCall(http_port_, "GET", "/v1/schedules/" + id).body)["runs"].get_int64().value();
   coordinator_->Terminate();
   StartCoordinator();  // same ports, same store
   const auto [listed, listed_code] = Cli("schedules list");
   EXPECT_EQ(listed_code, 0) << listed;
   EXPECT_NE(listed.find(id), std::string::npos) << listed;
   EXPECT_NE(listed.find("cap-"), std::string::npos) << "its last capture is remembered: " << listed;
-  EXPECT_GE(Json(HttpCall(http_port_, "GET", "/v1/schedules/" + id).body)["runs"].get_int64().value(), runs_before);
+  EXPECT_GE(
+      Json(HttpCall(http_port_, "GET", "/v1/schedules/" + id).body)["runs"].get_int64().value(),
+      runs_before);
   const auto [deleted, deleted_code] = Cli("schedules delete " + id);
   EXPECT_EQ(deleted_code, 0) << deleted;
   EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/schedules/" + id).status, 404);
@@ -291,7 +324,8 @@ TEST_F(WatchTest, WatchStreamsAreCheckedLikeEveryOtherAgentCall) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::WatchAck ack;
-    std::unique_ptr<grpc::ClientWriter<v1::WatchBatch>> writer = session.stub->Watch(&context, &ack);
+    std::unique_ptr<grpc::ClientWriter<v1::WatchBatch>> writer =
+        session.stub->Watch(&context, &ack);
     writer->Write(batch);
     writer->WritesDone();
     return writer->Finish();
@@ -307,7 +341,8 @@ TEST_F(WatchTest, WatchStreamsAreCheckedLikeEveryOtherAgentCall) {
   as_self.set_agent_id("mallory");
   s = send(*mallory, as_self);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
-  EXPECT_NE(s.error_message().find("connect before sending watch data"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("connect before sending watch data"), std::string::npos)
+      << s.error_message();
 
   // Connected, serving job j's rank 0: an out-of-table index is refused, another rank dropped.
   v1::AgentMessage hello;
@@ -342,10 +377,14 @@ TEST_F(WatchTest, WatchStreamsAreCheckedLikeEveryOtherAgentCall) {
   s = send(*mallory, foreign);
   EXPECT_TRUE(s.ok()) << s.error_message();
   const HttpResult metrics = HttpCall(http_port_, "GET", "/metrics");
-  EXPECT_NE(metrics.body.find("podscope_watch_refused_batches_total 3\n"), std::string::npos) << metrics.body;
-  EXPECT_NE(metrics.body.find("podscope_watch_unaligned_batches_total 1\n"), std::string::npos) << metrics.body;
-  EXPECT_NE(metrics.body.find("podscope_watch_foreign_records_total 1\n"), std::string::npos) << metrics.body;
-  EXPECT_NE(metrics.body.find("podscope_watch_batches_total 2\n"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_watch_refused_batches_total 3\n"), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_watch_unaligned_batches_total 1\n"), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_watch_foreign_records_total 1\n"), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("podscope_watch_batches_total 2\n"), std::string::npos)
+      << metrics.body;
 }
 
 }  // namespace

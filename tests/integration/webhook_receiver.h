@@ -46,7 +46,9 @@ class WebhookReceiver {
   }
 
   int port() const { return port_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hooks/podscope"; }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/hooks/podscope";
+  }
 
   // The request bodies received so far (with kNeverAnswer: the requests, never answered).
   std::vector<std::string> bodies() const {
@@ -80,9 +82,10 @@ class WebhookReceiver {
         held_.push_back(fd);
         continue;
       }
-      const std::string answer = mode_ == Mode::kOk
-                                     ? "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                                     : "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: close\r\n\r\noops";
+      const std::string answer =
+          mode_ == Mode::kOk ? "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                             : "HTTP/1.1 500 Internal Server Error\r\nContent-Length: "
+                               "4\r\nConnection: close\r\n\r\noops";
       [[maybe_unused]] const ssize_t n = send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
       close(fd);
     }
@@ -100,7 +103,8 @@ class WebhookReceiver {
         const size_t at = in.find("Content-Length: ");
         int64_t length = 0;
         if (at != std::string::npos) {
-          const absl::StatusOr<int64_t> n = common::ParseInt(in.substr(at + 16, in.find('\r', at) - at - 16));
+          const absl::StatusOr<int64_t> n =
+              common::ParseInt(in.substr(at + 16, in.find('\r', at) - at - 16));
           length = n.ok() ? *n : 0;
         }
         want = head_end + 4 + static_cast<size_t>(length);

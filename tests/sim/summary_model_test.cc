@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/workload_model.h"
 #include "common/watch_summary.h"
+#include "sim/workload_model.h"
 
 namespace podscope::sim {
 namespace {

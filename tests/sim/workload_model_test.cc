@@ -21,7 +21,8 @@ using coordinator::analysis::AnalysisResults;
 
 // Applies the perfect clock models, as an agent's clock sync would.
 void AlignClocks(Workload& job) {
-  for (size_t r = 0; r < job.capture.workers.size(); ++r) job.capture.workers[r].clock = job.true_clocks[r];
+  for (size_t r = 0; r < job.capture.workers.size(); ++r)
+    job.capture.workers[r].clock = job.true_clocks[r];
 }
 
 AnalysisResults Analyze(const Workload& job, std::vector<std::string> reports) {
@@ -74,11 +75,12 @@ TEST(WorkloadModelTest, RoundTripsThroughKinetoFiles) {
     std::string json;
     common::ExportOptions options;
     options.layout = common::ExportLayout::kKineto;
-    ASSERT_TRUE(common::WriteChromeTrace(common::CaptureView(std::vector<const common::WorkerTrace*>{&w}), options,
-                                         [&json](std::string_view piece) {
-                                           json.append(piece);
-                                           return absl::OkStatus();
-                                         })
+    ASSERT_TRUE(common::WriteChromeTrace(
+                    common::CaptureView(std::vector<const common::WorkerTrace*>{&w}), options,
+                    [&json](std::string_view piece) {
+                      json.append(piece);
+                      return absl::OkStatus();
+                    })
                     .ok());
     json.reserve(json.size() + common::kReadPadding);
     common::KinetoImporter importer;
@@ -121,12 +123,14 @@ TEST(WorkloadModelTest, MeasuredWaitAndTransferMatchTheModelWithin1Percent) {
     const auto& measured = r.communication->workers[rank];
     EXPECT_NEAR(measured.transfer_ns, truth_transfer[rank], truth_transfer[rank] * 0.01) << rank;
     // Drift makes the aligned clock off by well under a microsecond per collective.
-    EXPECT_NEAR(measured.wait_ns, truth_wait[rank], std::max<double>(truth_wait[rank] * 0.01, 20'000)) << rank;
+    EXPECT_NEAR(measured.wait_ns, truth_wait[rank],
+                std::max<double>(truth_wait[rank] * 0.01, 20'000))
+        << rank;
   }
 }
 
-void ExpectStraggler(int32_t ranks, int32_t straggler, uint64_t seed, SlowdownKind kind, double factor,
-                     const std::string& category) {
+void ExpectStraggler(int32_t ranks, int32_t straggler, uint64_t seed, SlowdownKind kind,
+                     double factor, const std::string& category) {
   WorkloadOptions o = Small(ranks, seed);
   o.slowdowns.push_back({straggler, factor, kind});
   Workload job = SimulateJob(o);
@@ -143,8 +147,10 @@ void ExpectStraggler(int32_t ranks, int32_t straggler, uint64_t seed, SlowdownKi
 
 TEST(StragglerDetectionTest, FivePercentComputeStragglerFrom8To1024Ranks) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    ExpectStraggler(8, static_cast<int32_t>(seed % 8), seed, SlowdownKind::kCompute, 1.05, "compute+overlap");
-    ExpectStraggler(64, static_cast<int32_t>(seed * 3 % 64), seed, SlowdownKind::kCompute, 1.05, "compute+overlap");
+    ExpectStraggler(8, static_cast<int32_t>(seed % 8), seed, SlowdownKind::kCompute, 1.05,
+                    "compute+overlap");
+    ExpectStraggler(64, static_cast<int32_t>(seed * 3 % 64), seed, SlowdownKind::kCompute, 1.05,
+                    "compute+overlap");
   }
   ExpectStraggler(256, 200, 3, SlowdownKind::kCompute, 1.05, "compute+overlap");
   ExpectStraggler(1024, 1000, 4, SlowdownKind::kCompute, 1.05, "compute+overlap");
@@ -172,8 +178,8 @@ TEST(StragglerDetectionTest, CleanJobsNameNobodyAcross20Seeds) {
       AlignClocks(job);
       const AnalysisResults r = Analyze(job, {"stragglers"});
       EXPECT_TRUE(r.stragglers->stragglers.empty())
-          << ranks << " ranks, seed " << seed << ": named rank " << r.stragglers->stragglers[0].rank << " ("
-          << r.stragglers->stragglers[0].reason << ")";
+          << ranks << " ranks, seed " << seed << ": named rank " << r.stragglers->stragglers[0].rank
+          << " (" << r.stragglers->stragglers[0].reason << ")";
     }
   }
 }
@@ -211,13 +217,18 @@ TEST(StepTimeLossTest, WithinTenPercentOfTheJobWithoutTheStragglerAcross20SeedsA
     WorkloadOptions o = Small(sizes[seed % 6], seed);
     o.steps = 6;
     // Compute stragglers 5-20% slower, and input-bound ones (a dataloader 2-3x slower).
-    const Slowdown slow = seed % 4 == 3 ? Slowdown{static_cast<int32_t>(seed * 5 % o.ranks), 2.0 + seed % 2, SlowdownKind::kInput}
-                                        : Slowdown{static_cast<int32_t>(seed * 5 % o.ranks), 1.05 + 0.05 * (seed % 4), SlowdownKind::kCompute};
+    const Slowdown slow = seed % 4 == 3
+                              ? Slowdown{static_cast<int32_t>(seed * 5 % o.ranks), 2.0 + seed % 2,
+                                         SlowdownKind::kInput}
+                              : Slowdown{static_cast<int32_t>(seed * 5 % o.ranks),
+                                         1.05 + 0.05 * (seed % 4), SlowdownKind::kCompute};
     const LossCheck c = EstimateAndMeasure(o, slow);
     ASSERT_GT(c.measured, 0) << "seed " << seed;
-    EXPECT_NEAR(static_cast<double>(c.estimated), static_cast<double>(c.measured), 0.1 * static_cast<double>(c.measured))
-        << o.ranks << " ranks, seed " << seed << ", rank " << slow.rank << " " << SlowdownKindName(slow.kind) << " x"
-        << slow.factor << ": caused delay " << c.caused / 1e6 << " ms";
+    EXPECT_NEAR(static_cast<double>(c.estimated), static_cast<double>(c.measured),
+                0.1 * static_cast<double>(c.measured))
+        << o.ranks << " ranks, seed " << seed << ", rank " << slow.rank << " "
+        << SlowdownKindName(slow.kind) << " x" << slow.factor << ": caused delay " << c.caused / 1e6
+        << " ms";
   }
 }
 
@@ -229,7 +240,8 @@ TEST(StepTimeLossTest, TheReportedCaseIsNoLongerOverstatedFiveTimes) {
   o.steps = 6;
   o.seed = 1;
   const LossCheck c = EstimateAndMeasure(o, {5, 1.05, SlowdownKind::kCompute});
-  EXPECT_NEAR(static_cast<double>(c.estimated), static_cast<double>(c.measured), 0.1 * static_cast<double>(c.measured));
+  EXPECT_NEAR(static_cast<double>(c.estimated), static_cast<double>(c.measured),
+              0.1 * static_cast<double>(c.measured));
   EXPECT_GT(c.caused, 3 * c.measured);  // the ranking signal, not the cost
 }
 
@@ -251,7 +263,8 @@ TEST(StepTimeLossTest, CleanJobsLoseNothingToTheirLastArriver) {
       const coordinator::analysis::StepReplay replay(view, steps, comm);
       const absl::StatusOr<coordinator::analysis::StepTimeLoss> loss = replay.LossOf({worst});
       ASSERT_TRUE(loss.ok()) << loss.status();
-      EXPECT_LE(std::abs(static_cast<double>(loss->loss_ns)), 0.005 * static_cast<double>(report.window_step_time_ns))
+      EXPECT_LE(std::abs(static_cast<double>(loss->loss_ns)),
+                0.005 * static_cast<double>(report.window_step_time_ns))
           << ranks << " ranks, seed " << seed;
     }
   }

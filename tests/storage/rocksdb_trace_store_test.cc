@@ -1,7 +1,6 @@
 #include "storage/rocksdb_trace_store.h"
 
 #include <gtest/gtest.h>
-
 #include <rocksdb/db.h>
 
 #include <filesystem>
@@ -17,13 +16,14 @@ namespace {
 using podscope::testing::ScratchDir;
 
 std::unique_ptr<RocksDbTraceStore> OpenStore(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> store = RocksDbTraceStore::Open({.path = path});
+  absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> store =
+      RocksDbTraceStore::Open({.path = path});
   EXPECT_TRUE(store.ok()) << store.status();
   return store.ok() ? *std::move(store) : nullptr;
 }
 
-CaptureRecord Record(const std::string& id, const std::string& job, CaptureState state, int64_t created,
-                     uint64_t bytes = 0) {
+CaptureRecord Record(const std::string& id, const std::string& job, CaptureState state,
+                     int64_t created, uint64_t bytes = 0) {
   CaptureRecord r;
   r.id = id;
   r.job = job;
@@ -117,7 +117,9 @@ TEST(RocksDbTraceStoreTest, ADirectoryInUseIsRefusedInWords) {
   ASSERT_TRUE(first.ok()) << first.status();
   auto second = RocksDbTraceStore::Open({.path = dir.File("db")});
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(second.status().message().find("is in use (another podscope-coordinator running on it?)"), std::string::npos)
+  EXPECT_NE(
+      second.status().message().find("is in use (another podscope-coordinator running on it?)"),
+      std::string::npos)
       << second.status();
 }
 
@@ -127,13 +129,17 @@ TEST(RocksDbTraceStoreTest, RefusesForeignDirectoriesAndNewerFormats) {
   dir.Write("junk/file.txt", "hello");
   auto junk = RocksDbTraceStore::Open({.path = dir.File("junk")});
   EXPECT_EQ(junk.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(junk.status().message().find("holds no RocksDB store"), std::string::npos) << junk.status();
-  EXPECT_EQ(RocksDbTraceStore::Open({.path = dir.File("none"), .create_if_missing = false}).status().code(),
+  EXPECT_NE(junk.status().message().find("holds no RocksDB store"), std::string::npos)
+      << junk.status();
+  EXPECT_EQ(RocksDbTraceStore::Open({.path = dir.File("none"), .create_if_missing = false})
+                .status()
+                .code(),
             absl::StatusCode::kNotFound);
 
   // A store whose format version is newer, or unreadable, is refused and left as it is.
-  for (const auto& [version, code] : {std::pair<std::string, absl::StatusCode>{"2", absl::StatusCode::kFailedPrecondition},
-                                      {"abc", absl::StatusCode::kDataLoss}}) {
+  for (const auto& [version, code] :
+       {std::pair<std::string, absl::StatusCode>{"2", absl::StatusCode::kFailedPrecondition},
+        {"abc", absl::StatusCode::kDataLoss}}) {
     const std::string path = dir.File("db-" + version);
     { auto created = OpenStore(path); }
     {
@@ -144,7 +150,8 @@ TEST(RocksDbTraceStoreTest, RefusesForeignDirectoriesAndNewerFormats) {
       std::vector<rocksdb::ColumnFamilyHandle*> handles;
       rocksdb::DB* raw = nullptr;
       ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), path, families, &handles, &raw).ok());
-      ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), handles[0], "podscope_format_version", version).ok());
+      ASSERT_TRUE(
+          raw->Put(rocksdb::WriteOptions(), handles[0], "podscope_format_version", version).ok());
       for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
       delete raw;
     }
@@ -152,7 +159,8 @@ TEST(RocksDbTraceStoreTest, RefusesForeignDirectoriesAndNewerFormats) {
     EXPECT_EQ(reopened.status().code(), code) << version << ": " << reopened.status();
   }
   auto newer = RocksDbTraceStore::Open({.path = dir.File("db-2")});
-  EXPECT_NE(newer.status().message().find("written by a newer podscope"), std::string::npos) << newer.status();
+  EXPECT_NE(newer.status().message().find("written by a newer podscope"), std::string::npos)
+      << newer.status();
 }
 
 TEST(RetentionTest, DeletesOldAndOverBudgetFinishedCapturesOnly) {
@@ -190,7 +198,8 @@ TEST(RocksDbTraceStoreTest, SettingsSurviveReopenAndNamesAreChecked) {
     ASSERT_TRUE(store->PutSetting("alert_rules", R"({"rules":[1]})").ok()) << "replaced";
     EXPECT_EQ(store->PutSetting("../format", "x").code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(store->PutSetting("Big", "x").code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(store->PutSetting("big", std::string((1 << 20) + 1, 'x')).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(store->PutSetting("big", std::string((1 << 20) + 1, 'x')).code(),
+              absl::StatusCode::kInvalidArgument);
   }
   auto store = OpenStore(dir.File("db"));
   absl::StatusOr<std::optional<std::string>> rules = store->GetSetting("alert_rules");

@@ -28,7 +28,8 @@ Fn Real(const char* suffix) {
   const std::string name = std::string("_ZN4absl") + std::to_string(std::strlen(ns)) + ns + suffix;
   void* fn = dlsym(RTLD_NEXT, name.c_str());
   if (fn == nullptr) {
-    std::fprintf(stderr, "absl_mutex_annotations: %s not found in libabsl_synchronization\n", name.c_str());
+    std::fprintf(stderr, "absl_mutex_annotations: %s not found in libabsl_synchronization\n",
+                 name.c_str());
     std::abort();
   }
   return reinterpret_cast<Fn>(fn);
@@ -85,7 +86,9 @@ bool Mutex::TryLock() {
   static const MutexBoolFn real = Real<MutexBoolFn>("5Mutex7TryLockEv");
   __tsan_mutex_pre_lock(this, __tsan_mutex_try_lock);
   const bool locked = real(this);
-  __tsan_mutex_post_lock(this, locked ? __tsan_mutex_try_lock : __tsan_mutex_try_lock | __tsan_mutex_try_lock_failed, 0);
+  __tsan_mutex_post_lock(
+      this, locked ? __tsan_mutex_try_lock : __tsan_mutex_try_lock | __tsan_mutex_try_lock_failed,
+      0);
   return locked;
 }
 
@@ -107,7 +110,10 @@ bool Mutex::ReaderTryLock() {
   static const MutexBoolFn real = Real<MutexBoolFn>("5Mutex13ReaderTryLockEv");
   __tsan_mutex_pre_lock(this, kRead | __tsan_mutex_try_lock);
   const bool locked = real(this);
-  __tsan_mutex_post_lock(this, locked ? kRead | __tsan_mutex_try_lock : kRead | __tsan_mutex_try_lock | __tsan_mutex_try_lock_failed, 0);
+  __tsan_mutex_post_lock(this,
+                         locked ? kRead | __tsan_mutex_try_lock
+                                : kRead | __tsan_mutex_try_lock | __tsan_mutex_try_lock_failed,
+                         0);
   return locked;
 }
 
@@ -119,7 +125,8 @@ void Mutex::LockWhen(const Condition& cond) {
 }
 
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
-  static const CondTimeoutFn real = Real<CondTimeoutFn>("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  static const CondTimeoutFn real =
+      Real<CondTimeoutFn>("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
   __tsan_mutex_pre_lock(this, 0);
   const bool met = real(this, cond, timeout);
   __tsan_mutex_post_lock(this, 0, 0);
@@ -127,7 +134,8 @@ bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
 }
 
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
-  static const CondDeadlineFn real = Real<CondDeadlineFn>("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  static const CondDeadlineFn real =
+      Real<CondDeadlineFn>("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   __tsan_mutex_pre_lock(this, 0);
   const bool met = real(this, cond, deadline);
   __tsan_mutex_post_lock(this, 0, 0);
@@ -143,12 +151,14 @@ void Mutex::Await(const Condition& cond) {
 }
 
 bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
-  static const CondTimeoutFn real = Real<CondTimeoutFn>("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  static const CondTimeoutFn real =
+      Real<CondTimeoutFn>("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
   return Releasing(this, 0, [&] { return real(this, cond, timeout); });
 }
 
 bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
-  static const CondDeadlineFn real = Real<CondDeadlineFn>("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  static const CondDeadlineFn real =
+      Real<CondDeadlineFn>("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   return Releasing(this, 0, [&] { return real(this, cond, deadline); });
 }
 
@@ -161,12 +171,14 @@ void CondVar::Wait(Mutex* mu) {
 }
 
 bool CondVar::WaitWithTimeout(Mutex* mu, Duration timeout) {
-  static const WaitTimeoutFn real = Real<WaitTimeoutFn>("7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE");
+  static const WaitTimeoutFn real =
+      Real<WaitTimeoutFn>("7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE");
   return Releasing(mu, 0, [&] { return real(this, mu, timeout); });
 }
 
 bool CondVar::WaitWithDeadline(Mutex* mu, Time deadline) {
-  static const WaitDeadlineFn real = Real<WaitDeadlineFn>("7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE");
+  static const WaitDeadlineFn real =
+      Real<WaitDeadlineFn>("7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE");
   return Releasing(mu, 0, [&] { return real(this, mu, deadline); });
 }
 

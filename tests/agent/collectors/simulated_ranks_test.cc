@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include "common/time_source.h"
-
 #include <map>
 #include <set>
 #include <thread>
+
+#include "common/time_source.h"
 
 namespace podscope::agent {
 namespace {
@@ -15,7 +15,9 @@ constexpr TimeNs kSegment = SimulatedRanksCollector::kSegmentNs;
 
 TEST(SimulationSpecTest, ParsesEveryKey) {
   absl::StatusOr<SimulationSpec> spec = ParseSimulationSpec(
-      "ranks=8-15, world=32,job=llm,seed=9,straggler=13:1.3,straggler=2:4:input,clock-offset-ms=-12.5,drift-ppm=40,profile=light");
+      "ranks=8-15, "
+      "world=32,job=llm,seed=9,straggler=13:1.3,straggler=2:4:input,clock-offset-ms=-12.5,drift-"
+      "ppm=40,profile=light");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->first_rank, 8);
   EXPECT_EQ(spec->last_rank, 15);
@@ -38,7 +40,9 @@ TEST(SimulationSpecTest, WorldDefaultsToTheRanksServed) {
 }
 
 TEST(SimulationSpecTest, BadSpecsNameTheProblem) {
-  auto message = [](std::string_view text) { return std::string(ParseSimulationSpec(text).status().message()); };
+  auto message = [](std::string_view text) {
+    return std::string(ParseSimulationSpec(text).status().message());
+  };
   EXPECT_NE(message("ranks=0-7,world=4").find("do not fit in world=4"), std::string::npos);
   EXPECT_NE(message("ranks=7-3").find("FIRST <= LAST"), std::string::npos);
   EXPECT_NE(message("color=red").find("unknown key \"color\""), std::string::npos);
@@ -91,7 +95,8 @@ TEST(SimulatedRanksTest, RanksOnDifferentAgentsShareOneJob) {
     for (size_t i = 0; i < piece.collectives.size(); ++i) {
       end_of_r0[piece.collectives.sequence[i]] = clock_a.ToHost(piece.collectives.kernel_end[i]);
     }
-    for (int64_t n : piece.steps.number) EXPECT_TRUE(steps.insert(n).second) << "step " << n << " twice";
+    for (int64_t n : piece.steps.number)
+      EXPECT_TRUE(steps.insert(n).second) << "step " << n << " twice";
   }
   ASSERT_GT(end_of_r0.size(), 4u);
   ASSERT_GT(steps.size(), 5u);
@@ -143,10 +148,12 @@ namespace podscope::agent {
 namespace {
 
 TEST(SimulatedRanksTest, SimWorldServesManyRanksFromASmallerJob) {
-  absl::StatusOr<SimulationSpec> spec = ParseSimulationSpec("ranks=40-41,world=64,sim-world=32,profile=light,seed=3");
+  absl::StatusOr<SimulationSpec> spec =
+      ParseSimulationSpec("ranks=40-41,world=64,sim-world=32,profile=light,seed=3");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->sim_world, 32);
-  EXPECT_FALSE(ParseSimulationSpec("world=64,sim-world=8,straggler=9:2").ok());  // beyond the simulated job
+  EXPECT_FALSE(
+      ParseSimulationSpec("world=64,sim-world=8,straggler=9:2").ok());  // beyond the simulated job
   const AgentClock clock;
   SimulatedRanksCollector big(*spec, "n", clock);
   SimulationSpec small_spec = *spec;
@@ -154,7 +161,8 @@ TEST(SimulatedRanksTest, SimWorldServesManyRanksFromASmallerJob) {
   small_spec.sim_world = 0;
   small_spec.first_rank = small_spec.last_rank = 8;
   SimulatedRanksCollector small(small_spec, "n", clock);
-  const TimeNs begin = 448'750'000LL * SimulatedRanksCollector::kSegmentNs + 500'000'000, end = begin + 500'000'000;
+  const TimeNs begin = 448'750'000LL * SimulatedRanksCollector::kSegmentNs + 500'000'000,
+               end = begin + 500'000'000;
   std::vector<common::WorkerTrace> served = big.EventsBetween(40, begin, end);
   std::vector<common::WorkerTrace> original = small.EventsBetween(8, begin, end);
   ASSERT_EQ(served.size(), 1u);
@@ -171,8 +179,9 @@ namespace podscope::agent {
 namespace {
 
 TEST(SimulationSpecTest, StragglerAtAndHangTakeUnixTimes) {
-  absl::StatusOr<SimulationSpec> spec =
-      ParseSimulationSpec("world=8,straggler=3:1.05,straggler=5:2:input,straggler-at=1800000000-1800000012.5,hang=2@1800000100");
+  absl::StatusOr<SimulationSpec> spec = ParseSimulationSpec(
+      "world=8,straggler=3:1.05,straggler=5:2:input,straggler-at=1800000000-1800000012.5,hang=2@"
+      "1800000100");
   ASSERT_TRUE(spec.ok()) << spec.status();
   ASSERT_EQ(spec->stragglers.size(), 2u);
   for (const sim::Slowdown& s : spec->stragglers) {
@@ -186,18 +195,23 @@ TEST(SimulationSpecTest, StragglerAtAndHangTakeUnixTimes) {
   ASSERT_TRUE(always.ok());
   EXPECT_EQ(always->stragglers[0].from_ns, INT64_MIN);
   EXPECT_EQ(always->stragglers[0].until_ns, INT64_MAX);
-  absl::StatusOr<SimulationSpec> open = ParseSimulationSpec("straggler-at=1800000000,world=8,straggler=3:1.05");
+  absl::StatusOr<SimulationSpec> open =
+      ParseSimulationSpec("straggler-at=1800000000,world=8,straggler=3:1.05");
   ASSERT_TRUE(open.ok());
   EXPECT_EQ(open->stragglers[0].from_ns, 1'800'000'000'000'000'000);
   EXPECT_EQ(open->stragglers[0].until_ns, INT64_MAX);
 
-  auto message = [](std::string_view text) { return std::string(ParseSimulationSpec(text).status().message()); };
-  EXPECT_NE(message("straggler-at=1800000010-1800000005").find("T1 must be after T0"), std::string::npos);
+  auto message = [](std::string_view text) {
+    return std::string(ParseSimulationSpec(text).status().message());
+  };
+  EXPECT_NE(message("straggler-at=1800000010-1800000005").find("T1 must be after T0"),
+            std::string::npos);
   EXPECT_NE(message("straggler-at=soon").find("Unix seconds"), std::string::npos);
   EXPECT_NE(message("straggler-at=-5").find("Unix seconds"), std::string::npos);
   EXPECT_NE(message("hang=2").find("RANK@T"), std::string::npos);
   EXPECT_NE(message("hang=x@1800000000").find("RANK@T"), std::string::npos);
-  EXPECT_NE(message("world=8,hang=9@1800000000").find("hang rank 9 is not below world=8"), std::string::npos);
+  EXPECT_NE(message("world=8,hang=9@1800000000").find("hang rank 9 is not below world=8"),
+            std::string::npos);
 }
 
 // What a WatchSink receives, for tests.
@@ -290,7 +304,8 @@ TEST(SimulatedRanksTest, WatchDataFollowsTheJobsTimelineOnTheAgentsClock) {
       EXPECT_EQ(s.collectives.back().end_ns, a.collectives.back().end_ns);
     }
   }
-  EXPECT_EQ(clock.ToHost(a.start_ns) / kSegment, clock.ToHost(a.end_ns) / kSegment) << "no step crosses a segment";
+  EXPECT_EQ(clock.ToHost(a.start_ns) / kSegment, clock.ToHost(a.end_ns) / kSegment)
+      << "no step crosses a segment";
 }
 
 // A hung rank stops the job: no step ends any more, and every served rank's progress is sent
@@ -302,7 +317,8 @@ TEST(SimulatedRanksTest, AHangStopsTheStepsAndSendsWhereEachRankStands) {
   SimulatedRanksCollector collector(spec, "node", clock);
   RecordingSink sink;
   collector.StartWatch(&sink);
-  const bool reported = sink.WaitFor([](const auto&, const auto& progress) { return progress.size() == 4; });
+  const bool reported =
+      sink.WaitFor([](const auto&, const auto& progress) { return progress.size() == 4; });
   collector.StopWatch();
   ASSERT_TRUE(reported) << "no progress within 60 s";
   const auto progress = sink.progress();

@@ -18,7 +18,8 @@ std::string Exchange(uint16_t port, const std::string& request) {
   std::string answer;
   boost::system::error_code ec;
   char buffer[4096];
-  while (const size_t n = socket.read_some(boost::asio::buffer(buffer), ec)) answer.append(buffer, n);
+  while (const size_t n = socket.read_some(boost::asio::buffer(buffer), ec))
+    answer.append(buffer, n);
   return answer;
 }
 
@@ -28,10 +29,11 @@ std::string Get(uint16_t port, const std::string& path) {
 
 TEST(HealthServerTest, LiveAlwaysReadyOnlyWhenConnectedAndNothingElse) {
   std::atomic<bool> ready{false};
-  absl::StatusOr<std::unique_ptr<HealthServer>> server = HealthServer::Start("127.0.0.1:0", [&](std::string* why) {
-    if (!ready) *why = "not connected";
-    return ready.load();
-  });
+  absl::StatusOr<std::unique_ptr<HealthServer>> server =
+      HealthServer::Start("127.0.0.1:0", [&](std::string* why) {
+        if (!ready) *why = "not connected";
+        return ready.load();
+      });
   ASSERT_TRUE(server.ok()) << server.status();
   const uint16_t port = (*server)->port();
   EXPECT_EQ(Get(port, "/healthz").rfind("HTTP/1.1 200", 0), 0u);
@@ -41,10 +43,13 @@ TEST(HealthServerTest, LiveAlwaysReadyOnlyWhenConnectedAndNothingElse) {
   ready = true;
   EXPECT_EQ(Get(port, "/readyz").rfind("HTTP/1.1 200", 0), 0u);
   EXPECT_EQ(Get(port, "/v1/captures").rfind("HTTP/1.1 404", 0), 0u);
-  EXPECT_EQ(Exchange(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
+  EXPECT_EQ(Exchange(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+                .rfind("HTTP/1.1 405", 0),
+            0u);
   // Garbage, or headers past 8 KiB, get no answer; the server goes on serving.
   EXPECT_EQ(Exchange(port, "\x16\x03\x01 not http\r\n\r\n"), "");
-  EXPECT_EQ(Exchange(port, "GET /healthz HTTP/1.1\r\nX: " + std::string(10'000, 'a') + "\r\n\r\n"), "");
+  EXPECT_EQ(Exchange(port, "GET /healthz HTTP/1.1\r\nX: " + std::string(10'000, 'a') + "\r\n\r\n"),
+            "");
   EXPECT_EQ(Get(port, "/healthz").rfind("HTTP/1.1 200", 0), 0u);
 }
 

@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "tests/test_paths.h"
-
 #include "tests/wait_for.h"
 
 namespace podscope::agent::host {
@@ -17,29 +16,38 @@ class FakeProc {
   FakeProc() { std::filesystem::create_directories(dir_.File("net")); }
   const std::string& root() const { return dir_.path(); }
 
-  void Stat(uint64_t user, uint64_t nice, uint64_t system, uint64_t idle, uint64_t iowait, uint64_t irq,
-            uint64_t softirq, uint64_t steal) {
-    dir_.Write("stat", "cpu  " + std::to_string(user) + " " + std::to_string(nice) + " " + std::to_string(system) + " " +
-                           std::to_string(idle) + " " + std::to_string(iowait) + " " + std::to_string(irq) + " " +
-                           std::to_string(softirq) + " " + std::to_string(steal) + " 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n");
+  void Stat(uint64_t user, uint64_t nice, uint64_t system, uint64_t idle, uint64_t iowait,
+            uint64_t irq, uint64_t softirq, uint64_t steal) {
+    dir_.Write("stat", "cpu  " + std::to_string(user) + " " + std::to_string(nice) + " " +
+                           std::to_string(system) + " " + std::to_string(idle) + " " +
+                           std::to_string(iowait) + " " + std::to_string(irq) + " " +
+                           std::to_string(softirq) + " " + std::to_string(steal) +
+                           " 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n");
   }
   void MemInfo(int64_t total_kb, int64_t available_kb) {
-    dir_.Write("meminfo", "MemTotal:       " + std::to_string(total_kb) + " kB\nMemFree:         1000 kB\n"
-                          "MemAvailable:   " + std::to_string(available_kb) + " kB\nBuffers:  10 kB\n");
+    dir_.Write("meminfo", "MemTotal:       " + std::to_string(total_kb) +
+                              " kB\nMemFree:         1000 kB\n"
+                              "MemAvailable:   " +
+                              std::to_string(available_kb) + " kB\nBuffers:  10 kB\n");
   }
   void NetDev(uint64_t eth_rx, uint64_t eth_tx, uint64_t ib_rx, uint64_t ib_tx) {
     auto row = [](const char* name, uint64_t rx, uint64_t tx) {
-      return std::string(name) + ": " + std::to_string(rx) + " 10 0 0 0 0 0 0 " + std::to_string(tx) + " 20 0 0 0 0 0 0\n";
+      return std::string(name) + ": " + std::to_string(rx) + " 10 0 0 0 0 0 0 " +
+             std::to_string(tx) + " 20 0 0 0 0 0 0\n";
     };
-    dir_.Write("net/dev", "Inter-|   Receive                                                |  Transmit\n"
-                          " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n" +
-                              row("    lo", 999999, 999999) + row("  eth0", eth_rx, eth_tx) + row("  ib0", ib_rx, ib_tx));
+    dir_.Write("net/dev",
+               "Inter-|   Receive                                                |  Transmit\n"
+               " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets "
+               "errs drop fifo colls carrier compressed\n" +
+                   row("    lo", 999999, 999999) + row("  eth0", eth_rx, eth_tx) +
+                   row("  ib0", ib_rx, ib_tx));
   }
   void Process(int64_t pid, uint64_t utime, uint64_t stime) {
     std::filesystem::create_directories(dir_.File(std::to_string(pid)));
     // A command name with a space and a parenthesis, as a python process may have.
-    dir_.Write(std::to_string(pid) + "/stat", std::to_string(pid) + " (pt_main (th) S 1 2 3 4 5 6 7 8 9 10 " +
-                                                  std::to_string(utime) + " " + std::to_string(stime) + " 0 0 20 0\n");
+    dir_.Write(std::to_string(pid) + "/stat",
+               std::to_string(pid) + " (pt_main (th) S 1 2 3 4 5 6 7 8 9 10 " +
+                   std::to_string(utime) + " " + std::to_string(stime) + " 0 0 20 0\n");
   }
 
  private:
@@ -78,13 +86,16 @@ TEST(ProcStatsTest, MalformedFilesAreClearErrors) {
   podscope::testing::ScratchDir dir;
   EXPECT_EQ(ReadCpuTimes(dir.path()).status().code(), absl::StatusCode::kNotFound);
   dir.Write("stat", "intr 1 2 3\n");
-  EXPECT_NE(std::string(ReadCpuTimes(dir.path()).status().message()).find("aggregate"), std::string::npos);
+  EXPECT_NE(std::string(ReadCpuTimes(dir.path()).status().message()).find("aggregate"),
+            std::string::npos);
   dir.Write("meminfo", "MemTotal: 10 kB\n");
-  EXPECT_NE(std::string(ReadMemoryUsedBytes(dir.path()).status().message()).find("MemAvailable"), std::string::npos);
+  EXPECT_NE(std::string(ReadMemoryUsedBytes(dir.path()).status().message()).find("MemAvailable"),
+            std::string::npos);
   std::filesystem::create_directories(dir.File("7"));
   dir.Write("7/stat", "7 (x) S 1 2 3 4 5 6 7 8 9 10 abc 4\n");
-  EXPECT_NE(std::string(ReadProcessCpuTicks(dir.path(), 7).status().message()).find("not a tick count"),
-            std::string::npos);
+  EXPECT_NE(
+      std::string(ReadProcessCpuTicks(dir.path(), 7).status().message()).find("not a tick count"),
+      std::string::npos);
 }
 
 TEST(HostSamplerTest, SamplesNodeProcessAndGpuBetweenReadings) {
@@ -185,7 +196,10 @@ TEST(HostSamplerTest, TheThreadSamplesOnlyWhileAcquired) {
 // Found by fuzzing (podscope_proc_fuzz): istream's >> read "-2" as 2^64 - 2, so a garbled
 // /proc/stat gave a busy time larger than the total. Counters are digits only now.
 TEST(ProcStatsTest, SignedOrHugeCountersAreErrorsNotWrappedNumbers) {
-  EXPECT_FALSE(ParseCpuTimes("cpu  4705 3  85-2\x8f""349 23 0 10 0 0\n", "stat").ok());
+  EXPECT_FALSE(ParseCpuTimes("cpu  4705 3  85-2\x8f"
+                             "349 23 0 10 0 0\n",
+                             "stat")
+                   .ok());
   EXPECT_FALSE(ParseCpuTimes("cpu  4705 -3 85 349 23 0 10 0\n", "stat").ok());
   EXPECT_FALSE(ParseCpuTimes("cpu  18446744073709551615 1 1 1\n", "stat").ok());
   absl::StatusOr<CpuTimes> ok = ParseCpuTimes("cpu  4705 356 584 3699 23 0 12 0 0 0\n", "stat");
@@ -193,10 +207,14 @@ TEST(ProcStatsTest, SignedOrHugeCountersAreErrorsNotWrappedNumbers) {
   EXPECT_EQ(ok->busy, 4705u + 356 + 584 + 12);
   EXPECT_EQ(ok->total, ok->busy + 3699 + 23);
   EXPECT_TRUE(ParseCpuTimes("cpu  1 2 3 4\n", "stat").ok()) << "old kernels stop after idle";
-  EXPECT_FALSE(ParseMemoryUsedBytes("MemTotal: 9223372036854775807 kB\nMemAvailable: 1 kB\n", "meminfo").ok());
+  EXPECT_FALSE(
+      ParseMemoryUsedBytes("MemTotal: 9223372036854775807 kB\nMemAvailable: 1 kB\n", "meminfo")
+          .ok());
   EXPECT_FALSE(ParseMemoryUsedBytes("MemTotal: 10 kB\nMemAvailable: 20 kB\n", "meminfo").ok());
   EXPECT_FALSE(ParseNetBytes("Inter-|\n eth0: -1 0 0 0 0 0 0 0 5 0 0 0 0 0 0 0\n", "net/dev").ok());
-  EXPECT_FALSE(ParseProcessCpuTicks("1 (x) S 1 1 1 0 -1 0 0 0 0 0 18446744073709551615 1 0\n", "1/stat").ok());
+  EXPECT_FALSE(
+      ParseProcessCpuTicks("1 (x) S 1 1 1 0 -1 0 0 0 0 0 18446744073709551615 1 0\n", "1/stat")
+          .ok());
 }
 
 }  // namespace

@@ -61,7 +61,9 @@ TEST(CudaDevicesTest, TheDriversAttributesBecomeTheDeviceRecord) {
 }
 
 // This test process never loaded a CUDA driver, and the probe never loads one itself.
-TEST(CudaDevicesTest, NoDriverInTheProcessMeansNoDescription) { EXPECT_FALSE(FindCudaDriver().has_value()); }
+TEST(CudaDevicesTest, NoDriverInTheProcessMeansNoDescription) {
+  EXPECT_FALSE(FindCudaDriver().has_value());
+}
 
 }  // namespace
 }  // namespace podscope::agent::probe

@@ -13,7 +13,8 @@ using testing::FakeCupti;
 TimeNs g_host = 0;
 TimeNs FakeHostNow() { return g_host; }
 
-CUpti_ActivityKernel10 Kernel(uint64_t start, uint64_t end, const char* name, uint32_t correlation) {
+CUpti_ActivityKernel10 Kernel(uint64_t start, uint64_t end, const char* name,
+                              uint32_t correlation) {
   CUpti_ActivityKernel10 k{};
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   k.start = start;
@@ -70,7 +71,8 @@ TEST_F(CuptiSourceTest, RecordsOnlyInsideTheWindowAndMapsEveryKindOntoTheHostClo
   EXPECT_TRUE(cupti_.driver_calls.contains(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
 
   const CUpti_ActivityKernel10 k1 = Kernel(1'105'000, 1'115'000, "_Z5myAddPfS_i", 41);
-  const CUpti_ActivityKernel10 k2 = Kernel(1'120'000, 1'125'000, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 42);
+  const CUpti_ActivityKernel10 k2 =
+      Kernel(1'120'000, 1'125'000, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 42);
   CUpti_ActivityMemcpy6 copy{};
   copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
@@ -122,13 +124,15 @@ TEST_F(CuptiSourceTest, RecordsOnlyInsideTheWindowAndMapsEveryKindOntoTheHostClo
   other_end.timestamp = 1'500'000;
 
   ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&launch),
-                              reinterpret_cast<const CUpti_Activity*>(&k1), reinterpret_cast<const CUpti_Activity*>(&k2),
+                              reinterpret_cast<const CUpti_Activity*>(&k1),
+                              reinterpret_cast<const CUpti_Activity*>(&k2),
                               reinterpret_cast<const CUpti_Activity*>(&copy),
                               reinterpret_cast<const CUpti_Activity*>(&memset)}));
   // Device memory: 64 MiB taken, then 16 MiB given back; pinned host memory is not device memory.
   CUpti_ActivityMemory4 taken{}, given{}, pinned{};
   taken.kind = given.kind = pinned.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-  taken.memoryOperationType = pinned.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  taken.memoryOperationType = pinned.memoryOperationType =
+      CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
   given.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
   taken.memoryKind = given.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
   pinned.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
@@ -139,7 +143,8 @@ TEST_F(CuptiSourceTest, RecordsOnlyInsideTheWindowAndMapsEveryKindOntoTheHostClo
   given.timestamp = 1'170'000;
   pinned.timestamp = 1'071'000;
   taken.deviceId = given.deviceId = pinned.deviceId = 3;
-  ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&taken), reinterpret_cast<const CUpti_Activity*>(&pinned),
+  ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&taken),
+                              reinterpret_cast<const CUpti_Activity*>(&pinned),
                               reinterpret_cast<const CUpti_Activity*>(&given)}));
   ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&external),
                               reinterpret_cast<const CUpti_Activity*>(&sync),
@@ -213,9 +218,11 @@ TEST_F(CuptiSourceTest, AnEmptyPoolAndASpentBudgetDropAndCount) {
   EXPECT_FALSE(cupti_.Deliver({}));
   EXPECT_EQ(source.buffers_refused(), 1u);
   // CUPTI hands one back with three kernels, having dropped 5 records for want of a buffer.
-  const CUpti_ActivityKernel10 k[3] = {Kernel(1'100'000, 1'101'000, "a", 1), Kernel(1'102'000, 1'103'000, "b", 2),
+  const CUpti_ActivityKernel10 k[3] = {Kernel(1'100'000, 1'101'000, "a", 1),
+                                       Kernel(1'102'000, 1'103'000, "b", 2),
                                        Kernel(1'104'000, 1'105'000, "c", 3)};
-  cupti_.filled[held1] = {reinterpret_cast<const CUpti_Activity*>(&k[0]), reinterpret_cast<const CUpti_Activity*>(&k[1]),
+  cupti_.filled[held1] = {reinterpret_cast<const CUpti_Activity*>(&k[0]),
+                          reinterpret_cast<const CUpti_Activity*>(&k[1]),
                           reinterpret_cast<const CUpti_Activity*>(&k[2])};
   cupti_.next_dropped = 5;
   cupti_.completed(nullptr, 0, held1, 4096, 4096);
@@ -239,7 +246,8 @@ TEST_F(CuptiSourceTest, AnotherSubscriberIsAClearWindowErrorNotACrash) {
   EXPECT_TRUE(cupti_.enabled.empty());
   Close(source);
   Harvest h = source.TakeHarvest();
-  EXPECT_NE(h.error.find("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"), std::string::npos) << h.error;
+  EXPECT_NE(h.error.find("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"), std::string::npos)
+      << h.error;
   EXPECT_NE(h.error.find("another profiler holds CUPTI"), std::string::npos) << h.error;
   EXPECT_EQ(h.trace.Counts().Total(), 0u);
 }
@@ -252,8 +260,9 @@ TEST_F(CuptiSourceTest, InsufficientPrivilegesIsNamedWithTheFix) {
   Close(source);
   EXPECT_TRUE(cupti_.enabled.empty());
   Harvest h = source.TakeHarvest();
-  EXPECT_NE(h.error.find("cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"),
-            std::string::npos)
+  EXPECT_NE(
+      h.error.find("cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"),
+      std::string::npos)
       << h.error;
   EXPECT_NE(h.error.find("NVreg_RestrictProfilingToAdminUsers"), std::string::npos);
 }

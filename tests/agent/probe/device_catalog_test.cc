@@ -51,7 +51,7 @@ TEST(DeviceCatalogTest, DescribesEachDeviceOnceAndOnlyThoseAWindowUsed) {
   EXPECT_EQ(devices[0].id, 1);
   EXPECT_EQ(devices[1].id, 2);
 
-  EXPECT_TRUE(catalog.For({Harvest{}}, describer).empty());  // no device work, no device
+  EXPECT_TRUE(catalog.For({Harvest{}}, describer).empty());   // no device work, no device
   EXPECT_TRUE(DeviceCatalog().For(second, nullptr).empty());  // no driver: nothing described
 }
 

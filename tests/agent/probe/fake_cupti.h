@@ -38,7 +38,10 @@ class FakeCupti : public CuptiApi {
     return CUPTI_SUCCESS;
   }
   CUptiResult EnableDriverApi(CUpti_CallbackId cbid, bool enable) override {
-    if (enable) driver_calls.insert(cbid); else driver_calls.erase(cbid);
+    if (enable)
+      driver_calls.insert(cbid);
+    else
+      driver_calls.erase(cbid);
     return CUPTI_SUCCESS;
   }
   CUptiResult FlushAll(uint32_t) override {
@@ -63,9 +66,12 @@ class FakeCupti : public CuptiApi {
   }
   std::string ResultName(CUptiResult result) override {
     switch (result) {
-      case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
-      case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: return "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
-      default: return "CUPTI error " + std::to_string(static_cast<int>(result));
+      case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+        return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+      case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+        return "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+      default:
+        return "CUPTI error " + std::to_string(static_cast<int>(result));
     }
   }
   std::string CallbackName(CUpti_CallbackDomain domain, uint32_t cbid) override {

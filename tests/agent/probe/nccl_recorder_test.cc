@@ -1,9 +1,8 @@
 // The NCCL profiler plugin driven through the same v6 / v5 / v4 tables NCCL reads.
-#include "agent/probe/nccl_plugin.h"
+#include <gtest/gtest.h>
 
 #include "agent/probe/collective_links.h"
-
-#include <gtest/gtest.h>
+#include "agent/probe/nccl_plugin.h"
 
 namespace podscope::agent::probe {
 namespace {
@@ -26,7 +25,8 @@ class NcclPluginTest : public ::testing::Test {
   void TearDown() override { SetNcclRecorderProvider(nullptr); }
 
   // An AllReduce of 1024 floats on `context`; its kernel ran on two channels.
-  void* AllReduce(void* context, uint64_t seq, uint64_t ch0_start, uint64_t ch1_start, uint64_t end) {
+  void* AllReduce(void* context, uint64_t seq, uint64_t ch0_start, uint64_t ch1_start,
+                  uint64_t end) {
     EventDescrV5 coll{};
     coll.type = kProfileColl;
     coll.rank = 1;
@@ -58,7 +58,8 @@ class NcclPluginTest : public ::testing::Test {
   }
 
   // A collective that starts and is left running (its kernel channels are the test's to drive).
-  void* StartCollective(void* context, uint64_t seq, const char* func, uint64_t count, const char* datatype) {
+  void* StartCollective(void* context, uint64_t seq, const char* func, uint64_t count,
+                        const char* datatype) {
     EventDescrV5 coll{};
     coll.type = kProfileColl;
     coll.coll.seqNumber = seq;
@@ -227,8 +228,9 @@ TEST_F(NcclPluginTest, KernelChannelTimesThatCannotBeTrueAreDroppedAndCounted) {
   void* early = StartChannel(context, coll, 1'000'000'000);  // four seconds before the enqueue
   void* late = StartChannel(context, coll, 9'000'000'000);   // four seconds after it was reported
   void* backwards = StartChannel(context, coll, 5'000'020'000);
-  for (auto [ch, stop] : {std::pair{good, uint64_t{5'000'500'000}}, std::pair{early, uint64_t{5'000'600'000}},
-                          std::pair{late, uint64_t{5'000'700'000}}, std::pair{backwards, uint64_t{5'000'005'000}}}) {
+  for (auto [ch, stop] :
+       {std::pair{good, uint64_t{5'000'500'000}}, std::pair{early, uint64_t{5'000'600'000}},
+        std::pair{late, uint64_t{5'000'700'000}}, std::pair{backwards, uint64_t{5'000'005'000}}}) {
     ASSERT_NE(ch, nullptr);
     EventStateArgs args{};
     args.kernelCh.pTimer = stop;
@@ -317,7 +319,8 @@ TEST_F(NcclPluginTest, VersionFourAndPointToPoint) {
   EXPECT_EQ(h.trace.collectives.sequence[0], common::kUnknownSequence);
   EXPECT_EQ(h.trace.collectives.bytes[0], 80);
   EXPECT_EQ(h.trace.strings.Get(h.trace.collectives.communicator[0]), "nccl:0000000000000042");
-  EXPECT_EQ(h.trace.collectives.kernel_start[0], 5'000) << "no clock pairs: the GPU clock is taken as the host's";
+  EXPECT_EQ(h.trace.collectives.kernel_start[0], 5'000)
+      << "no clock pairs: the GPU clock is taken as the host's";
   EXPECT_EQ(h.trace.collectives.kernel_end[0], 7'000);
   kNcclProfilerV4.finalize(context);
 }
@@ -493,9 +496,11 @@ void AddKernel(common::WorkerTrace& t, TimeNs start, common::KernelClass cls, in
   k.end.push_back(start + 1000);
   k.device.push_back(0);
   k.stream.push_back(1);
-  k.name.push_back(t.strings.Intern(cls == common::KernelClass::kCommunication ? "ncclDevKernel_AllReduce" : "gemm"));
+  k.name.push_back(t.strings.Intern(
+      cls == common::KernelClass::kCommunication ? "ncclDevKernel_AllReduce" : "gemm"));
   k.correlation.push_back(correlation);
-  for (auto* col : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z}) col->push_back(1);
+  for (auto* col : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z})
+    col->push_back(1);
   k.registers_per_thread.push_back(0);
   k.shared_memory_bytes.push_back(0);
   k.kernel_class.push_back(cls);
@@ -515,7 +520,8 @@ TEST(CollectiveLinksTest, EachCollectiveTakesTheNearestUnclaimedCommunicationKer
     c.correlation.push_back(-1);
   }
   EXPECT_EQ(LinkCollectivesToKernels(cupti, &nccl, /*tolerance_ns=*/50'000), 2u);
-  EXPECT_EQ(nccl.collectives.correlation[0], 2) << "the compute kernel at the same instant is not it";
+  EXPECT_EQ(nccl.collectives.correlation[0], 2)
+      << "the compute kernel at the same instant is not it";
   EXPECT_EQ(nccl.collectives.correlation[1], 3) << "kernel 2 is taken";
   EXPECT_EQ(nccl.collectives.correlation[2], -1) << "nothing within 50 us";
 }

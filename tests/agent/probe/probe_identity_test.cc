@@ -16,7 +16,10 @@ ProbeIdentity From(const std::map<std::string, std::string>& env) {
 }
 
 TEST(ProbeIdentityTest, TorchrunVariables) {
-  const ProbeIdentity id = From({{"RANK", "13"}, {"LOCAL_RANK", "5"}, {"WORLD_SIZE", "32"}, {"TORCHELASTIC_RUN_ID", "run-7"}});
+  const ProbeIdentity id = From({{"RANK", "13"},
+                                 {"LOCAL_RANK", "5"},
+                                 {"WORLD_SIZE", "32"},
+                                 {"TORCHELASTIC_RUN_ID", "run-7"}});
   EXPECT_EQ(id.rank, 13);
   EXPECT_EQ(id.local_rank, 5);
   EXPECT_EQ(id.world_size, 32);
@@ -24,12 +27,16 @@ TEST(ProbeIdentityTest, TorchrunVariables) {
 }
 
 TEST(ProbeIdentityTest, SlurmVariablesAndTorchrunWinningUnderSrun) {
-  const ProbeIdentity slurm = From({{"SLURM_PROCID", "3"}, {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_ID", "4242"}});
+  const ProbeIdentity slurm = From({{"SLURM_PROCID", "3"},
+                                    {"SLURM_LOCALID", "1"},
+                                    {"SLURM_NTASKS", "8"},
+                                    {"SLURM_JOB_ID", "4242"}});
   EXPECT_EQ(slurm.rank, 3);
   EXPECT_EQ(slurm.local_rank, 1);
   EXPECT_EQ(slurm.world_size, 8);
   EXPECT_EQ(slurm.job, "4242");
-  const ProbeIdentity both = From({{"RANK", "9"}, {"SLURM_PROCID", "0"}, {"SLURM_JOB_ID", "4242"}, {"PODSCOPE_JOB", "llama"}});
+  const ProbeIdentity both = From(
+      {{"RANK", "9"}, {"SLURM_PROCID", "0"}, {"SLURM_JOB_ID", "4242"}, {"PODSCOPE_JOB", "llama"}});
   EXPECT_EQ(both.rank, 9);
   EXPECT_EQ(both.job, "llama");  // the explicit job name wins
 }
@@ -42,8 +49,13 @@ TEST(ProbeIdentityTest, NothingUsableMeansUnknown) {
   EXPECT_EQ(none.job, "");
   // Not numbers, negative, trailing junk, a world of zero, an empty job: all unset, and the
   // next variable in line is used instead.
-  const ProbeIdentity bad = From({{"RANK", "x1"}, {"SLURM_PROCID", "2"}, {"LOCAL_RANK", "-1"}, {"WORLD_SIZE", "0"},
-                                  {"SLURM_NTASKS", "4 "}, {"PODSCOPE_JOB", ""}, {"SLURM_JOB_ID", "77"}});
+  const ProbeIdentity bad = From({{"RANK", "x1"},
+                                  {"SLURM_PROCID", "2"},
+                                  {"LOCAL_RANK", "-1"},
+                                  {"WORLD_SIZE", "0"},
+                                  {"SLURM_NTASKS", "4 "},
+                                  {"PODSCOPE_JOB", ""},
+                                  {"SLURM_JOB_ID", "77"}});
   EXPECT_EQ(bad.rank, 2);
   EXPECT_EQ(bad.local_rank, -1);
   EXPECT_EQ(bad.world_size, -1);

@@ -12,8 +12,8 @@
 
 typedef struct {
   const char* name;
-  int (*init)(void** context, uint64_t comm_id, int* mask, const char* name, int nodes, int nranks, int rank,
-              void* logger);
+  int (*init)(void** context, uint64_t comm_id, int* mask, const char* name, int nodes, int nranks,
+              int rank, void* logger);
   void* start_event;
   void* stop_event;
   void* record_event_state;
@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   if (inject == NULL || inject() != 1) return fail("InitializeInjection did not return 1");
 
   profiler_v5* nccl = (profiler_v5*)dlsym(probe, "ncclProfiler_v5");
-  if (nccl == NULL || strcmp(nccl->name, "podscope") != 0) return fail("ncclProfiler_v5 missing or misnamed");
+  if (nccl == NULL || strcmp(nccl->name, "podscope") != 0)
+    return fail("ncclProfiler_v5 missing or misnamed");
   void* context = NULL;
   int mask = -1;
   if (nccl->init(&context, 42, &mask, "world", 1, 1, 0, NULL) != 0) return fail("NCCL init failed");

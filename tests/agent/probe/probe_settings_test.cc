@@ -45,7 +45,8 @@ TEST(ProbeSettingsTest, VariablesAndIgnoredTypos) {
   EXPECT_EQ(s.max_events_per_window, 4'000'000u);
   EXPECT_EQ(s.step_pattern, "^iter ([0-9]+)$");
   EXPECT_TRUE(s.disabled);
-  EXPECT_NE(warnings.find("PODSCOPE_CUPTI_BUFFER_KB='lots' ignored"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("PODSCOPE_CUPTI_BUFFER_KB='lots' ignored"), std::string::npos)
+      << warnings;
   EXPECT_NE(warnings.find("PODSCOPE_PROBE_MAX_EVENTS='0' ignored"), std::string::npos) << warnings;
 }
 
@@ -53,11 +54,13 @@ TEST(ProbeSettingsTest, AnInvalidStepPatternKeepsTheDefaultAndSaysWhy) {
   std::string warnings;
   const ProbeSettings s = From({{"PODSCOPE_STEP_PATTERN", "(a)\\1"}}, &warnings);
   EXPECT_EQ(s.step_pattern, kDefaultStepPattern);
-  EXPECT_NE(warnings.find("PODSCOPE_STEP_PATTERN ignored: step pattern \"(a)\\1\" is not a valid regex"),
-            std::string::npos)
+  EXPECT_NE(
+      warnings.find("PODSCOPE_STEP_PATTERN ignored: step pattern \"(a)\\1\" is not a valid regex"),
+      std::string::npos)
       << warnings;
   std::string long_warnings;
-  EXPECT_EQ(From({{"PODSCOPE_STEP_PATTERN", std::string(600, 'x')}}, &long_warnings).step_pattern, kDefaultStepPattern);
+  EXPECT_EQ(From({{"PODSCOPE_STEP_PATTERN", std::string(600, 'x')}}, &long_warnings).step_pattern,
+            kDefaultStepPattern);
   EXPECT_NE(long_warnings.find("at most 512"), std::string::npos) << long_warnings;
 }
 
@@ -75,7 +78,8 @@ TEST(ProbeSettingsTest, WatchIsOnByDefaultAndPodscopeWatchZeroTurnsItOff) {
   EXPECT_FALSE(From({{"PODSCOPE_WATCH", "off"}}, &warnings).watch);
   EXPECT_TRUE(From({{"PODSCOPE_WATCH", "1"}}, &warnings).watch);
   EXPECT_EQ(warnings, "");
-  const ProbeSettings s = From({{"PODSCOPE_WATCH", "nope"}, {"PODSCOPE_WATCH_FLUSH_MS", "250"}}, &warnings);
+  const ProbeSettings s =
+      From({{"PODSCOPE_WATCH", "nope"}, {"PODSCOPE_WATCH_FLUSH_MS", "250"}}, &warnings);
   EXPECT_TRUE(s.watch) << "a typo keeps the default";
   EXPECT_EQ(s.watch_flush_interval_ns, 250'000'000);
   EXPECT_NE(warnings.find("PODSCOPE_WATCH='nope' ignored"), std::string::npos) << warnings;

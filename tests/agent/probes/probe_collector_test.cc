@@ -1,7 +1,6 @@
 // A probe (ProbeRuntime with a synthetic source) and the agent's ProbeCollector on a real unix
 // socket: registration, a whole capture window, a probe without an agent, an agent restart in
 // the middle of a window, and refusals.
-#include "absl/synchronization/mutex.h"
 #include "agent/collectors/probe_collector.h"
 
 #include <gtest/gtest.h>
@@ -11,11 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstring>
-
 #include <chrono>
+#include <cstring>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "agent/probe/probe_runtime.h"
 #include "common/frame_codec.h"
 #include "common/protocol_version.h"
@@ -56,7 +55,8 @@ class SyntheticSource : public probe::EventSource {
       k.stream.push_back(7);
       k.name.push_back(name);
       k.correlation.push_back(0);
-      for (auto* col : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z}) col->push_back(1);
+      for (auto* col : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z})
+        col->push_back(1);
       k.registers_per_thread.push_back(0);
       k.shared_memory_bytes.push_back(0);
       k.kernel_class.push_back(common::KernelClass::kCompute);
@@ -97,11 +97,13 @@ class ProbeCollectorTest : public ::testing::Test {
     options.server.socket_path = socket_;
     options.host = "node-1";
     options.drain_timeout_ns = 3'000'000'000;
-    absl::StatusOr<std::unique_ptr<ProbeCollector>> c = ProbeCollector::Start(options, clock_, nullptr);
+    absl::StatusOr<std::unique_ptr<ProbeCollector>> c =
+        ProbeCollector::Start(options, clock_, nullptr);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *std::move(c) : nullptr;
   }
-  std::unique_ptr<probe::ProbeRuntime> StartProbe(int32_t rank, int64_t reconnect_ms = 50, uint64_t max_events = 1000) {
+  std::unique_ptr<probe::ProbeRuntime> StartProbe(int32_t rank, int64_t reconnect_ms = 50,
+                                                  uint64_t max_events = 1000) {
     probe::ProbeSettings settings;
     settings.agent_socket = socket_;
     settings.reconnect_interval_ns = reconnect_ms * 1'000'000;
@@ -114,11 +116,13 @@ class ProbeCollectorTest : public ::testing::Test {
     d.identity.job = "train-42";
     d.pid = getpid();
     d.features = {"synthetic"};
-    auto runtime = std::make_unique<probe::ProbeRuntime>(settings, d, std::vector<probe::EventSource*>{&source_});
+    auto runtime = std::make_unique<probe::ProbeRuntime>(
+        settings, d, std::vector<probe::EventSource*>{&source_});
     runtime->Start();
     return runtime;
   }
-  CaptureWindow Window(const std::string& id, int32_t rank, int64_t start_in_ms, int64_t length_ms) {
+  CaptureWindow Window(const std::string& id, int32_t rank, int64_t start_in_ms,
+                       int64_t length_ms) {
     CaptureWindow w;
     w.capture_id = id;
     w.ranks = {rank};
@@ -165,7 +169,8 @@ TEST_F(ProbeCollectorTest, ARegisteredProbeIsAWorkerAndDeliversItsWindow) {
   EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
   EXPECT_GT(KernelsIn(*got), 0u);
   EXPECT_GE(got->actual_start_ns, window.start_ns);
-  EXPECT_LT(got->actual_start_ns, window.start_ns + 500'000'000) << "the probe starts on its own timer";
+  EXPECT_LT(got->actual_start_ns, window.start_ns + 500'000'000)
+      << "the probe starts on its own timer";
   EXPECT_GE(got->actual_stop_ns, window.stop_ns);
   EXPECT_TRUE(agent->Stop("cap-1").ok());
   agent->Forget("cap-1");
@@ -194,7 +199,9 @@ TEST_F(ProbeCollectorTest, ASourceErrorFailsTheWorkerWithItsWords) {
   ASSERT_TRUE(agent->Arm(Window("cap-e", 2, 20, 10)).ok());
   absl::StatusOr<CollectedWorker> got = agent->Drain("cap-e", 2);
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(got->error, "probe: synthetic: CUPTI cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+  EXPECT_EQ(
+      got->error,
+      "probe: synthetic: CUPTI cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
 }
 
 TEST_F(ProbeCollectorTest, AProbeWithoutAnAgentNeverBlocksAndKeepsItsQueueBounded) {
@@ -211,7 +218,8 @@ TEST_F(ProbeCollectorTest, AProbeWithoutAnAgentNeverBlocksAndKeepsItsQueueBounde
   v1::ProbeMessage big;
   big.mutable_chunk()->set_capture_id(std::string(10'000, 'x'));
   int accepted = 0;
-  for (int i = 0; i < 100; ++i) accepted += const_cast<probe::AgentLink&>(runtime.link()).Send(big) ? 1 : 0;
+  for (int i = 0; i < 100; ++i)
+    accepted += const_cast<probe::AgentLink&>(runtime.link()).Send(big) ? 1 : 0;
   EXPECT_EQ(accepted, 6) << "six frames of 10010 bytes fit in 64 KiB";
   EXPECT_EQ(runtime.link().dropped_messages(), 94u);
   EXPECT_LE(runtime.link().queued_bytes(), 64u * 1024);
@@ -282,7 +290,8 @@ TEST_F(ProbeCollectorTest, AChildOfAWorkerAndADuplicateRankAreNotServed) {
   child.ppid_chain = {getpid(), 1};
   probe::ProbeRuntime child_probe(settings, child, {});
   child_probe.Start();
-  ASSERT_TRUE(WaitFor([&] { return agent->probes() == 2; }));  // the child registered, and was judged
+  ASSERT_TRUE(
+      WaitFor([&] { return agent->probes() == 2; }));  // the child registered, and was judged
   ASSERT_EQ(agent->Workers().size(), 1u);
   EXPECT_EQ(agent->Workers()[0].rank, 6);
   child_probe.Stop();
@@ -290,7 +299,7 @@ TEST_F(ProbeCollectorTest, AChildOfAWorkerAndADuplicateRankAreNotServed) {
 
 TEST_F(ProbeCollectorTest, ASocketThatIsNotWorldWritableAndAProbeOfAnotherMajorIsRefused) {
   auto agent = StartAgent();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(socket_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0002, 0u);
   absl::StatusOr<common::UniqueFd> fd = common::ConnectUnix(socket_);
@@ -324,7 +333,8 @@ TEST_F(ProbeCollectorTest, APeerOfAUserTheAgentDoesNotServeIsRefusedByItsCredent
   ProbeCollectorOptions options;
   options.server.socket_path = socket_;
   options.server.allowed_uids = {4242};
-  absl::StatusOr<std::unique_ptr<ProbeCollector>> agent = ProbeCollector::Start(options, clock_, nullptr);
+  absl::StatusOr<std::unique_ptr<ProbeCollector>> agent =
+      ProbeCollector::Start(options, clock_, nullptr);
   ASSERT_TRUE(agent.ok()) << agent.status();
   // The file's group lets the other user connect; only the credentials check stands in its way.
   ASSERT_EQ(chmod(scratch_.path().c_str(), 0755), 0);
@@ -347,14 +357,16 @@ TEST_F(ProbeCollectorTest, APeerOfAUserTheAgentDoesNotServeIsRefusedByItsCredent
     if (write(fd, frame.data(), frame.size()) != static_cast<ssize_t>(frame.size())) _exit(12);
     char answer[4096];
     size_t got = 0;
-    for (ssize_t n; got < sizeof(answer) && (n = read(fd, answer + got, sizeof(answer) - got)) > 0;) got += static_cast<size_t>(n);
+    for (ssize_t n; got < sizeof(answer) && (n = read(fd, answer + got, sizeof(answer) - got)) > 0;)
+      got += static_cast<size_t>(n);
     static const char kWant[] = "user 65534 may not register";
     _exit(memmem(answer, got, kWant, sizeof(kWant) - 1) != nullptr ? 0 : 13);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setuid, 11: connect, 12: write, 13: no refusal naming the user";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: setuid, 11: connect, 12: write, 13: no refusal naming the user";
   EXPECT_TRUE((*agent)->Workers().empty());
 }
 

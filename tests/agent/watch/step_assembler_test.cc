@@ -8,8 +8,8 @@
 #include <map>
 #include <random>
 
-#include "sim/workload_model.h"
 #include "agent/watch/probe_watch.h"
+#include "sim/workload_model.h"
 
 namespace podscope::agent {
 namespace {
@@ -80,7 +80,8 @@ TEST(StepAssemblerTest, WithoutMarksStepsAreInferredFromThePeriodAndNumberedBySe
   a.Add(all, {}, all.back().enqueue_ns + 2 * kS, &out);
   ASSERT_TRUE(a.period().has_value());
   EXPECT_EQ(a.period()->communicator, 9u);
-  EXPECT_EQ(a.period()->collectives, 4) << "equal collectives: the pauses give the period, not the signature";
+  EXPECT_EQ(a.period()->collectives, 4)
+      << "equal collectives: the pauses give the period, not the signature";
   EXPECT_EQ(a.period()->phase, 2) << "sequence 2, 6, 10, ... begin steps";
   // Steps 0..18 are whole (19 has no next boundary yet); each is 45 ms with its 4 collectives.
   ASSERT_EQ(out.size(), 19u);
@@ -144,8 +145,10 @@ TEST(StepAssemblerTest, InferredStepsMatchTheWorkloadModelsStepsOnEveryRank) {
   for (const common::WorkerTrace& worker : w.capture.workers) {
     // The probe's records of this rank: its collectives as the agent's summaries carry them.
     std::vector<CollectiveArrival> all;
-    for (const StepSummary& s : common::SummarizeSteps(worker)) all.insert(all.end(), s.collectives.begin(), s.collectives.end());
-    std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.enqueue_ns < y.enqueue_ns; });
+    for (const StepSummary& s : common::SummarizeSteps(worker))
+      all.insert(all.end(), s.collectives.begin(), s.collectives.end());
+    std::sort(all.begin(), all.end(),
+              [](const auto& x, const auto& y) { return x.enqueue_ns < y.enqueue_ns; });
     ASSERT_FALSE(all.empty());
     // Flushed once a second of the rank's clock.
     StepAssembler a;
@@ -161,11 +164,13 @@ TEST(StepAssemblerTest, InferredStepsMatchTheWorkloadModelsStepsOnEveryRank) {
     EXPECT_EQ(a.period()->collectives, o.buckets);
     // The true steps, by number.
     std::map<int64_t, TimeNs> truth;
-    for (size_t i = 0; i < worker.steps.size(); ++i) truth[worker.steps.number[i]] = worker.steps.end[i] - worker.steps.start[i];
+    for (size_t i = 0; i < worker.steps.size(); ++i)
+      truth[worker.steps.number[i]] = worker.steps.end[i] - worker.steps.start[i];
     ASSERT_GE(out.size(), static_cast<size_t>(o.steps) - 6) << "rank " << worker.info.rank;
     double inferred_total = 0, true_total = 0;
     for (const StepSummary& s : out) {
-      ASSERT_TRUE(truth.contains(s.step)) << "inferred step " << s.step << " is no step of the model";
+      ASSERT_TRUE(truth.contains(s.step))
+          << "inferred step " << s.step << " is no step of the model";
       EXPECT_EQ(s.collectives.size(), static_cast<size_t>(o.buckets));
       // Each bucket's kernel inside the step's communication time.
       EXPECT_GT(s.comm_kernel_ns, 0);
@@ -181,7 +186,8 @@ TEST(ProbeWatchTest, RecordsThatBreakABoundAreDroppedAndCountedAndTheRestKept) {
   v1::ProbeWatch m;
   m.set_now_ns(5 * kS);
   m.set_dropped(3);
-  auto add = [&](int64_t seq, int64_t enqueue, int64_t start, int64_t end, uint32_t op = 1, int32_t nranks = 4) {
+  auto add = [&](int64_t seq, int64_t enqueue, int64_t start, int64_t end, uint32_t op = 1,
+                 int32_t nranks = 4) {
     v1::ProbeWatchCollective* c = m.add_collectives();
     c->set_communicator(1);
     c->set_sequence(seq);
@@ -192,13 +198,13 @@ TEST(ProbeWatchTest, RecordsThatBreakABoundAreDroppedAndCountedAndTheRestKept) {
     c->set_start_ns(start);
     c->set_end_ns(end);
   };
-  add(0, kS, kS + 10, kS + 20);              // fine
-  add(1, kS, kS + 30, kS + 20);              // ends before it starts
-  add(2, -5, kS, kS + 1);                    // before 1970
-  add(3, kS, kS, int64_t{1} << 62);          // past 2^62, and days long
-  add(4, kS, kS, kS + 1, 200);               // no such op
-  add(5, kS, kS, kS + 1, 1, 0);              // nobody in the communicator
-  add(-1, kS, kS, kS + 1);                   // no sequence
+  add(0, kS, kS + 10, kS + 20);      // fine
+  add(1, kS, kS + 30, kS + 20);      // ends before it starts
+  add(2, -5, kS, kS + 1);            // before 1970
+  add(3, kS, kS, int64_t{1} << 62);  // past 2^62, and days long
+  add(4, kS, kS, kS + 1, 200);       // no such op
+  add(5, kS, kS, kS + 1, 1, 0);      // nobody in the communicator
+  add(-1, kS, kS, kS + 1);           // no sequence
   v1::ProbeWatchStep* good = m.add_steps();
   good->set_step(3);
   good->set_start_ns(kS);

@@ -21,17 +21,19 @@ using podscope::testing::ScratchDir;
 
 std::string ExportToString(const CaptureView& view, ExportOptions options = {}) {
   std::string json;
-  absl::StatusOr<ExportStats> stats = WriteChromeTrace(view, options, [&json](std::string_view piece) {
-    json.append(piece);
-    return absl::OkStatus();
-  });
+  absl::StatusOr<ExportStats> stats =
+      WriteChromeTrace(view, options, [&json](std::string_view piece) {
+        json.append(piece);
+        return absl::OkStatus();
+      });
   EXPECT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->bytes, json.size());
   return json;
 }
 
 Capture TraceFilterCapture() {
-  absl::StatusOr<Capture> capture = LoadCapture(*ExpandTraceInputs({KinetoFixture("trace_filter")}));
+  absl::StatusOr<Capture> capture =
+      LoadCapture(*ExpandTraceInputs({KinetoFixture("trace_filter")}));
   EXPECT_TRUE(capture.ok()) << capture.status();
   return capture.ok() ? *std::move(capture) : Capture{};
 }
@@ -129,7 +131,8 @@ TEST(ChromeExporterTest, TimestampsKeepNanosecondsInAViewer) {
   for (TimeNs t : w.collectives.enqueue) first = std::min(first, t);
   for (TimeNs t : w.steps.start) first = std::min(first, t);
   const TimeNs base = first - first % 1'000'000;
-  EXPECT_NE(json.find("\"base_time_ns\":" + std::to_string(base)), std::string::npos) << json.substr(0, 300);
+  EXPECT_NE(json.find("\"base_time_ns\":" + std::to_string(base)), std::string::npos)
+      << json.substr(0, 300);
   // Every ts, read as a double the way a viewer reads it, is exact to the nanosecond.
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -199,8 +202,9 @@ TEST(ChromeExporterTest, GzipFileExportReadsBack) {
 
 TEST(ChromeExporterTest, SinkErrorsStopTheExport) {
   const Capture capture = TraceFilterCapture();
-  absl::StatusOr<ExportStats> stats = WriteChromeTrace(
-      CaptureView(capture), {}, [](std::string_view) { return absl::UnavailableError("disk full"); });
+  absl::StatusOr<ExportStats> stats =
+      WriteChromeTrace(CaptureView(capture), {},
+                       [](std::string_view) { return absl::UnavailableError("disk full"); });
   EXPECT_EQ(stats.status().code(), absl::StatusCode::kUnavailable);
 }
 

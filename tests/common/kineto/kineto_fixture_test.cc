@@ -50,7 +50,8 @@ TEST_P(TraceFilterFixtureTest, ExactCountsStepsAndCollectives) {
   // The 10 ncclKernel_SendRecv kernels are communication, and nothing else is.
   size_t communication = 0;
   for (size_t i = 0; i < w.kernels.size(); ++i) {
-    const bool is_send_recv = w.strings.Get(w.kernels.name[i]).starts_with("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t");
+    const bool is_send_recv =
+        w.strings.Get(w.kernels.name[i]).starts_with("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t");
     EXPECT_EQ(w.kernels.kernel_class[i] == KernelClass::kCommunication, is_send_recv) << i;
     communication += is_send_recv;
   }
@@ -79,7 +80,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, TraceFilterFixtureTest,
 
 TEST(TraceFilterFixtureTest, AllReduceBytesFromInputDims) {
   KinetoImporter importer;
-  absl::StatusOr<ImportResult> r = importer.ImportFile(KinetoFixture("trace_filter/sampled_rank-0.json.gz"));
+  absl::StatusOr<ImportResult> r =
+      importer.ImportFile(KinetoFixture("trace_filter/sampled_rank-0.json.gz"));
   ASSERT_TRUE(r.ok());
   const WorkerTrace& w = r->workers[0];
   // nccl:all_reduce with Input Dims [[19618307]] of float, launched with correlation 6981619.

@@ -1,13 +1,13 @@
 // The importer on small hand-written traces: every event kind, exact nanoseconds, collective
 // linking, and every error path.
-#include "common/chrome/chrome_exporter.h"
-#include "common/parse_number.h"
 #include "common/kineto/kineto_importer.h"
 
 #include <gtest/gtest.h>
 
 #include <regex>
 
+#include "common/chrome/chrome_exporter.h"
+#include "common/parse_number.h"
 #include "tests/test_paths.h"
 
 namespace podscope::common {
@@ -70,8 +70,12 @@ TEST(KinetoImporterTest, MapsEveryEventKindWithExactNanoseconds) {
   ImportResult r = MustImport(kTrace);
   ASSERT_EQ(r.workers.size(), 1u);
   const WorkerTrace& w = r.workers[0];
-  EXPECT_EQ(w.Counts(), (EventCounts{.kernels = 2, .memcpys = 2, .runtime_calls = 2,
-                                      .host_spans = 6, .collectives = 1, .steps = 1}));
+  EXPECT_EQ(w.Counts(), (EventCounts{.kernels = 2,
+                                     .memcpys = 2,
+                                     .runtime_calls = 2,
+                                     .host_spans = 6,
+                                     .collectives = 1,
+                                     .steps = 1}));
   EXPECT_EQ(r.stats.profiler_spans, 1u);
   EXPECT_EQ(r.stats.flows, 2u);
   EXPECT_EQ(r.stats.metadata, 2u);
@@ -105,7 +109,8 @@ TEST(KinetoImporterTest, MapsEveryEventKindWithExactNanoseconds) {
   }
   EXPECT_EQ(category["ProfilerStep#3"], HostSpanCategory::kAnnotation);
   EXPECT_EQ(category["record_param_comms"], HostSpanCategory::kOp);
-  EXPECT_EQ(category["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"], HostSpanCategory::kInput);
+  EXPECT_EQ(category["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"],
+            HostSpanCategory::kInput);
   EXPECT_EQ(category["Optimizer.step#SGD.step"], HostSpanCategory::kOptimizer);
   EXPECT_EQ(category["train.py(12): step"], HostSpanCategory::kPython);
   EXPECT_EQ(category["fwd"], HostSpanCategory::kGpuAnnotation);
@@ -190,10 +195,12 @@ TEST(KinetoImporterTest, MemoryInstantsBecomeMemoryEvents) {
   ExportOptions options;
   options.layout = ExportLayout::kKineto;
   const WorkerTrace& w = r.workers.at(0);
-  ASSERT_TRUE(WriteChromeTrace(CaptureView(std::vector<const WorkerTrace*>{&w}), options, [&](std::string_view piece) {
-                exported.append(piece);
-                return absl::OkStatus();
-              }).ok());
+  ASSERT_TRUE(WriteChromeTrace(CaptureView(std::vector<const WorkerTrace*>{&w}), options,
+                               [&](std::string_view piece) {
+                                 exported.append(piece);
+                                 return absl::OkStatus();
+                               })
+                  .ok());
   const ImportResult reimported = MustImport(exported);
   const MemoryEventTable& again = reimported.workers.at(0).memory_events;
   EXPECT_EQ(again.time, m.time);
@@ -290,30 +297,48 @@ TEST(KinetoImporterTest, WrongTypesNameTheEventFieldAndOffset) {
       R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1},)"
       R"( {"ph": "X", "cat": "kernel", "name": "k", "ts": "abc", "dur": 1}]})";
   absl::Status status = ImportError(json);
-  EXPECT_NE(status.message().find("traceEvents[1]: ts: expected a number"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("traceEvents[1]: ts: expected a number"), std::string::npos)
+      << status;
   const size_t second_event = json.find("{\"ph\"", 20);
   EXPECT_GE(OffsetIn(status), second_event);
   EXPECT_LE(OffsetIn(status), json.find("\"abc\"") + 5);
 
-  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "name": 5, "ts": 1, "dur": 1}]})").message().find("name: expected a string"),
+  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "name": 5, "ts": 1, "dur": 1}]})")
+                .message()
+                .find("name: expected a string"),
             std::string::npos);
-  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "args": {"stream": "x"}}]})").message().find("stream: expected a number"),
+  EXPECT_NE(
+      ImportError(R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "args": {"stream": "x"}}]})")
+          .message()
+          .find("stream: expected a number"),
+      std::string::npos);
+  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "args": []}]})")
+                .message()
+                .find("args: expected an object"),
             std::string::npos);
-  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "args": []}]})").message().find("args: expected an object"),
+  EXPECT_NE(ImportError(R"({"traceEvents": [3]})").message().find("event must be an object"),
             std::string::npos);
-  EXPECT_NE(ImportError(R"({"traceEvents": [3]})").message().find("event must be an object"), std::string::npos);
-  EXPECT_NE(ImportError(R"({"traceEvents": {}})").message().find("traceEvents must be an array"), std::string::npos);
+  EXPECT_NE(ImportError(R"({"traceEvents": {}})").message().find("traceEvents must be an array"),
+            std::string::npos);
 }
 
 TEST(KinetoImporterTest, StructuralErrors) {
-  EXPECT_NE(ImportError(R"({"schemaVersion": 1})").message().find("no traceEvents array"), std::string::npos);
+  EXPECT_NE(ImportError(R"({"schemaVersion": 1})").message().find("no traceEvents array"),
+            std::string::npos);
   EXPECT_NE(ImportError("[]").message().find("top level must be a JSON object"), std::string::npos);
   EXPECT_NE(ImportError("").message().find("bad.json"), std::string::npos);
-  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "ts": 1}]})").message().find("no dur"), std::string::npos);
-  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "dur": 1}]})").message().find("no ts"), std::string::npos);
-  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": -4}]})").message().find("negative dur"), std::string::npos);
-  EXPECT_NE(ImportError(R"({"traceEvents": [{"ts": 1, "dur": 4}]})").message().find("no ph"), std::string::npos);
-  EXPECT_NE(ImportError(R"({"traceEvents": []} trailing)").message().find("bad.json"), std::string::npos);
+  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "ts": 1}]})").message().find("no dur"),
+            std::string::npos);
+  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "dur": 1}]})").message().find("no ts"),
+            std::string::npos);
+  EXPECT_NE(ImportError(R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": -4}]})")
+                .message()
+                .find("negative dur"),
+            std::string::npos);
+  EXPECT_NE(ImportError(R"({"traceEvents": [{"ts": 1, "dur": 4}]})").message().find("no ph"),
+            std::string::npos);
+  EXPECT_NE(ImportError(R"({"traceEvents": []} trailing)").message().find("bad.json"),
+            std::string::npos);
 }
 
 TEST(KinetoImporterTest, LimitsAreEnforced) {
@@ -332,7 +357,9 @@ TEST(KinetoImporterTest, LimitsAreEnforced) {
 TEST(KinetoImporterTest, DeepNestingInUnmodelledValuesIsSkippedSafely) {
   std::string deep(100000, '[');
   deep += std::string(100000, ']');
-  const std::string json = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"blob": )" + deep + "}}]}";
+  const std::string json =
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"blob": )" +
+      deep + "}}]}";
   KinetoImporter importer;
   absl::StatusOr<ImportResult> result = importer.ImportJson("deep.json", json);
   // Either imported (the blob is skipped) or refused with a clear error; never a crash.
@@ -360,7 +387,8 @@ TEST(KinetoImporterTest, GzipThatIsNotGzipIsAClearFileError) {
   EXPECT_NE(result.status().message().find("rank-3.json.gz: named .gz but is not gzip data"),
             std::string::npos)
       << result.status();
-  const std::string garbage = dir.Write("rank-4.json.gz", std::string("\x1f\x8b\x08\x00garbage", 11));
+  const std::string garbage =
+      dir.Write("rank-4.json.gz", std::string("\x1f\x8b\x08\x00garbage", 11));
   absl::StatusOr<ImportResult> bad = importer.ImportFile(garbage);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("rank-4.json.gz"), std::string::npos) << bad.status();

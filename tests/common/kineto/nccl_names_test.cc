@@ -6,8 +6,10 @@ namespace podscope::common {
 namespace {
 
 TEST(NcclNamesTest, RecognisesNcclKernels) {
-  EXPECT_TRUE(IsNcclKernelName("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)"));
-  EXPECT_TRUE(IsNcclKernelName("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
+  EXPECT_TRUE(IsNcclKernelName(
+      "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)"));
+  EXPECT_TRUE(
+      IsNcclKernelName("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));
   EXPECT_TRUE(IsNcclKernelName("ncclSymkDevKernel_AllReduce_AGxLL_R_sum_bf16"));
   EXPECT_TRUE(IsNcclKernelName("void ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"));
   EXPECT_FALSE(IsNcclKernelName("void at::native::vectorized_elementwise_kernel<4>"));

@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include "common/time_source.h"
-
 #include <atomic>
 #include <mutex>
 #include <vector>
+
+#include "common/time_source.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -55,7 +55,8 @@ TEST_F(ClockKeeperTest, AsksWideAgentsAgainWithBackoffAndLeavesTightOnesAlone) {
   Sync("wide", 5'000'000);
   // A lone exchange pins no drift: the bound grows at the crystal tolerance, 100 ppm, i.e.
   // 100 us per second after the exchange. The target is 2 ms.
-  ClockKeeper keeper(registry_, aligner_, {.target_bound_ns = 2'000'000, .first_retry_ns = 2'000'000'000}, time_);
+  ClockKeeper keeper(registry_, aligner_,
+                     {.target_bound_ns = 2'000'000, .first_retry_ns = 2'000'000'000}, time_);
 
   EXPECT_EQ(keeper.Tick(), 1u);
   EXPECT_EQ(wide->syncs, 1);
@@ -90,7 +91,8 @@ TEST_F(ClockKeeperTest, AsksWideAgentsAgainWithBackoffAndLeavesTightOnesAlone) {
 TEST_F(ClockKeeperTest, AnAgentBehindASlowPathIsAskedAFewTimesThenOnlyWhenItsModelWidens) {
   // Every exchange of this agent takes 600 us: the target of 50 us is out of its reach.
   auto slow = Connect("slow");
-  ClockKeeper keeper(registry_, aligner_, {.target_bound_ns = 50'000, .asks_before_relative = 3}, time_);
+  ClockKeeper keeper(registry_, aligner_, {.target_bound_ns = 50'000, .asks_before_relative = 3},
+                     time_);
   for (int64_t at : {0, 2, 6}) {
     time_.AdvanceTo(kStart + at * 1'000'000'000);
     Sync("slow", 300'000);
@@ -119,7 +121,8 @@ TEST_F(ClockKeeperTest, AsksTheWidestFirstAndAFewPerTick) {
     links.push_back(Connect("a" + std::to_string(i)));
     Sync("a" + std::to_string(i), 100'000 * (i + 1));
   }
-  ClockKeeper keeper(registry_, aligner_, {.target_bound_ns = 50'000, .max_requests_per_tick = 2}, time_);
+  ClockKeeper keeper(registry_, aligner_, {.target_bound_ns = 50'000, .max_requests_per_tick = 2},
+                     time_);
   EXPECT_EQ(keeper.Tick(), 2u);
   EXPECT_EQ(links[4]->syncs, 1);
   EXPECT_EQ(links[3]->syncs, 1);

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grpcpp/server_builder.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -13,8 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/server_builder.h>
 
 #include "absl/synchronization/mutex.h"
 
@@ -36,7 +35,8 @@ class RecordingAcceptor : public grpc::experimental::ExternalConnectionAcceptor 
     socklen_t length = sizeof(no_delay);
     getsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &no_delay, &length);
     absl::MutexLock lock(&mu_);
-    handed_.push_back({p->fd, (fcntl(p->fd, F_GETFL) & O_NONBLOCK) != 0, no_delay != 0, p->listener_fd});
+    handed_.push_back(
+        {p->fd, (fcntl(p->fd, F_GETFL) & O_NONBLOCK) != 0, no_delay != 0, p->listener_fd});
   }
   ~RecordingAcceptor() override {
     for (const Handed& h : handed_) {
@@ -153,7 +153,8 @@ TEST_F(GrpcConnectionGateTest, BoundsConnectionsPerClientAddress) {
   std::string metrics;
   gate_->AppendMetrics(&metrics);
   EXPECT_NE(metrics.find("podscope_grpc_open_connections 3\n"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"client_full\"} 1\n"), std::string::npos)
+  EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"client_full\"} 1\n"),
+            std::string::npos)
       << metrics;
 }
 
@@ -165,7 +166,8 @@ TEST_F(GrpcConnectionGateTest, BoundsAllConnections) {
   EXPECT_TRUE(ClosedWithin(Connect("127.0.0.4"), std::chrono::seconds(10)));
   std::string metrics;
   gate_->AppendMetrics(&metrics);
-  EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"server_full\"} 1\n"), std::string::npos)
+  EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"server_full\"} 1\n"),
+            std::string::npos)
       << metrics;
 }
 

@@ -20,16 +20,17 @@ TEST(BreakdownTest, HandComputedPartition) {
   //   compute      [8000, 9000)  launched at 7990
   // Host: dataloader span [5500, 6500) (device busy with comm then: not idle),
   //       dataloader span [7000, 7500), an op [7500, 7980).
-  common::WorkerTrace w = HandTrace()
-                              .Step(1, 0, 10'000)
-                              .Memcpy(1000, 1500, MemcpyKind::kHostToDevice, 900)
-                              .Kernel(2000, 5000, "gemm", 1950)
-                              .Kernel(4000, 7000, "ncclKernel_AllReduce", 1960, 20)
-                              .Kernel(8000, 9000, "gemm", 7990)
-                              .Span(5500, 6500, "enumerate(DataLoader)", common::HostSpanCategory::kInput)
-                              .Span(7000, 7500, "enumerate(DataLoader)", common::HostSpanCategory::kInput)
-                              .Span(7500, 7980, "aten::add", common::HostSpanCategory::kOp)
-                              .Build();
+  common::WorkerTrace w =
+      HandTrace()
+          .Step(1, 0, 10'000)
+          .Memcpy(1000, 1500, MemcpyKind::kHostToDevice, 900)
+          .Kernel(2000, 5000, "gemm", 1950)
+          .Kernel(4000, 7000, "ncclKernel_AllReduce", 1960, 20)
+          .Kernel(8000, 9000, "gemm", 7990)
+          .Span(5500, 6500, "enumerate(DataLoader)", common::HostSpanCategory::kInput)
+          .Span(7000, 7500, "enumerate(DataLoader)", common::HostSpanCategory::kInput)
+          .Span(7500, 7980, "aten::add", common::HostSpanCategory::kOp)
+          .Build();
   const WorkerBreakdown b = ComputeWorkerBreakdown(w, FindSteps(w), nullptr);
   ASSERT_EQ(b.steps.size(), 1u);
   const StepBreakdown& s = b.steps[0];
@@ -57,14 +58,15 @@ TEST(BreakdownTest, HandComputedPartition) {
 TEST(BreakdownTest, TheIdleBeforeAStepIsSplitByTheHost) {
   // Step 1's span ends at 3000. Step 2's host: nothing in [3000, 3500), dataloader
   // [3500, 6000), an op [6000, 6900), the launch call [6950, 6955) and its latency to 7000.
-  common::WorkerTrace w = HandTrace()
-                              .Step(1, 0, 3'200)
-                              .Kernel(1000, 3000, "gemm", 900)
-                              .Step(2, 3'200, 10'000)
-                              .Span(3500, 6000, "enumerate(DataLoader)", common::HostSpanCategory::kInput)
-                              .Span(6000, 6900, "aten::cat", common::HostSpanCategory::kOp)
-                              .Kernel(7000, 8000, "gemm", 6950)
-                              .Build();
+  common::WorkerTrace w =
+      HandTrace()
+          .Step(1, 0, 3'200)
+          .Kernel(1000, 3000, "gemm", 900)
+          .Step(2, 3'200, 10'000)
+          .Span(3500, 6000, "enumerate(DataLoader)", common::HostSpanCategory::kInput)
+          .Span(6000, 6900, "aten::cat", common::HostSpanCategory::kOp)
+          .Kernel(7000, 8000, "gemm", 6950)
+          .Build();
   const WorkerBreakdown b = ComputeWorkerBreakdown(w, FindSteps(w), nullptr);
   ASSERT_EQ(b.steps.size(), 2u);
   EXPECT_EQ(b.steps[0].before_ns, 0);  // nothing known before the first step
@@ -112,8 +114,8 @@ TEST(BreakdownTest, KernelsCrossingStepBoundariesAreCutAtTheSpan) {
 // The partition invariant on every step of every shared fixture.
 TEST(BreakdownTest, CategoriesSumToTheSpanOnRealFixtures) {
   for (const char* job : {"trace_filter", "dlrm_8rank"}) {
-    absl::StatusOr<common::Capture> capture = common::LoadCapture(
-        *common::ExpandTraceInputs({podscope::testing::KinetoFixture(job)}));
+    absl::StatusOr<common::Capture> capture =
+        common::LoadCapture(*common::ExpandTraceInputs({podscope::testing::KinetoFixture(job)}));
     ASSERT_TRUE(capture.ok()) << capture.status();
     const common::CaptureView view(*capture);
     const CommunicationReport comm = ComputeCommunication(view);
@@ -124,7 +126,8 @@ TEST(BreakdownTest, CategoriesSumToTheSpanOnRealFixtures) {
         ++steps;
         EXPECT_EQ(s.Sum(), s.span_ns) << job << " rank " << w.rank << " step " << s.step;
         EXPECT_EQ(s.communication_ns, s.comm_wait_ns + s.comm_transfer_ns);
-        EXPECT_EQ(s.memcpy_ns, s.memcpy_h2d_ns + s.memcpy_d2h_ns + s.memcpy_d2d_ns + s.memcpy_other_ns);
+        EXPECT_EQ(s.memcpy_ns,
+                  s.memcpy_h2d_ns + s.memcpy_d2h_ns + s.memcpy_d2d_ns + s.memcpy_other_ns);
         EXPECT_GT(s.compute_ns, 0);
       }
     }

@@ -23,15 +23,18 @@ TEST(CollectiveBandwidthTest, HandComputedAllReduce) {
   common::Capture capture;
   for (int r = 0; r < 2; ++r) {
     const TimeNs start = r * 10'000'000;
-    capture.workers.push_back(HandTrace(r, 2)
-                                  .Step(3, 0, 200'000'000)
-                                  .Kernel(start, 110'000'000, "ncclKernel_AllReduce", start, 20)
-                                  .Collective("pg:0", common::CollectiveOp::kAllReduce, 0, 1'000'000'000, 2, start)
-                                  .Build());
+    capture.workers.push_back(
+        HandTrace(r, 2)
+            .Step(3, 0, 200'000'000)
+            .Kernel(start, 110'000'000, "ncclKernel_AllReduce", start, 20)
+            .Collective("pg:0", common::CollectiveOp::kAllReduce, 0, 1'000'000'000, 2, start)
+            .Build());
   }
   const common::CaptureView view(capture);
   const CommunicationReport comm = ComputeCommunication(view, {.clocks = ClockTrust::kAligned});
-  const BandwidthReport r = ComputeBandwidth(view, FindAllSteps(view), comm, {.link_gbps = 200, .params = 250'000'000, .bytes_per_param = 4});
+  const BandwidthReport r =
+      ComputeBandwidth(view, FindAllSteps(view), comm,
+                       {.link_gbps = 200, .params = 250'000'000, .bytes_per_param = 4});
   ASSERT_EQ(r.collectives.size(), 1u);
   const CollectiveBandwidth& c = r.collectives[0];
   EXPECT_EQ(c.step, 3);

@@ -27,11 +27,15 @@ common::Capture TwoWorkers() {
   capture.workers.push_back(HandTrace(0, 2)
                                 .Device(V100())
                                 .Step(1, 0, 100)
-                                .Kernel(10, 40, "A", 5).Shape(40, 128)
-                                .Kernel(30, 60, "B", 6).Shape(16, 128)
-                                .Kernel(80, 110, "C", 7).Shape(160, 128)
+                                .Kernel(10, 40, "A", 5)
+                                .Shape(40, 128)
+                                .Kernel(30, 60, "B", 6)
+                                .Shape(16, 128)
+                                .Kernel(80, 110, "C", 7)
+                                .Shape(160, 128)
                                 .Step(2, 200, 300)
-                                .Kernel(210, 260, "D", 205).Shape(1, 0)
+                                .Kernel(210, 260, "D", 205)
+                                .Shape(1, 0)
                                 .Build());
   capture.workers.push_back(HandTrace(1, 2).Step(1, 0, 100).Kernel(0, 50, "E", 1).Build());
   return capture;
@@ -86,7 +90,8 @@ TEST(GpuEfficiencyTest, AStepRangeKeepsItsStepsAndSyncRecordsAreNotKernels) {
   k.start.push_back(200), k.end.push_back(300), k.device.push_back(0), k.stream.push_back(7);
   k.name.push_back(capture.workers[0].strings.Intern("cudaDeviceSynchronize"));
   k.correlation.push_back(99);
-  for (auto* v : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z}) v->push_back(0);
+  for (auto* v : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z})
+    v->push_back(0);
   k.registers_per_thread.push_back(0), k.shared_memory_bytes.push_back(0);
   k.kernel_class.push_back(common::KernelClass::kSync);
   capture.workers[0].SortByTime();

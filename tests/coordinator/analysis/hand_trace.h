@@ -27,10 +27,12 @@ class HandTrace {
     k.stream.push_back(stream);
     k.name.push_back(trace_.strings.Intern(name));
     k.correlation.push_back(correlation);
-    for (auto* v : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z}) v->push_back(1);
+    for (auto* v : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z})
+      v->push_back(1);
     k.registers_per_thread.push_back(32);
     k.shared_memory_bytes.push_back(0);
-    k.kernel_class.push_back(name.starts_with("nccl") ? KernelClass::kCommunication : KernelClass::kCompute);
+    k.kernel_class.push_back(name.starts_with("nccl") ? KernelClass::kCommunication
+                                                      : KernelClass::kCompute);
     if (launch >= 0) Runtime(launch, launch + 5, "cudaLaunchKernel", correlation);
     return *this;
   }
@@ -82,7 +84,8 @@ class HandTrace {
   }
 
   HandTrace& Step(int64_t number, common::TimeNs start, common::TimeNs end) {
-    Span(start, end, "ProfilerStep#" + std::to_string(number), common::HostSpanCategory::kAnnotation);
+    Span(start, end, "ProfilerStep#" + std::to_string(number),
+         common::HostSpanCategory::kAnnotation);
     trace_.host_spans.step.back() = number;
     common::StepTable& s = trace_.steps;
     s.number.push_back(number);
@@ -118,7 +121,8 @@ class HandTrace {
 
   // The last kernel's launch shape: blocks in the grid, threads per block, registers per
   // thread, shared memory per block.
-  HandTrace& Shape(uint32_t grid, uint32_t block, int32_t registers = 32, int32_t shared_bytes = 0) {
+  HandTrace& Shape(uint32_t grid, uint32_t block, int32_t registers = 32,
+                   int32_t shared_bytes = 0) {
     common::KernelTable& k = trace_.kernels;
     k.grid_x.back() = grid;
     k.block_x.back() = block;

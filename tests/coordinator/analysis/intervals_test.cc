@@ -27,9 +27,8 @@ TEST(IntervalsTest, SweepVisitsEveryInstantExactlyOnce) {
   const IntervalSet compute = {{0, 10}, {20, 30}};
   const IntervalSet comm = {{5, 25}};
   std::vector<std::tuple<TimeNs, TimeNs, uint32_t>> segments;
-  SweepClasses({&compute, &comm}, -5, 35, [&](TimeNs s, TimeNs e, uint32_t mask) {
-    segments.emplace_back(s, e, mask);
-  });
+  SweepClasses({&compute, &comm}, -5, 35,
+               [&](TimeNs s, TimeNs e, uint32_t mask) { segments.emplace_back(s, e, mask); });
   const std::vector<std::tuple<TimeNs, TimeNs, uint32_t>> expected = {
       {-5, 0, 0}, {0, 5, 1}, {5, 10, 3}, {10, 20, 2}, {20, 25, 3}, {25, 30, 1}, {30, 35, 0}};
   EXPECT_EQ(segments, expected);

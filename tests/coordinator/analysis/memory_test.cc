@@ -9,8 +9,8 @@ namespace {
 
 using podscope::testing::HandTrace;
 
-void Event(common::WorkerTrace& t, TimeNs time, int32_t device, int64_t bytes, int64_t allocated, int64_t reserved,
-           int64_t thread = 1) {
+void Event(common::WorkerTrace& t, TimeNs time, int32_t device, int64_t bytes, int64_t allocated,
+           int64_t reserved, int64_t thread = 1) {
   common::MemoryEventTable& m = t.memory_events;
   m.time.push_back(time);
   m.device.push_back(device);
@@ -29,8 +29,12 @@ TEST(MemoryTest, PeaksHeadroomAndTheOperatorsThatAllocatedByHand) {
   common::DeviceInfo gpu;
   gpu.id = 0;
   gpu.total_memory_bytes = 1000;
-  common::WorkerTrace r0 =
-      HandTrace(0, 3).Device(gpu).Span(0, 100, "forward").Span(5, 15, "aten::empty").Span(18, 30, "aten::mm").Build();
+  common::WorkerTrace r0 = HandTrace(0, 3)
+                               .Device(gpu)
+                               .Span(0, 100, "forward")
+                               .Span(5, 15, "aten::empty")
+                               .Span(18, 30, "aten::mm")
+                               .Build();
   Event(r0, 10, 0, 100, 100, 200);
   Event(r0, 20, 0, 300, 400, 512);
   Event(r0, 25, 0, -100, 300, 512);
@@ -117,7 +121,8 @@ TEST(MemoryTest, TheTimelineIsBoundedAndKeepsThePeak) {
   EXPECT_EQ(d.timeline.size(), kMemoryTimelinePoints);
   EXPECT_EQ(d.peak_allocated_bytes, 1'000'000);
   EXPECT_EQ(d.peak_time, 7777);
-  EXPECT_TRUE(std::any_of(d.timeline.begin(), d.timeline.end(), [](const MemoryPoint& p) { return p.allocated == 1'000'000; }));
+  EXPECT_TRUE(std::any_of(d.timeline.begin(), d.timeline.end(),
+                          [](const MemoryPoint& p) { return p.allocated == 1'000'000; }));
   EXPECT_FALSE(r.nearest_oom.has_value());  // the device's size is unknown
 }
 

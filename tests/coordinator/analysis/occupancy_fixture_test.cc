@@ -1,8 +1,8 @@
 // Computed occupancy against Kineto's own figures on the shared fixtures: the figures are cut out
 // of the JSON before it is imported, so what podscope reports comes from the launch shapes and
 // the device alone, and every kernel's must equal what Kineto wrote.
-#include <simdjson.h>
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <cmath>
 #include <map>
@@ -17,7 +17,8 @@
 namespace podscope::coordinator::analysis {
 namespace {
 
-constexpr std::string_view kKinetoFigures[] = {"\"blocks per SM\"", "\"warps per SM\"", "\"est. achieved occupancy %\""};
+constexpr std::string_view kKinetoFigures[] = {"\"blocks per SM\"", "\"warps per SM\"",
+                                               "\"est. achieved occupancy %\""};
 
 // Removes `"key": number` members from the JSON text, with the comma that joined them.
 std::string Strip(std::string json) {
@@ -63,13 +64,15 @@ std::map<int64_t, Expected> KinetoFigures(const std::string& json) {
 // `device`, when set, describes a trace that does not say.
 constexpr int64_t kDefaultSharedPerBlock = 48 * 1024;
 
-size_t CheckFixture(const std::string& path, size_t* opted_in, const common::DeviceInfo* device = nullptr) {
+size_t CheckFixture(const std::string& path, size_t* opted_in,
+                    const common::DeviceInfo* device = nullptr) {
   absl::StatusOr<std::string> json = common::ReadFileMaybeGzip(path);
   EXPECT_TRUE(json.ok()) << json.status();
   if (!json.ok()) return 0;
   const std::map<int64_t, Expected> expected = KinetoFigures(*json);
   const std::string stripped = Strip(*json);
-  for (std::string_view key : kKinetoFigures) EXPECT_EQ(stripped.find(key), std::string::npos) << key;
+  for (std::string_view key : kKinetoFigures)
+    EXPECT_EQ(stripped.find(key), std::string::npos) << key;
   common::KinetoImporter importer;
   absl::StatusOr<common::ImportResult> imported = importer.ImportJson(path, stripped);
   EXPECT_TRUE(imported.ok()) << imported.status();
@@ -89,7 +92,8 @@ size_t CheckFixture(const std::string& path, size_t* opted_in, const common::Dev
     EXPECT_TRUE(o.has_value()) << path << " kernel " << i;
     if (!o) continue;
     // Kineto prints blocks per SM as a float and the occupancy as a whole percentage.
-    EXPECT_NEAR(o->blocks_per_sm, it->second.blocks_per_sm, 1e-5 * std::max(1.0, it->second.blocks_per_sm))
+    EXPECT_NEAR(o->blocks_per_sm, it->second.blocks_per_sm,
+                1e-5 * std::max(1.0, it->second.blocks_per_sm))
         << path << " correlation " << k.correlation[i];
     // Kineto checks shared memory against the 48 KB a block gets without opting in, so a kernel
     // that opted in to more (it ran, so it did) gets 0 % there; podscope uses the opt-in limit.
@@ -101,8 +105,8 @@ size_t CheckFixture(const std::string& path, size_t* opted_in, const common::Dev
       continue;
     }
     EXPECT_LE(std::abs(100 * o->achieved - it->second.occupancy_percent), 0.5)
-        << path << " correlation " << k.correlation[i] << ": " << 100 * o->achieved << "% against Kineto's "
-        << it->second.occupancy_percent << "%";
+        << path << " correlation " << k.correlation[i] << ": " << 100 * o->achieved
+        << "% against Kineto's " << it->second.occupancy_percent << "%";
     ++checked;
   }
   EXPECT_EQ(checked, expected.size()) << path;
@@ -112,7 +116,8 @@ size_t CheckFixture(const std::string& path, size_t* opted_in, const common::Dev
 TEST(OccupancyFixtureTest, EveryDlrmKernelMatchesKinetoOnV100) {
   size_t checked = 0, opted_in = 0;
   for (int rank = 0; rank < 8; ++rank) {
-    checked += CheckFixture(testing::KinetoFixture("dlrm_8rank/rank-" + std::to_string(rank) + ".json.gz"), &opted_in);
+    checked += CheckFixture(
+        testing::KinetoFixture("dlrm_8rank/rank-" + std::to_string(rank) + ".json.gz"), &opted_in);
   }
   EXPECT_EQ(checked, 2104u);  // every kernel of the eight ranks
   EXPECT_EQ(opted_in, 0u);
@@ -128,8 +133,9 @@ TEST(OccupancyFixtureTest, EveryTraceFilterKernelMatchesKinetoOnA100) {
   a100.sm_count = 108;
   size_t checked = 0, opted_in = 0;
   for (int rank = 0; rank < 2; ++rank) {
-    checked += CheckFixture(testing::KinetoFixture("trace_filter/sampled_rank-" + std::to_string(rank) + ".json.gz"),
-                            &opted_in, &a100);
+    checked += CheckFixture(
+        testing::KinetoFixture("trace_filter/sampled_rank-" + std::to_string(rank) + ".json.gz"),
+        &opted_in, &a100);
   }
   EXPECT_GT(checked, 2000u);
   EXPECT_GT(opted_in, 0u);  // CUTLASS GEMMs with 80-160 KB per block

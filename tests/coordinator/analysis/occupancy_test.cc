@@ -19,8 +19,11 @@ SmLimits Limits(int major, int minor, int sms) {
   return limits.value_or(SmLimits{});
 }
 
-Occupancy Occupy(const SmLimits& limits, uint64_t grid, uint64_t block, int registers, int64_t shared) {
-  return ComputeOccupancy(limits, {.grid_blocks = grid, .block_threads = block, .registers_per_thread = registers,
+Occupancy Occupy(const SmLimits& limits, uint64_t grid, uint64_t block, int registers,
+                 int64_t shared) {
+  return ComputeOccupancy(limits, {.grid_blocks = grid,
+                                   .block_threads = block,
+                                   .registers_per_thread = registers,
                                    .shared_memory_bytes = shared});
 }
 
@@ -102,9 +105,9 @@ TEST(OccupancyTest, TuringHasHalfTheWarps) {
 
 TEST(OccupancyTest, ShapesThatCannotRunAreInvalid) {
   const SmLimits h100 = Limits(9, 0, 132);
-  EXPECT_EQ(Occupy(h100, 1, 2048, 32, 0).limiter, OccupancyLimiter::kInvalid);        // block > 1024
-  EXPECT_EQ(Occupy(h100, 1, 128, 256, 0).limiter, OccupancyLimiter::kInvalid);        // > 255 registers
-  EXPECT_EQ(Occupy(h100, 1, 1024, 255, 0).limiter, OccupancyLimiter::kInvalid);       // 262144 > 65536
+  EXPECT_EQ(Occupy(h100, 1, 2048, 32, 0).limiter, OccupancyLimiter::kInvalid);   // block > 1024
+  EXPECT_EQ(Occupy(h100, 1, 128, 256, 0).limiter, OccupancyLimiter::kInvalid);   // > 255 registers
+  EXPECT_EQ(Occupy(h100, 1, 1024, 255, 0).limiter, OccupancyLimiter::kInvalid);  // 262144 > 65536
   EXPECT_EQ(Occupy(h100, 1, 128, 32, 228 * 1024).limiter, OccupancyLimiter::kInvalid);  // > 227 KB
   EXPECT_EQ(Occupy(h100, 1, 0, 32, 0).limiter, OccupancyLimiter::kInvalid);
   EXPECT_EQ(Occupy(h100, 1, 0, 32, 0).active_blocks, 0);
@@ -120,8 +123,8 @@ TEST(OccupancyTest, TheDeviceRecordOverridesItsCapabilityAndUnknownDevicesGetNot
   EXPECT_EQ(limits->shared_memory_per_sm, 64 * 1024);
   EXPECT_EQ(limits->shared_memory_reserved_per_block, 1024);
   EXPECT_EQ(limits->shared_memory_unit, 128);
-  EXPECT_FALSE(SmLimitsFor(Device(6, 0, 56)).has_value());  // Pascal: other rules
-  EXPECT_FALSE(SmLimitsFor(Device(9, 0, 0)).has_value());   // no SM count
+  EXPECT_FALSE(SmLimitsFor(Device(6, 0, 56)).has_value());   // Pascal: other rules
+  EXPECT_FALSE(SmLimitsFor(Device(9, 0, 0)).has_value());    // no SM count
   EXPECT_FALSE(SmLimitsFor(Device(11, 0, 20)).has_value());  // unknown, and the record is silent
   common::DeviceInfo described = Device(11, 0, 20);
   described.max_threads_per_sm = 1536;

@@ -34,7 +34,8 @@ common::Capture Workers() {
                                 .Span(86, 95, "aten::mm")
                                 .Kernel(160, 190, "stray", 150)
                                 .Build());
-  capture.workers.push_back(HandTrace(1, 2).Span(0, 50, "aten::mm").Kernel(10, 110, "gemm", 0).Build());
+  capture.workers.push_back(
+      HandTrace(1, 2).Span(0, 50, "aten::mm").Kernel(10, 110, "gemm", 0).Build());
   return capture;
 }
 
@@ -49,7 +50,7 @@ TEST(OperatorsTest, HostSelfTimeAndDeviceTimeByHand) {
   EXPECT_EQ(forward->calls, 1u);
   EXPECT_EQ(forward->host_total_ns, 100);
   EXPECT_EQ(forward->host_self_ns, 100 - 30 - 20 - 5 - 9);  // children and its own call
-  EXPECT_EQ(forward->device_self_ns, 20);                  // the copy
+  EXPECT_EQ(forward->device_self_ns, 20);                   // the copy
   EXPECT_EQ(forward->device_total_ns, 20 + 30 + 10);
   const OperatorStats* mm = Find(ops, "aten::mm");
   ASSERT_NE(mm, nullptr);
@@ -91,8 +92,10 @@ TEST(OperatorsTest, ThreadsAreSeparateAndSyncRecordsAreNotDeviceWork) {
     k.start.push_back(40), k.end.push_back(90), k.device.push_back(0), k.stream.push_back(7);
     k.name.push_back(capture.workers[0].strings.Intern("k"));
     k.correlation.push_back(corr);
-    for (auto* v : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z}) v->push_back(1);
-    k.registers_per_thread.push_back(0), k.shared_memory_bytes.push_back(0), k.kernel_class.push_back(kind);
+    for (auto* v : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z})
+      v->push_back(1);
+    k.registers_per_thread.push_back(0), k.shared_memory_bytes.push_back(0),
+        k.kernel_class.push_back(kind);
   }
   const OperatorReport r = ComputeOperators(common::CaptureView(capture));
   const OperatorStats* outer = Find(r.workers[0].top, "outer");
@@ -106,7 +109,8 @@ TEST(OperatorsTest, ThreadsAreSeparateAndSyncRecordsAreNotDeviceWork) {
   // Work without a correlation id (-1, as the importer writes a missing one) belongs to no call,
   // even to a call that has none either.
   common::WorkerTrace& w = capture.workers[0];
-  w.runtime_calls.start.push_back(50), w.runtime_calls.end.push_back(52), w.runtime_calls.thread.push_back(1);
+  w.runtime_calls.start.push_back(50), w.runtime_calls.end.push_back(52),
+      w.runtime_calls.thread.push_back(1);
   w.runtime_calls.name.push_back(w.strings.Intern("cudaLaunchKernel"));
   w.runtime_calls.correlation.push_back(-1), w.runtime_calls.external_id.push_back(-1);
   w.runtime_calls.api_kind.push_back(common::ApiKind::kRuntime);

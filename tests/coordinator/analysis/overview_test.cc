@@ -52,14 +52,26 @@ Inputs Busy() {
   w.total.busy_ns = 600;
   w.steps.resize(1);
   in.gpu.workers.push_back(w);
-  KernelStats hot{.name = "layer_norm", .kernel_class = "compute", .share = 0.3, .tensor_core = false,
-                  .blocks_per_sm = 0.5, .achieved_occupancy = 0.08};
-  KernelStats gemm{.name = "sm90_xmma_gemm", .kernel_class = "compute", .share = 0.5, .tensor_core = true,
-                   .blocks_per_sm = 1, .achieved_occupancy = 0.125};
-  KernelStats cold{.name = "tiny", .kernel_class = "compute", .share = 0.01, .achieved_occupancy = 0.01};
+  KernelStats hot{.name = "layer_norm",
+                  .kernel_class = "compute",
+                  .share = 0.3,
+                  .tensor_core = false,
+                  .blocks_per_sm = 0.5,
+                  .achieved_occupancy = 0.08};
+  KernelStats gemm{.name = "sm90_xmma_gemm",
+                   .kernel_class = "compute",
+                   .share = 0.5,
+                   .tensor_core = true,
+                   .blocks_per_sm = 1,
+                   .achieved_occupancy = 0.125};
+  KernelStats cold{
+      .name = "tiny", .kernel_class = "compute", .share = 0.01, .achieved_occupancy = 0.01};
   in.kernels.pod = {gemm, hot, cold};
   in.kernels.tensor_cores = {.compute_ns = 1000, .tensor_core_ns = 500};
-  WorkerInput input{.rank = 0, .step_ns = 1000, .input_wait_ns = 150, .input_share = 0.15,
+  WorkerInput input{.rank = 0,
+                    .step_ns = 1000,
+                    .input_wait_ns = 150,
+                    .input_share = 0.15,
                     .verdict = InputVerdict::kModerately};
   in.input.workers = {input};
   in.input.median_input_share = 0.15;
@@ -91,7 +103,8 @@ TEST(OverviewTest, EachRuleFiresOnItsNumberAndTheMostAtStakeComesFirst) {
   const Recommendation* input = Find(o, "input_bound");
   ASSERT_NE(input, nullptr);
   EXPECT_DOUBLE_EQ(input->step_share, 0.15);
-  EXPECT_NE(input->title.find("rank 0 waits on its dataloader 15.0%"), std::string::npos) << input->title;
+  EXPECT_NE(input->title.find("rank 0 waits on its dataloader 15.0%"), std::string::npos)
+      << input->title;
 
   // Only the hot kernel that is not on Tensor Cores: its grid leaves SMs idle.
   const Recommendation* kernel = Find(o, "low_occupancy_kernel");
@@ -138,25 +151,31 @@ TEST(OverviewTest, CommunicationTheLinkAndAStragglerEachNeedTheirNumbers) {
   // The link: 400 of 1000 ns in AllReduce at 40% of the link puts 0.4 x 0.6 at stake.
   EXPECT_EQ(o.recommendations[1].rule, "allreduce_efficiency");
   EXPECT_DOUBLE_EQ(o.recommendations[1].step_share, 0.4 * 0.6);
-  EXPECT_NE(o.recommendations[1].title.find("40.0% of the link (160.0 of 400 Gbit/s"), std::string::npos)
+  EXPECT_NE(o.recommendations[1].title.find("40.0% of the link (160.0 of 400 Gbit/s"),
+            std::string::npos)
       << o.recommendations[1].title;
   // The straggler costs what its loss says, not its caused delay (DESIGN §7).
   EXPECT_EQ(o.recommendations[2].rule, "straggler");
   EXPECT_DOUBLE_EQ(o.recommendations[2].step_share, 0.2);
   EXPECT_EQ(o.recommendations[2].ranks, (std::vector<int32_t>{5}));
-  EXPECT_NE(o.recommendations[2].title.find("Rank 5 (node-1) straggles: its extra time is in idle_input"), std::string::npos)
+  EXPECT_NE(
+      o.recommendations[2].title.find("Rank 5 (node-1) straggles: its extra time is in idle_input"),
+      std::string::npos)
       << o.recommendations[2].title;
   EXPECT_NE(o.recommendations[2].advice.find("dataloader"), std::string::npos);
 
   // A straggler that cost under 1% of the step time is left to the stragglers report.
   in.summary.stragglers[0].step_time_loss_ns = 9;
-  EXPECT_EQ(ComputeOverview(in.summary, in.breakdown, in.gpu, in.kernels, in.input).recommendations.size(), 2u);
+  EXPECT_EQ(ComputeOverview(in.summary, in.breakdown, in.gpu, in.kernels, in.input)
+                .recommendations.size(),
+            2u);
 
   // Nothing crosses a threshold: no recommendation at all.
   in.summary.exposed_communication_share = 0.05;
   in.summary.median_efficiency = 0.9;
   in.summary.stragglers.clear();
-  EXPECT_TRUE(ComputeOverview(in.summary, in.breakdown, in.gpu, in.kernels, in.input).recommendations.empty());
+  EXPECT_TRUE(ComputeOverview(in.summary, in.breakdown, in.gpu, in.kernels, in.input)
+                  .recommendations.empty());
 }
 
 }  // namespace

@@ -19,8 +19,8 @@ WorkerBreakdown Worker(int32_t rank, std::vector<std::pair<int64_t, TimeNs>> ste
 }
 
 TEST(PodViewTest, RowsDeviationsAndMatrix) {
-  const std::vector<WorkerBreakdown> b = {Worker(0, {{1, 100}, {2, 110}}), Worker(1, {{1, 120}, {2, 100}}),
-                                          Worker(2, {{1, 100}})};
+  const std::vector<WorkerBreakdown> b = {Worker(0, {{1, 100}, {2, 110}}),
+                                          Worker(1, {{1, 120}, {2, 100}}), Worker(2, {{1, 100}})};
   const PodView v = ComputePodView(b);
   EXPECT_EQ(v.step_numbers, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(v.ranks, (std::vector<int32_t>{0, 1, 2}));

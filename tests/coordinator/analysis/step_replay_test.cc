@@ -34,7 +34,8 @@ common::Capture BucketedJob() {
         const TimeNs last = step == 0 ? base + (1'200 + 1'100 * bucket) * kUs : others;
         const TimeNs arrival = std::max(compute, comm);
         t.Kernel(arrival, last + 200 * kUs, "ncclKernel_AllReduce", arrival - 10 * kUs, 20)
-            .Collective("pg:0", common::CollectiveOp::kAllReduce, step * 3 + bucket, 1 << 20, 3, arrival - 10 * kUs);
+            .Collective("pg:0", common::CollectiveOp::kAllReduce, step * 3 + bucket, 1 << 20, 3,
+                        arrival - 10 * kUs);
         comm = last + 200 * kUs;
       }
       t.Kernel(comm, comm + 100 * kUs, "adam", comm - 20 * kUs);  // waits for the last bucket
@@ -82,8 +83,8 @@ TEST(StepReplayTest, TheLossIsTheStepTimeSavedNotTheSummedWaiting) {
   // Excusing an on-time rank saves nothing.
   EXPECT_EQ(replay.LossOf({0})->loss_ns, 0);
 
-  const StragglerReport report =
-      FindStragglers(a.view, a.steps, a.communication, ComputeBreakdown(a.view, a.steps, &a.communication));
+  const StragglerReport report = FindStragglers(
+      a.view, a.steps, a.communication, ComputeBreakdown(a.view, a.steps, &a.communication));
   ASSERT_EQ(report.stragglers.size(), 1u);
   EXPECT_EQ(report.stragglers[0].rank, 2);
   EXPECT_EQ(report.stragglers[0].caused_delay_ns, 600 * kUs);
@@ -94,8 +95,8 @@ TEST(StepReplayTest, TheLossIsTheStepTimeSavedNotTheSummedWaiting) {
 // On real traces (8 ranks of a DLRM job) the replay with nobody excused reproduces every
 // captured step span exactly, and no excused worker makes a step longer by more than its noise.
 TEST(StepReplayTest, RealTracesReplayExactly) {
-  absl::StatusOr<common::Capture> capture =
-      common::LoadCapture(*common::ExpandTraceInputs({podscope::testing::KinetoFixture("dlrm_8rank")}));
+  absl::StatusOr<common::Capture> capture = common::LoadCapture(
+      *common::ExpandTraceInputs({podscope::testing::KinetoFixture("dlrm_8rank")}));
   ASSERT_TRUE(capture.ok()) << capture.status();
   ASSERT_EQ(capture->workers.size(), 8u);
   const Analysed a(*capture);

@@ -22,11 +22,14 @@ common::Capture Job(TimeNs slow, int slow_rank = 2) {
     HandTrace t(r, 4);
     for (int step = 0; step < 10; ++step) {
       const TimeNs base = step * 10'000'000;
-      const TimeNs compute_end = base + 1'000'000 + r * 1'000 + (r == slow_rank && step == 7 ? slow : 0);
-      t.Step(step, base, base + 10'000'000).Kernel(base + 100'000, compute_end, "gemm", base + 50'000);
+      const TimeNs compute_end =
+          base + 1'000'000 + r * 1'000 + (r == slow_rank && step == 7 ? slow : 0);
+      t.Step(step, base, base + 10'000'000)
+          .Kernel(base + 100'000, compute_end, "gemm", base + 50'000);
       const TimeNs all_arrived = base + 1'000'000 + 3'000 + (step == 7 ? slow : 0);
       t.Kernel(compute_end, all_arrived + 500'000, "ncclKernel_AllReduce", compute_end - 1'000, 20)
-          .Collective("pg:0", common::CollectiveOp::kAllReduce, step, 1 << 24, 4, compute_end - 1'000);
+          .Collective("pg:0", common::CollectiveOp::kAllReduce, step, 1 << 24, 4,
+                      compute_end - 1'000);
     }
     capture.workers.push_back(t.Build());
   }
@@ -72,7 +75,8 @@ common::Capture HostBoundJob(TimeNs slow) {
       const TimeNs all_arrived = base + 1'000'000 + 3'000 + (step == 7 ? slow : 0);
       const TimeNs compute_end = base + 1'000'000 + r * 1'000 + held;
       t.Kernel(compute_end, all_arrived + 500'000, "ncclKernel_AllReduce", compute_end - 1'000, 20)
-          .Collective("pg:0", common::CollectiveOp::kAllReduce, step, 1 << 24, 4, compute_end - 1'000);
+          .Collective("pg:0", common::CollectiveOp::kAllReduce, step, 1 << 24, 4,
+                      compute_end - 1'000);
     }
     capture.workers.push_back(t.Build());
   }
@@ -99,8 +103,8 @@ TEST(StragglersTest, TheCategoryIsThePartitionCategoryThatGrewWithItsEvidence) {
 // overlap as one; the device idle before each step in the idle ones) that grew most against the
 // median worker, and the evidence shows that growth.
 TEST(StragglersTest, OnRealTracesTheCategoryIsWhatGrewMost) {
-  absl::StatusOr<common::Capture> capture =
-      common::LoadCapture(*common::ExpandTraceInputs({podscope::testing::KinetoFixture("dlrm_8rank")}));
+  absl::StatusOr<common::Capture> capture = common::LoadCapture(
+      *common::ExpandTraceInputs({podscope::testing::KinetoFixture("dlrm_8rank")}));
   ASSERT_TRUE(capture.ok()) << capture.status();
   const common::CaptureView view(*capture);
   const CommunicationReport comm = ComputeCommunication(view);
@@ -113,10 +117,16 @@ TEST(StragglersTest, OnRealTracesTheCategoryIsWhatGrewMost) {
   std::vector<std::array<double, 8>> mean(breakdown.size());
   for (size_t w = 0; w < breakdown.size(); ++w) {
     for (const StepBreakdown& s : breakdown[w].steps) {
-      const TimeNs v[] = {s.compute_ns + s.overlap_ns, s.comm_transfer_ns, s.comm_wait_ns, s.memcpy_ns,
-                          s.idle_input_ns + s.before_input_ns, s.idle_launch_ns + s.before_launch_ns,
-                          s.idle_host_ns + s.before_host_ns, s.idle_other_ns + s.before_other_ns};
-      for (size_t c = 0; c < 8; ++c) mean[w][c] += static_cast<double>(v[c]) / static_cast<double>(breakdown[w].steps.size());
+      const TimeNs v[] = {s.compute_ns + s.overlap_ns,
+                          s.comm_transfer_ns,
+                          s.comm_wait_ns,
+                          s.memcpy_ns,
+                          s.idle_input_ns + s.before_input_ns,
+                          s.idle_launch_ns + s.before_launch_ns,
+                          s.idle_host_ns + s.before_host_ns,
+                          s.idle_other_ns + s.before_other_ns};
+      for (size_t c = 0; c < 8; ++c)
+        mean[w][c] += static_cast<double>(v[c]) / static_cast<double>(breakdown[w].steps.size());
     }
   }
   for (const Straggler& s : r.stragglers) {
@@ -126,14 +136,16 @@ TEST(StragglersTest, OnRealTracesTheCategoryIsWhatGrewMost) {
       std::vector<double> all;
       for (const auto& m : mean) all.push_back(m[c]);
       std::sort(all.begin(), all.end());
-      const double median = all.size() % 2 ? all[all.size() / 2] : (all[all.size() / 2 - 1] + all[all.size() / 2]) / 2;
+      const double median = all.size() % 2 ? all[all.size() / 2]
+                                           : (all[all.size() / 2 - 1] + all[all.size() / 2]) / 2;
       if (mean[s.worker][c] - median > best_growth) {
         best_growth = mean[s.worker][c] - median;
         best = c;
       }
     }
     EXPECT_EQ(s.category, names[best]) << "rank " << s.rank;
-    EXPECT_NEAR(static_cast<double>(s.evidence.worker_ns - s.evidence.median_ns), best_growth, 2.0) << "rank " << s.rank;
+    EXPECT_NEAR(static_cast<double>(s.evidence.worker_ns - s.evidence.median_ns), best_growth, 2.0)
+        << "rank " << s.rank;
     EXPECT_GT(s.evidence.worker_ns, s.evidence.median_ns) << "rank " << s.rank;
     if (s.category != "idle_other") {
       EXPECT_FALSE(s.evidence.top.empty()) << "rank " << s.rank;

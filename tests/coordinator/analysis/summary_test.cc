@@ -24,7 +24,8 @@ TEST(SummaryTest, HandComputedFigures) {
   const common::CaptureView view(capture);
   const std::vector<WorkerSteps> steps = FindAllSteps(view);
   const std::vector<WorkerBreakdown> breakdown = ComputeBreakdown(view, steps, nullptr);
-  const SummaryReport s = Summarize(view, breakdown, StragglerReport{}, BandwidthReport{}, {"a warning"});
+  const SummaryReport s =
+      Summarize(view, breakdown, StragglerReport{}, BandwidthReport{}, {"a warning"});
   EXPECT_EQ(s.job, "j");
   EXPECT_EQ(s.ranks, 3u);
   EXPECT_EQ(s.hosts, 0u);

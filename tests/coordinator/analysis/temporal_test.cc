@@ -64,7 +64,8 @@ TEST(TemporalHtaTest, ReproducesHtaIdleSplitOnStream7) {
   const int64_t expected[2][3] = {{213825, 1985, 261740}, {156827, 1816, 281064}};
   for (int r = 0; r < 2; ++r) {
     const auto& streams = report.workers[r].idle_by_stream;
-    auto it = std::find_if(streams.begin(), streams.end(), [](const StreamIdle& s) { return s.stream == 7; });
+    auto it = std::find_if(streams.begin(), streams.end(),
+                           [](const StreamIdle& s) { return s.stream == 7; });
     ASSERT_NE(it, streams.end());
     EXPECT_EQ(it->host_wait_ns, expected[r][0] * 1000) << r;
     EXPECT_EQ(it->kernel_wait_ns, expected[r][1] * 1000) << r;
@@ -78,21 +79,29 @@ TEST(TemporalHtaTest, FractionalMicrosecondsRoundInward) {
   w.info.rank = 0;
   auto kernel = [&w](TimeNs s, TimeNs e, const char* name, int64_t corr) {
     common::KernelTable& k = w.kernels;
-    k.start.push_back(s); k.end.push_back(e); k.device.push_back(0); k.stream.push_back(7);
-    k.name.push_back(w.strings.Intern(name)); k.correlation.push_back(corr);
-    for (auto* v : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z}) v->push_back(1);
-    k.registers_per_thread.push_back(0); k.shared_memory_bytes.push_back(0);
-    k.kernel_class.push_back(std::string_view(name).starts_with("nccl") ? common::KernelClass::kCommunication
-                                                                         : common::KernelClass::kCompute);
+    k.start.push_back(s);
+    k.end.push_back(e);
+    k.device.push_back(0);
+    k.stream.push_back(7);
+    k.name.push_back(w.strings.Intern(name));
+    k.correlation.push_back(corr);
+    for (auto* v : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z})
+      v->push_back(1);
+    k.registers_per_thread.push_back(0);
+    k.shared_memory_bytes.push_back(0);
+    k.kernel_class.push_back(std::string_view(name).starts_with("nccl")
+                                 ? common::KernelClass::kCommunication
+                                 : common::KernelClass::kCompute);
   };
-  kernel(1'500, 10'200, "gemm", 1);           // -> [2, 10) us
-  kernel(8'000, 20'000, "ncclKernel_x", 2);   // -> [8, 20) us
-  kernel(30'000, 31'999, "gemm", 3);          // -> [30, 31) us
+  kernel(1'500, 10'200, "gemm", 1);          // -> [2, 10) us
+  kernel(8'000, 20'000, "ncclKernel_x", 2);  // -> [8, 20) us
+  kernel(30'000, 31'999, "gemm", 3);         // -> [30, 31) us
   common::Capture capture;
   capture.workers.push_back(w);
-  const TemporalReport r = ComputeTemporal(common::CaptureView(capture), {.window = WindowMode::kHta});
+  const TemporalReport r =
+      ComputeTemporal(common::CaptureView(capture), {.window = WindowMode::kHta});
   const WorkerTemporal& t = r.workers[0];
-  EXPECT_EQ(t.kernel_time_ns, 29'000);          // 2 .. 31
+  EXPECT_EQ(t.kernel_time_ns, 29'000);              // 2 .. 31
   EXPECT_EQ(t.idle_ns, 29'000 - (18'000 + 1'000));  // union [2,20) + [30,31)
   EXPECT_EQ(t.compute_ns, 8'000 + 1'000);
   EXPECT_EQ(t.non_compute_ns, 29'000 - 9'000 - 10'000);

@@ -16,8 +16,11 @@ TEST(TensorCoresTest, NamesAreClassifiedAsThePyTorchProfilerDoesAndNewerKernelsT
   EXPECT_FALSE(UsesTensorCores("ncclKernel_AllReduce_RING_LL_Sum_float"));
   EXPECT_FALSE(UsesTensorCores("VOLTA_H884GEMM"));  // case matters, as in the profiler
   // Added: CUTLASS tensor ops, Hopper warpgroup MMA, cuBLASLt nvjet, FlashAttention.
-  EXPECT_TRUE(UsesTensorCores("cutlass_80_tensorop_f16_s16816gemm_relu_f16_256x128_32x3_nn_align8"));
-  EXPECT_TRUE(UsesTensorCores("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"));
+  EXPECT_TRUE(
+      UsesTensorCores("cutlass_80_tensorop_f16_s16816gemm_relu_f16_256x128_32x3_nn_align8"));
+  EXPECT_TRUE(
+      UsesTensorCores("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_"
+                      "warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"));
   EXPECT_TRUE(UsesTensorCores("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT"));
   EXPECT_TRUE(UsesTensorCores("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>"));
   EXPECT_EQ(PyTorchTensorCorePatterns().size(), 18u);

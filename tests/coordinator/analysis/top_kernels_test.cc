@@ -11,7 +11,8 @@ using podscope::testing::HandTrace;
 
 TEST(TopKernelsTest, PerWorkerAndPodWide) {
   common::Capture capture;
-  capture.workers.push_back(HandTrace(0).Kernel(0, 10, "a").Kernel(10, 40, "a").Kernel(50, 60, "b").Build());
+  capture.workers.push_back(
+      HandTrace(0).Kernel(0, 10, "a").Kernel(10, 40, "a").Kernel(50, 60, "b").Build());
   capture.workers.push_back(HandTrace(1).Kernel(0, 100, "b").Build());
   const KernelReport r = ComputeTopKernels(common::CaptureView(capture));
   ASSERT_EQ(r.workers.size(), 2u);

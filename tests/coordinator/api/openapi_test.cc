@@ -7,9 +7,9 @@
 
 #include "coordinator/analysis/analysis_run.h"
 #include "coordinator/api/live_api.h"
+#include "coordinator/api/rest_api.h"
 #include "coordinator/api/schedules_api.h"
 #include "coordinator/api/watch_api.h"
-#include "coordinator/api/rest_api.h"
 #include "coordinator/ui/ui_routes.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/test_paths.h"
@@ -22,7 +22,8 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   auto store = storage::RocksDbTraceStore::Open({.path = dir.File("db")});
   ASSERT_TRUE(store.ok());
   absl::Mutex mutations;
-  RestApi api(**store, {}, [] { return int64_t{0}; }, mutations);
+  RestApi api(
+      **store, {}, [] { return int64_t{0}; }, mutations);
   Router router;
   api.Register(router);
   auto now = [] { return int64_t{0}; };
@@ -57,7 +58,8 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
     for (auto [method, operation] : item.get_object()) {
       if (method == "parameters") continue;
       std::string_view role;
-      EXPECT_EQ(operation["x-podscope-role"].get_string().get(role), simdjson::SUCCESS) << method << " " << path;
+      EXPECT_EQ(operation["x-podscope-role"].get_string().get(role), simdjson::SUCCESS)
+          << method << " " << path;
       documented.insert(std::string(method) + " " + std::string(path) + " " + std::string(role));
     }
   }
@@ -71,12 +73,15 @@ TEST(OpenApiTest, TheReportParameterListsEveryReport) {
   const std::string text(OpenApiDocument());
   ASSERT_EQ(parser.parse(text).get(doc), simdjson::SUCCESS);
   std::vector<std::string> documented;
-  for (simdjson::dom::element p : doc["paths"]["/v1/captures/{id}/{report}"]["parameters"].get_array()) {
+  for (simdjson::dom::element p :
+       doc["paths"]["/v1/captures/{id}/{report}"]["parameters"].get_array()) {
     std::string_view name;
     if (p["name"].get(name) != simdjson::SUCCESS || name != "report") continue;  // not the $ref
-    for (simdjson::dom::element e : p["schema"]["enum"].get_array()) documented.emplace_back(std::string_view(e));
+    for (simdjson::dom::element e : p["schema"]["enum"].get_array())
+      documented.emplace_back(std::string_view(e));
   }
-  EXPECT_EQ(documented, std::vector<std::string>(std::begin(analysis::kReportNames), std::end(analysis::kReportNames)));
+  EXPECT_EQ(documented, std::vector<std::string>(std::begin(analysis::kReportNames),
+                                                 std::end(analysis::kReportNames)));
 }
 
 TEST(OpenApiTest, OnlyTheProbesAndTheUisFilesAreOpenAndAnUnclassifiedRouteIsAdminOnly) {
@@ -85,7 +90,8 @@ TEST(OpenApiTest, OnlyTheProbesAndTheUisFilesAreOpenAndAnUnclassifiedRouteIsAdmi
   auto store = storage::RocksDbTraceStore::Open({.path = dir.File("db")});
   ASSERT_TRUE(store.ok());
   absl::Mutex mutations;
-  RestApi api(**store, {}, [] { return int64_t{0}; }, mutations);
+  RestApi api(
+      **store, {}, [] { return int64_t{0}; }, mutations);
   Router router;
   api.Register(router);
   RegisterUi(router);

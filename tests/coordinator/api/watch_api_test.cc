@@ -1,13 +1,13 @@
 // The watch service behind its REST routes (no daemon): watch data in, alerts out, rules
 // checked, stored and read back after a restart. Time is injected.
-#include "common/time_source.h"
 #include "coordinator/api/watch_api.h"
-#include "coordinator/api/watch_metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include "common/time_source.h"
+#include "coordinator/api/watch_metrics.h"
 #include "sim/summary_model.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/test_paths.h"
@@ -91,7 +91,8 @@ TEST(WatchApiTest, AStragglerShowsUpAsAFiringAlertWithItsEvidence) {
   EXPECT_GT(int64_t(a["first_seen_ns"]), 0);
   EXPECT_EQ(f.service->counters().steps, 60u * 8);
 
-  EXPECT_THAT(f.Call("GET", "/v1/alerts", "", {{"state", "resolved"}}).body, HasSubstr("\"alerts\":[]"));
+  EXPECT_THAT(f.Call("GET", "/v1/alerts", "", {{"state", "resolved"}}).body,
+              HasSubstr("\"alerts\":[]"));
   EXPECT_THAT(f.Call("GET", "/v1/alerts", "", {{"job", "other"}}).body, HasSubstr("\"alerts\":[]"));
   EXPECT_EQ(f.Call("GET", "/v1/alerts", "", {{"state", "burning"}}).status, 400);
 }
@@ -103,14 +104,17 @@ TEST(WatchApiTest, EvidenceCapturesAreStartedOncePerJobPerIntervalAndLinked) {
   Fixture f;
   std::vector<std::pair<std::string, common::TimeNs>> started;
   bool refuse = false;
-  f.service->SetEvidenceStarter([&](const std::string& job, common::TimeNs duration) -> absl::StatusOr<std::string> {
-    if (refuse) return absl::FailedPreconditionError("no agent serves it");
-    started.emplace_back(job, duration);
-    return "cap-" + std::to_string(started.size());
-  });
+  f.service->SetEvidenceStarter(
+      [&](const std::string& job, common::TimeNs duration) -> absl::StatusOr<std::string> {
+        if (refuse) return absl::FailedPreconditionError("no agent serves it");
+        started.emplace_back(job, duration);
+        return "cap-" + std::to_string(started.size());
+      });
   // Two rules that fire on the same step.
-  ASSERT_TRUE(f.service->SetRules(R"({"rules":[{"name":"straggler","kind":"straggler"},
-                                                {"name":"straggler-too","kind":"straggler"}]})").ok());
+  ASSERT_TRUE(f.service
+                  ->SetRules(R"({"rules":[{"name":"straggler","kind":"straggler"},
+                                                {"name":"straggler-too","kind":"straggler"}]})")
+                  .ok());
   sim::WorkloadOptions o;
   o.ranks = 8;
   o.steps = 80;
@@ -178,19 +182,30 @@ TEST(WatchApiTest, MetricsOfA1024RankJobAreBoundedAndNameTheStraggler) {
   // The first rank series listed is the straggler's.
   const size_t first = out.find("podscope_watch_rank_caused_delay_seconds{");
   ASSERT_NE(first, std::string::npos) << out;
-  EXPECT_EQ(out.substr(first, out.find('\n', first) - first).find("rank=\"700\"") != std::string::npos, true) << out;
-  EXPECT_THAT(out, HasSubstr("podscope_alerts_firing{training_job=\"big\",rule=\"straggler\",kind=\"straggler\"} 1"));
+  EXPECT_EQ(
+      out.substr(first, out.find('\n', first) - first).find("rank=\"700\"") != std::string::npos,
+      true)
+      << out;
+  EXPECT_THAT(
+      out,
+      HasSubstr(
+          "podscope_alerts_firing{training_job=\"big\",rule=\"straggler\",kind=\"straggler\"} 1"));
 }
 
 TEST(WatchApiTest, RulesAreCheckedStoredAndSurviveARestart) {
   Fixture f;
-  const HttpResponse bad = f.Call("PUT", "/v1/alerts/rules", R"({"rules":[{"name":"s","kind":"straggler","min_share_of_step_tme":0.1}]})");
+  const HttpResponse bad =
+      f.Call("PUT", "/v1/alerts/rules",
+             R"({"rules":[{"name":"s","kind":"straggler","min_share_of_step_tme":0.1}]})");
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.content_type, "application/problem+json");
   EXPECT_THAT(bad.body, HasSubstr("did you mean \\\"min_share_of_step_time\\\""));
-  EXPECT_THAT(f.Call("GET", "/v1/alerts/rules").body, HasSubstr("\"name\":\"hang\"")) << "the defaults, unchanged";
+  EXPECT_THAT(f.Call("GET", "/v1/alerts/rules").body, HasSubstr("\"name\":\"hang\""))
+      << "the defaults, unchanged";
 
-  const HttpResponse good = f.Call("PUT", "/v1/alerts/rules", R"({"window_steps": 12, "rules":[{"name":"stuck","kind":"hang","hang_after_s":5}]})");
+  const HttpResponse good =
+      f.Call("PUT", "/v1/alerts/rules",
+             R"({"window_steps": 12, "rules":[{"name":"stuck","kind":"hang","hang_after_s":5}]})");
   ASSERT_EQ(good.status, 200) << good.body;
   EXPECT_THAT(good.body, HasSubstr("\"window_steps\":12"));
   f.Open();  // a restart of the coordinator on the same store

@@ -23,7 +23,8 @@ TEST(TokenStoreTest, HashTokenLinesAreFoundByTheirTokenOnly) {
   const std::string admin = Line("root", Access::kAdmin, kAdminToken);
   EXPECT_EQ(read.find(kReadToken), std::string::npos) << "the token itself is in its line";
   EXPECT_TRUE(read.starts_with("alice read sha256$")) << read;
-  absl::StatusOr<TokenStore> store = TokenStore::Parse("# comment\n\n" + read + "\n" + admin + "\n");
+  absl::StatusOr<TokenStore> store =
+      TokenStore::Parse("# comment\n\n" + read + "\n" + admin + "\n");
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(store->size(), 2u);
   ASSERT_TRUE(store->Find(kReadToken).has_value());
@@ -43,24 +44,31 @@ TEST(TokenStoreTest, HashTokenRefusesWeakTokensAndBadNames) {
   EXPECT_FALSE(HashTokenLine("", Access::kRead, kReadToken).ok());
   EXPECT_FALSE(HashTokenLine("alice", Access::kOpen, kReadToken).ok());
   EXPECT_EQ(ParseRole("capture").value(), Access::kCapture);
-  EXPECT_EQ(ParseRole("root").status().message(), "role \"root\" is not one of read, capture, admin");
+  EXPECT_EQ(ParseRole("root").status().message(),
+            "role \"root\" is not one of read, capture, admin");
 }
 
 TEST(TokenStoreTest, ABrokenFileNamesTheLine) {
   const std::string good = Line("alice", Access::kRead, kReadToken);
-  auto error = [](const std::string& text) { return std::string(TokenStore::Parse(text).status().message()); };
-  EXPECT_EQ(error(good + "\nbob root sha256$00$00\n"), "line 2: role \"root\" is not one of read, capture, admin");
+  auto error = [](const std::string& text) {
+    return std::string(TokenStore::Parse(text).status().message());
+  };
+  EXPECT_EQ(error(good + "\nbob root sha256$00$00\n"),
+            "line 2: role \"root\" is not one of read, capture, admin");
   EXPECT_EQ(error("\n" + good + "\n" + good + "\n"), "line 3: the name \"alice\" is used twice");
   EXPECT_EQ(error("bob read " + std::string(kReadToken) + "\n"),
-            "line 1: the hash is not sha256$SALT$HASH in hex (a token itself must never be in this file)");
-  EXPECT_EQ(error("bob read\n"), "line 1: expected NAME ROLE sha256$SALT$HASH (from podscope-coordinator hash-token)");
+            "line 1: the hash is not sha256$SALT$HASH in hex (a token itself must never be in this "
+            "file)");
+  EXPECT_EQ(error("bob read\n"),
+            "line 1: expected NAME ROLE sha256$SALT$HASH (from podscope-coordinator hash-token)");
   EXPECT_EQ(error("bob read sha256$zz$00\n"),
-            "line 1: the hash is not sha256$SALT$HASH in hex (a token itself must never be in this file)");
+            "line 1: the hash is not sha256$SALT$HASH in hex (a token itself must never be in this "
+            "file)");
 }
 
 TEST(TokenAuthorizerTest, AnswersEachCaseWithItsStatusAndCountsIt) {
-  absl::StatusOr<TokenStore> store = TokenStore::Parse(Line("alice", Access::kRead, kReadToken) + "\n" +
-                                                       Line("root", Access::kAdmin, kAdminToken));
+  absl::StatusOr<TokenStore> store = TokenStore::Parse(
+      Line("alice", Access::kRead, kReadToken) + "\n" + Line("root", Access::kAdmin, kAdminToken));
   ASSERT_TRUE(store.ok());
   TokenAuthorizer authorizer(std::move(*store));
   HttpRequest request{.method = "DELETE", .path = "/v1/captures/x"};
@@ -75,7 +83,8 @@ TEST(TokenAuthorizerTest, AnswersEachCaseWithItsStatusAndCountsIt) {
   EXPECT_EQ(refusal->status, 403);
   EXPECT_EQ(refusal->body.find(kReadToken), std::string::npos);
   EXPECT_FALSE(authorizer.Check(request, Access::kRead).has_value());
-  request.headers["authorization"] = std::string("bearer ") + kAdminToken;  // the scheme is case-insensitive
+  request.headers["authorization"] =
+      std::string("bearer ") + kAdminToken;  // the scheme is case-insensitive
   EXPECT_FALSE(authorizer.Check(request, Access::kAdmin).has_value());
   request.headers["authorization"] = std::string("Basic ") + kAdminToken;
   EXPECT_EQ(authorizer.Check(request, Access::kRead)->status, 401);
@@ -83,9 +92,15 @@ TEST(TokenAuthorizerTest, AnswersEachCaseWithItsStatusAndCountsIt) {
   EXPECT_EQ(authorizer.Check(request, Access::kRead)->status, 401);
   std::string metrics;
   authorizer.AppendMetrics(&metrics);
-  EXPECT_NE(metrics.find("podscope_auth_failures_total{reason=\"missing_token\"} 1\n"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("podscope_auth_failures_total{reason=\"invalid_token\"} 2\n"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("podscope_auth_failures_total{reason=\"forbidden\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("podscope_auth_failures_total{reason=\"missing_token\"} 1\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("podscope_auth_failures_total{reason=\"invalid_token\"} 2\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("podscope_auth_failures_total{reason=\"forbidden\"} 1\n"),
+            std::string::npos)
+      << metrics;
   // A new file replaces the old tokens at once.
   authorizer.Replace(*TokenStore::Parse(Line("carol", Access::kCapture, "carol-token-0123456789")));
   request.headers["authorization"] = std::string("Bearer ") + kAdminToken;

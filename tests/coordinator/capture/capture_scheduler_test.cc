@@ -52,7 +52,8 @@ class CaptureSchedulerTest : public ::testing::Test {
   }
 
   // An agent serving `ranks` of job "j" whose clock runs `offset` ns ahead of the coordinator's.
-  std::shared_ptr<FakeLink> Connect(const std::string& id, std::vector<int32_t> ranks, std::optional<int64_t> offset) {
+  std::shared_ptr<FakeLink> Connect(const std::string& id, std::vector<int32_t> ranks,
+                                    std::optional<int64_t> offset) {
     v1::AgentHello hello;
     hello.set_agent_id(id);
     hello.set_host("host-" + id);
@@ -65,14 +66,16 @@ class CaptureSchedulerTest : public ::testing::Test {
     EXPECT_TRUE(registry_.Connected(hello, "peer", link).ok());
     if (offset) {
       const TimeNs t = time_.Now();
-      const std::vector<ClockSample> s = {{t + *offset, t + 10'000, t + 11'000, t + 21'000 + *offset}};
+      const std::vector<ClockSample> s = {
+          {t + *offset, t + 10'000, t + 11'000, t + 21'000 + *offset}};
       aligner_.AddSamples(id, s);
     }
     return link;
   }
 
-  static v1::CaptureStatus Status(const std::string& capture, std::vector<int32_t> ranks, v1::WorkerPhase phase,
-                                  TimeNs start = 0, TimeNs stop = 0, uint64_t chunks = 0) {
+  static v1::CaptureStatus Status(const std::string& capture, std::vector<int32_t> ranks,
+                                  v1::WorkerPhase phase, TimeNs start = 0, TimeNs stop = 0,
+                                  uint64_t chunks = 0) {
     v1::CaptureStatus s;
     s.set_capture_id(capture);
     for (int32_t r : ranks) {
@@ -87,7 +90,8 @@ class CaptureSchedulerTest : public ::testing::Test {
     return s;
   }
 
-  static v1::UploadRequest Chunk(const std::string& capture, const std::string& agent, int32_t rank, uint64_t seq, bool last) {
+  static v1::UploadRequest Chunk(const std::string& capture, const std::string& agent, int32_t rank,
+                                 uint64_t seq, bool last) {
     v1::UploadRequest r;
     r.set_capture_id(capture);
     r.set_agent_id(agent);
@@ -126,7 +130,8 @@ TEST_F(CaptureSchedulerTest, SendsEachAgentTheStartInItsOwnClock) {
   MakeScheduler();
   auto a = Connect("a", {0, 1}, 5'000'000);
   auto b = Connect("b", {2, 3}, -7'000'000);
-  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
   ASSERT_TRUE(r.ok()) << r.status();
   // The lead grows with the number of agents.
   EXPECT_EQ(r->window_start_ns, kStart + options_.min_lead_ns + 2 * options_.lead_per_agent_ns);
@@ -147,12 +152,14 @@ TEST_F(CaptureSchedulerTest, SendsEachAgentTheStartInItsOwnClock) {
   // The agent's next samples move its start: a sharper model, a sharper start.
   const TimeNs t = time_.Now();
   // A 2 us round trip that says the offset is 100 us off: it outweighs the 20 us one.
-  const std::vector<ClockSample> sharper = {{t - 7'000'000 + 100'000, t + 1'000, t + 1'000, t + 2'000 - 7'000'000 + 100'000}};
+  const std::vector<ClockSample> sharper = {
+      {t - 7'000'000 + 100'000, t + 1'000, t + 1'000, t + 2'000 - 7'000'000 + 100'000}};
   aligner_.AddSamples("b", sharper);
   scheduler_->OnClockUpdated("b");
   ASSERT_EQ(b->Sent().size(), 2u);
   EXPECT_EQ(b->Sent()[1].capture().capture_id(), r->id);
-  EXPECT_NEAR(b->Sent()[1].capture().start_agent_ns() - b->Sent()[0].capture().start_agent_ns(), 100'000, 5'000);
+  EXPECT_NEAR(b->Sent()[1].capture().start_agent_ns() - b->Sent()[0].capture().start_agent_ns(),
+              100'000, 5'000);
   scheduler_->OnClockUpdated("a");  // nothing new for a: nothing sent
   EXPECT_EQ(a->Sent().size(), 1u);
   // Durable at once, before any agent could answer.
@@ -162,19 +169,25 @@ TEST_F(CaptureSchedulerTest, SendsEachAgentTheStartInItsOwnClock) {
 TEST_F(CaptureSchedulerTest, BadSpecsAndUnknownJobsAreRefused) {
   MakeScheduler();
   Connect("a", {0}, 0);
-  EXPECT_EQ(scheduler_->StartCapture({.job = "j", .duration_ns = 0}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(scheduler_->StartCapture({.job = "", .duration_ns = 1}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(scheduler_->StartCapture({.job = "other", .duration_ns = 1}).status().code(), absl::StatusCode::kNotFound);
-  absl::Status missing = scheduler_->StartCapture({.job = "j", .ranks = {0, 5}, .duration_ns = 1}).status();
+  EXPECT_EQ(scheduler_->StartCapture({.job = "j", .duration_ns = 0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->StartCapture({.job = "", .duration_ns = 1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->StartCapture({.job = "other", .duration_ns = 1}).status().code(),
+            absl::StatusCode::kNotFound);
+  absl::Status missing =
+      scheduler_->StartCapture({.job = "j", .ranks = {0, 5}, .duration_ns = 1}).status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(std::string(missing.message()).find("ranks 5 of job \"j\""), std::string::npos) << missing;
+  EXPECT_NE(std::string(missing.message()).find("ranks 5 of job \"j\""), std::string::npos)
+      << missing;
 }
 
 TEST_F(CaptureSchedulerTest, HappyPathEndsCompleteWithFrozenClocks) {
   MakeScheduler();
   scheduler_->Start();
   Connect("a", {0, 1}, 5'000'000);
-  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
   ASSERT_TRUE(r.ok());
   const std::string id = r->id;
   const TimeNs agent_start = r->window_start_ns + 5'000'000 + 300'000;  // started 0.3 ms late
@@ -185,12 +198,14 @@ TEST_F(CaptureSchedulerTest, HappyPathEndsCompleteWithFrozenClocks) {
   EXPECT_EQ(scheduler_->LiveRecord(id)->state, storage::CaptureState::kCapturing);
   EXPECT_EQ(scheduler_->LiveRecord(id)->workers[0].actual_start_ns - r->window_start_ns, 300'000);
   time_.AdvanceTo(r->window_start_ns + 1'000'000'000);
-  scheduler_->OnCaptureStatus("a", Status(id, {0, 1}, v1::WORKER_PHASE_COLLECTED, agent_start, agent_start + 1'000'000'000, 2));
+  scheduler_->OnCaptureStatus("a", Status(id, {0, 1}, v1::WORKER_PHASE_COLLECTED, agent_start,
+                                          agent_start + 1'000'000'000, 2));
   EXPECT_EQ(scheduler_->LiveRecord(id)->state, storage::CaptureState::kUploading);
   for (int32_t rank : {0, 1}) {
     ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", rank, 1, true)).ok());
     EXPECT_FALSE(scheduler_->WorkerComplete(id, rank));  // chunk 0 is still missing
-    ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", rank, 1, true)).ok());  // a re-send changes nothing
+    ASSERT_TRUE(
+        scheduler_->OnChunk(Chunk(id, "a", rank, 1, true)).ok());  // a re-send changes nothing
     ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", rank, 0, false)).ok());
     EXPECT_TRUE(scheduler_->WorkerComplete(id, rank));
   }
@@ -218,13 +233,16 @@ TEST_F(CaptureSchedulerTest, SilentAgentMakesThePartialCaptureNameIt) {
   Connect("a", {0}, 0);
   Connect("b", {1}, 0);
   Connect("c", {2}, std::nullopt);  // never synchronised its clock: cannot be scheduled
-  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->workers[2].state, "failed");
-  EXPECT_NE(r->workers[2].error.find("has not synchronised its clock"), std::string::npos) << r->workers[2].error;
+  EXPECT_NE(r->workers[2].error.find("has not synchronised its clock"), std::string::npos)
+      << r->workers[2].error;
   const std::string id = r->id;
   scheduler_->OnCaptureStatus("a", Status(id, {0}, v1::WORKER_PHASE_ARMED));
-  scheduler_->OnCaptureStatus("b", Status(id, {0}, v1::WORKER_PHASE_CAPTURING));  // not b's worker: ignored
+  scheduler_->OnCaptureStatus(
+      "b", Status(id, {0}, v1::WORKER_PHASE_CAPTURING));  // not b's worker: ignored
   EXPECT_EQ(scheduler_->LiveRecord(id)->workers[0].state, "armed");
   time_.AdvanceTo(r->window_start_ns + 1);  // b never acknowledged
   std::optional<storage::CaptureRecord> live;
@@ -233,23 +251,29 @@ TEST_F(CaptureSchedulerTest, SilentAgentMakesThePartialCaptureNameIt) {
     return live && live->workers[1].state == "failed";
   }));
   EXPECT_EQ(live->workers[1].state, "failed");
-  EXPECT_NE(live->workers[1].error.find("agent b did not acknowledge"), std::string::npos) << live->workers[1].error;
+  EXPECT_NE(live->workers[1].error.find("agent b did not acknowledge"), std::string::npos)
+      << live->workers[1].error;
   // a captured but never reported the end: failed once the grace period is over.
   time_.AdvanceTo(r->window_start_ns + r->window_duration_ns + options_.capture_grace_ns);
   const storage::CaptureRecord done = WaitForState(id, storage::CaptureState::kFailed);
   EXPECT_NE(done.error.find("3 of 3 workers failed"), std::string::npos) << done.error;
-  EXPECT_NE(done.error.find("did not report the end of the window"), std::string::npos) << done.error;
+  EXPECT_NE(done.error.find("did not report the end of the window"), std::string::npos)
+      << done.error;
 }
 
 TEST_F(CaptureSchedulerTest, UploadsAreCheckedBeforeAnythingIsStored) {
   MakeScheduler();
   Connect("a", {0}, 0);
   Connect("b", {1}, 0);
-  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(scheduler_->OnChunk(Chunk(r->id, "b", 0, 0, true)).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(scheduler_->OnChunk(Chunk(r->id, "a", 7, 0, true)).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(scheduler_->OnChunk(Chunk("nope", "a", 0, 0, true)).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(scheduler_->OnChunk(Chunk(r->id, "b", 0, 0, true)).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(scheduler_->OnChunk(Chunk(r->id, "a", 7, 0, true)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->OnChunk(Chunk("nope", "a", 0, 0, true)).code(),
+            absl::StatusCode::kNotFound);
   v1::UploadRequest ragged = Chunk(r->id, "a", 0, 0, true);
   ragged.mutable_chunk()->mutable_kernels()->add_start_delta(5);  // one column longer than the rest
   EXPECT_EQ(scheduler_->OnChunk(ragged).code(), absl::StatusCode::kInvalidArgument);
@@ -260,7 +284,8 @@ TEST_F(CaptureSchedulerTest, CancelReachesEveryAgentAndEndsTheCapture) {
   MakeScheduler();
   auto a = Connect("a", {0}, 0);
   auto b = Connect("b", {1}, 0);
-  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(scheduler_->Cancel(r->id, "changed my mind").ok());
   for (auto& link : {a, b}) {
@@ -273,13 +298,15 @@ TEST_F(CaptureSchedulerTest, CancelReachesEveryAgentAndEndsTheCapture) {
   EXPECT_EQ(stored->workers[0].state, "cancelled");
   EXPECT_EQ(scheduler_->Cancel(r->id, "again").code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(scheduler_->Cancel("nope", "x").code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(scheduler_->LiveRecord(r->id)->state, storage::CaptureState::kCancelled);  // answered from memory
+  EXPECT_EQ(scheduler_->LiveRecord(r->id)->state,
+            storage::CaptureState::kCancelled);  // answered from memory
 }
 
 TEST_F(CaptureSchedulerTest, RestartResumesLiveCaptures) {
   MakeScheduler();
   Connect("a", {0}, 0);
-  absl::StatusOr<storage::CaptureRecord> r = scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
   ASSERT_TRUE(r.ok());
   scheduler_->OnCaptureStatus("a", Status(r->id, {0}, v1::WORKER_PHASE_CAPTURING, kStart));
   scheduler_->Stop();
@@ -328,7 +355,8 @@ TEST(AgentRegistryTest, TargetsHealthAndReplacedSessions) {
   auto second = std::make_shared<FakeLink>();
   ASSERT_TRUE(registry.Connected(hello("a", {{"j", 0}}), "p", second).ok());
   EXPECT_FALSE(first->up);
-  registry.Disconnected("a", first.get());  // the old session ending does not disconnect the new one
+  registry.Disconnected("a",
+                        first.get());  // the old session ending does not disconnect the new one
   EXPECT_TRUE(registry.IsConnected("a"));
   EXPECT_EQ(registry.Snapshot()[0].health, AgentHealth::kHealthy);
   registry.Disconnected("a", second.get());
@@ -358,34 +386,41 @@ TEST(AgentRegistryTest, ADuplicateLiveIdIsRefusedAndContestedRanksGoToNobody) {
     return h;
   };
   auto original = std::make_shared<FakeLink>();
-  absl::StatusOr<bool> first = registry.Connected(hello("a", "i1", "node-1", {0, 1}), "ipv4:10.0.0.1:5000", original);
+  absl::StatusOr<bool> first =
+      registry.Connected(hello("a", "i1", "node-1", {0, 1}), "ipv4:10.0.0.1:5000", original);
   ASSERT_TRUE(first.ok());
   EXPECT_TRUE(*first) << "a process never seen under this id";
-  absl::StatusOr<bool> impostor =
-      registry.Connected(hello("a", "i2", "node-9", {0, 1}), "ipv4:10.0.0.9:6000", std::make_shared<FakeLink>());
+  absl::StatusOr<bool> impostor = registry.Connected(
+      hello("a", "i2", "node-9", {0, 1}), "ipv4:10.0.0.9:6000", std::make_shared<FakeLink>());
   ASSERT_EQ(impostor.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(impostor.status().message(),
-            "agent id \"a\" is already connected from ipv4:10.0.0.1:5000 (host node-1); refused the same id from "
+            "agent id \"a\" is already connected from ipv4:10.0.0.1:5000 (host node-1); refused "
+            "the same id from "
             "ipv4:10.0.0.9:6000 (host node-9): give every agent its own --agent-id");
   EXPECT_TRUE(original->up) << "the live session is not evicted";
   EXPECT_TRUE(registry.IsCurrent("a", original.get()));
   // An id without an instance cannot prove it is the same process either.
-  EXPECT_FALSE(registry.Connected(hello("a", "", "node-1", {0}), "p", std::make_shared<FakeLink>()).ok());
+  EXPECT_FALSE(
+      registry.Connected(hello("a", "", "node-1", {0}), "p", std::make_shared<FakeLink>()).ok());
   // The same process reconnecting replaces its own session; its clock history is kept.
   auto again = std::make_shared<FakeLink>();
-  absl::StatusOr<bool> reconnect = registry.Connected(hello("a", "i1", "node-1", {0, 1}), "ipv4:10.0.0.1:5001", again);
+  absl::StatusOr<bool> reconnect =
+      registry.Connected(hello("a", "i1", "node-1", {0, 1}), "ipv4:10.0.0.1:5001", again);
   ASSERT_TRUE(reconnect.ok());
   EXPECT_FALSE(*reconnect);
   EXPECT_FALSE(original->up);
   EXPECT_FALSE(registry.IsCurrent("a", original.get()));
   // Once the id is free, another process may take it: a new instance, so a new clock.
   registry.Disconnected("a", again.get());
-  absl::StatusOr<bool> successor = registry.Connected(hello("a", "i3", "node-2", {0, 1}), "p3", std::make_shared<FakeLink>());
+  absl::StatusOr<bool> successor =
+      registry.Connected(hello("a", "i3", "node-2", {0, 1}), "p3", std::make_shared<FakeLink>());
   ASSERT_TRUE(successor.ok());
   EXPECT_TRUE(*successor);
 
   // Agent b claims rank 1 too: rank 1 is a conflict, rank 0 stays a's, rank 2 is b's.
-  ASSERT_TRUE(registry.Connected(hello("b", "i4", "node-4", {1, 2}), "p4", std::make_shared<FakeLink>()).ok());
+  ASSERT_TRUE(
+      registry.Connected(hello("b", "i4", "node-4", {1, 2}), "p4", std::make_shared<FakeLink>())
+          .ok());
   absl::StatusOr<TargetSelection> selection = registry.SelectTargets("j", {});
   ASSERT_TRUE(selection.ok()) << selection.status();
   ASSERT_EQ(selection->targets.size(), 2u);
@@ -397,7 +432,8 @@ TEST(AgentRegistryTest, ADuplicateLiveIdIsRefusedAndContestedRanksGoToNobody) {
   EXPECT_EQ(selection->targets[1].workers[0].rank(), 2);
   ASSERT_EQ(selection->conflicts.size(), 1u);
   EXPECT_EQ(selection->conflicts[0].Reason("j"),
-            "rank 1 of job \"j\" is claimed by 2 agents (a (node-2, p3) and b (node-4, p4)): neither is captured; "
+            "rank 1 of job \"j\" is claimed by 2 agents (a (node-2, p3) and b (node-4, p4)): "
+            "neither is captured; "
             "give each rank to one agent");
 }
 

@@ -32,7 +32,8 @@ TEST(ScheduleBookTest, JitterIsWithinTenPercentCappedAtAMinuteAndFixedPerSchedul
     EXPECT_LE(hour, 3660 * kS);
   }
   EXPECT_GT(seen.size(), 150u) << "spread, not a constant offset";
-  EXPECT_NE(ScheduleBook::Jittered("sch-000001", 0, 100 * kS), ScheduleBook::Jittered("sch-000002", 0, 100 * kS));
+  EXPECT_NE(ScheduleBook::Jittered("sch-000001", 0, 100 * kS),
+            ScheduleBook::Jittered("sch-000002", 0, 100 * kS));
 }
 
 TEST(ScheduleBookTest, FiresOnTimeThenEveryJitteredPeriod) {
@@ -57,14 +58,22 @@ TEST(ScheduleBookTest, FiresOnTimeThenEveryJitteredPeriod) {
 }
 
 TEST(ScheduleBookTest, BadSpecsAndTooManySchedulesAreRefusedByName) {
-  auto error = [](std::string_view json) { return std::string(ParseScheduleSpec(json).status().message()); };
-  EXPECT_TRUE(ParseScheduleSpec(R"({"job":"j","every_s":60,"duration_ms":500,"ranks":[0,3]})").ok());
+  auto error = [](std::string_view json) {
+    return std::string(ParseScheduleSpec(json).status().message());
+  };
+  EXPECT_TRUE(
+      ParseScheduleSpec(R"({"job":"j","every_s":60,"duration_ms":500,"ranks":[0,3]})").ok());
   EXPECT_NE(error(R"({"every_s":60,"duration_ms":500})").find("job"), std::string::npos);
-  EXPECT_NE(error(R"({"job":"j","every_s":1,"duration_ms":500})").find("every_s: must be 10 to"), std::string::npos);
-  EXPECT_NE(error(R"({"job":"j","every_s":60,"duration_ms":60000})").find("duration < every"), std::string::npos);
-  EXPECT_NE(error(R"({"job":"j","every_s":60,"duration_ms":500,"rank":[1]})").find("\"ranks\""), std::string::npos);
-  EXPECT_NE(error(R"({"job":"j","every_s":60,"duration_ms":500,"ranks":[-1]})").find("ranks"), std::string::npos);
-  EXPECT_NE(error(R"({"job":"bad\u001bjob","every_s":60,"duration_ms":500})").find("job"), std::string::npos);
+  EXPECT_NE(error(R"({"job":"j","every_s":1,"duration_ms":500})").find("every_s: must be 10 to"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"job":"j","every_s":60,"duration_ms":60000})").find("duration < every"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"job":"j","every_s":60,"duration_ms":500,"rank":[1]})").find("\"ranks\""),
+            std::string::npos);
+  EXPECT_NE(error(R"({"job":"j","every_s":60,"duration_ms":500,"ranks":[-1]})").find("ranks"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"job":"bad\u001bjob","every_s":60,"duration_ms":500})").find("job"),
+            std::string::npos);
   ScheduleBook book({.max_schedules = 2});
   ASSERT_TRUE(book.Add(Every(60 * kS), 0).ok());
   ASSERT_TRUE(book.Add(Every(60 * kS), 0).ok());

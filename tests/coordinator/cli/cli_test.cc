@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <set>
 #include <sstream>
-#include <cstdio>
 #include <string>
 
 #include "tests/test_paths.h"
@@ -52,7 +52,8 @@ TEST(CliTest, InspectTableIsReadable) {
   RunResult r = RunCli("inspect " + KinetoFixture("trace_filter"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("551-552"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("rank 1 collectives: AllGather x2 AllReduce x4 AllToAll x4"), std::string::npos);
+  EXPECT_NE(r.output.find("rank 1 collectives: AllGather x2 AllReduce x4 AllToAll x4"),
+            std::string::npos);
 }
 
 TEST(CliTest, ExportThenInspectTheExportGivesTheSameCounts) {
@@ -67,7 +68,8 @@ TEST(CliTest, ExportThenInspectTheExportGivesTheSameCounts) {
   // Same counts per rank; only "source" (and the process field) differ.
   auto counts = [](const std::string& json) {
     std::string all;
-    for (size_t at = json.find("\"counts\""); at != std::string::npos; at = json.find("\"counts\"", at + 1)) {
+    for (size_t at = json.find("\"counts\""); at != std::string::npos;
+         at = json.find("\"counts\"", at + 1)) {
       all += json.substr(at, json.find('}', at) - at) + "\n";
     }
     return all;
@@ -97,46 +99,61 @@ namespace podscope::coordinator {
 namespace {
 
 TEST(CliAnalyzeTest, HtaTemporalJsonReproducesHtaFigures) {
-  RunResult r = RunCli("analyze --window hta --report temporal --format json " + KinetoFixture("trace_filter"));
+  RunResult r = RunCli("analyze --window hta --report temporal --format json " +
+                       KinetoFixture("trace_filter"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find(R"({"rank":0,"idle_ns":321378000,"compute_ns":106252000,"non_compute_ns":172428000,"kernel_time_ns":600058000,"overlap_pct":11.81)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find(
+          R"({"rank":0,"idle_ns":321378000,"compute_ns":106252000,"non_compute_ns":172428000,"kernel_time_ns":600058000,"overlap_pct":11.81)"),
+      std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find(R"({"rank":1,"idle_ns":328671000,"compute_ns":135548000,"non_compute_ns":136455000,"kernel_time_ns":600674000,"overlap_pct":20.05)"),
-            std::string::npos);
-  EXPECT_NE(r.output.find(R"({"device":0,"stream":7,"host_wait_ns":213825000,"kernel_wait_ns":1985000,"other_ns":261740000})"),
-            std::string::npos);
+  EXPECT_NE(
+      r.output.find(
+          R"({"rank":1,"idle_ns":328671000,"compute_ns":135548000,"non_compute_ns":136455000,"kernel_time_ns":600674000,"overlap_pct":20.05)"),
+      std::string::npos);
+  EXPECT_NE(
+      r.output.find(
+          R"({"device":0,"stream":7,"host_wait_ns":213825000,"kernel_wait_ns":1985000,"other_ns":261740000})"),
+      std::string::npos);
 }
 
 TEST(CliAnalyzeTest, HtaTemporalJsonReproducesHtaFiguresOnDlrm) {
-  RunResult r = RunCli("analyze --window hta --report temporal --format json " + KinetoFixture("dlrm_8rank"));
+  RunResult r =
+      RunCli("analyze --window hta --report temporal --format json " + KinetoFixture("dlrm_8rank"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find(R"({"rank":0,"idle_ns":6419000,"compute_ns":1034000,"non_compute_ns":5556000,"kernel_time_ns":13009000,"overlap_pct":4.50)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find(
+          R"({"rank":0,"idle_ns":6419000,"compute_ns":1034000,"non_compute_ns":5556000,"kernel_time_ns":13009000,"overlap_pct":4.50)"),
+      std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find(R"({"rank":7,"idle_ns":8308000,"compute_ns":1059000,"non_compute_ns":1600000,"kernel_time_ns":10967000,"overlap_pct":9.51)"),
-            std::string::npos);
+  EXPECT_NE(
+      r.output.find(
+          R"({"rank":7,"idle_ns":8308000,"compute_ns":1059000,"non_compute_ns":1600000,"kernel_time_ns":10967000,"overlap_pct":9.51)"),
+      std::string::npos);
 }
 
 TEST(CliAnalyzeTest, AllReportsNestUnderTheirNames) {
   RunResult r = RunCli("analyze --format json " + KinetoFixture("dlrm_8rank"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* key : {"{\"summary\":{\"job\":", ",\"steps\":{\"workers\":[", ",\"pod\":{\"steps\":[", ",\"overlap\":{", ",\"communication\":{",
-                          ",\"stragglers\":{\"stragglers\":[", ",\"allreduce\":{", ",\"kernels\":{\"pod\":[",
-                          ",\"temporal\":{\"window\":\"steps\""}) {
+  for (const char* key :
+       {"{\"summary\":{\"job\":", ",\"steps\":{\"workers\":[", ",\"pod\":{\"steps\":[",
+        ",\"overlap\":{", ",\"communication\":{", ",\"stragglers\":{\"stragglers\":[",
+        ",\"allreduce\":{", ",\"kernels\":{\"pod\":[", ",\"temporal\":{\"window\":\"steps\""}) {
     EXPECT_NE(r.output.find(key), std::string::npos) << key;
   }
   EXPECT_NE(r.output.find("\"comm_wait_ns\""), std::string::npos);
 }
 
 TEST(CliAnalyzeTest, TablesAndBadOptions) {
-  RunResult tables = RunCli("analyze --report steps --report stragglers " + KinetoFixture("trace_filter"));
+  RunResult tables =
+      RunCli("analyze --report steps --report stragglers " + KinetoFixture("trace_filter"));
   ASSERT_EQ(tables.exit_code, 0) << tables.output;
   EXPECT_NE(tables.output.find("== steps"), std::string::npos);
   EXPECT_NE(tables.output.find("== stragglers"), std::string::npos);
   RunResult bad_report = RunCli("analyze --report nonsense " + KinetoFixture("trace_filter"));
   EXPECT_EQ(bad_report.exit_code, 2);
-  EXPECT_NE(bad_report.output.find("unknown report \"nonsense\""), std::string::npos) << bad_report.output;
+  EXPECT_NE(bad_report.output.find("unknown report \"nonsense\""), std::string::npos)
+      << bad_report.output;
   RunResult bad_regex = RunCli("analyze --step-pattern '([' " + KinetoFixture("trace_filter"));
   EXPECT_EQ(bad_regex.exit_code, 2);
   EXPECT_NE(bad_regex.output.find("not a valid regex"), std::string::npos) << bad_regex.output;
@@ -162,34 +179,44 @@ TEST(CliAnalyzeTest, InputsThatAreNotOneJobAreRefusedOrWarnedAbout) {
   const std::string mixed = dir.File("eight/rank-3.json.gz") + " " + dir.File("two/rank-1.json.gz");
   const RunResult refused = RunCli("analyze --report pod " + mixed);
   EXPECT_EQ(refused.exit_code, 1);
-  EXPECT_NE(refused.output.find("these inputs are not one job:\n  the ranks disagree on the world size (2: ranks 1; 8: ranks 3)"),
+  EXPECT_NE(refused.output.find("these inputs are not one job:\n  the ranks disagree on the world "
+                                "size (2: ranks 1; 8: ranks 3)"),
             std::string::npos)
       << refused.output;
   const RunResult insisted = RunCli("analyze --report pod --format json --allow-mixed " + mixed);
   EXPECT_EQ(insisted.exit_code, 0) << insisted.output;
-  EXPECT_NE(insisted.output.find(R"x("warnings":["the ranks disagree on the world size (2: ranks 1; 8: ranks 3)"]})x"),
-            std::string::npos)
+  EXPECT_NE(
+      insisted.output.find(
+          R"x("warnings":["the ranks disagree on the world size (2: ranks 1; 8: ranks 3)"]})x"),
+      std::string::npos)
       << insisted.output;
   const RunResult clean = RunCli("analyze --report pod --format json " + dir.File("eight"));
-  EXPECT_NE(clean.output.find(R"("warnings":[]})"), std::string::npos) << clean.output.substr(clean.output.size() - 200);
+  EXPECT_NE(clean.output.find(R"("warnings":[]})"), std::string::npos)
+      << clean.output.substr(clean.output.size() - 200);
 }
 
 // Issue 13, summary first: a table analysis without --report is the summary, and at 1024 ranks it
 // fits one screen (the old default printed 4,061 lines for 64 ranks).
 TEST(CliAnalyzeTest, TheDefaultTableIsASummaryThatFitsAScreenAt1024Ranks) {
   ScratchDir dir;
-  ASSERT_EQ(RunCli("simulate --ranks 1024 --steps 3 --forward-kernels 4 --backward-kernels 8 --buckets 2 "
-                   "--straggler 300:1.2 -o " + dir.File("job"))
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      RunCli("simulate --ranks 1024 --steps 3 --forward-kernels 4 --backward-kernels 8 --buckets 2 "
+             "--straggler 300:1.2 -o " +
+             dir.File("job"))
+          .exit_code,
+      0);
   const RunResult r = RunCli("analyze --clocks aligned " + dir.File("job"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_LE(std::count(r.output.begin(), r.output.end(), '\n'), 60) << r.output;
-  EXPECT_NE(r.output.find("== summary: job (unnamed), 1024 ranks, 3 steps (0..2, from markers)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("== summary: job (unnamed), 1024 ranks, 3 steps (0..2, from markers)"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("top straggler  rank 300"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("stragglers: 1 (step-time loss "), std::string::npos) << r.output;
-  const RunResult json = RunCli("analyze --report summary --format json --clocks aligned " + dir.File("job"));
-  EXPECT_NE(json.output.find(R"({"job":"","ranks":1024,)"), std::string::npos) << json.output.substr(0, 200);
+  const RunResult json =
+      RunCli("analyze --report summary --format json --clocks aligned " + dir.File("job"));
+  EXPECT_NE(json.output.find(R"({"job":"","ranks":1024,)"), std::string::npos)
+      << json.output.substr(0, 200);
 }
 
 // Issue 13, one set of definitions: every overlap% follows from the columns printed beside it
@@ -204,7 +231,8 @@ TEST(CliAnalyzeTest, PrintedFiguresFollowFromTheirColumns) {
   while (std::getline(lines, line)) {
     std::istringstream fields(line);
     double rank, step, computation, communication, hidden, comm_kernels, pct;
-    if (!(fields >> rank >> step >> computation >> communication >> hidden >> comm_kernels >> pct)) continue;
+    if (!(fields >> rank >> step >> computation >> communication >> hidden >> comm_kernels >> pct))
+      continue;
     ++rows;
     EXPECT_NEAR(comm_kernels, hidden + communication, 0.0015) << line;
     if (comm_kernels > 0) {
@@ -212,25 +240,33 @@ TEST(CliAnalyzeTest, PrintedFiguresFollowFromTheirColumns) {
     }
   }
   EXPECT_EQ(rows, 8);  // 8 ranks, one step each
-  const RunResult bandwidth = RunCli("analyze --report allreduce --link-gbps 200 " + KinetoFixture("dlrm_8rank"));
+  const RunResult bandwidth =
+      RunCli("analyze --report allreduce --link-gbps 200 " + KinetoFixture("dlrm_8rank"));
   EXPECT_NE(bandwidth.output.find("efficiency%"), std::string::npos) << bandwidth.output;
   EXPECT_NE(bandwidth.output.find("allreduce_MB"), std::string::npos) << bandwidth.output;
-  EXPECT_EQ(bandwidth.output.find("gradient AllReduce per step"), std::string::npos) << bandwidth.output;
+  EXPECT_EQ(bandwidth.output.find("gradient AllReduce per step"), std::string::npos)
+      << bandwidth.output;
   const RunResult pod = RunCli("analyze --report pod " + KinetoFixture("dlrm_8rank"));
-  EXPECT_NE(pod.output.find("dev%    compute    overlap       comm"), std::string::npos) << pod.output.substr(0, 400);
+  EXPECT_NE(pod.output.find("dev%    compute    overlap       comm"), std::string::npos)
+      << pod.output.substr(0, 400);
 }
 
 // Issue 13: the long tables show the worst workers first, --top of them, and take --ranks and
 // --steps.
 TEST(CliAnalyzeTest, LongTablesShowTheWorstWorkersFirstAndFilter) {
   ScratchDir dir;
-  ASSERT_EQ(RunCli("simulate --ranks 64 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 "
-                   "--straggler 9:1.5:input -o " + dir.File("job"))
-                .exit_code,
-            0);
-  const RunResult top = RunCli("analyze --report steps --top 5 --clocks aligned " + dir.File("job"));
+  ASSERT_EQ(
+      RunCli("simulate --ranks 64 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 "
+             "--straggler 9:1.5:input -o " +
+             dir.File("job"))
+          .exit_code,
+      0);
+  const RunResult top =
+      RunCli("analyze --report steps --top 5 --clocks aligned " + dir.File("job"));
   ASSERT_EQ(top.exit_code, 0) << top.output;
-  EXPECT_NE(top.output.find("... 59 more workers (--top 0 shows all, --ranks picks some)"), std::string::npos) << top.output;
+  EXPECT_NE(top.output.find("... 59 more workers (--top 0 shows all, --ranks picks some)"),
+            std::string::npos)
+      << top.output;
   std::istringstream lines(top.output);
   std::string line;
   std::set<int> ranks;
@@ -241,7 +277,8 @@ TEST(CliAnalyzeTest, LongTablesShowTheWorstWorkersFirstAndFilter) {
     if (fields >> rank >> step >> span) ranks.insert(rank);
   }
   EXPECT_EQ(ranks.size(), 5u);
-  const RunResult picked = RunCli("analyze --report steps --ranks 3,5 --steps 1 --clocks aligned " + dir.File("job"));
+  const RunResult picked =
+      RunCli("analyze --report steps --ranks 3,5 --steps 1 --clocks aligned " + dir.File("job"));
   ASSERT_EQ(picked.exit_code, 0) << picked.output;
   EXPECT_NE(picked.output.find("\n    3       1 "), std::string::npos) << picked.output;
   EXPECT_NE(picked.output.find("\n    5       1 "), std::string::npos) << picked.output;
@@ -253,37 +290,49 @@ TEST(CliAnalyzeTest, LongTablesShowTheWorstWorkersFirstAndFilter) {
 // Issue 13: export takes --ranks, --steps and --window.
 TEST(CliExportTest, ExportsFilterByRanksStepsAndWindow) {
   ScratchDir dir;
-  ASSERT_EQ(RunCli("simulate --ranks 4 --steps 4 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " +
-                   dir.File("job"))
-                .exit_code,
-            0);
-  const RunResult cut = RunCli("export " + dir.File("job") + " --ranks 2-3 --steps 1-2 -o " + dir.File("cut.json"));
+  ASSERT_EQ(
+      RunCli(
+          "simulate --ranks 4 --steps 4 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " +
+          dir.File("job"))
+          .exit_code,
+      0);
+  const RunResult cut =
+      RunCli("export " + dir.File("job") + " --ranks 2-3 --steps 1-2 -o " + dir.File("cut.json"));
   ASSERT_EQ(cut.exit_code, 0) << cut.output;
   const RunResult shown = RunCli("inspect --format json " + dir.File("cut.json"));
   EXPECT_EQ(CountOf(shown.output, "\"rank\":"), 2u) << shown.output.substr(0, 400);
   EXPECT_NE(shown.output.find("\"rank\":2"), std::string::npos);
   EXPECT_NE(shown.output.find("\"steps\":[1,2]"), std::string::npos) << shown.output.substr(0, 600);
-  EXPECT_EQ(RunCli("export " + dir.File("job") + " --window 50ms-120ms -o " + dir.File("w.json")).exit_code, 0);
-  const RunResult none = RunCli("export " + dir.File("job") + " --ranks 9 -o " + dir.File("x.json"));
+  EXPECT_EQ(RunCli("export " + dir.File("job") + " --window 50ms-120ms -o " + dir.File("w.json"))
+                .exit_code,
+            0);
+  const RunResult none =
+      RunCli("export " + dir.File("job") + " --ranks 9 -o " + dir.File("x.json"));
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.output.find("no input holds ranks 9"), std::string::npos) << none.output;
-  EXPECT_EQ(RunCli("export " + dir.File("job") + " --window 5-1s -o " + dir.File("x.json")).exit_code, 2);
+  EXPECT_EQ(
+      RunCli("export " + dir.File("job") + " --window 5-1s -o " + dir.File("x.json")).exit_code, 2);
 }
 
 TEST(CliSimulateTest, SimulatedStragglerIsNamedByAnalyze) {
   ScratchDir dir;
-  RunResult sim = RunCli("simulate --ranks 8 --steps 4 --seed 9 --straggler 5:1.05 -o " + dir.File("job"));
+  RunResult sim =
+      RunCli("simulate --ranks 8 --steps 4 --seed 9 --straggler 5:1.05 -o " + dir.File("job"));
   ASSERT_EQ(sim.exit_code, 0) << sim.output;
-  EXPECT_NE(sim.output.find("stragglers injected: rank 5 compute x1.05"), std::string::npos) << sim.output;
-  RunResult r = RunCli("analyze --report stragglers --format json --clocks aligned " + dir.File("job"));
+  EXPECT_NE(sim.output.find("stragglers injected: rank 5 compute x1.05"), std::string::npos)
+      << sim.output;
+  RunResult r =
+      RunCli("analyze --report stragglers --format json --clocks aligned " + dir.File("job"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(R"({"stragglers":[{"rank":5,"host":"")"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(R"("category":"compute+overlap","evidence":{)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(R"("category":"compute+overlap","evidence":{)"), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find(R"("reason":"caused_delay")"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(R"("step_time_loss_ns":)"), std::string::npos) << r.output;
   RunResult bad = RunCli("simulate --ranks 4 --straggler 9:1.1 -o " + dir.File("x"));
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.output.find("straggler rank 9 is not below --ranks 4"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("straggler rank 9 is not below --ranks 4"), std::string::npos)
+      << bad.output;
 }
 
 }  // namespace
@@ -301,11 +350,16 @@ namespace {
 // kernel view marks the Hopper GEMMs as Tensor Core kernels.
 TEST(CliGpuReportTest, ASimulatedJobHasGpuEfficiencyAndTensorCoreKernels) {
   ScratchDir dir;
-  ASSERT_EQ(RunCli("simulate --ranks 2 --steps 3 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " +
-                   dir.File("job")).exit_code, 0);
+  ASSERT_EQ(
+      RunCli(
+          "simulate --ranks 2 --steps 3 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " +
+          dir.File("job"))
+          .exit_code,
+      0);
   absl::StatusOr<std::string> file = common::ReadFileMaybeGzip(dir.File("job/rank-1.json.gz"));
   ASSERT_TRUE(file.ok()) << file.status();
-  EXPECT_NE(file->find(R"("distributedInfo":{"backend":"nccl","rank": 1,"world_size": 2})"), std::string::npos)
+  EXPECT_NE(file->find(R"("distributedInfo":{"backend":"nccl","rank": 1,"world_size": 2})"),
+            std::string::npos)
       << file->substr(0, 300);
   EXPECT_NE(file->find(R"("name":"NVIDIA H100 80GB HBM3")"), std::string::npos);
   EXPECT_NE(file->find(R"("computeMajor":9,"computeMinor":0,"numSms":132)"), std::string::npos);
@@ -333,8 +387,10 @@ TEST(CliGpuReportTest, ASimulatedJobHasGpuEfficiencyAndTensorCoreKernels) {
 
   const RunResult kernels = RunCli("analyze --report kernels --format json " + dir.File("job"));
   ASSERT_EQ(kernels.exit_code, 0) << kernels.output;
-  EXPECT_NE(kernels.output.find(R"("name":"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas","class":"compute")"),
-            std::string::npos);
+  EXPECT_NE(
+      kernels.output.find(
+          R"("name":"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas","class":"compute")"),
+      std::string::npos);
   EXPECT_NE(kernels.output.find(R"(_cublas","class":"compute")"), std::string::npos);
   ASSERT_EQ(parser.parse(kernels.output).get(doc), simdjson::SUCCESS);
   bool tensor_core_gemm = false;
@@ -352,7 +408,8 @@ TEST(CliGpuReportTest, ASimulatedJobHasGpuEfficiencyAndTensorCoreKernels) {
 
   const RunResult table = RunCli("analyze --report gpu " + dir.File("job"));
   ASSERT_EQ(table.exit_code, 0) << table.output;
-  EXPECT_NE(table.output.find("== gpu: pod medians: GPU utilization "), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("== gpu: pod medians: GPU utilization "), std::string::npos)
+      << table.output;
   EXPECT_NE(table.output.find("NVIDIA H100 80GB HBM3"), std::string::npos) << table.output;
 }
 
@@ -366,7 +423,8 @@ namespace {
 // External ids match no operator; a rank with a slow dataloader is input-bound, and the overview
 // recommends on it with its numbers.
 TEST(CliGpuReportTest, OperatorsInputAndTheOverviewOnRealAndSimulatedJobs) {
-  const RunResult operators = RunCli("analyze --report operators --format json " + KinetoFixture("dlrm_8rank"));
+  const RunResult operators =
+      RunCli("analyze --report operators --format json " + KinetoFixture("dlrm_8rank"));
   ASSERT_EQ(operators.exit_code, 0) << operators.output;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -384,8 +442,12 @@ TEST(CliGpuReportTest, OperatorsInputAndTheOverviewOnRealAndSimulatedJobs) {
   EXPECT_EQ(simdjson::dom::array(doc["workers"]).size(), 8u);
 
   ScratchDir dir;
-  ASSERT_EQ(RunCli("simulate --ranks 4 --steps 4 --forward-kernels 4 --backward-kernels 8 --buckets 2 "
-                   "--straggler 2:4:input -o " + dir.File("job")).exit_code, 0);
+  ASSERT_EQ(
+      RunCli("simulate --ranks 4 --steps 4 --forward-kernels 4 --backward-kernels 8 --buckets 2 "
+             "--straggler 2:4:input -o " +
+             dir.File("job"))
+          .exit_code,
+      0);
   const RunResult input = RunCli("analyze --report input --format json " + dir.File("job"));
   ASSERT_EQ(input.exit_code, 0) << input.output;
   ASSERT_EQ(parser.parse(input.output).get(doc), simdjson::SUCCESS) << input.output;
@@ -405,15 +467,18 @@ TEST(CliGpuReportTest, OperatorsInputAndTheOverviewOnRealAndSimulatedJobs) {
   ASSERT_EQ(parser.parse(overview.output).get(doc), simdjson::SUCCESS) << overview.output;
   bool input_named = false;
   for (simdjson::dom::element r : doc["recommendations"].get_array()) {
-    EXPECT_GT(simdjson::dom::object(r["evidence"]).size(), 0u);  // no recommendation without its number
+    EXPECT_GT(simdjson::dom::object(r["evidence"]).size(),
+              0u);  // no recommendation without its number
     const std::string_view rule = r["rule"];
     if (rule == "input_bound" || rule == "straggler") {
-      for (simdjson::dom::element rank : r["ranks"].get_array()) input_named = input_named || int64_t(rank) == 2;
+      for (simdjson::dom::element rank : r["ranks"].get_array())
+        input_named = input_named || int64_t(rank) == 2;
     }
   }
   EXPECT_TRUE(input_named) << overview.output;
   const RunResult table = RunCli("analyze --report overview " + dir.File("job"));
-  EXPECT_NE(table.output.find("recommendations, most step time at stake first:"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("recommendations, most step time at stake first:"), std::string::npos)
+      << table.output;
   EXPECT_NE(table.output.find("    evidence: "), std::string::npos) << table.output;
 }
 
@@ -427,7 +492,8 @@ namespace {
 // deviceProperties: the peak, the headroom, and the operator that allocated.
 TEST(CliGpuReportTest, TheMemoryViewNamesThePeakAndTheHeadroom) {
   ScratchDir dir;
-  const std::string trace = dir.Write("rank-0.json", R"json({"distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
+  const std::string trace = dir.Write(
+      "rank-0.json", R"json({"distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
   "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 85899345920, "computeMajor": 9, "computeMinor": 0, "numSms": 132}],
   "traceEvents": [
     {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 10, "dur": 10},
@@ -438,14 +504,25 @@ TEST(CliGpuReportTest, TheMemoryViewNamesThePeakAndTheHeadroom) {
   ]})json");
   const RunResult json = RunCli("analyze --report memory --format json " + trace);
   ASSERT_EQ(json.exit_code, 0) << json.output;
-  EXPECT_NE(json.output.find(R"("peak_allocated_bytes":75161927680,"peak_time_ns":12000,"peak_reserved_bytes":77309411328,"total_memory_bytes":85899345920,"headroom_bytes":8589934592,)"),
-            std::string::npos) << json.output;
-  EXPECT_NE(json.output.find(R"("top_operators":[{"name":"aten::empty","allocations":1,"bytes":68719476736}])"), std::string::npos)
+  EXPECT_NE(
+      json.output.find(
+          R"("peak_allocated_bytes":75161927680,"peak_time_ns":12000,"peak_reserved_bytes":77309411328,"total_memory_bytes":85899345920,"headroom_bytes":8589934592,)"),
+      std::string::npos)
       << json.output;
-  EXPECT_NE(json.output.find(R"("nearest_oom":{"rank":0,"device":0,"peak_bytes":77309411328,"total_memory_bytes":85899345920,"headroom_bytes":8589934592})"),
-            std::string::npos) << json.output;
+  EXPECT_NE(json.output.find(
+                R"("top_operators":[{"name":"aten::empty","allocations":1,"bytes":68719476736}])"),
+            std::string::npos)
+      << json.output;
+  EXPECT_NE(
+      json.output.find(
+          R"("nearest_oom":{"rank":0,"device":0,"peak_bytes":77309411328,"total_memory_bytes":85899345920,"headroom_bytes":8589934592})"),
+      std::string::npos)
+      << json.output;
   const RunResult table = RunCli("analyze --report memory " + trace);
-  EXPECT_NE(table.output.find("nearest to out of memory: rank 0 device 0, peak 72.00 of 80.00 GiB (8.00 GiB free)"), std::string::npos)
+  EXPECT_NE(
+      table.output.find(
+          "nearest to out of memory: rank 0 device 0, peak 72.00 of 80.00 GiB (8.00 GiB free)"),
+      std::string::npos)
       << table.output;
 }
 

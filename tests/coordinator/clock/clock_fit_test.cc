@@ -13,7 +13,8 @@ constexpr TimeNs kBase = 1'795'000'000'000'000'000;
 
 // One exchange against an agent whose clock reads `agent_offset` ahead of the coordinator, with
 // the given one-way delays (ns) and `work` ns spent in the coordinator.
-ClockSample Exchange(TimeNs coordinator_t1, int64_t agent_offset, int64_t up, int64_t down, int64_t work = 1'000) {
+ClockSample Exchange(TimeNs coordinator_t1, int64_t agent_offset, int64_t up, int64_t down,
+                     int64_t work = 1'000) {
   ClockSample s;
   s.t1 = coordinator_t1 + agent_offset;
   s.t2 = coordinator_t1 + up;
@@ -58,7 +59,8 @@ TEST(ClockFitTest, EachDirectionIsBoundedByItsFastestExchange) {
   EXPECT_NEAR(fit->model.offset_ns, -offset, 1'000);
   EXPECT_LE(fit->model.error_bound_ns, 10'000 + 1'000);
   const TimeNs agent_now = kBase + 3'000'000 + offset;
-  EXPECT_LE(std::llabs(fit->model.ToAligned(agent_now) - kBase - 3'000'000), fit->ErrorBoundAt(agent_now));
+  EXPECT_LE(std::llabs(fit->model.ToAligned(agent_now) - kBase - 3'000'000),
+            fit->ErrorBoundAt(agent_now));
   absl::StatusOr<ClockFit> ls = FitLeastSquares(samples);
   ASSERT_TRUE(ls.ok());
   EXPECT_GT(std::llabs(ls->model.offset_ns + offset), 50'000);
@@ -93,8 +95,9 @@ TEST(ClockFitTest, FeasibleLinesFitTheDriftAndBoundItExactly) {
 
 TEST(ClockFitTest, AClockThatSteppedFallsBackToLeastSquares) {
   // Tight exchanges 1 s apart whose offsets differ by 1 ms: no line within 100 ppm fits both.
-  const std::vector<ClockSample> samples = {Exchange(kBase, 0, 10'000, 10'000),
-                                            Exchange(kBase + 1'000'000'000, 1'000'000, 10'000, 10'000)};
+  const std::vector<ClockSample> samples = {
+      Exchange(kBase, 0, 10'000, 10'000),
+      Exchange(kBase + 1'000'000'000, 1'000'000, 10'000, 10'000)};
   EXPECT_EQ(FitFeasibleLines(samples).status().code(), absl::StatusCode::kFailedPrecondition);
   absl::StatusOr<ClockFit> fit = FitClock(samples);
   ASSERT_TRUE(fit.ok());
@@ -132,7 +135,8 @@ TEST(LeastSquaresFitTest, DriftIsFittedAcrossBurstsAndPredictsBetweenThem) {
     const TimeNs t = kBase + burst * 2'000'000'000LL;
     const int64_t offset = 3'000'000 + (t - kBase) / 1'000'000 * 50;
     samples.push_back(Exchange(t, offset, 20'000, 20'000));
-    samples.push_back(Exchange(t + 1'000'000, offset + 50, 60'000, 20'000));  // slower, filtered out
+    samples.push_back(
+        Exchange(t + 1'000'000, offset + 50, 60'000, 20'000));  // slower, filtered out
   }
   absl::StatusOr<ClockFit> fit = FitLeastSquares(samples);
   ASSERT_TRUE(fit.ok());
@@ -152,7 +156,8 @@ TEST(LeastSquaresFitTest, DriftIsFittedAcrossBurstsAndPredictsBetweenThem) {
 }
 
 TEST(LeastSquaresFitTest, ShortSpanTakesNoDrift) {
-  std::vector<ClockSample> samples = {Exchange(kBase, 7'000, 10'000, 10'000), Exchange(kBase + 300'000'000, 9'000, 10'000, 10'000)};
+  std::vector<ClockSample> samples = {Exchange(kBase, 7'000, 10'000, 10'000),
+                                      Exchange(kBase + 300'000'000, 9'000, 10'000, 10'000)};
   absl::StatusOr<ClockFit> fit = FitLeastSquares(samples);
   ASSERT_TRUE(fit.ok());
   EXPECT_FALSE(fit->drift_fitted);
@@ -180,14 +185,16 @@ TEST(ClockAlignerTest, KeepsABoundedWindowPerAgent) {
   ClockAligner aligner({.max_samples_per_agent = 4});
   EXPECT_EQ(aligner.Model("a").status().code(), absl::StatusCode::kFailedPrecondition);
   std::vector<ClockSample> samples;
-  for (int i = 0; i < 10; ++i) samples.push_back(Exchange(kBase + i * 1'000'000, i < 6 ? 111 : 222, 10'000, 10'000));
+  for (int i = 0; i < 10; ++i)
+    samples.push_back(Exchange(kBase + i * 1'000'000, i < 6 ? 111 : 222, 10'000, 10'000));
   aligner.AddSamples("a", samples);
   EXPECT_EQ(aligner.SampleCount("a"), 4u);
   ASSERT_TRUE(aligner.Model("a").ok());
   EXPECT_NEAR(aligner.Model("a")->offset_ns, -222, 1);  // only the newest four remain
   // The cached fit gives way to newer samples.
   std::vector<ClockSample> later;
-  for (int i = 0; i < 4; ++i) later.push_back(Exchange(kBase + (20 + i) * 1'000'000, 333, 10'000, 10'000));
+  for (int i = 0; i < 4; ++i)
+    later.push_back(Exchange(kBase + (20 + i) * 1'000'000, 333, 10'000, 10'000));
   aligner.AddSamples("a", later);
   EXPECT_NEAR(aligner.Model("a")->offset_ns, -333, 1);
   aligner.Forget("a");

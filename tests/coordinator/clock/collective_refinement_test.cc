@@ -17,7 +17,8 @@ common::WorkerTrace Worker(int32_t rank, int64_t error, int64_t bound, int colle
   const common::NameId none = w.strings.Intern("");
   common::CollectiveTable& c = w.collectives;
   for (int k = 0; k < collectives; ++k) {
-    const TimeNs end = 1'000'000'000 + k * 1'000'000 - 1'000'000 + error;  // local: aligned - offset
+    const TimeNs end =
+        1'000'000'000 + k * 1'000'000 - 1'000'000 + error;  // local: aligned - offset
     c.communicator.push_back(comm);
     c.rank.push_back(rank);
     c.nranks.push_back(6);
@@ -39,9 +40,9 @@ common::WorkerTrace Worker(int32_t rank, int64_t error, int64_t bound, int colle
 
 TEST(CollectiveRefinementTest, DomainsMoveTogetherAroundTheirMean) {
   // Agents a, b, c with network errors 0, +40 us, -10 us; two workers each.
-  std::vector<common::WorkerTrace> workers = {Worker(0, 0, 50'000),      Worker(1, 0, 50'000),
-                                              Worker(2, 40'000, 50'000), Worker(3, 40'000, 50'000),
-                                              Worker(4, -10'000, 50'000), Worker(5, -10'000, 50'000)};
+  std::vector<common::WorkerTrace> workers = {
+      Worker(0, 0, 50'000),      Worker(1, 0, 50'000),       Worker(2, 40'000, 50'000),
+      Worker(3, 40'000, 50'000), Worker(4, -10'000, 50'000), Worker(5, -10'000, 50'000)};
   std::vector<const common::WorkerTrace*> pointers;
   for (const auto& w : workers) pointers.push_back(&w);
   const std::vector<std::string> domains = {"a", "a", "b", "b", "c", "c"};
@@ -58,10 +59,12 @@ TEST(CollectiveRefinementTest, DomainsMoveTogetherAroundTheirMean) {
 }
 
 TEST(CollectiveRefinementTest, CorrectionsBeyondTheNetworkBoundAreNotApplied) {
-  std::vector<common::WorkerTrace> workers = {Worker(0, 0, 50'000), Worker(1, 40'000, 20'000), Worker(2, -10'000, 50'000)};
+  std::vector<common::WorkerTrace> workers = {Worker(0, 0, 50'000), Worker(1, 40'000, 20'000),
+                                              Worker(2, -10'000, 50'000)};
   std::vector<const common::WorkerTrace*> pointers;
   for (const auto& w : workers) pointers.push_back(&w);
-  std::vector<DomainCorrection> c = RefineWithCollectives(common::CaptureView(pointers), {"a", "b", "c"});
+  std::vector<DomainCorrection> c =
+      RefineWithCollectives(common::CaptureView(pointers), {"a", "b", "c"});
   EXPECT_TRUE(c[0].applied);
   EXPECT_FALSE(c[1].applied);  // -30 us against a 20 us network bound: the network model stays
   EXPECT_TRUE(c[2].applied);
@@ -70,8 +73,10 @@ TEST(CollectiveRefinementTest, CorrectionsBeyondTheNetworkBoundAreNotApplied) {
 TEST(CollectiveRefinementTest, TooFewSharedCollectivesOrOneDomainChangeNothing) {
   std::vector<common::WorkerTrace> few = {Worker(0, 0, 50'000, 5), Worker(1, 40'000, 50'000, 5)};
   std::vector<const common::WorkerTrace*> pointers = {&few[0], &few[1]};
-  for (const DomainCorrection& c : RefineWithCollectives(common::CaptureView(pointers), {"a", "b"})) EXPECT_FALSE(c.applied);
-  for (const DomainCorrection& c : RefineWithCollectives(common::CaptureView(pointers), {"a", "a"})) EXPECT_FALSE(c.applied);
+  for (const DomainCorrection& c : RefineWithCollectives(common::CaptureView(pointers), {"a", "b"}))
+    EXPECT_FALSE(c.applied);
+  for (const DomainCorrection& c : RefineWithCollectives(common::CaptureView(pointers), {"a", "a"}))
+    EXPECT_FALSE(c.applied);
 }
 
 }  // namespace

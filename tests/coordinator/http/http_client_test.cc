@@ -67,8 +67,8 @@ class OneShotServer {
 // client to go; every WebDriver call took the read timeout before).
 TEST(HttpClientTest, AResponseEndsAtItsContentLengthWithoutWaitingForTheServerToClose) {
   OneShotServer server("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
-  absl::StatusOr<HttpClientResponse> r =
-      HttpRequestTo({.host = "127.0.0.1", .port = server.port(), .timeout_seconds = 120}, "GET", "/");
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
+      {.host = "127.0.0.1", .port = server.port(), .timeout_seconds = 120}, "GET", "/");
   server.hang_up.Notify();
   EXPECT_TRUE(server.Finish());
   ASSERT_TRUE(r.ok()) << r.status();
@@ -86,8 +86,8 @@ TEST(HttpClientTest, TheEndOfAResponseIsFoundInEveryFormOfItsHeader) {
   };
   for (const auto& [answer, body] : cases) {
     OneShotServer server(answer);
-    absl::StatusOr<HttpClientResponse> r =
-        HttpRequestTo({.host = "127.0.0.1", .port = server.port(), .timeout_seconds = 120}, "GET", "/");
+    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
+        {.host = "127.0.0.1", .port = server.port(), .timeout_seconds = 120}, "GET", "/");
     server.hang_up.Notify();
     EXPECT_TRUE(server.Finish()) << answer;
     ASSERT_TRUE(r.ok()) << r.status() << " for " << answer;
@@ -100,7 +100,8 @@ TEST(HttpClientTest, TheEndOfAResponseIsFoundInEveryFormOfItsHeader) {
 TEST(HttpClientTest, ABodyShorterThanItsContentLengthIsAnError) {
   OneShotServer server("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello");
   server.hang_up.Notify();  // the server closes at once
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo({.host = "127.0.0.1", .port = server.port()}, "GET", "/");
+  absl::StatusOr<HttpClientResponse> r =
+      HttpRequestTo({.host = "127.0.0.1", .port = server.port()}, "GET", "/");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
 }
 

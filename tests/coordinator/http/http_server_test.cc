@@ -62,7 +62,8 @@ TEST(HttpServerTest, HeavyHandlersRunOnTheHeavyPoolAndLightOnesAreAnsweredMeanwh
                 r.body = ThreadName();
                 return r;
               }});
-  router.Add({"GET", "/heavy", [&handlers](HttpRequest&) { return handlers.Heavy(); }, /*heavy=*/true});
+  router.Add(
+      {"GET", "/heavy", [&handlers](HttpRequest&) { return handlers.Heavy(); }, /*heavy=*/true});
   HttpServer server(router, {.io_threads = 2, .heavy_threads = 2});
   absl::StatusOr<uint16_t> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
@@ -70,7 +71,8 @@ TEST(HttpServerTest, HeavyHandlersRunOnTheHeavyPoolAndLightOnesAreAnsweredMeanwh
   // Both heavy threads are taken, and stay taken until Release().
   std::vector<std::future<testing::HttpResult>> heavy;
   for (int i = 0; i < 2; ++i) {
-    heavy.push_back(std::async(std::launch::async, [&] { return testing::HttpCall(*port, "GET", "/heavy"); }));
+    heavy.push_back(
+        std::async(std::launch::async, [&] { return testing::HttpCall(*port, "GET", "/heavy"); }));
   }
   ASSERT_TRUE(handlers.WaitForRunning(2));
   for (const std::string& name : handlers.thread_names()) EXPECT_EQ(name, kHeavyThreadName);

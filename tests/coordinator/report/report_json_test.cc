@@ -43,39 +43,73 @@ std::string Render(const common::Capture& capture, const std::string& report, bo
 TEST(ReportJsonTest, WorkersOnlyKeepsOneEntryPerWorkerWithTheTotalsOfItsSteps) {
   const common::Capture capture = TwoRanks();
   const std::string full_overlap = Render(capture, "overlap", false);
-  EXPECT_NE(full_overlap.find(R"({"rank":0,"steps":[{"step":0,"computation_ns":400000,"communication_ns":300000,"overlap_ns":200000,"overlap_pct":40.00})"),
-            std::string::npos) << full_overlap;
+  EXPECT_NE(
+      full_overlap.find(
+          R"({"rank":0,"steps":[{"step":0,"computation_ns":400000,"communication_ns":300000,"overlap_ns":200000,"overlap_pct":40.00})"),
+      std::string::npos)
+      << full_overlap;
   const std::string overlap = Render(capture, "overlap", true);
-  EXPECT_NE(overlap.find(R"({"rank":0,"step_count":2,"computation_ns":800000,"communication_ns":600000,"overlap_ns":400000,"overlap_pct":40.00})"),
-            std::string::npos) << overlap;
+  EXPECT_NE(
+      overlap.find(
+          R"({"rank":0,"step_count":2,"computation_ns":800000,"communication_ns":600000,"overlap_ns":400000,"overlap_pct":40.00})"),
+      std::string::npos)
+      << overlap;
   EXPECT_NE(overlap.find(R"({"rank":1,"step_count":2,)"), std::string::npos) << overlap;
 
   const std::string pod = Render(capture, "pod", true);
-  EXPECT_NE(pod.find(R"({"steps":[],"matrix":{"ranks":[0,1],"steps":[0,1],"step_time_ns":[[900000,900000],[900000,900000]]},"warnings":[]})"),
-            std::string::npos) << pod;
-  EXPECT_NE(Render(capture, "pod", false).find(R"({"steps":[{"step":0,"median_step_ns":900000,"rows":[{"rank":0,)"), std::string::npos);
+  EXPECT_NE(
+      pod.find(
+          R"({"steps":[],"matrix":{"ranks":[0,1],"steps":[0,1],"step_time_ns":[[900000,900000],[900000,900000]]},"warnings":[]})"),
+      std::string::npos)
+      << pod;
+  EXPECT_NE(Render(capture, "pod", false)
+                .find(R"({"steps":[{"step":0,"median_step_ns":900000,"rows":[{"rank":0,)"),
+            std::string::npos);
 
   const std::string kernels = Render(capture, "kernels", true);
-  EXPECT_NE(kernels.find(R"({"pod":[{"name":"gemm","class":"compute","count":4,"total_ns":2400000,)"), std::string::npos) << kernels;
+  EXPECT_NE(
+      kernels.find(R"({"pod":[{"name":"gemm","class":"compute","count":4,"total_ns":2400000,)"),
+      std::string::npos)
+      << kernels;
   EXPECT_EQ(kernels.find("\"workers\""), std::string::npos) << kernels;
-  EXPECT_NE(kernels.find(R"("tensor_core":false,"blocks_per_sm":null,"achieved_occupancy":null})"), std::string::npos) << kernels;
-  EXPECT_NE(kernels.find(R"("tensor_cores":{"compute_ns":2400000,"tensor_core_ns":0,"share":0.0000},"warnings":[]})"), std::string::npos) << kernels;
-  EXPECT_NE(Render(capture, "kernels", false).find(R"("workers":[{"rank":0,"tensor_cores":{"compute_ns":1200000,"tensor_core_ns":0,"share":0.0000},"top":[)"),
-            std::string::npos);
+  EXPECT_NE(kernels.find(R"("tensor_core":false,"blocks_per_sm":null,"achieved_occupancy":null})"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(
+      kernels.find(
+          R"("tensor_cores":{"compute_ns":2400000,"tensor_core_ns":0,"share":0.0000},"warnings":[]})"),
+      std::string::npos)
+      << kernels;
+  EXPECT_NE(
+      Render(capture, "kernels", false)
+          .find(
+              R"("workers":[{"rank":0,"tensor_cores":{"compute_ns":1200000,"tensor_core_ns":0,"share":0.0000},"top":[)"),
+      std::string::npos);
 
   // No device record: busy time alone, and null where an estimate needs the device.
   const std::string gpu = Render(capture, "gpu", true);
-  EXPECT_NE(gpu.find(R"({"workers":[{"rank":0,"device":"","kernels":4,"kernels_without_occupancy":4,"span_ns":1800000,"busy_ns":1800000,"gpu_utilization":1.0000,"sm_efficiency":null,"achieved_occupancy":null,"step_count":2},)"),
-            std::string::npos) << gpu;
-  EXPECT_NE(gpu.find(R"("pod":{"median_gpu_utilization":1.0000,"median_sm_efficiency":null,"median_achieved_occupancy":null,"least_utilized":[0,1]},"warnings":[]})"),
-            std::string::npos) << gpu;
-  EXPECT_NE(Render(capture, "gpu", false).find(R"("steps":[{"step":0,"span_ns":900000,"busy_ns":900000,"gpu_utilization":1.0000,"sm_efficiency":null,"achieved_occupancy":null},)"),
-            std::string::npos);
+  EXPECT_NE(
+      gpu.find(
+          R"({"workers":[{"rank":0,"device":"","kernels":4,"kernels_without_occupancy":4,"span_ns":1800000,"busy_ns":1800000,"gpu_utilization":1.0000,"sm_efficiency":null,"achieved_occupancy":null,"step_count":2},)"),
+      std::string::npos)
+      << gpu;
+  EXPECT_NE(
+      gpu.find(
+          R"("pod":{"median_gpu_utilization":1.0000,"median_sm_efficiency":null,"median_achieved_occupancy":null,"least_utilized":[0,1]},"warnings":[]})"),
+      std::string::npos)
+      << gpu;
+  EXPECT_NE(
+      Render(capture, "gpu", false)
+          .find(
+              R"("steps":[{"step":0,"span_ns":900000,"busy_ns":900000,"gpu_utilization":1.0000,"sm_efficiency":null,"achieved_occupancy":null},)"),
+      std::string::npos);
 
   const std::string communication = Render(capture, "communication", true);
-  EXPECT_NE(communication.find(R"("workers":[{"rank":0,"collectives":2,)"), std::string::npos) << communication;
+  EXPECT_NE(communication.find(R"("workers":[{"rank":0,"collectives":2,)"), std::string::npos)
+      << communication;
   EXPECT_EQ(communication.find("\"collectives\":["), std::string::npos) << communication;
-  EXPECT_NE(Render(capture, "communication", false).find(R"("collectives":[{"communicator":"pg:0","op":"AllReduce")"),
+  EXPECT_NE(Render(capture, "communication", false)
+                .find(R"("collectives":[{"communicator":"pg:0","op":"AllReduce")"),
             std::string::npos);
 }
 

@@ -16,7 +16,8 @@ namespace {
 std::vector<ShardMember> Members(int n) {
   std::vector<ShardMember> members;
   for (int i = 0; i < n; ++i) {
-    members.push_back({"podscope-coordinator-" + std::to_string(i), "https://shard-" + std::to_string(i) + ":8443",
+    members.push_back({"podscope-coordinator-" + std::to_string(i),
+                       "https://shard-" + std::to_string(i) + ":8443",
                        "shard-" + std::to_string(i) + ":50051"});
   }
   return members;
@@ -36,7 +37,8 @@ TEST(ShardMapTest, JobsSpreadEvenlyAndEveryReplicaAgreesOnTheOwner) {
     ++owned[a.OwnerOf(job).name];
   }
   ASSERT_EQ(owned.size(), 3u);
-  for (const auto& [name, n] : owned) EXPECT_NEAR(n, kJobs / 3, kJobs / 30) << name;  // within 10% of a third
+  for (const auto& [name, n] : owned)
+    EXPECT_NEAR(n, kJobs / 3, kJobs / 30) << name;  // within 10% of a third
 }
 
 TEST(ShardMapTest, AddingAReplicaMovesOnlyTheJobsItNowOwnsAndRemovingOneOnlyItsOwn) {
@@ -84,7 +86,8 @@ TEST(ShardMapTest, IdTagsAreShortStableAndDistinct) {
   // Ids end with "-TAG": a StatefulSet pod's name can be 60 characters, an id at most 64.
   std::set<std::string> tags;
   for (int i = 0; i < 1000; ++i) {
-    const std::string tag = ShardTag("a-long-helm-release-name-podscope-coordinator-" + std::to_string(i));
+    const std::string tag =
+        ShardTag("a-long-helm-release-name-podscope-coordinator-" + std::to_string(i));
     EXPECT_EQ(tag.size(), 8u);
     EXPECT_EQ(tag.find_first_not_of("0123456789abcdef"), std::string::npos) << tag;
     tags.insert(tag);
@@ -99,7 +102,8 @@ TEST(ShardMapTest, BadMembersAreRefusedNamingTheProblem) {
     return map.ok() ? std::string("accepted") : std::string(map.status().message());
   };
   EXPECT_NE(refused({}, "x").find("no members"), std::string::npos);
-  EXPECT_NE(refused(Members(3), "podscope-coordinator-9").find("is not among the members"), std::string::npos);
+  EXPECT_NE(refused(Members(3), "podscope-coordinator-9").find("is not among the members"),
+            std::string::npos);
   std::vector<ShardMember> twice = Members(2);
   twice[1].name = twice[0].name;
   EXPECT_NE(refused(twice, twice[0].name).find("listed twice"), std::string::npos);
@@ -115,18 +119,23 @@ TEST(ShardMapTest, BadMembersAreRefusedNamingTheProblem) {
 }
 
 TEST(ShardMapTest, TheMembersFileIsCheckedKeyByKey) {
-  EXPECT_TRUE(ParseShardMembers(R"({"members": [{"name": "a", "rest": "http://a:1", "grpc": "a:2"}]})", "f").ok());
+  EXPECT_TRUE(
+      ParseShardMembers(R"({"members": [{"name": "a", "rest": "http://a:1", "grpc": "a:2"}]})", "f")
+          .ok());
   for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{
            {R"({"member": []})", "member"},
-           {R"({"members": [{"name": "a", "rest": "http://a:1", "grpc": "a:2", "port": 3}]})", "port"},
+           {R"({"members": [{"name": "a", "rest": "http://a:1", "grpc": "a:2", "port": 3}]})",
+            "port"},
            {R"({"members": {}})", "not a list"},
            {R"({"members": [1]})", "not a member"},
            {R"({"members": [{"name": 7}]})", "name"},
            {"not json", "not valid JSON"}}) {
     absl::StatusOr<std::vector<ShardMember>> members = ParseShardMembers(text, "shards.json");
     ASSERT_FALSE(members.ok()) << text;
-    EXPECT_NE(std::string(members.status().message()).find(want), std::string::npos) << members.status();
-    EXPECT_NE(std::string(members.status().message()).find("shards.json"), std::string::npos) << members.status();
+    EXPECT_NE(std::string(members.status().message()).find(want), std::string::npos)
+        << members.status();
+    EXPECT_NE(std::string(members.status().message()).find("shards.json"), std::string::npos)
+        << members.status();
   }
 }
 
@@ -135,8 +144,8 @@ TEST(ShardMembershipTest, ReloadTakesAChangeTellsListenersAndKeepsTheLastGoodMem
   const auto write = [&](int n) {
     std::string json = "{\"members\": [";
     for (const ShardMember& m : Members(n)) {
-      json += (json.back() == '[' ? "" : ",") + std::string("{\"name\":\"") + m.name + "\",\"rest\":\"" + m.rest +
-              "\",\"grpc\":\"" + m.grpc + "\"}";
+      json += (json.back() == '[' ? "" : ",") + std::string("{\"name\":\"") + m.name +
+              "\",\"rest\":\"" + m.rest + "\",\"grpc\":\"" + m.grpc + "\"}";
     }
     return dir.Write("members.json", json + "]}");
   };
@@ -162,7 +171,8 @@ TEST(ShardMembershipTest, ReloadTakesAChangeTellsListenersAndKeepsTheLastGoodMem
   EXPECT_EQ(changes.size(), 1u);
   // A file without this replica is refused at start.
   write(1);
-  EXPECT_FALSE(ShardMembership::Open({.self = "podscope-coordinator-5", .members_file = file}).ok());
+  EXPECT_FALSE(
+      ShardMembership::Open({.self = "podscope-coordinator-5", .members_file = file}).ok());
   EXPECT_FALSE(ShardMembership::Open({.self = "", .members_file = file}).ok());
 }
 

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -27,8 +26,8 @@ std::vector<std::string> Ids(const boost::json::array& merged) {
 TEST(ShardRouterTest, GatheredPagesAreCompleteUpToTheSmallestCursorAndNoLongerThanTheLimit) {
   // Three replicas, each answering its first 3 ids: b stopped at b3 (it has more), c at c2 (no
   // more), a at a3 (no more). Everything up to b3 is known; past it, b's next page may hold more.
-  std::vector<boost::json::object> answers = {Page({"a1", "a2", "a3"}, ""), Page({"b1", "b2", "b3"}, "b3"),
-                                              Page({"c1", "c2"}, "")};
+  std::vector<boost::json::object> answers = {
+      Page({"a1", "a2", "a3"}, ""), Page({"b1", "b2", "b3"}, "b3"), Page({"c1", "c2"}, "")};
   boost::json::array merged;
   EXPECT_EQ(MergePage(answers, "captures", "id", "next_after", 100, &merged), "b3");
   EXPECT_EQ(Ids(merged), (std::vector<std::string>{"a1", "a2", "a3", "b1", "b2", "b3"}));
@@ -48,7 +47,8 @@ TEST(ShardRouterTest, GatheredPagesAreCompleteUpToTheSmallestCursorAndNoLongerTh
 
 TEST(ShardRouterTest, AnAgentListedByTwoReplicasIsListedOnceAsConnected) {
   const auto agents = [](const std::string& health) {
-    return boost::json::object{{"agents", boost::json::array{boost::json::object{{"agent_id", "node-1"}, {"health", health}}}}};
+    return boost::json::object{{"agents", boost::json::array{boost::json::object{
+                                              {"agent_id", "node-1"}, {"health", health}}}}};
   };
   std::vector<boost::json::object> answers = {agents("disconnected"), agents("healthy")};
   boost::json::array merged;

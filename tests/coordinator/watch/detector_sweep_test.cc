@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "sim/summary_model.h"
 #include "coordinator/watch/watch_engine.h"
+#include "sim/summary_model.h"
 
 namespace podscope::coordinator::watch {
 namespace {

@@ -55,12 +55,14 @@ TEST(DetectorsTest, OneBadStepDoesNotMakeAStraggler) {
   const AlertRule rule = RuleOf(AlertKind::kStraggler);
   WindowStats once = EightRanks(33, 5);
   once.ranks[5].largest_step_caused_ns = 30 * kMs;
-  EXPECT_TRUE(FindStragglers(once, rule).empty()) << "3 ms without its worst step: 0.3% of the step time";
+  EXPECT_TRUE(FindStragglers(once, rule).empty())
+      << "3 ms without its worst step: 0.3% of the step time";
   WindowStats spread = EightRanks(33, 5);
   spread.ranks[5].largest_step_caused_ns = 5 * kMs;
   const std::vector<Finding> found = FindStragglers(spread, rule);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_DOUBLE_EQ(EvidenceOf(found[0], "caused_delay_ms"), 33) << "the evidence keeps the whole delay";
+  EXPECT_DOUBLE_EQ(EvidenceOf(found[0], "caused_delay_ms"), 33)
+      << "the evidence keeps the whole delay";
   EXPECT_DOUBLE_EQ(EvidenceOf(found[0], "share_of_step_time"), 0.028);
 }
 
