@@ -8,7 +8,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 
 podscope_install_deps
 podscope_install_test_deps
+if [ "${CI:-}" = "true" ] || [ "${PODSCOPE_SANITIZE:-0}" = "1" ]; then
+  # Format, include layers and banned calls need no build: they fail first.
+  bash "$PODSCOPE_ROOT/scripts/presubmit.sh" format layers banned
+fi
 podscope_build
+if [ "${CI:-}" = "true" ] || [ "${PODSCOPE_SANITIZE:-0}" = "1" ]; then
+  bash "$PODSCOPE_ROOT/scripts/presubmit.sh" tidy  # reads build/compile_commands.json
+fi
 podscope_log "running the test suite"
 (cd "$PODSCOPE_BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
 
