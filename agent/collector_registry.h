@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "agent/agent_clock.h"
 #include "agent/collector.h"
+#include "common/unix_socket.h"
 
 namespace podscope::agent {
 
@@ -20,7 +21,7 @@ struct CollectorConfig {
   std::string simulate;  // --simulate spec; empty: no simulated ranks
   // Real workers: training processes with libpodscope_probe.so register on this socket.
   bool probes = false;
-  std::string probe_socket = "/run/podscope/agent.sock";
+  std::string probe_socket = common::kDefaultProbeSocketPath;
   std::vector<uint32_t> probe_allowed_uids;  // besides the agent's own user and root
   // The host collector (samples during captures of probe workers).
   std::string proc_root = "/proc";

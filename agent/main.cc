@@ -12,6 +12,7 @@
 #include "agent/collectors/simulated_ranks.h"
 #include "agent/health/health_server.h"
 #include "agent/sharded_agent.h"
+#include "common/unix_socket.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -42,9 +43,9 @@ int main(int argc, char** argv) {
   app.add_option("--host", host, "host name to report [the machine's]");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error [info]");
   app.add_option("--probe-socket", probe_socket,
-                 "unix socket training processes' probes register on [/run/podscope/agent.sock]; "
-                 "probes are served "
-                 "unless --simulate is given without this flag");
+                 std::string("unix socket training processes' probes register on [") +
+                     podscope::common::kDefaultProbeSocketPath +
+                     "]; probes are served unless --simulate is given without this flag");
   app.add_option("--proc-root", proc_root, "where the host collector reads /proc [/proc]");
   podscope::common::TlsFiles tls_flags;
   std::string tls_server_name;

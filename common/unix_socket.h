@@ -12,6 +12,10 @@
 
 namespace podscope::common {
 
+// Where the node agent listens for probes and where probes look for it, unless configured
+// otherwise (--probe-socket; PODSCOPE_AGENT_SOCKET in the training process).
+inline constexpr char kDefaultProbeSocketPath[] = "/run/podscope/agent.sock";
+
 // Owns one file descriptor.
 class UniqueFd {
  public:

@@ -23,7 +23,6 @@
 #include "coordinator/agents/agent_certificates.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/agents/agent_service.h"
-#include "coordinator/agents/clock_keeper.h"
 #include "coordinator/agents/grpc_connection_gate.h"
 #include "coordinator/api/live_api.h"
 #include "coordinator/api/rest_api.h"
@@ -33,6 +32,7 @@
 #include "coordinator/auth/token_authorizer.h"
 #include "coordinator/capture/capture_scheduler.h"
 #include "coordinator/clock/clock_aligner.h"
+#include "coordinator/clock/clock_keeper.h"
 #include "coordinator/coordinator_config.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/shards/shard_router.h"
@@ -241,7 +241,8 @@ int main(int argc, char** argv) {
 
   // Every multi-step change to a stored capture (imports, deletes, retention) holds this lock.
   absl::Mutex capture_mutations;
-  podscope::coordinator::RestApi api(**store, settings.api_limits, NowNs, capture_mutations);
+  podscope::coordinator::RestApi api(**store, settings.api_limits, podscope::common::RealTime(),
+                                     capture_mutations);
   // Sharded: ids end with their shard's tag, so that no two shards ever make the same one.
   const std::string id_suffix = settings.shards.members_file.empty()
                                     ? ""

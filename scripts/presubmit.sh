@@ -71,13 +71,19 @@ check_banned() {
     "parse numbers with common::ParseInt / common::ParseDouble (common/parse_number.h)" "${code[@]}" || rc=1
   banned_rule '(std::(mutex|recursive_mutex|shared_mutex|timed_mutex|condition_variable(_any)?)\b|std::(lock_guard|unique_lock|scoped_lock)<)' \
     "use absl::Mutex with ABSL_GUARDED_BY (the clang build checks the annotations)" "${code[@]}" || rc=1
-  local sleeps
-  sleeps=$(git grep -nE '(sleep_for|usleep|nanosleep|SleepFor)\(' -- 'tests/*.cc' 'tests/*.h' ':!:tests/wait_for.h' \
-             ':!:tests/integration/fake_training.cc' ':!:tests/agent/probe/probe_load_test.c' | grep -v 'not a timing assertion' || true)
-  if [ -n "$sleeps" ]; then
-    echo "$sleeps" | sed 's|$|   <- wait on a condition (tests/wait_for.h) or advance a SimulatedTimeSource|'
-    rc=1
-  fi
+  # A sleep in a test is kept only where its statement (this line, or the one before or after
+  # it) says why it is not a timing assertion.
+  local hit file line
+  while IFS= read -r hit; do
+    file=${hit%%:*}
+    line=${hit#*:}
+    line=${line%%:*}
+    if ! sed -n "$((line > 1 ? line - 1 : 1)),$((line + 2))p" "$file" | grep -q 'not a timing assertion'; then
+      echo "$hit   <- wait on a condition (tests/wait_for.h) or advance a SimulatedTimeSource"
+      rc=1
+    fi
+  done < <(git grep -nE '(sleep_for|usleep|nanosleep|SleepFor)\(' -- 'tests/*.cc' 'tests/*.h' ':!:tests/wait_for.h' \
+             ':!:tests/integration/fake_training.cc' ':!:tests/agent/probe/probe_load_test.c' || true)
   return $rc
 }
 

@@ -25,7 +25,7 @@
 #include "agent/agent_clock.h"
 #include "agent/collector.h"
 #include "agent/host/host_sampler.h"
-#include "agent/probes/probe_server.h"
+#include "agent/probe_server/probe_server.h"
 #include "agent/watch/step_assembler.h"
 
 namespace podscope::agent {

@@ -60,8 +60,8 @@ ProbeRuntime::ProbeRuntime(ProbeSettings settings, ProbeDescription description,
                            std::vector<EventSource*> sources, TimeNs (*host_now)())
     : settings_(std::move(settings)),
       host_now_(host_now != nullptr ? host_now : &common::HostNowNs),
-      link_(settings_.agent_socket, settings_.reconnect_interval_ns, settings_.max_queue_bytes,
-            this),
+      agent_client_(settings_.agent_socket, settings_.reconnect_interval_ns,
+                    settings_.max_queue_bytes, this),
       description_(std::move(description)),
       sources_(std::move(sources)) {}
 
@@ -71,7 +71,7 @@ void ProbeRuntime::Start() {
   if (thread_.joinable()) return;
   thread_ = std::thread([this] { WindowLoop(); });
   watch_thread_ = std::thread([this] { WatchLoop(); });
-  link_.Start();
+  agent_client_.Start();
 }
 
 void ProbeRuntime::Stop() {
@@ -81,7 +81,7 @@ void ProbeRuntime::Stop() {
   }
   if (thread_.joinable()) thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
-  link_.Stop();
+  agent_client_.Stop();
 }
 
 void ProbeRuntime::AddWatchSource(WatchSource* source) {
@@ -184,7 +184,7 @@ bool ProbeRuntime::FlushWatch() {
     q->set_completed_ns(p.completed_ns);
   }
   // Not connected: nothing queues up for an agent that may never come (it is dropped).
-  return link_.connected() && link_.Send(m);
+  return agent_client_.connected() && agent_client_.Send(m);
 }
 
 void ProbeRuntime::AddSource(EventSource* source) {
@@ -212,10 +212,10 @@ void ProbeRuntime::AddWarning(const std::string& warning) {
 
 void ProbeRuntime::Reregister() {
   // Each connection starts with a registration; one under way hears of the change at once.
-  if (!link_.connected()) return;
+  if (!agent_client_.connected()) return;
   v1::ProbeMessage m;
   *m.mutable_register_() = Registration();
-  link_.Send(m, /*control=*/true);
+  agent_client_.Send(m, /*control=*/true);
 }
 
 uint64_t ProbeRuntime::windows_done() const {
@@ -282,7 +282,7 @@ void ProbeRuntime::OnRefused(const std::string& reason) {
 void ProbeRuntime::SendStatus(const v1::ProbeCaptureStatus& status) {
   v1::ProbeMessage m;
   *m.mutable_status() = status;
-  link_.Send(m, /*control=*/true);
+  agent_client_.Send(m, /*control=*/true);
 }
 
 bool ProbeRuntime::SleepUntil(TimeNs deadline) {
@@ -385,7 +385,7 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
       v1::ProbeMessage m;
       common::EncodeChunk(part, common::ChunkHeader{arm.capture_id(), 0, chunks},
                           m.mutable_chunk());
-      if (link_.Send(m)) {
+      if (agent_client_.Send(m)) {
         events += n;
         ++chunks;
       } else {

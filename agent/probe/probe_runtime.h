@@ -21,7 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "agent/probe/agent_link.h"
+#include "agent/probe/agent_socket_client.h"
 #include "agent/probe/device_catalog.h"
 #include "agent/probe/event_source.h"
 #include "agent/probe/probe_identity.h"
@@ -39,7 +39,7 @@ struct ProbeDescription {
   std::string warnings;
 };
 
-class ProbeRuntime : public AgentLink::Handler {
+class ProbeRuntime : public AgentSocketClient::Handler {
  public:
   // `sources` must outlive the runtime. `host_now` null: CLOCK_REALTIME.
   ProbeRuntime(ProbeSettings settings, ProbeDescription description,
@@ -64,7 +64,7 @@ class ProbeRuntime : public AgentLink::Handler {
   void AddFeature(const std::string& feature);
   void AddWarning(const std::string& warning);
 
-  // AgentLink::Handler (the link's thread).
+  // AgentSocketClient::Handler (the link's thread).
   v1::ProbeRegister Registration() override;
   void OnArm(const v1::ProbeArm& arm) override;
   void OnCancel(const v1::ProbeCancel& cancel) override;
@@ -72,7 +72,7 @@ class ProbeRuntime : public AgentLink::Handler {
   void OnWelcome(const v1::ProbeWelcome& welcome) override;
   void OnDisconnected() override;
 
-  const AgentLink& link() const { return link_; }
+  const AgentSocketClient& agent_client() const { return agent_client_; }
   // Windows finished (delivered or not) since Start.
   uint64_t windows_done() const;
   GpuClockMap& gpu_clock() { return gpu_clock_; }
@@ -94,7 +94,7 @@ class ProbeRuntime : public AgentLink::Handler {
 
   const ProbeSettings settings_;
   TimeNs (*host_now_)();
-  AgentLink link_;
+  AgentSocketClient agent_client_;
   GpuClockMap gpu_clock_;
   EventBudget budget_;
 

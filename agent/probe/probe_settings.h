@@ -22,13 +22,14 @@
 #include <functional>
 #include <string>
 
+#include "common/unix_socket.h"
+
 namespace podscope::agent::probe {
 
-inline constexpr char kDefaultAgentSocket[] = "/run/podscope/agent.sock";
 inline constexpr char kDefaultStepPattern[] = "^(ProfilerStep#|[Ss]tep[ _#]?)([0-9]+)$";
 
 struct ProbeSettings {
-  std::string agent_socket = kDefaultAgentSocket;
+  std::string agent_socket = common::kDefaultProbeSocketPath;
   int64_t reconnect_interval_ns = 5'000'000'000;
   uint64_t max_events_per_window = 4'000'000;
   size_t max_queue_bytes = 256u << 20;

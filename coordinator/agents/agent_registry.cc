@@ -49,8 +49,8 @@ std::string RankConflict::Reason(const std::string& job) const {
 }
 
 absl::StatusOr<bool> AgentRegistry::Connected(const v1::AgentHello& hello, std::string peer,
-                                              std::shared_ptr<AgentLink> link) {
-  std::shared_ptr<AgentLink> replaced;
+                                              std::shared_ptr<AgentControlStream> link) {
+  std::shared_ptr<AgentControlStream> replaced;
   bool new_instance = false;
   {
     absl::MutexLock lock(&mu_);
@@ -89,7 +89,7 @@ absl::StatusOr<bool> AgentRegistry::Connected(const v1::AgentHello& hello, std::
   return new_instance;
 }
 
-bool AgentRegistry::IsCurrent(const std::string& agent_id, const AgentLink* link) const {
+bool AgentRegistry::IsCurrent(const std::string& agent_id, const AgentControlStream* link) const {
   absl::MutexLock lock(&mu_);
   auto it = agents_.find(agent_id);
   return it != agents_.end() && it->second.link.get() == link && link != nullptr;
@@ -108,7 +108,7 @@ void AgentRegistry::WorkersChanged(const std::string& agent_id, const v1::Worker
   }
 }
 
-void AgentRegistry::Disconnected(const std::string& agent_id, const AgentLink* link) {
+void AgentRegistry::Disconnected(const std::string& agent_id, const AgentControlStream* link) {
   absl::MutexLock lock(&mu_);
   auto it = agents_.find(agent_id);
   if (it == agents_.end() || it->second.link.get() != link) return;
@@ -118,7 +118,7 @@ void AgentRegistry::Disconnected(const std::string& agent_id, const AgentLink* l
 }
 
 bool AgentRegistry::Send(const std::string& agent_id, const v1::CoordinatorMessage& message) {
-  std::shared_ptr<AgentLink> link;
+  std::shared_ptr<AgentControlStream> link;
   {
     absl::MutexLock lock(&mu_);
     auto it = agents_.find(agent_id);

@@ -22,9 +22,9 @@ namespace podscope::coordinator {
 using common::TimeNs;
 
 // Delivers messages to one connected agent (its control stream).
-class AgentLink {
+class AgentControlStream {
  public:
-  virtual ~AgentLink() = default;
+  virtual ~AgentControlStream() = default;
   // Queues the message for sending; false when the link is gone or its queue is full.
   virtual bool Send(const v1::CoordinatorMessage& message) = 0;
   // Ends the stream (e.g. the agent reconnected on a new one).
@@ -81,13 +81,13 @@ class AgentRegistry {
   // process than the last one known under the id (its clock samples must not be merged with
   // the old ones). ResourceExhausted when the registry is full.
   absl::StatusOr<bool> Connected(const v1::AgentHello& hello, std::string peer,
-                                 std::shared_ptr<AgentLink> link);
+                                 std::shared_ptr<AgentControlStream> link);
   // Whether `link` is the agent's current session (messages of a replaced one are ignored).
-  bool IsCurrent(const std::string& agent_id, const AgentLink* link) const;
+  bool IsCurrent(const std::string& agent_id, const AgentControlStream* link) const;
   void Seen(const std::string& agent_id);
   void WorkersChanged(const std::string& agent_id, const v1::WorkersChanged& workers);
   // Only when `link` is still the agent's current one (a replaced session ending is ignored).
-  void Disconnected(const std::string& agent_id, const AgentLink* link);
+  void Disconnected(const std::string& agent_id, const AgentControlStream* link);
 
   bool Send(const std::string& agent_id, const v1::CoordinatorMessage& message);
   bool IsConnected(const std::string& agent_id) const;
@@ -112,7 +112,7 @@ class AgentRegistry {
   struct Entry {
     AgentSnapshot info;
     std::string instance_id;
-    std::shared_ptr<AgentLink> link;
+    std::shared_ptr<AgentControlStream> link;
   };
   AgentHealth HealthOf(const Entry& e, TimeNs now) const;
   void ForgetOld(TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

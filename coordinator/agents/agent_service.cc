@@ -111,7 +111,7 @@ absl::Status ValidateHello(const v1::AgentHello& hello, const AgentServiceOption
 // a Link, which outlives it and turns into a no-op once the stream is done.
 class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
-  class Link : public AgentLink {
+  class Link : public AgentControlStream {
    public:
     explicit Link(ControlSession* session) : session_(session) {}
     bool Send(const v1::CoordinatorMessage& message) override {

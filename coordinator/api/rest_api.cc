@@ -112,13 +112,25 @@ std::string CacheKey(std::string_view report, uint64_t generation,
 
 }  // namespace
 
-RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns,
+RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, const common::TimeSource& time,
                  absl::Mutex& mutations)
     : store_(store),
       limits_(limits),
-      now_ns_(std::move(now_ns)),
+      time_(time),
       mutations_(mutations),
-      cache_(limits.max_analysis_cache_bytes) {}
+      cache_(limits.max_analysis_cache_bytes),
+      importer_(
+          store, mutations,
+          ImportLimits{.max_document_bytes = limits.max_document_bytes,
+                       .max_inflate_ratio = limits.max_inflate_ratio,
+                       .max_events_per_worker = limits.max_events_per_worker,
+                       .max_string_bytes = limits.max_string_bytes,
+                       .max_ranks_per_capture = limits.max_ranks_per_capture},
+          [this](const std::string& id) {
+            mutations_.AssertHeld();  // the importer calls this under the lock
+            return DropCached(cache_.ForgetCapture(id));
+          },
+          time) {}
 
 absl::Status RestApi::LoadCacheIndex() {
   absl::MutexLock lock(&mutations_);
@@ -176,7 +188,7 @@ absl::Status RestApi::RecoverInterruptedImports() {
   for (CaptureRecord& r : *stuck) {
     r.state = CaptureState::kFailed;
     r.error = "import interrupted (coordinator restarted)";
-    r.updated_ns = now_ns_();
+    r.updated_ns = time_.Now();
     if (absl::Status s = store_.PutCapture(r); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -356,98 +368,24 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   if (r.query.count("rank") && (!ParseNumber(r.Query("rank"), &rank) || rank < 0)) {
     return HttpResponse::Problem(400, "Bad Request", "rank must be a non-negative integer");
   }
-  std::string id = r.Query("capture");
-  const std::string job = r.Query("job", "imported");
-  if (absl::Status s = storage::ValidateJobName(job); !s.ok()) return FromStatus(s);
-  if (id.empty()) id = common::StrCat("imp-", now_ns_() / 1000, "-", next_id_++, id_suffix_);
-  if (absl::Status s = storage::ValidateCaptureId(id); !s.ok()) return FromStatus(s);
-  // Whether the client is adding ranks to a capture that exists now: if it is deleted while
-  // this file is parsed, the ranks are not added to a new capture of the same name.
-  absl::StatusOr<CaptureRecord> before = store_.GetCapture(id);
-  if (!before.ok() && before.status().code() != absl::StatusCode::kNotFound)
-    return FromStatus(before.status());
-
-  // Parse first: a malformed file leaves the store untouched.
-  common::ImportOptions options;
-  options.read = {.max_file_bytes = limits_.max_document_bytes,
-                  .max_decompressed_bytes = limits_.max_document_bytes,
-                  .max_inflate_ratio = limits_.max_inflate_ratio};
-  options.max_events = limits_.max_events_per_worker;
-  options.max_string_bytes = limits_.max_string_bytes;
-  common::KinetoImporter importer(options);
-  absl::StatusOr<common::ImportResult> imported = importer.ImportFile(r.body_file);
+  absl::StatusOr<CaptureRecord> imported = importer_.Import({.capture_id = r.Query("capture"),
+                                                             .job = r.Query("job", "imported"),
+                                                             .rank = rank,
+                                                             .name = name,
+                                                             .path = r.body_file});
   if (!imported.ok()) {
-    // Name the client's file, not the staging path.
-    std::string message(imported.status().message());
-    if (message.starts_with(r.body_file)) message = name + message.substr(r.body_file.size());
-    return HttpResponse::Problem(
-        imported.status().code() == absl::StatusCode::kResourceExhausted ? 413 : 400,
-        "Invalid trace file", message);
-  }
-
-  absl::MutexLock lock(&mutations_);
-  CaptureRecord record;
-  absl::StatusOr<CaptureRecord> existing = store_.GetCapture(id);
-  if (before.ok() && !existing.ok() && existing.status().code() == absl::StatusCode::kNotFound) {
-    return HttpResponse::Problem(409, "Conflict",
-                                 common::StrCat("capture ", id,
-                                                " was deleted while this file was being parsed; "
-                                                "nothing was imported"));
-  }
-  if (existing.ok()) {
-    record = *std::move(existing);
-    if (record.state != CaptureState::kComplete && record.state != CaptureState::kImporting) {
-      return HttpResponse::Problem(
-          409, "Conflict",
-          common::StrCat("capture ", id, " is ", storage::CaptureStateName(record.state)));
+    const absl::Status& s = imported.status();
+    if (s.GetPayload(kTraceFileErrorPayload).has_value()) {
+      return HttpResponse::Problem(s.code() == absl::StatusCode::kResourceExhausted ? 413 : 400,
+                                   "Invalid trace file", std::string(s.message()));
     }
-  } else if (existing.status().code() == absl::StatusCode::kNotFound) {
-    record.id = id;
-    record.job = job;
-    record.created_ns = now_ns_();
-  } else {
-    return FromStatus(existing.status());
-  }
-  if (record.workers.size() + imported->workers.size() > limits_.max_ranks_per_capture) {
-    return HttpResponse::Problem(
-        413, "Payload Too Large",
-        common::StrCat("a capture holds at most ", limits_.max_ranks_per_capture, " ranks"));
-  }
-  for (common::WorkerTrace& w : imported->workers) {
-    if (rank >= 0 && imported->workers.size() == 1) w.info.rank = rank;
-    if (w.info.rank < 0) w.info.rank = static_cast<int32_t>(record.workers.size());
-    for (const storage::WorkerRecord& k : record.workers) {
-      if (k.rank == w.info.rank) {
-        return HttpResponse::Problem(
-            409, "Conflict", common::StrCat("capture ", id, " already has rank ", w.info.rank));
-      }
+    if (s.code() == absl::StatusCode::kAlreadyExists) {
+      return HttpResponse::Problem(409, "Conflict", std::string(s.message()));
     }
+    return FromStatus(s);
   }
-  // Analyses of the capture as it was are stale from now on: drop them, and their bytes.
-  if (existing.ok()) {
-    if (absl::Status s = DropCached(cache_.ForgetCapture(id)); !s.ok()) return FromStatus(s);
-    if (absl::StatusOr<CaptureRecord> again = store_.GetCapture(id); again.ok())
-      record.stored_bytes = again->stored_bytes;
-  }
-  // Mark the capture as importing before its events land: after a crash it is marked failed.
-  record.state = CaptureState::kImporting;
-  record.updated_ns = now_ns_();
-  if (absl::Status s = store_.PutCapture(record); !s.ok()) return FromStatus(s);
-  for (common::WorkerTrace& w : imported->workers) {
-    w.info.source = name;
-    const auto index = static_cast<uint32_t>(record.workers.size());
-    if (absl::Status s = store_.PutChunk(id, index, 0, w); !s.ok()) return FromStatus(s);
-    const uint64_t events = w.Counts().Total();
-    record.workers.push_back(
-        storage::WorkerRecord{index, w.info.rank, w.info.host, name, events, 1, "complete"});
-    record.events += events;
-  }
-  absl::StatusOr<uint64_t> bytes = store_.ApproximateEventBytes(id);
-  if (bytes.ok()) record.stored_bytes = *bytes;
-  record.state = CaptureState::kComplete;
-  record.updated_ns = now_ns_();
-  ++record.generation;  // cached analyses of the previous generation no longer apply
-  if (absl::Status s = store_.PutCapture(record); !s.ok()) return FromStatus(s);
+  const CaptureRecord& record = *imported;
+  const std::string& id = record.id;
   common::JsonWriter w;
   WriteCaptureJson(w, record);
   w.Char('\n');

@@ -11,7 +11,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/kineto/kineto_importer.h"
+#include "common/time_source.h"
 #include "coordinator/api/analysis_cache.h"
+#include "coordinator/capture/capture_importer.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/http/http_types.h"
 #include "storage/trace_store.h"
@@ -38,7 +40,7 @@ struct ApiLimits {
 // half-made. Parsing an import happens before, outside the lock.
 class RestApi {
  public:
-  RestApi(storage::TraceStore& store, ApiLimits limits, std::function<int64_t()> now_ns,
+  RestApi(storage::TraceStore& store, ApiLimits limits, const common::TimeSource& time,
           absl::Mutex& mutations);
 
   // Adds every route to `router`.
@@ -46,7 +48,7 @@ class RestApi {
   // Answers GET /v1/captures/{id} for captures still running (set by the daemon when it runs
   // the capture scheduler); returns nullopt for captures that are not live.
   // Appended to import ids ("-SHARD" on a sharded coordinator).
-  void set_id_suffix(std::string suffix) { id_suffix_ = std::move(suffix); }
+  void set_id_suffix(std::string suffix) { importer_.set_id_suffix(std::move(suffix)); }
   void set_live_lookup(
       std::function<std::optional<storage::CaptureRecord>(const std::string&)> lookup) {
     live_lookup_ = std::move(lookup);
@@ -78,7 +80,7 @@ class RestApi {
 
   storage::TraceStore& store_;
   ApiLimits limits_;
-  std::function<int64_t()> now_ns_;
+  const common::TimeSource& time_;
   const HttpCounters* counters_ = nullptr;
   std::vector<std::function<void(std::string*)>> metrics_sources_;
   std::function<std::optional<storage::CaptureRecord>(const std::string&)> live_lookup_;
@@ -87,8 +89,7 @@ class RestApi {
   // Deletes cached entries from the store and takes their bytes off their captures' records.
   absl::Status DropCached(const std::vector<AnalysisCacheIndex::Entry>& entries)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutations_);
-  std::atomic<uint64_t> next_id_{0};
-  std::string id_suffix_;
+  CaptureImporter importer_;  // POST /v1/captures:import
 };
 
 // The OpenAPI 3 document of the API (coordinator/api/openapi.json, embedded at build time).

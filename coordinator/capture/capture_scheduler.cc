@@ -5,7 +5,7 @@
 
 #include "common/chunk_codec.h"
 #include "common/str_util.h"
-#include "coordinator/clock/collective_refinement.h"
+#include "coordinator/clock/capture_clocks.h"
 #include "podscope/v1/trace.pb.h"
 #include "spdlog/spdlog.h"
 
@@ -21,19 +21,7 @@ using storage::CaptureRecord;
 using storage::CaptureState;
 using storage::WorkerRecord;
 
-namespace {
-constexpr std::string_view kPhaseNames[] = {"pending",  "armed",  "capturing", "collected",
-                                            "complete", "failed", "cancelled"};
-}  // namespace
-
-std::string_view CaptureScheduler::PhaseName(Phase p) { return kPhaseNames[static_cast<int>(p)]; }
-
-std::optional<CaptureScheduler::Phase> CaptureScheduler::PhaseFromName(std::string_view name) {
-  for (size_t i = 0; i < std::size(kPhaseNames); ++i) {
-    if (kPhaseNames[i] == name) return static_cast<Phase>(i);
-  }
-  return std::nullopt;
-}
+using Phase = LiveCapture::Phase;
 
 CaptureScheduler::CaptureScheduler(storage::TraceStore& store, AgentRegistry& registry,
                                    ClockAligner& aligner, SchedulerOptions options,
@@ -77,7 +65,8 @@ absl::Status CaptureScheduler::Recover() {
       for (size_t i = 0; i < r.workers.size(); ++i) {
         c->by_rank[r.workers[i].rank] = i;
         c->ranks_by_agent[r.workers[i].agent_id].push_back(r.workers[i].rank);
-        c->workers[i].phase = PhaseFromName(r.workers[i].state).value_or(Phase::kPending);
+        c->workers[i].phase =
+            LiveCapture::PhaseFromName(r.workers[i].state).value_or(Phase::kPending);
       }
       c->record = std::move(r);
       c->deadlines_from_ns = time_.Now() + options_.capture_grace_ns;
@@ -164,12 +153,11 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
     WorkerRecord& w = r.workers.emplace_back();
     w.worker_index = static_cast<uint32_t>(i);
     w.rank = placed[i].rank;
-    w.state = PhaseName(Phase::kPending);
+    w.state = LiveCapture::PhaseName(Phase::kPending);
     c->by_rank[w.rank] = i;
     if (placed[i].conflict != nullptr) {
       w.source = "conflict";
-      absl::MutexLock lock(&mu_);  // not shared yet; Fail's contract is the lock all the same
-      Fail(*c, i, placed[i].conflict->Reason(spec.job));
+      c->Fail(i, placed[i].conflict->Reason(spec.job));
       continue;
     }
     w.host = placed[i].worker->host().empty() ? placed[i].target->host : placed[i].worker->host();
@@ -208,7 +196,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
       if (!fits[k].ok()) {
         const std::string error =
             common::StrCat("cannot schedule: ", std::string(fits[k].status().message()));
-        for (const v1::WorkerDescriptor& w : t.workers) Fail(live, live.by_rank[w.rank()], error);
+        for (const v1::WorkerDescriptor& w : t.workers) live.Fail(live.by_rank[w.rank()], error);
         continue;
       }
       const TimeNs start = fits[k]->model.ToLocal(r.window_start_ns);
@@ -222,7 +210,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
       live.sent_start[t.agent_id] = start;
       outgoing.emplace_back(&t.agent_id, RequestFor(live, t.agent_id, start, sync_before));
     }
-    UpdateCaptureState(live);
+    live.UpdateState(time_.Now());
     spdlog::info(
         "capture {}: job {} on {} workers of {} agents, starts in {:.1f} ms, {:.1f} ms long", r.id,
         r.job, r.workers.size(), targets->size(), (r.window_start_ns - now) / 1e6,
@@ -249,9 +237,9 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
       LiveCapture& live = *it->second;
       for (const std::string* agent_id : unreachable) {
         const std::string error = common::StrCat("agent ", *agent_id, " could not be reached");
-        for (int32_t rank : live.ranks_by_agent[*agent_id]) Fail(live, live.by_rank[rank], error);
+        for (int32_t rank : live.ranks_by_agent[*agent_id]) live.Fail(live.by_rank[rank], error);
       }
-      UpdateCaptureState(live);
+      live.UpdateState(time_.Now());
     }
   }
   if (cancel) {
@@ -318,20 +306,11 @@ absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::
           "capture ", capture_id, " is already ", storage::CaptureStateName(stored->state)));
     }
     LiveCapture& c = *it->second;
-    std::set<std::string> agents;
-    for (size_t i = 0; i < c.workers.size(); ++i) {
-      const Phase p = c.workers[i].phase;
-      if (p == Phase::kUploaded || p == Phase::kFailed || p == Phase::kCancelled) continue;
-      agents.insert(c.record.workers[i].agent_id);
-      SetPhase(c, i, Phase::kCancelled);
-      c.record.workers[i].error = reason;
-    }
+    const std::set<std::string> agents = c.Cancel(reason);
     v1::CoordinatorMessage message;
     message.mutable_cancel()->set_capture_id(capture_id);
     message.mutable_cancel()->set_reason(reason);
     for (const std::string& agent : agents) registry_.Send(agent, message);
-    c.record.state = CaptureState::kCancelled;
-    c.record.error = reason;
     final_record = FinalRecord(c);
     live_.erase(it);
   }
@@ -340,124 +319,12 @@ absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::
   return absl::OkStatus();
 }
 
-void CaptureScheduler::Fail(LiveCapture& c, size_t i, std::string error) {
-  const Phase p = c.workers[i].phase;
-  if (p == Phase::kUploaded || p == Phase::kFailed || p == Phase::kCancelled) return;
-  WorkerRecord& w = c.record.workers[i];
-  spdlog::warn("capture {}: rank {} ({}) failed: {}", c.record.id, w.rank, w.host, error);
-  w.error = std::move(error);
-  SetPhase(c, i, Phase::kFailed);
-}
-
-void CaptureScheduler::SetPhase(LiveCapture& c, size_t i, Phase phase) {
-  c.workers[i].phase = phase;
-  c.record.workers[i].state = PhaseName(phase);
-  c.dirty = true;
-}
-
-bool CaptureScheduler::AllTerminal(const LiveCapture& c) const {
-  return std::all_of(c.workers.begin(), c.workers.end(), [](const LiveWorker& w) {
-    return w.phase == Phase::kUploaded || w.phase == Phase::kFailed || w.phase == Phase::kCancelled;
-  });
-}
-
-void CaptureScheduler::UpdateCaptureState(LiveCapture& c) {
-  // The capture is as far along as its slowest live worker, and no further than the clock says.
-  const TimeNs now = time_.Now();
-  CaptureState state = CaptureState::kUploading;
-  bool any_live = false;
-  for (const LiveWorker& w : c.workers) {
-    if (w.phase == Phase::kPending) state = std::min(state, CaptureState::kPending);
-    if (w.phase == Phase::kArmed) state = std::min(state, CaptureState::kArmed);
-    if (w.phase == Phase::kCapturing) state = std::min(state, CaptureState::kCapturing);
-    any_live |= w.phase != Phase::kFailed && w.phase != Phase::kCancelled;
-  }
-  if (any_live && state == CaptureState::kArmed && now >= c.record.window_start_ns)
-    state = CaptureState::kCapturing;
-  if (state != c.record.state) {
-    c.record.state = state;
-    c.record.updated_ns = now;
-    c.dirty = true;
-  }
-}
-
 void CaptureScheduler::OnCaptureStatus(const std::string& agent_id,
                                        const v1::CaptureStatus& status) {
   absl::MutexLock lock(&mu_);
   auto it = live_.find(status.capture_id());
   if (it == live_.end()) return;  // finished or unknown: nothing to update
-  LiveCapture& c = *it->second;
-  for (const v1::WorkerCaptureStatus& ws : status.workers()) {
-    auto at = c.by_rank.find(ws.rank());
-    if (at == c.by_rank.end()) continue;
-    const size_t i = at->second;
-    WorkerRecord& w = c.record.workers[i];
-    if (w.agent_id != agent_id) continue;  // another agent's worker: ignore
-    const Phase current = c.workers[i].phase;
-    // Converts agent-clock instants with the agent's model (frozen once the window is over).
-    auto aligned = [&](TimeNs agent_ns) -> TimeNs {
-      if (agent_ns == 0) return 0;
-      if (w.clock.source != common::ClockSource::kNone) return w.clock.ToAligned(agent_ns);
-      absl::StatusOr<common::ClockModel> m = aligner_.Model(agent_id);
-      return m.ok() ? m->ToAligned(agent_ns) : agent_ns;
-    };
-    // Uploads travel on their own streams and can overtake the status saying the window is
-    // over: a worker already uploaded still takes its window and counts from it.
-    if (current == Phase::kUploaded && w.actual_stop_ns == 0 &&
-        (ws.phase() == v1::WORKER_PHASE_COLLECTED || ws.phase() == v1::WORKER_PHASE_UPLOADED)) {
-      w.actual_start_ns = aligned(ws.actual_start_ns());
-      w.actual_stop_ns = aligned(ws.actual_stop_ns());
-      w.events = ws.events();
-      w.dropped_events = ws.dropped_events();
-      c.dirty = true;
-    }
-    if (current == Phase::kUploaded || current == Phase::kFailed || current == Phase::kCancelled)
-      continue;
-    if (w.acknowledged_ns == 0) w.acknowledged_ns = time_.Now();
-    switch (ws.phase()) {
-      case v1::WORKER_PHASE_ARMED:
-        if (current == Phase::kPending) SetPhase(c, i, Phase::kArmed);
-        break;
-      case v1::WORKER_PHASE_CAPTURING:
-        if (current < Phase::kCapturing) {
-          w.actual_start_ns = aligned(ws.actual_start_ns());
-          SetPhase(c, i, Phase::kCapturing);
-        }
-        if (ws.actual_stop_ns() != 0) c.workers[i].stopped = true;
-        break;
-      case v1::WORKER_PHASE_COLLECTED:
-      case v1::WORKER_PHASE_UPLOADED:
-        if (current < Phase::kCollected) {
-          // The agent synchronised right after the window and sent the samples before this
-          // status: the model now brackets the window. Freeze it for this worker.
-          FreezeClock(c, i);
-          w.actual_start_ns = aligned(ws.actual_start_ns());
-          w.actual_stop_ns = aligned(ws.actual_stop_ns());
-          w.events = ws.events();
-          w.chunks = ws.chunks();
-          w.dropped_events = ws.dropped_events();
-          SetPhase(c, i, Phase::kCollected);
-        }
-        // UPLOADED is sent only after this coordinator (or one before a restart) acknowledged
-        // every chunk, so it is trusted.
-        if (ws.phase() == v1::WORKER_PHASE_UPLOADED) {
-          c.workers[i].chunks_complete = true;
-          CompleteIfAligned(c, i, false);
-        }
-        break;
-      case v1::WORKER_PHASE_FAILED:
-        w.dropped_events = ws.dropped_events();
-        Fail(c, i, ws.error().empty() ? "failed on the agent" : ws.error());
-        break;
-      case v1::WORKER_PHASE_CANCELLED:
-        w.error = ws.error();
-        SetPhase(c, i, Phase::kCancelled);
-        break;
-      default:
-        break;
-    }
-  }
-  UpdateCaptureState(c);
+  it->second->ApplyStatus(agent_id, status, time_.Now(), aligner_);
   ++changes_;  // the loop looks at once
 }
 
@@ -492,8 +359,8 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
     }
     const Phase p = c.workers[at->second].phase;
     if (p == Phase::kFailed || p == Phase::kCancelled) {
-      return absl::FailedPreconditionError(
-          common::StrCat("rank ", chunk.rank(), " of capture ", id, " is ", PhaseName(p)));
+      return absl::FailedPreconditionError(common::StrCat("rank ", chunk.rank(), " of capture ", id,
+                                                          " is ", LiveCapture::PhaseName(p)));
     }
     if (p == Phase::kUploaded) return absl::OkStatus();
     if (chunk.sequence() >= (1u << 20))
@@ -517,36 +384,13 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
   auto it = live_.find(id);
   if (it == live_.end()) return absl::OkStatus();
   LiveCapture& c = *it->second;
-  const size_t i = c.by_rank[chunk.rank()];
-  LiveWorker& lw = c.workers[i];
-  if (lw.received.size() <= chunk.sequence()) lw.received.resize(chunk.sequence() + 1);
-  if (!lw.received[chunk.sequence()]) {
-    lw.received[chunk.sequence()] = true;
-    ++lw.received_count;
-    lw.received_bytes += bytes;
-    lw.received_events += events;
-    c.record.stored_bytes += bytes;
-    c.record.events += events;
-  }
-  if (chunk.last()) lw.expected = chunk.sequence() + 1;
-  if (lw.received_bytes > c.max_upload_bytes) {
-    Fail(c, i,
-         common::StrCat("upload exceeds the limit of ", c.max_upload_bytes, " bytes per worker"));
-    return absl::ResourceExhaustedError(c.record.workers[i].error);
-  }
-  if (lw.expected && lw.received_count == *lw.expected && !lw.chunks_complete) {
-    // Chunks can overtake the status saying the window is over (e.g. after a coordinator
-    // restart): the clock model is frozen now, or as soon as the agent's samples arrive.
-    lw.chunks_complete = true;
-    c.record.workers[i].chunks = *lw.expected;
-    // What is stored is what counts, even before the agent's status (which says the same)
-    // arrives: a capture complete on its chunks never shows a worker with no events.
-    c.record.workers[i].events = lw.received_events;
-    CompleteIfAligned(c, i, false);
-    UpdateCaptureState(c);
+  absl::StatusOr<bool> completed = c.ChunkStored(c.by_rank[chunk.rank()], chunk.sequence(),
+                                                 chunk.last(), events, bytes, aligner_);
+  if (!completed.ok()) return completed.status();
+  if (*completed) {
+    c.UpdateState(time_.Now());
     ++changes_;  // the loop looks at once
   }
-  c.dirty = true;
   return absl::OkStatus();
 }
 
@@ -558,13 +402,13 @@ bool CaptureScheduler::WorkerComplete(const std::string& capture_id, int32_t ran
     if (auto r = recent_.find(capture_id); r != recent_.end()) stored = r->second;
     if (!stored.ok()) return false;
     for (const WorkerRecord& w : stored->workers) {
-      if (w.rank == rank) return w.state == PhaseName(Phase::kUploaded);
+      if (w.rank == rank) return w.state == LiveCapture::PhaseName(Phase::kUploaded);
     }
     return false;
   }
   auto at = it->second->by_rank.find(rank);
   if (at == it->second->by_rank.end()) return false;
-  const LiveWorker& w = it->second->workers[at->second];
+  const LiveCapture::Worker& w = it->second->workers[at->second];
   return w.phase == Phase::kUploaded || w.chunks_complete;
 }
 
@@ -595,39 +439,6 @@ bool CaptureScheduler::HasLiveCapture(const std::string& job) const {
   return false;
 }
 
-void CaptureScheduler::CheckDeadlines(LiveCapture& c, TimeNs now) {
-  const TimeNs start = c.record.window_start_ns;
-  const TimeNs stop = start + c.record.window_duration_ns;
-  const bool may_fail = now >= c.deadlines_from_ns;
-  for (size_t i = 0; i < c.workers.size(); ++i) {
-    const Phase p = c.workers[i].phase;
-    if (c.workers[i].chunks_complete) {
-      CompleteIfAligned(c, i, may_fail && now >= stop + options_.upload_timeout_ns);
-      continue;
-    }
-    if (!may_fail) continue;
-    const std::string& agent = c.record.workers[i].agent_id;
-    const char* gone = registry_.IsConnected(agent) ? "" : " (disconnected)";
-    if (p == Phase::kPending && now >= start) {
-      Fail(c, i,
-           common::StrCat("agent ", agent, gone,
-                          " did not acknowledge the capture before its start time"));
-    } else if ((p == Phase::kPending || p == Phase::kArmed || p == Phase::kCapturing) &&
-               !c.workers[i].stopped && now >= stop + options_.capture_grace_ns) {
-      Fail(c, i,
-           common::StrCat("agent ", agent, gone, " did not report the end of the window within ",
-                          options_.capture_grace_ns / 1'000'000, " ms of it"));
-    } else if ((p == Phase::kCollected || c.workers[i].stopped) &&
-               now >= stop + options_.upload_timeout_ns) {
-      Fail(c, i,
-           common::StrCat("agent ", agent, gone, " did not finish uploading within ",
-                          options_.upload_timeout_ns / 1'000'000, " ms of the window's end (",
-                          c.workers[i].received_count, " chunks stored)"));
-    }
-  }
-  UpdateCaptureState(c);
-}
-
 void CaptureScheduler::Loop() {
   mu_.Lock();
   TimeNs last_flush = 0;
@@ -646,8 +457,12 @@ void CaptureScheduler::Loop() {
     looked_at = now;
     std::vector<CaptureRecord> finished;
     for (auto it = live_.begin(); it != live_.end();) {
-      CheckDeadlines(*it->second, now);
-      if (AllTerminal(*it->second)) {
+      it->second->CheckDeadlines(
+          now,
+          {.capture_grace_ns = options_.capture_grace_ns,
+           .upload_timeout_ns = options_.upload_timeout_ns},
+          [this](const std::string& agent) { return registry_.IsConnected(agent); }, aligner_);
+      if (it->second->AllTerminal()) {
         finished.push_back(FinalRecord(*it->second));
         it = live_.erase(it);
       } else {
@@ -672,7 +487,7 @@ void CaptureScheduler::Loop() {
     for (CaptureRecord& r : finished) {
       if (options_.refine_with_collectives &&
           (r.state == CaptureState::kComplete || r.state == CaptureState::kPartial)) {
-        RefineClocks(r);
+        RefineCaptureClocks(store_, r);
       }
       Store(r);
     }
@@ -681,65 +496,12 @@ void CaptureScheduler::Loop() {
   mu_.Unlock();
 }
 
-bool CaptureScheduler::FreezeClock(LiveCapture& c, size_t i) {
-  WorkerRecord& w = c.record.workers[i];
-  absl::StatusOr<ClockFit> fit = aligner_.Fit(w.agent_id);
-  if (!fit.ok()) return false;
-  w.clock = fit->model;
-  // The bound that holds over the whole window, wherever it lies against the samples.
-  const TimeNs start = fit->model.ToLocal(c.record.window_start_ns);
-  const TimeNs stop = fit->model.ToLocal(c.record.window_start_ns + c.record.window_duration_ns);
-  w.clock.error_bound_ns = std::max(fit->ErrorBoundAt(start), fit->ErrorBoundAt(stop));
-  return true;
-}
-
-void CaptureScheduler::CompleteIfAligned(LiveCapture& c, size_t i, bool deadline_passed) {
-  LiveWorker& lw = c.workers[i];
-  if (!lw.chunks_complete || lw.phase == Phase::kUploaded || lw.phase == Phase::kFailed ||
-      lw.phase == Phase::kCancelled) {
-    return;
-  }
-  WorkerRecord& w = c.record.workers[i];
-  if (w.clock.source == common::ClockSource::kNone && !FreezeClock(c, i) && !deadline_passed)
-    return;
-  if (w.clock.source == common::ClockSource::kNone) {
-    w.error = common::StrCat("agent ", w.agent_id,
-                             " never synchronised its clock; events are on its own clock");
-  }
-  SetPhase(c, i, Phase::kUploaded);
-}
-
 CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
-  CaptureRecord& r = c.record;
-  size_t uploaded = 0, failed = 0;
-  std::string failures;
-  for (size_t i = 0; i < c.workers.size(); ++i) {
-    WorkerRecord& w = r.workers[i];
-    if (c.workers[i].phase == Phase::kUploaded) {
-      ++uploaded;
-    } else if (c.workers[i].phase == Phase::kFailed) {
-      if (failed++ < 5)
-        common::StrAppend(&failures, failures.empty() ? "" : "; ", "rank ", w.rank, " (", w.host,
-                          "): ", w.error);
-    }
-  }
-  if (r.state != CaptureState::kCancelled) {
-    r.state = uploaded == c.workers.size() ? CaptureState::kComplete
-              : uploaded > 0               ? CaptureState::kPartial
-                                           : CaptureState::kFailed;
-    if (failed > 0)
-      r.error = common::StrCat(failed, " of ", c.workers.size(), " workers failed: ", failures,
-                               failed > 5 ? "; ..." : "");
-  }
-  r.updated_ns = time_.Now();
-  ++r.generation;
+  CaptureRecord r = c.Finish(time_.Now());
   // Answerable from memory at once (the store follows, after any clock refinement).
   if (recent_.size() >= kRecent) recent_.erase(recent_.begin());
   recent_[r.id] = r;
   storing_.insert(r.id);
-  spdlog::info("capture {} {}: {} of {} workers uploaded, {} events{}{}", r.id,
-               storage::CaptureStateName(r.state), uploaded, c.workers.size(), r.events,
-               r.error.empty() ? "" : "; ", r.error);
   return r;
 }
 
@@ -751,73 +513,6 @@ void CaptureScheduler::Store(const CaptureRecord& record) {
   if (recent_.size() >= kRecent && !recent_.count(record.id)) recent_.erase(recent_.begin());
   recent_[record.id] = record;
   storing_.erase(record.id);
-}
-
-void CaptureScheduler::RefineClocks(CaptureRecord& record) {
-  std::map<uint32_t, size_t> by_index;
-  std::set<std::string> agents;
-  for (size_t i = 0; i < record.workers.size(); ++i) {
-    by_index[record.workers[i].worker_index] = i;
-    if (record.workers[i].clock.source == common::ClockSource::kNetwork)
-      agents.insert(record.workers[i].agent_id);
-  }
-  if (agents.size() < 2) return;
-  // The stored events with this (not yet stored) record's network models.
-  common::Capture capture;
-  std::vector<std::string> domain_by_rank_order;
-  absl::Status read = store_.ReadWorkers(record.id, [&](uint32_t index, common::WorkerTrace trace) {
-    auto it = by_index.find(index);
-    if (it == by_index.end()) return absl::OkStatus();
-    trace.clock = record.workers[it->second].clock;
-    capture.workers.push_back(std::move(trace));
-    return absl::OkStatus();
-  });
-  if (!read.ok()) {
-    spdlog::warn("capture {}: clock refinement skipped: {}", record.id,
-                 std::string(read.message()));
-    return;
-  }
-  std::map<int32_t, std::string> agent_of_rank;
-  for (const WorkerRecord& w : record.workers) agent_of_rank[w.rank] = w.agent_id;
-  const common::CaptureView view(capture);
-  std::vector<std::string> domains;
-  for (size_t i = 0; i < view.size(); ++i)
-    domains.push_back(agent_of_rank[view.worker(i).info.rank]);
-  std::map<std::string, DomainCorrection> applied;
-  size_t few_matches = 0;
-  for (DomainCorrection& c : RefineWithCollectives(view, domains)) {
-    if (c.applied && !c.domain.empty()) applied.emplace(c.domain, c);
-    few_matches += c.matches < CollectiveRefinementOptions().min_matches;
-  }
-  if (applied.empty()) {
-    spdlog::info(
-        "capture {}: network clock models kept: of {} agents, {} share too few collectives and the "
-        "others' "
-        "corrections exceed their network bounds",
-        record.id, agents.size(), few_matches);
-    return;
-  }
-  ++record.generation;  // cached analyses of the network-aligned capture are stale now
-  int64_t largest = 0;
-  for (WorkerRecord& w : record.workers) {
-    auto it = applied.find(w.agent_id);
-    if (it == applied.end() || w.clock.source != common::ClockSource::kNetwork) continue;
-    const common::ClockModel network = w.clock;
-    w.clock.offset_ns += it->second.correction_ns;
-    w.clock.drift_ppb += it->second.drift_correction_ppb;
-    w.clock.source = common::ClockSource::kCollective;
-    // The window as the worker saw it, on the refined clock.
-    for (int64_t* t : {&w.actual_start_ns, &w.actual_stop_ns}) {
-      if (*t != 0) *t = w.clock.ToAligned(network.ToLocal(*t));
-    }
-    // Relative to the pod's common clock, which is what comparing workers needs; the pod as a
-    // whole stays where the network placed it.
-    w.clock.error_bound_ns = 3 * it->second.spread_ns + 1'000;
-    largest = std::max<int64_t>(largest, std::llabs(it->second.correction_ns));
-  }
-  spdlog::info(
-      "capture {}: clocks of {} agents refined from collectives (largest correction {:.1f} us)",
-      record.id, applied.size(), largest / 1e3);
 }
 
 }  // namespace podscope::coordinator

@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/time_source.h"
 #include "coordinator/agents/agent_registry.h"
+#include "coordinator/capture/live_capture.h"
 #include "coordinator/clock/clock_aligner.h"
 #include "podscope/v1/agent.pb.h"
 #include "storage/trace_store.h"
@@ -104,58 +105,14 @@ class CaptureScheduler {
   bool HasLiveCapture(const std::string& job) const;
 
  private:
-  enum class Phase { kPending, kArmed, kCapturing, kCollected, kUploaded, kFailed, kCancelled };
-  struct LiveWorker {
-    Phase phase = Phase::kPending;
-    std::vector<bool> received;  // by chunk sequence
-    uint64_t received_count = 0;
-    std::optional<uint64_t> expected;  // known once the last chunk arrived
-    uint64_t received_bytes = 0;
-    uint64_t received_events = 0;
-    // Every chunk is stored; the worker is uploaded once its clock model is known too.
-    bool chunks_complete = false;
-    // The agent said the window is over (it may still be draining): the upload deadline applies.
-    bool stopped = false;
-  };
-  struct LiveCapture {
-    storage::CaptureRecord record;
-    std::vector<LiveWorker> workers;  // parallel to record.workers
-    std::map<int32_t, size_t> by_rank;
-    std::map<std::string, std::vector<int32_t>> ranks_by_agent;
-    uint64_t max_events_per_worker = 0, max_upload_bytes = 0;
-    bool dirty = false;
-    // After a coordinator restart, agents get a grace period to come back before any
-    // deadline counts against them: the outage was ours, not theirs.
-    TimeNs deadlines_from_ns = 0;
-    std::map<std::string, TimeNs> sent_start;  // agent id -> the start (its clock) last sent
-    uint32_t sync_exchanges = 0;
-    int64_t sync_spread_ns = 0;
-  };
   v1::CoordinatorMessage RequestFor(const LiveCapture& c, const std::string& agent_id,
                                     TimeNs start_agent_ns, bool sync_before) const;
 
   void Loop();
-  void CheckDeadlines(LiveCapture& c, TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Fail(LiveCapture& c, size_t worker, std::string error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SetPhase(LiveCapture& c, size_t worker, Phase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UpdateCaptureState(LiveCapture& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool AllTerminal(const LiveCapture& c) const;
-  // Sets worker i's clock model from its agent's current fit, bounded over the window; false
-  // when the agent has no usable samples yet (e.g. just reconnected after a restart).
-  bool FreezeClock(LiveCapture& c, size_t i);
-  // A worker whose chunks are all stored becomes uploaded once it has a clock model, or at the
-  // upload deadline without one (then its events stay on the agent's clock).
-  void CompleteIfAligned(LiveCapture& c, size_t i, bool deadline_passed)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Turns a capture whose workers are all terminal into its final record (under mu_), which
   // stays answerable from memory (recent_) until it is in the store.
   storage::CaptureRecord FinalRecord(LiveCapture& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Store(const storage::CaptureRecord& record);
-  // Collective-based refinement of a finished capture's clocks (DESIGN §4.3), when its workers
-  // span several agents: reads the stored events, moves the record's models. Before Store().
-  void RefineClocks(storage::CaptureRecord& record);
-  static std::string_view PhaseName(Phase p);
-  static std::optional<Phase> PhaseFromName(std::string_view name);
 
   storage::TraceStore& store_;
   AgentRegistry& registry_;

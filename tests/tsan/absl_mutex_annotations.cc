@@ -46,6 +46,16 @@ using WaitDeadlineFn = bool (*)(absl::CondVar*, absl::Mutex*, absl::Time);
 
 constexpr unsigned kRead = __tsan_mutex_read_lock;
 
+// The library's entry points call each other (AwaitWithTimeout calls AwaitWithDeadline through
+// the PLT, so through us): only the outermost call on a thread is annotated.
+thread_local int t_depth = 0;
+struct Outermost {
+  Outermost() { ++t_depth; }
+  ~Outermost() { --t_depth; }
+  Outermost(const Outermost&) = delete;
+  Outermost& operator=(const Outermost&) = delete;
+};
+
 void Acquired(absl::Mutex* mu, unsigned flags) {
   __tsan_mutex_pre_lock(mu, flags);
   __tsan_mutex_post_lock(mu, flags, 0);
@@ -70,6 +80,8 @@ ABSL_NAMESPACE_BEGIN
 
 void Mutex::Lock() {
   static const MutexFn real = Real<MutexFn>("5Mutex4LockEv");
+  if (t_depth > 0) return real(this);
+  const Outermost outermost;
   __tsan_mutex_pre_lock(this, 0);
   real(this);
   __tsan_mutex_post_lock(this, 0, 0);
@@ -77,6 +89,8 @@ void Mutex::Lock() {
 
 void Mutex::Unlock() {
   static const MutexFn real = Real<MutexFn>("5Mutex6UnlockEv");
+  if (t_depth > 0) return real(this);
+  const Outermost outermost;
   __tsan_mutex_pre_unlock(this, 0);
   real(this);
   __tsan_mutex_post_unlock(this, 0);
@@ -84,6 +98,8 @@ void Mutex::Unlock() {
 
 bool Mutex::TryLock() {
   static const MutexBoolFn real = Real<MutexBoolFn>("5Mutex7TryLockEv");
+  if (t_depth > 0) return real(this);
+  const Outermost outermost;
   __tsan_mutex_pre_lock(this, __tsan_mutex_try_lock);
   const bool locked = real(this);
   __tsan_mutex_post_lock(
@@ -94,6 +110,8 @@ bool Mutex::TryLock() {
 
 void Mutex::ReaderLock() {
   static const MutexFn real = Real<MutexFn>("5Mutex10ReaderLockEv");
+  if (t_depth > 0) return real(this);
+  const Outermost outermost;
   __tsan_mutex_pre_lock(this, kRead);
   real(this);
   __tsan_mutex_post_lock(this, kRead, 0);
@@ -101,6 +119,8 @@ void Mutex::ReaderLock() {
 
 void Mutex::ReaderUnlock() {
   static const MutexFn real = Real<MutexFn>("5Mutex12ReaderUnlockEv");
+  if (t_depth > 0) return real(this);
+  const Outermost outermost;
   __tsan_mutex_pre_unlock(this, kRead);
   real(this);
   __tsan_mutex_post_unlock(this, kRead);
@@ -108,6 +128,8 @@ void Mutex::ReaderUnlock() {
 
 bool Mutex::ReaderTryLock() {
   static const MutexBoolFn real = Real<MutexBoolFn>("5Mutex13ReaderTryLockEv");
+  if (t_depth > 0) return real(this);
+  const Outermost outermost;
   __tsan_mutex_pre_lock(this, kRead | __tsan_mutex_try_lock);
   const bool locked = real(this);
   __tsan_mutex_post_lock(this,
@@ -119,6 +141,8 @@ bool Mutex::ReaderTryLock() {
 
 void Mutex::LockWhen(const Condition& cond) {
   static const CondFn real = Real<CondFn>("5Mutex8LockWhenERKNS0_9ConditionE");
+  if (t_depth > 0) return real(this, cond);
+  const Outermost outermost;
   __tsan_mutex_pre_lock(this, 0);
   real(this, cond);
   __tsan_mutex_post_lock(this, 0, 0);
@@ -127,6 +151,8 @@ void Mutex::LockWhen(const Condition& cond) {
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static const CondTimeoutFn real =
       Real<CondTimeoutFn>("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  if (t_depth > 0) return real(this, cond, timeout);
+  const Outermost outermost;
   __tsan_mutex_pre_lock(this, 0);
   const bool met = real(this, cond, timeout);
   __tsan_mutex_post_lock(this, 0, 0);
@@ -136,6 +162,8 @@ bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const CondDeadlineFn real =
       Real<CondDeadlineFn>("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  if (t_depth > 0) return real(this, cond, deadline);
+  const Outermost outermost;
   __tsan_mutex_pre_lock(this, 0);
   const bool met = real(this, cond, deadline);
   __tsan_mutex_post_lock(this, 0, 0);
@@ -144,6 +172,8 @@ bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
 
 void Mutex::Await(const Condition& cond) {
   static const CondFn real = Real<CondFn>("5Mutex5AwaitERKNS0_9ConditionE");
+  if (t_depth > 0) return real(this, cond);
+  const Outermost outermost;
   Releasing(this, 0, [&] {
     real(this, cond);
     return true;
@@ -153,17 +183,23 @@ void Mutex::Await(const Condition& cond) {
 bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
   static const CondTimeoutFn real =
       Real<CondTimeoutFn>("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  if (t_depth > 0) return real(this, cond, timeout);
+  const Outermost outermost;
   return Releasing(this, 0, [&] { return real(this, cond, timeout); });
 }
 
 bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
   static const CondDeadlineFn real =
       Real<CondDeadlineFn>("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  if (t_depth > 0) return real(this, cond, deadline);
+  const Outermost outermost;
   return Releasing(this, 0, [&] { return real(this, cond, deadline); });
 }
 
 void CondVar::Wait(Mutex* mu) {
   static const WaitFn real = Real<WaitFn>("7CondVar4WaitEPNS0_5MutexE");
+  if (t_depth > 0) return real(this, mu);
+  const Outermost outermost;
   Releasing(mu, 0, [&] {
     real(this, mu);
     return true;
@@ -173,12 +209,16 @@ void CondVar::Wait(Mutex* mu) {
 bool CondVar::WaitWithTimeout(Mutex* mu, Duration timeout) {
   static const WaitTimeoutFn real =
       Real<WaitTimeoutFn>("7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE");
+  if (t_depth > 0) return real(this, mu, timeout);
+  const Outermost outermost;
   return Releasing(mu, 0, [&] { return real(this, mu, timeout); });
 }
 
 bool CondVar::WaitWithDeadline(Mutex* mu, Time deadline) {
   static const WaitDeadlineFn real =
       Real<WaitDeadlineFn>("7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE");
+  if (t_depth > 0) return real(this, mu, deadline);
+  const Outermost outermost;
   return Releasing(mu, 0, [&] { return real(this, mu, deadline); });
 }
 

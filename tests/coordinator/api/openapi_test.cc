@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "common/time_source.h"
 #include "coordinator/analysis/analysis_run.h"
 #include "coordinator/api/live_api.h"
 #include "coordinator/api/rest_api.h"
@@ -22,8 +23,8 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   auto store = storage::RocksDbTraceStore::Open({.path = dir.File("db")});
   ASSERT_TRUE(store.ok());
   absl::Mutex mutations;
-  RestApi api(
-      **store, {}, [] { return int64_t{0}; }, mutations);
+  common::SimulatedTimeSource time(0);
+  RestApi api(**store, {}, time, mutations);
   Router router;
   api.Register(router);
   auto now = [] { return int64_t{0}; };
@@ -90,8 +91,8 @@ TEST(OpenApiTest, OnlyTheProbesAndTheUisFilesAreOpenAndAnUnclassifiedRouteIsAdmi
   auto store = storage::RocksDbTraceStore::Open({.path = dir.File("db")});
   ASSERT_TRUE(store.ok());
   absl::Mutex mutations;
-  RestApi api(
-      **store, {}, [] { return int64_t{0}; }, mutations);
+  common::SimulatedTimeSource time(0);
+  RestApi api(**store, {}, time, mutations);
   Router router;
   api.Register(router);
   RegisterUi(router);

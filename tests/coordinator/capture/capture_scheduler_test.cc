@@ -20,7 +20,7 @@ namespace {
 constexpr TimeNs kStart = 1'795'000'000'000'000'000;
 
 // Records what the coordinator sends to one agent.
-class FakeLink : public AgentLink {
+class FakeLink : public AgentControlStream {
  public:
   bool Send(const v1::CoordinatorMessage& m) override {
     absl::MutexLock lock(&mu);

@@ -212,17 +212,17 @@ TEST_F(ProbeCollectorTest, AProbeWithoutAnAgentNeverBlocksAndKeepsItsQueueBounde
   probe::ProbeRuntime runtime(settings, probe::ProbeDescription{}, {&source_});
   runtime.Start();
   // No agent listens at that path, so no amount of waiting could connect it.
-  EXPECT_FALSE(runtime.link().connected());
-  EXPECT_EQ(runtime.link().connections(), 0u);
+  EXPECT_FALSE(runtime.agent_client().connected());
+  EXPECT_EQ(runtime.agent_client().connections(), 0u);
   // What the probe would send piles up to the bound, then is dropped and counted, at once.
   v1::ProbeMessage big;
   big.mutable_chunk()->set_capture_id(std::string(10'000, 'x'));
   int accepted = 0;
   for (int i = 0; i < 100; ++i)
-    accepted += const_cast<probe::AgentLink&>(runtime.link()).Send(big) ? 1 : 0;
+    accepted += const_cast<probe::AgentSocketClient&>(runtime.agent_client()).Send(big) ? 1 : 0;
   EXPECT_EQ(accepted, 6) << "six frames of 10010 bytes fit in 64 KiB";
-  EXPECT_EQ(runtime.link().dropped_messages(), 94u);
-  EXPECT_LE(runtime.link().queued_bytes(), 64u * 1024);
+  EXPECT_EQ(runtime.agent_client().dropped_messages(), 94u);
+  EXPECT_LE(runtime.agent_client().queued_bytes(), 64u * 1024);
   runtime.Stop();
 }
 
@@ -235,7 +235,7 @@ TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
   ASSERT_TRUE(WaitFor([&] { return source_.windows_opened.load() == 1; }));
   // The agent dies while the probe records...
   agent.reset();
-  ASSERT_TRUE(WaitFor([&] { return !probe->link().connected(); }));
+  ASSERT_TRUE(WaitFor([&] { return !probe->agent_client().connected(); }));
   // ...and a new one comes up; the probe finds it, and the coordinator re-sends the capture.
   agent = StartAgent();
   ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
@@ -246,7 +246,7 @@ TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
   EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
   EXPECT_GT(KernelsIn(*got), 0u);
   EXPECT_EQ(source_.windows_opened.load(), 1) << "the second arm joined the window under way";
-  EXPECT_GE(probe->link().connections(), 2u);
+  EXPECT_GE(probe->agent_client().connections(), 2u);
 }
 
 TEST_F(ProbeCollectorTest, ResultsThatArriveBeforeTheCaptureIsKnownAreClaimed) {

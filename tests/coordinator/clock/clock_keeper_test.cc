@@ -1,4 +1,4 @@
-#include "coordinator/agents/clock_keeper.h"
+#include "coordinator/clock/clock_keeper.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@ namespace {
 
 constexpr TimeNs kStart = 1'795'000'000'000'000'000;
 
-class CountingLink : public AgentLink {
+class CountingLink : public AgentControlStream {
  public:
   bool Send(const v1::CoordinatorMessage& m) override {
     if (m.has_sync_clock()) ++syncs;

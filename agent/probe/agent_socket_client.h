@@ -26,7 +26,7 @@ namespace podscope::agent::probe {
 inline constexpr size_t kMaxProbeFrameBytes = 64u << 20;  // probe -> agent (chunks)
 inline constexpr size_t kMaxAgentFrameBytes = 1u << 20;   // agent -> probe (commands)
 
-class AgentLink {
+class AgentSocketClient {
  public:
   // Called on the link's thread; must return quickly.
   class Handler {
@@ -43,9 +43,9 @@ class AgentLink {
     virtual void OnDisconnected() {}
   };
 
-  AgentLink(std::string socket_path, int64_t reconnect_interval_ns, size_t max_queue_bytes,
-            Handler* handler);
-  ~AgentLink();
+  AgentSocketClient(std::string socket_path, int64_t reconnect_interval_ns, size_t max_queue_bytes,
+                    Handler* handler);
+  ~AgentSocketClient();
 
   void Start();
   void Stop();

@@ -1,4 +1,4 @@
-#include "agent/probe/agent_link.h"
+#include "agent/probe/agent_socket_client.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -26,8 +26,8 @@ int64_t MonotonicNs() {
 
 }  // namespace
 
-AgentLink::AgentLink(std::string socket_path, int64_t reconnect_interval_ns, size_t max_queue_bytes,
-                     Handler* handler)
+AgentSocketClient::AgentSocketClient(std::string socket_path, int64_t reconnect_interval_ns,
+                                     size_t max_queue_bytes, Handler* handler)
     : socket_path_(std::move(socket_path)),
       reconnect_interval_ns_(reconnect_interval_ns),
       max_queue_bytes_(max_queue_bytes),
@@ -35,35 +35,35 @@ AgentLink::AgentLink(std::string socket_path, int64_t reconnect_interval_ns, siz
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
-AgentLink::~AgentLink() {
+AgentSocketClient::~AgentSocketClient() {
   Stop();
   if (wake_fd_ >= 0) close(wake_fd_);
 }
 
-void AgentLink::Start() {
+void AgentSocketClient::Start() {
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] { Loop(); });
 }
 
-void AgentLink::Stop() {
+void AgentSocketClient::Stop() {
   stopping_ = true;
   Wake();
   if (thread_.joinable()) thread_.join();
 }
 
-void AgentLink::Wake() {
+void AgentSocketClient::Wake() {
   if (wake_fd_ < 0) return;
   const uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = write(wake_fd_, &one, sizeof(one));
 }
 
-size_t AgentLink::queued_bytes() const {
+size_t AgentSocketClient::queued_bytes() const {
   absl::MutexLock lock(&mu_);
   return queued_bytes_;
 }
 
-bool AgentLink::Send(const v1::ProbeMessage& message, bool control) {
+bool AgentSocketClient::Send(const v1::ProbeMessage& message, bool control) {
   std::string frame;
   if (!common::AppendFrame(message.SerializeAsString(), kMaxProbeFrameBytes, &frame).ok()) {
     dropped_.fetch_add(1);
@@ -85,7 +85,7 @@ bool AgentLink::Send(const v1::ProbeMessage& message, bool control) {
   return true;
 }
 
-void AgentLink::Loop() {
+void AgentSocketClient::Loop() {
   int64_t next_attempt = 0;
   while (!stopping_) {
     const int64_t now = MonotonicNs();
@@ -115,7 +115,7 @@ void AgentLink::Loop() {
   }
 }
 
-void AgentLink::Serve(common::UniqueFd fd) {
+void AgentSocketClient::Serve(common::UniqueFd fd) {
   fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
   {
     // Registration goes first; a frame half-written to the previous agent starts over.

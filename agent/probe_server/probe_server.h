@@ -28,7 +28,7 @@
 namespace podscope::agent {
 
 struct ProbeServerOptions {
-  std::string socket_path = "/run/podscope/agent.sock";
+  std::string socket_path = common::kDefaultProbeSocketPath;
   mode_t socket_mode = 0660;
   // Users whose processes may register, besides the agent's own user and root. Empty: anyone who
   // can open the socket (its mode and group already decide who that is).

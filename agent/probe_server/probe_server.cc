@@ -1,4 +1,4 @@
-#include "agent/probes/probe_server.h"
+#include "agent/probe_server/probe_server.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "coordinator/agents/clock_keeper.h"
+#include "coordinator/clock/clock_keeper.h"
 
 #include <algorithm>
 #include <limits>
