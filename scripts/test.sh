@@ -25,6 +25,7 @@ if [ "${CI:-}" = "true" ] || [ "${PODSCOPE_SANITIZE:-0}" = "1" ]; then
   (cd "$PODSCOPE_ROOT/build-asan" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
   podscope_log "running the daemon and threading suites under ThreadSanitizer (clang, -Wthread-safety -Werror)"
   podscope_build_tsan
-  (cd "$PODSCOPE_ROOT/build-tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  (cd "$PODSCOPE_ROOT/build-tsan" && PODSCOPE_TEST_TIME_SCALE=4 \
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PODSCOPE_ROOT/tests/tsan/suppressions.txt" \
     ctest --output-on-failure -j "$(nproc)" --timeout 900 -L 'threads|daemons')
 fi

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/chunk_codec.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "coordinator/clock/capture_clocks.h"
 #include "podscope/v1/trace.pb.h"
@@ -79,7 +80,7 @@ absl::Status CaptureScheduler::Recover() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& spec) {
+absl::Status CaptureScheduler::Validate(const CaptureSpec& spec) const {
   if (spec.job.empty() || spec.job.size() > 128)
     return absl::InvalidArgumentError("job must be 1-128 characters");
   if (spec.duration_ns <= 0 || spec.duration_ns > options_.max_duration_ns) {
@@ -94,17 +95,56 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
     return absl::InvalidArgumentError(
         common::StrCat("at most ", options_.max_workers_per_capture, " ranks per capture"));
   }
-  const uint64_t max_events = spec.max_events_per_worker ? std::min(spec.max_events_per_worker,
-                                                                    options_.max_events_per_worker)
-                                                         : options_.max_events_per_worker;
-  const uint64_t max_bytes =
-      spec.max_upload_bytes ? std::min(spec.max_upload_bytes, options_.max_upload_bytes_per_worker)
-                            : options_.max_upload_bytes_per_worker;
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The capture's workers in rank order (their index is their key in the store). A rank several
+// agents claim is a worker that fails at once, with the reason.
+void PlaceWorkers(const TargetSelection& selection, const std::string& job, LiveCapture& c) {
+  struct Placed {
+    int32_t rank;
+    const CaptureTarget* target;         // null for a conflict
+    const v1::WorkerDescriptor* worker;  // null for a conflict
+    const RankConflict* conflict;
+  };
+  std::vector<Placed> placed;
+  for (const CaptureTarget& t : selection.targets) {
+    for (const v1::WorkerDescriptor& w : t.workers) placed.push_back({w.rank(), &t, &w, nullptr});
+  }
+  for (const RankConflict& conflict : selection.conflicts)
+    placed.push_back({conflict.rank, nullptr, nullptr, &conflict});
+  std::sort(placed.begin(), placed.end(),
+            [](const Placed& a, const Placed& b) { return a.rank < b.rank; });
+  c.workers.resize(placed.size());
+  for (size_t i = 0; i < placed.size(); ++i) {
+    WorkerRecord& w = c.record.workers.emplace_back();
+    w.worker_index = static_cast<uint32_t>(i);
+    w.rank = placed[i].rank;
+    w.state = LiveCapture::PhaseName(Phase::kPending);
+    c.by_rank[w.rank] = i;
+    if (placed[i].conflict != nullptr) {
+      w.source = "conflict";
+      c.Fail(i, placed[i].conflict->Reason(job));
+      continue;
+    }
+    w.host = placed[i].worker->host().empty() ? placed[i].target->host : placed[i].worker->host();
+    w.source = common::StrCat("agent:", placed[i].target->agent_id);
+    w.agent_id = placed[i].target->agent_id;
+    c.ranks_by_agent[w.agent_id].push_back(w.rank);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& spec) {
+  RETURN_IF_ERROR(Validate(spec));
   absl::StatusOr<TargetSelection> selection = registry_.SelectTargets(spec.job, spec.ranks);
   if (!selection.ok()) return selection.status();
-  const std::vector<CaptureTarget>* targets = &selection->targets;
+  const std::vector<CaptureTarget>& targets = selection->targets;
   size_t worker_count = selection->conflicts.size();
-  for (const CaptureTarget& t : *targets) worker_count += t.workers.size();
+  for (const CaptureTarget& t : targets) worker_count += t.workers.size();
   if (worker_count > options_.max_workers_per_capture) {
     return absl::InvalidArgumentError(
         common::StrCat("job \"", spec.job, "\" has ", worker_count, " workers; at most ",
@@ -113,10 +153,14 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
 
   const TimeNs now = time_.Now();
   const int64_t lead =
-      options_.min_lead_ns + static_cast<int64_t>(targets->size()) * options_.lead_per_agent_ns;
+      options_.min_lead_ns + static_cast<int64_t>(targets.size()) * options_.lead_per_agent_ns;
   auto c = std::make_unique<LiveCapture>();
-  c->max_events_per_worker = max_events;
-  c->max_upload_bytes = max_bytes;
+  c->max_events_per_worker = spec.max_events_per_worker ? std::min(spec.max_events_per_worker,
+                                                                   options_.max_events_per_worker)
+                                                        : options_.max_events_per_worker;
+  c->max_upload_bytes = spec.max_upload_bytes
+                            ? std::min(spec.max_upload_bytes, options_.max_upload_bytes_per_worker)
+                            : options_.max_upload_bytes_per_worker;
   CaptureRecord& r = c->record;
   {
     absl::MutexLock lock(&mu_);
@@ -131,40 +175,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   r.created_ns = r.updated_ns = now;
   r.window_start_ns = now + spec.delay_ns + lead;
   r.window_duration_ns = spec.duration_ns;
-
-  // Workers in rank order; their index is their key in the store.
-  // A rank several agents claim is a worker of the capture that fails at once, with the reason.
-  struct Placed {
-    int32_t rank;
-    const CaptureTarget* target;         // null for a conflict
-    const v1::WorkerDescriptor* worker;  // null for a conflict
-    const RankConflict* conflict;
-  };
-  std::vector<Placed> placed;
-  for (const CaptureTarget& t : *targets) {
-    for (const v1::WorkerDescriptor& w : t.workers) placed.push_back({w.rank(), &t, &w, nullptr});
-  }
-  for (const RankConflict& conflict : selection->conflicts)
-    placed.push_back({conflict.rank, nullptr, nullptr, &conflict});
-  std::sort(placed.begin(), placed.end(),
-            [](const Placed& a, const Placed& b) { return a.rank < b.rank; });
-  c->workers.resize(placed.size());
-  for (size_t i = 0; i < placed.size(); ++i) {
-    WorkerRecord& w = r.workers.emplace_back();
-    w.worker_index = static_cast<uint32_t>(i);
-    w.rank = placed[i].rank;
-    w.state = LiveCapture::PhaseName(Phase::kPending);
-    c->by_rank[w.rank] = i;
-    if (placed[i].conflict != nullptr) {
-      w.source = "conflict";
-      c->Fail(i, placed[i].conflict->Reason(spec.job));
-      continue;
-    }
-    w.host = placed[i].worker->host().empty() ? placed[i].target->host : placed[i].worker->host();
-    w.source = common::StrCat("agent:", placed[i].target->agent_id);
-    w.agent_id = placed[i].target->agent_id;
-    c->ranks_by_agent[w.agent_id].push_back(w.rank);
-  }
+  PlaceWorkers(*selection, spec.job, *c);
 
   // Durable before any agent hears of it, so a restart never meets chunks of an unknown capture.
   if (absl::Status s = store_.PutCapture(r); !s.ok()) return s;
@@ -174,54 +185,65 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   const int64_t spread = std::max<int64_t>(lead / 3, 100'000'000);
   const double budget = options_.clock_exchanges_per_second * static_cast<double>(spread) / 1e9;
   c->sync_exchanges = static_cast<uint32_t>(std::clamp<double>(
-      budget / static_cast<double>(targets->size()), 1.0, options_.max_sync_exchanges));
+      budget / static_cast<double>(targets.size()), 1.0, options_.max_sync_exchanges));
   c->sync_spread_ns = spread;
   // Start times in every agent's clock, fitted outside the lock (a fit is not free).
   std::vector<absl::StatusOr<ClockFit>> fits;
-  fits.reserve(targets->size());
-  for (const CaptureTarget& t : *targets) fits.push_back(aligner_.Fit(t.agent_id));
+  fits.reserve(targets.size());
+  for (const CaptureTarget& t : targets) fits.push_back(aligner_.Fit(t.agent_id));
 
   // The requests are made under the lock but sent outside it: agents acknowledge at once, and
   // their acknowledgements need the lock, as do the clock reports of their bursts. Holding it
   // over a thousand sends would stall every one of them behind the last.
-  std::vector<std::pair<const std::string*, v1::CoordinatorMessage>> outgoing;
-  outgoing.reserve(targets->size());
+  Outgoing outgoing;
   CaptureRecord snapshot;
-  const std::string id = r.id;
   {
     absl::MutexLock lock(&mu_);
-    LiveCapture& live = *c;
-    for (size_t k = 0; k < targets->size(); ++k) {
-      const CaptureTarget& t = (*targets)[k];
-      if (!fits[k].ok()) {
-        const std::string error =
-            common::StrCat("cannot schedule: ", std::string(fits[k].status().message()));
-        for (const v1::WorkerDescriptor& w : t.workers) live.Fail(live.by_rank[w.rank()], error);
-        continue;
-      }
-      const TimeNs start = fits[k]->model.ToLocal(r.window_start_ns);
-      // A burst helps when the model has aged (its bound at the window is mostly drift
-      // uncertainty) or is wide. One as tight as the agent's path allows, kept fresh by the
-      // clock keeper, needs none: a thousand needless bursts in one lead are what delays acks.
-      const int64_t at_window = fits[k]->ErrorBoundAt(start),
-                    at_newest = fits[k]->model.error_bound_ns;
-      const bool sync_before = at_window > options_.good_enough_bound_ns &&
-                               (at_window > 2 * at_newest || at_newest > options_.wide_bound_ns);
-      live.sent_start[t.agent_id] = start;
-      outgoing.emplace_back(&t.agent_id, RequestFor(live, t.agent_id, start, sync_before));
-    }
-    live.UpdateState(time_.Now());
+    outgoing = Requests(*c, targets, fits);
+    c->UpdateState(time_.Now());
     spdlog::info(
         "capture {}: job {} on {} workers of {} agents, starts in {:.1f} ms, {:.1f} ms long", r.id,
-        r.job, r.workers.size(), targets->size(), (r.window_start_ns - now) / 1e6,
+        r.job, r.workers.size(), targets.size(), (r.window_start_ns - now) / 1e6,
         r.window_duration_ns / 1e6);
     snapshot = r;
     live_.emplace(r.id, std::move(c));
     ++changes_;  // the loop looks at once
   }
+  Send(snapshot.id, outgoing);
+  return snapshot;
+}
+
+CaptureScheduler::Outgoing CaptureScheduler::Requests(
+    LiveCapture& live, const std::vector<CaptureTarget>& targets,
+    const std::vector<absl::StatusOr<ClockFit>>& fits) const {
+  Outgoing outgoing;
+  outgoing.reserve(targets.size());
+  for (size_t k = 0; k < targets.size(); ++k) {
+    const CaptureTarget& t = targets[k];
+    if (!fits[k].ok()) {
+      const std::string error =
+          common::StrCat("cannot schedule: ", std::string(fits[k].status().message()));
+      for (const v1::WorkerDescriptor& w : t.workers) live.Fail(live.by_rank[w.rank()], error);
+      continue;
+    }
+    const TimeNs start = fits[k]->model.ToLocal(live.record.window_start_ns);
+    // A burst helps when the model has aged (its bound at the window is mostly drift
+    // uncertainty) or is wide. One as tight as the agent's path allows, kept fresh by the
+    // clock keeper, needs none: a thousand needless bursts in one lead are what delays acks.
+    const int64_t at_window = fits[k]->ErrorBoundAt(start),
+                  at_newest = fits[k]->model.error_bound_ns;
+    const bool sync_before = at_window > options_.good_enough_bound_ns &&
+                             (at_window > 2 * at_newest || at_newest > options_.wide_bound_ns);
+    live.sent_start[t.agent_id] = start;
+    outgoing.emplace_back(t.agent_id, RequestFor(live, t.agent_id, start, sync_before));
+  }
+  return outgoing;
+}
+
+void CaptureScheduler::Send(const std::string& id, const Outgoing& outgoing) {
   std::vector<const std::string*> unreachable;
   for (const auto& [agent_id, message] : outgoing) {
-    if (!registry_.Send(*agent_id, message)) unreachable.push_back(agent_id);
+    if (!registry_.Send(agent_id, message)) unreachable.push_back(&agent_id);
   }
   std::optional<v1::CoordinatorMessage> cancel;
   {
@@ -243,9 +265,8 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
     }
   }
   if (cancel) {
-    for (const auto& [agent_id, message] : outgoing) registry_.Send(*agent_id, *cancel);
+    for (const auto& [agent_id, message] : outgoing) registry_.Send(agent_id, *cancel);
   }
-  return snapshot;
 }
 
 v1::CoordinatorMessage CaptureScheduler::RequestFor(const LiveCapture& c,

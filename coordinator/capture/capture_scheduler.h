@@ -105,8 +105,19 @@ class CaptureScheduler {
   bool HasLiveCapture(const std::string& job) const;
 
  private:
+  // (agent id, its capture request), made under the lock, sent outside it.
+  using Outgoing = std::vector<std::pair<std::string, v1::CoordinatorMessage>>;
+
+  absl::Status Validate(const CaptureSpec& spec) const;
   v1::CoordinatorMessage RequestFor(const LiveCapture& c, const std::string& agent_id,
                                     TimeNs start_agent_ns, bool sync_before) const;
+  // Every target's request, the start in its own clock; a target without a clock model fails.
+  Outgoing Requests(LiveCapture& live, const std::vector<CaptureTarget>& targets,
+                    const std::vector<absl::StatusOr<ClockFit>>& fits) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends them; an agent that cannot be reached fails its workers, and a capture cancelled
+  // meanwhile is cancelled on every agent again (the cancel may have overtaken the requests).
+  void Send(const std::string& capture_id, const Outgoing& outgoing);
 
   void Loop();
   // Turns a capture whose workers are all terminal into its final record (under mu_), which

@@ -21,6 +21,7 @@
 #include "common/parse_number.h"
 #include "coordinator/http/http_types.h"
 #include "tests/integration/test_security.h"
+#include "tests/wait_for.h"
 
 namespace podscope::testing {
 namespace {
@@ -170,7 +171,8 @@ int Daemon::WaitForPort() {
 
 std::string Daemon::WaitForLog(const std::string& pattern, int timeout_ms) {
   const std::regex wanted(pattern);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms) * TimeScale();
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch m;
     const std::string log = Log();
@@ -204,7 +206,8 @@ void Daemon::Signal(int signal_number) {
 }
 
 int Daemon::WaitForExit(int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms) * TimeScale();
   while (pid_ > 0 && std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {

@@ -64,11 +64,15 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
                                  "30", rank == 0 ? "nccl=v6" : "nccl=v5"},
         dir_.File("rank" + std::to_string(rank) + ".log")));
   }
-  // Both processes register and the coordinator hears of them.
+  // Both processes register and the coordinator hears of them, and has the agent's clock (a
+  // capture asked before the agent's first clock burst arrives cannot be scheduled).
   const bool registered = testing::WaitFor([&] {
     const HttpResult r = HttpCall(http, "GET", "/v1/workers");
-    return r.status == 200 && r.body.find("\"job\":\"fake-job\"") != std::string::npos &&
-           Json(r.body)["workers"].get_array().size() == 2;
+    if (r.status != 200 || r.body.find("\"job\":\"fake-job\"") == std::string::npos) return false;
+    simdjson::dom::element doc = Json(r.body);
+    size_t synced = 0;
+    for (simdjson::dom::element a : doc["agents"].get_array()) synced += !a["clock"].is_null();
+    return doc["workers"].get_array().size() == 2 && synced == 1;
   });
   ASSERT_TRUE(registered) << HttpCall(http, "GET", "/v1/workers").body << agent.Log();
 

@@ -1,0 +1,196 @@
+// The probe's runtime against the agent's real probe socket (ProbeServer) and a source that
+// records what it was asked: registration, windows recorded and delivered once, arms refused
+// with a reason, cancelling before the start.
+#include "agent/probe/probe_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "agent/probe_server/probe_server.h"
+#include "tests/test_paths.h"
+#include "tests/wait_for.h"
+
+namespace podscope::agent::probe {
+namespace {
+
+using podscope::testing::WaitFor;
+
+constexpr TimeNs kMs = 1'000'000;
+
+// Records one kernel per window, and when it was opened and closed.
+class OneKernelSource : public EventSource {
+ public:
+  std::string_view name() const override { return "one-kernel"; }
+  void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap*) override {
+    opened = host_now;
+    budget_ = budget;
+  }
+  void CloseWindow(TimeNs host_now) override { closed = host_now; }
+  Harvest TakeHarvest() override {
+    Harvest h;
+    if (budget_ != nullptr && budget_->Take()) {
+      common::KernelTable& k = h.trace.kernels;
+      k.start.push_back(opened);
+      k.end.push_back(opened + 1000);
+      k.device.push_back(0);
+      k.stream.push_back(7);
+      k.name.push_back(h.trace.strings.Intern("k"));
+      k.correlation.push_back(1);
+      for (auto* c : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z})
+        c->push_back(1);
+      k.registers_per_thread.push_back(0);
+      k.shared_memory_bytes.push_back(0);
+      k.kernel_class.push_back(common::KernelClass::kCompute);
+    }
+    return h;
+  }
+  std::atomic<TimeNs> opened{0}, closed{0};
+
+ private:
+  EventBudget* budget_ = nullptr;
+};
+
+// The agent's side: what the probe registered and sent.
+class Agent : public ProbeServer::Listener {
+ public:
+  void OnRegister(ProbeConnectionId id, const common::PeerCredentials&,
+                  const v1::ProbeRegister& r) override {
+    absl::MutexLock lock(&mu);
+    probe = id;
+    registrations.push_back(r);
+  }
+  void OnChunk(ProbeConnectionId, v1::TraceChunk&& chunk) override {
+    absl::MutexLock lock(&mu);
+    chunks.push_back(std::move(chunk));
+  }
+  void OnStatus(ProbeConnectionId, const v1::ProbeCaptureStatus& status) override {
+    absl::MutexLock lock(&mu);
+    statuses.push_back(status);
+  }
+  void OnDisconnect(ProbeConnectionId) override {}
+  template <typename F>
+  auto Locked(F f) {
+    absl::MutexLock lock(&mu);
+    return f();
+  }
+  absl::Mutex mu;
+  ProbeConnectionId probe ABSL_GUARDED_BY(mu) = 0;
+  std::vector<v1::ProbeRegister> registrations ABSL_GUARDED_BY(mu);
+  std::vector<v1::TraceChunk> chunks ABSL_GUARDED_BY(mu);
+  std::vector<v1::ProbeCaptureStatus> statuses ABSL_GUARDED_BY(mu);
+};
+
+class ProbeRuntimeTest : public ::testing::Test {
+ protected:
+  ProbeRuntimeTest() {
+    absl::StatusOr<std::unique_ptr<ProbeServer>> server =
+        ProbeServer::Listen({.socket_path = scratch_.File("agent.sock")}, &agent_);
+    EXPECT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    server_->Run();
+    ProbeSettings settings;
+    settings.agent_socket = server_->socket_path();
+    settings.reconnect_interval_ns = 20 * kMs;
+    settings.harvest_grace_ns = 0;
+    ProbeDescription description;
+    description.identity.rank = 4;
+    description.identity.world_size = 8;
+    description.identity.job = "train";
+    description.pid = 1234;
+    description.features = {"cupti"};
+    runtime_ =
+        std::make_unique<ProbeRuntime>(settings, description, std::vector<EventSource*>{&source_});
+    runtime_->Start();
+    EXPECT_TRUE(
+        WaitFor([&] { return agent_.Locked([&] { return agent_.registrations.size(); }) >= 1; }));
+  }
+  ~ProbeRuntimeTest() override {
+    runtime_->Stop();
+    server_->Stop();
+  }
+  void Arm(const std::string& id, TimeNs start, TimeNs stop) {
+    v1::ProbeArm arm;
+    arm.set_capture_id(id);
+    arm.set_start_host_ns(start);
+    arm.set_stop_host_ns(stop);
+    runtime_->OnArm(arm);
+  }
+  std::optional<v1::ProbeCaptureStatus> StatusOf(const std::string& id) {
+    std::optional<v1::ProbeCaptureStatus> found;
+    WaitFor([&] {
+      return agent_.Locked([&] {
+        for (const v1::ProbeCaptureStatus& s : agent_.statuses) {
+          if (s.capture_id() == id) found = s;
+        }
+        return found.has_value();
+      });
+    });
+    return found;
+  }
+
+  podscope::testing::ScratchDir scratch_;
+  Agent agent_;
+  std::unique_ptr<ProbeServer> server_;
+  OneKernelSource source_;
+  std::unique_ptr<ProbeRuntime> runtime_;
+};
+
+TEST_F(ProbeRuntimeTest, TheRegistrationSaysWhoTheProcessIsAndAFeatureAddedLaterIsHeard) {
+  const v1::ProbeRegister first = agent_.Locked([&] { return agent_.registrations.at(0); });
+  EXPECT_EQ(first.rank(), 4);
+  EXPECT_EQ(first.world_size(), 8);
+  EXPECT_EQ(first.job(), "train");
+  EXPECT_EQ(first.pid(), 1234);
+  EXPECT_EQ(first.features_size(), 1);
+  runtime_->AddFeature("nccl-profiler-v6");
+  ASSERT_TRUE(
+      WaitFor([&] { return agent_.Locked([&] { return agent_.registrations.size(); }) == 2; }));
+  EXPECT_EQ(agent_.Locked([&] { return agent_.registrations.back().features_size(); }), 2);
+}
+
+TEST_F(ProbeRuntimeTest, AWindowIsRecordedInsideItsInstantsAndDeliveredOnce) {
+  const TimeNs start = common::HostNowNs() + 30 * kMs, stop = start + 40 * kMs;
+  Arm("w", start, stop);
+  std::optional<v1::ProbeCaptureStatus> status = StatusOf("w");
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error(), "");
+  EXPECT_FALSE(status->cancelled());
+  EXPECT_GE(status->actual_start_ns(), start) << "never opened early";
+  EXPECT_GE(status->actual_stop_ns(), stop) << "never closed early";
+  EXPECT_EQ(status->events(), 1u);
+  EXPECT_EQ(status->chunks(), 1u);
+  EXPECT_EQ(source_.opened.load(), status->actual_start_ns());
+  EXPECT_EQ(agent_.Locked([&] { return agent_.chunks.size(); }), 1u);
+  EXPECT_EQ(agent_.Locked([&] { return agent_.chunks.at(0).capture_id(); }), "w");
+  ASSERT_TRUE(WaitFor([&] { return runtime_->windows_done() == 1; }));
+  // The agent asking again (it restarted) is not answered with a second recording.
+  Arm("w", start, stop);
+  EXPECT_EQ(runtime_->windows_done(), 1u);
+}
+
+TEST_F(ProbeRuntimeTest, ArmsThatCannotBeRecordedAreRefusedWithTheReason) {
+  const TimeNs now = common::HostNowNs();
+  Arm("empty", now + 10 * kMs, now + 10 * kMs);
+  EXPECT_NE(StatusOf("empty")->error().find("empty window"), std::string::npos);
+  Arm("over", now - 20 * kMs, now - 10 * kMs);
+  EXPECT_NE(StatusOf("over")->error().find("was over before the probe was armed"),
+            std::string::npos);
+  Arm("long", now + 10'000 * kMs, now + 20'000 * kMs);
+  Arm("second", now + 10'000 * kMs, now + 20'000 * kMs);
+  EXPECT_NE(StatusOf("second")->error().find("busy with capture long"), std::string::npos);
+  // Cancelled before its start: reported cancelled, the sources never opened.
+  v1::ProbeCancel cancel;
+  cancel.set_capture_id("long");
+  runtime_->OnCancel(cancel);
+  std::optional<v1::ProbeCaptureStatus> cancelled = StatusOf("long");
+  ASSERT_TRUE(cancelled.has_value());
+  EXPECT_TRUE(cancelled->cancelled());
+  EXPECT_EQ(source_.opened.load(), 0);
+}
+
+}  // namespace
+}  // namespace podscope::agent::probe
