@@ -72,10 +72,18 @@ class Agent : public ProbeServer::Listener {
     statuses.push_back(status);
   }
   void OnDisconnect(ProbeConnectionId) override {}
-  template <typename F>
-  auto Locked(F f) {
+  // Copies, taken under the lock.
+  std::vector<v1::ProbeRegister> Registrations() {
     absl::MutexLock lock(&mu);
-    return f();
+    return registrations;
+  }
+  std::vector<v1::TraceChunk> Chunks() {
+    absl::MutexLock lock(&mu);
+    return chunks;
+  }
+  std::vector<v1::ProbeCaptureStatus> Statuses() {
+    absl::MutexLock lock(&mu);
+    return statuses;
   }
   absl::Mutex mu;
   ProbeConnectionId probe ABSL_GUARDED_BY(mu) = 0;
@@ -105,8 +113,7 @@ class ProbeRuntimeTest : public ::testing::Test {
     runtime_ =
         std::make_unique<ProbeRuntime>(settings, description, std::vector<EventSource*>{&source_});
     runtime_->Start();
-    EXPECT_TRUE(
-        WaitFor([&] { return agent_.Locked([&] { return agent_.registrations.size(); }) >= 1; }));
+    EXPECT_TRUE(WaitFor([&] { return agent_.Registrations().size() >= 1; }));
   }
   ~ProbeRuntimeTest() override {
     runtime_->Stop();
@@ -122,12 +129,10 @@ class ProbeRuntimeTest : public ::testing::Test {
   std::optional<v1::ProbeCaptureStatus> StatusOf(const std::string& id) {
     std::optional<v1::ProbeCaptureStatus> found;
     WaitFor([&] {
-      return agent_.Locked([&] {
-        for (const v1::ProbeCaptureStatus& s : agent_.statuses) {
-          if (s.capture_id() == id) found = s;
-        }
-        return found.has_value();
-      });
+      for (const v1::ProbeCaptureStatus& s : agent_.Statuses()) {
+        if (s.capture_id() == id) found = s;
+      }
+      return found.has_value();
     });
     return found;
   }
@@ -140,16 +145,15 @@ class ProbeRuntimeTest : public ::testing::Test {
 };
 
 TEST_F(ProbeRuntimeTest, TheRegistrationSaysWhoTheProcessIsAndAFeatureAddedLaterIsHeard) {
-  const v1::ProbeRegister first = agent_.Locked([&] { return agent_.registrations.at(0); });
+  const v1::ProbeRegister first = agent_.Registrations().at(0);
   EXPECT_EQ(first.rank(), 4);
   EXPECT_EQ(first.world_size(), 8);
   EXPECT_EQ(first.job(), "train");
   EXPECT_EQ(first.pid(), 1234);
   EXPECT_EQ(first.features_size(), 1);
   runtime_->AddFeature("nccl-profiler-v6");
-  ASSERT_TRUE(
-      WaitFor([&] { return agent_.Locked([&] { return agent_.registrations.size(); }) == 2; }));
-  EXPECT_EQ(agent_.Locked([&] { return agent_.registrations.back().features_size(); }), 2);
+  ASSERT_TRUE(WaitFor([&] { return agent_.Registrations().size() == 2; }));
+  EXPECT_EQ(agent_.Registrations().back().features_size(), 2);
 }
 
 TEST_F(ProbeRuntimeTest, AWindowIsRecordedInsideItsInstantsAndDeliveredOnce) {
@@ -164,8 +168,8 @@ TEST_F(ProbeRuntimeTest, AWindowIsRecordedInsideItsInstantsAndDeliveredOnce) {
   EXPECT_EQ(status->events(), 1u);
   EXPECT_EQ(status->chunks(), 1u);
   EXPECT_EQ(source_.opened.load(), status->actual_start_ns());
-  EXPECT_EQ(agent_.Locked([&] { return agent_.chunks.size(); }), 1u);
-  EXPECT_EQ(agent_.Locked([&] { return agent_.chunks.at(0).capture_id(); }), "w");
+  EXPECT_EQ(agent_.Chunks().size(), 1u);
+  EXPECT_EQ(agent_.Chunks().at(0).capture_id(), "w");
   ASSERT_TRUE(WaitFor([&] { return runtime_->windows_done() == 1; }));
   // The agent asking again (it restarted) is not answered with a second recording.
   Arm("w", start, stop);

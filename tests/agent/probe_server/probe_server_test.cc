@@ -42,10 +42,30 @@ class RecordingListener : public ProbeServer::Listener {
     absl::MutexLock lock(&mu);
     disconnected.push_back(id);
   }
-  template <typename F>
-  auto Locked(F f) {
+  // Copies, taken under the lock.
+  std::vector<ProbeConnectionId> Registered() {
     absl::MutexLock lock(&mu);
-    return f();
+    return registered;
+  }
+  std::vector<int64_t> Pids() {
+    absl::MutexLock lock(&mu);
+    return pids;
+  }
+  std::vector<int32_t> Ranks() {
+    absl::MutexLock lock(&mu);
+    return ranks;
+  }
+  std::vector<std::string> Chunks() {
+    absl::MutexLock lock(&mu);
+    return chunks;
+  }
+  std::vector<std::string> Statuses() {
+    absl::MutexLock lock(&mu);
+    return statuses;
+  }
+  std::vector<ProbeConnectionId> Disconnected() {
+    absl::MutexLock lock(&mu);
+    return disconnected;
   }
 
   absl::Mutex mu;
@@ -136,33 +156,29 @@ TEST_F(ProbeServerTest, ARegisteredProbesMessagesReachTheListenerAndCommandsReac
   early.mutable_status()->set_capture_id("too-early");
   probe.Send(early);
   probe.Register(3);
-  ASSERT_TRUE(
-      WaitFor([&] { return listener_.Locked([&] { return listener_.registered.size(); }) == 1; }));
-  EXPECT_EQ(listener_.Locked([&] { return listener_.pids.at(0); }), getpid())
-      << "the kernel's word";
-  EXPECT_EQ(listener_.Locked([&] { return listener_.ranks.at(0); }), 3);
+  ASSERT_TRUE(WaitFor([&] { return listener_.Registered().size() == 1; }));
+  EXPECT_EQ(listener_.Pids().at(0), getpid()) << "the kernel's word";
+  EXPECT_EQ(listener_.Ranks().at(0), 3);
   v1::ProbeMessage chunk;
   chunk.mutable_chunk()->set_capture_id("cap");
   probe.Send(chunk);
   v1::ProbeMessage status;
   status.mutable_status()->set_capture_id("cap");
   probe.Send(status);
-  ASSERT_TRUE(
-      WaitFor([&] { return listener_.Locked([&] { return listener_.statuses.size(); }) == 1; }));
-  EXPECT_EQ(listener_.Locked([&] { return listener_.chunks; }), std::vector<std::string>{"cap"});
-  EXPECT_EQ(listener_.Locked([&] { return listener_.statuses; }), std::vector<std::string>{"cap"});
+  ASSERT_TRUE(WaitFor([&] { return listener_.Statuses().size() == 1; }));
+  EXPECT_EQ(listener_.Chunks(), std::vector<std::string>{"cap"});
+  EXPECT_EQ(listener_.Statuses(), std::vector<std::string>{"cap"});
   // A command back to the probe.
   v1::AgentToProbe arm;
   arm.mutable_arm()->set_capture_id("next");
-  const ProbeConnectionId id = listener_.Locked([&] { return listener_.registered.at(0); });
+  const ProbeConnectionId id = listener_.Registered().at(0);
   ASSERT_TRUE(server_->Send(id, arm));
   std::optional<v1::AgentToProbe> got = probe.Receive();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->arm().capture_id(), "next");
   // Leaving is noticed.
   probe.Close();
-  ASSERT_TRUE(WaitFor(
-      [&] { return listener_.Locked([&] { return listener_.disconnected.size(); }) == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return listener_.Disconnected().size() == 1; }));
   EXPECT_FALSE(server_->Send(id, arm)) << "a probe that is gone takes no commands";
 }
 
@@ -175,7 +191,7 @@ TEST_F(ProbeServerTest, AProbeOfAnotherProtocolMajorIsToldWhyAndDisconnected) {
   EXPECT_NE(refused->refused().reason().find("is not served by this agent"), std::string::npos)
       << refused->refused().reason();
   EXPECT_TRUE(probe.ClosedByAgent());
-  EXPECT_EQ(listener_.Locked([&] { return listener_.registered.size(); }), 0u);
+  EXPECT_EQ(listener_.Registered().size(), 0u);
 }
 
 TEST_F(ProbeServerTest, GarbageAndOversizedFramesCloseTheConnectionAndNothingElse) {
@@ -189,8 +205,7 @@ TEST_F(ProbeServerTest, GarbageAndOversizedFramesCloseTheConnectionAndNothingEls
   // The server still serves others.
   RawProbe good(server_->socket_path());
   good.Register(1);
-  ASSERT_TRUE(
-      WaitFor([&] { return listener_.Locked([&] { return listener_.registered.size(); }) == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return listener_.Registered().size() == 1; }));
 }
 
 TEST_F(ProbeServerTest, ConnectionsPastTheLimitAreClosedAtOnce) {
@@ -198,8 +213,7 @@ TEST_F(ProbeServerTest, ConnectionsPastTheLimitAreClosedAtOnce) {
   RawProbe a(server_->socket_path()), b(server_->socket_path());
   a.Register(0);
   b.Register(1);
-  ASSERT_TRUE(
-      WaitFor([&] { return listener_.Locked([&] { return listener_.registered.size(); }) == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return listener_.Registered().size() == 2; }));
   RawProbe third(server_->socket_path());
   EXPECT_TRUE(third.ClosedByAgent()) << "the answer is the closed socket; the probe retries later";
   EXPECT_EQ(server_->connections(), 2u);
