@@ -182,8 +182,20 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
 
   bool Enqueue(const v1::CoordinatorMessage& message) {
     absl::MutexLock lock(&mu_);
-    if (finished_ || out_.size() >= service_.options_.max_queued_messages) return false;
+    if (finished_ || out_.size() + held_.size() >= service_.options_.max_queued_messages)
+      return false;
+    // The welcome goes first: what reaches the session through the registry before it (a
+    // capture request, say) waits for it.
+    if (!welcomed_ && !message.has_welcome()) {
+      held_.push_back(message);
+      return true;
+    }
     out_.push_back(message);
+    if (message.has_welcome()) {
+      welcomed_ = true;
+      for (v1::CoordinatorMessage& m : held_) out_.push_back(std::move(m));
+      held_.clear();
+    }
     if (!writing_) {
       writing_ = true;
       StartWrite(&out_.front());
@@ -233,13 +245,15 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
           *w->mutable_shards() = *std::move(owners);
         }
       }
-      Enqueue(welcome);
+      // Registered before it is welcomed: a session the registry refuses (another process
+      // under a live agent's id) is never told it is welcome.
       absl::StatusOr<bool> new_instance = service_.registry_.Connected(hello, peer_, link_);
       if (!new_instance.ok()) {
         spdlog::warn("agent session from {} refused: {}", peer_,
                      std::string(new_instance.status().message()));
         return new_instance.status();
       }
+      Enqueue(welcome);
       agent_id_ = m.hello().agent_id();
       // Another process under this id (restarted, or moved): its clock is not the old one's.
       if (*new_instance) service_.aligner_.Forget(agent_id_);
@@ -305,6 +319,8 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
   absl::Mutex mu_;
   // front() is being written while writing_.
   std::deque<v1::CoordinatorMessage> out_ ABSL_GUARDED_BY(mu_);
+  bool welcomed_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<v1::CoordinatorMessage> held_ ABSL_GUARDED_BY(mu_);  // until the welcome is queued
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // no more writes; Finish sent or pending
   bool finish_sent_ ABSL_GUARDED_BY(mu_) = false;
