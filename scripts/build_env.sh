@@ -65,7 +65,9 @@ podscope_build() {
     werror=ON
   fi
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
-  export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-2G}"
+  # Three build trees (build, build-asan, build-tsan) share the cache: 2 GB made them evict
+  # each other.
+  export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-6G}"
   if [ ! -f "$PODSCOPE_BUILD_DIR/build.ninja" ]; then
     podscope_log "configuring into $PODSCOPE_BUILD_DIR"
     cmake -S "$PODSCOPE_ROOT" -B "$PODSCOPE_BUILD_DIR" -G Ninja \
