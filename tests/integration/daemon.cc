@@ -241,8 +241,21 @@ int Daemon::Terminate() {
 
 void Daemon::Kill() {
   if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
   int status = 0;
+  // A daemon that already exited by itself did so for a reason (a sanitizer's report, say): its
+  // log is shown, since the test may not have looked.
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code != 0) {
+      const std::string log = Log();
+      std::fprintf(stderr, "daemon %s had exited with %d; the end of its log:\n%s\n",
+                   log_path_.c_str(), code,
+                   log.substr(log.size() > 8000 ? log.size() - 8000 : 0).c_str());
+    }
+    return;
+  }
+  kill(pid_, SIGKILL);
   waitpid(pid_, &status, 0);
   pid_ = -1;
 }
