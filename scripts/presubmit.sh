@@ -33,26 +33,7 @@ check_format() {
   fi
 }
 
-# layer_rule DIR PATTERN WHY: no file under DIR includes a header matching PATTERN.
-layer_rule() {
-  local hits
-  hits=$(git grep -nE "^#include \"($2)/" -- "$1" || true)
-  if [ -n "$hits" ]; then
-    echo "$hits" | sed "s|\$|   <- $3|"
-    return 1
-  fi
-}
-
-check_layers() {
-  local rc=0
-  layer_rule common 'agent|coordinator|storage|sim' "common/ is the bottom layer: it includes no other folder" || rc=1
-  layer_rule sim 'agent|coordinator|storage' "sim/ (the workload model) depends on common/ only" || rc=1
-  layer_rule storage 'agent|coordinator' "storage/ depends on common/ only" || rc=1
-  layer_rule coordinator 'agent' "the coordinator does not include the agent" || rc=1
-  return $rc
-}
-
-# banned_rule PATTERN WHY [PATHSPEC...]
+# banned_rule PATTERN WHY [PATHSPEC...]: no line of those files matches PATTERN.
 banned_rule() {
   local pattern="$1" why="$2"
   shift 2
@@ -62,6 +43,18 @@ banned_rule() {
     echo "$hits" | sed "s|\$|   <- $why|"
     return 1
   fi
+}
+
+# layer_rule DIR PATTERN WHY: no file under DIR includes a header matching PATTERN.
+layer_rule() { banned_rule "^#include \"($2)/" "$3" "$1"; }
+
+check_layers() {
+  local rc=0
+  layer_rule common 'agent|coordinator|storage|sim' "common/ is the bottom layer: it includes no other folder" || rc=1
+  layer_rule sim 'agent|coordinator|storage' "sim/ (the workload model) depends on common/ only" || rc=1
+  layer_rule storage 'agent|coordinator' "storage/ depends on common/ only" || rc=1
+  layer_rule coordinator 'agent' "the coordinator does not include the agent" || rc=1
+  return $rc
 }
 
 check_banned() {
