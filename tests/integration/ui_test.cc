@@ -501,9 +501,14 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
   }
   StartCoordinator();
   OpenBrowser();
-  // Every panel loaded (7 and the AllReduce one) and every chart drawn (5).
+  // Every panel loaded (the 8 titled ones, the pod view's and the AllReduce one) and every chart
+  // drawn (5, and the pod view's column chart, which loads its step only after its panel has).
+  // Without the last, the pod chart could still be loading when its pixels are read.
   const std::string done =
-      R"(performance.getEntriesByType('mark').filter(m => m.name.startsWith('podscope:')).length >= 13)";
+      R"((() => { const names = performance.getEntriesByType('mark').map(m => m.name)
+                     .filter(n => n.startsWith('podscope:'));
+                   return names.length >= 16 && names.some(n => n.startsWith('podscope:drawn:Step ') &&
+                                                                n.endsWith("where each worker's time went")); })())";
   auto load = [&](const std::string& what) {
     Open("#/capture/" + id, TestSecurity::Get().read_token);
     EXPECT_TRUE(browser_->WaitFor(done, 300'000)) << Js("return document.body.innerText;");
