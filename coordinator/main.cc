@@ -84,86 +84,76 @@ int HashToken(const std::string& role_text, const std::string& name) {
   return 0;
 }
 
-}  // namespace
+// The command line: flags override the config file's keys.
+struct CommandLine {
+  std::string config_path, http, grpc, data_dir, auth_tokens, shard_name;
+  podscope::common::TlsFiles tls;
+  bool insecure = false;
+  bool check_config = false;
+  CLI::App* hash_token = nullptr;
+  std::string hash_role, hash_name;
+};
 
-int main(int argc, char** argv) {
-  // The log, errors included, goes to stderr (stdout carries nothing a daemon's user reads).
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-      "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
-  CLI::App app{"podscope-coordinator: stores traces and serves podscope's REST API"};
+void AddFlags(CLI::App& app, CommandLine& c) {
   app.set_version_flag("--version", "podscope-coordinator 0.1.0");
-  Settings settings;
-  std::string config_path, http_flag, grpc_flag, data_dir_flag;
-  app.add_option("--config", config_path,
+  app.add_option("--config", c.config_path,
                  "JSON config file (listen addresses, data dir, limits, retention)");
-  app.add_option("--http", http_flag,
+  app.add_option("--http", c.http,
                  "REST listen address HOST:PORT (port 0: any free port) [127.0.0.1:8080]");
-  app.add_option("--grpc", grpc_flag,
+  app.add_option("--grpc", c.grpc,
                  "agent gRPC listen address HOST:PORT (port 0: any free port) [127.0.0.1:50051]");
-  app.add_option("--data-dir", data_dir_flag, "RocksDB store directory [podscope-data]");
-  podscope::common::TlsFiles tls_flags;
-  bool insecure_flag = false;
-  app.add_option("--tls-cert", tls_flags.cert,
+  app.add_option("--data-dir", c.data_dir, "RocksDB store directory [podscope-data]");
+  app.add_option("--tls-cert", c.tls.cert,
                  "this coordinator's certificate chain, PEM (HTTPS and the agents' port)");
-  app.add_option("--tls-key", tls_flags.key, "its private key, PEM");
-  app.add_option("--tls-ca", tls_flags.ca, "the CA agents' certificates must chain to, PEM");
-  app.add_flag("--insecure", insecure_flag,
+  app.add_option("--tls-key", c.tls.key, "its private key, PEM");
+  app.add_option("--tls-ca", c.tls.ca, "the CA agents' certificates must chain to, PEM");
+  app.add_flag("--insecure", c.insecure,
                "plaintext HTTP and gRPC, no client certificates: only on a network you trust (logs "
                "a warning)");
-  std::string auth_tokens_flag;
-  app.add_option("--auth-tokens", auth_tokens_flag,
+  app.add_option("--auth-tokens", c.auth_tokens,
                  "the REST API's token file (lines from hash-token; reloaded on SIGHUP)");
-  std::string shard_name_flag;
   app.add_option(
-      "--shard-name", shard_name_flag,
+      "--shard-name", c.shard_name,
       "this replica's name among the shards (shards.members_file); in Kubernetes, its pod's name");
-  bool check_config = false;
-  app.add_flag("--check-config", check_config,
+  app.add_flag("--check-config", c.check_config,
                "check the config file, flags, token file and TLS files, print \"config OK\" and "
                "exit (0 if good, 2 if not)");
-  std::string hash_role, hash_name;
-  CLI::App* hash_token = app.add_subcommand(
+  c.hash_token = app.add_subcommand(
       "hash-token", "read a bearer token on stdin and print its line for the --auth-tokens file");
-  hash_token->add_option("--role", hash_role, "read, capture or admin")->required();
-  hash_token
-      ->add_option("--name", hash_name, "who holds the token (shown in logs, never the token)")
+  c.hash_token->add_option("--role", c.hash_role, "read, capture or admin")->required();
+  c.hash_token
+      ->add_option("--name", c.hash_name, "who holds the token (shown in logs, never the token)")
       ->required();
-  // Exit codes: 0 success, 1 a runtime failure, 2 a wrong command line or config.
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  if (hash_token->parsed()) return HashToken(hash_role, hash_name);
+}
 
-  if (!config_path.empty()) {
-    if (absl::Status s = podscope::coordinator::LoadCoordinatorConfig(config_path, &settings);
-        !s.ok()) {
-      spdlog::error("{}", std::string(s.message()));
-      return 2;
-    }
+// The config file, then the flags over it.
+absl::Status LoadSettings(const CommandLine& c, Settings* settings) {
+  if (!c.config_path.empty()) {
+    if (absl::Status s = podscope::coordinator::LoadCoordinatorConfig(c.config_path, settings);
+        !s.ok())
+      return s;
   }
-  if (!http_flag.empty()) settings.http = http_flag;
-  if (!grpc_flag.empty()) settings.grpc = grpc_flag;
-  if (!data_dir_flag.empty()) settings.data_dir = data_dir_flag;
-  if (!auth_tokens_flag.empty()) settings.auth_tokens = auth_tokens_flag;
-  if (!shard_name_flag.empty()) settings.shards.self = shard_name_flag;
-  if (!tls_flags.cert.empty()) settings.tls.cert = tls_flags.cert;
-  if (!tls_flags.key.empty()) settings.tls.key = tls_flags.key;
-  if (!tls_flags.ca.empty()) settings.tls.ca = tls_flags.ca;
-  settings.insecure = settings.insecure || insecure_flag;
-  if (absl::Status s =
-          podscope::common::CheckTlsChoice(settings.tls, settings.insecure, "podscope-coordinator");
-      !s.ok()) {
-    spdlog::error("{}", std::string(s.message()));
-    return 2;
-  }
+  if (!c.http.empty()) settings->http = c.http;
+  if (!c.grpc.empty()) settings->grpc = c.grpc;
+  if (!c.data_dir.empty()) settings->data_dir = c.data_dir;
+  if (!c.auth_tokens.empty()) settings->auth_tokens = c.auth_tokens;
+  if (!c.shard_name.empty()) settings->shards.self = c.shard_name;
+  if (!c.tls.cert.empty()) settings->tls.cert = c.tls.cert;
+  if (!c.tls.key.empty()) settings->tls.key = c.tls.key;
+  if (!c.tls.ca.empty()) settings->tls.ca = c.tls.ca;
+  settings->insecure = settings->insecure || c.insecure;
+  return podscope::common::CheckTlsChoice(settings->tls, settings->insecure,
+                                          "podscope-coordinator");
+}
+
+// Without TLS and tokens only by --insecure, said loudly; the token file read and checked.
+absl::StatusOr<std::unique_ptr<podscope::coordinator::TokenAuthorizer>> LoadAuthorizer(
+    const Settings& settings) {
   if (!settings.insecure && settings.auth_tokens.empty()) {
-    spdlog::error(
+    return absl::InvalidArgumentError(
         "podscope-coordinator needs --auth-tokens FILE (lines from `podscope-coordinator "
         "hash-token`) unless "
         "--insecure is given");
-    return 2;
   }
   if (settings.insecure) {
     spdlog::warn(
@@ -172,131 +162,53 @@ int main(int argc, char** argv) {
         "anyone who can reach them can read traces{}",
         settings.auth_tokens.empty() ? " and start captures" : "");
   }
-  settings.agents.require_certificate_identity = !settings.insecure;
-  std::unique_ptr<podscope::coordinator::TokenAuthorizer> authorizer;
-  if (!settings.auth_tokens.empty()) {
-    absl::StatusOr<podscope::coordinator::TokenStore> tokens =
-        podscope::coordinator::TokenStore::Load(settings.auth_tokens);
-    if (!tokens.ok()) {
-      spdlog::error("--auth-tokens: {}", std::string(tokens.status().message()));
-      return 2;
-    }
-    spdlog::info("{} bearer tokens from {}", tokens->size(), settings.auth_tokens);
-    authorizer = std::make_unique<podscope::coordinator::TokenAuthorizer>(std::move(*tokens));
+  if (settings.auth_tokens.empty()) return nullptr;
+  absl::StatusOr<podscope::coordinator::TokenStore> tokens =
+      podscope::coordinator::TokenStore::Load(settings.auth_tokens);
+  if (!tokens.ok()) {
+    return absl::InvalidArgumentError(
+        podscope::common::StrCat("--auth-tokens: ", tokens.status().message()));
   }
-  std::string host;
-  uint16_t port = 0;
-  if (!SplitHostPort(settings.http, &host, &port)) {
-    spdlog::error("--http must be HOST:PORT, got \"{}\"", settings.http);
-    return 2;
-  }
-  std::string grpc_host;
-  uint16_t grpc_port = 0;
-  if (!SplitHostPort(settings.grpc, &grpc_host, &grpc_port)) {
-    spdlog::error("--grpc must be HOST:PORT, got \"{}\"", settings.grpc);
-    return 2;
-  }
-  absl::StatusOr<std::unique_ptr<podscope::coordinator::ShardMembership>> shards =
-      podscope::coordinator::ShardMembership::Open(settings.shards);
-  if (!shards.ok()) {
-    spdlog::error("{}", std::string(shards.status().message()));
-    return 2;
-  }
-  // Everything above has been checked: the config's keys, the TLS files (CheckTlsChoice reads
-  // and parses all three), the token file.
-  if (check_config) {
-    std::cout << "config OK" << std::endl;
-    return 0;
-  }
-  settings.scheduler.max_events_per_worker = settings.api_limits.max_events_per_worker;
-  settings.scheduler.max_workers_per_capture = settings.api_limits.max_ranks_per_capture;
+  spdlog::info("{} bearer tokens from {}", tokens->size(), settings.auth_tokens);
+  return std::make_unique<podscope::coordinator::TokenAuthorizer>(std::move(*tokens));
+}
 
-  // Every connection is a descriptor: take all the hard limit allows, so that running out takes a
-  // real flood (and the REST accept loop sheds and backs off when it happens).
+// Every connection is a descriptor: take all the hard limit allows, so that running out takes a
+// real flood (and the REST accept loop sheds and backs off when it happens).
+void RaiseDescriptorLimit() {
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
     files.rlim_cur = files.rlim_max;
     setrlimit(RLIMIT_NOFILE, &files);
   }
-  // Signals are waited for on the main thread; every other thread starts with them blocked.
+}
+
+// Signals are waited for on the main thread; every other thread starts with them blocked.
+sigset_t BlockShutdownSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
 
+// Uploads in flight when the coordinator last stopped are gone with their agents' streams.
+std::string EmptyUploadDir(const Settings& settings) {
   std::error_code ec;
-  std::filesystem::create_directories(settings.data_dir, ec);
-  auto store = podscope::storage::RocksDbTraceStore::Open({.path = settings.data_dir});
-  if (!store.ok()) {
-    spdlog::error("cannot open the store: {}", std::string(store.status().message()));
-    return 1;
-  }
   const std::string upload_dir = settings.data_dir + "/uploads";
   std::filesystem::create_directories(upload_dir, ec);
   for (const auto& stale : std::filesystem::directory_iterator(upload_dir, ec))
     std::filesystem::remove(stale.path(), ec);
-  settings.http_limits.upload_dir = upload_dir;
+  return upload_dir;
+}
 
-  // Every multi-step change to a stored capture (imports, deletes, retention) holds this lock.
-  absl::Mutex capture_mutations;
-  podscope::coordinator::RestApi api(**store, settings.api_limits, podscope::common::RealTime(),
-                                     capture_mutations);
-  // Sharded: ids end with their shard's tag, so that no two shards ever make the same one.
-  const std::string id_suffix = settings.shards.members_file.empty()
-                                    ? ""
-                                    : "-" + podscope::coordinator::ShardTag(settings.shards.self);
-  settings.scheduler.id_suffix = id_suffix;
-  api.set_id_suffix(id_suffix);
-  if (absl::Status s = api.RecoverInterruptedImports(); !s.ok()) {
-    spdlog::error("recovering interrupted imports: {}", std::string(s.message()));
-    return 1;
-  }
-  if (absl::Status s = api.LoadCacheIndex(); !s.ok()) {
-    spdlog::error("indexing cached analyses: {}", std::string(s.message()));
-    return 1;
-  }
-  // The live capture path: agents connect over gRPC, captures are started over REST.
-  podscope::coordinator::AgentRegistry registry(
-      {.heartbeat_interval_ns = int64_t{settings.agents.heartbeat_interval_ms} * 1'000'000,
-       .forget_after_ns = int64_t{settings.agents.forget_disconnected_after_ms} * 1'000'000},
-      NowNs);
-  podscope::coordinator::ClockAligner aligner;
-  podscope::coordinator::CaptureScheduler scheduler(**store, registry, aligner, settings.scheduler);
-  if (absl::Status s = scheduler.Recover(); !s.ok()) {
-    spdlog::error("recovering live captures: {}", std::string(s.message()));
-    return 1;
-  }
-  scheduler.Start();
-  // Agents whose clock model is wide (a burst taken in a crowd or through jitter) sync again.
-  podscope::coordinator::ClockKeeper clock_keeper(registry, aligner, settings.clock_keeper);
-  clock_keeper.Start();
-  api.set_live_lookup([&scheduler](const std::string& id) { return scheduler.LiveRecord(id); });
-  // Watching every job between captures: rules kept in the store, alerts evaluated on a timer,
-  // the agents' summaries in through their Watch streams.
-  absl::StatusOr<std::unique_ptr<podscope::coordinator::watch::WatchService>> watch =
-      podscope::coordinator::watch::WatchService::Create(**store);
-  if (!watch.ok()) {
-    spdlog::error("{}", std::string(watch.status().message()));
-    return 1;
-  }
-  // Captures nobody waits on (evidence, schedules) start a second later than the scheduler's
-  // minimum lead: a busy agent then still acknowledges in time, and a second costs nothing.
-  constexpr int64_t kBackgroundCaptureLeadNs = 1'000'000'000;
-  // An alert that fires captures its job (rate-limited per job), so its evidence is kept.
-  (*watch)->SetEvidenceStarter(
-      [&scheduler](const std::string& job, int64_t duration_ns) -> absl::StatusOr<std::string> {
-        absl::StatusOr<podscope::storage::CaptureRecord> capture = scheduler.StartCapture(
-            {.job = job, .duration_ns = duration_ns, .delay_ns = kBackgroundCaptureLeadNs});
-        if (!capture.ok()) return capture.status();
-        return capture->id;
-      });
-  (*watch)->Start();
-  podscope::coordinator::AgentService agent_service(registry, aligner, scheduler, settings.agents,
-                                                    NowNs);
-  podscope::coordinator::watch::WatchService& watch_service = **watch;
-  podscope::coordinator::ShardMembership& membership = **shards;
+// The agents' watch summaries go to the watch service; sharded, only the steps of the jobs this
+// shard owns.
+void RouteWatchIngest(podscope::coordinator::AgentService& agent_service,
+                      podscope::coordinator::watch::WatchService& watch_service,
+                      podscope::coordinator::ShardMembership& membership) {
   agent_service.set_watch_ingest(
       {.ingest =
            [&watch_service, &membership](const std::string& agent,
@@ -322,59 +234,46 @@ int main(int argc, char** argv) {
        .set_host = [&watch_service](
                        const std::string& job, int32_t rank,
                        const std::string& host) { watch_service.SetHost(job, rank, host); }});
-  // Sharded: agents hear who owns each of their jobs in their welcome, and again whenever the
-  // members change; the jobs this shard no longer owns stop being watched here.
-  if (!settings.shards.members_file.empty()) {
-    agent_service.set_shard_owners([&membership](const std::set<std::string>& jobs)
-                                       -> std::optional<podscope::v1::ShardOwners> {
-      const std::shared_ptr<const podscope::coordinator::ShardMap> map = membership.current();
-      podscope::v1::ShardOwners owners;
-      owners.set_shard(map->self().name);
-      for (const std::string& job : jobs) {
-        const podscope::coordinator::ShardMember& owner = map->OwnerOf(job);
-        podscope::v1::JobOwner* o = owners.add_owners();
-        o->set_job(job);
-        o->set_shard(owner.name);
-        o->set_grpc(owner.grpc);
-      }
-      return owners;
-    });
-    membership.OnChange(
-        [&agent_service, &watch_service](const podscope::coordinator::ShardMap&,
-                                         const podscope::coordinator::ShardMap& after) {
-          agent_service.PushShardOwners();
-          watch_service.ForgetJobs([&after](const std::string& job) { return after.Owns(job); });
-        });
-    const std::shared_ptr<const podscope::coordinator::ShardMap> map = membership.current();
-    spdlog::info(
-        "shards: this is {} of {} members (members re-read from {} every {} ms; REST calls {})",
-        map->self().name, map->members().size(), settings.shards.members_file,
-        settings.shards.reload_interval_ms, settings.shards.redirect ? "redirected" : "proxied");
-  }
-  grpc::ServerBuilder builder;
-  // podscope accepts the agents' connections itself (bounded, all and per client address) and
-  // hands them to gRPC.
-  // With TLS, agents must present a certificate chaining to --tls-ca (checked and counted here).
-  podscope::coordinator::AgentCertificates agent_certificates(settings.tls.ca);
-  std::shared_ptr<grpc::ServerCredentials> grpc_credentials = grpc::InsecureServerCredentials();
-  if (!settings.insecure) {
-    if (absl::Status s = agent_certificates.Load(); !s.ok()) {
-      spdlog::error("{}", std::string(s.message()));
-      return 2;
-    }
-    grpc_credentials =
-        podscope::coordinator::AgentServerCredentials(settings.tls, agent_certificates);
-  }
-  podscope::coordinator::GrpcConnectionGate grpc_gate(
-      settings.grpc_gate,
-      builder.experimental().AddExternalConnectionAcceptor(
-          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
-          grpc_credentials));
-  absl::StatusOr<uint16_t> grpc_bound = grpc_gate.Listen(grpc_host, grpc_port);
-  if (!grpc_bound.ok()) {
-    spdlog::error("{} (address in use?)", std::string(grpc_bound.status().message()));
-    return 1;
-  }
+}
+
+// Sharded: agents hear who owns each of their jobs in their welcome, and again whenever the
+// members change; the jobs this shard no longer owns stop being watched here.
+void TellAgentsTheOwners(podscope::coordinator::AgentService& agent_service,
+                         podscope::coordinator::watch::WatchService& watch_service,
+                         podscope::coordinator::ShardMembership& membership,
+                         const Settings& settings) {
+  agent_service.set_shard_owners(
+      [&membership](const std::set<std::string>& jobs) -> std::optional<podscope::v1::ShardOwners> {
+        const std::shared_ptr<const podscope::coordinator::ShardMap> map = membership.current();
+        podscope::v1::ShardOwners owners;
+        owners.set_shard(map->self().name);
+        for (const std::string& job : jobs) {
+          const podscope::coordinator::ShardMember& owner = map->OwnerOf(job);
+          podscope::v1::JobOwner* o = owners.add_owners();
+          o->set_job(job);
+          o->set_shard(owner.name);
+          o->set_grpc(owner.grpc);
+        }
+        return owners;
+      });
+  membership.OnChange(
+      [&agent_service, &watch_service](const podscope::coordinator::ShardMap&,
+                                       const podscope::coordinator::ShardMap& after) {
+        agent_service.PushShardOwners();
+        watch_service.ForgetJobs([&after](const std::string& job) { return after.Owns(job); });
+      });
+  const std::shared_ptr<const podscope::coordinator::ShardMap> map = membership.current();
+  spdlog::info(
+      "shards: this is {} of {} members (members re-read from {} every {} ms; REST calls {})",
+      map->self().name, map->members().size(), settings.shards.members_file,
+      settings.shards.reload_interval_ms, settings.shards.redirect ? "redirected" : "proxied");
+}
+
+// The agents' gRPC server on connections `gate` accepts. Its channel arguments bound what one
+// agent, or all of them, can hold.
+std::unique_ptr<grpc::Server> BuildAgentServer(grpc::ServerBuilder& builder,
+                                               podscope::coordinator::AgentService& agent_service,
+                                               const Settings& settings) {
   builder.RegisterService(&agent_service);
   builder.SetMaxReceiveMessageSize(64 << 20);
   // Agents ping every 20 s even when idle; allow it rather than answering with GOAWAY.
@@ -390,146 +289,94 @@ int main(int argc, char** argv) {
   grpc::ResourceQuota quota("podscope-agents");
   quota.Resize(settings.agents.max_grpc_memory_bytes);
   builder.SetResourceQuota(quota);
-  std::unique_ptr<grpc::Server> grpc_server = builder.BuildAndStart();
-  if (!grpc_server) {
-    spdlog::error("cannot start the gRPC server");
-    return 1;
-  }
-  grpc_gate.Start();
-  // The exact line tests and scripts wait for.
-  spdlog::info("podscope-coordinator agents on grpc://{}:{} ({})", grpc_host, *grpc_bound,
-               settings.insecure ? "plaintext" : "mutual TLS");
+  return builder.BuildAndStart();
+}
 
-  podscope::coordinator::Router router;
-  api.Register(router);
-  podscope::coordinator::LiveApi live_api(registry, aligner, scheduler, NowNs);
-  live_api.Register(router);
-  // Alert transitions out to Alertmanager and webhooks, each on its own thread.
-  absl::StatusOr<std::unique_ptr<podscope::coordinator::watch::AlertNotifier>> notifier =
-      podscope::coordinator::watch::AlertNotifier::Create(settings.notify, [&watch_service] {
-        std::vector<podscope::coordinator::watch::Alert> firing;
-        for (podscope::coordinator::watch::Alert& a : watch_service.Alerts()) {
-          if (a.state == podscope::coordinator::watch::AlertState::kFiring)
-            firing.push_back(std::move(a));
-        }
-        return firing;
-      });
-  if (!notifier.ok()) {
-    spdlog::error("{}", std::string(notifier.status().message()));
-    return 2;
-  }
-  (*notifier)->Start();
-  watch_service.OnTransition(
-      [&notifier](const podscope::coordinator::watch::AlertEvent& e) { (*notifier)->Notify(e); });
-  // Periodic captures, kept in the store; never over a running capture of the same job.
+// Captures nobody waits on (evidence, schedules) start a second later than the scheduler's
+// minimum lead: a busy agent then still acknowledges in time, and a second costs nothing.
+constexpr int64_t kBackgroundCaptureLeadNs = 1'000'000'000;
+
+// Periodic captures, kept in the store; never over a running capture of the same job.
+absl::StatusOr<std::unique_ptr<podscope::coordinator::ScheduleRunner>> MakeScheduleRunner(
+    podscope::storage::TraceStore& store, podscope::coordinator::CaptureScheduler& scheduler,
+    podscope::coordinator::ShardMembership& shards, const std::string& id_suffix) {
   podscope::coordinator::ScheduleLimits schedule_limits;
   schedule_limits.id_suffix = id_suffix;
-  absl::StatusOr<std::unique_ptr<podscope::coordinator::ScheduleRunner>> schedules =
-      podscope::coordinator::ScheduleRunner::Create(
-          **store, NowNs,
-          {.start = [&scheduler, &shards](const podscope::coordinator::ScheduleSpec& spec)
-               -> absl::StatusOr<std::string> {
-             // Sharded: a schedule stays with the shard that took it; once its job has moved to
-             // another shard (a replica was added) the job's agents are there, not here.
-             const std::shared_ptr<const podscope::coordinator::ShardMap> map =
-                 (*shards)->current();
-             if (!map->Owns(spec.job)) {
-               return absl::FailedPreconditionError(podscope::common::StrCat(
-                   "job ", spec.job, " is owned by shard ", map->OwnerOf(spec.job).name,
-                   " now; delete this schedule and create it again (through any shard)"));
-             }
-             absl::StatusOr<podscope::storage::CaptureRecord> capture =
-                 scheduler.StartCapture({.job = spec.job,
-                                         .ranks = spec.ranks,
-                                         .duration_ns = spec.duration_ns,
-                                         .delay_ns = kBackgroundCaptureLeadNs});
-             if (!capture.ok()) return capture.status();
-             return capture->id;
-           },
-           .busy = [&scheduler](const std::string& job) { return scheduler.HasLiveCapture(job); }},
-          schedule_limits);
-  if (!schedules.ok()) {
-    spdlog::error("{}", std::string(schedules.status().message()));
-    return 1;
-  }
-  (*schedules)->Start();
-  podscope::coordinator::SchedulesApi schedules_api(**schedules);
-  schedules_api.Register(router);
-  podscope::coordinator::WatchApi watch_api(**watch);
-  watch_api.Register(router);
-  podscope::coordinator::RegisterUi(router);
-  // Sharded: any replica answers for any job (the routes' handlers stay unaware of shards).
-  podscope::coordinator::ShardRouter shard_router(**shards,
-                                                  settings.insecure ? "" : settings.tls.ca);
-  if (!settings.shards.members_file.empty()) {
-    if (const auto unmatched =
-            shard_router.Install(router, podscope::coordinator::ShardRouter::ApiRules());
-        !unmatched.empty()) {
-      spdlog::error("shards: no route {} {} to shard (a bug)", unmatched.front().method,
-                    unmatched.front().pattern);
-      return 1;
-    }
-  }
-  api.add_metrics_source([&shard_router](std::string* out) { shard_router.AppendMetrics(out); });
-  if (settings.open_metrics)
-    router.SetAccess("GET", "/metrics", podscope::coordinator::Access::kOpen);
-  podscope::coordinator::HttpServer server(router, settings.http_limits);
-  api.set_http_counters(&server.counters());
-  if (authorizer != nullptr) {
-    server.set_authorizer(authorizer.get());
-    api.add_metrics_source([&authorizer](std::string* out) { authorizer->AppendMetrics(out); });
-  }
-  api.add_metrics_source([&grpc_gate](std::string* out) { grpc_gate.AppendMetrics(out); });
-  api.add_metrics_source([&agent_service](std::string* out) { agent_service.AppendMetrics(out); });
-  api.add_metrics_source([&watch_service](std::string* out) {
-    podscope::coordinator::AppendWatchMetrics(watch_service, out);
-  });
-  api.add_metrics_source([&notifier](std::string* out) { (*notifier)->AppendMetrics(out); });
-  if (!settings.insecure) {
-    if (absl::Status s =
-            server.EnableTls({.cert_file = settings.tls.cert, .key_file = settings.tls.key});
-        !s.ok()) {
-      spdlog::error("{}", std::string(s.message()));
-      return 2;
-    }
-    api.add_metrics_source(
-        [&agent_certificates](std::string* out) { agent_certificates.AppendMetrics(out); });
-  }
-  absl::StatusOr<uint16_t> bound = server.Start(host, port);
-  if (!bound.ok()) {
-    spdlog::error("{}", std::string(bound.status().message()));
-    return 1;
-  }
-  // Re-reading the members starts last: its listeners use everything above, and every early
-  // return is behind us (the destructors would otherwise race the watcher).
-  (*shards)->StartWatching();
-  // The exact line tests and scripts wait for.
-  spdlog::info("podscope-coordinator listening on {}://{}:{} (store {})",
-               settings.insecure ? "http" : "https", host, *bound, settings.data_dir);
+  return podscope::coordinator::ScheduleRunner::Create(
+      store, NowNs,
+      {.start = [&scheduler, &shards](const podscope::coordinator::ScheduleSpec& spec)
+           -> absl::StatusOr<std::string> {
+         // Sharded: a schedule stays with the shard that took it; once its job has moved to
+         // another shard (a replica was added) the job's agents are there, not here.
+         const std::shared_ptr<const podscope::coordinator::ShardMap> map = shards.current();
+         if (!map->Owns(spec.job)) {
+           return absl::FailedPreconditionError(podscope::common::StrCat(
+               "job ", spec.job, " is owned by shard ", map->OwnerOf(spec.job).name,
+               " now; delete this schedule and create it again (through any shard)"));
+         }
+         absl::StatusOr<podscope::storage::CaptureRecord> capture =
+             scheduler.StartCapture({.job = spec.job,
+                                     .ranks = spec.ranks,
+                                     .duration_ns = spec.duration_ns,
+                                     .delay_ns = kBackgroundCaptureLeadNs});
+         if (!capture.ok()) return capture.status();
+         return capture->id;
+       },
+       .busy = [&scheduler](const std::string& job) { return scheduler.HasLiveCapture(job); }},
+      schedule_limits);
+}
 
-  absl::Mutex mu;
-  bool stopping = false;  // under mu
-  std::thread retention([&] {
+// Deletes what the retention policy says, every retention_interval_seconds, until stopped.
+class RetentionLoop {
+ public:
+  RetentionLoop(podscope::storage::TraceStore& store, const Settings& settings,
+                absl::Mutex& capture_mutations)
+      : thread_([this, &store, &settings, &capture_mutations] {
+          Run(store, settings, capture_mutations);
+        }) {}
+  ~RetentionLoop() { Stop(); }
+
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Run(podscope::storage::TraceStore& store, const Settings& settings,
+           absl::Mutex& capture_mutations) {
     if (settings.retention.max_age_ns == 0 && settings.retention.max_total_bytes == 0) return;
     const absl::Duration interval = absl::Seconds(settings.retention_interval_seconds);
     while (true) {
       {
-        absl::MutexLock lock(&mu);
-        if (mu.AwaitWithTimeout(absl::Condition(&stopping), interval)) return;
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), interval)) return;
       }
-      auto result = podscope::storage::EnforceRetention(**store, settings.retention, NowNs(),
+      auto result = podscope::storage::EnforceRetention(store, settings.retention, NowNs(),
                                                         &capture_mutations);
       if (!result.ok())
         spdlog::warn("retention: {}", std::string(result.status().message()));
       else if (!result->deleted.empty())
         spdlog::info("retention deleted {} captures", result->deleted.size());
     }
-  });
+  }
 
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+// Waits for SIGINT or SIGTERM and returns it; on SIGHUP re-reads the credentials. Rotated
+// credentials take effect without a restart; a broken file keeps the old ones. (The agents' port
+// re-reads its certificate and key by itself, every minute.)
+int WaitForStop(const sigset_t& signals, const Settings& settings,
+                podscope::coordinator::HttpServer& server,
+                podscope::coordinator::AgentCertificates& agent_certificates,
+                podscope::coordinator::TokenAuthorizer* authorizer) {
   int signal_number = 0;
   while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP) {
-    // Rotated credentials take effect without a restart; a broken file keeps the old ones. (The
-    // agents' port re-reads its certificate and key by itself, every minute.)
     if (!settings.insecure) {
       absl::Status s =
           server.EnableTls({.cert_file = settings.tls.cert, .key_file = settings.tls.key});
@@ -550,19 +397,232 @@ int main(int argc, char** argv) {
       }
     }
   }
-  spdlog::info("signal {}: finishing in-flight requests", signal_number);
-  {
-    absl::MutexLock lock(&mu);
-    stopping = true;
+  return signal_number;
+}
+
+// Logs `s` and returns the exit code: 1 a runtime failure, 2 a wrong command line or config.
+int Fail(const absl::Status& s, int code) {
+  spdlog::error("{}", std::string(s.message()));
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace podscope::coordinator;  // main wires its parts together
+  // The log, errors included, goes to stderr (stdout carries nothing a daemon's user reads).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
+  CLI::App app{"podscope-coordinator: stores traces and serves podscope's REST API"};
+  CommandLine command_line;
+  AddFlags(app, command_line);
+  // Exit codes: 0 success, 1 a runtime failure, 2 a wrong command line or config.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
   }
-  retention.join();
-  (*shards)->StopWatching();
+  if (command_line.hash_token->parsed())
+    return HashToken(command_line.hash_role, command_line.hash_name);
+  Settings settings;
+  if (absl::Status s = LoadSettings(command_line, &settings); !s.ok()) return Fail(s, 2);
+  settings.agents.require_certificate_identity = !settings.insecure;
+  absl::StatusOr<std::unique_ptr<TokenAuthorizer>> authorizer = LoadAuthorizer(settings);
+  if (!authorizer.ok()) return Fail(authorizer.status(), 2);
+  std::string host, grpc_host;
+  uint16_t port = 0, grpc_port = 0;
+  if (!SplitHostPort(settings.http, &host, &port)) {
+    spdlog::error("--http must be HOST:PORT, got \"{}\"", settings.http);
+    return 2;
+  }
+  if (!SplitHostPort(settings.grpc, &grpc_host, &grpc_port)) {
+    spdlog::error("--grpc must be HOST:PORT, got \"{}\"", settings.grpc);
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<ShardMembership>> shards = ShardMembership::Open(settings.shards);
+  if (!shards.ok()) return Fail(shards.status(), 2);
+  // Everything above has been checked: the config's keys, the TLS files (CheckTlsChoice reads
+  // and parses all three), the token file.
+  if (command_line.check_config) {
+    std::cout << "config OK" << std::endl;
+    return 0;
+  }
+  settings.scheduler.max_events_per_worker = settings.api_limits.max_events_per_worker;
+  settings.scheduler.max_workers_per_capture = settings.api_limits.max_ranks_per_capture;
+  RaiseDescriptorLimit();
+  const sigset_t signals = BlockShutdownSignals();
+
+  std::error_code ec;
+  std::filesystem::create_directories(settings.data_dir, ec);
+  auto store = podscope::storage::RocksDbTraceStore::Open({.path = settings.data_dir});
+  if (!store.ok()) {
+    spdlog::error("cannot open the store: {}", std::string(store.status().message()));
+    return 1;
+  }
+  settings.http_limits.upload_dir = EmptyUploadDir(settings);
+
+  // Every multi-step change to a stored capture (imports, deletes, retention) holds this lock.
+  absl::Mutex capture_mutations;
+  RestApi api(**store, settings.api_limits, podscope::common::RealTime(), capture_mutations);
+  // Sharded: ids end with their shard's tag, so that no two shards ever make the same one.
+  const std::string id_suffix =
+      settings.shards.members_file.empty() ? "" : "-" + ShardTag(settings.shards.self);
+  settings.scheduler.id_suffix = id_suffix;
+  api.set_id_suffix(id_suffix);
+  if (absl::Status s = api.RecoverInterruptedImports(); !s.ok()) {
+    spdlog::error("recovering interrupted imports: {}", std::string(s.message()));
+    return 1;
+  }
+  if (absl::Status s = api.LoadCacheIndex(); !s.ok()) {
+    spdlog::error("indexing cached analyses: {}", std::string(s.message()));
+    return 1;
+  }
+  // The live capture path: agents connect over gRPC, captures are started over REST.
+  AgentRegistry registry(
+      {.heartbeat_interval_ns = int64_t{settings.agents.heartbeat_interval_ms} * 1'000'000,
+       .forget_after_ns = int64_t{settings.agents.forget_disconnected_after_ms} * 1'000'000},
+      NowNs);
+  ClockAligner aligner;
+  CaptureScheduler scheduler(**store, registry, aligner, settings.scheduler);
+  if (absl::Status s = scheduler.Recover(); !s.ok()) {
+    spdlog::error("recovering live captures: {}", std::string(s.message()));
+    return 1;
+  }
+  scheduler.Start();
+  // Agents whose clock model is wide (a burst taken in a crowd or through jitter) sync again.
+  ClockKeeper clock_keeper(registry, aligner, settings.clock_keeper);
+  clock_keeper.Start();
+  api.set_live_lookup([&scheduler](const std::string& id) { return scheduler.LiveRecord(id); });
+  // Watching every job between captures: rules kept in the store, alerts evaluated on a timer,
+  // the agents' summaries in through their Watch streams.
+  absl::StatusOr<std::unique_ptr<watch::WatchService>> watch = watch::WatchService::Create(**store);
+  if (!watch.ok()) return Fail(watch.status(), 1);
+  watch::WatchService& watch_service = **watch;
+  // An alert that fires captures its job (rate-limited per job), so its evidence is kept.
+  watch_service.SetEvidenceStarter(
+      [&scheduler](const std::string& job, int64_t duration_ns) -> absl::StatusOr<std::string> {
+        absl::StatusOr<podscope::storage::CaptureRecord> capture = scheduler.StartCapture(
+            {.job = job, .duration_ns = duration_ns, .delay_ns = kBackgroundCaptureLeadNs});
+        if (!capture.ok()) return capture.status();
+        return capture->id;
+      });
+  watch_service.Start();
+  AgentService agent_service(registry, aligner, scheduler, settings.agents, NowNs);
+  ShardMembership& membership = **shards;
+  RouteWatchIngest(agent_service, watch_service, membership);
+  if (!settings.shards.members_file.empty())
+    TellAgentsTheOwners(agent_service, watch_service, membership, settings);
+
+  grpc::ServerBuilder builder;
+  // podscope accepts the agents' connections itself (bounded, all and per client address) and
+  // hands them to gRPC.
+  // With TLS, agents must present a certificate chaining to --tls-ca (checked and counted here).
+  AgentCertificates agent_certificates(settings.tls.ca);
+  std::shared_ptr<grpc::ServerCredentials> grpc_credentials = grpc::InsecureServerCredentials();
+  if (!settings.insecure) {
+    if (absl::Status s = agent_certificates.Load(); !s.ok()) return Fail(s, 2);
+    grpc_credentials = AgentServerCredentials(settings.tls, agent_certificates);
+  }
+  GrpcConnectionGate grpc_gate(
+      settings.grpc_gate,
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+          grpc_credentials));
+  absl::StatusOr<uint16_t> grpc_bound = grpc_gate.Listen(grpc_host, grpc_port);
+  if (!grpc_bound.ok()) {
+    spdlog::error("{} (address in use?)", std::string(grpc_bound.status().message()));
+    return 1;
+  }
+  std::unique_ptr<grpc::Server> grpc_server = BuildAgentServer(builder, agent_service, settings);
+  if (!grpc_server) {
+    spdlog::error("cannot start the gRPC server");
+    return 1;
+  }
+  grpc_gate.Start();
+  // The exact line tests and scripts wait for.
+  spdlog::info("podscope-coordinator agents on grpc://{}:{} ({})", grpc_host, *grpc_bound,
+               settings.insecure ? "plaintext" : "mutual TLS");
+
+  Router router;
+  api.Register(router);
+  LiveApi live_api(registry, aligner, scheduler, NowNs);
+  live_api.Register(router);
+  // Alert transitions out to Alertmanager and webhooks, each on its own thread.
+  absl::StatusOr<std::unique_ptr<watch::AlertNotifier>> notifier =
+      watch::AlertNotifier::Create(settings.notify, [&watch_service] {
+        std::vector<watch::Alert> firing;
+        for (watch::Alert& a : watch_service.Alerts()) {
+          if (a.state == watch::AlertState::kFiring) firing.push_back(std::move(a));
+        }
+        return firing;
+      });
+  if (!notifier.ok()) return Fail(notifier.status(), 2);
+  (*notifier)->Start();
+  watch_service.OnTransition([&notifier](const watch::AlertEvent& e) { (*notifier)->Notify(e); });
+  absl::StatusOr<std::unique_ptr<ScheduleRunner>> schedules =
+      MakeScheduleRunner(**store, scheduler, membership, id_suffix);
+  if (!schedules.ok()) return Fail(schedules.status(), 1);
+  (*schedules)->Start();
+  SchedulesApi schedules_api(**schedules);
+  schedules_api.Register(router);
+  WatchApi watch_api(watch_service);
+  watch_api.Register(router);
+  RegisterUi(router);
+  // Sharded: any replica answers for any job (the routes' handlers stay unaware of shards).
+  ShardRouter shard_router(membership, settings.insecure ? "" : settings.tls.ca);
+  if (!settings.shards.members_file.empty()) {
+    if (const auto unmatched = shard_router.Install(router, ShardRouter::ApiRules());
+        !unmatched.empty()) {
+      spdlog::error("shards: no route {} {} to shard (a bug)", unmatched.front().method,
+                    unmatched.front().pattern);
+      return 1;
+    }
+  }
+  if (settings.open_metrics) router.SetAccess("GET", "/metrics", Access::kOpen);
+  HttpServer server(router, settings.http_limits);
+  api.set_http_counters(&server.counters());
+  if (*authorizer != nullptr) server.set_authorizer(authorizer->get());
+  if (!settings.insecure) {
+    if (absl::Status s =
+            server.EnableTls({.cert_file = settings.tls.cert, .key_file = settings.tls.key});
+        !s.ok())
+      return Fail(s, 2);
+  }
+  // /metrics: every part's counters.
+  api.add_metrics_source([&shard_router](std::string* out) { shard_router.AppendMetrics(out); });
+  if (*authorizer != nullptr) {
+    api.add_metrics_source([&authorizer](std::string* out) { (*authorizer)->AppendMetrics(out); });
+  }
+  api.add_metrics_source([&grpc_gate](std::string* out) { grpc_gate.AppendMetrics(out); });
+  api.add_metrics_source([&agent_service](std::string* out) { agent_service.AppendMetrics(out); });
+  api.add_metrics_source(
+      [&watch_service](std::string* out) { AppendWatchMetrics(watch_service, out); });
+  api.add_metrics_source([&notifier](std::string* out) { (*notifier)->AppendMetrics(out); });
+  if (!settings.insecure) {
+    api.add_metrics_source(
+        [&agent_certificates](std::string* out) { agent_certificates.AppendMetrics(out); });
+  }
+  absl::StatusOr<uint16_t> bound = server.Start(host, port);
+  if (!bound.ok()) return Fail(bound.status(), 1);
+  // Re-reading the members starts last: its listeners use everything above, and every early
+  // return is behind us (the destructors would otherwise race the watcher).
+  membership.StartWatching();
+  // The exact line tests and scripts wait for.
+  spdlog::info("podscope-coordinator listening on {}://{}:{} (store {})",
+               settings.insecure ? "http" : "https", host, *bound, settings.data_dir);
+
+  RetentionLoop retention(**store, settings, capture_mutations);
+  const int signal_number =
+      WaitForStop(signals, settings, server, agent_certificates, authorizer->get());
+  spdlog::info("signal {}: finishing in-flight requests", signal_number);
+  retention.Stop();
+  membership.StopWatching();
   server.Stop(/*grace_seconds=*/20);
   grpc_gate.Stop();
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   clock_keeper.Stop();
   (*schedules)->Stop();
-  (*watch)->Stop();
+  watch_service.Stop();
   (*notifier)->Stop();
   scheduler.Stop();
   spdlog::info("stopped");
