@@ -202,15 +202,6 @@ void ApplySlowdowns(const std::vector<Slowdown>& slowdowns, int32_t rank, TimeNs
   }
 }
 
-namespace {
-
-TimeNs Jittered(std::mt19937_64& rng, double mean_ns, double jitter) {
-  std::normal_distribution<double> noise(1.0, jitter);
-  return std::max<TimeNs>(1'000, static_cast<TimeNs>(mean_ns * std::max(0.5, noise(rng))));
-}
-
-}  // namespace
-
 std::string_view SlowdownKindName(SlowdownKind kind) {
   switch (kind) {
     case SlowdownKind::kCompute:
@@ -285,14 +276,18 @@ absl::Status ValidateOptions(const WorkloadOptions& o) {
   return absl::OkStatus();
 }
 
-Workload SimulateJob(const WorkloadOptions& o) {
-  const int32_t n = o.ranks;
-  Workload out;
-  out.capture.job = o.job;
-  out.capture.workers.resize(n);
-  out.true_clocks.resize(n);
+namespace {
 
-  // Clocks per host.
+TimeNs Jittered(std::mt19937_64& rng, double mean_ns, double jitter) {
+  std::normal_distribution<double> noise(1.0, jitter);
+  return std::max<TimeNs>(1'000, static_cast<TimeNs>(mean_ns * std::max(0.5, noise(rng))));
+}
+
+// Every rank's identity, device and true clock (one skew per host), and its writer and state at
+// the epoch.
+void InitRanks(const WorkloadOptions& o, Workload* out, std::vector<RankState>* state,
+               std::vector<RankWriter>* writers) {
+  const int32_t n = o.ranks;
   std::mt19937_64 clock_rng(o.seed ^ 0x9e3779b97f4a7c15ull);
   const int32_t hosts = (n + o.ranks_per_host - 1) / o.ranks_per_host;
   std::vector<TimeNs> host_offset(hosts);
@@ -302,12 +297,10 @@ Workload SimulateJob(const WorkloadOptions& o) {
     host_offset[h] = static_cast<TimeNs>(unit(clock_rng) * o.clock_offset_ms * 1e6);
     host_drift[h] = static_cast<int64_t>(unit(clock_rng) * o.drift_ppm * 1e3);
   }
-
-  std::vector<RankState> state(n);
-  std::vector<RankWriter> writers;
-  writers.reserve(n);
+  state->resize(n);
+  writers->reserve(n);
   for (int32_t r = 0; r < n; ++r) {
-    WorkerTrace& w = out.capture.workers[r];
+    WorkerTrace& w = out->capture.workers[r];
     const int32_t h = r / o.ranks_per_host;
     w.info.rank = r;
     w.info.world_size = n;
@@ -331,136 +324,157 @@ Workload SimulateJob(const WorkloadOptions& o) {
     w.info.tracks.push_back(
         common::TrackName{w.info.pid, false, common::StrCat("thread ", w.info.pid, " (python3)")});
     // local = t + off + (t - epoch) d  =>  t ~= local - off - (local - (epoch + off)) d.
-    out.true_clocks[r] =
+    out->true_clocks[r] =
         common::ClockModel{-host_offset[h], -host_drift[h], o.epoch_ns + host_offset[h], 0,
                            common::ClockSource::kNetwork};
-    writers.emplace_back(&w, host_offset[h], host_drift[h], o.epoch_ns);
-    RankState& s = state[r];
+    writers->emplace_back(&w, host_offset[h], host_drift[h], o.epoch_ns);
+    RankState& s = (*state)[r];
     s.rng.seed(o.seed * 1'000'003ull + static_cast<uint64_t>(r) * 7919ull + 17);
     s.host = o.epoch_ns + static_cast<TimeNs>(std::uniform_int_distribution<int>(0, 20'000)(s.rng));
     s.compute = s.comm = s.host;
   }
+}
 
+// One op on the host that launches one compute kernel, which runs once the stream is free.
+void LaunchKernel(const WorkloadOptions& o, RankState& s, RankWriter& wr, TimeNs launch,
+                  const char* op, const char* kernel, double mean_ns, uint32_t grid) {
+  const TimeNs op_start = s.host;
+  const int64_t corr =
+      wr.Runtime(op_start + 500, op_start + 500 + launch, "cudaLaunchKernel", true);
+  s.host = op_start + 500 + launch + 500;
+  wr.HostSpan(op_start, s.host, op, HostSpanCategory::kOp);
+  const TimeNs start = std::max(s.compute, op_start + 500 + launch + kLaunchLatencyNs);
+  const TimeNs end = start + Jittered(s.rng, mean_ns * s.compute_factor, o.jitter);
+  wr.Kernel(start, end, kernel, kComputeStream, corr, KernelClass::kCompute, grid);
+  s.compute = end;
+}
+
+// A step's first phase on rank `r`: input, forward, and backward with each bucket's ready and
+// launch time.
+void ComputePhase(const WorkloadOptions& o, int32_t r, RankState& s, RankWriter& wr) {
+  const int32_t per_bucket = o.backward_kernels / o.buckets;
+  s.step_start = s.host;
+  ApplySlowdowns(o.slowdowns, r, s.step_start, &s.compute_factor, &s.input_factor,
+                 &s.launch_factor);
+  const TimeNs launch = static_cast<TimeNs>(o.launch_ns * s.launch_factor);
+  // Input: the next batch, then its copy to the device.
+  const TimeNs input =
+      Jittered(s.rng, static_cast<double>(o.dataloader_ns) * s.input_factor, o.jitter);
+  wr.HostSpan(s.host, s.host + input,
+              "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+              HostSpanCategory::kInput);
+  s.host += input;
+  {
+    const int64_t corr = wr.Runtime(s.host, s.host + launch, "cudaMemcpyAsync", true);
+    const TimeNs start = std::max(s.compute, s.host + launch + kLaunchLatencyNs);
+    const TimeNs end = start + 500'000;
+    wr.Memcpy(start, end, 64 << 20, corr);
+    s.compute = end;
+    s.host += launch + 1'000;
+  }
+  for (int32_t i = 0; i < o.forward_kernels; ++i) {
+    LaunchKernel(o, s, wr, launch, kForwardOps[i % 4], kForwardKernels[i % 4],
+                 static_cast<double>(o.forward_ns) / o.forward_kernels, 132u * (1 + i % 3));
+  }
+  s.bucket_ready.assign(o.buckets, 0);
+  s.bucket_launch.assign(o.buckets, 0);
+  s.bucket_correlation.assign(o.buckets, 0);
+  for (int32_t b = 0; b < o.buckets; ++b) {
+    const int32_t count = b + 1 == o.buckets ? o.backward_kernels - per_bucket * b : per_bucket;
+    for (int32_t i = 0; i < count; ++i) {
+      LaunchKernel(o, s, wr, launch, kBackwardOps[i % 4], kBackwardKernels[i % 4],
+                   static_cast<double>(o.backward_ns) / o.backward_kernels, 132u * (1 + i % 2));
+    }
+    s.bucket_ready[b] = s.compute;
+    // DDP launches the bucket's AllReduce from a record_param_comms op.
+    const TimeNs op_start = s.host;
+    s.bucket_correlation[b] =
+        wr.Runtime(op_start + 1'000, op_start + 1'000 + launch, "cudaLaunchKernel", true);
+    s.host = op_start + 2'000 + launch;
+    wr.HostSpan(op_start, s.host, "record_param_comms", HostSpanCategory::kOp);
+    s.bucket_launch[b] = op_start + 1'000;
+  }
+}
+
+// A step's second phase: the collectives, in bucket order on the communication stream; each ends
+// a transfer after its last rank arrives. Their truth goes to `out`.
+void CollectivePhase(const WorkloadOptions& o, int32_t step, std::vector<RankState>& state,
+                     std::vector<RankWriter>& writers, Workload* out) {
+  const int32_t n = o.ranks;
   const int64_t bucket_bytes = o.params * o.bytes_per_param / o.buckets;
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
   const TimeNs transfer_ns =
       o.collective_latency_ns +
       static_cast<TimeNs>(bucket_bytes * bus_factor / (o.link_gbps * 1e9 / 8) * 1e9);
-  const int32_t per_bucket = o.backward_kernels / o.buckets;
+  TimeNs previous_end = 0;
+  for (int32_t b = 0; b < o.buckets; ++b) {
+    CollectiveTruth truth;
+    truth.step = o.first_step + step;
+    truth.bucket = b;
+    truth.arrival.resize(n);
+    TimeNs last = INT64_MIN;
+    for (int32_t r = 0; r < n; ++r) {
+      const RankState& s = state[r];
+      const TimeNs launched = s.bucket_launch[b] +
+                              static_cast<TimeNs>(o.launch_ns * s.launch_factor) + kLaunchLatencyNs;
+      truth.arrival[r] = std::max({s.bucket_ready[b], s.comm, previous_end, launched});
+      last = std::max(last, truth.arrival[r]);
+    }
+    const TimeNs end = last + transfer_ns;
+    truth.transfer_ns = transfer_ns;
+    truth.wait.resize(n);
+    for (int32_t r = 0; r < n; ++r) {
+      truth.wait[r] = last - truth.arrival[r];
+      RankState& s = state[r];
+      writers[r].Kernel(truth.arrival[r], end, kNcclKernel, kCommStream, s.bucket_correlation[b],
+                        KernelClass::kCommunication, 16);
+      writers[r].Collective((o.first_step + step) * o.buckets + b, bucket_bytes, n,
+                            s.bucket_launch[b], truth.arrival[r], end, s.bucket_correlation[b]);
+      s.comm = end;
+    }
+    previous_end = end;
+    out->truth.push_back(std::move(truth));
+  }
+}
 
+// A step's last phase on one rank: the optimizer after the last gradient is reduced, then the
+// host syncs and the step ends.
+void OptimizerPhase(const WorkloadOptions& o, int32_t step, RankState& s, RankWriter& wr) {
+  const TimeNs launch = static_cast<TimeNs>(o.launch_ns * s.launch_factor);
+  const TimeNs opt_start = s.host;
+  s.compute = std::max(s.compute, s.comm);  // cudaStreamWaitEvent on the reduced gradients
+  for (int32_t i = 0; i < o.optimizer_kernels; ++i) {
+    const int64_t corr = wr.Runtime(s.host, s.host + launch, "cudaLaunchKernel", true);
+    const TimeNs start = std::max(s.compute, s.host + launch + kLaunchLatencyNs);
+    const TimeNs end =
+        start +
+        Jittered(s.rng, static_cast<double>(o.optimizer_ns) / o.optimizer_kernels, o.jitter);
+    wr.Kernel(start, end, kOptimizerKernel, kComputeStream, corr, KernelClass::kCompute, 264);
+    s.compute = end;
+    s.host += launch + 1'000;
+  }
+  wr.HostSpan(opt_start, s.host, "Optimizer.step#FusedAdam.step", HostSpanCategory::kOptimizer);
+  const TimeNs sync_end = std::max(s.host, s.compute) + 5'000;
+  wr.Runtime(s.host, sync_end, "cudaStreamSynchronize", false);
+  s.host = sync_end + 10'000;
+  wr.Step(o.first_step + step, s.step_start, s.host);
+}
+
+}  // namespace
+
+Workload SimulateJob(const WorkloadOptions& o) {
+  const int32_t n = o.ranks;
+  Workload out;
+  out.capture.job = o.job;
+  out.capture.workers.resize(n);
+  out.true_clocks.resize(n);
+  std::vector<RankState> state;
+  std::vector<RankWriter> writers;
+  InitRanks(o, &out, &state, &writers);
   for (int32_t step = 0; step < o.steps; ++step) {
-    // Phase 1, per rank: input, forward, backward with each bucket's ready and launch time.
-    for (int32_t r = 0; r < n; ++r) {
-      RankState& s = state[r];
-      RankWriter& wr = writers[r];
-      s.step_start = s.host;
-      ApplySlowdowns(o.slowdowns, r, s.step_start, &s.compute_factor, &s.input_factor,
-                     &s.launch_factor);
-      const TimeNs launch = static_cast<TimeNs>(o.launch_ns * s.launch_factor);
-      auto launch_kernel = [&](const char* op, const char* kernel, double mean_ns, uint32_t grid) {
-        const TimeNs op_start = s.host;
-        const int64_t corr =
-            wr.Runtime(op_start + 500, op_start + 500 + launch, "cudaLaunchKernel", true);
-        s.host = op_start + 500 + launch + 500;
-        wr.HostSpan(op_start, s.host, op, HostSpanCategory::kOp);
-        const TimeNs start = std::max(s.compute, op_start + 500 + launch + kLaunchLatencyNs);
-        const TimeNs end = start + Jittered(s.rng, mean_ns * s.compute_factor, o.jitter);
-        wr.Kernel(start, end, kernel, kComputeStream, corr, KernelClass::kCompute, grid);
-        s.compute = end;
-      };
-      // Input: the next batch, then its copy to the device.
-      const TimeNs input =
-          Jittered(s.rng, static_cast<double>(o.dataloader_ns) * s.input_factor, o.jitter);
-      wr.HostSpan(s.host, s.host + input,
-                  "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
-                  HostSpanCategory::kInput);
-      s.host += input;
-      {
-        const int64_t corr = wr.Runtime(s.host, s.host + launch, "cudaMemcpyAsync", true);
-        const TimeNs start = std::max(s.compute, s.host + launch + kLaunchLatencyNs);
-        const TimeNs end = start + 500'000;
-        wr.Memcpy(start, end, 64 << 20, corr);
-        s.compute = end;
-        s.host += launch + 1'000;
-      }
-      for (int32_t i = 0; i < o.forward_kernels; ++i) {
-        launch_kernel(kForwardOps[i % 4], kForwardKernels[i % 4],
-                      static_cast<double>(o.forward_ns) / o.forward_kernels, 132u * (1 + i % 3));
-      }
-      s.bucket_ready.assign(o.buckets, 0);
-      s.bucket_launch.assign(o.buckets, 0);
-      s.bucket_correlation.assign(o.buckets, 0);
-      for (int32_t b = 0; b < o.buckets; ++b) {
-        const int32_t count = b + 1 == o.buckets ? o.backward_kernels - per_bucket * b : per_bucket;
-        for (int32_t i = 0; i < count; ++i) {
-          launch_kernel(kBackwardOps[i % 4], kBackwardKernels[i % 4],
-                        static_cast<double>(o.backward_ns) / o.backward_kernels,
-                        132u * (1 + i % 2));
-        }
-        s.bucket_ready[b] = s.compute;
-        // DDP launches the bucket's AllReduce from a record_param_comms op.
-        const TimeNs op_start = s.host;
-        s.bucket_correlation[b] =
-            wr.Runtime(op_start + 1'000, op_start + 1'000 + launch, "cudaLaunchKernel", true);
-        s.host = op_start + 2'000 + launch;
-        wr.HostSpan(op_start, s.host, "record_param_comms", HostSpanCategory::kOp);
-        s.bucket_launch[b] = op_start + 1'000;
-      }
-    }
-    // Phase 2: the collectives, in bucket order on the communication stream.
-    TimeNs previous_end = 0;
-    for (int32_t b = 0; b < o.buckets; ++b) {
-      CollectiveTruth truth;
-      truth.step = o.first_step + step;
-      truth.bucket = b;
-      truth.arrival.resize(n);
-      TimeNs last = INT64_MIN;
-      for (int32_t r = 0; r < n; ++r) {
-        const RankState& s = state[r];
-        const TimeNs launched = s.bucket_launch[b] +
-                                static_cast<TimeNs>(o.launch_ns * s.launch_factor) +
-                                kLaunchLatencyNs;
-        truth.arrival[r] = std::max({s.bucket_ready[b], s.comm, previous_end, launched});
-        last = std::max(last, truth.arrival[r]);
-      }
-      const TimeNs end = last + transfer_ns;
-      truth.transfer_ns = transfer_ns;
-      truth.wait.resize(n);
-      for (int32_t r = 0; r < n; ++r) {
-        truth.wait[r] = last - truth.arrival[r];
-        RankState& s = state[r];
-        writers[r].Kernel(truth.arrival[r], end, kNcclKernel, kCommStream, s.bucket_correlation[b],
-                          KernelClass::kCommunication, 16);
-        writers[r].Collective((o.first_step + step) * o.buckets + b, bucket_bytes, n,
-                              s.bucket_launch[b], truth.arrival[r], end, s.bucket_correlation[b]);
-        s.comm = end;
-      }
-      previous_end = end;
-      out.truth.push_back(std::move(truth));
-    }
-    // Phase 3: optimizer after the last gradient is reduced, then the host syncs.
-    for (int32_t r = 0; r < n; ++r) {
-      RankState& s = state[r];
-      RankWriter& wr = writers[r];
-      const TimeNs launch = static_cast<TimeNs>(o.launch_ns * s.launch_factor);
-      const TimeNs opt_start = s.host;
-      s.compute = std::max(s.compute, s.comm);  // cudaStreamWaitEvent on the reduced gradients
-      for (int32_t i = 0; i < o.optimizer_kernels; ++i) {
-        const int64_t corr = wr.Runtime(s.host, s.host + launch, "cudaLaunchKernel", true);
-        const TimeNs start = std::max(s.compute, s.host + launch + kLaunchLatencyNs);
-        const TimeNs end =
-            start +
-            Jittered(s.rng, static_cast<double>(o.optimizer_ns) / o.optimizer_kernels, o.jitter);
-        wr.Kernel(start, end, kOptimizerKernel, kComputeStream, corr, KernelClass::kCompute, 264);
-        s.compute = end;
-        s.host += launch + 1'000;
-      }
-      wr.HostSpan(opt_start, s.host, "Optimizer.step#FusedAdam.step", HostSpanCategory::kOptimizer);
-      const TimeNs sync_end = std::max(s.host, s.compute) + 5'000;
-      wr.Runtime(s.host, sync_end, "cudaStreamSynchronize", false);
-      s.host = sync_end + 10'000;
-      wr.Step(o.first_step + step, s.step_start, s.host);
-    }
+    for (int32_t r = 0; r < n; ++r) ComputePhase(o, r, state[r], writers[r]);
+    CollectivePhase(o, step, state, writers, &out);
+    for (int32_t r = 0; r < n; ++r) OptimizerPhase(o, step, state[r], writers[r]);
   }
   for (WorkerTrace& w : out.capture.workers) w.SortByTime();
   return out;
