@@ -3,15 +3,163 @@
 #include "common/json_config.h"
 
 namespace podscope::coordinator {
+namespace {
 
-absl::Status ApplyCoordinatorConfig(const boost::json::object& root_object,
-                                    CoordinatorSettings* s) {
-  const boost::json::object* root = &root_object;
-  // Every key with its type and range in one place; a wrong one names itself and its range.
+using common::ConfigSection;
+constexpr int64_t kTiB = int64_t{1} << 40;
+
+// Each section's keys with their types and ranges; a wrong one throws, naming itself and its
+// range.
+void ApplyLimits(const ConfigSection& root, CoordinatorSettings* s) {
+  const ConfigSection l = root.Section(
+      "limits", {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio",
+                 "max_connections", "max_connections_per_client", "idle_timeout_seconds",
+                 "header_timeout_seconds", "progress_interval_seconds", "min_progress_bytes",
+                 "max_ranks_per_capture", "max_events_per_worker", "max_string_bytes",
+                 "max_header_bytes", "max_analysis_cache_bytes"});
+  l.Integer("max_analysis_cache_bytes", &s->api_limits.max_analysis_cache_bytes, 0, kTiB);
+  l.Integer("max_connections_per_client", &s->http_limits.max_connections_per_client, 1, 1'000'000);
+  l.Integer("idle_timeout_seconds", &s->http_limits.idle_timeout_seconds, 1, 86'400);
+  l.Integer("header_timeout_seconds", &s->http_limits.header_timeout_seconds, 1, 3'600);
+  l.Integer("progress_interval_seconds", &s->http_limits.progress_interval_seconds, 1, 3'600);
+  l.Integer("min_progress_bytes", &s->http_limits.min_progress_bytes, 1, 1 << 30);
+  l.Integer("max_document_bytes", &s->api_limits.max_document_bytes, 1, kTiB);
+  l.Integer("max_inflate_ratio", &s->api_limits.max_inflate_ratio, 1, 1'000'000);
+  l.Integer("max_body_bytes", &s->http_limits.max_body_bytes, 1, kTiB);
+  l.Integer("max_upload_bytes", &s->http_limits.max_upload_bytes, 1, kTiB);
+  l.Integer("max_connections", &s->http_limits.max_connections, 1, 10'000'000);
+  l.Integer("max_ranks_per_capture", &s->api_limits.max_ranks_per_capture, 1, 10'000'000);
+  l.Integer("max_events_per_worker", &s->api_limits.max_events_per_worker, 1, kTiB);
+  l.Integer("max_string_bytes", &s->api_limits.max_string_bytes, 1, 1 << 30);
+  l.Integer("max_header_bytes", &s->http_limits.max_header_bytes, 1'024, 1 << 24);
+}
+
+void ApplyCapture(const ConfigSection& root, CoordinatorSettings* s) {
+  const ConfigSection c =
+      root.Section("capture", {"min_lead_ms", "lead_per_agent_ms", "capture_grace_ms",
+                               "upload_timeout_ms", "max_duration_ms", "max_live_captures",
+                               "refine_clocks_with_collectives", "max_upload_bytes_per_worker"});
+  c.Millis("min_lead_ms", &s->scheduler.min_lead_ns, 0, 3'600'000);
+  c.Millis("lead_per_agent_ms", &s->scheduler.lead_per_agent_ns, 0, 60'000);
+  c.Millis("capture_grace_ms", &s->scheduler.capture_grace_ns, 0, 3'600'000);
+  c.Millis("upload_timeout_ms", &s->scheduler.upload_timeout_ns, 1, 86'400'000);
+  c.Millis("max_duration_ms", &s->scheduler.max_duration_ns, 1, 86'400'000);
+  c.Integer("max_live_captures", &s->scheduler.max_live_captures, 1, 1'000'000);
+  c.Bool("refine_clocks_with_collectives", &s->scheduler.refine_with_collectives);
+  c.Integer("max_upload_bytes_per_worker", &s->scheduler.max_upload_bytes_per_worker, 1, kTiB);
+}
+
+// agents.jobs, {"JOB": ["agent-id", ...]}: only these agents may serve JOB.
+void ApplyJobAgents(const ConfigSection& a, CoordinatorSettings* s) {
+  const boost::json::value* jobs = a.Raw("jobs");
+  if (jobs == nullptr) return;
+  if (!jobs->is_object() || jobs->get_object().size() > 100'000) {
+    throw a.Bad("jobs", "is not an object of job name to a list of agent ids");
+  }
+  for (const auto& [job, agents] : jobs->get_object()) {
+    if (!agents.is_array() || agents.get_array().size() > 100'000) {
+      throw a.Bad("jobs", "." + std::string(job) + " is not a list of agent ids");
+    }
+    std::set<std::string>& allowed = s->agents.job_agents[std::string(job)];
+    for (const boost::json::value& id : agents.get_array()) {
+      if (!id.is_string() || id.get_string().empty() || id.get_string().size() > 256) {
+        throw a.Bad("jobs", "." + std::string(job) + ": " + boost::json::serialize(id) +
+                                " is not an agent id");
+      }
+      allowed.insert(std::string(id.get_string()));
+    }
+  }
+}
+
+void ApplyAgents(const ConfigSection& root, CoordinatorSettings* s) {
+  const ConfigSection a = root.Section(
+      "agents",
+      {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
+       "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
+       "max_connections", "max_connections_per_client", "forget_disconnected_after_ms", "jobs"});
+  ApplyJobAgents(a, s);
+  a.Integer("forget_disconnected_after_ms", &s->agents.forget_disconnected_after_ms, 1,
+            7 * 86'400'000);
+  a.Integer("max_connections", &s->grpc_gate.max_connections, 1, 10'000'000);
+  a.Integer("max_connections_per_client", &s->grpc_gate.max_connections_per_client, 1, 10'000'000);
+  a.Integer("max_idle_connection_ms", &s->agents.max_idle_connection_ms, 1, 86'400'000);
+  a.Integer("max_grpc_memory_bytes", &s->agents.max_grpc_memory_bytes, 1 << 20, kTiB);
+  a.Integer("max_streams_per_connection", &s->agents.max_streams_per_connection, 1, 1'000'000);
+  a.Integer("heartbeat_interval_ms", &s->agents.heartbeat_interval_ms, 10, 3'600'000);
+  a.Integer("clock_sync_interval_ms", &s->agents.clock_sync_interval_ms, 100, 86'400'000);
+  double bound_us = 0;
+  if (a.Has("clock_target_bound_us")) {
+    a.Number("clock_target_bound_us", &bound_us, 0.001, 1e9);
+    s->clock_keeper.target_bound_ns = static_cast<int64_t>(bound_us * 1e3);
+  }
+}
+
+void ApplyNotify(const ConfigSection& root, CoordinatorSettings* s) {
+  const ConfigSection n =
+      root.Section("notify", {"alertmanagers", "webhooks", "slack_webhooks", "ca_file",
+                              "external_url", "timeout_ms", "max_attempts", "max_queued"});
+  for (const auto& [key, list] : {std::pair<const char*, std::vector<std::string>*>{
+                                      "alertmanagers", &s->notify.alertmanagers},
+                                  {"webhooks", &s->notify.webhooks},
+                                  {"slack_webhooks", &s->notify.slack_webhooks}}) {
+    const boost::json::value* urls = n.Raw(key);
+    if (urls == nullptr) continue;
+    if (!urls->is_array() || urls->get_array().size() > 16)
+      throw n.Bad(key, "is not a list of at most 16 URLs");
+    for (const boost::json::value& url : urls->get_array()) {
+      if (!url.is_string() || url.get_string().empty() || url.get_string().size() > 2048) {
+        throw n.Bad(key, boost::json::serialize(url) + " is not a URL");
+      }
+      list->push_back(std::string(url.get_string()));
+    }
+  }
+  n.String("ca_file", &s->notify.ca_file);
+  n.String("external_url", &s->notify.external_url, 2048);
+  int64_t timeout_ns = 0;
+  if (n.Has("timeout_ms")) {
+    n.Millis("timeout_ms", &timeout_ns, 1'000, 600'000);
+    s->notify.timeout = absl::Nanoseconds(timeout_ns);
+  }
+  n.Integer("max_attempts", &s->notify.max_attempts, 1, 100);
+  n.Integer("max_queued", &s->notify.max_queued, 1, 1'000'000);
+}
+
+void ApplyShards(const ConfigSection& root, CoordinatorSettings* s) {
+  const ConfigSection sh =
+      root.Section("shards", {"self", "members_file", "forward", "reload_interval_ms",
+                              "max_proxy_bytes", "peer_timeout_ms"});
+  sh.String("self", &s->shards.self, 253);
+  sh.String("members_file", &s->shards.members_file);
+  if (sh.Has("forward")) {
+    std::string forward;
+    sh.String("forward", &forward, 16);
+    if (forward != "proxy" && forward != "redirect")
+      throw sh.Bad("forward", "\"" + forward + "\" is not proxy or redirect");
+    s->shards.redirect = forward == "redirect";
+  }
+  sh.Integer("reload_interval_ms", &s->shards.reload_interval_ms, 100, 3'600'000);
+  sh.Integer("max_proxy_bytes", &s->shards.max_proxy_bytes, 1 << 20, kTiB);
+  sh.Integer("peer_timeout_ms", &s->shards.peer_timeout_ms, 1'000, 3'600'000);
+}
+
+void ApplyRetention(const ConfigSection& root, CoordinatorSettings* s) {
+  const ConfigSection r =
+      root.Section("retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
+  double hours = 0;
+  if (r.Has("max_age_hours")) {
+    r.Number("max_age_hours", &hours, 0, 24.0 * 3650);
+    s->retention.max_age_ns = static_cast<int64_t>(hours * 3.6e12);
+  }
+  r.Integer("max_total_bytes", &s->retention.max_total_bytes, 0, int64_t{1} << 50);
+  r.Integer("interval_seconds", &s->retention_interval_seconds, 1, 86'400);
+}
+
+}  // namespace
+
+absl::Status ApplyCoordinatorConfig(const boost::json::object& root, CoordinatorSettings* s) {
+  // Every key with its type and range in one place per section; the first wrong one names itself.
   try {
-    using common::ConfigSection;
-    constexpr int64_t kTiB = int64_t{1} << 40;
-    const ConfigSection root_section(*root, "",
+    const ConfigSection root_section(root, "",
                                      {"http", "grpc", "data_dir", "limits", "capture", "agents",
                                       "retention", "auth", "tls", "insecure", "notify", "shards"});
     const ConfigSection tls = root_section.Section("tls", {"cert", "key", "ca"});
@@ -25,130 +173,12 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root_object,
     auth.Bool("open_metrics", &s->open_metrics);
     root_section.String("grpc", &s->grpc, 512);
     root_section.String("data_dir", &s->data_dir);
-    const ConfigSection l = root_section.Section(
-        "limits", {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio",
-                   "max_connections", "max_connections_per_client", "idle_timeout_seconds",
-                   "header_timeout_seconds", "progress_interval_seconds", "min_progress_bytes",
-                   "max_ranks_per_capture", "max_events_per_worker", "max_string_bytes",
-                   "max_header_bytes", "max_analysis_cache_bytes"});
-    l.Integer("max_analysis_cache_bytes", &s->api_limits.max_analysis_cache_bytes, 0, kTiB);
-    l.Integer("max_connections_per_client", &s->http_limits.max_connections_per_client, 1,
-              1'000'000);
-    l.Integer("idle_timeout_seconds", &s->http_limits.idle_timeout_seconds, 1, 86'400);
-    l.Integer("header_timeout_seconds", &s->http_limits.header_timeout_seconds, 1, 3'600);
-    l.Integer("progress_interval_seconds", &s->http_limits.progress_interval_seconds, 1, 3'600);
-    l.Integer("min_progress_bytes", &s->http_limits.min_progress_bytes, 1, 1 << 30);
-    l.Integer("max_document_bytes", &s->api_limits.max_document_bytes, 1, kTiB);
-    l.Integer("max_inflate_ratio", &s->api_limits.max_inflate_ratio, 1, 1'000'000);
-    l.Integer("max_body_bytes", &s->http_limits.max_body_bytes, 1, kTiB);
-    l.Integer("max_upload_bytes", &s->http_limits.max_upload_bytes, 1, kTiB);
-    l.Integer("max_connections", &s->http_limits.max_connections, 1, 10'000'000);
-    l.Integer("max_ranks_per_capture", &s->api_limits.max_ranks_per_capture, 1, 10'000'000);
-    l.Integer("max_events_per_worker", &s->api_limits.max_events_per_worker, 1, kTiB);
-    l.Integer("max_string_bytes", &s->api_limits.max_string_bytes, 1, 1 << 30);
-    l.Integer("max_header_bytes", &s->http_limits.max_header_bytes, 1'024, 1 << 24);
-    const ConfigSection c = root_section.Section(
-        "capture", {"min_lead_ms", "lead_per_agent_ms", "capture_grace_ms", "upload_timeout_ms",
-                    "max_duration_ms", "max_live_captures", "refine_clocks_with_collectives",
-                    "max_upload_bytes_per_worker"});
-    c.Millis("min_lead_ms", &s->scheduler.min_lead_ns, 0, 3'600'000);
-    c.Millis("lead_per_agent_ms", &s->scheduler.lead_per_agent_ns, 0, 60'000);
-    c.Millis("capture_grace_ms", &s->scheduler.capture_grace_ns, 0, 3'600'000);
-    c.Millis("upload_timeout_ms", &s->scheduler.upload_timeout_ns, 1, 86'400'000);
-    c.Millis("max_duration_ms", &s->scheduler.max_duration_ns, 1, 86'400'000);
-    c.Integer("max_live_captures", &s->scheduler.max_live_captures, 1, 1'000'000);
-    c.Bool("refine_clocks_with_collectives", &s->scheduler.refine_with_collectives);
-    c.Integer("max_upload_bytes_per_worker", &s->scheduler.max_upload_bytes_per_worker, 1, kTiB);
-    const ConfigSection a = root_section.Section(
-        "agents",
-        {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
-         "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
-         "max_connections", "max_connections_per_client", "forget_disconnected_after_ms", "jobs"});
-    if (const boost::json::value* jobs = a.Raw("jobs")) {
-      // {"JOB": ["agent-id", ...]}: only these agents may serve JOB.
-      if (!jobs->is_object() || jobs->get_object().size() > 100'000) {
-        throw a.Bad("jobs", "is not an object of job name to a list of agent ids");
-      }
-      for (const auto& [job, agents] : jobs->get_object()) {
-        if (!agents.is_array() || agents.get_array().size() > 100'000) {
-          throw a.Bad("jobs", "." + std::string(job) + " is not a list of agent ids");
-        }
-        std::set<std::string>& allowed = s->agents.job_agents[std::string(job)];
-        for (const boost::json::value& id : agents.get_array()) {
-          if (!id.is_string() || id.get_string().empty() || id.get_string().size() > 256) {
-            throw a.Bad("jobs", "." + std::string(job) + ": " + boost::json::serialize(id) +
-                                    " is not an agent id");
-          }
-          allowed.insert(std::string(id.get_string()));
-        }
-      }
-    }
-    a.Integer("forget_disconnected_after_ms", &s->agents.forget_disconnected_after_ms, 1,
-              7 * 86'400'000);
-    a.Integer("max_connections", &s->grpc_gate.max_connections, 1, 10'000'000);
-    a.Integer("max_connections_per_client", &s->grpc_gate.max_connections_per_client, 1,
-              10'000'000);
-    a.Integer("max_idle_connection_ms", &s->agents.max_idle_connection_ms, 1, 86'400'000);
-    a.Integer("max_grpc_memory_bytes", &s->agents.max_grpc_memory_bytes, 1 << 20, kTiB);
-    a.Integer("max_streams_per_connection", &s->agents.max_streams_per_connection, 1, 1'000'000);
-    a.Integer("heartbeat_interval_ms", &s->agents.heartbeat_interval_ms, 10, 3'600'000);
-    a.Integer("clock_sync_interval_ms", &s->agents.clock_sync_interval_ms, 100, 86'400'000);
-    double bound_us = 0;
-    if (a.Has("clock_target_bound_us")) {
-      a.Number("clock_target_bound_us", &bound_us, 0.001, 1e9);
-      s->clock_keeper.target_bound_ns = static_cast<int64_t>(bound_us * 1e3);
-    }
-    const ConfigSection n = root_section.Section(
-        "notify", {"alertmanagers", "webhooks", "slack_webhooks", "ca_file", "external_url",
-                   "timeout_ms", "max_attempts", "max_queued"});
-    for (const auto& [key, list] : {std::pair<const char*, std::vector<std::string>*>{
-                                        "alertmanagers", &s->notify.alertmanagers},
-                                    {"webhooks", &s->notify.webhooks},
-                                    {"slack_webhooks", &s->notify.slack_webhooks}}) {
-      const boost::json::value* urls = n.Raw(key);
-      if (urls == nullptr) continue;
-      if (!urls->is_array() || urls->get_array().size() > 16)
-        throw n.Bad(key, "is not a list of at most 16 URLs");
-      for (const boost::json::value& url : urls->get_array()) {
-        if (!url.is_string() || url.get_string().empty() || url.get_string().size() > 2048) {
-          throw n.Bad(key, boost::json::serialize(url) + " is not a URL");
-        }
-        list->push_back(std::string(url.get_string()));
-      }
-    }
-    n.String("ca_file", &s->notify.ca_file);
-    n.String("external_url", &s->notify.external_url, 2048);
-    int64_t timeout_ns = 0;
-    if (n.Has("timeout_ms")) {
-      n.Millis("timeout_ms", &timeout_ns, 1'000, 600'000);
-      s->notify.timeout = absl::Nanoseconds(timeout_ns);
-    }
-    n.Integer("max_attempts", &s->notify.max_attempts, 1, 100);
-    n.Integer("max_queued", &s->notify.max_queued, 1, 1'000'000);
-    const ConfigSection sh =
-        root_section.Section("shards", {"self", "members_file", "forward", "reload_interval_ms",
-                                        "max_proxy_bytes", "peer_timeout_ms"});
-    sh.String("self", &s->shards.self, 253);
-    sh.String("members_file", &s->shards.members_file);
-    if (sh.Has("forward")) {
-      std::string forward;
-      sh.String("forward", &forward, 16);
-      if (forward != "proxy" && forward != "redirect")
-        throw sh.Bad("forward", "\"" + forward + "\" is not proxy or redirect");
-      s->shards.redirect = forward == "redirect";
-    }
-    sh.Integer("reload_interval_ms", &s->shards.reload_interval_ms, 100, 3'600'000);
-    sh.Integer("max_proxy_bytes", &s->shards.max_proxy_bytes, 1 << 20, kTiB);
-    sh.Integer("peer_timeout_ms", &s->shards.peer_timeout_ms, 1'000, 3'600'000);
-    const ConfigSection r =
-        root_section.Section("retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
-    double hours = 0;
-    if (r.Has("max_age_hours")) {
-      r.Number("max_age_hours", &hours, 0, 24.0 * 3650);
-      s->retention.max_age_ns = static_cast<int64_t>(hours * 3.6e12);
-    }
-    r.Integer("max_total_bytes", &s->retention.max_total_bytes, 0, int64_t{1} << 50);
-    r.Integer("interval_seconds", &s->retention_interval_seconds, 1, 86'400);
+    ApplyLimits(root_section, s);
+    ApplyCapture(root_section, s);
+    ApplyAgents(root_section, s);
+    ApplyNotify(root_section, s);
+    ApplyShards(root_section, s);
+    ApplyRetention(root_section, s);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(e.what());
   }

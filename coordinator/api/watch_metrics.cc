@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "common/str_util.h"
@@ -35,10 +36,7 @@ void Family(std::string* out, std::string_view name, std::string_view type, std:
 
 std::string Seconds(TimeNs ns) { return fmt::format("{:.6f}", static_cast<double>(ns) / 1e9); }
 
-}  // namespace
-
-void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
-  const watch::ServiceCounters c = watch.counters();
+void AppendCounters(const watch::ServiceCounters& c, std::string* out) {
   Family(out, "podscope_watch_steps_total", "counter",
          "Step summaries taken into the watch windows.");
   common::StrAppend(out, "podscope_watch_steps_total ", c.steps, "\n");
@@ -59,10 +57,12 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
       out, "podscope_evidence_captures_total{outcome=\"started\"} ", c.evidence_captures, "\n",
       "podscope_evidence_captures_total{outcome=\"rate_limited\"} ", c.evidence_rate_limited, "\n",
       "podscope_evidence_captures_total{outcome=\"failed\"} ", c.evidence_failed, "\n");
+}
 
-  // Firing alerts by job, rule and kind: what the shipped Prometheus rules alert on.
+// Firing alerts by job, rule and kind: what the shipped Prometheus rules alert on.
+void AppendFiring(const std::vector<watch::Alert>& alerts, std::string* out) {
   std::map<std::tuple<std::string, std::string, std::string>, int> firing;
-  for (const watch::Alert& a : watch.Alerts()) {
+  for (const watch::Alert& a : alerts) {
     if (a.state == watch::AlertState::kFiring)
       ++firing[{a.job, a.rule, std::string(watch::AlertKindName(a.kind))}];
   }
@@ -73,8 +73,24 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
                       PromLabelValue(std::get<1>(key)), "\",kind=\"", std::get<2>(key), "\"} ", n,
                       "\n");
   }
+}
 
-  const std::map<std::string, watch::WindowStats> windows = watch.Windows();
+// The median rank's exposed communication over its step time; nothing without a timed step.
+std::optional<double> MedianExposedShare(const watch::WindowStats& w) {
+  std::vector<double> shares;
+  for (const watch::RankWindow& r : w.ranks) {
+    if (r.step_time_ns > 0)
+      shares.push_back(static_cast<double>(r.exposed_comm_ns) /
+                       static_cast<double>(r.step_time_ns));
+  }
+  if (shares.empty()) return std::nullopt;
+  std::nth_element(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(shares.size() / 2),
+                   shares.end());
+  return shares[shares.size() / 2];
+}
+
+// Per job: its ranks, last step, step-time quantiles, exposed communication and bandwidth.
+void AppendJobGauges(const std::map<std::string, watch::WindowStats>& windows, std::string* out) {
   Family(out, "podscope_watch_job_ranks", "gauge", "Ranks in the job's watch window.");
   for (const auto& [job, w] : windows) {
     common::StrAppend(out, "podscope_watch_job_ranks{training_job=\"", PromLabelValue(job), "\"} ",
@@ -104,18 +120,10 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
          "The median rank's exposed communication (its last collective's wait and transfer) over "
          "its step time.");
   for (const auto& [job, w] : windows) {
-    std::vector<double> shares;
-    for (const watch::RankWindow& r : w.ranks) {
-      if (r.step_time_ns > 0)
-        shares.push_back(static_cast<double>(r.exposed_comm_ns) /
-                         static_cast<double>(r.step_time_ns));
-    }
-    if (shares.empty()) continue;
-    std::nth_element(shares.begin(),
-                     shares.begin() + static_cast<std::ptrdiff_t>(shares.size() / 2), shares.end());
+    const std::optional<double> share = MedianExposedShare(w);
+    if (!share) continue;
     common::StrAppend(out, "podscope_watch_job_exposed_communication_ratio{training_job=\"",
-                      PromLabelValue(job), "\"} ", fmt::format("{:.6f}", shares[shares.size() / 2]),
-                      "\n");
+                      PromLabelValue(job), "\"} ", fmt::format("{:.6f}", *share), "\n");
   }
   Family(out, "podscope_watch_job_allreduce_busbw_gbps", "gauge",
          "AllReduce bus bandwidth over the window, bytes-weighted, GB/s.");
@@ -125,35 +133,41 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
                       PromLabelValue(job), "\"} ", fmt::format("{:.3f}", w.allreduce_busbw_gbps),
                       "\n");
   }
-  // Only the ranks that caused the most delay: a bound that holds at any job size.
-  std::map<std::string, std::vector<size_t>> top;
-  for (const auto& [job, window] : windows) {
-    const watch::WindowStats& w =
-        window;  // a plain reference: clang 14 lambdas cannot capture a binding
-    std::vector<size_t>& order = top[job];
-    for (size_t i = 0; i < w.ranks.size(); ++i) {
-      if (w.ranks[i].caused_delay_ns > 0) order.push_back(i);
-    }
-    const size_t n = std::min(order.size(), kMetricsTopRanks);
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
-                      [&](size_t a, size_t b) {
-                        return w.ranks[a].caused_delay_ns != w.ranks[b].caused_delay_ns
-                                   ? w.ranks[a].caused_delay_ns > w.ranks[b].caused_delay_ns
-                                   : w.ranks[a].rank < w.ranks[b].rank;
-                      });
-    order.resize(n);
+}
+
+// The indexes of the job's ranks that caused the most delay, most first: only these get
+// per-rank series, a bound that holds at any job size.
+std::vector<size_t> TopRanks(const watch::WindowStats& w) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < w.ranks.size(); ++i) {
+    if (w.ranks[i].caused_delay_ns > 0) order.push_back(i);
   }
-  auto rank_labels = [&](const std::string& job, const watch::WindowStats& w, size_t i) {
-    const std::string& host = i < w.hosts.size() ? w.hosts[i] : std::string();
-    return common::StrCat("{training_job=\"", PromLabelValue(job), "\",rank=\"", w.ranks[i].rank,
-                          "\",host=\"", PromLabelValue(host), "\"} ");
-  };
+  const size_t n = std::min(order.size(), kMetricsTopRanks);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                    [&](size_t a, size_t b) {
+                      return w.ranks[a].caused_delay_ns != w.ranks[b].caused_delay_ns
+                                 ? w.ranks[a].caused_delay_ns > w.ranks[b].caused_delay_ns
+                                 : w.ranks[a].rank < w.ranks[b].rank;
+                    });
+  order.resize(n);
+  return order;
+}
+
+std::string RankLabels(const std::string& job, const watch::WindowStats& w, size_t i) {
+  const std::string& host = i < w.hosts.size() ? w.hosts[i] : std::string();
+  return common::StrCat("{training_job=\"", PromLabelValue(job), "\",rank=\"", w.ranks[i].rank,
+                        "\",host=\"", PromLabelValue(host), "\"} ");
+}
+
+void AppendRankGauges(const std::map<std::string, watch::WindowStats>& windows, std::string* out) {
+  std::map<std::string, std::vector<size_t>> top;
+  for (const auto& [job, w] : windows) top[job] = TopRanks(w);
   Family(out, "podscope_watch_rank_caused_delay_seconds", "gauge",
          "Delay a rank caused others over the window (it arrived last), for the job's top ranks "
          "only.");
   for (const auto& [job, w] : windows) {
     for (const size_t i : top[job]) {
-      common::StrAppend(out, "podscope_watch_rank_caused_delay_seconds", rank_labels(job, w, i),
+      common::StrAppend(out, "podscope_watch_rank_caused_delay_seconds", RankLabels(job, w, i),
                         Seconds(w.ranks[i].caused_delay_ns), "\n");
     }
   }
@@ -165,10 +179,20 @@ void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
       const double share = r.collectives > 0 ? static_cast<double>(r.last_arrivals) /
                                                    static_cast<double>(r.collectives)
                                              : 0;
-      common::StrAppend(out, "podscope_watch_rank_last_arriver_share", rank_labels(job, w, i),
+      common::StrAppend(out, "podscope_watch_rank_last_arriver_share", RankLabels(job, w, i),
                         fmt::format("{:.6f}", share), "\n");
     }
   }
+}
+
+}  // namespace
+
+void AppendWatchMetrics(const watch::WatchService& watch, std::string* out) {
+  AppendCounters(watch.counters(), out);
+  AppendFiring(watch.Alerts(), out);
+  const std::map<std::string, watch::WindowStats> windows = watch.Windows();
+  AppendJobGauges(windows, out);
+  AppendRankGauges(windows, out);
 }
 
 }  // namespace podscope::coordinator
