@@ -198,6 +198,105 @@ bool IsCausedDelayStraggler(double share_of_caused_delay, double share_of_step_t
          last_arriver_share >= options.min_last_arriver_share;
 }
 
+namespace {
+
+// Caused delay: the last arriver held everyone else for (its arrival - the second last).
+// Arrival order is read from waits, which also holds for the min-duration fallback. Also counts
+// each worker's collectives and last arrivals, and the steps in which it arrived last and late.
+void CountCausedDelay(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
+                      const CommunicationReport& communication, StragglerReport* report,
+                      std::vector<std::set<int64_t>>* late_steps) {
+  for (const MatchedCollective& m : communication.collectives) {
+    if (m.participants.size() < 2) continue;
+    const Participant* last = nullptr;
+    const Participant* second = nullptr;
+    for (const Participant& p : m.participants) {
+      ++report->workers[p.worker].collectives;
+      if (last == nullptr || p.wait < last->wait) {
+        second = last;
+        last = &p;
+      } else if (second == nullptr || p.wait < second->wait) {
+        second = &p;
+      }
+    }
+    const TimeNs caused = second->wait - last->wait;
+    WorkerLateness& l = report->workers[last->worker];
+    ++l.last_arrivals;
+    l.caused_delay_ns += caused;
+    report->total_caused_delay_ns += caused;
+    if (caused > 0) {
+      // The step this collective belongs to, on the last arriver.
+      const common::WorkerTrace& trace = capture.worker(last->worker);
+      const TimeNs at = trace.collectives.enqueue[last->row];
+      for (const StepSpan& s : steps[last->worker].steps) {
+        if (s.host.start <= at && at < s.host.end) (*late_steps)[last->worker].insert(s.number);
+      }
+    }
+  }
+}
+
+// Per-worker step means by partition category, the median worker's, and the compute outlier
+// score (on compute kernel time per step: compute + overlap).
+struct WorkerMeans {
+  std::vector<CategoryMeans> mean;
+  std::vector<double> compute, step_sum, z;
+  CategoryMeans median_worker{};
+  double median_compute = 0;
+};
+
+WorkerMeans ComputeMeans(const std::vector<WorkerBreakdown>& breakdown, size_t n,
+                         StragglerReport* report) {
+  WorkerMeans m;
+  m.mean.assign(n, CategoryMeans{});
+  m.compute.assign(n, 0);
+  m.step_sum.assign(n, 0);
+  for (size_t w = 0; w < n && w < breakdown.size(); ++w) {
+    m.mean[w] = MeansOf(breakdown[w]);
+    m.compute[w] = m.mean[w][kComputeKernels];
+    for (const StepBreakdown& s : breakdown[w].steps)
+      m.step_sum[w] += static_cast<double>(s.span_ns);
+    if (!breakdown[w].steps.empty()) {
+      report->workers[w].mean_step_ns =
+          static_cast<TimeNs>(m.step_sum[w] / static_cast<double>(breakdown[w].steps.size()));
+    }
+  }
+  m.z = RobustZ(m.compute);
+  m.median_compute = Median(m.compute);
+  report->window_step_time_ns = static_cast<TimeNs>(Median(m.step_sum));
+  for (size_t c = 0; c < kCategoryCount; ++c) {
+    std::vector<double> v;
+    for (const CategoryMeans& each : m.mean) v.push_back(each[c]);
+    m.median_worker[c] = Median(std::move(v));
+  }
+  return m;
+}
+
+// Where worker `w`'s extra time went: the partition category that grew most against the median
+// worker, with what lies behind it (its top kernels or ops, and the host's samples).
+void AddCause(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
+              const WorkerMeans& m, size_t w, Straggler* s) {
+  size_t grew = kComputeKernels;
+  for (size_t c = 0; c < kCategoryCount; ++c) {
+    if (m.mean[w][c] - m.median_worker[c] > m.mean[w][grew] - m.median_worker[grew]) grew = c;
+  }
+  s->category = kCategoryNames[grew];
+  s->evidence.worker_ns = static_cast<TimeNs>(m.mean[w][grew]);
+  s->evidence.median_ns = static_cast<TimeNs>(m.median_worker[grew]);
+  s->evidence.top = TopExcess(capture, steps, w, static_cast<Category>(grew));
+  const common::HostSampleTable& hs = capture.worker(w).host_samples;
+  if (hs.size() > 0) {
+    s->max_cpu_percent = *std::max_element(hs.cpu_percent.begin(), hs.cpu_percent.end());
+    // 0 is "not read" (no NVML on that node), not a stopped GPU.
+    for (int32_t mhz : hs.gpu_sm_clock_mhz) {
+      if (mhz > 0 && (s->min_gpu_sm_clock_mhz <= 0 || mhz < s->min_gpu_sm_clock_mhz))
+        s->min_gpu_sm_clock_mhz = mhz;
+    }
+    for (uint64_t r : hs.gpu_throttle_reasons) s->gpu_throttle_reasons |= r;
+  }
+}
+
+}  // namespace
+
 StragglerReport FindStragglers(const common::CaptureView& capture,
                                const std::vector<WorkerSteps>& steps,
                                const CommunicationReport& communication,
@@ -210,69 +309,18 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
   report.clock_bound_known = communication.clock_bound_known();
   const size_t n = capture.size();
   report.workers.resize(n);
-  std::vector<std::set<int64_t>> late_steps(n);
   for (size_t w = 0; w < n; ++w) {
     report.workers[w].rank = capture.worker(w).info.rank;
     report.workers[w].host = capture.worker(w).info.host;
   }
-
-  // Caused delay: the last arriver held everyone else for (its arrival - the second last).
-  // Arrival order is read from waits, which also holds for the min-duration fallback.
-  for (const MatchedCollective& m : communication.collectives) {
-    if (m.participants.size() < 2) continue;
-    const Participant* last = nullptr;
-    const Participant* second = nullptr;
-    for (const Participant& p : m.participants) {
-      ++report.workers[p.worker].collectives;
-      if (last == nullptr || p.wait < last->wait) {
-        second = last;
-        last = &p;
-      } else if (second == nullptr || p.wait < second->wait) {
-        second = &p;
-      }
-    }
-    const TimeNs caused = second->wait - last->wait;
-    WorkerLateness& l = report.workers[last->worker];
-    ++l.last_arrivals;
-    l.caused_delay_ns += caused;
-    report.total_caused_delay_ns += caused;
-    if (caused > 0) {
-      // The step this collective belongs to, on the last arriver.
-      const common::WorkerTrace& trace = capture.worker(last->worker);
-      const TimeNs at = trace.collectives.enqueue[last->row];
-      for (const StepSpan& s : steps[last->worker].steps) {
-        if (s.host.start <= at && at < s.host.end) late_steps[last->worker].insert(s.number);
-      }
-    }
-  }
-
-  // Per-worker step means by partition category, and the compute outlier score (on compute
-  // kernel time per step: compute + overlap).
-  std::vector<CategoryMeans> mean(n, CategoryMeans{});
-  std::vector<double> compute(n), step_sum(n);
-  for (size_t w = 0; w < n && w < breakdown.size(); ++w) {
-    mean[w] = MeansOf(breakdown[w]);
-    compute[w] = mean[w][kComputeKernels];
-    for (const StepBreakdown& s : breakdown[w].steps) step_sum[w] += static_cast<double>(s.span_ns);
-    if (!breakdown[w].steps.empty()) {
-      report.workers[w].mean_step_ns =
-          static_cast<TimeNs>(step_sum[w] / static_cast<double>(breakdown[w].steps.size()));
-    }
-  }
-  const std::vector<double> z = RobustZ(compute);
-  const double median_compute = Median(compute);
-  report.window_step_time_ns = static_cast<TimeNs>(Median(step_sum));
-  CategoryMeans median_worker{};
-  for (size_t c = 0; c < kCategoryCount; ++c) {
-    std::vector<double> v;
-    for (const CategoryMeans& m : mean) v.push_back(m[c]);
-    median_worker[c] = Median(std::move(v));
-  }
+  std::vector<std::set<int64_t>> late_steps(n);
+  CountCausedDelay(capture, steps, communication, &report, &late_steps);
+  const WorkerMeans means = ComputeMeans(breakdown, n, &report);
 
   for (size_t w = 0; w < n; ++w) {
     WorkerLateness& l = report.workers[w];
     l.last_arriver_share = l.collectives ? static_cast<double>(l.last_arrivals) / l.collectives : 0;
-    l.compute_z = w < z.size() ? z[w] : 0;
+    l.compute_z = w < means.z.size() ? means.z[w] : 0;
     const double share_caused =
         report.total_caused_delay_ns > 0
             ? static_cast<double>(l.caused_delay_ns) / report.total_caused_delay_ns
@@ -283,8 +331,9 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
             : 0;
     const bool by_delay =
         IsCausedDelayStraggler(share_caused, share_step, l.last_arriver_share, n, options);
-    const bool by_compute = l.compute_z >= options.compute_z_threshold && median_compute > 0 &&
-                            compute[w] >= median_compute * (1 + options.min_compute_excess);
+    const bool by_compute =
+        l.compute_z >= options.compute_z_threshold && means.median_compute > 0 &&
+        means.compute[w] >= means.median_compute * (1 + options.min_compute_excess);
     if (!by_delay && !by_compute) continue;
 
     Straggler s;
@@ -297,26 +346,7 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
     s.reason = by_delay ? "caused_delay" : "compute_outlier";
     s.clock_error_bound_ns = report.clock_error_bound_ns;
     s.compute_z = l.compute_z;
-    // Where the extra time went: the partition category that grew most against the median
-    // worker, with what lies behind it.
-    size_t grew = kComputeKernels;
-    for (size_t c = 0; c < kCategoryCount; ++c) {
-      if (mean[w][c] - median_worker[c] > mean[w][grew] - median_worker[grew]) grew = c;
-    }
-    s.category = kCategoryNames[grew];
-    s.evidence.worker_ns = static_cast<TimeNs>(mean[w][grew]);
-    s.evidence.median_ns = static_cast<TimeNs>(median_worker[grew]);
-    s.evidence.top = TopExcess(capture, steps, w, static_cast<Category>(grew));
-    const common::HostSampleTable& hs = capture.worker(w).host_samples;
-    if (hs.size() > 0) {
-      s.max_cpu_percent = *std::max_element(hs.cpu_percent.begin(), hs.cpu_percent.end());
-      // 0 is "not read" (no NVML on that node), not a stopped GPU.
-      for (int32_t mhz : hs.gpu_sm_clock_mhz) {
-        if (mhz > 0 && (s.min_gpu_sm_clock_mhz <= 0 || mhz < s.min_gpu_sm_clock_mhz))
-          s.min_gpu_sm_clock_mhz = mhz;
-      }
-      for (uint64_t r : hs.gpu_throttle_reasons) s.gpu_throttle_reasons |= r;
-    }
+    AddCause(capture, steps, means, w, &s);
     report.stragglers.push_back(std::move(s));
   }
   std::sort(
