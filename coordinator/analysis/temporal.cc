@@ -63,75 +63,67 @@ bool AnyFractionalMicros(const WorkerTrace& w) {
 
 double RoundTo2(double v) { return std::round(v * 100.0) / 100.0; }
 
-}  // namespace
+// HTA: when any timestamp has a fractional microsecond, every event becomes
+// [ceil(ts), floor(ts + dur)] in whole microseconds.
+struct Rounding {
+  bool round = false;
+  TimeNs Start(TimeNs t) const { return round ? CeilMicro(t) : t; }
+  TimeNs End(TimeNs t) const { return round ? FloorMicro(t) : t; }
+};
 
-WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions& options,
-                                     const WorkerSteps* known_steps) {
-  WorkerTemporal out;
-  out.rank = w.info.rank;
-  const bool hta = options.window == WindowMode::kHta;
-  // HTA: when any timestamp has a fractional microsecond, every event becomes
-  // [ceil(ts), floor(ts + dur)] in whole microseconds.
-  const bool round = hta && AnyFractionalMicros(w);
-  auto start_of = [round](TimeNs t) { return round ? CeilMicro(t) : t; };
-  auto end_of = [round](TimeNs t) { return round ? FloorMicro(t) : t; };
-
-  // Launch time per correlation id (HTA's GPU events must match a kept CPU event).
-  absl::flat_hash_map<int64_t, TimeNs> launch;
-  for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
-    if (w.runtime_calls.correlation[i] >= 0) {
-      launch.emplace(w.runtime_calls.correlation[i], start_of(w.runtime_calls.start[i]));
-    }
-  }
-
+// Kernels, then copies, in table order (the window below relies on it).
+std::vector<DeviceEvent> DeviceEvents(const WorkerTrace& w, const Rounding& r) {
   std::vector<DeviceEvent> events;
   events.reserve(w.kernels.size() + w.memcpys.size());
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const std::string_view name = w.strings.Get(w.kernels.name[i]);
-    events.push_back({start_of(w.kernels.start[i]), end_of(w.kernels.end[i]), w.kernels.device[i],
+    events.push_back({r.Start(w.kernels.start[i]), r.End(w.kernels.end[i]), w.kernels.device[i],
                       w.kernels.stream[i], w.kernels.correlation[i], ClassifyLikeHta(name),
                       w.kernels.kernel_class[i], w.kernels.kernel_class[i] != KernelClass::kSync});
   }
   for (size_t i = 0; i < w.memcpys.size(); ++i) {
     const std::string_view name = w.strings.Get(w.memcpys.name[i]);
-    events.push_back({start_of(w.memcpys.start[i]), end_of(w.memcpys.end[i]), w.memcpys.device[i],
+    events.push_back({r.Start(w.memcpys.start[i]), r.End(w.memcpys.end[i]), w.memcpys.device[i],
                       w.memcpys.stream[i], w.memcpys.correlation[i], ClassifyLikeHta(name),
                       KernelClass::kSync, true});
   }
+  return events;
+}
 
-  if (hta) {
-    // A GPU event has a stream and a correlation id (HTA: args.stream >= 0, correlation >= 0).
-    std::erase_if(events, [](const DeviceEvent& e) { return e.stream < 0 || e.correlation < 0; });
-    // Window: with at least two distinct ProfilerSteps, keep what was launched before the
-    // start of the last one.
-    absl::flat_hash_set<int64_t> numbers(w.steps.number.begin(), w.steps.number.end());
-    if (numbers.size() >= 2) {
-      TimeNs last_start = INT64_MIN;
-      for (TimeNs s : w.steps.start) last_start = std::max(last_start, start_of(s));
-      std::erase_if(events, [&](const DeviceEvent& e) {
-        auto it = launch.find(e.correlation);
-        return it == launch.end() || it->second >= last_start;
-      });
-    }
-  } else {
-    // podscope's window: device activity launched inside the capture's steps (all of it when
-    // there are no steps).
-    WorkerSteps found;
-    if (known_steps == nullptr) found = FindSteps(w, options.steps);
-    const WorkerSteps& steps = known_steps != nullptr ? *known_steps : found;
-    if (!steps.steps.empty()) {
-      std::vector<DeviceEvent> kept;
-      for (size_t i = 0; i < w.kernels.size(); ++i) {
-        if (steps.kernel_step[i] >= 0) kept.push_back(events[i]);
-      }
-      for (size_t i = 0; i < w.memcpys.size(); ++i) {
-        if (steps.memcpy_step[i] >= 0) kept.push_back(events[w.kernels.size() + i]);
-      }
-      events = std::move(kept);
-    }
+// HTA's window: a GPU event has a stream and a correlation id (args.stream >= 0, correlation >=
+// 0); with at least two distinct ProfilerSteps, what was launched before the start of the last
+// one.
+void KeepHtaWindow(const WorkerTrace& w, const Rounding& r,
+                   const absl::flat_hash_map<int64_t, TimeNs>& launch,
+                   std::vector<DeviceEvent>* events) {
+  std::erase_if(*events, [](const DeviceEvent& e) { return e.stream < 0 || e.correlation < 0; });
+  absl::flat_hash_set<int64_t> numbers(w.steps.number.begin(), w.steps.number.end());
+  if (numbers.size() < 2) return;
+  TimeNs last_start = INT64_MIN;
+  for (TimeNs s : w.steps.start) last_start = std::max(last_start, r.Start(s));
+  std::erase_if(*events, [&](const DeviceEvent& e) {
+    auto it = launch.find(e.correlation);
+    return it == launch.end() || it->second >= last_start;
+  });
+}
+
+// podscope's window: device activity launched inside the capture's steps (all of it when there
+// are no steps). `events` are DeviceEvents(w)'s, in their order.
+void KeepStepWindow(const WorkerTrace& w, const WorkerSteps& steps,
+                    std::vector<DeviceEvent>* events) {
+  if (steps.steps.empty()) return;
+  std::vector<DeviceEvent> kept;
+  for (size_t i = 0; i < w.kernels.size(); ++i) {
+    if (steps.kernel_step[i] >= 0) kept.push_back((*events)[i]);
   }
-  if (events.empty()) return out;
+  for (size_t i = 0; i < w.memcpys.size(); ++i) {
+    if (steps.memcpy_step[i] >= 0) kept.push_back((*events)[w.kernels.size() + i]);
+  }
+  *events = std::move(kept);
+}
 
+// Kernel time, idle, computation and the share of communication it overlaps.
+void AddTotals(const std::vector<DeviceEvent>& events, bool hta, WorkerTemporal* out) {
   IntervalSet all, computation, communication;
   all.reserve(events.size());
   for (const DeviceEvent& e : events) {
@@ -147,22 +139,28 @@ WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions
   Normalize(&all);
   Normalize(&computation);
   Normalize(&communication);
-  out.kernel_time_ns = all.back().end - all.front().start;
-  out.idle_ns = out.kernel_time_ns - TotalLength(all);
-  out.compute_ns = TotalLength(computation);
-  out.non_compute_ns = out.kernel_time_ns - out.compute_ns - out.idle_ns;
+  out->kernel_time_ns = all.back().end - all.front().start;
+  out->idle_ns = out->kernel_time_ns - TotalLength(all);
+  out->compute_ns = TotalLength(computation);
+  out->non_compute_ns = out->kernel_time_ns - out->compute_ns - out->idle_ns;
   const TimeNs comm_total = TotalLength(communication);
   if (comm_total > 0) {
     const double pct = 100.0 * static_cast<double>(IntersectionLength(computation, communication)) /
                        static_cast<double>(comm_total);
-    out.overlap_pct = hta ? RoundTo2(pct) : pct;
+    out->overlap_pct = hta ? RoundTo2(pct) : pct;
   }
+}
 
-  // Idle split per stream, over kernels / copies / memsets in start order.
+// Idle split per stream, over kernels / copies / memsets in start order: waiting on the host's
+// launch, a short gap between kernels, or other.
+std::vector<StreamIdle> IdleByStream(const std::vector<DeviceEvent>& events,
+                                     const absl::flat_hash_map<int64_t, TimeNs>& launch,
+                                     const TemporalOptions& options) {
   std::map<std::pair<int32_t, int32_t>, std::vector<const DeviceEvent*>> by_stream;
   for (const DeviceEvent& e : events) {
     if (e.is_kernel_like) by_stream[{e.device, e.stream}].push_back(&e);
   }
+  std::vector<StreamIdle> idle_by_stream;
   for (auto& [key, list] : by_stream) {
     std::stable_sort(list.begin(), list.end(), [](const DeviceEvent* a, const DeviceEvent* b) {
       return a->start < b->start;
@@ -180,8 +178,37 @@ WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions
         idle.other_ns += gap;
       }
     }
-    out.idle_by_stream.push_back(idle);
+    idle_by_stream.push_back(idle);
   }
+  return idle_by_stream;
+}
+
+}  // namespace
+
+WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions& options,
+                                     const WorkerSteps* known_steps) {
+  WorkerTemporal out;
+  out.rank = w.info.rank;
+  const bool hta = options.window == WindowMode::kHta;
+  const Rounding rounding{.round = hta && AnyFractionalMicros(w)};
+  // Launch time per correlation id (HTA's GPU events must match a kept CPU event).
+  absl::flat_hash_map<int64_t, TimeNs> launch;
+  for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
+    if (w.runtime_calls.correlation[i] >= 0) {
+      launch.emplace(w.runtime_calls.correlation[i], rounding.Start(w.runtime_calls.start[i]));
+    }
+  }
+  std::vector<DeviceEvent> events = DeviceEvents(w, rounding);
+  if (hta) {
+    KeepHtaWindow(w, rounding, launch, &events);
+  } else if (known_steps != nullptr) {
+    KeepStepWindow(w, *known_steps, &events);
+  } else {
+    KeepStepWindow(w, FindSteps(w, options.steps), &events);
+  }
+  if (events.empty()) return out;
+  AddTotals(events, hta, &out);
+  out.idle_by_stream = IdleByStream(events, launch, options);
   return out;
 }
 
