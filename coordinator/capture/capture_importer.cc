@@ -21,6 +21,27 @@ CaptureImporter::CaptureImporter(storage::TraceStore& store, absl::Mutex& mutati
       forget_cached_(std::move(forget_cached)),
       time_(time) {}
 
+absl::StatusOr<common::ImportResult> CaptureImporter::Parse(const ImportSpec& spec) const {
+  common::ImportOptions options;
+  options.read = {.max_file_bytes = limits_.max_document_bytes,
+                  .max_decompressed_bytes = limits_.max_document_bytes,
+                  .max_inflate_ratio = limits_.max_inflate_ratio};
+  options.max_events = limits_.max_events_per_worker;
+  options.max_string_bytes = limits_.max_string_bytes;
+  common::KinetoImporter importer(options);
+  absl::StatusOr<common::ImportResult> imported = importer.ImportFile(spec.path);
+  if (imported.ok()) return imported;
+  // Name the client's file, not where it was staged.
+  std::string message(imported.status().message());
+  if (message.starts_with(spec.path)) message = spec.name + message.substr(spec.path.size());
+  absl::Status error(imported.status().code() == absl::StatusCode::kResourceExhausted
+                         ? absl::StatusCode::kResourceExhausted
+                         : absl::StatusCode::kInvalidArgument,
+                     message);
+  error.SetPayload(kTraceFileErrorPayload, absl::Cord(spec.name));
+  return error;
+}
+
 absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
   if (absl::Status s = storage::ValidateJobName(spec.job); !s.ok()) return s;
   std::string id = spec.capture_id;
@@ -32,25 +53,8 @@ absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
   if (!before.ok() && before.status().code() != absl::StatusCode::kNotFound) return before.status();
 
   // Parse first: a malformed file leaves the store untouched.
-  common::ImportOptions options;
-  options.read = {.max_file_bytes = limits_.max_document_bytes,
-                  .max_decompressed_bytes = limits_.max_document_bytes,
-                  .max_inflate_ratio = limits_.max_inflate_ratio};
-  options.max_events = limits_.max_events_per_worker;
-  options.max_string_bytes = limits_.max_string_bytes;
-  common::KinetoImporter importer(options);
-  absl::StatusOr<common::ImportResult> imported = importer.ImportFile(spec.path);
-  if (!imported.ok()) {
-    // Name the client's file, not where it was staged.
-    std::string message(imported.status().message());
-    if (message.starts_with(spec.path)) message = spec.name + message.substr(spec.path.size());
-    absl::Status error(imported.status().code() == absl::StatusCode::kResourceExhausted
-                           ? absl::StatusCode::kResourceExhausted
-                           : absl::StatusCode::kInvalidArgument,
-                       message);
-    error.SetPayload(kTraceFileErrorPayload, absl::Cord(spec.name));
-    return error;
-  }
+  absl::StatusOr<common::ImportResult> imported = Parse(spec);
+  if (!imported.ok()) return imported.status();
 
   absl::MutexLock lock(&mutations_);
   CaptureRecord record;

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/kineto/kineto_importer.h"
 #include "common/time_source.h"
 #include "storage/trace_store.h"
 
@@ -55,6 +56,9 @@ class CaptureImporter {
   const ImportLimits& limits() const { return limits_; }
 
  private:
+  // The client's file, within the limits; its errors name the client's file, not the staged one.
+  absl::StatusOr<common::ImportResult> Parse(const ImportSpec& spec) const;
+
   storage::TraceStore& store_;
   absl::Mutex& mutations_;
   const ImportLimits limits_;
