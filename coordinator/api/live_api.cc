@@ -45,6 +45,62 @@ void LiveApi::Register(Router& router) {
               Access::kCapture});
 }
 
+namespace {
+
+// One agent of GET /v1/workers: who and where it is, its health, and its clock model (null
+// before its first sync).
+void WriteAgent(const AgentSnapshot& a, const ClockAligner& aligner, TimeNs now,
+                common::JsonWriter& w) {
+  w.Raw("{\"agent_id\":")
+      .String(a.agent_id)
+      .Raw(",\"host\":")
+      .String(a.host)
+      .Raw(",\"version\":")
+      .String(a.version);
+  w.Raw(",\"peer\":").String(a.peer).Raw(",\"health\":").String(AgentHealthName(a.health));
+  w.Raw(",\"last_seen_ms_ago\":")
+      .Int((now - a.last_seen_ns) / 1'000'000)
+      .Raw(",\"workers\":")
+      .Uint(a.workers.size());
+  w.Raw(",\"clock\":");
+  absl::StatusOr<common::ClockModel> model = aligner.Model(a.agent_id);
+  if (model.ok()) {
+    w.Raw("{\"offset_ns\":").Int(model->offset_ns).Raw(",\"drift_ppb\":").Int(model->drift_ppb);
+    w.Raw(",\"error_bound_ns\":")
+        .Int(model->error_bound_ns)
+        .Raw(",\"samples\":")
+        .Uint(aligner.SampleCount(a.agent_id))
+        .Char('}');
+  } else {
+    w.Raw("null");
+  }
+  w.Char('}');
+}
+
+// One worker of GET /v1/workers, with the agent that serves it.
+void WriteWorker(const v1::WorkerDescriptor& d, const AgentSnapshot& a, common::JsonWriter& w) {
+  w.Raw("{\"job\":")
+      .String(d.job())
+      .Raw(",\"rank\":")
+      .Int(d.rank())
+      .Raw(",\"local_rank\":")
+      .Int(d.local_rank());
+  w.Raw(",\"world_size\":")
+      .Int(d.world_size())
+      .Raw(",\"pid\":")
+      .Int(d.pid())
+      .Raw(",\"host\":")
+      .String(d.host());
+  w.Raw(",\"device\":").String(d.device()).Raw(",\"collector\":").String(d.collector());
+  w.Raw(",\"agent_id\":")
+      .String(a.agent_id)
+      .Raw(",\"health\":")
+      .String(AgentHealthName(a.health))
+      .Char('}');
+}
+
+}  // namespace
+
 // GET /v1/workers[?job=J][&limit=N][&after=AGENT]: agents (by id) with health and clock, and
 // their workers, a page at a time. A page holds whole agents, up to `limit` workers (an agent
 // without workers counts as one); `next` is the cursor of the following page.
@@ -95,30 +151,7 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
   for (const AgentSnapshot* a : page) {
     if (!first) w.Char(',');
     first = false;
-    w.Raw("{\"agent_id\":")
-        .String(a->agent_id)
-        .Raw(",\"host\":")
-        .String(a->host)
-        .Raw(",\"version\":")
-        .String(a->version);
-    w.Raw(",\"peer\":").String(a->peer).Raw(",\"health\":").String(AgentHealthName(a->health));
-    w.Raw(",\"last_seen_ms_ago\":")
-        .Int((now - a->last_seen_ns) / 1'000'000)
-        .Raw(",\"workers\":")
-        .Uint(a->workers.size());
-    w.Raw(",\"clock\":");
-    absl::StatusOr<common::ClockModel> model = aligner_.Model(a->agent_id);
-    if (model.ok()) {
-      w.Raw("{\"offset_ns\":").Int(model->offset_ns).Raw(",\"drift_ppb\":").Int(model->drift_ppb);
-      w.Raw(",\"error_bound_ns\":")
-          .Int(model->error_bound_ns)
-          .Raw(",\"samples\":")
-          .Uint(aligner_.SampleCount(a->agent_id))
-          .Char('}');
-    } else {
-      w.Raw("null");
-    }
-    w.Char('}');
+    WriteAgent(*a, aligner_, now, w);
   }
   w.Raw("],\"workers\":[");
   first = true;
@@ -127,24 +160,7 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
       if (!serves(d)) continue;
       if (!first) w.Char(',');
       first = false;
-      w.Raw("{\"job\":")
-          .String(d.job())
-          .Raw(",\"rank\":")
-          .Int(d.rank())
-          .Raw(",\"local_rank\":")
-          .Int(d.local_rank());
-      w.Raw(",\"world_size\":")
-          .Int(d.world_size())
-          .Raw(",\"pid\":")
-          .Int(d.pid())
-          .Raw(",\"host\":")
-          .String(d.host());
-      w.Raw(",\"device\":").String(d.device()).Raw(",\"collector\":").String(d.collector());
-      w.Raw(",\"agent_id\":")
-          .String(a->agent_id)
-          .Raw(",\"health\":")
-          .String(AgentHealthName(a->health))
-          .Char('}');
+      WriteWorker(d, *a, w);
     }
   }
   // Totals over every page: connected agents and their workers; disconnected agents are listed
