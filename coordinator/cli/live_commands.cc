@@ -137,6 +137,106 @@ int RunWorkersCommand(const OnlineOptions& online, const LiveOptions& o) {
   return 0;
 }
 
+namespace {
+
+// POST /v1/captures's body; an error names what the user gave wrong.
+absl::StatusOr<std::string> CaptureRequestBody(const LiveOptions& o, int64_t duration_ms,
+                                               int64_t delay_ms) {
+  if (o.job.find_first_of("\"\\") != std::string::npos)
+    return absl::InvalidArgumentError("job names may not hold quotes or backslashes");
+  std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"duration_ms\":", duration_ms,
+                                    ",\"delay_ms\":", delay_ms);
+  if (!o.ranks.empty()) {
+    absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
+    if (!ranks.ok()) return ranks.status();
+    body += ",\"ranks\":[";
+    for (size_t i = 0; i < ranks->size(); ++i) common::StrAppend(&body, i ? "," : "", (*ranks)[i]);
+    body += "]";
+  }
+  if (o.max_events_per_worker > 0)
+    common::StrAppend(&body, ",\"limits\":{\"max_events_per_worker\":", o.max_events_per_worker,
+                      "}");
+  body += "}";
+  return body;
+}
+
+bool Ended(const std::string& state) {
+  return state == "complete" || state == "partial" || state == "failed" || state == "cancelled";
+}
+
+// Follows capture `id` until it ends, as one status line (redrawn on a terminal, printed on
+// change otherwise), then prints its error and window; its final state, or why it could not
+// follow it.
+absl::StatusOr<std::string> FollowCapture(const ServerAddress& server, const std::string& id,
+                                          int64_t timeout_ms, const std::string& timeout_text) {
+  const bool tty = isatty(STDERR_FILENO);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string last_line, state;
+  simdjson::dom::parser parser;
+  while (true) {
+    absl::StatusOr<HttpClientResponse> s =
+        HttpRequestTo(server, "GET", "/v1/captures/" + UrlEncode(id));
+    if (!s.ok()) return s.status();
+    if (s->status != 200) return absl::UnavailableError(ProblemDetail(*s));
+    simdjson::dom::element c;
+    if (parser.parse(s->body).get(c) != simdjson::SUCCESS)
+      return absl::DataLossError("unreadable answer");
+    state = Str(c["state"]);
+    std::map<std::string, int> by_state;
+    for (simdjson::dom::element w : c["workers"].get_array()) ++by_state[Str(w["state"])];
+    std::string line = common::StrCat("capture ", id, ": ", state, " |");
+    for (auto& [name, n] : by_state) common::StrAppend(&line, " ", name, " ", n);
+    common::StrAppend(&line, " | ", Int(c["events"]), " events");
+    if (line != last_line) {
+      if (tty) {
+        std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      } else {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+      last_line = line;
+    }
+    if (Ended(state)) {
+      if (tty) std::fprintf(stderr, "\n");
+      const std::string error = Str(c["error"]);
+      if (!error.empty()) std::printf("%s\n", error.c_str());
+      simdjson::dom::element window = c["window"];
+      std::printf(
+          "window start skew: max %.3f ms; clock error bound: max %.3f ms\n",
+          window["max_start_skew_ns"].is_null() ? 0.0 : Int(window["max_start_skew_ns"]) / 1e6,
+          Int(window["max_clock_error_bound_ns"]) / 1e6);
+      return state;
+    }
+    if (std::chrono::steady_clock::now() > give_up) {
+      return absl::DeadlineExceededError(
+          common::StrCat("gave up waiting after ", timeout_text, "; the capture is still ", state));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// What a capture that holds data shows at once: its summary, the merged trace when asked, and
+// where to look next.
+absl::Status PrintOutcome(const ServerAddress& server, const std::string& id,
+                          const OnlineOptions& online, const LiveOptions& o) {
+  absl::StatusOr<HttpClientResponse> rep = HttpRequestTo(
+      server, "GET", common::StrCat("/v1/captures/", UrlEncode(id), "/summary?format=table"));
+  if (!rep.ok()) return rep.status();
+  if (rep->status != 200) return absl::UnavailableError(ProblemDetail(*rep));
+  std::printf("\n");
+  std::fwrite(rep->body.data(), 1, rep->body.size(), stdout);
+  if (!o.trace_path.empty()) {
+    absl::StatusOr<uint64_t> bytes = DownloadTrace(server, id, o.trace_path);
+    if (!bytes.ok()) return bytes.status();
+    std::printf("\nmerged trace (aligned clocks, one process per rank): %s (%s)\n",
+                o.trace_path.c_str(), HumanBytes(*bytes).c_str());
+  }
+  std::printf("\nmore: podscope --server %s report %s --report stragglers --report pod (or all)\n",
+              online.server.c_str(), id.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
   absl::StatusOr<ServerAddress> server = ResolveServer(online);
   if (!server.ok()) return Fail("capture", std::string(server.status().message()));
@@ -152,23 +252,10 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
                  "--trace needs --wait (the trace is written once the capture has ended; without "
                  "--wait, fetch it later with podscope trace)");
   }
-  std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"duration_ms\":", *duration,
-                                    ",\"delay_ms\":", *delay);
-  if (o.job.find_first_of("\"\\") != std::string::npos)
-    return Fail("capture", "job names may not hold quotes or backslashes");
-  if (!o.ranks.empty()) {
-    absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
-    if (!ranks.ok()) return Fail("capture", std::string(ranks.status().message()));
-    body += ",\"ranks\":[";
-    for (size_t i = 0; i < ranks->size(); ++i) common::StrAppend(&body, i ? "," : "", (*ranks)[i]);
-    body += "]";
-  }
-  if (o.max_events_per_worker > 0)
-    common::StrAppend(&body, ",\"limits\":{\"max_events_per_worker\":", o.max_events_per_worker,
-                      "}");
-  body += "}";
+  absl::StatusOr<std::string> body = CaptureRequestBody(o, *duration, *delay);
+  if (!body.ok()) return Fail("capture", std::string(body.status().message()));
   absl::StatusOr<HttpClientResponse> r =
-      HttpRequestTo(*server, "POST", "/v1/captures", body, "application/json");
+      HttpRequestTo(*server, "POST", "/v1/captures", *body, "application/json");
   if (!r.ok()) return Fail("capture", std::string(r.status().message()));
   if (r->status != 202) return Fail("capture", ProblemDetail(*r));
   simdjson::dom::parser parser;
@@ -184,72 +271,13 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
                 o.job.c_str());
     return 0;
   }
-
-  // Follow it: one status line, redrawn on a terminal, printed on change otherwise.
-  const bool tty = isatty(STDERR_FILENO);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(*timeout);
-  std::string last_line, state;
-  simdjson::dom::parser poll_parser;
-  while (true) {
-    absl::StatusOr<HttpClientResponse> s =
-        HttpRequestTo(*server, "GET", "/v1/captures/" + UrlEncode(id));
-    if (!s.ok()) return Fail("capture", std::string(s.status().message()));
-    if (s->status != 200) return Fail("capture", ProblemDetail(*s));
-    simdjson::dom::element c;
-    if (poll_parser.parse(s->body).get(c) != simdjson::SUCCESS)
-      return Fail("capture", "unreadable answer");
-    state = Str(c["state"]);
-    std::map<std::string, int> by_state;
-    for (simdjson::dom::element w : c["workers"].get_array()) ++by_state[Str(w["state"])];
-    std::string line = common::StrCat("capture ", id, ": ", state, " |");
-    for (auto& [name, n] : by_state) common::StrAppend(&line, " ", name, " ", n);
-    common::StrAppend(&line, " | ", Int(c["events"]), " events");
-    if (line != last_line) {
-      if (tty) {
-        std::fprintf(stderr, "\r\033[K%s", line.c_str());
-      } else {
-        std::fprintf(stderr, "%s\n", line.c_str());
-      }
-      last_line = line;
-    }
-    if (state == "complete" || state == "partial" || state == "failed" || state == "cancelled") {
-      if (tty) std::fprintf(stderr, "\n");
-      const std::string error = Str(c["error"]);
-      if (!error.empty()) std::printf("%s\n", error.c_str());
-      simdjson::dom::element window = c["window"];
-      std::printf(
-          "window start skew: max %.3f ms; clock error bound: max %.3f ms\n",
-          window["max_start_skew_ns"].is_null() ? 0.0 : Int(window["max_start_skew_ns"]) / 1e6,
-          Int(window["max_clock_error_bound_ns"]) / 1e6);
-      break;
-    }
-    if (std::chrono::steady_clock::now() > give_up) {
-      return Fail("capture", common::StrCat("gave up waiting after ", o.timeout,
-                                            "; the capture is still ", state));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  absl::StatusOr<std::string> state = FollowCapture(*server, id, *timeout, o.timeout);
+  if (!state.ok()) return Fail("capture", std::string(state.status().message()));
+  if (*state == "complete" || *state == "partial") {
+    if (absl::Status s = PrintOutcome(*server, id, online, o); !s.ok())
+      return Fail("capture", std::string(s.message()));
   }
-  if (state == "complete" || state == "partial") {
-    for (const char* report : {"summary"}) {
-      absl::StatusOr<HttpClientResponse> rep = HttpRequestTo(
-          *server, "GET",
-          common::StrCat("/v1/captures/", UrlEncode(id), "/", report, "?format=table"));
-      if (!rep.ok()) return Fail("capture", std::string(rep.status().message()));
-      if (rep->status != 200) return Fail("capture", ProblemDetail(*rep));
-      std::printf("\n");
-      std::fwrite(rep->body.data(), 1, rep->body.size(), stdout);
-    }
-    if (!o.trace_path.empty()) {
-      absl::StatusOr<uint64_t> bytes = DownloadTrace(*server, id, o.trace_path);
-      if (!bytes.ok()) return Fail("capture", std::string(bytes.status().message()));
-      std::printf("\nmerged trace (aligned clocks, one process per rank): %s (%s)\n",
-                  o.trace_path.c_str(), HumanBytes(*bytes).c_str());
-    }
-    std::printf(
-        "\nmore: podscope --server %s report %s --report stragglers --report pod (or all)\n",
-        online.server.c_str(), id.c_str());
-  }
-  return state == "complete" ? 0 : state == "partial" ? 3 : 1;
+  return *state == "complete" ? 0 : *state == "partial" ? 3 : 1;
 }
 
 }  // namespace podscope::coordinator
