@@ -74,6 +74,106 @@ SegmentCache& Cache() {
   return *cache;
 }
 
+// One KEY=VALUE of --simulate applied to `spec`; an error names the key, the value and the range.
+absl::Status ApplySimulationKey(std::string_view key, std::string_view value, SimulationSpec* spec,
+                                bool* world_given) {
+  int64_t n = 0;
+  auto bad = [&](std::string_view what) {
+    return absl::InvalidArgumentError(common::StrCat("--simulate ", key, "=", value, ": ", what));
+  };
+  if (key == "ranks") {
+    const size_t dash = value.find('-');
+    int64_t first = 0, last = 0;
+    if (dash == std::string_view::npos) {
+      if (!ParseInt(value, &first)) return bad("expected RANK or FIRST-LAST");
+      last = first;
+    } else if (!ParseInt(value.substr(0, dash), &first) ||
+               !ParseInt(value.substr(dash + 1), &last)) {
+      return bad("expected RANK or FIRST-LAST");
+    }
+    if (first < 0 || last < first || last >= 65536)
+      return bad("ranks must satisfy 0 <= FIRST <= LAST < 65536");
+    spec->first_rank = static_cast<int32_t>(first);
+    spec->last_rank = static_cast<int32_t>(last);
+  } else if (key == "world") {
+    if (!ParseInt(value, &n) || n < 1 || n > 65536) return bad("world must be in 1..65536");
+    spec->world = static_cast<int32_t>(n);
+    *world_given = true;
+  } else if (key == "job") {
+    if (value.empty() || value.size() > 128) return bad("job must be 1-128 characters");
+    spec->job = std::string(value);
+  } else if (key == "seed") {
+    if (!ParseInt(value, &n) || n < 0) return bad("seed must be a non-negative integer");
+    spec->seed = static_cast<uint64_t>(n);
+  } else if (key == "straggler") {
+    absl::StatusOr<sim::Slowdown> slow = sim::ParseSlowdown(value);
+    if (!slow.ok()) return bad(std::string(slow.status().message()));
+    spec->stragglers.push_back(*slow);
+  } else if (key == "straggler-at") {
+    // Unix times, so that every agent of the job agrees when the slowdown begins and ends.
+    const size_t dash = value.find('-');
+    if (!ParseUnixSeconds(value.substr(0, dash), &spec->straggler_from_ns) ||
+        (dash != std::string_view::npos &&
+         !ParseUnixSeconds(value.substr(dash + 1), &spec->straggler_until_ns))) {
+      return bad("expected T0 or T0-T1, Unix seconds");
+    }
+    if (spec->straggler_until_ns <= spec->straggler_from_ns) return bad("T1 must be after T0");
+  } else if (key == "hang") {
+    const size_t at = value.find('@');
+    if (at == std::string_view::npos || !ParseInt(value.substr(0, at), &n) || n < 0 || n >= 65536 ||
+        !ParseUnixSeconds(value.substr(at + 1), &spec->hang.at_ns)) {
+      return bad("expected RANK@T, T in Unix seconds");
+    }
+    spec->hang.rank = static_cast<int32_t>(n);
+  } else if (key == "clock-offset-ms") {
+    if (!ParseDouble(value, &spec->clock_offset_ms) || std::abs(spec->clock_offset_ms) > 3.6e6) {
+      return bad("expected milliseconds within +-1 hour");
+    }
+  } else if (key == "drift-ppm") {
+    if (!ParseDouble(value, &spec->drift_ppm) || std::abs(spec->drift_ppm) > 500)
+      return bad("expected ppm within +-500");
+  } else if (key == "sim-world") {
+    if (!ParseInt(value, &n) || n < 1 || n > 65536) return bad("sim-world must be in 1..65536");
+    spec->sim_world = static_cast<int32_t>(n);
+  } else if (key == "profile") {
+    if (value != "default" && value != "light") return bad("profile is default or light");
+    spec->profile = std::string(value);
+  } else {
+    return absl::InvalidArgumentError(
+        common::StrCat("--simulate: unknown key \"", key,
+                       "\" (known: ranks, world, job, seed, straggler, straggler-at, hang, "
+                       "clock-offset-ms, drift-ppm, profile, "
+                       "sim-world)"));
+  }
+  return absl::OkStatus();
+}
+
+// What no single key can check: the ranks within the world, stragglers and the hang among the
+// simulated ranks.
+absl::Status FinishSimulationSpec(bool world_given, SimulationSpec* spec) {
+  if (!world_given) spec->world = spec->last_rank + 1;
+  if (spec->last_rank >= spec->world) {
+    return absl::InvalidArgumentError(common::StrCat("--simulate: ranks ", spec->first_rank, "-",
+                                                     spec->last_rank,
+                                                     " do not fit in world=", spec->world));
+  }
+  if (spec->sim_world > spec->world) spec->sim_world = 0;
+  const int32_t simulated = spec->sim_world > 0 ? spec->sim_world : spec->world;
+  for (sim::Slowdown& s : spec->stragglers) {
+    if (s.rank >= simulated) {
+      return absl::InvalidArgumentError(common::StrCat("--simulate: straggler rank ", s.rank,
+                                                       " is not below world=", spec->world));
+    }
+    s.from_ns = spec->straggler_from_ns;
+    s.until_ns = spec->straggler_until_ns;
+  }
+  if (spec->hang.rank >= simulated) {
+    return absl::InvalidArgumentError(common::StrCat("--simulate: hang rank ", spec->hang.rank,
+                                                     " is not below world=", spec->world));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
@@ -87,96 +187,12 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
       return absl::InvalidArgumentError(
           common::StrCat("--simulate: \"", item, "\" is not KEY=VALUE"));
     }
-    const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
-    int64_t n = 0;
-    auto bad = [&](std::string_view what) {
-      return absl::InvalidArgumentError(common::StrCat("--simulate ", key, "=", value, ": ", what));
-    };
-    if (key == "ranks") {
-      const size_t dash = value.find('-');
-      int64_t first = 0, last = 0;
-      if (dash == std::string_view::npos) {
-        if (!ParseInt(value, &first)) return bad("expected RANK or FIRST-LAST");
-        last = first;
-      } else if (!ParseInt(value.substr(0, dash), &first) ||
-                 !ParseInt(value.substr(dash + 1), &last)) {
-        return bad("expected RANK or FIRST-LAST");
-      }
-      if (first < 0 || last < first || last >= 65536)
-        return bad("ranks must satisfy 0 <= FIRST <= LAST < 65536");
-      spec.first_rank = static_cast<int32_t>(first);
-      spec.last_rank = static_cast<int32_t>(last);
-    } else if (key == "world") {
-      if (!ParseInt(value, &n) || n < 1 || n > 65536) return bad("world must be in 1..65536");
-      spec.world = static_cast<int32_t>(n);
-      world_given = true;
-    } else if (key == "job") {
-      if (value.empty() || value.size() > 128) return bad("job must be 1-128 characters");
-      spec.job = std::string(value);
-    } else if (key == "seed") {
-      if (!ParseInt(value, &n) || n < 0) return bad("seed must be a non-negative integer");
-      spec.seed = static_cast<uint64_t>(n);
-    } else if (key == "straggler") {
-      absl::StatusOr<sim::Slowdown> slow = sim::ParseSlowdown(value);
-      if (!slow.ok()) return bad(std::string(slow.status().message()));
-      spec.stragglers.push_back(*slow);
-    } else if (key == "straggler-at") {
-      // Unix times, so that every agent of the job agrees when the slowdown begins and ends.
-      const size_t dash = value.find('-');
-      if (!ParseUnixSeconds(value.substr(0, dash), &spec.straggler_from_ns) ||
-          (dash != std::string_view::npos &&
-           !ParseUnixSeconds(value.substr(dash + 1), &spec.straggler_until_ns))) {
-        return bad("expected T0 or T0-T1, Unix seconds");
-      }
-      if (spec.straggler_until_ns <= spec.straggler_from_ns) return bad("T1 must be after T0");
-    } else if (key == "hang") {
-      const size_t at = value.find('@');
-      if (at == std::string_view::npos || !ParseInt(value.substr(0, at), &n) || n < 0 ||
-          n >= 65536 || !ParseUnixSeconds(value.substr(at + 1), &spec.hang.at_ns)) {
-        return bad("expected RANK@T, T in Unix seconds");
-      }
-      spec.hang.rank = static_cast<int32_t>(n);
-    } else if (key == "clock-offset-ms") {
-      if (!ParseDouble(value, &spec.clock_offset_ms) || std::abs(spec.clock_offset_ms) > 3.6e6) {
-        return bad("expected milliseconds within +-1 hour");
-      }
-    } else if (key == "drift-ppm") {
-      if (!ParseDouble(value, &spec.drift_ppm) || std::abs(spec.drift_ppm) > 500)
-        return bad("expected ppm within +-500");
-    } else if (key == "sim-world") {
-      if (!ParseInt(value, &n) || n < 1 || n > 65536) return bad("sim-world must be in 1..65536");
-      spec.sim_world = static_cast<int32_t>(n);
-    } else if (key == "profile") {
-      if (value != "default" && value != "light") return bad("profile is default or light");
-      spec.profile = std::string(value);
-    } else {
-      return absl::InvalidArgumentError(
-          common::StrCat("--simulate: unknown key \"", key,
-                         "\" (known: ranks, world, job, seed, straggler, straggler-at, hang, "
-                         "clock-offset-ms, drift-ppm, profile, "
-                         "sim-world)"));
-    }
+    if (absl::Status s =
+            ApplySimulationKey(item.substr(0, eq), item.substr(eq + 1), &spec, &world_given);
+        !s.ok())
+      return s;
   }
-  if (!world_given) spec.world = spec.last_rank + 1;
-  if (spec.last_rank >= spec.world) {
-    return absl::InvalidArgumentError(common::StrCat("--simulate: ranks ", spec.first_rank, "-",
-                                                     spec.last_rank,
-                                                     " do not fit in world=", spec.world));
-  }
-  if (spec.sim_world > spec.world) spec.sim_world = 0;
-  const int32_t simulated = spec.sim_world > 0 ? spec.sim_world : spec.world;
-  for (sim::Slowdown& s : spec.stragglers) {
-    if (s.rank >= simulated) {
-      return absl::InvalidArgumentError(common::StrCat("--simulate: straggler rank ", s.rank,
-                                                       " is not below world=", spec.world));
-    }
-    s.from_ns = spec.straggler_from_ns;
-    s.until_ns = spec.straggler_until_ns;
-  }
-  if (spec.hang.rank >= simulated) {
-    return absl::InvalidArgumentError(common::StrCat("--simulate: hang rank ", spec.hang.rank,
-                                                     " is not below world=", spec.world));
-  }
+  if (absl::Status s = FinishSimulationSpec(world_given, &spec); !s.ok()) return s;
   return spec;
 }
 
