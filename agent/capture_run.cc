@@ -157,44 +157,86 @@ void CaptureRun::FinishCancelled() {
   finished_ = true;
 }
 
-void CaptureRun::Run() {
-  const std::string& id = request_.capture_id();
-  const TimeNs first_start = start_ns_.load();
-
+void CaptureRun::ArmCollectors(TimeNs first_start) {
   // Which collector serves which of the requested ranks.
-  std::map<Collector*, std::vector<int32_t>>& by_collector = by_collector_;
   for (int32_t rank : request_.ranks()) {
     if (auto it = collectors_.find(rank); it != collectors_.end())
-      by_collector[it->second].push_back(rank);
+      by_collector_[it->second].push_back(rank);
   }
-  for (auto& [collector, ranks] : by_collector) {
-    CaptureWindow window{id, ranks, first_start, first_start + request_.duration_ns(),
-                         request_.max_events_per_worker()};
+  for (auto& [collector, ranks] : by_collector_) {
+    CaptureWindow window{request_.capture_id(), ranks, first_start,
+                         first_start + request_.duration_ns(), request_.max_events_per_worker()};
     if (absl::Status s = collector->Arm(window); !s.ok()) {
       for (int32_t r : ranks)
         SetFailed(r, common::StrCat("arming the ", collector->name(),
                                     " collector: ", std::string(s.message())));
     }
   }
+}
+
+bool CaptureRun::SyncBeforeStart(std::mt19937_64& rng, TimeNs first_start, int64_t spread,
+                                 int exchanges) {
+  const int64_t lead = std::max<int64_t>(0, first_start - clock_.Now());
+  if (!WaitUntil(clock_.Now() +
+                 std::uniform_int_distribution<int64_t>(0, std::min(spread, lead / 2))(rng))) {
+    return false;
+  }
+  // Done a tenth of the lead (at least 5 ms) before the start: time for the coordinator to
+  // send the start its sharper model gives.
+  const TimeNs until = first_start - std::max<int64_t>(lead / 10, 5'000'000);
+  if (hooks_.sync_clock && clock_.Now() < until)
+    hooks_.sync_clock("before capture", exchanges, until);
+  return true;
+}
+
+void CaptureRun::StopCollectors() {
+  for (auto& [collector, ranks] : by_collector_) {
+    if (absl::Status s = collector->Stop(request_.capture_id()); !s.ok()) {
+      for (int32_t r : ranks)
+        SetFailed(r, common::StrCat("stopping the ", collector->name(),
+                                    " collector: ", std::string(s.message())));
+    }
+  }
+  // The window is over: say so now (draining can take a while), so the coordinator holds this
+  // worker to the upload deadline rather than the end-of-window one.
+  const TimeNs stopped = clock_.Now();
+  absl::MutexLock lock(&mu_);
+  for (auto& [rank, w] : workers_) {
+    if (w.phase() == v1::WORKER_PHASE_CAPTURING) w.set_actual_stop_ns(stopped);
+  }
+}
+
+void CaptureRun::FinishUploaded() {
+  {
+    absl::MutexLock lock(&mu_);
+    spool_.clear();
+    spool_.shrink_to_fit();
+    spool_bytes_ = 0;
+    if (cancelled_) {
+      for (auto& [rank, w] : workers_) {
+        if (!Terminal(w.phase()))
+          w.set_phase(v1::WORKER_PHASE_CANCELLED), w.set_error(cancel_reason_);
+      }
+    }
+  }
+  Report();
+  absl::MutexLock lock(&mu_);
+  finished_ = true;
+}
+
+void CaptureRun::Run() {
+  const std::string& id = request_.capture_id();
+  const TimeNs first_start = start_ns_.load();
+  ArmCollectors(first_start);
   Report();
   // Every agent of a capture hears of it at once; spreading the bursts over part of the lead
   // (and a little after the window) keeps them from queueing behind one another, and queueing
   // is what clock exchanges measure worst.
   std::mt19937_64 rng(std::hash<std::string>()(agent_id_ + id));
-  const int64_t lead = std::max<int64_t>(0, first_start - clock_.Now());
   const int64_t spread = request_.sync_spread_ns() > 0 ? request_.sync_spread_ns() : 100'000'000;
   const int exchanges = static_cast<int>(request_.sync_exchanges());
-  if (exchanges > 0) {
-    if (!WaitUntil(clock_.Now() +
-                   std::uniform_int_distribution<int64_t>(0, std::min(spread, lead / 2))(rng))) {
-      return FinishCancelled();
-    }
-    // Done a tenth of the lead (at least 5 ms) before the start: time for the coordinator to
-    // send the start its sharper model gives.
-    const TimeNs until = first_start - std::max<int64_t>(lead / 10, 5'000'000);
-    if (hooks_.sync_clock && clock_.Now() < until)
-      hooks_.sync_clock("before capture", exchanges, until);
-  }
+  if (exchanges > 0 && !SyncBeforeStart(rng, first_start, spread, exchanges))
+    return FinishCancelled();
 
   // The coordinator may move the start once this burst has sharpened its model of our clock.
   // Every worker of every agent on a host starts at the same instant; the run's own thread
@@ -214,50 +256,20 @@ void CaptureRun::Run() {
   Report();
 
   if (!WaitUntil(stop)) return FinishCancelled();
-  for (auto& [collector, ranks] : by_collector) {
-    if (absl::Status s = collector->Stop(id); !s.ok()) {
-      for (int32_t r : ranks)
-        SetFailed(r, common::StrCat("stopping the ", collector->name(),
-                                    " collector: ", std::string(s.message())));
-    }
-  }
+  StopCollectors();
+  Report();
   // Drain first: collectors may work hard on it (the simulated one does), and an exchange
   // taken while the host is busy is a poor one. The clock samples after the window go up before
   // the status that says it is over, so the coordinator fits this worker's model with them.
-  // The window is over: say so now (draining can take a while), so the coordinator holds this
-  // worker to the upload deadline rather than the end-of-window one.
-  {
-    const TimeNs stopped = clock_.Now();
-    absl::MutexLock lock(&mu_);
-    for (auto& [rank, w] : workers_) {
-      if (w.phase() == v1::WORKER_PHASE_CAPTURING) w.set_actual_stop_ns(stopped);
-    }
-  }
-  Report();
   DrainAndSpool();
   if (!WaitUntil(clock_.Now() + std::uniform_int_distribution<int64_t>(0, spread)(rng)))
     return FinishCancelled();
   if (hooks_.sync_clock) hooks_.sync_clock("after capture", std::max(exchanges, 1), 0);
-  for (auto& [collector, ranks] : by_collector) collector->Forget(id);
+  for (auto& [collector, ranks] : by_collector_) collector->Forget(id);
   Report();
   if (Cancelled()) return FinishCancelled();
-
   UploadSpool();
-  {
-    absl::MutexLock lock(&mu_);
-    spool_.clear();
-    spool_.shrink_to_fit();
-    spool_bytes_ = 0;
-    if (cancelled_) {
-      for (auto& [rank, w] : workers_) {
-        if (!Terminal(w.phase()))
-          w.set_phase(v1::WORKER_PHASE_CANCELLED), w.set_error(cancel_reason_);
-      }
-    }
-  }
-  Report();
-  absl::MutexLock lock(&mu_);
-  finished_ = true;
+  FinishUploaded();
 }
 
 bool CaptureRun::AwaitStart(TimeNs* start, int64_t settle_ns) {

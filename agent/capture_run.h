@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,6 +68,14 @@ class CaptureRun {
 
  private:
   void Run();
+  // Arms each collector for its requested ranks; a collector that refuses fails its ranks.
+  void ArmCollectors(TimeNs first_start);
+  // A clock-sync burst at a random point early in the lead; false when cancelled first.
+  bool SyncBeforeStart(std::mt19937_64& rng, TimeNs first_start, int64_t spread, int exchanges);
+  // Stops the collectors at the window's end and marks the capturing workers stopped.
+  void StopCollectors();
+  // After the upload: the spool freed, cancelled workers marked, the last status sent.
+  void FinishUploaded();
   // Waits for the start (following moves), then starts the collectors; false when cancelled
   // before they started.
   // The start timer starts the collectors; the run's thread sleeps until `settle_ns` past it.
