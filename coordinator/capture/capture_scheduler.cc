@@ -465,15 +465,21 @@ void CaptureScheduler::Loop() {
   TimeNs last_flush = 0;
   // Deadlines are looked at at once after a change, and never more than a tick after the last
   // look: the next wake is a tick after the time the last look used, not after whenever the
-  // loop got back to waiting (a clock that jumped meanwhile is looked at again at once).
-  TimeNs looked_at = time_.Now();
+  // loop got back to waiting (a clock that jumped meanwhile is looked at again at once). The
+  // first look is at once: what changed before this thread first ran (a capture started just
+  // after Start(), on a loaded machine) must not wait for the next change or tick.
+  TimeNs looked_at = time_.Now() - kTickNs;
+  // The changes the last look covered. Read when a look begins, not when the next wait does: a
+  // change made while the lock is released below (a last chunk arriving during a store write)
+  // must wake the next wait rather than be taken as seen.
+  uint64_t seen = changes_;
+  const auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || changes_ != seen;
+  };
   while (!stopping_) {
-    const uint64_t seen = changes_;
-    const auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stopping_ || changes_ != seen;
-    };
     time_.AwaitUntil(mu_, absl::Condition(&woken), looked_at + kTickNs);
     if (stopping_) break;
+    seen = changes_;
     const TimeNs now = time_.Now();
     looked_at = now;
     std::vector<CaptureRecord> finished;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -35,6 +37,87 @@ class FakeLink : public AgentControlStream {
   absl::Mutex mu;
   std::vector<v1::CoordinatorMessage> sent ABSL_GUARDED_BY(mu);
   std::atomic<bool> up{true};
+};
+
+// The real store, whose next PutCapture can be held open once armed: what the scheduler's loop
+// does while it has released its lock to write a record.
+class HeldStore : public storage::TraceStore {
+ public:
+  explicit HeldStore(storage::TraceStore& store) : store_(store) {}
+
+  void HoldNextPut() {
+    absl::MutexLock lock(&mu_);
+    armed_ = true;
+  }
+  bool Holding() {
+    absl::MutexLock lock(&mu_);
+    return holding_;
+  }
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    released_ = true;
+  }
+
+  absl::Status PutCapture(const storage::CaptureRecord& record) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (armed_) {
+        armed_ = false;
+        holding_ = true;
+        mu_.Await(absl::Condition(&released_));
+        holding_ = false;
+      }
+    }
+    return store_.PutCapture(record);
+  }
+  absl::StatusOr<storage::CaptureRecord> GetCapture(std::string_view id) override {
+    return store_.GetCapture(id);
+  }
+  absl::StatusOr<std::vector<storage::CaptureRecord>> ListCaptures(
+      const storage::CaptureFilter& filter) override {
+    return store_.ListCaptures(filter);
+  }
+  absl::Status PutChunk(std::string_view capture_id, uint32_t worker_index, uint64_t sequence,
+                        const common::WorkerTrace& chunk) override {
+    return store_.PutChunk(capture_id, worker_index, sequence, chunk);
+  }
+  absl::Status ReadWorkers(
+      std::string_view capture_id,
+      const std::function<absl::Status(uint32_t, common::WorkerTrace)>& visit) override {
+    return store_.ReadWorkers(capture_id, visit);
+  }
+  absl::Status PutAnalysis(std::string_view capture_id, std::string_view kind,
+                           std::string_view value) override {
+    return store_.PutAnalysis(capture_id, kind, value);
+  }
+  absl::StatusOr<std::optional<std::string>> GetAnalysis(std::string_view capture_id,
+                                                         std::string_view kind) override {
+    return store_.GetAnalysis(capture_id, kind);
+  }
+  absl::Status DeleteAnalysis(std::string_view capture_id, std::string_view kind) override {
+    return store_.DeleteAnalysis(capture_id, kind);
+  }
+  absl::Status ForEachAnalysis(
+      const std::function<void(std::string_view, std::string_view, uint64_t)>& visit) override {
+    return store_.ForEachAnalysis(visit);
+  }
+  absl::Status PutSetting(std::string_view name, std::string_view value) override {
+    return store_.PutSetting(name, value);
+  }
+  absl::StatusOr<std::optional<std::string>> GetSetting(std::string_view name) override {
+    return store_.GetSetting(name);
+  }
+  absl::Status DeleteCapture(std::string_view id) override { return store_.DeleteCapture(id); }
+  absl::StatusOr<uint64_t> ApproximateEventBytes(std::string_view capture_id) override {
+    return store_.ApproximateEventBytes(capture_id);
+  }
+
+ private:
+  storage::TraceStore& store_;
+  absl::Mutex mu_;
+  bool armed_ ABSL_GUARDED_BY(mu_) = false;
+  bool holding_ ABSL_GUARDED_BY(mu_) = false;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class CaptureSchedulerTest : public ::testing::Test {
@@ -225,6 +308,52 @@ TEST_F(CaptureSchedulerTest, HappyPathEndsCompleteWithFrozenClocks) {
   ASSERT_EQ(loaded->workers.size(), 2u);
   EXPECT_EQ(loaded->workers[1].clock.offset_ns, -5'000'000);
   EXPECT_EQ(loaded->workers[1].Counts().Total(), 2 * per_chunk);
+}
+
+// The loop's thread may first run after a capture was started and time moved past its start
+// (a loaded machine): its first look must see both at once. Starting the loop last makes that
+// order certain; before the fix it slept a tick past the moved time, which never came.
+TEST_F(CaptureSchedulerTest, WhatChangedBeforeTheLoopFirstRanIsLookedAtAtOnce) {
+  MakeScheduler();
+  Connect("a", {0}, 0);
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok()) << r.status();
+  time_.AdvanceTo(r->window_start_ns + 1);  // a never acknowledged
+  scheduler_->Start();
+  const storage::CaptureRecord done = WaitForState(r->id, storage::CaptureState::kFailed);
+  ASSERT_EQ(done.workers.size(), 1u);
+  EXPECT_NE(done.workers[0].error.find("agent a did not acknowledge"), std::string::npos)
+      << done.workers[0].error;
+}
+
+// A change made while the loop has released its lock to write a record (here the last chunk,
+// which completes the capture) wakes the loop again at once. Before the fix the loop took it as
+// seen when it next waited, and with time standing still the capture never completed.
+TEST_F(CaptureSchedulerTest, AChangeWhileTheLoopWritesARecordWakesItAgain) {
+  HeldStore held(*store_);
+  scheduler_ = std::make_unique<CaptureScheduler>(held, registry_, aligner_, options_, time_);
+  scheduler_->Start();
+  Connect("a", {0}, 0);
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string id = r->id;
+  const TimeNs start = r->window_start_ns;
+  scheduler_->OnCaptureStatus("a", Status(id, {0}, v1::WORKER_PHASE_ARMED));
+  time_.AdvanceTo(start);
+  scheduler_->OnCaptureStatus("a", Status(id, {0}, v1::WORKER_PHASE_CAPTURING, start));
+  time_.AdvanceTo(start + 1'000'000'000);
+  held.HoldNextPut();
+  // A change: the loop looks, and writes the record it made dirty with its lock released.
+  scheduler_->OnCaptureStatus(
+      "a", Status(id, {0}, v1::WORKER_PHASE_COLLECTED, start, start + 1'000'000'000, 1));
+  ASSERT_TRUE(testing::WaitFor([&] { return held.Holding(); }));
+  ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", 0, 0, true)).ok());
+  EXPECT_TRUE(scheduler_->WorkerComplete(id, 0));
+  held.Release();
+  const storage::CaptureRecord done = WaitForState(id, storage::CaptureState::kComplete);
+  EXPECT_EQ(done.workers.size(), 1u);
 }
 
 TEST_F(CaptureSchedulerTest, SilentAgentMakesThePartialCaptureNameIt) {
