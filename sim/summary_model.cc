@@ -46,6 +46,12 @@ SummaryModel::SummaryModel(const WorkloadOptions& o, const Hang& hang)
     progress_[r].rank = r;
     progress_[r].communicator = communicator_;
     progress_[r].nranks = n;
+    // Every collective of the steps before this model's first was completed before it begins
+    // (the agent runs one model per segment of time): a hang in its first collective then
+    // reports where each rank stands, not "nothing completed".
+    progress_[r].entered_sequence = progress_[r].completed_sequence =
+        o_.first_step * o_.buckets - 1;
+    progress_[r].entered_ns = progress_[r].completed_ns = o_.epoch_ns;
   }
   bucket_bytes_ = o_.params * o_.bytes_per_param / o_.buckets;
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;

@@ -108,5 +108,27 @@ TEST(SummaryModelTest, HangStopsTheJobWithProgressNamingTheMissingRank) {
   EXPECT_FALSE(model.Next(&out));
 }
 
+// The agent runs one model per segment of time, each starting at a later step. A hang in such a
+// model's first collective still says where every rank stands: every collective before its first
+// step completed. (Under load, the previous segment's last step can overrun it and be reported by
+// neither, so the coordinator had only older steps to go by: a hang test saw every rank 33
+// collectives behind.)
+TEST(SummaryModelTest, AHangInALaterModelsFirstCollectiveNamesTheOneBeforeAsCompleted) {
+  WorkloadOptions o = Options(4, 50, 2);
+  o.first_step = 40;
+  o.epoch_ns += 7'000'000'000;
+  const auto clean = RunSteps(o);
+  const common::TimeNs at = clean[0][1].collectives[0].start_ns;  // rank 1 never enters it
+  SummaryModel model(o, Hang{1, at});
+  std::vector<common::StepSummary> out;
+  EXPECT_FALSE(model.Next(&out));
+  EXPECT_TRUE(model.hung());
+  const int64_t sequence = 40 * o.buckets;
+  for (const common::RankProgress& p : model.progress()) {
+    EXPECT_EQ(p.completed_sequence, sequence - 1) << p.rank;
+    EXPECT_EQ(p.entered_sequence, p.rank == 1 ? sequence - 1 : sequence) << p.rank;
+  }
+}
+
 }  // namespace
 }  // namespace podscope::sim
