@@ -70,8 +70,27 @@ if [ -f "$WORK/context/image-root/usr/lib/podscope/libpodscope_probe.so" ]; then
 fi
 
 # 3. The coordinator in a container, plaintext on loopback: its HEALTHCHECK passes.
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-GRPC="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+# Two free ports outside the kernel's ephemeral range, which outgoing connections may take
+# before the coordinator listens (as FreePort in tests/integration/daemon.cc picks them).
+read -r PORT GRPC < <(python3 - <<'PY'
+import random, socket
+low, high = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+candidates = list(range(10000, low)) + list(range(high + 1, 65536))
+random.shuffle(candidates)
+ports = []
+for port in candidates:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+    ports.append(port)
+    if len(ports) == 2:
+        break
+print(*ports)
+PY
+)
+[ -n "$GRPC" ] || fail "no two free loopback ports outside the ephemeral range"
 CONTAINER="$("${RUN[@]}" -d --network host --env PODSCOPE_SERVER="http://127.0.0.1:$PORT" localhost/podscope/coordinator:test \
   --insecure --http "127.0.0.1:$PORT" --grpc "127.0.0.1:$GRPC" --data-dir /var/lib/podscope/store 2>"$WORK/run.log")"
 for _ in $(seq 1 100); do

@@ -8,18 +8,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
 #include "common/client_connection.h"
 #include "common/parse_number.h"
 #include "coordinator/http/http_types.h"
+#include "gtest/gtest.h"
 #include "tests/integration/test_security.h"
 #include "tests/wait_for.h"
 
@@ -78,18 +83,64 @@ std::string Exchange(int port, const std::string& bytes, bool add_token) {
   return connection->ReceiveAll();
 }
 
-}  // namespace
+// The kernel's range for ephemeral ports, [low, high]; Linux's default when it cannot be read.
+std::pair<int, int> EphemeralPortRange() {
+  std::ifstream file("/proc/sys/net/ipv4/ip_local_port_range");
+  std::string low, high;
+  if (file >> low >> high) {
+    const absl::StatusOr<int64_t> l = common::ParseInt(low), h = common::ParseInt(high);
+    if (l.ok() && h.ok() && *l <= *h) return {static_cast<int>(*l), static_cast<int>(*h)};
+  }
+  return {32768, 60999};
+}
 
-int FreePort() {
+bool CanBindLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
-  return ntohs(addr.sin_port);
+  return bound;
+}
+
+// A port from bind(0) would be an ephemeral one: until the daemon listens on it, any outgoing
+// connection on the machine may be given it as its local port (a replica dialling a peer that
+// does not listen yet can even connect to itself on it), and the daemon then fails with
+// "Address already in use" (ShardTest failed so, once in ten loaded runs). Ports outside the
+// ephemeral range are only ever taken by an explicit bind.
+class PortPicker {
+ public:
+  int Pick() {
+    const auto [low, high] = EphemeralPortRange();
+    // Candidates: [10000, low) and (high, 65535], whichever exist.
+    const int below = std::max(0, low - 10000), above = std::max(0, 65535 - high);
+    absl::MutexLock lock(&mu_);
+    for (int attempt = 0; below + above > 0 && attempt < 1000; ++attempt) {
+      const int k = std::uniform_int_distribution<int>(0, below + above - 1)(random_);
+      const int port = k < below ? 10000 + k : high + 1 + (k - below);
+      if (!handed_out_.contains(port) && CanBindLoopback(port)) {
+        handed_out_.insert(port);
+        return port;
+      }
+    }
+    ADD_FAILURE() << "no free loopback port outside the ephemeral range " << low << "-" << high;
+    return 0;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::mt19937 random_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
+  std::set<int> handed_out_ ABSL_GUARDED_BY(mu_);  // never twice in one test process
+};
+
+}  // namespace
+
+int FreePort() {
+  static auto* picker = new PortPicker();
+  return picker->Pick();
 }
 
 std::string RawExchange(int port, const std::string& bytes) {

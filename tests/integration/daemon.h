@@ -38,8 +38,10 @@ HttpResult HttpCallWithToken(int port, const std::string& token, const std::stri
 // line) and returns whatever comes back (for malformed and truncated requests).
 std::string RawExchange(int port, const std::string& bytes);
 
-// A loopback TCP port free now (bound and released): for daemons that cannot listen on port 0
-// and say which, or whose peers must know the port before they start.
+// A loopback TCP port free now (bound and released), outside the kernel's ephemeral range so
+// that no outgoing connection takes it before the daemon listens, and never the same twice in a
+// process: for daemons that cannot listen on port 0 and say which, or whose peers must know the
+// port before they start.
 int FreePort();
 
 // `a` followed by `b` (argument lists).
