@@ -102,7 +102,7 @@ podscope_build_sanitized() {
 # annotations checked as errors (-Wthread-safety -Werror), the daemons and the suites that
 # exercise their threads (ctest labels "threads" and "daemons").
 podscope_tsan_targets() {
-  echo "podscope podscope-coordinator podscope-agent podscope_agent_tests podscope_control_tests podscope_integration_tests podscope_cluster_tests"
+  echo "podscope podscope-coordinator podscope-agent podscope_agent_tests podscope_storage_tests podscope_control_tests podscope_integration_tests podscope_cluster_tests"
 }
 
 podscope_build_tsan() {
