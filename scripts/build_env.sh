@@ -15,8 +15,12 @@ PODSCOPE_DEBIAN_PACKAGES=(
   librocksdb-dev libre2-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev openssl
-  clang libclang-rt-dev clang-format clang-tidy
 )
+
+# The checks beside the build (scripts/test.sh installs these): clang for the ThreadSanitizer
+# build and its -Wthread-safety analysis, its sanitizer runtimes, clang-format and clang-tidy for
+# the presubmit. The demo needs none of them.
+PODSCOPE_CHECK_PACKAGES=(clang libclang-rt-dev clang-format clang-tidy)
 
 # What the test suite runs against, real and not mocked (scripts/test.sh installs these too):
 # Prometheus and promtool, Alertmanager; systemd-analyze (the units in deploy/systemd); Go with
@@ -34,7 +38,7 @@ podscope_install_deps() {
 }
 
 podscope_install_test_deps() {
-  podscope_install_packages "${PODSCOPE_TEST_PACKAGES[@]}"
+  podscope_install_packages "${PODSCOPE_CHECK_PACKAGES[@]}" "${PODSCOPE_TEST_PACKAGES[@]}"
 }
 
 # podscope_install_packages PKG...: installs those not installed yet.
@@ -60,6 +64,26 @@ podscope_install_packages() {
 
 # podscope_build [extra cmake args...]: configure (once) and build everything.
 podscope_build() {
+  podscope_configure "$@"
+  podscope_log "building ($(nproc) jobs)"
+  cmake --build "$PODSCOPE_BUILD_DIR" -j "$(nproc)"
+}
+
+# podscope_build_product: what the demo and a deployment run, and nothing else: the CLI, the
+# coordinator, the agent, and the probe library where CUDA's headers are (no tests, fuzzers or
+# benchmarks). A later podscope_build reuses all of it.
+podscope_build_product() {
+  podscope_configure
+  local targets=(podscope podscope-coordinator podscope-agent)
+  if grep -q "libpodscope_probe.so" "$PODSCOPE_BUILD_DIR/build.ninja" 2>/dev/null; then
+    targets+=(podscope_probe)
+  fi
+  podscope_log "building ${targets[*]} ($(nproc) jobs)"
+  cmake --build "$PODSCOPE_BUILD_DIR" -j "$(nproc)" --target "${targets[@]}"
+}
+
+# podscope_configure [extra cmake args...]: configure build/ (once; later calls pass the args on).
+podscope_configure() {
   local werror=OFF
   if [ "${CI:-}" = "true" ]; then
     werror=ON
@@ -75,8 +99,6 @@ podscope_build() {
   else
     cmake "$PODSCOPE_BUILD_DIR" -DPODSCOPE_WERROR="$werror" "$@" >/dev/null
   fi
-  podscope_log "building ($(nproc) jobs)"
-  cmake --build "$PODSCOPE_BUILD_DIR" -j "$(nproc)"
 }
 
 # The probe's targets exist only where CMake found the CUDA toolkit (its headers).

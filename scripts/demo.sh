@@ -14,7 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 DATA_DIR="${PODSCOPE_SHARED_DATA:-$PODSCOPE_ROOT/../shared/data}"
 OUT_DIR="${PODSCOPE_DEMO_OUT:-$PODSCOPE_ROOT/out}"
 podscope_install_deps
-podscope_build
+podscope_build_product
 BIN="$PODSCOPE_BUILD_DIR"
 
 mkdir -p "$OUT_DIR"
