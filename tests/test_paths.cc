@@ -1,5 +1,6 @@
 #include "tests/test_paths.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,30 @@ std::string SharedDataDir() {
     return env;
   }
   return PODSCOPE_SHARED_DATA_DIR;
+}
+
+std::string SourceDir() { return PODSCOPE_SOURCE_DIR; }
+std::string CliBinary() { return PODSCOPE_CLI_PATH; }
+std::string CoordinatorBinary() { return PODSCOPE_COORDINATOR_PATH; }
+std::string AgentBinary() { return PODSCOPE_AGENT_PATH; }
+std::string UiScreenshotDir() { return PODSCOPE_UI_SCREENSHOT_DIR; }
+
+std::string ProbeLibrary() {
+#ifdef PODSCOPE_PROBE_PATH
+  return PODSCOPE_PROBE_PATH;
+#else
+  std::fprintf(stderr, "this build has no probe library (CMake found no CUDA toolkit)\n");
+  std::abort();
+#endif
+}
+
+std::string FakeTrainingBinary() {
+#ifdef PODSCOPE_FAKE_TRAINING_PATH
+  return PODSCOPE_FAKE_TRAINING_PATH;
+#else
+  std::fprintf(stderr, "this build has no podscope_fake_training (CMake found no CUDA toolkit)\n");
+  std::abort();
+#endif
 }
 
 std::string KinetoFixture(const std::string& relative) {

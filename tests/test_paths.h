@@ -1,4 +1,6 @@
-// Where tests find shared fixtures and scratch space.
+// Where tests find shared fixtures, the repository, the programs under test and scratch space.
+// The absolute paths of this checkout and its build are compiled into test_paths.cc alone, so
+// that every other test file compiles to the same object in any clone (and ccache shares it).
 #pragma once
 
 #include <string>
@@ -9,6 +11,18 @@ namespace podscope::testing {
 std::string SharedDataDir();
 std::string KinetoFixture(
     const std::string& relative);  // e.g. "trace_filter/sampled_rank-0.json.gz"
+
+// The repository's root (scripts/, deploy/ and the sources are read from it).
+std::string SourceDir();
+// The programs under test, as built beside the tests.
+std::string CliBinary();          // podscope
+std::string CoordinatorBinary();  // podscope-coordinator
+std::string AgentBinary();        // podscope-agent
+// Only where the probe is built (CMake found CUDA's headers); otherwise the test aborts.
+std::string ProbeLibrary();        // libpodscope_probe.so
+std::string FakeTrainingBinary();  // podscope_fake_training
+// Where the web UI tests leave their screenshots and load times.
+std::string UiScreenshotDir();
 
 // A fresh directory under the system temp dir, removed by the destructor.
 class ScratchDir {

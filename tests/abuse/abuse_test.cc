@@ -84,8 +84,8 @@ class AbuseTest : public CoordinatorTest {
 
   std::string SimulatedTrace(int steps) {
     const std::string dir = dir_.File("sim-" + std::to_string(steps));
-    EXPECT_EQ(std::system((std::string(PODSCOPE_CLI_PATH) + " simulate --ranks 1 --steps " +
-                           std::to_string(steps) + " --plain-json -o " + dir + " >/dev/null 2>&1")
+    EXPECT_EQ(std::system((CliBinary() + " simulate --ranks 1 --steps " + std::to_string(steps) +
+                           " --plain-json -o " + dir + " >/dev/null 2>&1")
                               .c_str()),
               0);
     return FileBytes(dir + "/rank-0.json");
@@ -249,7 +249,7 @@ TEST_F(AbuseTest, SpoofedAgent) {
   ASSERT_TRUE(TestSecurity::DevCerts(rogue_ca, "--agent node-1"));
   auto agent = [&](const std::string& host, const std::vector<std::string>& tls) {
     return std::make_unique<Daemon>(
-        PODSCOPE_AGENT_PATH,
+        AgentBinary(),
         Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-1", "--host", host,
                 "--simulate", "ranks=0-3,world=4,job=spoof,profile=light"},
                tls),

@@ -21,6 +21,7 @@
 #include "coordinator/http/http_client.h"
 #include "tests/integration/live_cluster_fixture.h"
 #include "tests/integration/webhook_receiver.h"
+#include "tests/test_paths.h"
 #include "tests/wait_for.h"
 
 namespace podscope::testing {
@@ -40,13 +41,9 @@ int RunCommand(const std::string& command, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string DashboardFile() {
-  return std::string(PODSCOPE_SOURCE_DIR) + "/deploy/grafana/podscope-dashboard.json";
-}
+std::string DashboardFile() { return SourceDir() + "/deploy/grafana/podscope-dashboard.json"; }
 
-std::string RulesFile() {
-  return std::string(PODSCOPE_SOURCE_DIR) + "/deploy/prometheus/podscope-rules.yml";
-}
+std::string RulesFile() { return SourceDir() + "/deploy/prometheus/podscope-rules.yml"; }
 
 class AlertingTest : public LiveClusterTest {
  protected:

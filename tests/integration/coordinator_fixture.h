@@ -39,7 +39,7 @@ class CoordinatorTest : public ::testing::Test {
     }
     // A fresh log per start: the port is read from it.
     const std::string log = dir_.File("coordinator-" + std::to_string(++starts_) + ".log");
-    daemon_ = std::make_unique<Daemon>(PODSCOPE_COORDINATOR_PATH, args, log);
+    daemon_ = std::make_unique<Daemon>(CoordinatorBinary(), args, log);
     port_ = daemon_->WaitForPort();
     ASSERT_GT(port_, 0) << FileBytes(log);
     // The CLI run by tests talks to it as an admin would.

@@ -25,7 +25,7 @@ namespace podscope::testing {
 namespace {
 
 std::string RunCli(const std::string& args) {
-  FILE* pipe = popen((std::string(PODSCOPE_CLI_PATH) + " " + args + " 2>/dev/null").c_str(), "r");
+  FILE* pipe = popen((CliBinary() + " " + args + " 2>/dev/null").c_str(), "r");
   std::string out;
   std::array<char, 65536> buf;
   size_t n;
@@ -196,7 +196,7 @@ CliRun RunSplit(const std::string& binary, const std::string& args, const Scratc
   return run;
 }
 CliRun RunCliSplit(const std::string& args, const ScratchDir& dir) {
-  return RunSplit(PODSCOPE_CLI_PATH, args, dir);
+  return RunSplit(CliBinary(), args, dir);
 }
 
 // Issue 13: show, trace, delete and cancel from the CLI; --server anywhere on the line or from
@@ -281,15 +281,15 @@ TEST_F(CoordinatorTest, UsageErrorsExitTwo) {
 TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
   StartDaemon();
   const CliRun second = RunSplit(
-      PODSCOPE_COORDINATOR_PATH,
+      CoordinatorBinary(),
       "--http 127.0.0.1:0 --grpc 127.0.0.1:0 --insecure --data-dir " + dir_.File("store"), dir_);
   EXPECT_EQ(second.exit_code, 1);
   EXPECT_TRUE(second.out.empty()) << second.out;
   EXPECT_NE(second.err.find("is in use (another podscope-coordinator running on it?)"),
             std::string::npos)
       << second.err;
-  EXPECT_EQ(RunSplit(PODSCOPE_COORDINATOR_PATH, "--no-such-flag", dir_).exit_code, 2);
-  EXPECT_EQ(RunSplit(PODSCOPE_AGENT_PATH, "--no-such-flag", dir_).exit_code, 2);
+  EXPECT_EQ(RunSplit(CoordinatorBinary(), "--no-such-flag", dir_).exit_code, 2);
+  EXPECT_EQ(RunSplit(AgentBinary(), "--no-such-flag", dir_).exit_code, 2);
 
   // A port nobody listens on: bound, then closed.
   const int probe = socket(AF_INET, SOCK_STREAM, 0);
@@ -302,7 +302,7 @@ TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
   const std::string dead = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
   close(probe);
   Daemon agent(
-      PODSCOPE_AGENT_PATH,
+      AgentBinary(),
       Concat({"--coordinator", dead, "--agent-id", "lost", "--simulate", "ranks=0,world=1,job=x"},
              TestSecurity::Get().AgentFlags("lost")),
       dir_.File("agent.log"));

@@ -138,7 +138,7 @@ TEST_F(HardeningTest, ADecompressionBombIsRefusedWithinItsBound) {
 // A config key nobody reads is a typo: the daemon refuses to start and names it.
 TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
   std::ofstream(dir_.File("typo.json")) << R"({"limits": {"max_body_byts": 1000}})";
-  Daemon daemon(PODSCOPE_COORDINATOR_PATH,
+  Daemon daemon(CoordinatorBinary(),
                 {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("store"),
                  "--config", dir_.File("typo.json")},
                 dir_.File("typo.log"));
@@ -150,14 +150,14 @@ TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
   EXPECT_EQ(daemon.WaitForExit(), 2) << "a wrong config is a usage error";
   // The agent's config is checked the same way.
   std::ofstream(dir_.File("agent-typo.json")) << R"({"coordinatr": "127.0.0.1:1"})";
-  Daemon agent(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-typo.json")},
+  Daemon agent(AgentBinary(), {"--config", dir_.File("agent-typo.json")},
                dir_.File("agent-typo.log"));
   EXPECT_NE(agent.WaitForLog("unknown key \"coordinatr\" \\(did you mean \"coordinator\"\\?"), "")
       << agent.Log();
   // Values out of range or of the wrong type name their key and range (they were Boost's words,
   // "not exact", and 0 passed).
   std::ofstream(dir_.File("range.json")) << R"({"agents": {"heartbeat_interval_ms": -5}})";
-  Daemon ranged(PODSCOPE_COORDINATOR_PATH,
+  Daemon ranged(CoordinatorBinary(),
                 {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir",
                  dir_.File("store2"), "--config", dir_.File("range.json")},
                 dir_.File("range.log"));
@@ -165,7 +165,7 @@ TEST_F(HardeningTest, AnUnknownConfigKeyIsNamed) {
       << ranged.Log();
   EXPECT_EQ(ranged.WaitForExit(), 2);
   std::ofstream(dir_.File("agent-range.json")) << R"({"clock_burst": "x"})";
-  Daemon agent_ranged(PODSCOPE_AGENT_PATH, {"--config", dir_.File("agent-range.json")},
+  Daemon agent_ranged(AgentBinary(), {"--config", dir_.File("agent-range.json")},
                       dir_.File("agent-range.log"));
   EXPECT_NE(agent_ranged.WaitForLog("clock_burst: \"x\" is not an integer in 1..1000"), "")
       << agent_ranged.Log();
@@ -527,7 +527,7 @@ TEST_F(HardeningTest, GrpcConnectionsAreCappedPerClient) {
       daemon_->WaitForLog(
           "grpc: refused a connection from 127.0.0.2: that address holds its 5 agent connections"),
       "");
-  Daemon agent(PODSCOPE_AGENT_PATH,
+  Daemon agent(AgentBinary(),
                Concat({"--coordinator", "127.0.0.1:" + std::to_string(grpc_port), "--agent-id",
                        "a1", "--simulate", "ranks=0-1,world=2,job=capped,profile=light"},
                       TestSecurity::Get().AgentFlags("a1")),
@@ -547,7 +547,7 @@ TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
 #endif
   std::ofstream(dir_.File("fds.json")) << R"({"limits": {"max_connections_per_client": 1000}})";
   const std::vector<std::string> args =
-      Concat({"--nofile=64:64", PODSCOPE_COORDINATOR_PATH, "--http", "127.0.0.1:0", "--grpc",
+      Concat({"--nofile=64:64", CoordinatorBinary(), "--http", "127.0.0.1:0", "--grpc",
               "127.0.0.1:0", "--data-dir", dir_.File("store"), "--config", dir_.File("fds.json")},
              TestSecurity::Get().CoordinatorFlags());
   daemon_ = std::make_unique<Daemon>("/usr/bin/prlimit", args, dir_.File("fds.log"));
@@ -584,9 +584,8 @@ TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
 // clients that never read held 3.6 GB. Exports now stream from the store in pieces at the
 // client's pace: a client that reads nothing pins about a megabyte, not the export.
 TEST_F(HardeningTest, ExportsStreamAndReadersThatStopPinLittle) {
-  ASSERT_EQ(std::system((std::string(PODSCOPE_CLI_PATH) +
-                         " simulate --ranks 1 --steps 400 --plain-json -o " + dir_.File("big") +
-                         " >/dev/null 2>&1")
+  ASSERT_EQ(std::system((CliBinary() + " simulate --ranks 1 --steps 400 --plain-json -o " +
+                         dir_.File("big") + " >/dev/null 2>&1")
                             .c_str()),
             0);
   StartDaemon();

@@ -330,7 +330,7 @@ TEST_F(LiveCaptureTest, DisconnectedAgentsAreMarkedThenForgottenAndFiltersFilter
   Daemon& b = StartAgent("b", "ranks=0-2,world=3,job=jb,profile=light");
   WaitForAgents(2);
   auto workers = [&](const std::string& args) {
-    FILE* pipe = popen((CliEnv(http_port_) + PODSCOPE_CLI_PATH + " workers " +
+    FILE* pipe = popen((CliEnv(http_port_) + CliBinary() + " workers " +
                         CliServerFlags(http_port_) + " " + args + " 2>&1")
                            .c_str(),
                        "r");

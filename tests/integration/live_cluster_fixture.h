@@ -48,7 +48,7 @@ class LiveClusterTest : public ::testing::Test {
   void StartCoordinator() {
     const std::string log = dir_.File("coordinator-" + std::to_string(++starts_) + ".log");
     coordinator_ =
-        std::make_unique<Daemon>(PODSCOPE_COORDINATOR_PATH,
+        std::make_unique<Daemon>(CoordinatorBinary(),
                                  Concat({"--config", config_, "--data-dir", dir_.File("store"),
                                          "--http", "127.0.0.1:" + std::to_string(http_port_),
                                          "--grpc", "127.0.0.1:" + std::to_string(grpc_port_)},
@@ -65,7 +65,7 @@ class LiveClusterTest : public ::testing::Test {
                      const std::string& host = "") {
     const std::string name = host.empty() ? "host-" + id : host;
     agents_.push_back(
-        std::make_unique<Daemon>(PODSCOPE_AGENT_PATH,
+        std::make_unique<Daemon>(AgentBinary(),
                                  Concat({"--coordinator", "127.0.0.1:" + std::to_string(grpc_port_),
                                          "--agent-id", id, "--host", name, "--simulate", simulate},
                                         TestSecurity::Get().AgentFlags(id)),
@@ -157,10 +157,10 @@ class LiveClusterTest : public ::testing::Test {
 
   // The CLI against this coordinator, as an admin; its output (stdout and stderr) and exit code.
   std::pair<std::string, int> Cli(const std::string& args) {
-    FILE* pipe = popen((CliEnv(http_port_) + PODSCOPE_CLI_PATH + " " + args + " " +
-                        CliServerFlags(http_port_) + " 2>&1")
-                           .c_str(),
-                       "r");
+    FILE* pipe = popen(
+        (CliEnv(http_port_) + CliBinary() + " " + args + " " + CliServerFlags(http_port_) + " 2>&1")
+            .c_str(),
+        "r");
     std::string out;
     char buf[4096];
     size_t n;

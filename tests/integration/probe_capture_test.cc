@@ -35,7 +35,7 @@ class ProbeCaptureTest : public ::testing::Test {
 TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   const std::string config =
       dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300}})");
-  Daemon coordinator(PODSCOPE_COORDINATOR_PATH,
+  Daemon coordinator(CoordinatorBinary(),
                      Concat({"--config", config, "--data-dir", dir_.File("store"), "--http",
                              "127.0.0.1:0", "--grpc", "127.0.0.1:0"},
                             TestSecurity::Get().CoordinatorFlags()),
@@ -46,7 +46,7 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   ASSERT_GT(http, 0);
 
   const std::string socket = dir_.File("run/agent.sock");
-  Daemon agent(PODSCOPE_AGENT_PATH,
+  Daemon agent(AgentBinary(),
                Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-a", "--host",
                        "node-a", "--probe-socket", socket},
                       TestSecurity::Get().AgentFlags("node-a")),
@@ -58,8 +58,8 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   std::vector<std::unique_ptr<Daemon>> training;
   for (int rank = 0; rank < 2; ++rank) {
     training.push_back(std::make_unique<Daemon>(
-        PODSCOPE_FAKE_TRAINING_PATH,
-        std::vector<std::string>{PODSCOPE_PROBE_PATH, socket, std::to_string(rank), "2", "fake-job",
+        FakeTrainingBinary(),
+        std::vector<std::string>{ProbeLibrary(), socket, std::to_string(rank), "2", "fake-job",
                                  "30", rank == 0 ? "nccl=v6" : "nccl=v5"},
         dir_.File("rank" + std::to_string(rank) + ".log")));
   }
@@ -161,7 +161,7 @@ class ProbeWatchTest : public ProbeCaptureTest {
     const std::string config =
         dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300}})");
     coordinator_ =
-        std::make_unique<Daemon>(PODSCOPE_COORDINATOR_PATH,
+        std::make_unique<Daemon>(CoordinatorBinary(),
                                  Concat({"--config", config, "--data-dir", dir_.File("store"),
                                          "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"},
                                         TestSecurity::Get().CoordinatorFlags()),
@@ -174,7 +174,7 @@ class ProbeWatchTest : public ProbeCaptureTest {
     ASSERT_EQ(put.status, 200) << put.body;
     const std::string socket = dir_.File("run/agent.sock");
     agent_ =
-        std::make_unique<Daemon>(PODSCOPE_AGENT_PATH,
+        std::make_unique<Daemon>(AgentBinary(),
                                  Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id",
                                          "node-w", "--host", "node-w", "--probe-socket", socket},
                                         TestSecurity::Get().AgentFlags("node-w")),
@@ -182,8 +182,8 @@ class ProbeWatchTest : public ProbeCaptureTest {
     ASSERT_FALSE(agent_->WaitForLog("(serving) 0 workers").empty()) << agent_->Log();
     for (size_t rank = 0; rank < options.size(); ++rank) {
       training_.push_back(std::make_unique<Daemon>(
-          PODSCOPE_FAKE_TRAINING_PATH,
-          std::vector<std::string>{PODSCOPE_PROBE_PATH, socket, std::to_string(rank),
+          FakeTrainingBinary(),
+          std::vector<std::string>{ProbeLibrary(), socket, std::to_string(rank),
                                    std::to_string(options.size()), job, "60",
                                    "barrier=" + dir_.File("barrier") + "," + options[rank]},
           dir_.File("rank" + std::to_string(rank) + ".log")));

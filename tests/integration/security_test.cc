@@ -34,7 +34,7 @@ class SecurityTest : public CoordinatorTest {
                                      const std::string& job = "secure",
                                      const std::string& coordinator = "") {
     return std::make_unique<Daemon>(
-        PODSCOPE_AGENT_PATH,
+        AgentBinary(),
         Concat({"--coordinator",
                 coordinator.empty() ? "127.0.0.1:" + std::to_string(GrpcPort()) : coordinator,
                 "--simulate", "ranks=0-1,world=2,job=" + job + ",profile=light"},
@@ -160,13 +160,13 @@ TEST_F(SecurityTest, TokensAreReloadedOnSighupAndMetricsCanBeOpened) {
 
 TEST_F(SecurityTest, PlaintextIsRefusedUnlessInsecureIsAsked) {
   // Without certificates and tokens the coordinator does not start, and says what to give.
-  Daemon bare(PODSCOPE_COORDINATOR_PATH,
+  Daemon bare(CoordinatorBinary(),
               {"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("b")},
               dir_.File("bare.log"));
   EXPECT_EQ(bare.WaitForExit(), 2);
   EXPECT_NE(bare.Log().find("needs --tls-cert, --tls-key and --tls-ca"), std::string::npos)
       << bare.Log();
-  Daemon bare_agent(PODSCOPE_AGENT_PATH, {"--simulate", "ranks=0,world=1,job=x"},
+  Daemon bare_agent(AgentBinary(), {"--simulate", "ranks=0,world=1,job=x"},
                     dir_.File("bare-agent.log"));
   EXPECT_EQ(bare_agent.WaitForExit(), 2);
   EXPECT_NE(bare_agent.Log().find("podscope-agent needs --tls-cert"), std::string::npos)
@@ -174,7 +174,7 @@ TEST_F(SecurityTest, PlaintextIsRefusedUnlessInsecureIsAsked) {
   std::vector<std::string> tls_only = TestSecurity::Get().CoordinatorFlags();
   tls_only.resize(6);  // without --auth-tokens
   Daemon no_tokens(
-      PODSCOPE_COORDINATOR_PATH,
+      CoordinatorBinary(),
       Concat({"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("c")},
              tls_only),
       dir_.File("no-tokens.log"));
@@ -244,7 +244,7 @@ TEST_F(SecurityTest, AgentsAreRefusedForUnknownOrExpiredCertificatesAndCheckTheC
   flags[1] = named + "/coordinator.pem";
   flags[3] = named + "/coordinator.key";
   Daemon other(
-      PODSCOPE_COORDINATOR_PATH,
+      CoordinatorBinary(),
       Concat({"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--data-dir", dir_.File("other")},
              flags),
       dir_.File("other.log"));
@@ -264,7 +264,7 @@ TEST_F(SecurityTest, AnAgentIsItsCertificatesIdentityAndJobsCanBeRestricted) {
   StartDaemon({"--config", dir_.File("jobs.json")});
   TestSecurity& security = TestSecurity::Get();
   // The agent takes its id from its certificate, and refuses to claim another.
-  Daemon liar(PODSCOPE_AGENT_PATH,
+  Daemon liar(AgentBinary(),
               Concat({"--coordinator", "127.0.0.1:" + std::to_string(GrpcPort()), "--agent-id",
                       "someone-else", "--simulate", "ranks=0,world=1,job=x"},
                      security.AgentFlags("liar")),

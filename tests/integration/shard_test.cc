@@ -81,7 +81,7 @@ class ShardTest : public ::testing::Test {
     // (peer_timeout_ms stays at its 30 s default: the test above relies on peers waiting that
     // long.)
     shards_[i].daemon =
-        std::make_unique<Daemon>(PODSCOPE_COORDINATOR_PATH,
+        std::make_unique<Daemon>(CoordinatorBinary(),
                                  Concat({"--config", config, "--shard-name", shards_[i].name,
                                          "--data-dir", dir_.File("store-" + shards_[i].name),
                                          "--http", "127.0.0.1:" + std::to_string(shards_[i].http),
@@ -94,7 +94,7 @@ class ShardTest : public ::testing::Test {
   // An agent serving the 4 ranks of `job`, dialling c0 (the "Service").
   void StartAgent(const std::string& id, const std::string& job) {
     agents_.push_back(std::make_unique<Daemon>(
-        PODSCOPE_AGENT_PATH,
+        AgentBinary(),
         Concat({"--coordinator", "127.0.0.1:" + std::to_string(shards_[0].grpc), "--agent-id", id,
                 "--host", "host-" + id, "--simulate",
                 "ranks=0-3,world=4,job=" + job + ",seed=5,profile=light"},
@@ -398,11 +398,11 @@ TEST_F(ShardTest, RedirectModeSendsTheClientToTheOwnerAndTheCliFollows) {
             "https://127.0.0.1:" + std::to_string(shards_[2].http) + "/v1/captures");
 
   std::string output;
-  FILE* cli = popen(
-      (CliEnv(shards_[0].http) + " " + PODSCOPE_CLI_PATH + " " + CliServerFlags(shards_[0].http) +
-       " capture --job " + job + " --duration 300ms --wait 2>&1")
-          .c_str(),
-      "r");
+  FILE* cli =
+      popen((CliEnv(shards_[0].http) + " " + CliBinary() + " " + CliServerFlags(shards_[0].http) +
+             " capture --job " + job + " --duration 300ms --wait 2>&1")
+                .c_str(),
+            "r");
   ASSERT_NE(cli, nullptr);
   char buffer[4096];
   while (const size_t n = fread(buffer, 1, sizeof(buffer), cli)) output.append(buffer, n);

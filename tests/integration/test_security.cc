@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "coordinator/auth/token_store.h"
+#include "tests/test_paths.h"
 
 namespace podscope::testing {
 
@@ -16,8 +17,8 @@ TestSecurity& TestSecurity::Get() {
 }
 
 bool TestSecurity::DevCerts(const std::string& dir, const std::string& args) {
-  const std::string command = std::string("bash ") + PODSCOPE_SOURCE_DIR +
-                              "/scripts/dev-certs.sh " + dir + " " + args + " >/dev/null";
+  const std::string command = std::string("bash ") + SourceDir() + "/scripts/dev-certs.sh " + dir +
+                              " " + args + " >/dev/null";
   return std::system(command.c_str()) == 0;
 }
 

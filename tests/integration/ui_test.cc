@@ -12,6 +12,7 @@
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/browser.h"
 #include "tests/integration/live_cluster_fixture.h"
+#include "tests/test_paths.h"
 
 namespace podscope::testing {
 namespace {
@@ -58,9 +59,8 @@ class UiTest : public LiveClusterTest {
   }
 
   void Shot(const std::string& name) {
-    std::filesystem::create_directories(PODSCOPE_UI_SCREENSHOT_DIR);
-    const absl::Status s =
-        browser_->Screenshot(std::string(PODSCOPE_UI_SCREENSHOT_DIR) + "/" + name + ".png");
+    std::filesystem::create_directories(UiScreenshotDir());
+    const absl::Status s = browser_->Screenshot(UiScreenshotDir() + "/" + name + ".png");
     EXPECT_TRUE(s.ok()) << s;
   }
 
@@ -403,9 +403,7 @@ TEST_F(UiTest, TheRulesAndSchedulesFormsChangeWhatTheCoordinatorKeeps) {
   ASSERT_TRUE(files.ok());
   // chromedriver takes canonical paths only (no "..").
   const std::string dlrm =
-      std::filesystem::canonical(std::string(PODSCOPE_SHARED_DATA_DIR) + "/kineto/dlrm_8rank")
-          .string() +
-      "/";
+      std::filesystem::canonical(SharedDataDir() + "/kineto/dlrm_8rank").string() + "/";
   const absl::Status typed =
       browser_->Type(*files, dlrm + "rank-0.json.gz\n" + dlrm + "rank-1.json.gz");
   ASSERT_TRUE(typed.ok()) << typed;
@@ -567,7 +565,7 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
       5'000));
   ExpectNoConsoleErrors("1024-worker capture page");
   FullPageShot("capture-page-1024-workers");
-  std::ofstream(std::string(PODSCOPE_UI_SCREENSHOT_DIR) + "/load-times.txt")
+  std::ofstream(UiScreenshotDir() + "/load-times.txt")
       << "1024 workers x 100 steps, Chromium headless 1280x800: cold " << cold << " ms, warm "
       << warm << " ms\n";
 }

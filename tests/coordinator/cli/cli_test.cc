@@ -28,7 +28,7 @@ size_t CountOf(const std::string& text, const std::string& what) {
 }
 
 RunResult RunCli(const std::string& args) {
-  const std::string command = std::string(PODSCOPE_CLI_PATH) + " " + args + " 2>&1";
+  const std::string command = testing::CliBinary() + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   std::string output;
   std::array<char, 4096> buffer;
