@@ -1,0 +1,78 @@
+// Inside the HTTP server (http_server.cc): what a connection's session shares with the accept
+// loop, and the sessions themselves. A session is a coroutine template over its stream
+// (http_session_impl.h); the plain one is compiled in http_session_plain.cc, the TLS one in
+// http_session_tls*.cc (the request loop, the answer to a request, streamed responses), so that
+// no file instantiates Beast's HTTP machinery for both streams, or all of it over TLS: one file
+// doing both was the slowest file of the build by far.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/http/http_server.h"
+#include "coordinator/http/http_types.h"
+#include "coordinator/http/rate_limited_log.h"
+
+namespace podscope::coordinator::http_session {
+
+// Pieces of a streamed body, from the producer's thread to the session's coroutine. An empty
+// piece with no error ends the body; an error ends it short.
+using PieceChannel =
+    boost::asio::experimental::concurrent_channel<void(boost::system::error_code, std::string)>;
+
+// Owned by the server; sessions hold a reference for their lives (Stop waits for them).
+struct ServerState {
+  ServerState(const Router& router_in, HttpLimits limits_in)
+      : router(router_in), limits(std::move(limits_in)) {}
+
+  const Router& router;
+  const HttpLimits limits;
+  Authorizer* authorizer = nullptr;  // set before Start; not owned
+  HttpCounters counters;
+  RateLimitedLog log{"http"};
+  // Sockets and the sessions' coroutines.
+  boost::asio::io_context io;
+  // Heavy handlers (imports, exports, analyses) run here, never on the I/O threads.
+  boost::asio::io_context heavy;
+  // Streamed bodies are produced here (blocking on their client's pace), apart from the heavy
+  // pool, so slow readers can hold up other streams but never an analysis or an import.
+  boost::asio::io_context streams;
+  // Calls that wait on other shards (Route::forwarded).
+  boost::asio::io_context forwards;
+  // Streamed bodies being produced: Stop ends them while the I/O loop still runs.
+  absl::Mutex streams_mu;
+  absl::flat_hash_set<std::shared_ptr<PieceChannel>> open_streams ABSL_GUARDED_BY(streams_mu);
+  std::atomic<int> in_flight{0};  // requests between their header and their response
+  std::atomic<uint64_t> next_upload{0};
+};
+
+// Serves requests on one accepted connection until it closes or fails, then closes it. With a
+// TLS context, the handshake comes first (within the header's time).
+boost::asio::awaitable<void> ServePlain(ServerState& state, boost::asio::ip::tcp::socket socket,
+                                        std::string peer);
+boost::asio::awaitable<void> ServeTls(ServerState& state, boost::asio::ip::tcp::socket socket,
+                                      std::shared_ptr<boost::asio::ssl::context> tls,
+                                      std::string peer);
+
+// A refused connection gets a 503 it can read (and retry after), not a TCP reset; over TLS
+// too, after a handshake. All of it within kLingerTime.
+boost::asio::awaitable<void> RefusePlain(boost::asio::ip::tcp::socket socket, std::string detail);
+boost::asio::awaitable<void> RefuseTls(boost::asio::ip::tcp::socket socket,
+                                       std::shared_ptr<boost::asio::ssl::context> tls,
+                                       std::string detail);
+
+// OpenSSL's reason for a TLS error, else the error's message.
+std::string TlsErrorText(const boost::system::error_code& ec);
+
+}  // namespace podscope::coordinator::http_session

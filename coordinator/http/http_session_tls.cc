@@ -1,0 +1,50 @@
+// The session over TLS (http_session_impl.h instantiated for beast::ssl_stream): the handshake,
+// the loop over requests and the writing of a response. The rest of it is in
+// http_session_tls_answer.cc and http_session_tls_stream.cc, so that no one file instantiates all
+// of Beast over TLS.
+#include <openssl/err.h>
+
+#include "coordinator/http/http_session_impl.h"
+
+namespace podscope::coordinator::http_session {
+
+// Compiled in http_session_tls_answer.cc and http_session_tls_stream.cc.
+extern template asio::awaitable<Session<TlsStream>::Outcome> Session<TlsStream>::Answer(
+    http::request_parser<http::empty_body>&, beast::flat_buffer&);
+extern template asio::awaitable<bool> Session<TlsStream>::WriteStreamed(HttpResponse&, unsigned,
+                                                                        bool);
+
+template asio::awaitable<beast::error_code> Session<TlsStream>::WriteMessage(
+    http::response<http::string_body>&);
+
+std::string TlsErrorText(const boost::system::error_code& ec) {
+  std::string text = ec.message();
+  if (ec.category() == asio::error::get_ssl_category()) {
+    char buffer[256];
+    ERR_error_string_n(static_cast<unsigned long>(ec.value()), buffer, sizeof(buffer));
+    text = buffer;
+  }
+  return text;
+}
+
+asio::awaitable<void> ServeTls(ServerState& state, tcp::socket socket,
+                               std::shared_ptr<asio::ssl::context> tls, std::string peer) {
+  // `tls` is held for the connection's life: a reload replaces the context for new
+  // connections only.
+  TlsStream stream(beast::tcp_stream(std::move(socket)), *tls);
+  // The handshake has the header's time: a client that connects and stays silent, or speaks
+  // plain HTTP to the TLS port, holds a slot no longer than one that sends half a header.
+  stream.next_layer().expires_after(std::chrono::seconds(state.limits.header_timeout_seconds));
+  auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server,
+                                              asio::as_tuple(asio::use_awaitable));
+  if (ec) {
+    ++state.counters.tls_handshake_failures;
+    state.log.Warn("http: TLS handshake with {} failed: {}", peer, TlsErrorText(ec));
+    beast::error_code ignored;
+    stream.next_layer().socket().close(ignored);
+    co_return;
+  }
+  co_await Session<TlsStream>(state, stream, std::move(peer)).Serve();
+}
+
+}  // namespace podscope::coordinator::http_session
