@@ -31,7 +31,8 @@ namespace podscope::coordinator::http_session {
 using PieceChannel =
     boost::asio::experimental::concurrent_channel<void(boost::system::error_code, std::string)>;
 
-// Owned by the server; sessions hold a reference for their lives (Stop waits for them).
+// Owned by the server; sessions hold a reference for their lives. Stop waits for requests in
+// flight and streamed bodies; sessions still suspended then are destroyed with `io`.
 struct ServerState {
   ServerState(const Router& router_in, HttpLimits limits_in)
       : router(router_in), limits(std::move(limits_in)) {}

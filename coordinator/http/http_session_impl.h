@@ -280,10 +280,13 @@ class Session {
   }
 
   // The answer to a body that could not be read whole.
-  HttpResponse BodyError(const beast::error_code& ec, std::string_view what, uint64_t limit) {
+  // `what` names one ("upload"), `what_plural` several ("uploads"), as request_admission.cc does.
+  HttpResponse BodyError(const beast::error_code& ec, std::string_view what,
+                         std::string_view what_plural, uint64_t limit) {
     if (ec == http::error::body_limit) {
-      return HttpResponse::Problem(413, "Payload Too Large",
-                                   common::StrCat(what, "s are limited to ", limit, " bytes"));
+      return HttpResponse::Problem(
+          413, "Payload Too Large",
+          common::StrCat(what_plural, " are limited to ", limit, " bytes"));
     }
     if (ec == beast::error::timeout) {
       ++state_.counters.timeouts_body;
@@ -369,7 +372,7 @@ asio::awaitable<typename Session<Stream>::Outcome> Session<Stream>::Answer(
       parser.get().body().close();
       read_body_ok = !read_ec;
       if (read_ec)
-        response = BodyError(read_ec, "upload", limits_.max_upload_bytes);
+        response = BodyError(read_ec, "upload", "uploads", limits_.max_upload_bytes);
       else
         request.body_file = upload_path;
     }
@@ -379,7 +382,7 @@ asio::awaitable<typename Session<Stream>::Outcome> Session<Stream>::Answer(
     const beast::error_code read_ec = co_await ReadBody(buffer, parser);
     read_body_ok = !read_ec;
     if (read_ec)
-      response = BodyError(read_ec, "request body", limits_.max_body_bytes);
+      response = BodyError(read_ec, "request body", "request bodies", limits_.max_body_bytes);
     else
       request.body = std::move(parser.get().body());
   }

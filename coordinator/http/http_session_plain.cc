@@ -5,7 +5,8 @@ namespace podscope::coordinator::http_session {
 
 asio::awaitable<void> ServePlain(ServerState& state, tcp::socket socket, std::string peer) {
   beast::tcp_stream stream(std::move(socket));
-  co_await Session<beast::tcp_stream>(state, stream, std::move(peer)).Serve();
+  Session<beast::tcp_stream> session(state, stream, std::move(peer));
+  co_await session.Serve();
 }
 
 asio::awaitable<void> RefusePlain(tcp::socket socket, std::string detail) {

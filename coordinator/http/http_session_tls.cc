@@ -44,7 +44,8 @@ asio::awaitable<void> ServeTls(ServerState& state, tcp::socket socket,
     stream.next_layer().socket().close(ignored);
     co_return;
   }
-  co_await Session<TlsStream>(state, stream, std::move(peer)).Serve();
+  Session<TlsStream> session(state, stream, std::move(peer));
+  co_await session.Serve();
 }
 
 }  // namespace podscope::coordinator::http_session

@@ -1,5 +1,5 @@
 // The HTTP server on a real socket: heavy handlers run on the heavy pool, and light requests are
-// answered while every heavy thread is busy.
+// answered while every heavy thread is busy; a body over its bound is refused as it is read.
 #include "coordinator/http/http_server.h"
 
 #include <gtest/gtest.h>
@@ -90,6 +90,29 @@ TEST(HttpServerTest, HeavyHandlersRunOnTheHeavyPoolAndLightOnesAreAnsweredMeanwh
   EXPECT_LT(fastest, std::chrono::milliseconds(100));
   handlers.Release();
   for (auto& f : heavy) EXPECT_EQ(f.get().status, 200);
+  server.Stop(5);
+}
+
+// A body with no declared length (chunked) is cut off at the bound while it is read, and the
+// answer names the bound as admission's 413 does.
+TEST(HttpServerTest, AChunkedBodyOverTheBoundIsRefusedWhileItIsRead) {
+  Router router;
+  router.Add({"PUT", "/echo", [](HttpRequest& request) {
+                return HttpResponse::Json(200, std::to_string(request.body.size()));
+              }});
+  HttpServer server(router, {.max_body_bytes = 100});
+  absl::StatusOr<uint16_t> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status();
+  const std::string head =
+      "PUT /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  const std::string within =
+      testing::RawExchange(*port, head + "64\r\n" + std::string(100, 'a') + "\r\n0\r\n\r\n");
+  EXPECT_NE(within.find("HTTP/1.1 200"), std::string::npos) << within;
+  EXPECT_NE(within.find("\r\n\r\n100"), std::string::npos) << within;
+  const std::string over =
+      testing::RawExchange(*port, head + "65\r\n" + std::string(101, 'a') + "\r\n0\r\n\r\n");
+  EXPECT_NE(over.find("HTTP/1.1 413"), std::string::npos) << over;
+  EXPECT_NE(over.find("request bodies are limited to 100 bytes"), std::string::npos) << over;
   server.Stop(5);
 }
 

@@ -27,10 +27,10 @@ class RequestAdmissionTest : public ::testing::Test {
     Route start{"POST", "/v1/captures", nullptr};
     start.access = Access::kCapture;
     router_.Add(start);
-    Route import{"POST", "/v1/captures:import", nullptr};
-    import.streamed_upload = true;
-    import.access = Access::kRead;  // open to the test's authorizer, to reach the body checks
-    router_.Add(import);
+    Route upload{"POST", "/v1/captures:import", nullptr};
+    upload.streamed_upload = true;
+    upload.access = Access::kRead;  // open to the test's authorizer, to reach the body checks
+    router_.Add(upload);
     Route rules{"PUT", "/v1/alerts/rules", nullptr};
     rules.access = Access::kRead;
     router_.Add(rules);
@@ -111,6 +111,20 @@ TEST_F(RequestAdmissionTest, EachRefusalSaysWhy) {
   EXPECT_EQ(big_upload.route, nullptr);
   EXPECT_EQ(big_upload.refusal.status, 413);
   EXPECT_NE(big_upload.refusal.body.find("uploads are limited to 5000 bytes"), std::string::npos);
+}
+
+TEST_F(RequestAdmissionTest, TheChecksComeInTheirOrder) {
+  // A bad target is a 400 whatever its path, known or not.
+  EXPECT_EQ(Admit("GET", "/v2/nothing", {}, "", /*target_ok=*/false).refusal.status, 400);
+  EXPECT_EQ(Admit("POST", "/v1/captures", {.content_length = 1 << 30}, "text/plain",
+                  /*target_ok=*/false)
+                .refusal.status,
+            400);
+  // The type before the length: a form too long for the bound is told about its type.
+  EXPECT_EQ(Admit("POST", "/v1/captures", {.content_length = 1 << 30}, "text/plain").refusal.status,
+            415);
+  // A method the path does not take is a 405 before anything about its body.
+  EXPECT_EQ(Admit("DELETE", "/v1/captures/x", {.content_length = 1 << 30}).refusal.status, 405);
 }
 
 TEST_F(RequestAdmissionTest, TheAuthorizerIsAskedBeforeAnythingIsSaidAboutTheBody) {
