@@ -91,6 +91,15 @@ TEST_F(HardeningTest, StepPatternsCannotCrashOrStallTheCoordinator) {
   EXPECT_EQ(daemon_->Terminate(), 0) << "the coordinator must still be running and stop cleanly";
 }
 
+// Under AddressSanitizer the coordinator's peak also holds ASan's quarantine of freed blocks
+// (256 MiB by default) and the shadow of what is live: its peak there was 400.2 and 400.5 MiB in
+// two runs of three, so its bound is looser, still far below the 1 GiB a whole inflation takes.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr uint64_t kBombPeakBound = 480u << 20;
+#else
+constexpr uint64_t kBombPeakBound = 400u << 20;
+#endif
+
 // Defect 3: a 1 MiB gzip upload that inflates to 1 GiB was inflated whole (peak 5.3 GB). Now
 // inflating streams from the staged file and stops at the bound: 413 with the reason, and the
 // coordinator's memory stays far below what the bomb would take.
@@ -113,7 +122,7 @@ TEST_F(HardeningTest, ADecompressionBombIsRefusedWithinItsBound) {
       << refused.body;
   const uint64_t peak = PeakRssBytes(daemon_->pid());
   ASSERT_GT(peak, 0u);
-  EXPECT_LT(peak, 400u << 20) << "inflating the bomb whole would take over 1 GiB";
+  EXPECT_LT(peak, kBombPeakBound) << "inflating the bomb whole would take over 1 GiB";
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/bomb").status, 404);
   ASSERT_EQ(Import("after", 0).status, 201) << "the coordinator carries on";
 
