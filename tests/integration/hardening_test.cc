@@ -27,6 +27,7 @@
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/raw_client.h"
+#include "tests/sanitizers.h"
 #include "tests/test_paths.h"
 #include "tests/wait_for.h"
 
@@ -94,7 +95,7 @@ TEST_F(HardeningTest, StepPatternsCannotCrashOrStallTheCoordinator) {
 // Under AddressSanitizer the coordinator's peak also holds ASan's quarantine of freed blocks
 // (256 MiB by default) and the shadow of what is live: its peak there was 400.2 and 400.5 MiB in
 // two runs of three, so its bound is looser, still far below the 1 GiB a whole inflation takes.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PODSCOPE_UNDER_ASAN)
 constexpr uint64_t kBombPeakBound = 480u << 20;
 #else
 constexpr uint64_t kBombPeakBound = 400u << 20;
@@ -548,7 +549,7 @@ TEST_F(HardeningTest, GrpcConnectionsAreCappedPerClient) {
 // pending connection with its reserve descriptor and backs off, and serves again once
 // descriptors come back.
 TEST_F(HardeningTest, RunningOutOfDescriptorsDoesNotSpinTheAcceptLoop) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PODSCOPE_UNDER_ASAN)
   // UBSan's own checks open descriptors (to probe memory): at the limit they fail and report a
   // bogus "invalid vptr" in the daemon. The unsanitized suite runs this test.
   GTEST_SKIP()
@@ -632,7 +633,7 @@ TEST_F(HardeningTest, ExportsStreamAndReadersThatStopPinLittle) {
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures").status, 200);
   std::printf("[ figures  ] export %.1f MB; 4 stalled readers: RSS %.1f MB -> peak %.1f MB\n",
               export_bytes / 1e6, before / 1e6, peak / 1e6);
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(PODSCOPE_UNDER_ASAN)
   // Built whole, four exports would add 4 x export_bytes; streamed, the captures being exported
   // (two at a time) and a few pieces per connection.
   EXPECT_LT(peak - std::min(peak, before), export_bytes * 2)

@@ -12,6 +12,7 @@
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/browser.h"
 #include "tests/integration/live_cluster_fixture.h"
+#include "tests/sanitizers.h"
 #include "tests/test_paths.h"
 
 namespace podscope::testing {
@@ -458,7 +459,7 @@ TEST_F(UiTest, TheFilesCarryTheirSecurityHeadersAndRevalidate) {
 // page renders every column and the heat map, aggregated. The load times are printed and written
 // to ui-screenshots/load-times.txt (the README's figure); they are measured, not asserted.
 TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PODSCOPE_UNDER_ASAN)
   GTEST_SKIP() << "load times are measured in the optimised build";
 #endif
   sim::WorkloadOptions o;
