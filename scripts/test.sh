@@ -5,10 +5,12 @@
 # build that treats every locking-annotation violation as an error.
 #
 # With the checks, the sanitizer builds and clang-tidy run beside the plain suite at idle
-# priority (SCHED_IDLE), one after another: the suites spend much of their time waiting on their
-# daemons' real clocks, and the builds take only the CPU the tests leave. Each sanitized suite
-# starts once its build is done. A background step's output is in its log (build-asan/build.log,
-# build-tsan/build.log, build/tidy.log), and its tail is printed if it fails.
+# priority (SCHED_IDLE), one after another: the suite spends much of its time waiting on its
+# daemons' real clocks, and the builds take only the CPU the tests leave. The sanitized suites
+# run afterwards, alone: under ASan, with a build beside it, a hang alert once named ranks whose
+# progress had not yet arrived (ProbeWatchTest). A background step's output is in its log
+# (build-asan/build.log, build-tsan/build.log, build/tidy.log), and its tail is printed if it
+# fails.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 
@@ -37,13 +39,13 @@ podscope_log "running the test suite"
 
 if $checks; then
   podscope_background_wait asan
+  podscope_background_wait tsan
+  podscope_background_wait tidy
   podscope_log "running the core suites under ASan + UBSan"
   (cd "$PODSCOPE_ROOT/build-asan" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
-  podscope_background_wait tsan
   podscope_log "running the daemon and threading suites under ThreadSanitizer (clang, -Wthread-safety -Werror)"
   (cd "$PODSCOPE_ROOT/build-tsan" && PODSCOPE_TEST_TIME_SCALE=4 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PODSCOPE_ROOT/tests/tsan/suppressions.txt" \
     ctest --output-on-failure -j "$(nproc)" --timeout 900 -L 'threads|daemons')
-  podscope_background_wait tidy
 fi
 podscope_log "all tests passed"
