@@ -156,6 +156,9 @@ podscope_background_start() {
   fi
   mkdir -p "$(dirname "$log")"
   local after=$PODSCOPE_BG_LAST dir=$PODSCOPE_BG_DIR
+  # Its own process group (job control on for this one start), so that stopping it reaches
+  # every process it started, even those whose parent has gone.
+  set -m
   (
     if [ -n "$after" ]; then
       while [ ! -f "$dir/$after.rc" ]; do sleep 2; done
@@ -163,9 +166,11 @@ podscope_background_start() {
     chrt --idle -p 0 "$BASHPID" >/dev/null 2>&1 || renice -n 19 -p "$BASHPID" >/dev/null
     rc=0
     "$@" >"$log" 2>&1 || rc=$?
-    echo "$rc" >"$dir/$name.rc"
+    # Written whole, then renamed: a waiter never reads a half-written status.
+    echo "$rc" >"$dir/$name.rc.tmp" && mv "$dir/$name.rc.tmp" "$dir/$name.rc"
   ) &
   PODSCOPE_BG_PID[$name]=$!
+  set +m
   PODSCOPE_BG_LOG[$name]=$log
   PODSCOPE_BG_LAST=$name
   podscope_log "started in the background, at idle priority: $name (log: $log)"
@@ -192,18 +197,14 @@ podscope_background_wait() {
   podscope_log "$name done"
 }
 
+# Stops the steps that have not finished (a finished step's process group is gone, and its
+# number may be another process's by now).
 podscope_background_stop() {
-  local pid
-  for pid in "${PODSCOPE_BG_PID[@]}"; do
-    podscope_kill_tree "$pid"
+  local name
+  for name in "${!PODSCOPE_BG_PID[@]}"; do
+    if [ ! -f "$PODSCOPE_BG_DIR/$name.rc" ]; then
+      kill -TERM -- "-${PODSCOPE_BG_PID[$name]}" 2>/dev/null || true
+    fi
   done
   [ -n "$PODSCOPE_BG_DIR" ] && rm -rf "$PODSCOPE_BG_DIR"
-}
-
-podscope_kill_tree() {
-  local child
-  for child in $(pgrep -P "$1" 2>/dev/null); do
-    podscope_kill_tree "$child"
-  done
-  kill "$1" 2>/dev/null || true
 }
