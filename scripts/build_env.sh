@@ -114,12 +114,26 @@ podscope_probe_targets() {
 podscope_build_sanitized() {
   local dir="$PODSCOPE_ROOT/build-asan"
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  podscope_forget_other_compiler "$dir" clang++
   if [ ! -f "$dir/build.ninja" ]; then
     CC=clang CXX=clang++ cmake -S "$PODSCOPE_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
       -DPODSCOPE_SANITIZE=ON -DPODSCOPE_WERROR=ON -DPODSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
   fi
   cmake --build "$dir" -j "$(nproc)" --target podscope podscope-coordinator podscope-agent \
     podscope_all_tests $(podscope_probe_targets "$dir")
+}
+
+# podscope_forget_other_compiler DIR COMPILER: a build tree CMake configured with another C++
+# compiler (build-asan/ used gcc before) keeps it for good; its configuration is dropped so that
+# the next configure picks COMPILER. Its objects are rebuilt (ccache has those it has seen).
+podscope_forget_other_compiler() {
+  local cache="$1/CMakeCache.txt" compiler
+  [ -f "$cache" ] || return 0
+  compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$cache")
+  if [ "${compiler##*/}" != "$2" ]; then
+    podscope_log "$1 was configured with another compiler: configuring it again with $2"
+    rm -rf "$cache" "$1/CMakeFiles" "$1/build.ninja"
+  fi
 }
 
 # The tsan preset's configuration in build-tsan/: clang with ThreadSanitizer, the locking
