@@ -1,4 +1,4 @@
-// The node agent (DESIGN §1, §5): keeps one control stream to the coordinator alive (reconnect
+// The node agent: keeps one control stream to the coordinator alive (reconnect
 // with jittered exponential backoff), advertises its workers, sends heartbeats, keeps its clock
 // synchronised (a burst at connect, one every clock_sync_interval, and bursts around every
 // capture), and runs the captures the coordinator asks for through its collectors.
@@ -55,7 +55,7 @@ struct AgentOptions {
   int64_t keep_finished_ns = 600'000'000'000;
   // capture.start_timer may be shared by the agents of one process; null: the agent's own.
   CaptureRunOptions capture;
-  // Watch data (DESIGN §11): the collectors' step summaries streamed to the coordinator between
+  // Watch data: the collectors' step summaries streamed to the coordinator between
   // captures. On by default; --watch=off turns it off.
   bool watch = true;
   WatchQueueLimits watch_queue;

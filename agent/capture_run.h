@@ -1,4 +1,4 @@
-// One capture on one agent (DESIGN §5): arm the collectors, start them at the coordinator's
+// One capture on one agent: arm the collectors, start them at the coordinator's
 // start time (already converted into the agent clock), stop them after the duration, drain and
 // encode the events into a bounded in-memory spool, and upload it, retrying across broken
 // streams and coordinator restarts until every chunk is acknowledged. Status goes up after

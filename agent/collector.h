@@ -1,4 +1,4 @@
-// The seam between the agent and whatever records events for a worker (DESIGN §1): simulated
+// The seam between the agent and whatever records events for a worker: simulated
 // ranks today, the in-process CUPTI/NCCL probe next. The agent's capture runner drives every
 // collector through the same calls:
 //
@@ -57,7 +57,7 @@ struct CollectedWorker {
   std::string error;  // non-empty: this worker failed (the pieces may be partial)
 };
 
-// Watch data (DESIGN §11): what a collector's workers do between captures, pushed as it happens,
+// Watch data: what a collector's workers do between captures, pushed as it happens,
 // times on the agent's clock. Thread-safe, and never blocks the caller: a full queue drops its
 // oldest summaries and counts them.
 class WatchSink {

@@ -1,10 +1,10 @@
-// The workers of this node that run with libpodscope_probe.so (issue 6): every training process
+// The workers of this node that run with libpodscope_probe.so: every training process
 // whose probe registered on the agent's socket is a worker, named by the rank its launcher gave
 // it. A capture arms each probe with the window on the host clock; the probe records by itself
 // and streams its chunks and a status back, which Drain hands to the capture runner, together
 // with the host collector's samples for that worker.
 //
-// Watch data (issue 15): while StartWatch holds a sink, every probe is told so in its welcome and
+// Watch data: while StartWatch holds a sink, every probe is told so in its welcome and
 // flushes its collectives and step marks every second; a StepAssembler per probe makes them
 // into step summaries for the sink, and quiet communicators' progress goes on as it is.
 //

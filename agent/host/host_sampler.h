@@ -1,4 +1,4 @@
-// The host collector (issue 6): samples the node's CPU, memory and network, the CPU of every
+// The host collector: samples the node's CPU, memory and network, the CPU of every
 // registered worker process, and each worker's GPU (through a GpuReader), while at least one
 // capture is running, into a bounded ring. A capture's workers each get the samples of their
 // window: node-wide figures plus their own process and GPU.

@@ -1,4 +1,4 @@
-// Node and process counters from /proc (issue 6, DESIGN §3 HostSample). Every reader takes the
+// Node and process counters from /proc (HostSample). Every reader takes the
 // proc root as a parameter, so tests point it at a fake tree with known contents.
 #pragma once
 

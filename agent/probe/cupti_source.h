@@ -1,4 +1,4 @@
-// CUDA activity inside a capture window, through CUPTI's Activity API (issue 6, DESIGN §4.2).
+// CUDA activity inside a capture window, through CUPTI's Activity API.
 //
 // Nothing of CUPTI is on outside a window: OpenWindow subscribes (which is also how the probe
 // learns that another tool holds CUPTI: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED becomes
