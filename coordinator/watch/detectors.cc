@@ -146,12 +146,20 @@ std::vector<Finding> FindHangs(const std::vector<CommunicatorProgress>& progress
     int64_t newest = -1;
     for (const common::RankProgress& r : c.ranks) newest = std::max(newest, r.entered_sequence);
     if (newest < 0) continue;
+    // A collective completes on one rank only once every rank entered it, so a rank that has
+    // not entered the newest completed one has moved on since its report: its newer one is on
+    // its way (a probe reports a communicator only once it has gone quiet).
+    int64_t newest_completed = -1;
+    for (const common::RankProgress& r : c.ranks)
+      newest_completed = std::max(newest_completed, r.completed_sequence);
     TimeNs entered_at = INT64_MAX;
     const common::RankProgress* example = nullptr;
     std::vector<int32_t> missing;
     bool all_completed = true;
+    bool any_stale = false;
     for (const common::RankProgress& r : c.ranks) {
       all_completed = all_completed && r.completed_sequence >= newest;
+      any_stale = any_stale || r.entered_sequence < newest_completed;
       if (r.entered_sequence < newest) {
         missing.push_back(r.rank);
       } else if (r.entered_ns < entered_at) {
@@ -159,9 +167,11 @@ std::vector<Finding> FindHangs(const std::vector<CommunicatorProgress>& progress
         example = &r;
       }
     }
-    if (all_completed || missing.empty() || example == nullptr ||
-        now - entered_at <= rule.hang_after_ns)
-      continue;
+    if (all_completed || missing.empty() || example == nullptr) continue;
+    // Stale reports wait for their newer ones up to twice the threshold; past that, a rank
+    // silent that long is named with the ranks that never entered.
+    const TimeNs wait = any_stale ? 2 * rule.hang_after_ns : rule.hang_after_ns;
+    if (now - entered_at <= wait) continue;
     Finding f;
     f.kind = AlertKind::kHang;
     f.subject = fmt::format("communicator {:016x}", c.communicator);

@@ -1,4 +1,4 @@
-// Online detectors (DESIGN §11): pure functions over a job's window (job_watch.h) or its
+// Online detectors (docs/watch.md): pure functions over a job's window (job_watch.h) or its
 // communicators' progress, one per alert kind. Each returns what it found now; hysteresis is
 // the alert tracker's business.
 #pragma once
@@ -48,7 +48,9 @@ std::vector<Finding> FindAllReduceInefficiency(const WindowStats& window, const 
 
 // Communicators where some ranks entered sequence s and others have not, for longer than the
 // rule's threshold at `now` (coordinator clock): names the missing ranks, the collective and
-// every rank's last completed sequence.
+// every rank's last completed sequence. A rank whose report predates the newest collective that
+// completed anywhere (it must have entered that one) holds the finding back until its newer
+// report comes or twice the threshold has passed.
 std::vector<Finding> FindHangs(const std::vector<CommunicatorProgress>& progress, TimeNs now,
                                const AlertRule& rule);
 

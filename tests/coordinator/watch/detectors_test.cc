@@ -186,6 +186,32 @@ TEST(DetectorsTest, HangNamesTheMissingRanksAndTheCollective) {
   EXPECT_THAT(found[0].message, HasSubstr("rank(s) 2 never entered AllReduce #17"));
 }
 
+// Rank 1 entered #17 at 10 s, having completed #16, so every rank entered #16. Ranks 0 and 2
+// last reported #12 (their reports of #16 and #17 not in yet); rank 3 completed #16 and stopped.
+TEST(DetectorsTest, HangWaitsForReportsOlderThanTheNewestCompletedCollective) {
+  CommunicatorProgress c;
+  c.communicator = 0xabc;
+  c.nranks = 4;
+  c.ranks = {At(0, 12, 5, 12), At(1, 17, 10, 16), At(2, 12, 5, 12), At(3, 16, 9, 16)};
+  const AlertRule rule = RuleOf(AlertKind::kHang);  // 60 s
+  EXPECT_TRUE(FindHangs({c}, 70'000'000'001, rule).empty())
+      << "ranks 0 and 2 have entered #16 since their reports: wait for their newer ones";
+  // Their newer reports: both entered #17 and wait in it with rank 1.
+  CommunicatorProgress fresh = c;
+  fresh.ranks[0] = At(0, 17, 11, 16);
+  fresh.ranks[2] = At(2, 17, 12, 16);
+  std::vector<Finding> found = FindHangs({fresh}, 70'000'000'001, rule);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_THAT(found[0].ranks, ElementsAre(3));
+  EXPECT_DOUBLE_EQ(EvidenceOf(found[0], "waiting_ranks"), 3);
+  // Without newer reports, after twice the threshold the silent ranks are named too.
+  EXPECT_TRUE(FindHangs({c}, 130'000'000'000, rule).empty());
+  found = FindHangs({c}, 130'000'000'001, rule);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_THAT(found[0].ranks, ElementsAre(0, 2, 3));
+  EXPECT_DOUBLE_EQ(EvidenceOf(found[0], "waiting_ranks"), 1);
+}
+
 TEST(DetectorsTest, NoHangWhenEveryoneCompletedOrEveryoneEntered) {
   const AlertRule rule = RuleOf(AlertKind::kHang);
   CommunicatorProgress done;
