@@ -4,13 +4,14 @@
 # AddressSanitizer + UBSan, and the daemon and threading suites under ThreadSanitizer in a clang
 # build that treats every locking-annotation violation as an error.
 #
-# With the checks, the sanitizer builds and clang-tidy run beside the plain suite at idle
-# priority (SCHED_IDLE), one after another: the suite spends much of its time waiting on its
-# daemons' real clocks, and the builds take only the CPU the tests leave. The sanitized suites
-# run afterwards, alone: under ASan, with a build beside it, a hang alert once named ranks whose
-# progress had not yet arrived (ProbeWatchTest). A background step's output is in its log
-# (build-asan/build.log, build-tsan/build.log, build/tidy.log), and its tail is printed if it
-# fails.
+# The plain suite runs twice as many tests at a time as there are cores: most of them wait on
+# their daemons' real clocks (the tests that run several daemons count as two, see
+# tests/CMakeLists.txt). With the checks, the sanitizer builds and clang-tidy run beside the
+# suites at idle priority (SCHED_IDLE), one after another, taking only the CPU the tests leave:
+# the ASan suite starts once its build is done, the TSan suite once its own is. The sanitized
+# suites run one test per core: under the sanitizers the tests are CPU-bound. A background
+# step's output is in its log (build-asan/build.log, build-tsan/build.log, build/tidy.log), and
+# its tail is printed if it fails.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 
@@ -35,14 +36,14 @@ if $checks; then
 fi
 
 podscope_log "running the test suite"
-(cd "$PODSCOPE_BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
+(cd "$PODSCOPE_BUILD_DIR" && ctest --output-on-failure -j "$((2 * $(nproc)))" --timeout 600)
 
 if $checks; then
   podscope_background_wait asan
-  podscope_background_wait tsan
-  podscope_background_wait tidy
   podscope_log "running the core suites under ASan + UBSan"
   (cd "$PODSCOPE_ROOT/build-asan" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
+  podscope_background_wait tsan
+  podscope_background_wait tidy
   podscope_log "running the daemon and threading suites under ThreadSanitizer (clang, -Wthread-safety -Werror)"
   (cd "$PODSCOPE_ROOT/build-tsan" && PODSCOPE_TEST_TIME_SCALE=4 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PODSCOPE_ROOT/tests/tsan/suppressions.txt" \
