@@ -110,14 +110,17 @@ podscope_probe_targets() {
 }
 
 # podscope_build_sanitized: the asan preset's configuration (clang: at -O0 with the sanitizers
-# it compiles this code about three times faster than gcc), test binaries only, in build-asan/.
+# it compiles this code about three times faster than gcc), test binaries only, in build-asan/,
+# with line tables instead of full debug info (-g1: the reports' frames keep their functions,
+# files and lines; 7-23% less compile time per file). The preset keeps full debug info for
+# debugging by hand.
 podscope_build_sanitized() {
   local dir="$PODSCOPE_ROOT/build-asan"
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
   podscope_forget_other_compiler "$dir" clang++
   if [ ! -f "$dir/build.ninja" ]; then
     CC=clang CXX=clang++ cmake -S "$PODSCOPE_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-      -DPODSCOPE_SANITIZE=ON -DPODSCOPE_WERROR=ON -DPODSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
+      -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DPODSCOPE_SANITIZE=ON -DPODSCOPE_WERROR=ON -DPODSCOPE_BUILD_BENCHMARKS=OFF >/dev/null
   fi
   cmake --build "$dir" -j "$(nproc)" --target podscope podscope-coordinator podscope-agent \
     podscope_all_tests $(podscope_probe_targets "$dir")
