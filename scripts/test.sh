@@ -8,10 +8,10 @@
 # their daemons' real clocks (the tests that run several daemons count as two, see
 # tests/CMakeLists.txt). With the checks, the sanitizer builds and clang-tidy run beside the
 # suites at idle priority (SCHED_IDLE), one after another, taking only the CPU the tests leave:
-# the ASan suite starts once its build is done, the TSan suite once its own is. The sanitized
-# suites run one test per core: under the sanitizers the tests are CPU-bound. A background
-# step's output is in its log (build-asan/build.log, build-tsan/build.log, build/tidy.log), and
-# its tail is printed if it fails.
+# the ASan suite starts once its build is done, the TSan suite once its own is (clang-tidy may
+# still be running beside it). The sanitized suites run one test per core: under the sanitizers
+# the tests are CPU-bound. A background step's output is in its log (build-asan/build.log,
+# build-tsan/build.log, build/tidy.log), and its tail is printed if it fails.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 
@@ -43,10 +43,10 @@ if $checks; then
   podscope_log "running the core suites under ASan + UBSan"
   (cd "$PODSCOPE_ROOT/build-asan" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
   podscope_background_wait tsan
-  podscope_background_wait tidy
   podscope_log "running the daemon and threading suites under ThreadSanitizer (clang, -Wthread-safety -Werror)"
   (cd "$PODSCOPE_ROOT/build-tsan" && PODSCOPE_TEST_TIME_SCALE=4 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PODSCOPE_ROOT/tests/tsan/suppressions.txt" \
     ctest --output-on-failure -j "$(nproc)" --timeout 900 -L 'threads|daemons')
+  podscope_background_wait tidy
 fi
 podscope_log "all tests passed"

@@ -44,9 +44,10 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
   const std::string id = StartCapture(R"({"job": "demo", "duration_ms": 1500})");
   ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 150'000), "complete")
       << coordinator_->Log();
-  // The agents share communicators, so the collectives refine every clock (DESIGN §4.3).
+  // The agents share communicators, so the collectives refine every clock
+  // (docs/life-of-a-capture.md).
   simdjson::dom::element capture;
-  testing::WaitFor([&] {
+  const bool all_refined = testing::WaitFor([&] {
     capture = Capture(id);
     size_t refined = 0;
     for (simdjson::dom::element w : capture["workers"].get_array()) {
@@ -54,6 +55,8 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
     }
     return refined == 32;
   });
+  ASSERT_TRUE(all_refined) << "not every clock was refined from the collectives: "
+                           << simdjson::to_string(capture["workers"]) << coordinator_->Log();
   const TimeNs window_start = capture["window"]["start_ns"].get_int64().value();
   const TimeNs window_end = window_start + capture["window"]["duration_ns"].get_int64().value();
   const TimeNs middle = window_start + (window_end - window_start) / 2;
