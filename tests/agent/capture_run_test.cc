@@ -14,7 +14,7 @@
 namespace podscope::agent {
 namespace {
 
-constexpr TimeNs kStart = 1'800'000'000'000'000'000;
+constexpr TimeNs kClockStart = 1'800'000'000'000'000'000;
 
 // Serves ranks 0 and 1 with the sample trace, split in `pieces` parts.
 class FakeCollector : public Collector {
@@ -113,7 +113,7 @@ class CaptureRunTest : public ::testing::Test {
     return reports_.size();
   }
 
-  common::SimulatedTimeSource time_{kStart};
+  common::SimulatedTimeSource time_{kClockStart};
   AgentClock clock_{time_};
   FakeCollector collector_{time_};
   CaptureRunOptions options_{

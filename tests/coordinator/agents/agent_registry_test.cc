@@ -14,7 +14,7 @@
 namespace podscope::coordinator {
 namespace {
 
-constexpr TimeNs kStart = 1'800'000'000'000'000'000;
+constexpr TimeNs kClockStart = 1'800'000'000'000'000'000;
 constexpr TimeNs kSecond = 1'000'000'000;
 
 class CountingStream : public AgentControlStream {
@@ -47,7 +47,7 @@ v1::AgentHello Hello(const std::string& id, const std::string& instance, std::ve
 
 class AgentRegistrySessionTest : public ::testing::Test {
  protected:
-  common::SimulatedTimeSource time_{kStart};
+  common::SimulatedTimeSource time_{kClockStart};
   AgentRegistry registry_{{.heartbeat_interval_ns = kSecond,
                            .stale_after_heartbeats = 3,
                            .forget_after_ns = 60 * kSecond,
