@@ -5,8 +5,7 @@
 # build that treats every locking-annotation violation as an error.
 #
 # The plain suite runs twice as many tests at a time as there are cores: most of them wait on
-# their daemons' real clocks (the tests that run several daemons count as two, see
-# tests/CMakeLists.txt). With the checks, the sanitizer builds and clang-tidy run beside the
+# their daemons' real clocks (the cluster and UI tests count as two, see tests/CMakeLists.txt). With the checks, the sanitizer builds and clang-tidy run beside the
 # suites at idle priority (SCHED_IDLE), one after another, taking only the CPU the tests leave:
 # the ASan suite starts once its build is done, the TSan suite once its own is (clang-tidy may
 # still be running beside it). The sanitized suites run one test per core: under the sanitizers
