@@ -56,7 +56,7 @@ void AddFlags(CLI::App& app, CommandLine& c) {
                  "the name the coordinator's certificate must hold [the host of --coordinator]");
   app.add_option("--watch", c.watch,
                  "on: stream step summaries to the coordinator between captures, for alerts "
-                 "(DESIGN §11); off: "
+                 "(docs/watch.md); off: "
                  "only captures [on]")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--health", c.health,

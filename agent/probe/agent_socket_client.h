@@ -1,6 +1,6 @@
-// The probe's end of the unix socket to the node agent (DESIGN §1). One thread of its own
-// connects, registers, reads the agent's commands and writes what the probe queued; nothing on
-// a training thread ever touches the socket.
+// The probe's end of the unix socket to the node agent (docs/life-of-a-capture.md). One thread of
+// its own connects, registers, reads the agent's commands and writes what the probe queued; nothing
+// on a training thread ever touches the socket.
 //
 // Without an agent the thread tries again every reconnect interval and otherwise sleeps: the
 // training process pays one connect() per interval. Lost connections are retried at once, then

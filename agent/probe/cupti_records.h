@@ -1,5 +1,5 @@
-// CUPTI activity records -> the trace model (DESIGN §3). Pure: takes records as CUPTI lays
-// them out (CUDA 13's structs: Kernel10, Memcpy6, MemcpyPtoP4, Memset4, API, Synchronization2,
+// CUPTI activity records -> the trace model (common/worker_trace.h). Pure: takes records as CUPTI
+// lays them out (CUDA 13's structs: Kernel10, Memcpy6, MemcpyPtoP4, Memset4, API, Synchronization2,
 // ExternalCorrelation, Marker2), keeps them on the CUPTI clock, and at Finish maps every time
 // onto the host clock, pairs NVTX range markers, and turns ranges whose names match the step
 // pattern into steps. Tests feed it hand-built records.

@@ -62,7 +62,7 @@ class EventSource {
   virtual Harvest TakeHarvest() = 0;
 };
 
-// Watch data (issue 15, docs/watch.md): what a source saw between two flushes of the probe,
+// Watch data (docs/watch.md): what a source saw between two flushes of the probe,
 // inside capture windows or not. The agent turns it into step summaries.
 struct WatchStepMark {
   int64_t step = 0;

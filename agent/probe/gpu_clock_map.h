@@ -1,6 +1,6 @@
-// GPU timestamps -> host clock (DESIGN §4.2). CUPTI's timestamps and NCCL's kernel timer
-// (the GPU's globaltimer) both count nanoseconds on a clock the driver keeps close to, but not
-// on, the host's. The probe reads a (GPU, host) pair when a window opens and another when it
+// GPU timestamps -> host clock (docs/life-of-a-capture.md). CUPTI's timestamps and NCCL's kernel
+// timer (the GPU's globaltimer) both count nanoseconds on a clock the driver keeps close to, but
+// not on, the host's. The probe reads a (GPU, host) pair when a window opens and another when it
 // closes; the line through them maps every device time of the window, offset and drift both.
 #pragma once
 

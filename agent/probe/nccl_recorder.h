@@ -1,4 +1,4 @@
-// NCCL collectives, as NCCL's profiler plugin reports them (issue 6, DESIGN §3): one row per
+// NCCL collectives, as NCCL's profiler plugin reports them (common/worker_trace.h): one row per
 // collective or point-to-point call of this rank, with its communicator, sequence number,
 // size, algorithm, protocol and channels, the host time it was enqueued, and the GPU time its
 // kernel ran (the earliest channel start to the latest channel stop, from KernelCh events).
@@ -18,7 +18,7 @@
 // keeps. An event that stops after its window closed (or after the rows were harvested) finds a
 // stale generation and is ignored; nothing NCCL holds can ever dangle.
 //
-// Watch mode (issue 15): between windows NCCL is asked only for collectives and their kernel
+// Watch mode (docs/watch.md): between windows NCCL is asked only for collectives and their kernel
 // channels (kWatchMask), and each collective takes a slot of a fixed ring (a serial number is
 // its handle; a slot reused before it was taken is counted as dropped). Inside a window a
 // collective has both a window row and a watch slot. Each communicator also keeps where this

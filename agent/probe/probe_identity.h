@@ -1,4 +1,4 @@
-// Who a training process is, from its launcher's environment (issue 6, DESIGN §1): the probe
+// Who a training process is, from its launcher's environment: the probe
 // registers with this. torchrun sets RANK / LOCAL_RANK / WORLD_SIZE; srun sets SLURM_PROCID /
 // SLURM_LOCALID / SLURM_NTASKS; torchrun's variables win when both are there (torchrun under
 // srun). The job is PODSCOPE_JOB, else TORCHELASTIC_RUN_ID, else SLURM_JOB_ID.

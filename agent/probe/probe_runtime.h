@@ -1,5 +1,5 @@
 // The probe inside one training process: who it is, its link to the agent, its event sources
-// and the one capture window it can be recording at a time (issue 6, DESIGN §1).
+// and the one capture window it can be recording at a time.
 //
 // Threads: the link's (socket I/O) and the window thread, which sleeps until an armed window's
 // start on the host clock, opens every source, sleeps until the stop (or a cancel), closes
@@ -7,8 +7,8 @@
 // columnar chunks and queues them for the agent, then the window's status. Neither thread is
 // ever one of the training process's.
 //
-// Watch data (issue 15): a third thread flushes the watch sources every interval and sends what
-// they hold as one ProbeWatch message, while the agent it is connected to asked for watch data
+// Watch data (docs/watch.md): a third thread flushes the watch sources every interval and sends
+// what they hold as one ProbeWatch message, while the agent it is connected to asked for watch data
 // (its welcome) and PODSCOPE_WATCH is not 0. Not connected, the sources are told to stop, so a
 // probe without an agent asks NCCL for nothing between windows.
 #pragma once

@@ -38,7 +38,7 @@ struct ProbeSettings {
   std::string step_pattern = kDefaultStepPattern;
   std::string cupti_path;  // empty: the default search
   bool disabled = false;
-  // Watch data between windows (issue 15), when the agent asks for it too.
+  // Watch data between windows (docs/watch.md), when the agent asks for it too.
   bool watch = true;
   int64_t watch_flush_interval_ns = 1'000'000'000;
   // How long a closed window waits for in-flight events (kernel ends, CUPTI buffers) before
