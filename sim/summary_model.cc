@@ -5,11 +5,6 @@
 #include <random>
 
 namespace podscope::sim {
-namespace {
-
-constexpr TimeNs kLaunchLatencyNs = 2'000;  // as in the full model
-
-}  // namespace
 
 struct SummaryModel::RankState {
   std::mt19937_64 rng;

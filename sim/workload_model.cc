@@ -17,7 +17,6 @@ using common::WorkerTrace;
 constexpr int32_t kComputeStream = 7;
 constexpr int32_t kCommStream = 20;
 constexpr int32_t kCopyStream = 7;
-constexpr TimeNs kLaunchLatencyNs = 2'000;
 
 constexpr const char* kForwardKernels[] = {
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"

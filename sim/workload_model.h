@@ -20,6 +20,9 @@ namespace podscope::sim {
 
 using common::TimeNs;
 
+// From a kernel's launch on the host to its earliest start on the device, in both models.
+inline constexpr TimeNs kLaunchLatencyNs = 2'000;
+
 enum class SlowdownKind : uint8_t { kCompute, kInput, kLaunch };
 std::string_view SlowdownKindName(SlowdownKind kind);
 
