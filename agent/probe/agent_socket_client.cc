@@ -117,6 +117,9 @@ void AgentSocketClient::Loop() {
 
 void AgentSocketClient::Serve(common::UniqueFd fd) {
   fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+  // Connected before the registration is taken: a change to it made after this (a feature
+  // NCCL's init adds) sees a connected link and is sent again; one made before is in it.
+  connected_ = true;
   {
     // Registration goes first; a frame half-written to the previous agent starts over.
     v1::ProbeMessage hello;
@@ -129,7 +132,6 @@ void AgentSocketClient::Serve(common::UniqueFd fd) {
     ++control_frames_;
     queue_.push_front(Frame{std::move(frame), true});
   }
-  connected_ = true;
   common::FrameReader reader(kMaxAgentFrameBytes);
   char buffer[64 * 1024];
   bool broken = false;

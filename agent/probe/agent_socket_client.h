@@ -32,7 +32,8 @@ class AgentSocketClient {
   class Handler {
    public:
     virtual ~Handler() = default;
-    // Sent first on every connection.
+    // Sent first on every connection. Taken once connected() is true, so that a change that
+    // finds the link not connected is in it, and one that finds it connected can be sent.
     virtual v1::ProbeRegister Registration() = 0;
     virtual void OnWelcome(const v1::ProbeWelcome& welcome) {}
     virtual void OnArm(const v1::ProbeArm& arm) = 0;
