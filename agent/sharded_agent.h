@@ -1,4 +1,4 @@
-// The node agent in front of coordinators sharded by job (DESIGN §10). It dials the configured
+// The node agent in front of coordinators sharded by job (docs/deploy.md). It dials the configured
 // coordinator (in Kubernetes, the Service: any replica), which tells it who owns each of the
 // node's jobs; it then keeps one Agent (control stream, clock sync, captures, uploads, watch
 // stream) per owning replica, each advertising only the workers of the jobs that replica owns.

@@ -1,4 +1,4 @@
-// The scale benchmark (issue 5): many podscope agents in one process, each serving simulated
+// The scale benchmark: many podscope agents in one process, each serving simulated
 // ranks on its own skewed, drifting clock, all connected to one podscope-coordinator. Measures
 // what the README reports: capture fan-out (request -> every agent acknowledged), achieved
 // start skew across workers on the aligned clock, clock-alignment error against the injected

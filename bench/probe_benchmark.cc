@@ -1,7 +1,7 @@
 // What the probe costs a training process, per call, on the paths its threads take: an NCCL
 // collective inside a window (the plugin's start, two kernel channels, stop), a step mark with
 // and without a probe loaded, and turning CUPTI kernel records into the trace model (CUPTI's
-// buffer-completion thread, not a training thread). Watch mode (issue 15): the same collective
+// buffer-completion thread, not a training thread). Watch mode: the same collective
 // and step mark between windows, and the probe's own flush of watch data.
 #include <benchmark/benchmark.h>
 #include <podscope/step.h>

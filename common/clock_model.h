@@ -1,4 +1,4 @@
-// Maps one worker's clock onto the coordinator's clock (DESIGN §4).
+// Maps one worker's clock onto the coordinator's clock (docs/life-of-a-capture.md).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ enum class ClockSource : uint8_t {
 std::string_view ClockSourceName(ClockSource source);
 
 // aligned(t) = t + offset_ns + (t - reference_ns) * drift_ppb / 1e9.
-// DESIGN §3 lists offset, drift, error bound and source; a drift is only meaningful around a
+// A clock model is an offset, drift, error bound and source; a drift is only meaningful around a
 // reference instant, so the model carries the instant its offset was fitted at.
 struct ClockModel {
   int64_t offset_ns = 0;

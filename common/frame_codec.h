@@ -1,4 +1,4 @@
-// Length-prefixed frames on a byte stream (the probe <-> agent unix socket, DESIGN §1): a 4-byte
+// Length-prefixed frames on a byte stream (the probe <-> agent unix socket): a 4-byte
 // little-endian payload length, then the payload. Both ends bound the frame size, so a corrupt
 // or hostile length never makes anyone allocate gigabytes.
 #pragma once

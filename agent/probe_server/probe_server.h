@@ -1,4 +1,4 @@
-// The agent's end of the probe socket (DESIGN §1): listens on a unix socket that is never
+// The agent's end of the probe socket: listens on a unix socket that is never
 // world-writable, checks who connects (SO_PEERCRED: the kernel's word, not the probe's), reads
 // length-prefixed probe messages and writes the agent's commands. One thread polls every
 // connection, so a node with dozens of training processes costs one thread.

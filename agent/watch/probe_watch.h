@@ -1,4 +1,4 @@
-// A probe's ProbeWatch message, checked record by record (issue 15). A probe is a process of a
+// A probe's ProbeWatch message, checked record by record. A probe is a process of a
 // user the agent serves, not the agent itself: a record that breaks a bound (a time outside
 // [0, 2^62) ns, a kernel ending before it starts, an op the trace model does not know) is
 // dropped and counted, so that one bad probe never costs the node's whole watch batch at the

@@ -1,4 +1,4 @@
-// One probed rank's watch data made into step summaries (issue 15, docs/watch.md). The probe
+// One probed rank's watch data made into step summaries (docs/watch.md). The probe
 // flushes finished collectives and the steps the process marked; this decides which steps they
 // belong to. Pure: no threads, no clock but the probe's `now` of each flush.
 //

@@ -1,4 +1,4 @@
-// The agent's bounded queue of watch data (DESIGN §11), between the collectors that push it and
+// The agent's bounded queue of watch data (docs/watch.md), between the collectors that push it and
 // the sender that streams it to the coordinator. Steps queue in order up to a bound, past which
 // the oldest are dropped and counted (fresh data is worth more to a detector than old); progress
 // keeps only the newest record per (job, rank, communicator), since each supersedes the last.
