@@ -40,9 +40,11 @@ podscope_log "running the test suite"
 if $checks; then
   podscope_background_wait asan
   podscope_log "running the core suites under ASan + UBSan"
+  podscope_borrow_test_costs "$PODSCOPE_ROOT/build-asan"
   (cd "$PODSCOPE_ROOT/build-asan" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
   podscope_background_wait tsan
   podscope_log "running the daemon and threading suites under ThreadSanitizer (clang, -Wthread-safety -Werror)"
+  podscope_borrow_test_costs "$PODSCOPE_ROOT/build-tsan"
   (cd "$PODSCOPE_ROOT/build-tsan" && PODSCOPE_TEST_TIME_SCALE=4 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PODSCOPE_ROOT/tests/tsan/suppressions.txt" \
     ctest --output-on-failure -j "$(nproc)" --timeout 900 -L 'threads|daemons')

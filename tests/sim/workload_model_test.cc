@@ -12,6 +12,7 @@
 #include "coordinator/analysis/analysis_run.h"
 #include "coordinator/analysis/step_replay.h"
 #include "tests/common/sample_trace.h"
+#include "tests/sanitizers.h"
 
 namespace podscope::sim {
 namespace {
@@ -146,7 +147,7 @@ void ExpectStraggler(int32_t ranks, int32_t straggler, uint64_t seed, SlowdownKi
 }
 
 TEST(StragglerDetectionTest, FivePercentComputeStragglerFrom8To1024Ranks) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
+  for (uint64_t seed = 1; seed <= testing::SanitizedOr<uint64_t>(2, 20); ++seed) {
     ExpectStraggler(8, static_cast<int32_t>(seed % 8), seed, SlowdownKind::kCompute, 1.05,
                     "compute+overlap");
     ExpectStraggler(64, static_cast<int32_t>(seed * 3 % 64), seed, SlowdownKind::kCompute, 1.05,
@@ -172,7 +173,7 @@ TEST(StragglerDetectionTest, CleanJobsNameNobodyAcross20Seeds) {
     AlignClocks(job);
     EXPECT_TRUE(Analyze(job, {"stragglers"}).stragglers->stragglers.empty()) << "1024 ranks";
   }
-  for (uint64_t seed = 100; seed < 120; ++seed) {
+  for (uint64_t seed = 100; seed < 100 + testing::SanitizedOr<uint64_t>(2, 20); ++seed) {
     for (int32_t ranks : {8, 64, 256}) {
       Workload job = SimulateJob(Small(ranks, seed));
       AlignClocks(job);
@@ -213,7 +214,8 @@ LossCheck EstimateAndMeasure(WorkloadOptions o, Slowdown slow) {
 
 TEST(StepTimeLossTest, WithinTenPercentOfTheJobWithoutTheStragglerAcross20SeedsAnd8To256Ranks) {
   const int32_t sizes[] = {8, 16, 32, 64, 128, 256};
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
+  // Six seeds are every size once, and both kinds of slowdown.
+  for (uint64_t seed = 1; seed <= testing::SanitizedOr<uint64_t>(6, 20); ++seed) {
     WorkloadOptions o = Small(sizes[seed % 6], seed);
     o.steps = 6;
     // Compute stragglers 5-20% slower, and input-bound ones (a dataloader 2-3x slower).
@@ -247,7 +249,7 @@ TEST(StepTimeLossTest, TheReportedCaseIsNoLongerOverstatedFiveTimes) {
 
 // Clean jobs: excusing the worker that caused the most waiting saves nothing beyond jitter.
 TEST(StepTimeLossTest, CleanJobsLoseNothingToTheirLastArriver) {
-  for (uint64_t seed = 200; seed < 220; ++seed) {
+  for (uint64_t seed = 200; seed < 200 + testing::SanitizedOr<uint64_t>(2, 20); ++seed) {
     for (int32_t ranks : {8, 64}) {
       Workload job = SimulateJob(Small(ranks, seed));
       AlignClocks(job);
