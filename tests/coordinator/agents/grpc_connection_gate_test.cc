@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "tests/wait_for.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -212,11 +213,8 @@ TEST_F(GrpcConnectionGateTest, ADescriptorReusedForAnotherFileGivesItsSlotBack) 
   ASSERT_EQ(acceptor_->WaitFor(1).size(), 1u);
   ASSERT_EQ(gate_->open_connections(), 1u);
   const int reused = acceptor_->EndAndReuse(0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (gate_->open_connections() > 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(gate_->open_connections(), 0u);
+  EXPECT_TRUE(testing::WaitFor([&] { return gate_->open_connections() == 0; }))
+      << gate_->open_connections() << " open";
   if (reused >= 0) close(reused);
 }
 
