@@ -152,7 +152,8 @@ TEST_F(LiveCaptureTest, AgentKilledMidCaptureMakesItPartialNamingItsWorkers) {
   Daemon& doomed = StartAgent("doomed", "ranks=4-7,world=8,job=k,profile=light");
   WaitForAgents(2);
   const std::string id = StartCapture(R"({"job": "k", "duration_ms": 2000})");
-  ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing");  // the 2 s window is under way
+  ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing")  // the 2 s window is under way
+      << HttpCall(http_port_, "GET", "/v1/captures/" + id).body;
   doomed.Kill();
   const auto killed = std::chrono::steady_clock::now();
   // Within the window (2 s) plus the grace for reporting its end (4 s), and a margin.
@@ -283,7 +284,8 @@ TEST_F(LiveCaptureTest, CoordinatorRestartDuringUploadLosesAndDuplicatesNothing)
   StartAgent("b", "ranks=4-7,world=8,job=r,clock-offset-ms=-13");
   WaitForAgents(2);
   const std::string id = StartCapture(R"({"job": "r", "duration_ms": 1500})");
-  ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing");
+  ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing")
+      << HttpCall(http_port_, "GET", "/v1/captures/" + id).body;
   coordinator_->Kill();  // no goodbye: the agents find out when they try to upload
   // An outage long enough for the agents' uploads to fail: not a timing assertion (the capture
   // must come out complete however long it lasts).
@@ -379,7 +381,8 @@ TEST_F(LiveCaptureTest, CancelStopsEveryAgent) {
   Daemon& b = StartAgent("b", "ranks=2-3,world=4,job=c,profile=light");
   WaitForAgents(2);
   const std::string id = StartCapture(R"({"job": "c", "duration_ms": 60000})");
-  ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing");
+  ASSERT_EQ(WaitForState(id, {"capturing"}, 5'000), "capturing")
+      << HttpCall(http_port_, "GET", "/v1/captures/" + id).body;
   // No analysis or export of a capture still running: a 409 that says so, not an empty result.
   for (const char* what : {"/stragglers", "/trace"}) {
     const HttpResult early = HttpCall(http_port_, "GET", "/v1/captures/" + id + what);

@@ -40,9 +40,14 @@ class LiveClusterTest : public ::testing::Test {
   void SetUp() override {
     // Uploads of 32 default-profile ranks under the sanitizers, beside other suites on two cores,
     // can take longer than 20 s (a fresh-clone run saw it); a healthy run finishes in seconds.
-    config_ = dir_.Write("coordinator.json",
-                         R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 120000},
-                                               "agents": {"heartbeat_interval_ms": 300}})");
+    // The lead agents have to acknowledge a capture (250 ms as deployed) scales with the tests'
+    // waits: under ThreadSanitizer beside clang-tidy, both agents of a capture once missed it
+    // and the capture failed before it began.
+    config_ = dir_.Write(
+        "coordinator.json",
+        R"({"capture": {"capture_grace_ms": 4000, "upload_timeout_ms": 120000, "min_lead_ms": )" +
+            std::to_string(250 * testing::TimeScale()) + R"(},
+            "agents": {"heartbeat_interval_ms": 300}})");
   }
 
   void StartCoordinator() {
