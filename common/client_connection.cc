@@ -1,12 +1,14 @@
 #include "common/client_connection.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -14,9 +16,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
+#include "common/cancellation.h"
 #include "common/str_util.h"
 
 namespace podscope::common {
@@ -67,7 +71,8 @@ class NoSigpipe {
 
 absl::StatusOr<ClientConnection> ClientConnection::Connect(const std::string& host, uint16_t port,
                                                            const ClientTls& tls,
-                                                           int timeout_seconds) {
+                                                           int timeout_seconds,
+                                                           ExchangeBounds bounds) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
@@ -76,11 +81,33 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const std::string& ho
     return absl::UnavailableError(StrCat("cannot resolve ", host));
   }
   ClientConnection c;
+  c.timeout_ms_ = std::max(1, timeout_seconds) * 1000;
+  c.bounds_ = bounds;
   int error = 0;
   for (addrinfo* a = found; a != nullptr && c.fd_ < 0; a = a->ai_next) {
-    c.fd_ = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (c.fd_ >= 0 && connect(c.fd_, a->ai_addr, a->ai_addrlen) != 0) {
+    c.fd_ = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (c.fd_ < 0) {
       error = errno;
+      continue;
+    }
+    int result = connect(c.fd_, a->ai_addr, a->ai_addrlen);
+    if (result != 0 && errno == EINPROGRESS) {
+      socklen_t length = sizeof(error);
+      result = c.Wait(POLLOUT) && getsockopt(c.fd_, SOL_SOCKET, SO_ERROR, &error, &length) == 0 &&
+                       error == 0
+                   ? 0
+                   : -1;
+      if (result != 0 && !c.stopped_.ok()) {
+        close(c.fd_);
+        c.fd_ = -1;
+        freeaddrinfo(found);
+        return absl::UnavailableError(
+            StrCat("cannot connect to ", host, ":", port, ": ", c.stopped_.message()));
+      }
+    } else if (result != 0) {
+      error = errno;
+    }
+    if (result != 0) {
       close(c.fd_);
       c.fd_ = -1;
     }
@@ -89,19 +116,50 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const std::string& ho
   if (c.fd_ < 0)
     return absl::UnavailableError(
         StrCat("cannot connect to ", host, ":", port, ": ", std::strerror(error)));
-  timeval timeout{timeout_seconds, 0};
-  setsockopt(c.fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  setsockopt(c.fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   if (absl::Status s = c.StartTls(host, port, tls); !s.ok()) return s;
   return c;
 }
 
 absl::StatusOr<ClientConnection> ClientConnection::Adopt(int fd, const std::string& host,
-                                                         uint16_t port, const ClientTls& tls) {
+                                                         uint16_t port, const ClientTls& tls,
+                                                         int timeout_seconds) {
   ClientConnection c;
   c.fd_ = fd;
+  c.timeout_ms_ = std::max(1, timeout_seconds) * 1000;
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   if (absl::Status s = c.StartTls(host, port, tls); !s.ok()) return s;
   return c;
+}
+
+bool ClientConnection::Wait(short events) {
+  using Clock = std::chrono::steady_clock;
+  for (;;) {
+    const Clock::time_point now = Clock::now();
+    if (bounds_.cancel != nullptr && bounds_.cancel->cancelled()) {
+      stopped_ = absl::CancelledError("cancelled (the coordinator is stopping)");
+      return false;
+    }
+    if (now >= bounds_.deadline) {
+      stopped_ = absl::DeadlineExceededError("the exchange ran past its deadline");
+      return false;
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(bounds_.deadline - now).count();
+    const int wait_ms = static_cast<int>(std::min<int64_t>(timeout_ms_, left));
+    pollfd p[2] = {{fd_, events, 0}, {-1, POLLIN, 0}};
+    if (bounds_.cancel != nullptr) p[1].fd = bounds_.cancel->fd();
+    const int n = poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      stopped_ = absl::UnavailableError(StrCat("poll: ", std::strerror(errno)));
+      return false;
+    }
+    if (n > 0 && p[1].revents != 0) continue;  // cancelled: said above
+    if (n > 0) return true;  // ready, or an error or hang-up the next call reports
+    if (wait_ms == timeout_ms_ && Clock::now() < bounds_.deadline) {
+      stopped_ = absl::DeadlineExceededError(StrCat("no progress for ", timeout_ms_ / 1000, " s"));
+      return false;
+    }
+  }
 }
 
 absl::Status ClientConnection::StartTls(const std::string& host, uint16_t port,
@@ -145,7 +203,17 @@ absl::Status ClientConnection::StartTls(const std::string& host, uint16_t port,
     SSL_set_tlsext_host_name(c.ssl_, name.c_str());
     SSL_set1_host(c.ssl_, name.c_str());
   }
-  if (SSL_connect(c.ssl_) != 1) {
+  int connected = SSL_connect(c.ssl_);
+  while (connected != 1) {
+    const int error = SSL_get_error(c.ssl_, connected);
+    if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) break;
+    if (!c.Wait(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT)) {
+      return absl::UnavailableError(
+          StrCat("TLS with ", host, ":", port, ": ", c.stopped_.message()));
+    }
+    connected = SSL_connect(c.ssl_);
+  }
+  if (connected != 1) {
     const long verify = SSL_get_verify_result(c.ssl_);
     std::string why = verify != X509_V_OK ? StrCat("the server's certificate is not trusted: ",
                                                    X509_verify_cert_error_string(verify))
@@ -158,7 +226,10 @@ absl::Status ClientConnection::StartTls(const std::string& host, uint16_t port,
 ClientConnection::ClientConnection(ClientConnection&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       context_(std::exchange(other.context_, nullptr)),
-      ssl_(std::exchange(other.ssl_, nullptr)) {}
+      ssl_(std::exchange(other.ssl_, nullptr)),
+      timeout_ms_(other.timeout_ms_),
+      bounds_(other.bounds_),
+      stopped_(std::move(other.stopped_)) {}
 
 ClientConnection& ClientConnection::operator=(ClientConnection&& other) noexcept {
   if (this != &other) {
@@ -166,6 +237,9 @@ ClientConnection& ClientConnection::operator=(ClientConnection&& other) noexcept
     fd_ = std::exchange(other.fd_, -1);
     context_ = std::exchange(other.context_, nullptr);
     ssl_ = std::exchange(other.ssl_, nullptr);
+    timeout_ms_ = other.timeout_ms_;
+    bounds_ = other.bounds_;
+    stopped_ = std::move(other.stopped_);
   }
   return *this;
 }
@@ -197,21 +271,53 @@ bool ClientConnection::Send(std::string_view bytes) {
 bool ClientConnection::SendUnblocked(std::string_view bytes) {
   size_t sent = 0;
   while (sent < bytes.size()) {
+    // The same piece again after a wait: OpenSSL asks that a retried write repeat its arguments.
     const size_t piece = std::min<size_t>(bytes.size() - sent, 1 << 20);
-    const ssize_t n = ssl_ != nullptr
-                          ? SSL_write(ssl_, bytes.data() + sent, static_cast<int>(piece))
-                          : send(fd_, bytes.data() + sent, piece, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    sent += static_cast<size_t>(n);
+    if (ssl_ != nullptr) {
+      const int n = SSL_write(ssl_, bytes.data() + sent, static_cast<int>(piece));
+      if (n > 0) {
+        sent += static_cast<size_t>(n);
+        continue;
+      }
+      const int error = SSL_get_error(ssl_, n);
+      if ((error != SSL_ERROR_WANT_WRITE && error != SSL_ERROR_WANT_READ) ||
+          !Wait(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT)) {
+        return false;
+      }
+      continue;
+    }
+    const ssize_t n = send(fd_, bytes.data() + sent, piece, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!Wait(POLLOUT)) return false;
+    } else {
+      return false;
+    }
   }
   return true;
 }
 
 size_t ClientConnection::Receive(char* buffer, size_t size) {
-  const ssize_t n = ssl_ != nullptr
-                        ? SSL_read(ssl_, buffer, static_cast<int>(std::min<size_t>(size, 1 << 30)))
-                        : recv(fd_, buffer, size, 0);
-  return n > 0 ? static_cast<size_t>(n) : 0;
+  for (;;) {
+    if (ssl_ != nullptr) {
+      const int n = SSL_read(ssl_, buffer, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+      if (n > 0) return static_cast<size_t>(n);
+      const int error = SSL_get_error(ssl_, n);
+      if ((error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) ||
+          !Wait(error == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN)) {
+        return 0;
+      }
+      continue;
+    }
+    const ssize_t n = recv(fd_, buffer, size, 0);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && Wait(POLLIN)) continue;
+    return 0;
+  }
 }
 
 void ClientConnection::FinishSending() {

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -170,9 +171,14 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
                                                    const std::string& body,
                                                    const std::string& content_type,
                                                    const std::function<void(uint64_t)>& progress) {
+  common::ExchangeBounds bounds{.cancel = server.cancel};
+  if (server.deadline_ms > 0) {
+    bounds.deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(server.deadline_ms);
+  }
   absl::StatusOr<common::ClientConnection> connection = common::ClientConnection::Connect(
       server.host, server.port, {.enabled = server.tls, .ca_file = server.ca_file},
-      server.timeout_seconds);
+      server.timeout_seconds, bounds);
   if (!connection.ok()) {
     if (!server.tls || connection.status().code() == absl::StatusCode::kInvalidArgument)
       return connection.status();
@@ -201,6 +207,10 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
     }
   }
   const std::string raw = ReceiveResponse(*connection, server.max_response_bytes, method);
+  if (const absl::Status& stopped = connection->stopped(); !stopped.ok()) {
+    return absl::Status(stopped.code(),
+                        common::StrCat(server.host, ":", server.port, ": ", stopped.message()));
+  }
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos || !raw.starts_with("HTTP/1.")) {
     return absl::UnavailableError(

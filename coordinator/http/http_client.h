@@ -11,6 +11,10 @@
 
 #include "absl/status/statusor.h"
 
+namespace podscope::common {
+class Cancellation;
+}
+
 namespace podscope::coordinator {
 
 struct HttpClientResponse {
@@ -30,6 +34,11 @@ struct ServerAddress {
       ca_file;  // --ca-cert: the CA the server's certificate must chain to (empty: the system's)
   std::string token;         // --token-file or PODSCOPE_TOKEN: sent as "Authorization: Bearer"
   int timeout_seconds = 60;  // connecting, and each read or write without progress
+  // The whole exchange (connect, TLS, request, answer) however slowly the server trickles:
+  // DeadlineExceeded past it. 0: no bound but timeout_seconds.
+  int deadline_ms = 0;
+  // Raised by another thread to end the exchange at once (Cancelled); outlives the call.
+  const common::Cancellation* cancel = nullptr;
   size_t max_response_bytes = SIZE_MAX;  // the rest of a longer response is not read
   std::string user_agent = "podscope-cli";
   std::string base_path;                                     // "/base" of the URL, "" without one
@@ -41,7 +50,8 @@ struct ServerAddress {
 absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url);
 
 // One request per connection. `progress` (optional) is told how many body bytes were sent.
-// Errors: unreachable server, timeouts (timeout_seconds without progress), malformed responses.
+// Errors: unreachable server, timeouts (timeout_seconds without progress, or deadline_ms: both
+// DeadlineExceeded), cancellation (Cancelled), malformed responses.
 absl::StatusOr<HttpClientResponse> HttpRequestTo(
     const ServerAddress& server, const std::string& method, const std::string& target,
     const std::string& body = "", const std::string& content_type = "",

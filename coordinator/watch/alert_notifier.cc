@@ -57,6 +57,9 @@ absl::StatusOr<std::unique_ptr<AlertNotifier>> AlertNotifier::Create(
     d->address.ca_file = n->options_.ca_file;
     d->address.timeout_seconds =
         std::max<int>(1, static_cast<int>(absl::ToInt64Seconds(n->options_.timeout)));
+    d->address.deadline_ms =
+        std::max<int>(1, static_cast<int>(absl::ToInt64Milliseconds(n->options_.timeout)));
+    d->address.cancel = &n->cancel_;
     d->address.max_response_bytes = 64 << 10;
     d->address.user_agent = "podscope-coordinator";
     n->destinations_.push_back(std::move(d));
@@ -91,6 +94,7 @@ void AlertNotifier::Stop() {
     absl::MutexLock lock(&stop_mu_);
     stopping_ = true;
   }
+  cancel_.Cancel();  // a delivery in flight ends now, whatever its sink is doing
   for (auto& d : destinations_) {
     if (d->thread.joinable()) d->thread.join();
   }
@@ -223,6 +227,11 @@ void AlertNotifier::Run(Destination& d) {
       const std::vector<Alert> firing = firing_();
       if (!firing.empty()) {
         if (absl::Status s = Post(d, AlertmanagerBody(firing)); !s.ok()) {
+          if (s.code() == absl::StatusCode::kCancelled) return;
+          if (s.code() == absl::StatusCode::kDeadlineExceeded) {
+            absl::MutexLock lock(&d.mu);
+            ++d.counters.timed_out;
+          }
           log_.Warn("notify {}: re-sending {} firing alerts: {}", d.url, firing.size(),
                     std::string(s.message()));
         }
@@ -231,11 +240,13 @@ void AlertNotifier::Run(Destination& d) {
     }
     if (delivery.body.empty()) continue;
     const absl::Status s = Post(d, delivery.body);
+    if (s.code() == absl::StatusCode::kCancelled) return;  // stopping
     absl::MutexLock lock(&d.mu);
     if (s.ok()) {
       ++d.counters.delivered;
       continue;
     }
+    if (s.code() == absl::StatusCode::kDeadlineExceeded) ++d.counters.timed_out;
     if (++delivery.attempts >= options_.max_attempts) {
       ++d.counters.failed;
       log_.Warn("notify {}: giving up after {} attempts: {}", d.url, delivery.attempts,
@@ -276,7 +287,8 @@ void AlertNotifier::AppendMetrics(std::string* out) const {
     for (const auto& [outcome, n] : {std::pair<const char*, uint64_t>{"delivered", c.delivered},
                                      {"retried", c.retried},
                                      {"failed", c.failed},
-                                     {"dropped", c.dropped}}) {
+                                     {"dropped", c.dropped},
+                                     {"timed_out", c.timed_out}}) {
       common::StrAppend(out, "podscope_notifications_total{destination=\"", label, "\",outcome=\"",
                         outcome, "\"} ", n, "\n");
     }

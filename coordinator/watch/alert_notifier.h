@@ -1,9 +1,10 @@
 // Sends alert transitions out (DESIGN §11): to Alertmanager's v2 API (POST /api/v2/alerts, with
 // firing alerts re-sent periodically, as Alertmanager expects of its clients) and to webhooks
 // (POST of {"event": "fired"|"resolved", "alert": {...}}, or Slack's {"text": "..."}). Each
-// destination has its own thread and bounded queue (drop oldest, counted), a timeout per attempt
-// and retries with backoff, so a destination that fails or never answers delays only its own
-// deliveries: Notify never blocks.
+// destination has its own thread and bounded queue (drop oldest, counted), a deadline on each
+// attempt's whole exchange and retries with backoff, so a destination that fails, never answers
+// or answers a byte at a time delays only its own deliveries: Notify never blocks, and Stop
+// cancels deliveries in flight.
 #pragma once
 
 #include <deque>
@@ -16,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/cancellation.h"
 #include "coordinator/http/http_client.h"
 #include "coordinator/http/rate_limited_log.h"
 #include "coordinator/watch/alert_tracker.h"
@@ -23,12 +25,13 @@
 namespace podscope::coordinator::watch {
 
 struct NotifierOptions {
-  std::vector<std::string> alertmanagers;     // http[s]://host:port of each Alertmanager
-  std::vector<std::string> webhooks;          // http[s]://host:port/path: the alert as JSON
-  std::vector<std::string> slack_webhooks;    // Slack-compatible incoming webhooks: {"text": ...}
-  std::string ca_file;                        // for https destinations with a private CA
-  std::string external_url;                   // this coordinator's REST URL, for links in alerts
-  absl::Duration timeout = absl::Seconds(5);  // per attempt: connect, and each read or write
+  std::vector<std::string> alertmanagers;   // http[s]://host:port of each Alertmanager
+  std::vector<std::string> webhooks;        // http[s]://host:port/path: the alert as JSON
+  std::vector<std::string> slack_webhooks;  // Slack-compatible incoming webhooks: {"text": ...}
+  std::string ca_file;                      // for https destinations with a private CA
+  std::string external_url;                 // this coordinator's REST URL, for links in alerts
+  // Per attempt, the whole exchange: connecting, the request and the whole answer.
+  absl::Duration timeout = absl::Seconds(5);
   int max_attempts = 5;
   absl::Duration first_retry = absl::Milliseconds(500);
   absl::Duration max_retry = absl::Seconds(30);
@@ -39,8 +42,9 @@ struct NotifierOptions {
 struct DestinationCounters {
   uint64_t delivered = 0;
   uint64_t retried = 0;
-  uint64_t failed = 0;   // every attempt failed
-  uint64_t dropped = 0;  // pushed out of a full queue
+  uint64_t failed = 0;     // every attempt failed
+  uint64_t dropped = 0;    // pushed out of a full queue
+  uint64_t timed_out = 0;  // attempts (deliveries and re-sends) that ran past their deadline
 };
 
 class AlertNotifier {
@@ -52,7 +56,7 @@ class AlertNotifier {
   ~AlertNotifier();
 
   void Start();
-  void Stop();  // joins; a delivery in flight ends within its timeout
+  void Stop();  // cancels deliveries in flight and joins: returns within a poll's wake-up
   // Queues the transition for every destination; never blocks.
   void Notify(const AlertEvent& event);
   // Per destination: podscope_notifications_total{destination, outcome}.
@@ -83,6 +87,7 @@ class AlertNotifier {
 
   const NotifierOptions options_;
   const std::function<std::vector<Alert>()> firing_;
+  common::Cancellation cancel_;  // raised by Stop; every destination's exchanges watch it
   std::vector<std::unique_ptr<Destination>> destinations_;
   absl::Mutex stop_mu_;
   bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;

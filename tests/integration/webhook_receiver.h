@@ -1,5 +1,6 @@
 // A local HTTP endpoint that receives podscope's webhook notifications, for tests: it answers
-// 200, or 500, or never answers (holding the connection open until it is destroyed).
+// 200, or 500, or never answers (holding the connection open until it is destroyed), or trickles
+// (a header announcing a megabyte, then one byte of it every 200 ms, on each connection it holds).
 #pragma once
 
 #include <arpa/inet.h>
@@ -21,7 +22,7 @@ namespace podscope::testing {
 
 class WebhookReceiver {
  public:
-  enum class Mode { kOk, kFail, kNeverAnswer };
+  enum class Mode { kOk, kFail, kNeverAnswer, kTrickle };
 
   explicit WebhookReceiver(Mode mode) : mode_(mode) {
     listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
@@ -69,8 +70,14 @@ class WebhookReceiver {
         absl::MutexLock lock(&mu_);
         if (stopping_) return;
       }
+      if (mode_ == Mode::kTrickle && absl::Now() >= next_trickle_) {
+        next_trickle_ = absl::Now() + absl::Milliseconds(200);
+        for (const int held : held_) {
+          [[maybe_unused]] const ssize_t n = send(held, "x", 1, MSG_NOSIGNAL);
+        }
+      }
       pollfd p{listen_fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
+      if (poll(&p, 1, mode_ == Mode::kTrickle ? 20 : 100) <= 0) continue;
       const int fd = accept(listen_fd_, nullptr, nullptr);
       if (fd < 0) continue;
       const std::string body = ReadRequest(fd);
@@ -79,6 +86,12 @@ class WebhookReceiver {
         bodies_.push_back(body);
       }
       if (mode_ == Mode::kNeverAnswer) {
+        held_.push_back(fd);
+        continue;
+      }
+      if (mode_ == Mode::kTrickle) {
+        const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n";
+        [[maybe_unused]] const ssize_t n = send(fd, head.data(), head.size(), MSG_NOSIGNAL);
         held_.push_back(fd);
         continue;
       }
@@ -122,7 +135,8 @@ class WebhookReceiver {
   const Mode mode_;
   int listen_fd_ = -1;
   int port_ = 0;
-  std::vector<int> held_;  // the receiver thread's only
+  std::vector<int> held_;                           // the receiver thread's only
+  absl::Time next_trickle_ = absl::InfinitePast();  // the receiver thread's only
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::string> bodies_ ABSL_GUARDED_BY(mu_);

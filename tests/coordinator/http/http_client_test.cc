@@ -10,6 +10,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/cancellation.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -103,6 +104,98 @@ TEST(HttpClientTest, ABodyShorterThanItsContentLengthIsAnError) {
   absl::StatusOr<HttpClientResponse> r =
       HttpRequestTo({.host = "127.0.0.1", .port = server.port()}, "GET", "/");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+}
+
+// A server that reads a request's head, answers a header announcing 1,000 bytes, then sends one
+// byte every 50 ms (a sink that answers a byte at a time) until told to stop.
+class TricklingServer {
+ public:
+  TricklingServer() {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(listener_, 1);
+    socklen_t len = sizeof(addr);
+    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      const int fd = accept(listener_, nullptr, nullptr);
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+      }
+      const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
+      send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+      got_request.Notify();
+      while (!stop.WaitForNotificationWithTimeout(absl::Milliseconds(50)) && body_bytes_ < 1000 &&
+             send(fd, "x", 1, MSG_NOSIGNAL) == 1) {
+        ++body_bytes_;
+      }
+      close(fd);
+    });
+  }
+  ~TricklingServer() {
+    if (!stop.HasBeenNotified()) stop.Notify();
+    if (thread_.joinable()) thread_.join();
+    close(listener_);
+  }
+  uint16_t port() const { return port_; }
+  // Body bytes sent before the client hung up or the server was stopped.
+  int body_bytes() {
+    if (!stop.HasBeenNotified()) stop.Notify();
+    if (thread_.joinable()) thread_.join();
+    return body_bytes_;
+  }
+  absl::Notification got_request, stop;
+
+ private:
+  int listener_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  int body_bytes_ = 0;
+};
+
+// The deadline bounds the whole exchange: a server that trickles a byte every 50 ms makes
+// progress on every read (a per-read timeout never fires: it once held an alert delivery for 17
+// minutes) and is cut off at the deadline, long before its 1,000 bytes.
+TEST(HttpClientTest, ATricklingServerIsCutOffAtTheExchangesDeadline) {
+  TricklingServer server;
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
+      {.host = "127.0.0.1", .port = server.port(), .timeout_seconds = 5, .deadline_ms = 500},
+      "POST", "/", "{}", "application/json");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_NE(r.status().message().find("past its deadline"), std::string::npos) << r.status();
+  EXPECT_LT(server.body_bytes(), 1000);
+}
+
+// Cancelled from another thread (the coordinator stopping), an exchange ends at once, whatever
+// its deadline.
+TEST(HttpClientTest, AnExchangeEndsWhenCancelled) {
+  TricklingServer server;
+  common::Cancellation cancel;
+  absl::StatusOr<HttpClientResponse> r;
+  std::thread client([&] {
+    r = HttpRequestTo({.host = "127.0.0.1",
+                       .port = server.port(),
+                       .timeout_seconds = 600,
+                       .deadline_ms = 600'000,
+                       .cancel = &cancel},
+                      "GET", "/");
+  });
+  server.got_request.WaitForNotification();
+  cancel.Cancel();
+  client.join();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  EXPECT_LT(server.body_bytes(), 1000);
+  // Cancelled before it starts: it does not start.
+  absl::StatusOr<HttpClientResponse> after =
+      HttpRequestTo({.host = "127.0.0.1", .port = server.port(), .cancel = &cancel}, "GET", "/");
+  EXPECT_FALSE(after.ok());
 }
 
 }  // namespace
