@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <initializer_list>
@@ -140,12 +141,22 @@ class ConfigSection {
     *out = d;
   }
 
-  // Milliseconds (a number) in [min_ms, max_ms], kept as nanoseconds.
+  // Milliseconds (a number) in [min_ms, max_ms], kept as nanoseconds: the nearest one, so that
+  // a value written back as milliseconds reads as the same nanoseconds (truncating read some a
+  // nanosecond short, outside a bound they had passed).
   void Millis(std::string_view key, int64_t* ns, double min_ms, double max_ms) const {
     double ms = 0;
     if (!o_.contains(key)) return;
     Number(key, &ms, min_ms, max_ms);
-    *ns = static_cast<int64_t>(ms * 1e6);
+    *ns = std::llround(ms * 1e6);
+  }
+
+  // Seconds (a number) in [min_s, max_s], kept as the nearest nanoseconds, as Millis.
+  void Seconds(std::string_view key, int64_t* ns, double min_s, double max_s) const {
+    double s = 0;
+    if (!o_.contains(key)) return;
+    Number(key, &s, min_s, max_s);
+    *ns = std::llround(s * 1e9);
   }
 
   void Bool(std::string_view key, bool* out) const {

@@ -1,5 +1,6 @@
 #include "common/ranges.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -8,17 +9,34 @@
 
 namespace podscope::common {
 
-absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text) {
+absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text, size_t max_ranks) {
   std::vector<int32_t> ranks;
   for (std::string_view part : Split(text, ',')) {
     part = StripWhitespace(part);
     int64_t first = 0, last = 0;
-    if (!ParseIntRange(part, &first, &last).ok() || last - first > 65536 || last > INT32_MAX) {
+    if (!ParseIntRange(part, &first, &last).ok() || last > INT32_MAX) {
       return absl::InvalidArgumentError(StrCat("\"", part, "\" is not a rank or FIRST-LAST range"));
+    }
+    if (static_cast<uint64_t>(last - first) + 1 > max_ranks - ranks.size()) {
+      return absl::InvalidArgumentError(StrCat("more than ", max_ranks, " ranks"));
     }
     for (int64_t r = first; r <= last; ++r) ranks.push_back(static_cast<int32_t>(r));
   }
   return ranks;
+}
+
+std::string FormatRankList(std::vector<int32_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    StrAppend(&out, out.empty() ? "" : ",", ranks[i]);
+    if (j > i) StrAppend(&out, "-", ranks[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 absl::Status ParseIntRange(std::string_view text, int64_t* first, int64_t* last) {

@@ -2,7 +2,9 @@
 // and the REST API alike.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -11,8 +13,13 @@
 
 namespace podscope::common {
 
-// "0-3,7" -> {0, 1, 2, 3, 7}; each range at most 65,537 ranks. InvalidArgument naming the part.
-absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text);
+// "0-3,7" -> {0, 1, 2, 3, 7}; at most `max_ranks` in all (a short text must not expand to
+// millions). InvalidArgument naming the part.
+absl::StatusOr<std::vector<int32_t>> ParseRankList(std::string_view text,
+                                                   size_t max_ranks = 65'536);
+
+// {7, 0, 1, 2, 3, 3} -> "0-3,7": sorted, each run of consecutive ranks as one range.
+std::string FormatRankList(std::vector<int32_t> ranks);
 
 // "N" or "FIRST-LAST" of non-negative integers, FIRST <= LAST. InvalidArgument naming the text.
 absl::Status ParseIntRange(std::string_view text, int64_t* first, int64_t* last);

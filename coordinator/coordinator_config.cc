@@ -124,6 +124,18 @@ void ApplyNotify(const ConfigSection& root, CoordinatorSettings* s) {
   n.Integer("max_queued", &s->notify.max_queued, 1, 1'000'000);
 }
 
+void ApplyWatch(const ConfigSection& root, CoordinatorSettings* s) {
+  const ConfigSection w =
+      root.Section("watch", {"max_jobs", "max_jobs_per_agent", "forget_quiet_jobs_after_s",
+                             "max_job_bytes", "max_agent_bytes", "max_total_bytes"});
+  w.Integer("max_jobs", &s->watch.engine.max_jobs, 1, 1'000'000);
+  w.Integer("max_job_bytes", &s->watch.engine.job.max_bytes, 1 << 20, kTiB);
+  w.Integer("max_agent_bytes", &s->watch.max_agent_bytes, 1 << 20, kTiB);
+  w.Integer("max_total_bytes", &s->watch.engine.max_total_bytes, 1 << 20, kTiB);
+  w.Integer("max_jobs_per_agent", &s->watch.max_jobs_per_agent, 1, 1'000'000);
+  w.Seconds("forget_quiet_jobs_after_s", &s->watch.engine.forget_quiet_after_ns, 1, 30 * 86'400);
+}
+
 void ApplyShards(const ConfigSection& root, CoordinatorSettings* s) {
   const ConfigSection sh =
       root.Section("shards", {"self", "members_file", "forward", "reload_interval_ms",
@@ -159,9 +171,10 @@ void ApplyRetention(const ConfigSection& root, CoordinatorSettings* s) {
 absl::Status ApplyCoordinatorConfig(const boost::json::object& root, CoordinatorSettings* s) {
   // Every key with its type and range in one place per section; the first wrong one names itself.
   try {
-    const ConfigSection root_section(root, "",
-                                     {"http", "grpc", "data_dir", "limits", "capture", "agents",
-                                      "retention", "auth", "tls", "insecure", "notify", "shards"});
+    const ConfigSection root_section(
+        root, "",
+        {"http", "grpc", "data_dir", "limits", "capture", "agents", "retention", "auth", "tls",
+         "insecure", "notify", "watch", "shards"});
     const ConfigSection tls = root_section.Section("tls", {"cert", "key", "ca"});
     tls.String("cert", &s->tls.cert);
     tls.String("key", &s->tls.key);
@@ -177,6 +190,7 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root, Coordinator
     ApplyCapture(root_section, s);
     ApplyAgents(root_section, s);
     ApplyNotify(root_section, s);
+    ApplyWatch(root_section, s);
     ApplyShards(root_section, s);
     ApplyRetention(root_section, s);
   } catch (const std::exception& e) {

@@ -17,6 +17,7 @@
 #include "coordinator/http/http_server.h"
 #include "coordinator/shards/shard_membership.h"
 #include "coordinator/watch/alert_notifier.h"
+#include "coordinator/watch/watch_service.h"
 #include "storage/retention.h"
 
 namespace podscope::coordinator {
@@ -38,6 +39,7 @@ struct CoordinatorSettings {
   storage::RetentionPolicy retention;
   int retention_interval_seconds = 300;
   watch::NotifierOptions notify;
+  watch::WatchServiceOptions watch;
   ShardOptions shards;
 };
 

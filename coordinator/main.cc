@@ -41,6 +41,7 @@
 #include "spdlog/spdlog.h"
 #include "storage/retention.h"
 #include "storage/rocksdb_trace_store.h"
+#include "storage/set_aside.h"
 
 namespace {
 
@@ -495,7 +496,8 @@ int main(int argc, char** argv) {
   api.set_live_lookup([&scheduler](const std::string& id) { return scheduler.LiveRecord(id); });
   // Watching every job between captures: rules kept in the store, alerts evaluated on a timer,
   // the agents' summaries in through their Watch streams.
-  absl::StatusOr<std::unique_ptr<watch::WatchService>> watch = watch::WatchService::Create(**store);
+  absl::StatusOr<std::unique_ptr<watch::WatchService>> watch =
+      watch::WatchService::Create(**store, podscope::common::RealTime(), settings.watch);
   if (!watch.ok()) return Fail(watch.status(), 1);
   watch::WatchService& watch_service = **watch;
   // An alert that fires captures its job (rate-limited per job), so its evidence is kept.
@@ -598,6 +600,11 @@ int main(int argc, char** argv) {
   api.add_metrics_source(
       [&watch_service](std::string* out) { AppendWatchMetrics(watch_service, out); });
   api.add_metrics_source([&notifier](std::string* out) { (*notifier)->AppendMetrics(out); });
+  api.add_metrics_source([&schedules, &watch_service](std::string* out) {
+    podscope::storage::AppendSetAsideMetrics(
+        out, {{kSchedulesSetting, (*schedules)->SetAside().size()},
+              {watch::kRulesSetting, watch_service.SetAside().size()}});
+  });
   if (!settings.insecure) {
     api.add_metrics_source(
         [&agent_certificates](std::string* out) { agent_certificates.AppendMetrics(out); });

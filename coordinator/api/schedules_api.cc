@@ -45,7 +45,10 @@ HttpResponse SchedulesApi::List(HttpRequest&) {
     first = false;
     out += ScheduleToJson(s);
   }
-  out += "]}\n";
+  // Stored schedules a start could not read back: kept, not run (storage/set_aside.h).
+  out += "],\"set_aside\":";
+  out += storage::SetAsideToJson(runner_.SetAside());
+  out += "}\n";
   return HttpResponse::Json(200, std::move(out));
 }
 

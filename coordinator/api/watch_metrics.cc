@@ -43,6 +43,19 @@ void AppendCounters(const watch::ServiceCounters& c, std::string* out) {
   Family(out, "podscope_watch_refused_steps_total", "counter",
          "Step summaries refused as malformed.");
   common::StrAppend(out, "podscope_watch_refused_steps_total ", c.refused_steps, "\n");
+  Family(out, "podscope_watch_refused_jobs_total", "counter",
+         "Watch data dropped for a job past watch.max_jobs, or past an agent's "
+         "watch.max_jobs_per_agent.");
+  common::StrAppend(out, "podscope_watch_refused_jobs_total ", c.refused_jobs, "\n");
+  Family(out, "podscope_watch_forgotten_jobs_total", "counter",
+         "Watched jobs forgotten after watch.forget_quiet_jobs_after_s without data.");
+  common::StrAppend(out, "podscope_watch_forgotten_jobs_total ", c.forgotten_jobs, "\n");
+  Family(out, "podscope_watch_memory_bytes", "gauge",
+         "What the watch keeps of every job (an estimate), bounded by watch.max_total_bytes.");
+  common::StrAppend(out, "podscope_watch_memory_bytes ", c.memory_bytes, "\n");
+  Family(out, "podscope_watch_over_memory_total", "counter",
+         "Watch records dropped at a job's (watch.max_job_bytes) or the total memory bound.");
+  common::StrAppend(out, "podscope_watch_over_memory_total ", c.over_memory, "\n");
   Family(out, "podscope_watch_agent_dropped_steps_total", "counter",
          "Step summaries agents' bounded queues dropped, as the agents report it.");
   common::StrAppend(out, "podscope_watch_agent_dropped_steps_total ", c.agent_dropped_steps, "\n");

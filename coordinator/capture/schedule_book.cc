@@ -2,15 +2,39 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
+#include <climits>
+#include <cmath>
 
 #include "common/json_config.h"
 #include "common/json_writer.h"
+#include "common/ranges.h"
 #include "common/str_util.h"
 #include "fmt/format.h"
 #include "storage/trace_store.h"
 
 namespace podscope::coordinator {
 namespace {
+
+void WriteSchedule(common::JsonWriter& out, const Schedule& s, bool stored);
+
+// Room a schedule's stored form keeps for what its runs add: the last error and capture id.
+constexpr size_t kMaxLastErrorBytes = 512;
+constexpr size_t kRunRoomBytes = kMaxLastErrorBytes + 128;
+
+// At most kMaxLastErrorBytes, cut on a character boundary, control characters as spaces: it is
+// stored with the schedule, and a cut character would not read back.
+std::string LastError(std::string_view error) {
+  std::string out(error.substr(0, kMaxLastErrorBytes));
+  if (error.size() > kMaxLastErrorBytes) {
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
+  }
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return out;
+}
 
 absl::Status CheckSpec(const ScheduleSpec& s, const ScheduleLimits& limits) {
   if (absl::Status v = storage::ValidateJobName(s.job); !v.ok()) {
@@ -36,25 +60,40 @@ absl::Status CheckSpec(const ScheduleSpec& s, const ScheduleLimits& limits) {
   return absl::OkStatus();
 }
 
+// "0-7,12" or [0, 1, 12]: at most 65,536 ranks either way (the text at most 1 KiB).
+std::vector<int32_t> RanksFrom(const common::ConfigSection& o, const boost::json::value& ranks) {
+  constexpr size_t kMaxRanks = 65'536;
+  if (ranks.is_string()) {
+    if (ranks.get_string().size() > 1024) {
+      throw o.Bad("ranks", "longer than 1024 characters (write ranks as ranges: 0-1023)");
+    }
+    if (ranks.get_string().empty()) return {};  // every rank
+    absl::StatusOr<std::vector<int32_t>> list =
+        common::ParseRankList(std::string_view(ranks.get_string()), kMaxRanks);
+    if (!list.ok()) throw o.Bad("ranks", std::string(list.status().message()));
+    return *list;
+  }
+  if (!ranks.is_array()) throw o.Bad("ranks", "is not ranges (\"0-7,12\") or a list of ranks");
+  if (ranks.get_array().size() > kMaxRanks) throw o.Bad("ranks", "more than 65536 ranks");
+  std::vector<int32_t> list;
+  for (const boost::json::value& r : ranks.get_array()) {
+    if (!r.is_int64() || r.get_int64() < 0 || r.get_int64() > INT32_MAX) {
+      throw o.Bad("ranks", boost::json::serialize(r) + " is not a rank");
+    }
+    list.push_back(static_cast<int32_t>(r.get_int64()));
+  }
+  return list;
+}
+
 ScheduleSpec SpecFrom(const common::ConfigSection& o) {
   ScheduleSpec spec;
   if (!o.Has("job")) throw o.Bad("job", "missing (a string)");
   o.String("job", &spec.job, 256);
-  double every_s = 0;
   if (!o.Has("every_s")) throw o.Bad("every_s", "missing (seconds between captures)");
-  o.Number("every_s", &every_s, 0, 1e9);
-  spec.every_ns = static_cast<TimeNs>(every_s * 1e9);
+  o.Seconds("every_s", &spec.every_ns, 0, 1e9);
   if (!o.Has("duration_ms")) throw o.Bad("duration_ms", "missing (how long each capture records)");
   o.Millis("duration_ms", &spec.duration_ns, 0, 1e9);
-  if (const boost::json::value* ranks = o.Raw("ranks")) {
-    if (!ranks->is_array()) throw o.Bad("ranks", "is not a list of ranks");
-    for (const boost::json::value& r : ranks->get_array()) {
-      if (!r.is_int64() || r.get_int64() < 0 || r.get_int64() > INT32_MAX) {
-        throw o.Bad("ranks", boost::json::serialize(r) + " is not a rank");
-      }
-      spec.ranks.push_back(static_cast<int32_t>(r.get_int64()));
-    }
-  }
+  if (const boost::json::value* ranks = o.Raw("ranks")) spec.ranks = RanksFrom(o, *ranks);
   return spec;
 }
 
@@ -88,16 +127,29 @@ TimeNs ScheduleBook::Jittered(const std::string& id, uint64_t run, TimeNs every_
 }
 
 absl::StatusOr<Schedule> ScheduleBook::Add(ScheduleSpec spec, TimeNs now) {
+  // Each rank once, in order: as the stored ranges read back.
+  std::sort(spec.ranks.begin(), spec.ranks.end());
+  spec.ranks.erase(std::unique(spec.ranks.begin(), spec.ranks.end()), spec.ranks.end());
   if (absl::Status s = CheckSpec(spec, limits_); !s.ok()) return s;
   if (schedules_.size() >= limits_.max_schedules) {
     return absl::ResourceExhaustedError(
         common::StrCat("at most ", limits_.max_schedules, " schedules; delete one first"));
   }
   Schedule s;
-  s.id = fmt::format("sch-{:06d}{}", next_id_++, limits_.id_suffix);
+  do {  // a stored next_id behind a loaded schedule's must not take over its id
+    s.id = fmt::format("sch-{:06d}{}", next_id_++, limits_.id_suffix);
+  } while (schedules_.contains(s.id));
   s.spec = std::move(spec);
   s.created_ns = now;
   s.next_ns = now + Jittered(s.id, 0, s.spec.every_ns);
+  common::JsonWriter stored;
+  WriteSchedule(stored, s, /*stored=*/true);
+  if (stored.buffer().size() + kRunRoomBytes > limits_.max_stored_bytes) {
+    return absl::InvalidArgumentError(
+        common::StrCat("ranks: this schedule would take ", stored.buffer().size() + kRunRoomBytes,
+                       " bytes stored, over its ", limits_.max_stored_bytes,
+                       " (write ranks as ranges, \"0-1023\", or leave them out for every rank)"));
+  }
   schedules_[s.id] = s;
   return s;
 }
@@ -153,19 +205,22 @@ void ScheduleBook::Failed(const std::string& id, TimeNs now, const std::string& 
   ++s.runs;
   ++s.failed;
   s.last_run_ns = now;
-  s.last_error = error.substr(0, 1024);
+  s.last_error = LastError(error);
   s.next_ns = now + Jittered(s.id, s.runs, s.spec.every_ns);
 }
 
-std::string ScheduleToJson(const Schedule& s) {
-  common::JsonWriter out;
+namespace {
+
+void WriteSchedule(common::JsonWriter& out, const Schedule& s, bool stored) {
   out.Char('{').Key("id").String(s.id);
   out.Char(',').Key("job").String(s.spec.job);
   out.Char(',').Key("every_s").Double(static_cast<double>(s.spec.every_ns) / 1e9);
   out.Char(',').Key("duration_ms").Double(static_cast<double>(s.spec.duration_ns) / 1e6);
-  out.Char(',').Key("ranks").Char('[');
-  for (size_t i = 0; i < s.spec.ranks.size(); ++i) (i ? out.Char(',') : out).Int(s.spec.ranks[i]);
-  out.Char(']');
+  if (stored) {
+    out.Char(',').Key("every_ns").Int(s.spec.every_ns);
+    out.Char(',').Key("duration_ns").Int(s.spec.duration_ns);
+  }
+  out.Char(',').Key("ranks").String(common::FormatRankList(s.spec.ranks));
   out.Char(',').Key("created_ns").Int(s.created_ns);
   out.Char(',').Key("next_ns").Int(s.next_ns);
   out.Char(',').Key("last_run_ns").Int(s.last_run_ns);
@@ -180,62 +235,120 @@ std::string ScheduleToJson(const Schedule& s) {
   out.Char(',').Key("deferred").Int(static_cast<int64_t>(s.deferred));
   out.Char(',').Key("failed").Int(static_cast<int64_t>(s.failed));
   out.Char('}');
+}
+
+// One stored schedule; throws (std::exception) on a field that is missing or of another type.
+Schedule ScheduleFromStored(const boost::json::object& e) {
+  Schedule s;
+  s.id = std::string(e.at("id").as_string());
+  s.spec.job = std::string(e.at("job").as_string());
+  // Whole nanoseconds where this version stored them; the nearest ones to the decimal figures
+  // where an older one did not.
+  const boost::json::value* every_ns = e.if_contains("every_ns");
+  s.spec.every_ns = every_ns != nullptr ? every_ns->as_int64()
+                                        : std::llround(e.at("every_s").to_number<double>() * 1e9);
+  const boost::json::value* duration_ns = e.if_contains("duration_ns");
+  s.spec.duration_ns = duration_ns != nullptr
+                           ? duration_ns->as_int64()
+                           : std::llround(e.at("duration_ms").to_number<double>() * 1e6);
+  // Ranges, or the list of ranks an older version stored.
+  const boost::json::value& ranks = e.at("ranks");
+  if (ranks.is_string() && ranks.get_string().empty()) {
+    // every rank
+  } else if (ranks.is_string()) {
+    absl::StatusOr<std::vector<int32_t>> list =
+        common::ParseRankList(std::string_view(ranks.get_string()));
+    if (!list.ok()) throw std::invalid_argument(std::string(list.status().message()));
+    s.spec.ranks = std::move(*list);
+  } else {
+    for (const boost::json::value& r : ranks.as_array()) {
+      const int64_t rank = r.as_int64();
+      if (rank < 0 || rank > INT32_MAX) throw std::out_of_range("a rank out of range");
+      s.spec.ranks.push_back(static_cast<int32_t>(rank));
+    }
+  }
+  s.created_ns = e.at("created_ns").as_int64();
+  s.next_ns = e.at("next_ns").as_int64();
+  s.last_run_ns = e.at("last_run_ns").as_int64();
+  if (e.at("last_capture_id").is_string())
+    s.last_capture_id = std::string(e.at("last_capture_id").as_string());
+  s.last_error = std::string(e.at("last_error").as_string());
+  s.runs = static_cast<uint64_t>(e.at("runs").as_int64());
+  s.deferred = static_cast<uint64_t>(e.at("deferred").as_int64());
+  s.failed = static_cast<uint64_t>(e.at("failed").as_int64());
+  return s;
+}
+
+}  // namespace
+
+std::string ScheduleToJson(const Schedule& s) {
+  common::JsonWriter out;
+  WriteSchedule(out, s, /*stored=*/false);
   return std::move(out.buffer());
 }
 
 std::string ScheduleBook::ToJson() const {
-  std::string out = "{\"next_id\":" + std::to_string(next_id_) + ",\"schedules\":[";
+  common::JsonWriter out;
+  out.Char('{').Key("next_id").Uint(next_id_).Char(',').Key("schedules").Char('[');
   bool first = true;
   for (const auto& [id, s] : schedules_) {
-    if (!first) out += ',';
+    if (!first) out.Char(',');
     first = false;
-    out += ScheduleToJson(s);
+    WriteSchedule(out, s, /*stored=*/true);
   }
-  out += "]}";
-  return out;
+  out.Char(']').Char('}');
+  return std::move(out.buffer());
 }
 
-absl::StatusOr<ScheduleBook> ScheduleBook::FromJson(std::string_view json, ScheduleLimits limits) {
-  ScheduleBook book(limits);
+ScheduleBook::Loaded ScheduleBook::FromJson(std::string_view json, ScheduleLimits limits) {
+  Loaded loaded{ScheduleBook(limits), {}};
+  ScheduleBook& book = loaded.book;
   boost::json::error_code ec;
   const boost::json::value root = boost::json::parse(json, ec);
-  if (ec || !root.is_object()) return absl::DataLossError("stored schedules: not a JSON object");
-  try {
-    const boost::json::object& o = root.get_object();
-    if (const auto* n = o.if_contains("next_id");
-        n != nullptr && n->is_int64() && n->get_int64() > 0) {
-      book.next_id_ = static_cast<uint64_t>(n->get_int64());
-    }
-    const auto* list = o.if_contains("schedules");
-    if (list == nullptr || !list->is_array())
-      return absl::DataLossError("stored schedules: no list");
-    for (const boost::json::value& v : list->get_array()) {
-      const boost::json::object& e = v.as_object();
-      Schedule s;
-      s.id = std::string(e.at("id").as_string());
-      s.spec.job = std::string(e.at("job").as_string());
-      s.spec.every_ns = static_cast<TimeNs>(e.at("every_s").to_number<double>() * 1e9);
-      s.spec.duration_ns = static_cast<TimeNs>(e.at("duration_ms").to_number<double>() * 1e6);
-      for (const boost::json::value& r : e.at("ranks").as_array())
-        s.spec.ranks.push_back(static_cast<int32_t>(r.as_int64()));
-      s.created_ns = e.at("created_ns").as_int64();
-      s.next_ns = e.at("next_ns").as_int64();
-      s.last_run_ns = e.at("last_run_ns").as_int64();
-      if (e.at("last_capture_id").is_string())
-        s.last_capture_id = std::string(e.at("last_capture_id").as_string());
-      s.last_error = std::string(e.at("last_error").as_string());
-      s.runs = static_cast<uint64_t>(e.at("runs").as_int64());
-      s.deferred = static_cast<uint64_t>(e.at("deferred").as_int64());
-      s.failed = static_cast<uint64_t>(e.at("failed").as_int64());
-      if (absl::Status c = CheckSpec(s.spec, limits); !c.ok()) {
-        return absl::DataLossError(common::StrCat("stored schedule ", s.id, ": ", c.message()));
-      }
-      book.schedules_[s.id] = std::move(s);
-    }
-  } catch (const std::exception& e) {
-    return absl::DataLossError(common::StrCat("stored schedules: ", e.what()));
+  const boost::json::object* o = ec ? nullptr : root.if_object();
+  const boost::json::value* list = o != nullptr ? o->if_contains("schedules") : nullptr;
+  if (list == nullptr || !list->is_array()) {
+    loaded.set_aside.push_back({.id = "",
+                                .error = "the stored schedules are not a book of schedules",
+                                .record = std::string(json)});
+    return loaded;
   }
-  return book;
+  if (const auto* n = o->if_contains("next_id");
+      n != nullptr && n->is_int64() && n->get_int64() > 0) {
+    book.next_id_ = static_cast<uint64_t>(n->get_int64());
+  }
+  for (const boost::json::value& v : list->get_array()) {
+    const boost::json::value* id = v.is_object() ? v.get_object().if_contains("id") : nullptr;
+    // New ids come after every stored one, loaded or set aside: no two records share an id.
+    if (id != nullptr && id->is_string() && id->get_string().starts_with("sch-")) {
+      const std::string_view digits = std::string_view(id->get_string()).substr(4);
+      uint64_t number = 0;
+      const auto [end, error] =
+          std::from_chars(digits.data(), digits.data() + digits.size(), number);
+      if (error == std::errc() && end != digits.data() && number < UINT64_MAX) {
+        book.next_id_ = std::max(book.next_id_, number + 1);
+      }
+    }
+    storage::SetAsideRecord aside{
+        .id = id != nullptr && id->is_string() ? std::string(id->get_string()) : std::string(),
+        .error = "",
+        .record = boost::json::serialize(v)};
+    try {
+      Schedule s = ScheduleFromStored(v.as_object());
+      if (absl::Status c = CheckSpec(s.spec, limits); !c.ok()) {
+        aside.error = std::string(c.message());
+      } else if (book.schedules_.contains(s.id)) {
+        aside.error = "a second schedule with this id";
+      } else {
+        book.schedules_[s.id] = std::move(s);
+        continue;
+      }
+    } catch (const std::exception& e) {
+      aside.error = common::StrCat("does not read as a schedule: ", e.what());
+    }
+    loaded.set_aside.push_back(std::move(aside));
+  }
+  return loaded;
 }
 
 }  // namespace podscope::coordinator

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/time_types.h"
+#include "storage/set_aside.h"
 
 namespace podscope::coordinator {
 
@@ -48,11 +49,16 @@ struct ScheduleLimits {
   TimeNs max_every_ns = int64_t{7} * 86'400'000'000'000;
   TimeNs max_duration_ns = 600'000'000'000;
   size_t max_ranks = 65'536;
+  // A schedule's stored form, its ranks written as ranges ("0-1023,2048"): 256 schedules of
+  // this size fit the 1 MiB stored setting with room to spare, so that no one schedule can
+  // take the room of the others.
+  size_t max_stored_bytes = 3 << 10;
   // Appended to new ids: "-SHARD" on a sharded coordinator, so that ids are unique across shards.
   std::string id_suffix;
 };
 
-// POST /v1/schedules' body: {"job", "every_s", "duration_ms", "ranks"?}. Errors name the field.
+// POST /v1/schedules' body: {"job", "every_s", "duration_ms", "ranks"?}, ranks as ranges in a
+// string ("0-7,12") or a list of ranks. Errors name the field.
 absl::StatusOr<ScheduleSpec> ParseScheduleSpec(std::string_view json,
                                                const ScheduleLimits& limits = {});
 
@@ -78,13 +84,25 @@ class ScheduleBook {
   // The period with this schedule's jitter for its `run`-th run: deterministic.
   static TimeNs Jittered(const std::string& id, uint64_t run, TimeNs every_ns);
 
+  const ScheduleLimits& limits() const { return limits_; }
+
+  // The stored form: every schedule as GET lists it, with its period and duration also as whole
+  // nanoseconds, which are what FromJson reads back.
   std::string ToJson() const;
-  static absl::StatusOr<ScheduleBook> FromJson(std::string_view json, ScheduleLimits limits = {});
+  // A stored book. A schedule that does not read back (a bound it no longer meets, a damaged
+  // field) is set aside, not loaded; a text that is not a book at all is set aside whole.
+  struct Loaded;
+  static Loaded FromJson(std::string_view json, ScheduleLimits limits = {});
 
  private:
   ScheduleLimits limits_;
   std::map<std::string, Schedule> schedules_;
   uint64_t next_id_ = 1;
+};
+
+struct ScheduleBook::Loaded {
+  ScheduleBook book;
+  std::vector<storage::SetAsideRecord> set_aside;
 };
 
 // Writes one schedule as GET /v1/schedules lists it.

@@ -11,19 +11,35 @@ absl::StatusOr<std::unique_ptr<ScheduleRunner>> ScheduleRunner::Create(storage::
                                                                        ScheduleLimits limits) {
   absl::StatusOr<std::optional<std::string>> stored = store.GetSetting(kSchedulesSetting);
   if (!stored.ok()) return stored.status();
-  ScheduleBook book(limits);
-  if (stored->has_value()) {
-    absl::StatusOr<ScheduleBook> loaded = ScheduleBook::FromJson(**stored, limits);
-    if (!loaded.ok()) return loaded.status();
-    book = std::move(*loaded);
+  ScheduleBook::Loaded loaded{ScheduleBook(limits), {}};
+  if (stored->has_value()) loaded = ScheduleBook::FromJson(**stored, limits);
+  for (storage::SetAsideRecord& r : loaded.set_aside) {
+    r.set_aside_ns = now();
+    spdlog::error("stored schedule {}: {}: set aside (GET /v1/schedules lists it); the others run",
+                  r.id.empty() ? "book" : r.id, r.error);
   }
-  return std::unique_ptr<ScheduleRunner>(
-      new ScheduleRunner(store, std::move(now), std::move(hooks), std::move(book)));
+  const bool any_new = !loaded.set_aside.empty();
+  // Kept before the book is stored again without them: nothing is lost if this start stops here.
+  absl::StatusOr<std::vector<storage::SetAsideRecord>> set_aside =
+      storage::SetAside(store, kSchedulesSetting, std::move(loaded.set_aside));
+  if (!set_aside.ok()) return set_aside.status();
+  if (any_new) {
+    if (absl::Status s = store.PutSetting(kSchedulesSetting, loaded.book.ToJson()); !s.ok()) {
+      return s;
+    }
+  }
+  return std::unique_ptr<ScheduleRunner>(new ScheduleRunner(
+      store, std::move(now), std::move(hooks), std::move(loaded.book), std::move(*set_aside)));
 }
 
 ScheduleRunner::ScheduleRunner(storage::TraceStore& store, std::function<TimeNs()> now,
-                               ScheduleHooks hooks, ScheduleBook book)
-    : store_(store), now_(std::move(now)), hooks_(std::move(hooks)), book_(std::move(book)) {}
+                               ScheduleHooks hooks, ScheduleBook book,
+                               std::vector<storage::SetAsideRecord> set_aside)
+    : store_(store),
+      now_(std::move(now)),
+      hooks_(std::move(hooks)),
+      set_aside_(std::move(set_aside)),
+      book_(std::move(book)) {}
 
 ScheduleRunner::~ScheduleRunner() { Stop(); }
 
@@ -35,7 +51,17 @@ absl::StatusOr<Schedule> ScheduleRunner::Add(ScheduleSpec spec) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Schedule> added = book_.Add(std::move(spec), now_());
   if (!added.ok()) return added.status();
-  if (absl::Status s = Persist(); !s.ok()) {
+  // What a restart will read is what the caller is told of, or the caller is told why not.
+  const std::string text = book_.ToJson();
+  const ScheduleBook::Loaded back = ScheduleBook::FromJson(text, book_.limits());
+  const Schedule* read = back.book.Find(added->id);
+  if (read == nullptr || ScheduleToJson(*read) != ScheduleToJson(*added)) {
+    book_.Remove(added->id);
+    return absl::InvalidArgumentError(common::StrCat(
+        "this schedule would not read back as it is after a restart",
+        back.set_aside.empty() ? "" : common::StrCat(": ", back.set_aside.front().error)));
+  }
+  if (absl::Status s = store_.PutSetting(kSchedulesSetting, text); !s.ok()) {
     book_.Remove(added->id);
     return s;
   }

@@ -25,18 +25,22 @@ struct ScheduleHooks {
 
 class ScheduleRunner {
  public:
-  // Loads the stored schedules (a stored book that does not parse is DataLoss, named).
+  // Loads the stored schedules. One that does not read back is set aside (storage/set_aside.h):
+  // logged, kept under the setting's companion, listed by SetAside(); the rest run.
   static absl::StatusOr<std::unique_ptr<ScheduleRunner>> Create(storage::TraceStore& store,
                                                                 std::function<TimeNs()> now,
                                                                 ScheduleHooks hooks,
                                                                 ScheduleLimits limits = {});
   ~ScheduleRunner();
 
-  // Stored before it answers: a schedule the caller was told of survives a crash.
+  // Stored before it answers: a schedule the caller was told of survives a crash, and reads back
+  // as it was told (checked on the stored text; InvalidArgument otherwise).
   absl::StatusOr<Schedule> Add(ScheduleSpec spec);
   absl::Status Remove(const std::string& id);  // NotFound for an unknown id
   std::vector<Schedule> List() const;
   std::optional<Schedule> Get(const std::string& id) const;
+  // The stored schedules that did not read back, at this start or an earlier one.
+  const std::vector<storage::SetAsideRecord>& SetAside() const { return set_aside_; }
 
   // Runs the schedules due at now(): a capture each, or a deferral while the job is busy.
   void Tick();
@@ -45,12 +49,13 @@ class ScheduleRunner {
 
  private:
   ScheduleRunner(storage::TraceStore& store, std::function<TimeNs()> now, ScheduleHooks hooks,
-                 ScheduleBook book);
+                 ScheduleBook book, std::vector<storage::SetAsideRecord> set_aside);
   absl::Status Persist() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   storage::TraceStore& store_;
   const std::function<TimeNs()> now_;
   const ScheduleHooks hooks_;
+  const std::vector<storage::SetAsideRecord> set_aside_;
   mutable absl::Mutex mu_;
   ScheduleBook book_ ABSL_GUARDED_BY(mu_);
   absl::Mutex run_mu_;

@@ -224,6 +224,15 @@ int RunSchedulesListCommand(const OnlineOptions& online) {
       doc["schedules"].get_array().get(list) != simdjson::SUCCESS) {
     return Fail("schedules list", "unreadable answer");
   }
+  // Stored schedules a start could not read back: named, so that they are not missed.
+  simdjson::dom::array set_aside;
+  if (doc["set_aside"].get_array().get(set_aside) == simdjson::SUCCESS) {
+    for (simdjson::dom::element a : set_aside) {
+      std::fprintf(stderr, "set aside at start-up, not run: schedule %s: %s\n",
+                   Str(a["id"]).empty() ? "(the whole book)" : Str(a["id"]).c_str(),
+                   Str(a["error"]).c_str());
+    }
+  }
   if (list.size() == 0) {
     std::printf("no schedules\n");
     return 0;
@@ -255,9 +264,7 @@ int RunSchedulesAddCommand(const OnlineOptions& online, const WatchOptions& o) {
   if (!o.ranks.empty()) {
     absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
     if (!ranks.ok()) return cli::Usage("schedules add", std::string(ranks.status().message()));
-    body += ",\"ranks\":[";
-    for (size_t i = 0; i < ranks->size(); ++i) common::StrAppend(&body, i ? "," : "", (*ranks)[i]);
-    body += "]";
+    common::StrAppend(&body, ",\"ranks\":\"", common::FormatRankList(*ranks), "\"");
   }
   body += "}";
   absl::StatusOr<ServerAddress> server = ResolveServer(online);

@@ -107,9 +107,7 @@ AlertRule ParseRule(const boost::json::value& v, size_t index) {
   s.Number("max_exposed_share", &r.max_exposed_share, 0, 1);
   s.Number("link_gbps", &r.link_gbps, 0, 1e6);
   s.Number("min_efficiency", &r.min_efficiency, 0, 1);
-  double hang_s = static_cast<double>(r.hang_after_ns) / 1e9;
-  s.Number("hang_after_s", &hang_s, 0.1, 86'400);
-  r.hang_after_ns = static_cast<TimeNs>(hang_s * 1e9);
+  s.Seconds("hang_after_s", &r.hang_after_ns, 0.1, 86'400);
   return r;
 }
 
@@ -182,13 +180,13 @@ absl::StatusOr<RuleSet> ParseRules(std::string_view json) {
   if (!root.ok()) return root.status();
   RuleSet set;
   try {
-    const ConfigSection s(*root, "", {"window_steps", "baseline_steps", "evidence", "rules"});
+    // "set_aside" is GET's list of stored rules a start could not read: read-only, ignored.
+    const ConfigSection s(*root, "",
+                          {"window_steps", "baseline_steps", "evidence", "rules", "set_aside"});
     s.Integer("window_steps", &set.window_steps, 2, 1000);
     s.Integer("baseline_steps", &set.baseline_steps, 1, 100'000);
     const ConfigSection e = s.Section("evidence", {"interval_s", "duration_ms"});
-    double interval_s = static_cast<double>(set.evidence_interval_ns) / 1e9;
-    e.Number("interval_s", &interval_s, 1, 7 * 86'400);
-    set.evidence_interval_ns = static_cast<TimeNs>(interval_s * 1e9);
+    e.Seconds("interval_s", &set.evidence_interval_ns, 1, 7 * 86'400);
     e.Millis("duration_ms", &set.evidence_duration_ns, 10, 600'000);
     const boost::json::value* rules = s.Raw("rules");
     if (rules == nullptr || !rules->is_array()) throw s.Bad("rules", "missing (an array of rules)");

@@ -72,7 +72,8 @@ inline constexpr size_t kMaxRules = 64;
 RuleSet DefaultRules();
 
 // Strict: unknown keys are named (with the closest known one), values out of range give their
-// range, names must be unique. The error is a sentence for a 400.
+// range, names must be unique. The error is a sentence for a 400. "set_aside", which GET adds,
+// is read-only and ignored.
 absl::StatusOr<RuleSet> ParseRules(std::string_view json);
 std::string RulesToJson(const RuleSet& rules);
 

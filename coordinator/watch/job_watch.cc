@@ -11,7 +11,49 @@ namespace podscope::coordinator::watch {
 
 using analysis::Median;
 
-JobWatch::JobWatch(WatchLimits limits) : limits_(limits) {}
+namespace {
+
+// Estimates of what each record costs beside its own struct: map and hash-table nodes, strings.
+constexpr size_t kRankBytes = 128;
+constexpr size_t kNodeBytes = 64;
+
+}  // namespace
+
+JobWatch::JobWatch(WatchLimits limits, WatchMemory* shared) : limits_(limits), shared_(shared) {}
+
+JobWatch::~JobWatch() {
+  if (shared_ != nullptr) shared_->used -= bytes_;
+}
+
+bool JobWatch::Fits(size_t more) {
+  if (bytes_ + more <= limits_.max_bytes &&
+      (shared_ == nullptr || shared_->used + more <= shared_->limit)) {
+    return true;
+  }
+  ++counters_.over_memory;
+  if (shared_ != nullptr) ++shared_->refused;
+  return false;
+}
+
+void JobWatch::Charge(size_t bytes) {
+  bytes_ += bytes;
+  if (shared_ != nullptr) shared_->used += bytes;
+}
+
+void JobWatch::Release(size_t bytes) {
+  bytes = std::min(bytes, bytes_);
+  bytes_ -= bytes;
+  if (shared_ != nullptr) shared_->used -= bytes;
+}
+
+size_t JobWatch::RecordBytes(const StepRecord& r) {
+  return kNodeBytes + sizeof(StepRecord) + r.cells.size() * sizeof(Cell);
+}
+
+size_t JobWatch::PendingBytes(const PendingCollective& c) {
+  return kNodeBytes + sizeof(CollectiveKey) + sizeof(PendingCollective) +
+         c.arrivals.size() * sizeof(Arrival);
+}
 
 void JobWatch::SetHost(int32_t rank, std::string host) {
   const int64_t index = RankIndex(rank);
@@ -20,7 +62,8 @@ void JobWatch::SetHost(int32_t rank, std::string host) {
 
 int64_t JobWatch::RankIndex(int32_t rank) {
   if (auto it = rank_index_.find(rank); it != rank_index_.end()) return it->second;
-  if (ranks_.size() >= limits_.max_ranks) return -1;
+  if (ranks_.size() >= limits_.max_ranks || !Fits(kRankBytes)) return -1;
+  Charge(kRankBytes);
   const auto index = static_cast<uint32_t>(ranks_.size());
   rank_index_.emplace(rank, index);
   ranks_.push_back(rank);
@@ -30,7 +73,13 @@ int64_t JobWatch::RankIndex(int32_t rank) {
 }
 
 JobWatch::StepRecord* JobWatch::Record(int64_t step) {
-  if (step > settled_through_) return &unsettled_[step];
+  if (step > settled_through_) {
+    if (auto it = unsettled_.find(step); it != unsettled_.end()) return &it->second;
+    const size_t cost = kNodeBytes + sizeof(StepRecord);
+    if (!Fits(cost + ranks_.size() * sizeof(Cell))) return nullptr;
+    Charge(cost);
+    return &unsettled_[step];
+  }
   for (auto& [number, record] : window_) {
     if (number == step) return &record;
   }
@@ -38,7 +87,10 @@ JobWatch::StepRecord* JobWatch::Record(int64_t step) {
 }
 
 JobWatch::Cell& JobWatch::CellIn(StepRecord& record, uint32_t rank_index) {
-  if (record.cells.size() <= rank_index) record.cells.resize(ranks_.size());
+  if (record.cells.size() <= rank_index) {
+    Charge((ranks_.size() - record.cells.size()) * sizeof(Cell));
+    record.cells.resize(ranks_.size());
+  }
   return record.cells[rank_index];
 }
 
@@ -78,11 +130,12 @@ absl::Status JobWatch::Add(const common::StepSummary& s) {
     Reset();
     return Add(s);
   }
-  StepRecord* record = Record(s.step);
-  if (record == nullptr) {
+  if (s.step <= settled_through_ && Record(s.step) == nullptr) {
     ++counters_.late_summaries;
     return absl::OkStatus();
   }
+  StepRecord* record = Record(s.step);
+  if (record == nullptr) return absl::OkStatus();  // over the memory bound: counted there
   Cell* cell = &CellIn(*record, r);
   ++counters_.summaries;
   if (cell->present) return absl::OkStatus();  // a resent summary
@@ -130,7 +183,13 @@ void JobWatch::UpdateProgress(const common::RankProgress& p) {
       ++counters_.dropped_communicators;
       return;
     }
+    if (!Fits(kNodeBytes + sizeof(CommunicatorState))) return;
+    Charge(kNodeBytes + sizeof(CommunicatorState));
     it = progress_.emplace(p.communicator, CommunicatorState{}).first;
+  }
+  if (!it->second.ranks.contains(p.rank)) {
+    if (!Fits(kNodeBytes + sizeof(common::RankProgress))) return;
+    Charge(kNodeBytes + sizeof(common::RankProgress));
   }
   it->second.nranks = std::max(it->second.nranks, p.nranks);
   auto [slot, inserted] = it->second.ranks.try_emplace(p.rank, p);
@@ -157,6 +216,8 @@ void JobWatch::AddArrival(const common::CollectiveArrival& a, uint32_t rank_inde
       ++counters_.unmatched_collectives;
       return;
     }
+    if (!Fits(PendingBytes(PendingCollective{}) + sizeof(Arrival))) return;
+    Charge(PendingBytes(PendingCollective{}));
     PendingCollective c;
     c.op = a.op;
     c.nranks = a.nranks;
@@ -169,9 +230,11 @@ void JobWatch::AddArrival(const common::CollectiveArrival& a, uint32_t rank_inde
   }
   c.bytes = std::max(c.bytes, a.bytes);
   c.first_step = std::min(c.first_step, step);
+  Charge(sizeof(Arrival));
   c.arrivals.push_back(Arrival{rank_index, step, a.start_ns, a.end_ns});
   if (c.arrivals.size() >= static_cast<size_t>(c.nranks)) {
     Resolve(c);
+    Release(PendingBytes(c));
     pending_.erase(it);
   }
 }
@@ -219,6 +282,7 @@ void JobWatch::EvictPendingBefore(int64_t step) {
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.first_step < step) {
       ++counters_.unmatched_collectives;
+      Release(PendingBytes(it->second));
       pending_.erase(it++);
     } else {
       ++it;
@@ -247,6 +311,7 @@ std::vector<WindowStats> JobWatch::Settle(TimeNs now) {
     while (window_.size() > static_cast<size_t>(limits_.window_steps)) {
       baseline_.push_back(window_.front().second.median_step_ns);
       while (baseline_.size() > static_cast<size_t>(limits_.baseline_steps)) baseline_.pop_front();
+      Release(RecordBytes(window_.front().second));
       window_.pop_front();
     }
     EvictPendingBefore(window_.front().first);
@@ -327,6 +392,7 @@ void JobWatch::Reset() {
   baseline_.clear();
   pending_.clear();
   progress_.clear();
+  Release(bytes_);
   newest_step_ = -1;
   settled_through_ = -1;
   for (auto& [rank, host] : hosts) SetHost(rank, std::move(host));

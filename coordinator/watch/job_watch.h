@@ -6,6 +6,7 @@
 // Not thread-safe: the watch service holds one per job under its lock.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -19,6 +20,14 @@
 namespace podscope::coordinator::watch {
 
 using common::TimeNs;
+
+// What every job's watch keeps, in bytes (an estimate of its maps and vectors), against a bound
+// they share: the engine's. Not thread-safe (the engine's lock).
+struct WatchMemory {
+  size_t used = 0;
+  size_t limit = SIZE_MAX;
+  uint64_t refused = 0;  // records dropped at a job's bound or this one
+};
 
 struct WatchLimits {
   int32_t window_steps = 20;
@@ -35,6 +44,9 @@ struct WatchLimits {
   size_t max_collectives_per_summary = 4'096;
   size_t max_pending_collectives = 65'536;
   size_t max_communicators = 4'096;
+  // What one job keeps (pending collectives, unsettled and windowed steps, ranks, progress):
+  // past it, new records of the job are dropped and counted, and the rest goes on.
+  size_t max_bytes = size_t{64} << 20;
 };
 
 // One rank over the window: the straggler terms of DESIGN §7 and what the sinks show.
@@ -80,12 +92,17 @@ struct WatchCounters {
   uint64_t unmatched_collectives = 0;  // evicted before every rank arrived
   uint64_t dropped_ranks = 0;          // past max_ranks
   uint64_t dropped_communicators = 0;
-  uint64_t restarts = 0;  // step numbers went back: a new run of the job
+  uint64_t restarts = 0;     // step numbers went back: a new run of the job
+  uint64_t over_memory = 0;  // records dropped at the job's or the engine's memory bound
 };
 
 class JobWatch {
  public:
-  explicit JobWatch(WatchLimits limits = {});
+  // `shared` (optional) is the bound every job's bytes count against; it outlives the job.
+  explicit JobWatch(WatchLimits limits = {}, WatchMemory* shared = nullptr);
+  ~JobWatch();
+  JobWatch(const JobWatch&) = delete;
+  JobWatch& operator=(const JobWatch&) = delete;
 
   void SetHost(int32_t rank, std::string host);
   // Times on the coordinator's clock. A malformed summary is refused with the reason.
@@ -99,6 +116,7 @@ class JobWatch {
   std::vector<CommunicatorProgress> Progress() const;
   const WatchCounters& counters() const { return counters_; }
   int64_t newest_step() const { return newest_step_; }
+  size_t bytes() const { return bytes_; }
 
  private:
   struct Cell {
@@ -150,8 +168,16 @@ class JobWatch {
   void EvictPendingBefore(int64_t step);
   WindowStats Window() const;
   void Reset();
+  // Whether `more` bytes fit the job's bound and the shared one; counts a refusal.
+  bool Fits(size_t more);
+  void Charge(size_t bytes);
+  void Release(size_t bytes);
+  static size_t RecordBytes(const StepRecord& r);
+  static size_t PendingBytes(const PendingCollective& c);
 
   WatchLimits limits_;
+  WatchMemory* const shared_;
+  size_t bytes_ = 0;
   WatchCounters counters_;
   std::vector<int32_t> ranks_;        // by index
   std::vector<std::string> hosts_;    // by index

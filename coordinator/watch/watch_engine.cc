@@ -1,5 +1,6 @@
 #include "coordinator/watch/watch_engine.h"
 
+#include <algorithm>
 #include <set>
 
 #include "common/str_util.h"
@@ -15,7 +16,10 @@ bool SameRule(const AlertRule& a, const AlertRule& b) {
 }  // namespace
 
 WatchEngine::WatchEngine(RuleSet rules, EngineLimits limits)
-    : rules_(std::move(rules)), limits_(limits), tracker_(limits.tracker) {
+    : rules_(std::move(rules)),
+      limits_(limits),
+      memory_{.limit = limits.max_total_bytes},
+      tracker_(limits.tracker) {
   limits_.job.window_steps = rules_.window_steps;
   limits_.job.baseline_steps = rules_.baseline_steps;
 }
@@ -35,7 +39,10 @@ std::vector<AlertEvent> WatchEngine::SetRules(RuleSet rules, TimeNs now) {
   limits_.job.window_steps = rules_.window_steps;
   limits_.job.baseline_steps = rules_.baseline_steps;
   if (new_window) {
-    for (auto& [name, job] : jobs_) job = std::make_unique<JobWatch>(limits_.job);
+    for (auto& [name, job] : jobs_) {
+      job.reset();  // its bytes back first
+      job = std::make_unique<JobWatch>(limits_.job, &memory_);
+    }
     for (const auto& [name, ranks] : hosts_) {
       for (const auto& [rank, host] : ranks) jobs_[name]->SetHost(rank, host);
     }
@@ -48,14 +55,28 @@ std::vector<AlertEvent> WatchEngine::ForgetJob(const std::string& job, TimeNs no
   jobs_.erase(job);
   latest_.erase(job);
   hosts_.erase(job);
+  last_data_ns_.erase(job);
   return tracker_.DropJob(job, now);
+}
+
+TimeNs WatchEngine::ForgetQuietAfter() const {
+  TimeNs after = limits_.forget_quiet_after_ns;
+  for (const AlertRule& rule : rules_.rules) {
+    if (rule.enabled && rule.kind == AlertKind::kHang) {
+      after = std::max(after, 2 * rule.hang_after_ns);
+    }
+  }
+  return after;
 }
 
 JobWatch* WatchEngine::JobOf(const std::string& job) {
   auto it = jobs_.find(job);
-  if (it != jobs_.end()) return it->second.get();
-  if (jobs_.size() >= limits_.max_jobs) return nullptr;
-  return jobs_.emplace(job, std::make_unique<JobWatch>(limits_.job)).first->second.get();
+  if (it == jobs_.end()) {
+    if (jobs_.size() >= limits_.max_jobs) return nullptr;
+    it = jobs_.emplace(job, std::make_unique<JobWatch>(limits_.job, &memory_)).first;
+  }
+  last_data_ns_[job] = kFresh;
+  return it->second.get();
 }
 
 absl::Status WatchEngine::Add(const std::string& job, const common::StepSummary& summary) {
@@ -120,6 +141,19 @@ std::vector<AlertEvent> WatchEngine::Evaluate(TimeNs now) {
       if (rule.kind == AlertKind::kHang && Applies(rule, name))
         observe(rule, name, FindHangs(progress, now, rule));
     }
+  }
+  // Quiet jobs go, after their hangs had their time to be named.
+  const TimeNs forget_after = ForgetQuietAfter();
+  std::vector<std::string> quiet;
+  for (auto& [name, last] : last_data_ns_) {
+    if (last == kFresh) last = now;
+    if (now - last > forget_after) quiet.push_back(name);
+  }
+  for (const std::string& name : quiet) {
+    std::vector<AlertEvent> e = ForgetJob(name, now);
+    events.insert(events.end(), std::make_move_iterator(e.begin()),
+                  std::make_move_iterator(e.end()));
+    forgotten_.push_back(name);
   }
   return events;
 }

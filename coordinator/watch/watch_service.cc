@@ -1,41 +1,160 @@
 #include "coordinator/watch/watch_service.h"
 
 #include <algorithm>
+#include <boost/json.hpp>
 
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
 namespace podscope::coordinator::watch {
 
+StoredRules ParseStoredRules(std::string_view json) {
+  StoredRules stored;
+  absl::StatusOr<RuleSet> whole = ParseRules(json);
+  if (whole.ok()) {
+    stored.rules = std::move(*whole);
+    return stored;
+  }
+  // Rule by rule: the settings with no rules, then each rule beside them.
+  boost::json::error_code ec;
+  boost::json::value root = boost::json::parse(json, ec);
+  boost::json::object* o = ec ? nullptr : root.if_object();
+  boost::json::value* rules = o != nullptr ? o->if_contains("rules") : nullptr;
+  absl::StatusOr<RuleSet> settings = absl::InvalidArgumentError(whole.status().message());
+  boost::json::array list;
+  if (rules != nullptr && rules->is_array()) {
+    list = std::move(rules->get_array());
+    *rules = boost::json::array();
+    settings = ParseRules(boost::json::serialize(*o));
+  }
+  if (!settings.ok()) {
+    stored.rules = DefaultRules();
+    stored.set_aside.push_back(
+        {.id = "",
+         .error = common::StrCat("the stored rule set: ", settings.status().message(),
+                                 "; the default rules apply"),
+         .record = std::string(json)});
+    return stored;
+  }
+  stored.rules = std::move(*settings);
+  for (size_t i = 0; i < list.size(); ++i) {
+    const boost::json::value* name =
+        list[i].is_object() ? list[i].get_object().if_contains("name") : nullptr;
+    storage::SetAsideRecord aside{.id = name != nullptr && name->is_string()
+                                            ? std::string(name->get_string())
+                                            : common::StrCat("rules[", i, "]"),
+                                  .error = "",
+                                  .record = boost::json::serialize(list[i])};
+    (*o)["rules"] = boost::json::array{list[i]};
+    absl::StatusOr<RuleSet> one = ParseRules(boost::json::serialize(*o));
+    const bool taken = one.ok() && std::any_of(stored.rules.rules.begin(), stored.rules.rules.end(),
+                                               [&one](const AlertRule& r) {
+                                                 return r.name == one->rules[0].name;
+                                               });
+    if (one.ok() && !taken) {
+      stored.rules.rules.push_back(std::move(one->rules[0]));
+      continue;
+    }
+    aside.error = one.ok() ? "a second rule with this name" : std::string(one.status().message());
+    stored.set_aside.push_back(std::move(aside));
+  }
+  return stored;
+}
+
 absl::StatusOr<std::unique_ptr<WatchService>> WatchService::Create(storage::TraceStore& store,
                                                                    const common::TimeSource& time,
                                                                    WatchServiceOptions options) {
   absl::StatusOr<std::optional<std::string>> stored = store.GetSetting(kRulesSetting);
   if (!stored.ok()) return stored.status();
-  RuleSet rules = DefaultRules();
-  if (stored->has_value()) {
-    absl::StatusOr<RuleSet> parsed = ParseRules(**stored);
-    if (!parsed.ok()) {
-      return absl::DataLossError(
-          common::StrCat("the stored alert rules no longer parse: ", parsed.status().message()));
-    }
-    rules = std::move(*parsed);
+  StoredRules rules{DefaultRules(), {}};
+  if (stored->has_value()) rules = ParseStoredRules(**stored);
+  for (storage::SetAsideRecord& r : rules.set_aside) {
+    r.set_aside_ns = time.Now();
+    spdlog::error("stored alert rule {}: {}: set aside (GET /v1/alerts/rules lists it)",
+                  r.id.empty() ? "set" : r.id, r.error);
   }
-  return std::unique_ptr<WatchService>(new WatchService(store, time, std::move(rules), options));
+  const bool any_new = !rules.set_aside.empty();
+  // Kept before the rules are stored again without them: nothing is lost if this start stops.
+  absl::StatusOr<std::vector<storage::SetAsideRecord>> set_aside =
+      storage::SetAside(store, kRulesSetting, std::move(rules.set_aside));
+  if (!set_aside.ok()) return set_aside.status();
+  if (any_new) {
+    if (absl::Status s = store.PutSetting(kRulesSetting, RulesToJson(rules.rules)); !s.ok()) {
+      return s;
+    }
+  }
+  return std::unique_ptr<WatchService>(
+      new WatchService(store, time, std::move(rules.rules), options, std::move(*set_aside)));
 }
 
 WatchService::WatchService(storage::TraceStore& store, const common::TimeSource& time,
-                           RuleSet rules, WatchServiceOptions options)
-    : store_(store), time_(time), options_(options), engine_(std::move(rules), options.engine) {}
+                           RuleSet rules, WatchServiceOptions options,
+                           std::vector<storage::SetAsideRecord> set_aside)
+    : store_(store),
+      time_(time),
+      options_(options),
+      set_aside_(std::move(set_aside)),
+      engine_(std::move(rules), options.engine) {}
 
 WatchService::~WatchService() { Stop(); }
+
+bool WatchService::AdmitJob(const std::string& agent_id, const std::string& job) {
+  std::set<std::string>& jobs = agent_jobs_[agent_id];
+  if (jobs.contains(job)) return true;
+  if (jobs.size() >= options_.max_jobs_per_agent) {
+    ++counters_.refused_jobs;
+    refused_log_.Warn(
+        "watch: agent {}: data for job {} dropped: the agent feeds {} jobs already "
+        "(max_jobs_per_agent)",
+        agent_id, job, jobs.size());
+    if (jobs.empty()) agent_jobs_.erase(agent_id);
+    return false;
+  }
+  jobs.insert(job);
+  return true;
+}
+
+void WatchService::RefuseJob(const std::string& agent_id, const std::string& job,
+                             const absl::Status& why) {
+  ++counters_.refused_jobs;
+  refused_log_.Warn("watch: agent {}, job {}: {}", agent_id, job, std::string(why.message()));
+  auto it = agent_jobs_.find(agent_id);
+  if (it == agent_jobs_.end()) return;
+  it->second.erase(job);  // never opened: it takes none of the agent's slots
+  if (it->second.empty()) agent_jobs_.erase(it);
+}
+
+void WatchService::ForgetServiceState(const std::string& job) {
+  last_evidence_.erase(job);
+  for (auto it = agent_jobs_.begin(); it != agent_jobs_.end();) {
+    it->second.erase(job);
+    it = it->second.empty() ? agent_jobs_.erase(it) : std::next(it);
+  }
+}
 
 void WatchService::Ingest(const std::string& agent_id, const common::DecodedWatch& data) {
   absl::MutexLock lock(&mu_);
   ++counters_.batches;
   counters_.agent_dropped_steps += data.dropped_steps;
+  // An agent whose jobs keep their share of memory already adds nothing more.
+  if (auto jobs = agent_jobs_.find(agent_id); jobs != agent_jobs_.end()) {
+    size_t bytes = 0;
+    for (const std::string& job : jobs->second) bytes += engine_.job_bytes(job);
+    if (bytes >= options_.max_agent_bytes) {
+      over_agent_memory_ += data.steps.size() + data.progress.size();
+      refused_log_.Warn(
+          "watch: agent {}: a batch dropped: its jobs keep {} MiB (max_agent_bytes {} MiB)",
+          agent_id, bytes >> 20, options_.max_agent_bytes >> 20);
+      return;
+    }
+  }
   for (const auto& [job, step] : data.steps) {
+    if (!AdmitJob(agent_id, job)) continue;
     const absl::Status s = engine_.Add(job, step);
+    if (s.code() == absl::StatusCode::kResourceExhausted) {
+      RefuseJob(agent_id, job, s);
+      continue;
+    }
     if (s.ok()) {
       ++counters_.steps;
       continue;
@@ -44,7 +163,13 @@ void WatchService::Ingest(const std::string& agent_id, const common::DecodedWatc
     refused_log_.Warn("watch: agent {}, job {}: {}", agent_id, job, std::string(s.message()));
   }
   for (const auto& [job, progress] : data.progress) {
-    if (engine_.Add(job, progress).ok()) ++counters_.progress;
+    if (!AdmitJob(agent_id, job)) continue;
+    const absl::Status s = engine_.Add(job, progress);
+    if (s.ok()) {
+      ++counters_.progress;
+    } else if (s.code() == absl::StatusCode::kResourceExhausted) {
+      RefuseJob(agent_id, job, s);
+    }
   }
 }
 
@@ -65,6 +190,12 @@ std::vector<AlertEvent> WatchService::Evaluate() {
     absl::MutexLock lock(&mu_);
     const TimeNs now = time_.Now();
     events = engine_.Evaluate(now);
+    for (const std::string& job : engine_.TakeForgotten()) {
+      ForgetServiceState(job);
+      ++counters_.forgotten_jobs;
+      spdlog::info("watch: job {} forgotten after {} s without data (its alerts resolve)", job,
+                   engine_.ForgetQuietAfter() / 1'000'000'000);
+    }
     const RuleSet& rules = engine_.rules();
     for (size_t i = 0; i < events.size(); ++i) {
       const AlertEvent& e = events[i];
@@ -173,15 +304,29 @@ std::vector<Alert> WatchService::Alerts() const {
 }
 
 std::string WatchService::RulesJson() const {
-  absl::MutexLock lock(&mu_);
-  return RulesToJson(engine_.rules());
+  std::string json;
+  {
+    absl::MutexLock lock(&mu_);
+    json = RulesToJson(engine_.rules());
+  }
+  json.pop_back();  // the object's closing brace
+  common::StrAppend(&json, ",\"set_aside\":", storage::SetAsideToJson(set_aside_), "}");
+  return json;
 }
 
 absl::Status WatchService::SetRules(std::string_view json) {
   absl::StatusOr<RuleSet> rules = ParseRules(json);
   if (!rules.ok()) return rules.status();
-  // Stored in the canonical form, so what GET returns is what was stored.
-  if (absl::Status s = store_.PutSetting(kRulesSetting, RulesToJson(*rules)); !s.ok()) return s;
+  // Stored in the canonical form, so what GET returns is what was stored; and only once that
+  // form reads back as the same rules, so that no start-up finds a rule it cannot read.
+  const std::string text = RulesToJson(*rules);
+  absl::StatusOr<RuleSet> back = ParseRules(text);
+  if (!back.ok() || RulesToJson(*back) != text) {
+    return absl::InvalidArgumentError(
+        common::StrCat("these rules would not read back as they are after a restart",
+                       back.ok() ? "" : common::StrCat(": ", back.status().message())));
+  }
+  if (absl::Status s = store_.PutSetting(kRulesSetting, text); !s.ok()) return s;
   std::vector<AlertEvent> events;
   std::vector<std::function<void(const AlertEvent&)>> listeners;
   {
@@ -203,6 +348,7 @@ void WatchService::ForgetJobs(const std::function<bool(const std::string& job)>&
     absl::MutexLock lock(&mu_);
     for (const std::string& job : engine_.jobs()) {
       if (keep(job)) continue;
+      ForgetServiceState(job);
       std::vector<AlertEvent> dropped = engine_.ForgetJob(job, time_.Now());
       events.insert(events.end(), dropped.begin(), dropped.end());
     }
@@ -221,7 +367,10 @@ std::map<std::string, WindowStats> WatchService::Windows() const {
 
 ServiceCounters WatchService::counters() const {
   absl::MutexLock lock(&mu_);
-  return counters_;
+  ServiceCounters c = counters_;
+  c.memory_bytes = engine_.memory_bytes();
+  c.over_memory = engine_.over_memory() + over_agent_memory_;
+  return c;
 }
 
 size_t WatchService::firing() const {

@@ -80,6 +80,51 @@ TEST(ScheduleBookTest, BadSpecsAndTooManySchedulesAreRefusedByName) {
   EXPECT_EQ(book.Add(Every(60 * kS), 0).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
+// Ranks as ranges, in the request or as they are stored and listed; each schedule's stored form
+// within its share of the stored setting, so that no one schedule takes the others' room.
+TEST(ScheduleBookTest, RanksAreRangesAndEachScheduleFitsItsShareOfTheStore) {
+  absl::StatusOr<ScheduleSpec> wide =
+      ParseScheduleSpec(R"({"job":"j","every_s":60,"duration_ms":500,"ranks":"0-65535"})");
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_EQ(wide->ranks.size(), 65'536u);
+  EXPECT_NE(ParseScheduleSpec(R"({"job":"j","every_s":60,"duration_ms":500,"ranks":"0-65536"})")
+                .status()
+                .message()
+                .find("more than 65536 ranks"),
+            std::string::npos);
+  EXPECT_FALSE(ParseScheduleSpec(R"({"job":"j","every_s":60,"duration_ms":500,"ranks":7})").ok());
+  EXPECT_FALSE(ParseScheduleSpec(R"({"job":"j","every_s":60,"duration_ms":500,"ranks":")" +
+                                 std::string(1025, '1') + R"("})")
+                   .ok());
+  ScheduleBook book;
+  absl::StatusOr<Schedule> added = book.Add(*wide, 0);
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_NE(ScheduleToJson(*added).find(R"("ranks":"0-65535")"), std::string::npos);
+  // Every other rank of 4,096 has no shorter form: over the schedule's bound, refused by name.
+  ScheduleSpec scattered = Every(60 * kS);
+  for (int32_t r = 0; r < 4096; r += 2) scattered.ranks.push_back(r);
+  absl::Status refused = book.Add(scattered, 0).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("write ranks as ranges"), std::string::npos) << refused;
+  // The count bound comes first: 256 of the widest schedules fit the 1 MiB setting.
+  // The longest job name, 65,536 ranks of which 200 stand alone, and a long last error each.
+  ScheduleSpec widest = *wide;
+  widest.job = std::string(128, '"');
+  widest.ranks.resize(65'536 - 200);
+  for (int32_t r = 70'000; r < 70'000 + 400; r += 2) widest.ranks.push_back(r);
+  for (int i = 1; i < 256; ++i) {
+    absl::StatusOr<Schedule> s = book.Add(widest, 0);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.status();
+    book.Failed(s->id, 1, std::string(5000, '\x01') + "\xc3\xa9");
+  }
+  EXPECT_EQ(book.Add(widest, 0).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_LT(book.ToJson().size(), size_t{1} << 20);
+  ScheduleBook::Loaded back = ScheduleBook::FromJson(book.ToJson());
+  EXPECT_TRUE(back.set_aside.empty()) << back.set_aside.front().error;
+  EXPECT_EQ(back.book.List().size(), 256u);
+  EXPECT_EQ(back.book.List().back().last_error, std::string(512, ' '));
+}
+
 struct RunnerFixture {
   podscope::testing::ScratchDir dir;
   std::unique_ptr<storage::RocksDbTraceStore> store;
@@ -158,6 +203,101 @@ TEST(ScheduleRunnerTest, SchedulesAndTheirProgressSurviveARestart) {
   ASSERT_TRUE(fresh.ok());
   EXPECT_NE(fresh->id, gone->id);
   EXPECT_NE(fresh->id, kept->id);
+}
+
+// Periods and durations are read to the nearest nanosecond and stored as whole nanoseconds: a
+// schedule a nanosecond under its bound reads back a nanosecond under it, every time.
+TEST(ScheduleBookTest, StoredSchedulesReadBackToTheNanosecond) {
+  absl::StatusOr<ScheduleSpec> spec =
+      ParseScheduleSpec(R"({"job":"demo","every_s":512.0080221745,"duration_ms":512008.0221734})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->every_ns, 512'008'022'174);  // 512008022174.49994 in binary: the nearest
+  EXPECT_EQ(spec->duration_ns, 512'008'022'173);
+  // 512008022173.5 rounds to the period itself: not under it.
+  EXPECT_FALSE(
+      ParseScheduleSpec(R"({"job":"demo","every_s":512.0080221745,"duration_ms":512008.0221735})")
+          .ok());
+  ScheduleBook book;
+  ASSERT_TRUE(book.Add(*spec, 1).ok());
+  for (int trip = 0; trip < 3; ++trip) {
+    ScheduleBook::Loaded back = ScheduleBook::FromJson(book.ToJson());
+    ASSERT_TRUE(back.set_aside.empty()) << back.set_aside.front().error;
+    ASSERT_EQ(back.book.List().size(), 1u);
+    EXPECT_EQ(back.book.List()[0].spec.every_ns, 512'008'022'174);
+    EXPECT_EQ(back.book.List()[0].spec.duration_ns, 512'008'022'173);
+    book = std::move(back.book);
+  }
+  // A book an older version stored, with decimal figures only: read to the nearest nanosecond.
+  ScheduleBook::Loaded old = ScheduleBook::FromJson(
+      R"({"next_id":2,"schedules":[{"id":"sch-000001","job":"demo","every_s":512.008022174,)"
+      R"("duration_ms":512008.022173,"ranks":[3],"created_ns":1,"next_ns":2,"last_run_ns":0,)"
+      R"("last_capture_id":null,"last_error":"","runs":0,"deferred":0,"failed":0}]})");
+  ASSERT_TRUE(old.set_aside.empty()) << old.set_aside.front().error;
+  EXPECT_EQ(old.book.List()[0].spec.every_ns, 512'008'022'174);
+  EXPECT_EQ(old.book.List()[0].spec.duration_ns, 512'008'022'173);
+  EXPECT_EQ(old.book.List()[0].spec.ranks, std::vector<int32_t>{3});
+}
+
+// A stored schedule that does not read back is set aside with its reason and its text; the rest
+// load, and new ids come after every stored one.
+TEST(ScheduleBookTest, SchedulesThatDoNotReadBackAreSetAsideAndTheRestLoad) {
+  const std::string good =
+      R"({"id":"sch-000001","job":"good","every_ns":60000000000,"duration_ns":1000000000,)"
+      R"("every_s":60,"duration_ms":1000,"ranks":[],"created_ns":1,"next_ns":2,"last_run_ns":0,)"
+      R"("last_capture_id":null,"last_error":"","runs":4,"deferred":0,"failed":0})";
+  ScheduleBook::Loaded loaded = ScheduleBook::FromJson(
+      R"({"next_id":2,"schedules":[)" + good + R"(,)" +
+      R"({"id":"sch-000007","job":"bad","every_ns":60000000000,"duration_ns":60000000000,)"
+      R"("ranks":[],"created_ns":1,"next_ns":2,"last_run_ns":0,"last_capture_id":null,)"
+      R"("last_error":"","runs":0,"deferred":0,"failed":0},)"
+      R"({"id":"sch-000008","job":"j","ranks":"all"},)" +
+      good + R"(,42]})");
+  ASSERT_EQ(loaded.book.List().size(), 1u);
+  EXPECT_EQ(loaded.book.List()[0].runs, 4u);
+  ASSERT_EQ(loaded.set_aside.size(), 4u);
+  EXPECT_EQ(loaded.set_aside[0].id, "sch-000007");
+  EXPECT_NE(loaded.set_aside[0].error.find("duration_ms"), std::string::npos)
+      << loaded.set_aside[0].error;
+  EXPECT_NE(loaded.set_aside[0].record.find("\"bad\""), std::string::npos);
+  EXPECT_EQ(loaded.set_aside[1].id, "sch-000008");
+  EXPECT_NE(loaded.set_aside[1].error.find("does not read as a schedule"), std::string::npos);
+  EXPECT_EQ(loaded.set_aside[2].error, "a second schedule with this id");
+  EXPECT_EQ(loaded.set_aside[3].id, "");
+  EXPECT_EQ(loaded.set_aside[3].record, "42");
+  absl::StatusOr<Schedule> next = loaded.book.Add(Every(60 * kS), 10);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->id, "sch-000009");
+  // Not a book at all: set aside whole, nothing loaded.
+  ScheduleBook::Loaded junk = ScheduleBook::FromJson("{\"schedules\": 3");
+  EXPECT_TRUE(junk.book.List().empty());
+  ASSERT_EQ(junk.set_aside.size(), 1u);
+  EXPECT_EQ(junk.set_aside[0].record, "{\"schedules\": 3");
+}
+
+// Set aside at start-up: kept under the setting's companion (across starts), the book stored
+// again without them, the good ones run.
+TEST(ScheduleRunnerTest, AStartSetsAsideWhatDoesNotReadBackAndKeepsIt) {
+  RunnerFixture f;
+  absl::StatusOr<Schedule> kept = f.runner->Add(Every(60 * kS));
+  ASSERT_TRUE(kept.ok());
+  std::string stored = **f.store->GetSetting(kSchedulesSetting);
+  stored.insert(stored.size() - 2, R"(,{"id":"sch-000050","job":"x"})");
+  ASSERT_TRUE(f.store->PutSetting(kSchedulesSetting, stored).ok());
+  f.Open();
+  ASSERT_EQ(f.runner->List().size(), 1u);
+  ASSERT_EQ(f.runner->SetAside().size(), 1u);
+  EXPECT_EQ(f.runner->SetAside()[0].id, "sch-000050");
+  EXPECT_EQ(f.runner->SetAside()[0].set_aside_ns, f.now);
+  const std::string stored_again = **f.store->GetSetting(kSchedulesSetting);
+  EXPECT_EQ(stored_again.find("sch-000050"), std::string::npos) << stored_again;
+  EXPECT_NE(stored_again.find(kept->id), std::string::npos) << stored_again;
+  f.now += kS;
+  f.Open();  // nothing new to set aside; what was is still listed
+  ASSERT_EQ(f.runner->SetAside().size(), 1u);
+  EXPECT_EQ(f.runner->SetAside()[0].set_aside_ns, f.now - kS);
+  f.now = f.runner->List()[0].next_ns;
+  f.runner->Tick();
+  EXPECT_EQ(f.started, std::vector<std::string>{"llama"});
 }
 
 }  // namespace

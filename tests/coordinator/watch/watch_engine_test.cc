@@ -169,5 +169,65 @@ TEST(WatchEngineTest, JobsAreBounded) {
   EXPECT_EQ(engine.jobs(), (std::vector<std::string>{"a", "b"}));
 }
 
+// A job with no data for longer than its rules could still need is forgotten, and its slot
+// goes to the next job: jobs end, and a long-running coordinator once stopped watching every
+// new job after 1,024 job names.
+TEST(WatchEngineTest, QuietJobsAreForgottenAndTheirSlotsGoToNewJobs) {
+  EngineLimits limits;
+  limits.max_jobs = 2;
+  limits.forget_quiet_after_ns = 60 * kSecond;
+  WatchEngine engine(DefaultRules(), limits);  // the hang rule's 60 s: never before 120 s
+  EXPECT_EQ(engine.ForgetQuietAfter(), 120 * kSecond);
+  common::StepSummary s;
+  s.end_ns = 1;
+  const TimeNs t0 = 1'000 * kSecond;
+  ASSERT_TRUE(engine.Add("a", s).ok());
+  ASSERT_TRUE(engine.Add("b", s).ok());
+  engine.Evaluate(t0);
+  EXPECT_EQ(engine.Add("c", s).code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(engine.Add("b", s).ok());  // b goes on; a went quiet at t0
+  engine.Evaluate(t0 + 100 * kSecond);
+  engine.Evaluate(t0 + 120 * kSecond);
+  EXPECT_TRUE(engine.TakeForgotten().empty()) << "120 s is not longer than 120 s";
+  engine.Evaluate(t0 + 121 * kSecond);
+  EXPECT_EQ(engine.TakeForgotten(), std::vector<std::string>{"a"});
+  EXPECT_EQ(engine.jobs(), std::vector<std::string>{"b"});
+  EXPECT_TRUE(engine.Add("c", s).ok());
+  EXPECT_EQ(engine.jobs(), (std::vector<std::string>{"b", "c"}));
+  // A longer hang threshold keeps quiet jobs longer: a hang is named before its job goes.
+  RuleSet slow = DefaultRules();
+  slow.rules[1].hang_after_ns = 600 * kSecond;
+  engine.SetRules(slow, t0 + 122 * kSecond);
+  EXPECT_EQ(engine.ForgetQuietAfter(), 1'200 * kSecond);
+  slow.rules[1].enabled = false;
+  engine.SetRules(slow, t0 + 122 * kSecond);
+  EXPECT_EQ(engine.ForgetQuietAfter(), 60 * kSecond);
+}
+
+// A hung job whose agents went silent: its hang fires first, and resolves when the job is
+// forgotten.
+TEST(WatchEngineTest, AForgottenJobsAlertsResolve) {
+  const WorkloadOptions o = Job(8, 60, 3);
+  const std::vector<TimeNs> starts = StepStarts(o);
+  SummaryModel model(o, sim::Hang{3, starts[30] + 50'000'000});
+  RuleSet rules = DefaultRules();
+  rules.rules[1].hang_after_ns = 5 * kSecond;
+  EngineLimits limits;
+  limits.forget_quiet_after_ns = 5 * kSecond;  // twice the hang threshold wins: 10 s
+  WatchEngine engine(rules, limits);
+  EXPECT_TRUE(Watch(engine, model).empty());
+  for (const common::RankProgress& p : model.progress()) ASSERT_TRUE(engine.Add("job", p).ok());
+  std::vector<AlertEvent> events;
+  for (TimeNs now = model.now(); now < model.now() + 30 * kSecond; now += kSecond / 2) {
+    for (AlertEvent& e : engine.Evaluate(now)) events.push_back(std::move(e));
+  }
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].transition, Transition::kFired);
+  EXPECT_EQ(events[0].alert.kind, AlertKind::kHang);
+  EXPECT_EQ(events[1].transition, Transition::kResolved);
+  EXPECT_EQ(engine.TakeForgotten(), std::vector<std::string>{"job"});
+  EXPECT_TRUE(engine.jobs().empty());
+}
+
 }  // namespace
 }  // namespace podscope::coordinator::watch
