@@ -59,9 +59,10 @@ TEST_F(SinkAbuseTest, ATricklingSinkIsCutOffAtEachAttemptsDeadlineAndHoldsUpNoSh
   const auto start = Clock::now();
   const int code = coordinator_->Terminate();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("[ sink ] SIGTERM during a trickled delivery: exited %d in %.2f s; %lld attempts "
-              "timed out\n",
-              code, seconds, static_cast<long long>(trickle.bodies().size()));
+  std::printf(
+      "[ sink ] SIGTERM during a trickled delivery: exited %d in %.2f s; %lld attempts "
+      "timed out\n",
+      code, seconds, static_cast<long long>(trickle.bodies().size()));
   EXPECT_EQ(code, 0) << coordinator_->Log();
 }
 

@@ -44,17 +44,17 @@ TEST_F(StoredValuesTest, AScheduleAtTheEdgeOfItsBoundsSurvivesRestarts) {
   StartDaemon();
   const std::string& token = TestSecurity::Get().capture_token;
   // 512,008,022,174 ns and, to the nearest nanosecond, the same: not under it.
-  const HttpResult equal = HttpCallWithToken(
-      port_, token, "POST", "/v1/schedules",
-      R"({"job":"demo","every_s":512.0080221745,"duration_ms":512008.0221735})",
-      "application/json");
+  const HttpResult equal =
+      HttpCallWithToken(port_, token, "POST", "/v1/schedules",
+                        R"({"job":"demo","every_s":512.0080221745,"duration_ms":512008.0221735})",
+                        "application/json");
   EXPECT_EQ(equal.status, 400) << equal.body;
   EXPECT_NE(equal.body.find("duration_ms"), std::string::npos) << equal.body;
   // 512,008,022,174 ns and 512,008,022,173 ns: accepted, and what it was told must hold.
-  const HttpResult added = HttpCallWithToken(
-      port_, token, "POST", "/v1/schedules",
-      R"({"job":"demo","every_s":512.0080221745,"duration_ms":512008.0221734})",
-      "application/json");
+  const HttpResult added =
+      HttpCallWithToken(port_, token, "POST", "/v1/schedules",
+                        R"({"job":"demo","every_s":512.0080221745,"duration_ms":512008.0221734})",
+                        "application/json");
   ASSERT_EQ(added.status, 201) << added.body;
   simdjson::dom::parser told_parser;
   simdjson::dom::element told = Json(told_parser, added.body);
@@ -154,9 +154,9 @@ TEST_F(StoredValuesTest, ADamagedStoredRecordIsSetAsideAndTheCoordinatorStarts) 
   EXPECT_EQ(doc["set_aside"].get_array().size(), 2u);
   EXPECT_EQ(daemon_->Log().find("set aside"), std::string::npos) << daemon_->Log();
   // New schedules take ids of their own, past the set-aside ones.
-  const HttpResult next = HttpCall(port_, "POST", "/v1/schedules",
-                                   R"({"job":"next","every_s":60,"duration_ms":1000})",
-                                   "application/json");
+  const HttpResult next =
+      HttpCall(port_, "POST", "/v1/schedules", R"({"job":"next","every_s":60,"duration_ms":1000})",
+               "application/json");
   ASSERT_EQ(next.status, 201) << next.body;
   EXPECT_NE(next.body.find("\"id\":\"sch-000092\""), std::string::npos)
       << "past every stored id, set aside or not: " << next.body;
@@ -194,16 +194,17 @@ TEST_F(StoredValuesTest, LargeSchedulesLeaveRoomForEveryoneElse) {
   for (int i = 0; i < 254; ++i) {
     const HttpResult r = HttpCallWithToken(
         port_, token, "POST", "/v1/schedules",
-        R"({"job":"j)" + std::to_string(i) + R"(","every_s":600,"duration_ms":1000,)"
+        R"({"job":"j)" + std::to_string(i) +
+            R"(","every_s":600,"duration_ms":1000,)"
             R"("ranks":"0-1,3-4,6-7,9-10,12-13,15-16,18-19,21-22,24-25,27-28,30-31"})",
         "application/json");
     if (r.status == 201) ++created;
     EXPECT_EQ(r.status, 201) << i << ": " << r.body;
   }
   EXPECT_EQ(created, 256);
-  const HttpResult full = HttpCall(port_, "POST", "/v1/schedules",
-                                   R"({"job":"late","every_s":600,"duration_ms":1000})",
-                                   "application/json");
+  const HttpResult full =
+      HttpCall(port_, "POST", "/v1/schedules", R"({"job":"late","every_s":600,"duration_ms":1000})",
+               "application/json");
   EXPECT_EQ(full.status, 409) << "the count bound, not the bytes, is what refuses: " << full.body;
   const size_t listed = HttpCall(port_, "GET", "/v1/schedules").body.size();
   std::printf("[ stored ] 256 schedules after two of 65,536 ranks: GET /v1/schedules %zu bytes\n",
@@ -213,10 +214,9 @@ TEST_F(StoredValuesTest, LargeSchedulesLeaveRoomForEveryoneElse) {
   StartDaemon();
   ASSERT_GT(port_, 0) << daemon_->Log();
   simdjson::dom::parser parser;
-  EXPECT_EQ(Json(parser, HttpCall(port_, "GET", "/v1/schedules").body)["schedules"]
-                .get_array()
-                .size(),
-            256u);
+  EXPECT_EQ(
+      Json(parser, HttpCall(port_, "GET", "/v1/schedules").body)["schedules"].get_array().size(),
+      256u);
 }
 
 }  // namespace

@@ -76,7 +76,8 @@ class WatchAbuseTest : public LiveClusterTest {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     v1::WatchAck ack;
-    std::unique_ptr<grpc::ClientWriter<v1::WatchBatch>> writer = session.stub->Watch(&context, &ack);
+    std::unique_ptr<grpc::ClientWriter<v1::WatchBatch>> writer =
+        session.stub->Watch(&context, &ack);
     writer->Write(batch);
     writer->WritesDone();
     return writer->Finish();
@@ -113,8 +114,7 @@ TEST_F(WatchAbuseTest, NewJobsAreWatchedAfter1024DeadOnes) {
   const size_t hang = rules.find("\"hang_after_s\":");
   ASSERT_NE(hang, std::string::npos) << rules;
   rules.replace(hang, rules.find_first_of(",}", hang) - hang, "\"hang_after_s\":1");
-  ASSERT_EQ(HttpCall(http_port_, "PUT", "/v1/alerts/rules", rules, "application/json").status,
-            200);
+  ASSERT_EQ(HttpCall(http_port_, "PUT", "/v1/alerts/rules", rules, "application/json").status, 200);
 
   std::vector<std::unique_ptr<RawAgentSession>> feeders;
   std::vector<std::vector<std::string>> jobs(4);
@@ -140,12 +140,13 @@ TEST_F(WatchAbuseTest, NewJobsAreWatchedAfter1024DeadOnes) {
       << Metric(http_port_, "podscope_watch_forgotten_jobs_total");
   const double forgotten_after = std::chrono::duration<double>(Clock::now() - fed).count();
   ASSERT_TRUE(SendSteps(*late, "late", {"alive"}, 3).ok());
-  EXPECT_TRUE(WaitFor(
-      [&] { return HttpCall(http_port_, "GET", "/v1/watch/jobs/alive").status == 200; }))
-      << HttpCall(http_port_, "GET", "/v1/watch/jobs/alive").body;
-  std::printf("[ watch ] 1,024 dead jobs forgotten %.1f s after their last data (quiet time 2 s); "
-              "the next job watched\n",
-              forgotten_after);
+  EXPECT_TRUE(WaitFor([&] {
+    return HttpCall(http_port_, "GET", "/v1/watch/jobs/alive").status == 200;
+  })) << HttpCall(http_port_, "GET", "/v1/watch/jobs/alive").body;
+  std::printf(
+      "[ watch ] 1,024 dead jobs forgotten %.1f s after their last data (quiet time 2 s); "
+      "the next job watched\n",
+      forgotten_after);
   EXPECT_NE(coordinator_->Log().find("watch: job dead-0 forgotten after 2 s without data"),
             std::string::npos);
 }
@@ -162,7 +163,8 @@ TEST_F(WatchAbuseTest, AHostileWatchStreamGrowsTheCoordinatorOnlyToItsBounds) {
   std::vector<std::unique_ptr<RawAgentSession>> hostile;
   std::vector<std::vector<std::string>> jobs(2);
   for (int a = 0; a < 2; ++a) {
-    for (int j = 0; j < 16; ++j) jobs[a].push_back("h" + std::to_string(a) + "-" + std::to_string(j));
+    for (int j = 0; j < 16; ++j)
+      jobs[a].push_back("h" + std::to_string(a) + "-" + std::to_string(j));
     // Ranks 0-15 of its 16 jobs: 256 workers, the most an agent serves.
     hostile.push_back(Feeder("hostile-" + std::to_string(a), jobs[a], 16));
   }
@@ -208,11 +210,12 @@ TEST_F(WatchAbuseTest, AHostileWatchStreamGrowsTheCoordinatorOnlyToItsBounds) {
   const int64_t memory = MetricValue("podscope_watch_memory_bytes");
   const int64_t over = MetricValue("podscope_watch_over_memory_total");
   const uint64_t rss_after = StatusBytes(coordinator_->pid(), "VmRSS:");
-  std::printf("[ watch ] hostile stream, 2 agents x 16 jobs x 65,536 pending collectives: the "
-              "watch keeps %.1f MiB (bounds 16 a job, 48 an agent, 128 in all), %lld records "
-              "dropped; coordinator RSS %.1f -> %.1f MB\n",
-              static_cast<double>(memory) / (1 << 20), static_cast<long long>(over),
-              static_cast<double>(rss_before) / 1e6, static_cast<double>(rss_after) / 1e6);
+  std::printf(
+      "[ watch ] hostile stream, 2 agents x 16 jobs x 65,536 pending collectives: the "
+      "watch keeps %.1f MiB (bounds 16 a job, 48 an agent, 128 in all), %lld records "
+      "dropped; coordinator RSS %.1f -> %.1f MB\n",
+      static_cast<double>(memory) / (1 << 20), static_cast<long long>(over),
+      static_cast<double>(rss_before) / 1e6, static_cast<double>(rss_after) / 1e6);
   // Each agent past its 48 MiB adds nothing more (it may finish the batch it was in): two shares,
   // within the total.
   EXPECT_LE(memory, int64_t{128} << 20);
@@ -223,9 +226,9 @@ TEST_F(WatchAbuseTest, AHostileWatchStreamGrowsTheCoordinatorOnlyToItsBounds) {
   std::unique_ptr<RawAgentSession> honest = Feeder("honest", {"honest-job"});
   WaitForAgents(3);
   ASSERT_TRUE(SendSteps(*honest, "honest", {"honest-job"}, 3).ok());
-  EXPECT_TRUE(WaitFor(
-      [&] { return HttpCall(http_port_, "GET", "/v1/watch/jobs/honest-job").status == 200; }))
-      << HttpCall(http_port_, "GET", "/v1/watch/jobs/honest-job").body;
+  EXPECT_TRUE(WaitFor([&] {
+    return HttpCall(http_port_, "GET", "/v1/watch/jobs/honest-job").status == 200;
+  })) << HttpCall(http_port_, "GET", "/v1/watch/jobs/honest-job").body;
 }
 
 }  // namespace

@@ -13,8 +13,9 @@ TEST(SetAsideTest, RecordsAccumulateAcrossStartsNewestKeptWithinTheBounds) {
   testing::ScratchDir dir;
   auto store = std::move(*RocksDbTraceStore::Open({.path = dir.File("db")}));
   EXPECT_TRUE(ReadSetAside(*store, "things")->empty());
-  ASSERT_TRUE(SetAside(*store, "things", {{.id = "a", .error = "bad", .record = "{\"x\":\"\\u0001\"}"}})
-                  .ok());
+  ASSERT_TRUE(
+      SetAside(*store, "things", {{.id = "a", .error = "bad", .record = "{\"x\":\"\\u0001\"}"}})
+          .ok());
   absl::StatusOr<std::vector<SetAsideRecord>> all =
       SetAside(*store, "things", {{.id = "b", .error = "worse", .record = "7", .set_aside_ns = 5}});
   ASSERT_TRUE(all.ok()) << all.status();
