@@ -19,7 +19,8 @@ failed=()
 
 say() { printf '\033[1m==> presubmit: %s\033[0m\n' "$*" >&2; }
 
-sources() { git ls-files -- '*.cc' '*.h' '*.c' ':!:*.pb.*'; }
+# Tracked files and new ones not yet added (what a commit would take), never ignored ones.
+sources() { git ls-files --cached --others --exclude-standard -- '*.cc' '*.h' '*.c' ':!:*.pb.*'; }
 
 check_format() {
   command -v clang-format >/dev/null || { echo "clang-format is not installed (Debian: clang-format)"; return 1; }
