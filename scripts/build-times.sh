@@ -6,8 +6,11 @@
 #   scripts/build-times.sh [BUILD_DIR] [--top N] [--trace]
 #
 # BUILD_DIR defaults to build/. Only the last ninja run in the log is counted (a log keeps every
-# run; a new one starts when an entry ends before the one logged above it), so build from a clean
-# tree or an empty ccache to see the whole cost: a ccache hit shows as a few milliseconds.
+# run: an entry's output time less its end time since its run began is when that run began, the
+# same for every entry of a run but those whose output the step left as it was), so build from a clean tree or an empty ccache to see the whole
+# cost: a ccache hit shows as a few milliseconds. --top N lists N translation units (25 by
+# default) and N links (10 by default); a unity batch is listed as unity/<folder>/<target>_N.cc,
+# and that file under BUILD_DIR names the sources it compiles.
 #
 # --trace also sums clang's -ftime-trace files (*.json beside each object file): the headers that
 # cost the most to parse, counted once per translation unit that includes them, and the templates
@@ -17,9 +20,15 @@
 #   scripts/build-times.sh build-trace --trace
 set -euo pipefail
 
+# usage [STATUS]: the text above, on stdout when asked for (--help), on stderr after a mistake.
 usage() {
-  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-  exit 2
+  local status="${1:-2}"
+  if [ "$status" = 0 ]; then
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+  else
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+  fi
+  exit "$status"
 }
 
 build_dir=""
@@ -28,13 +37,13 @@ trace=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --top)
-      [ $# -ge 2 ] || usage
+      [ $# -ge 2 ] || { echo "build-times: --top takes a count" >&2; usage; }
       [[ "$2" =~ ^[1-9][0-9]{0,4}$ ]] || { echo "build-times: --top takes a count from 1 to 99999, not '$2'" >&2; exit 2; }
       top="$2"
       shift 2
       ;;
     --trace) trace=1; shift ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     -*) echo "build-times: unknown option '$1'" >&2; usage ;;
     *)
       [ -z "$build_dir" ] || { echo "build-times: one build directory, not '$build_dir' and '$1'" >&2; exit 2; }
@@ -59,7 +68,14 @@ awk -F'\t' '
   /^#/ { next }
   NF < 5 { next }
   {
-    if ($2 + 0 < prev_end) { n = 0; split("", seen) }   # a new ninja run starts over at 0
+    # When this entry'"'"'s run began (ms): its output'"'"'s time (ns) less its end since then. A
+    # run that began more than 2 s later is the next one; an earlier time is an output the step
+    # left as it was (restat), part of this run. Without an output time, the end time decides:
+    # a new run starts over at 0.
+    began = ($3 + 0 > 0) ? $3 / 1e6 - $2 : -1
+    if ((began >= 0 && began - run_began > 2000) || (began < 0 && $2 + 0 < prev_end)) {
+      n = 0; split("", seen); run_began = began
+    }
     prev_end = $2 + 0
     key = $1 "\t" $2 "\t" $5
     if (key in seen) next

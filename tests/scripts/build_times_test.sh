@@ -50,6 +50,25 @@ slowest links (s):
 WANT
 diff -u "$dir/want" "$dir/out" || fail "report differs from the hand-computed one"
 
+# Runs told apart by when they began (each output's time, ns, less its end): a short run, then
+# a longer one whose first step ends after the short run's last. Only the second counts; a step
+# whose output was left as it was (its time from before the run) still belongs to it.
+mkdir -p "$dir/runs"
+{
+  printf '# ninja log v5\n'
+  printf '0\t3000\t1000003000000000\tcoordinator/CMakeFiles/podscope_api.dir/api/rest_api.cc.o\ta\n'
+  printf '0\t8000\t1000100008000000\tcommon/CMakeFiles/podscope_common.dir/capture.cc.o\tb\n'
+  printf '0\t9000\t999000000000000\tgenerated/podscope/v1/trace.pb.h\tc\n'
+  printf '8000\t9000\t1000100009000000\ttests/podscope_api_tests\td\n'
+} >"$dir/runs/.ninja_log"
+bash "$script" "$dir/runs" >"$dir/runs.out" || fail "exit $? on a two-run log"
+grep -qF "wall time of the last build: 9.0 s (1 compiles, 1 links, 1 other steps)" "$dir/runs.out" \
+  || { cat "$dir/runs.out" >&2; fail "the longer second run was not told apart from the first"; }
+
+# --help is asked for: on stdout, status 0.
+bash "$script" --help >"$dir/help" || fail "--help exited $?"
+grep -qF "scripts/build-times.sh [BUILD_DIR]" "$dir/help" || fail "--help printed no usage on stdout"
+
 # Errors: no log, not a ninja log, a log with no finished step, a bad --top, two directories.
 expect_error() {
   local want="$1"
@@ -64,5 +83,6 @@ mkdir -p "$dir/empty" && printf '# ninja log v5\n' >"$dir/empty/.ninja_log"
 expect_error "holds no finished build step" "$dir/empty"
 expect_error "--top takes a count" "$dir/b" --top 0
 expect_error "--top takes a count" "$dir/b" --top '1;rm'
+expect_error "--top takes a count" "$dir/b" --top
 expect_error "one build directory" "$dir/b" "$dir/empty"
 echo "build_times_test: passed"
