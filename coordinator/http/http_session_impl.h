@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "common/str_util.h"
 #include "coordinator/http/http_session.h"
@@ -239,6 +240,14 @@ class Session {
   // Writes a response, which the client must keep reading: one that stops reading loses the
   // connection within an interval instead of pinning the response's memory.
   asio::awaitable<beast::error_code> WriteMessage(http::response<http::string_body>& message);
+  // Over TLS, every answer tells browsers to come back over HTTPS only (HSTS, a year): a port
+  // that serves HTTPS alone has nothing to offer over plain HTTP.
+  template <class Message>
+  static void SetTransportSecurity(Message& out) {
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      out.set(http::field::strict_transport_security, "max-age=31536000");
+    }
+  }
 
   // Sends a streamed body: the header, then each piece the producer makes as one chunk, each
   // chunk under the progress rule. The producer runs on the stream pool and blocks while
@@ -427,6 +436,7 @@ asio::awaitable<typename Session<Stream>::Outcome> Session<Stream>::Answer(
 template <class Stream>
 asio::awaitable<beast::error_code> Session<Stream>::WriteMessage(
     http::response<http::string_body>& message) {
+  SetTransportSecurity(message);
   http::response_serializer<http::string_body> serializer(message);
   ProgressDeadline progress = NewProgress();
   while (!serializer.is_done()) {
@@ -448,6 +458,7 @@ asio::awaitable<bool> Session<Stream>::WriteStreamed(HttpResponse& response, uns
   SetSafetyHeaders(head, response);
   head.set(http::field::content_type, response.content_type);
   for (const auto& [name, value] : response.headers) head.set(name, value);
+  SetTransportSecurity(head);
   head.keep_alive(keep_alive);
   head.chunked(true);
   http::response_serializer<http::empty_body> header(head);

@@ -88,7 +88,11 @@ AlertRule ParseRule(const boost::json::value& v, size_t index) {
     if (!ok) throw s.Bad("name", "may hold only letters, digits, '_', '-' and '.'");
   }
   s.Bool("enabled", &r.enabled);
-  s.String("job", &r.job, 256);
+  // A job name as the store takes it (1-128 printable ASCII characters), or none: every job.
+  s.String("job", &r.job, 128);
+  for (const char c : r.job) {
+    if (c < 0x20 || c > 0x7e) throw s.Bad("job", "may hold only printable ASCII characters");
+  }
   s.Bool("capture_evidence", &r.capture_evidence);
   const ConfigSection h = s.Section("hysteresis", {"fire_after", "of_windows", "resolve_after"});
   h.Integer("of_windows", &r.hysteresis.of_windows, 1, 64);

@@ -190,6 +190,12 @@ TEST_F(SecurityTest, PlaintextIsRefusedUnlessInsecureIsAsked) {
             std::string::npos);
   SetPortSecurity(tls_port, tls);
   EXPECT_EQ(Metric(tls_port, "podscope_http_tls_handshake_failures_total"), "1");
+  // Over HTTPS every answer, streamed or not, holds HSTS: browsers come back over HTTPS only.
+  for (const char* target : {"/healthz", "/v1/captures", "/v1/nosuch", "/metrics"}) {
+    const HttpResult answer = HttpCall(tls_port, "GET", target);
+    ASSERT_EQ(answer.headers.count("strict-transport-security"), 1u) << target;
+    EXPECT_EQ(answer.headers.at("strict-transport-security"), "max-age=31536000") << target;
+  }
   // A plaintext agent gets no session from a TLS coordinator.
   std::unique_ptr<Daemon> plain = StartAgent("plain", {"--insecure"});
   EXPECT_NE(plain->WaitForLog("wants mutual TLS: give --tls-cert, --tls-key and --tls-ca"), "")
@@ -201,6 +207,8 @@ TEST_F(SecurityTest, PlaintextIsRefusedUnlessInsecureIsAsked) {
   EXPECT_NE(daemon_->Log().find("--insecure: the REST API and the agents' port speak plaintext"),
             std::string::npos);
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures").status, 200);
+  EXPECT_EQ(HttpCall(port_, "GET", "/healthz").headers.count("strict-transport-security"), 0u)
+      << "plain HTTP says nothing of HTTPS";
 }
 
 TEST_F(SecurityTest, AgentsAreRefusedForUnknownOrExpiredCertificatesAndCheckTheCoordinatorsName) {

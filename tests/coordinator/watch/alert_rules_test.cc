@@ -90,5 +90,19 @@ TEST(AlertRulesTest, ErrorsNameTheKey) {
   EXPECT_THAT(ErrorOf(many + "]}"), HasSubstr("more than 64 rules"));
 }
 
+// A rule's job is a job name as the store takes it: a control character (an escape sequence in
+// a terminal, a forged log line) is refused, naming the key.
+TEST(AlertRulesTest, ARulesJobHoldsNoControlCharacters) {
+  EXPECT_THAT(ErrorOf(R"({"rules": [{"name": "a", "kind": "hang", "job": "x\u001b[2Jy"}]})"),
+              HasSubstr("rules[0].job"));
+  EXPECT_THAT(ErrorOf(R"({"rules": [{"name": "a", "kind": "hang", "job": "x\ny"}]})"),
+              HasSubstr("printable ASCII"));
+  EXPECT_THAT(ErrorOf(R"({"rules": [{"name": "a", "kind": "hang", "job": ")" +
+                      std::string(129, 'j') + R"("}]})"),
+              HasSubstr("longer than 128 bytes"));
+  EXPECT_TRUE(
+      ParseRules(R"({"rules": [{"name": "a", "kind": "hang", "job": "llama-70b/run 3"}]})").ok());
+}
+
 }  // namespace
 }  // namespace podscope::coordinator::watch
