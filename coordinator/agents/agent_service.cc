@@ -406,9 +406,16 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
     }
     if (absl::Status s = Take(); !s.ok()) {
       ++service_.watch_counters_.refused_batches;
-      service_.watch_log_.Warn("agent {}: watch stream refused: {}",
-                               agent_id_.empty() ? batch_.agent_id() : agent_id_,
-                               std::string(s.message()));
+      // Named by its certificate, never only by what it claims (an impostor's claim would put
+      // another agent's name in the log); under --insecure the claim is all there is.
+      const std::string& claimed = agent_id_.empty() ? batch_.agent_id() : agent_id_;
+      service_.watch_log_.Warn(
+          "agent {}: watch stream refused: {}",
+          certificate_identity_.empty() ? claimed
+          : claimed == certificate_identity_
+              ? certificate_identity_
+              : common::StrCat(certificate_identity_, " (claiming to be ", claimed, ")"),
+          std::string(s.message()));
       Finish(ToGrpc(s));
       return;
     }

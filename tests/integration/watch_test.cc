@@ -339,6 +339,11 @@ TEST_F(WatchTest, WatchStreamsAreCheckedLikeEveryOtherAgentCall) {
   as_other.set_agent_id("node-1");
   grpc::Status s = send(*mallory, as_other);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  // Logged under the certificate's name, with the claim beside it: never as node-1's refusal.
+  EXPECT_NE(coordinator_->WaitForLog("agent mallory \\(claiming to be node-1\\): watch stream "
+                                     "refused"),
+            "")
+      << coordinator_->Log();
 
   v1::WatchBatch as_self = good;
   as_self.set_agent_id("mallory");
