@@ -74,8 +74,9 @@ for n in "${NAMES[@]}"; do
   if [[ "$n" =~ ^[0-9.]+$ || "$n" == *:* ]]; then SAN+="IP:$n,"; else SAN+="DNS:$n,"; fi
 done
 if [ "$MAKE_COORDINATOR" = 1 ]; then
+  # For serving only: with clientAuth it could also pass as an agent named like the coordinator.
   sign coordinator "${NAMES[0]}" "$DAYS" "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature" \
-    "extendedKeyUsage=serverAuth,clientAuth" "subjectAltName=${SAN%,}"
+    "extendedKeyUsage=serverAuth" "subjectAltName=${SAN%,}"
 fi
 for a in ${AGENTS[@]+"${AGENTS[@]}"}; do
   sign "agent-$a" "$a" "$DAYS" "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature" \

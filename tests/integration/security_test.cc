@@ -237,6 +237,14 @@ TEST_F(SecurityTest, AgentsAreRefusedForUnknownOrExpiredCertificatesAndCheckTheC
       daemon_->WaitForLog(
           "refused an agent's TLS handshake \\(certificate CN=old\\): certificate has expired"),
       "");
+  // The coordinator's own certificate is for serving (serverAuth only): as an agent's, refused.
+  std::unique_ptr<Daemon> itself =
+      StartAgent("itself", {"--tls-cert", security.dir() + "/coordinator.pem", "--tls-key",
+                            security.dir() + "/coordinator.key", "--tls-ca", security.ca()});
+  EXPECT_NE(daemon_->WaitForLog("refused an agent's TLS handshake \\(certificate CN=localhost\\): "
+                                "unsuitable certificate purpose"),
+            "")
+      << daemon_->Log() << itself->Log();
   EXPECT_NE(Metric(port_, R"(podscope_grpc_refused_handshakes_total{reason="unknown_ca"})"), "0");
   EXPECT_NE(Metric(port_, R"(podscope_grpc_refused_handshakes_total{reason="expired"})"), "0");
   EXPECT_NE(stranger->WaitForLog("no TLS session came up"), "") << stranger->Log();
