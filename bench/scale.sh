@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scale benchmark of issue 5: one podscope-coordinator and AGENTS simulated agents, hosted
+# The scale benchmark: one podscope-coordinator and AGENTS simulated agents, hosted
 # by PROCS swarm processes (several agents per process; spreading them over processes keeps
 # one process's gRPC polling from serialising every agent's network I/O), then one capture of
 # every worker: fan-out, start skew, clock-alignment error against the injected truth,

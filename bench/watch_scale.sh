@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The watch benchmark of issue 15: one podscope-coordinator watching RANKS simulated ranks
+# The watch benchmark: one podscope-coordinator watching RANKS simulated ranks
 # streamed by AGENTS agents (hosted by PROCS podscope_agent_swarm processes), every rank
 # summarising every step. Prints the coordinator's CPU and memory while it keeps up, the
 # summaries it took per second, and the watch data's bytes per rank per step on the wire.

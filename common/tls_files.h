@@ -1,5 +1,5 @@
 // The TLS files both daemons take (--tls-cert, --tls-key, --tls-ca) and the choice between
-// them and --insecure (DESIGN §9): one rule, one set of error messages, for both.
+// them and --insecure (docs/security.md): one rule, one set of error messages, for both.
 #pragma once
 
 #include <string>

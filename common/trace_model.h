@@ -1,4 +1,4 @@
-// The canonical trace model (DESIGN §3): one struct-of-arrays table per event kind.
+// The canonical trace model (docs/life-of-a-capture.md): one struct-of-arrays table per event kind.
 // Every table lists its columns once in ForEachColumn, which sorting, size checks and
 // memory accounting use, so adding a column is a one-line change there.
 #pragma once

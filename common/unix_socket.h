@@ -1,4 +1,4 @@
-// Unix-domain stream sockets for the probe <-> agent link (issue 6, DESIGN §1): the agent listens
+// Unix-domain stream sockets for the probe <-> agent link (docs/security.md): the agent listens
 // on a path only its group can reach, and checks who is on the other end of every connection.
 // Thin, RAII-owned wrappers over the system calls; errors come back as absl::Status with errno's
 // words.

@@ -1,4 +1,4 @@
-// Watch data (DESIGN §11): what an agent reports about each rank between capture windows, small
+// Watch data (docs/watch.md): what an agent reports about each rank between capture windows, small
 // by design so that one coordinator watches thousands of ranks. The agent makes it from probe
 // events (or the simulated workload model); the coordinator's detectors read it on its clock.
 #pragma once

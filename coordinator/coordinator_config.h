@@ -1,5 +1,5 @@
-// The coordinator's settings and its JSON config file (DESIGN §12): every key with its type and
-// range in one place; an unknown key names itself and the closest known one.
+// The coordinator's settings and its JSON config file (docs/security.md): every key with its type
+// and range in one place; an unknown key names itself and the closest known one.
 #pragma once
 
 #include <boost/json.hpp>

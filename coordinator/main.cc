@@ -1,6 +1,6 @@
 // podscope-coordinator: the daemon people and agents talk to. Serves the REST API over the
-// RocksDB trace store, and the agents' gRPC control plane (DESIGN §1, §5): agent registry,
-// clock alignment, capture scheduling and upload.
+// RocksDB trace store, and the agents' gRPC control plane (docs/life-of-a-capture.md): agent
+// registry, clock alignment, capture scheduling and upload.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
-// TraceStore on RocksDB (DESIGN §6): column families captures, events, analyses, workers;
-// big-endian keys so a capture and a worker are contiguous ranges; LZ4 for upper levels and
-// ZSTD for the bottommost; WAL on, capture records synced; deletes by DeleteRange; an on-disk
+// TraceStore on RocksDB (docs/life-of-a-capture.md): column families captures, events, analyses,
+// workers; big-endian keys so a capture and a worker are contiguous ranges; LZ4 for upper levels
+// and ZSTD for the bottommost; WAL on, capture records synced; deletes by DeleteRange; an on-disk
 // format version checked at open.
 #pragma once
 

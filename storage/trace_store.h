@@ -1,5 +1,5 @@
-// The trace store (DESIGN §6): capture records, columnar event chunks, cached analyses.
-// The coordinator owns one; any thread may call it (implementations are thread-safe).
+// The trace store (docs/life-of-a-capture.md): capture records, columnar event chunks, cached
+// analyses. The coordinator owns one; any thread may call it (implementations are thread-safe).
 #pragma once
 
 #include <cstdint>

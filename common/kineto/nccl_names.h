@@ -9,7 +9,7 @@
 namespace podscope::common {
 
 // True for NCCL device kernels: ncclKernel_*, ncclDevKernel_*, ncclSymkDevKernel_*, and
-// anything else starting with "nccl" (DESIGN §3).
+// anything else starting with "nccl".
 bool IsNcclKernelName(std::string_view kernel_name);
 
 // What a kernel name tells about a collective, e.g.

@@ -1,4 +1,4 @@
-// Mutual TLS on the agents' port (DESIGN §9): the coordinator accepts an agent only when its
+// Mutual TLS on the agents' port (docs/security.md): the coordinator accepts an agent only when its
 // certificate chains to the configured CA and is valid now, and each refusal is logged (with the
 // certificate's name and OpenSSL's reason) and counted. gRPC's TLS layer is told to ask for a
 // client certificate but leave its verification to AgentCertificates, because a handshake gRPC

@@ -1,6 +1,6 @@
-// The agents the coordinator knows (DESIGN §1): who is connected, which workers each serves,
-// and how healthy each is by its heartbeats. Thread-safe; the gRPC service updates it, the
-// scheduler and the REST API read it.
+// The agents the coordinator knows (docs/life-of-a-capture.md): who is connected, which workers
+// each serves, and how healthy each is by its heartbeats. Thread-safe; the gRPC service updates it,
+// the scheduler and the REST API read it.
 #pragma once
 
 #include <cstdint>

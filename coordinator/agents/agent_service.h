@@ -80,7 +80,7 @@ class AgentService final : public v1::AgentService::CallbackService {
 
   // Before the server starts. Without a sink, Watch calls are refused (UNIMPLEMENTED).
   void set_watch_ingest(WatchIngest ingest) { watch_ingest_ = std::move(ingest); }
-  // Sharded coordinators (DESIGN §10): who owns each of `jobs`, sent in every welcome and again
+  // Sharded coordinators (docs/deploy.md): who owns each of `jobs`, sent in every welcome and again
   // whenever an agent's jobs change; nullopt when not sharded. Before the server starts.
   using ShardOwnersFn =
       std::function<std::optional<v1::ShardOwners>(const std::set<std::string>& jobs)>;

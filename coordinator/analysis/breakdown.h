@@ -1,4 +1,4 @@
-// Per-step breakdown (DESIGN §7): within a worker's step span every instant belongs to exactly
+// Per-step breakdown: within a worker's step span every instant belongs to exactly
 // one category, chosen by what is active on the device then (and, when the device is idle, by
 // what the host is doing). The categories sum to the span exactly.
 #pragma once

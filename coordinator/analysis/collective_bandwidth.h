@@ -1,4 +1,4 @@
-// AllReduce time (DESIGN §7): per collective and per step, bytes, transfer time, algorithm and
+// AllReduce time: per collective and per step, bytes, transfer time, algorithm and
 // bus bandwidth, efficiency against the link, and the expected gradient AllReduce time.
 #pragma once
 

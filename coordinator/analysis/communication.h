@@ -1,4 +1,4 @@
-// Wait vs transfer (DESIGN §7): collectives matched across ranks, and for every rank-local
+// Wait vs transfer: collectives matched across ranks, and for every rank-local
 // collective how long it waited for the last rank to arrive and how long it moved data.
 #pragma once
 

@@ -48,7 +48,7 @@ struct InputReport {
   std::vector<int32_t> input_bound;  // ranks at least moderately input-bound, most first
 };
 
-// From the step breakdown (DESIGN §7's idle_input, and the same before the span). Pure.
+// From the step breakdown (its idle_input, and the same before the span). Pure.
 InputReport ComputeInputPipeline(const common::CaptureView& capture,
                                  const std::vector<WorkerBreakdown>& breakdown,
                                  const InputOptions& options = {});

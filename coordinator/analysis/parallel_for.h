@@ -1,5 +1,5 @@
 // Runs fn(i) for i in [0, n) on up to one thread per core. Per-worker analyses are
-// independent, so a capture's heavy work spreads over the machine (DESIGN §10).
+// independent, so a capture's heavy work spreads over the machine (docs/deploy.md).
 #pragma once
 
 #include <algorithm>

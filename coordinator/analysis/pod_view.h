@@ -1,4 +1,4 @@
-// Pod view (DESIGN §7): per step one row per worker with its breakdown, step time and
+// Pod view: per step one row per worker with its breakdown, step time and
 // deviation from the median worker; and a worker x step matrix of step times.
 #pragma once
 

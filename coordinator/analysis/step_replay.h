@@ -1,4 +1,4 @@
-// Step-time loss (DESIGN §7 "Stragglers"): the step time the job would have saved had some
+// Step-time loss: the step time the job would have saved had some
 // workers arrived at every collective with the others, found by replaying the capture's
 // dependencies rather than by summing waits (waiting at one gradient bucket often overlaps the
 // straggler's own compute for the next, so the sum overstates the cost several times).

@@ -1,4 +1,4 @@
-// Training steps per worker (DESIGN §7 "Step span"): from step markers (ProfilerStep#N,
+// Training steps per worker: from step markers (ProfilerStep#N,
 // explicit step events, or annotations matching a pattern), else inferred from the period of
 // the collective sequence. Each step gets its host span and its device span.
 #pragma once

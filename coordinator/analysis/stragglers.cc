@@ -26,7 +26,7 @@ std::vector<double> RobustZ(const std::vector<double>& x) {
   return z;
 }
 
-// The partition's categories (DESIGN §7) a straggler's extra time is named by. Compute and
+// The partition's categories a straggler's extra time is named by. Compute and
 // overlap count as one, the time computation kernels ran: a straggler waits less at collectives,
 // so less of its communication hides behind computation and its overlap turns into compute
 // without any computation growing.

@@ -1,4 +1,4 @@
-// Stragglers (DESIGN §7): per collective the last arriver and the delay it caused (its
+// Stragglers: per collective the last arriver and the delay it caused (its
 // arrival minus the second-last arrival), summed per worker over the window; plus a robust
 // z-score on per-step compute time. Decided on caused delay, never on median lag alone.
 #pragma once

@@ -1,4 +1,4 @@
-// The summary (issue 13: summary first): one screen whatever the number of ranks. The job, its
+// The summary: one screen whatever the number of ranks. The job, its
 // steps and their time across workers, the breakdown of the median and the worst worker, the
 // stragglers with what they cost, exposed communication, AllReduce bandwidth, and warnings.
 #pragma once

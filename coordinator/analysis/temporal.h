@@ -1,4 +1,4 @@
-// Temporal summary per worker (DESIGN §7): kernel time, idle, compute, non-compute and
+// Temporal summary per worker: kernel time, idle, compute, non-compute and
 // overlap %. `window=hta` follows Holistic Trace Analysis exactly (its window rule, kernel
 // classes and microsecond rounding, see ../shared/data/kineto/README.md) so people moving from
 // HTA see the same numbers; `window=steps` uses the capture's steps and podscope's classes.

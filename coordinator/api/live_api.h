@@ -1,5 +1,6 @@
-// The REST routes of live captures (DESIGN §5, §8): the agents' workers, starting a capture on
-// them, and cancelling it. Progress and results come through the capture routes of RestApi.
+// The REST routes of live captures (docs/life-of-a-capture.md): the agents' workers, starting a
+// capture on them, and cancelling it. Progress and results come through the capture routes of
+// RestApi.
 #pragma once
 
 #include "coordinator/agents/agent_registry.h"

@@ -1,5 +1,5 @@
-// The REST API v1 (DESIGN §8) over the trace store and the analysis engine: health, metrics,
-// captures, imports, analyses (cached per capture generation) and trace export.
+// The REST API v1 (docs/gpu-efficiency.md) over the trace store and the analysis engine: health,
+// metrics, captures, imports, analyses (cached per capture generation) and trace export.
 #pragma once
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// The REST routes of scheduled captures (DESIGN §8): POST/GET/DELETE /v1/schedules.
+// The REST routes of scheduled captures (docs/gpu-efficiency.md): POST/GET/DELETE /v1/schedules.
 #pragma once
 
 #include "coordinator/capture/schedule_runner.h"

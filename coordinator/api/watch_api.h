@@ -1,4 +1,4 @@
-// The REST routes of watching (DESIGN §8, §11): alerts, and the alert rules.
+// The REST routes of watching (docs/gpu-efficiency.md): alerts, and the alert rules.
 #pragma once
 
 #include "coordinator/http/http_types.h"

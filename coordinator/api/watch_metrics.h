@@ -1,4 +1,4 @@
-// Watching on /metrics (DESIGN §11), in Prometheus' text format: what the coordinator took from
+// Watching on /metrics (docs/watch.md), in Prometheus' text format: what the coordinator took from
 // the agents, the alerts firing, and per job the window's figures. Bounded however large the
 // jobs: per-job series for at most EngineLimits::max_jobs jobs, and per-rank series only for
 // the few ranks that caused the most delay (a 1024-rank job adds 8 rank series, not 1024).

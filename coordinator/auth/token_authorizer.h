@@ -1,6 +1,6 @@
 // The REST API's Authorizer: bearer tokens from the token file, checked against each route's
-// role (DESIGN §9). Failures answer 401 (no token, or one nobody holds) or 403 (a token whose
-// role is too small), are counted for /metrics and logged, rate-limited, with the caller's
+// role (docs/security.md). Failures answer 401 (no token, or one nobody holds) or 403 (a token
+// whose role is too small), are counted for /metrics and logged, rate-limited, with the caller's
 // address and the token's name, never the token.
 #pragma once
 

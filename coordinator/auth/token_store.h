@@ -1,5 +1,5 @@
-// Bearer tokens for the REST API (DESIGN §9), kept hashed: the coordinator's token file holds
-// one line per token, "NAME ROLE sha256$SALT$HASH", where HASH is SHA-256 over the salt's
+// Bearer tokens for the REST API (docs/security.md), kept hashed: the coordinator's token file
+// holds one line per token, "NAME ROLE sha256$SALT$HASH", where HASH is SHA-256 over the salt's
 // bytes followed by the token's. Nobody who reads the file (or a backup of it) learns a token.
 #pragma once
 

@@ -1,8 +1,8 @@
-// Live captures (DESIGN §5): picks the target workers, chooses a start time far enough ahead
-// for every agent to arm, sends each agent that instant in its own clock, follows every worker
-// through armed -> capturing -> collected -> uploaded, stores uploaded chunks, and finishes the
-// capture as complete, partial (some workers failed; each names why) or failed. Every phase
-// has a deadline, so a lost agent delays a capture by at most that deadline, never forever.
+// Live captures (docs/life-of-a-capture.md): picks the target workers, chooses a start time far
+// enough ahead for every agent to arm, sends each agent that instant in its own clock, follows
+// every worker through armed -> capturing -> collected -> uploaded, stores uploaded chunks, and
+// finishes the capture as complete, partial (some workers failed; each names why) or failed. Every
+// phase has a deadline, so a lost agent delays a capture by at most that deadline, never forever.
 //
 // State lives in memory and is flushed to the store at most every flush_interval (and at every
 // capture-level transition), so a restarted coordinator picks up captures still uploading.

@@ -1,6 +1,6 @@
-// Scheduled captures (DESIGN §5, §11): "capture job J every N minutes for D". Pure: the book of
-// schedules, when each is due, jitter, and its persistent form; ScheduleRunner (below) runs them
-// against the capture scheduler on an injected clock.
+// Scheduled captures (docs/life-of-a-capture.md): "capture job J every N minutes for D". Pure: the
+// book of schedules, when each is due, jitter, and its persistent form; ScheduleRunner (below) runs
+// them against the capture scheduler on an injected clock.
 //
 // Fire times are jittered (+-10% of the period, at most +-60 s, a fixed sequence per schedule),
 // so that schedules made together do not capture together forever. A schedule never overlaps a

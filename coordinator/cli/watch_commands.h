@@ -1,6 +1,6 @@
-// The CLI's watch commands (DESIGN §11): `podscope alerts [--job J] [--state firing|resolved|all]`,
-// `podscope rules get|set FILE`, `podscope schedules list|add|delete` and `podscope watch --job J`,
-// against the coordinator of --server.
+// The CLI's watch commands (docs/watch.md): `podscope alerts [--job J] [--state
+// firing|resolved|all]`, `podscope rules get|set FILE`, `podscope schedules list|add|delete` and
+// `podscope watch --job J`, against the coordinator of --server.
 #pragma once
 
 #include <string>

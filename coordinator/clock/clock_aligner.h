@@ -1,5 +1,6 @@
-// Keeps every agent's recent clock samples and fits its clock model on demand (DESIGN §4.1).
-// Thread-safe: the gRPC service adds samples, the capture scheduler reads models.
+// Keeps every agent's recent clock samples and fits its clock model on demand
+// (docs/life-of-a-capture.md). Thread-safe: the gRPC service adds samples, the capture scheduler
+// reads models.
 #pragma once
 
 #include <deque>

@@ -1,4 +1,5 @@
-// Fitting an agent's clock to the coordinator's from NTP-style exchanges (DESIGN §4.1).
+// Fitting an agent's clock to the coordinator's from NTP-style exchanges
+// (docs/life-of-a-capture.md).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// Keeps every connected agent's clock model tight (DESIGN §4.1). Agents sync at connect and
-// periodically on their own, but a burst taken while a thousand agents connect at once, or
-// through a jittery network, can leave a model milliseconds wide. The keeper asks such agents
+// Keeps every connected agent's clock model tight (docs/life-of-a-capture.md). Agents sync at
+// connect and periodically on their own, but a burst taken while a thousand agents connect at once,
+// or through a jittery network, can leave a model milliseconds wide. The keeper asks such agents
 // for another burst, the widest first, a few per tick so the bursts never queue behind one
 // another, and backs off per agent while the network keeps the model wide. After a few asks,
 // "wide" becomes relative to what the agent's path has shown it can do (twice its best bound

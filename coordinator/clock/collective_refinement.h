@@ -1,6 +1,6 @@
-// Refining clock models from collectives (DESIGN §4.3). All ranks leave a collective within
-// microseconds of each other, so once every worker's events are on the network-aligned clock,
-// what remains between the ends of one collective on different hosts is each host's residual
+// Refining clock models from collectives (docs/life-of-a-capture.md). All ranks leave a collective
+// within microseconds of each other, so once every worker's events are on the network-aligned
+// clock, what remains between the ends of one collective on different hosts is each host's residual
 // clock error. A robust median over many collectives estimates it per clock domain (an agent:
 // its workers share one clock), far more sharply than the network exchanges can.
 //

@@ -1,4 +1,4 @@
-// Coordinators sharded by job (DESIGN §10): each job has exactly one owner among the replicas,
+// Coordinators sharded by job (docs/deploy.md): each job has exactly one owner among the replicas,
 // chosen by rendezvous (highest random weight) hashing of (member, job). Every replica computes
 // the same owner from the same member list, with nothing to agree on at run time, and a change
 // of members moves only the jobs whose owner changed: adding a replica moves to it the jobs it

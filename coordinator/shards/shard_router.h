@@ -1,4 +1,4 @@
-// Any replica answers every REST call for any job (DESIGN §10): a call about a job another
+// Any replica answers every REST call for any job (docs/deploy.md): a call about a job another
 // replica owns goes to that replica, a call about a capture or schedule goes to the replica
 // that holds it, and a list is gathered from every replica. The routes' own handlers stay
 // unaware of shards: ShardRouter wraps them once they are registered.
@@ -52,8 +52,8 @@ class ShardRouter {
   // `ca_file`: the CA the peers' certificates chain to (empty: plaintext peers or the system's).
   ShardRouter(ShardMembership& membership, std::string ca_file);
 
-  // The rules for podscope's REST API (DESIGN §8). Routes not named are answered locally:
-  // health, metrics, the OpenAPI document, imports (stored where they are uploaded).
+  // The rules for podscope's REST API (docs/gpu-efficiency.md). Routes not named are answered
+  // locally: health, metrics, the OpenAPI document, imports (stored where they are uploaded).
   static std::vector<ShardRouteRule> ApiRules();
   // Wraps the routes `rules` names; call once every route is registered. Returns the rules
   // that matched no route (a mismatch between the rules and the API is a bug to report).

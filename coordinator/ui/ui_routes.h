@@ -1,4 +1,4 @@
-// Serves the web UI (DESIGN §1: "web UI (static page)") at / and /ui/{file}. The pages hold no
+// Serves the web UI at / and /ui/{file}. The pages hold no
 // data: they are open like /healthz, and every figure they show comes from the REST API with the
 // user's bearer token, so the API's authentication applies unchanged. The answers carry a strict
 // Content-Security-Policy (scripts and styles from this origin only, no inline code), so a

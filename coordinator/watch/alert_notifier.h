@@ -1,4 +1,4 @@
-// Sends alert transitions out (DESIGN §11): to Alertmanager's v2 API (POST /api/v2/alerts, with
+// Sends alert transitions out (docs/watch.md): to Alertmanager's v2 API (POST /api/v2/alerts, with
 // firing alerts re-sent periodically, as Alertmanager expects of its clients) and to webhooks
 // (POST of {"event": "fired"|"resolved", "alert": {...}}, or Slack's {"text": "..."}). Each
 // destination has its own thread and bounded queue (drop oldest, counted), a deadline on each

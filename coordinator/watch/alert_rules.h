@@ -1,4 +1,4 @@
-// Alert rules (DESIGN §11): what the detectors look for on every watched job, with what
+// Alert rules (docs/watch.md): what the detectors look for on every watched job, with what
 // thresholds and hysteresis. Stored as JSON (PUT /v1/alerts/rules), every key checked.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Alerts from findings, with hysteresis (DESIGN §11): a subject (a rank, a communicator, the
+// Alerts from findings, with hysteresis (docs/watch.md): a subject (a rank, a communicator, the
 // job) fires after K of the last M evaluations of its rule found it, and resolves after R clean
 // evaluations in a row. Keeps the firing alerts and a bounded history of resolved ones.
 //

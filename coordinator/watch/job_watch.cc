@@ -239,7 +239,7 @@ void JobWatch::AddArrival(const common::CollectiveArrival& a, uint32_t rank_inde
   }
 }
 
-// DESIGN §7 as analysis/stragglers.cc applies it: wait_r = min(last arrival - a_r, duration_r);
+// As analysis/stragglers.cc defines it: wait_r = min(last arrival - a_r, duration_r);
 // the last arriver (least wait, the lowest rank on a tie) caused the second-least wait minus its
 // own.
 void JobWatch::Resolve(const PendingCollective& c) {

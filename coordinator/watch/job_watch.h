@@ -1,5 +1,5 @@
-// One watched job (DESIGN §11): its ranks' step summaries matched across ranks by communicator
-// and sequence, the caused delay of every collective (DESIGN §7's definition, the offline
+// One watched job (docs/watch.md): its ranks' step summaries matched across ranks by communicator
+// and sequence, the caused delay of every collective (the offline
 // stragglers report's), and a sliding window of settled steps for the detectors. Every map is
 // bounded; what does not fit is dropped and counted.
 //
@@ -49,7 +49,7 @@ struct WatchLimits {
   size_t max_bytes = size_t{64} << 20;
 };
 
-// One rank over the window: the straggler terms of DESIGN §7 and what the sinks show.
+// One rank over the window: the straggler terms of analysis/stragglers.h and what the sinks show.
 struct RankWindow {
   int32_t rank = 0;
   TimeNs caused_delay_ns = 0;         // summed over the collectives it arrived last at

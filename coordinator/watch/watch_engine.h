@@ -1,4 +1,4 @@
-// Every watched job's window, the detectors and the alerts (DESIGN §11), as one pure state
+// Every watched job's window, the detectors and the alerts (docs/watch.md), as one pure state
 // machine: summaries in, alert transitions out, time passed in with every call. The watch
 // service (which owns threads, the store and the sinks) drives it under its lock; tests drive it
 // with hand-made summaries and an injected clock.

@@ -1,4 +1,4 @@
-// The coordinator's watch (DESIGN §11) as a service: watch data in from the agents (already on
+// The coordinator's watch (docs/watch.md) as a service: watch data in from the agents (already on
 // the coordinator's clock), the engine evaluated on a timer, the rules kept in the store, the
 // alerts and windows read by the REST API and /metrics. Thread-safe.
 #pragma once

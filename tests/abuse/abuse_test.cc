@@ -1,4 +1,4 @@
-// The abuse suite (issue 12): each attack runs against a real podscope-coordinator (and real
+// The abuse suite: each attack runs against a real podscope-coordinator (and real
 // agents where it needs them) while a normal client on another address asks for
 // GET /v1/captures and GET /healthz every 50 ms. Every normal request must be answered 200 within
 // kNormalBound; the latencies and the coordinator's peak memory are printed as one "[ abuse ]"

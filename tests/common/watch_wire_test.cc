@@ -82,7 +82,7 @@ TEST(WatchWireTest, RoundTripsStepsAndProgressOfSeveralJobs) {
   EXPECT_EQ(d->progress[0].second.completed_sequence, 42 * 8 - 1);
 }
 
-// Watch data is small by design (DESIGN §11): a step of 8 AllReduce buckets, in a batch of a
+// Watch data is small by design (docs/watch.md): a step of 8 AllReduce buckets, in a batch of a
 // node's 8 ranks, costs under 300 bytes per rank.
 TEST(WatchWireTest, AStepOfEightBucketsIsUnder300Bytes) {
   WatchBatchBuilder builder;

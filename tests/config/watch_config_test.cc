@@ -1,4 +1,4 @@
-// The watch's configuration keys in both daemons' config files (issue 15): every key checked,
+// The watch's configuration keys in both daemons' config files: every key checked,
 // an unknown one named with the closest known one, values out of range refused.
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// GPU smoke check for the CUPTI path of issue 6 (not part of CI: run by tests/gpu/run.sh on a GPU
+// GPU smoke check for the CUPTI path (not part of CI: run by tests/gpu/run.sh on a GPU
 // machine). Enables the Activity API for kernels and memcpys, launches a known number of
 // kernels, flushes, and checks that CUPTI delivered exactly that many kernel records, with no
-// record dropped. Prints the GPU <-> host timestamp pair the probe will use for DESIGN §4.2.
+// record dropped. Prints the GPU <-> host timestamp pair the probe uses to align its clocks.
 //   nvcc -O2 -o cupti_smoke tests/gpu/cupti_smoke.cu -lcupti && ./cupti_smoke [kernels]
 #include <cuda_runtime.h>
 #include <cupti.h>

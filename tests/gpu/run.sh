@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The probe on a real GPU (issue 6). Not part of CI: run it by hand on a machine with an NVIDIA
+# The probe on a real GPU. Not part of CI: run it by hand on a machine with an NVIDIA
 # GPU, the CUDA toolkit (nvcc) and, for the second half, PyTorch with CUDA.
 #
 #   bash tests/gpu/run.sh            # both checks

@@ -1,4 +1,4 @@
-// podscope's alerts through the real alerting stack (issue 15): a Prometheus server scrapes the
+// podscope's alerts through the real alerting stack: a Prometheus server scrapes the
 // coordinator over HTTPS with a read token and evaluates the shipped rules; podscope posts its
 // alerts to a real Alertmanager, read back through Alertmanager's own API; webhooks that fail or
 // never answer are retried without holding anything else up. The binaries are Debian's

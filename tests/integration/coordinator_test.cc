@@ -199,7 +199,7 @@ CliRun RunCliSplit(const std::string& args, const ScratchDir& dir) {
   return RunSplit(CliBinary(), args, dir);
 }
 
-// Issue 13: show, trace, delete and cancel from the CLI; --server anywhere on the line or from
+// Show, trace, delete and cancel from the CLI; --server anywhere on the line or from
 // PODSCOPE_SERVER; several JSON reports as one document; errors on stderr with exit code 1.
 TEST_F(CoordinatorTest, TheOnlineCliShowsTracesDeletesAndCancels) {
   StartDaemon();
@@ -275,7 +275,7 @@ TEST_F(CoordinatorTest, UsageErrorsExitTwo) {
   EXPECT_NE(trace.err.find("--trace needs --wait"), std::string::npos) << trace.err;
 }
 
-// Issue 13, daemons that say what is wrong: a second coordinator on a data directory in use
+// Daemons that say what is wrong: a second coordinator on a data directory in use
 // says so in words, on stderr, and exits 1; bad flags exit 2; an agent pointed at a dead port
 // says so at once (it used to be silent for 25 s).
 TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
@@ -313,7 +313,7 @@ TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
       << agent.Log();
 }
 
-// Issue 13 through the REST API: a capture that is not one job is refused by the cross-rank
+// Through the REST API: a capture that is not one job is refused by the cross-rank
 // reports (409 naming why) unless allow_mixed=true, and the reports take ranks and steps.
 TEST_F(CoordinatorTest, TheApiRefusesMixedCapturesAndFilters) {
   RunCli("simulate --ranks 8 --steps 2 --forward-kernels 4 --backward-kernels 8 --buckets 2 -o " +

@@ -6,7 +6,7 @@
 //
 //   fake_training LIBRARY SOCKET RANK WORLD JOB SECONDS [KEY=VALUE,...]
 //
-// Keys, for watching (issue 15):
+// Keys, for watching:
 //   barrier=PATH   ranks share a file: an AllReduce's "kernel" runs until every rank entered it,
 //                  as NCCL's does, so a slow rank makes the others wait
 //   compute-ms=N   the forward and backward pass [5]

@@ -1,5 +1,5 @@
 // Regression tests for the defects an adversarial run against the real coordinator found
-// (issue 12): each one crashed, stalled or corrupted the daemon before its fix.
+//: each one crashed, stalled or corrupted the daemon before its fix.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

@@ -178,7 +178,7 @@ TEST_F(LiveCaptureTest, AgentKilledMidCaptureMakesItPartialNamingItsWorkers) {
   EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/captures/" + id + "/pod").status, 200);
 }
 
-// Issue 12, defect 7, through the real daemons: a second agent process started with a live
+// Through the real daemons: a second agent process started with a live
 // agent's id is refused (and keeps being refused) while the first keeps its one session; two
 // agents claiming one rank make that rank a visible conflict of a partial capture.
 TEST_F(LiveCaptureTest, AgentIdentityIsNotTakenOverAndContestedRanksAreConflicts) {
@@ -235,7 +235,7 @@ TEST_F(LiveCaptureTest, AgentIdentityIsNotTakenOverAndContestedRanksAreConflicts
     EXPECT_NE(why.find("c2 (host-c2, ipv4:127.0.0.1:"), std::string::npos) << why;
   }
 
-  // Issue 12, defect 9: the workers list comes in pages of whole agents (c1, c2, dup: two
+  // Defect 9: the workers list comes in pages of whole agents (c1, c2, dup: two
   // workers each), with a cursor to the next.
   std::vector<std::string> order;
   std::string after;
@@ -325,7 +325,7 @@ TEST_F(LiveCaptureTest, CoordinatorRestartDuringUploadLosesAndDuplicatesNothing)
   }
 }
 
-// Issue 13: `workers --job` filters, a disconnected agent is marked and not counted, and it is
+// `workers --job` filters, a disconnected agent is marked and not counted, and it is
 // forgotten after agents.forget_disconnected_after_ms.
 TEST_F(LiveCaptureTest, DisconnectedAgentsAreMarkedThenForgottenAndFiltersFilter) {
   config_ = dir_.Write("coordinator.json", R"({"agents": {"heartbeat_interval_ms": 300,
@@ -445,7 +445,7 @@ TEST_F(LiveCaptureTest, AnAgentOfAnotherMajorVersionIsRefused) {
       << status.error_message();
 }
 
-// Issue 14: over mutual TLS an agent is its certificate's CN. A stack that skips the agent's own
+// Over mutual TLS an agent is its certificate's CN. A stack that skips the agent's own
 // check (a modified agent with a stolen-from-nobody certificate of its own) cannot claim another
 // agent's id on the control stream, nor upload chunks as another agent.
 TEST_F(LiveCaptureTest, ACertificateCannotClaimAnotherAgentsId) {

@@ -106,7 +106,7 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
       << agent.Log();
 
   // Steps found on both ranks from the probe's markers. (Without a GPU there is no device time,
-  // so no per-step breakdown: DESIGN §7 measures steps on the device.)
+  // so no per-step breakdown: the breakdown measures steps on the device.)
   const HttpResult steps = HttpCall(http, "GET", "/v1/captures/" + id + "/steps");
   ASSERT_EQ(steps.status, 200) << steps.body;
   for (simdjson::dom::element w : Json(steps.body)["workers"].get_array()) {
@@ -150,7 +150,7 @@ int64_t UnixNowNs() {
       .count();
 }
 
-// Watch mode (issue 15) through the real probe library: four probed processes synchronised
+// Watch mode through the real probe library: four probed processes synchronised
 // at every AllReduce (fake_training's barrier), one real agent streaming watch data, the
 // coordinator's detectors alerting. No capture is asked for: all of it comes from between
 // windows.

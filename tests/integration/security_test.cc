@@ -1,4 +1,4 @@
-// Issue 14 against the real daemons: every protected route refuses the unauthenticated and the
+// Against the real daemons: every protected route refuses the unauthenticated and the
 // under-privileged (walked from the OpenAPI document, which a unit test holds equal to the
 // router), tokens never reach the logs, HTTPS only, and agents over mutual TLS: unknown and
 // expired certificates are refused and counted, the agent checks the coordinator's name, and an

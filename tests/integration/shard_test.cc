@@ -1,4 +1,4 @@
-// Coordinators sharded by job (issue 16, DESIGN §10), as deployed (HTTPS, mutual TLS, tokens):
+// Coordinators sharded by job (docs/deploy.md), as deployed (HTTPS, mutual TLS, tokens):
 // three coordinators on loopback with a shared members file, agents serving four jobs that all
 // dial the first one (as they would a Kubernetes Service). Each job's captures land on its
 // owner, any replica answers for any job and lists every capture, and scaling to four replicas

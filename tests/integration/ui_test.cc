@@ -1,4 +1,4 @@
-// The web UI (issue 17) in a real browser: Debian's headless Chromium, driven by chromedriver,
+// The web UI in a real browser: Debian's headless Chromium, driven by chromedriver,
 // against a real coordinator over HTTPS with real agents. Screenshots go to the build directory
 // (ui-screenshots/) for a person to look at.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Watching jobs end to end (issue 15): real podscope-agent processes stream their simulated
+// Watching jobs end to end: real podscope-agent processes stream their simulated
 // ranks' step summaries to a real podscope-coordinator, whose detectors raise alerts read back
 // over REST. As deployed: HTTPS, mutual TLS, tokens.
 #include <gtest/gtest.h>

@@ -185,7 +185,7 @@ TEST(StragglerDetectionTest, CleanJobsNameNobodyAcross20Seeds) {
   }
 }
 
-// Step-time loss (issue 13): what a straggler cost is the step time the job would have saved
+// Step-time loss: what a straggler cost is the step time the job would have saved
 // without it. The simulator can run the same job (same seed, same draws) without the straggler:
 // the measured difference in the median worker's summed step time is the ground truth.
 struct LossCheck {

@@ -1,10 +1,10 @@
 // Hand-written charts: Canvas where a chart holds thousands of marks (pod view, heat map,
 // per-worker bars), SVG for the small ones. Every chart is a focusable element: arrow keys move
 // a cursor, and a text readout beside it says what is under the cursor, so no value is carried by
-// colour alone. The DESIGN §7 categories keep one colour and one pattern on every page.
+// colour alone. The breakdown categories keep one colour and one pattern on every page.
 import {h, clear, ns} from "./format.js";
 
-// The step partition (DESIGN §7), bottom to top. Patterns tell categories apart without colour.
+// The step partition, bottom to top. Patterns tell categories apart without colour.
 export const CATEGORIES = [
   {key: "compute_ns", label: "compute", color: "#3b6fb6", pattern: "solid"},
   {key: "overlap_ns", label: "overlap", color: "#7fb3e6", pattern: "diagonal"},

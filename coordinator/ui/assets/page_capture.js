@@ -129,7 +129,7 @@ function stragglerReport(r) {
   return lines;
 }
 
-// One step, one stacked column per worker in the DESIGN §7 categories.
+// One step, one stacked column per worker in the breakdown categories.
 function podView(base, steps, flagged) {
   if (!steps.length) return h("p", {}, "No steps found in this capture.");
   const holder = h("div");

@@ -346,7 +346,7 @@ TEST_F(NcclPluginTest, ACommunicatorMadeDuringAWindowRecordsAtOnce) {
   recorder_.CloseWindow(g_now);
 }
 
-// Watch mode (issue 15): between windows NCCL is asked only for collectives and their kernel
+// Watch mode: between windows NCCL is asked only for collectives and their kernel
 // channels, and every finished collective is kept for the next flush.
 TEST_F(NcclPluginTest, WatchModeAsksForLessBetweenWindowsAndKeepsEveryFinishedCollective) {
   int mask = -1;

@@ -113,7 +113,7 @@ TEST(ChromeExporterTest, ReimportGivesTheSameEvents) {
   }
 }
 
-// Issue 13: a merged export keeps nanoseconds in a viewer too. Viewers read `ts` as a double:
+// A merged export keeps nanoseconds in a viewer too. Viewers read `ts` as a double:
 // at epoch microseconds that is ~250 ns; relative to the capture's base (a whole millisecond,
 // written in the podscope block and added back on import) it is exact.
 TEST(ChromeExporterTest, TimestampsKeepNanosecondsInAViewer) {

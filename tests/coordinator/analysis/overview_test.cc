@@ -154,7 +154,7 @@ TEST(OverviewTest, CommunicationTheLinkAndAStragglerEachNeedTheirNumbers) {
   EXPECT_NE(o.recommendations[1].title.find("40.0% of the link (160.0 of 400 Gbit/s"),
             std::string::npos)
       << o.recommendations[1].title;
-  // The straggler costs what its loss says, not its caused delay (DESIGN §7).
+  // The straggler costs what its loss says, not its caused delay.
   EXPECT_EQ(o.recommendations[2].rule, "straggler");
   EXPECT_DOUBLE_EQ(o.recommendations[2].step_share, 0.2);
   EXPECT_EQ(o.recommendations[2].ranks, (std::vector<int32_t>{5}));

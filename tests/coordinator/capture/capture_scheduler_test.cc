@@ -494,7 +494,7 @@ TEST(AgentRegistryTest, TargetsHealthAndReplacedSessions) {
   EXPECT_FALSE(registry.Send("a", v1::CoordinatorMessage()));
 }
 
-// Issue 12, defect 7: a second process with a live agent's id evicted it every few seconds and
+// Defect 7: a second process with a live agent's id evicted it every few seconds and
 // had its clock samples merged into the first one's model; two agents claiming one rank had it
 // given silently to the first. Now the impostor is refused, naming both peers, and a rank two
 // agents claim is a conflict that neither is given.

@@ -12,7 +12,7 @@ using podscope::testing::HandTrace;
 
 // Two ranks, two steps 1 ms apart: compute [0, 600) us, an AllReduce kernel [400, 900) us, so per
 // step 400 us computation only, 200 us overlap, 300 us communication only, and a step span (first
-// to last device activity, DESIGN §7) of 900 us.
+// to last device activity) of 900 us.
 common::Capture TwoRanks() {
   common::Capture capture;
   for (int r = 0; r < 2; ++r) {

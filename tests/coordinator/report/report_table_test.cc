@@ -10,7 +10,7 @@ namespace {
 
 using podscope::testing::HandTrace;
 
-// Issue 13: live captures number steps from the job's own counter (11 digits); the tables show
+// Live captures number steps from the job's own counter (11 digits); the tables show
 // them relative to the capture's first step, named above the table, so they fit their columns.
 TEST(ReportTableTest, LiveStepNumbersAreShownRelativeToTheCapture) {
   common::Capture capture;

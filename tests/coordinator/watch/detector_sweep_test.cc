@@ -1,4 +1,4 @@
-// The detector alone on many simulated jobs, faster than real time (DESIGN §11): with the
+// The detector alone on many simulated jobs, faster than real time (docs/watch.md): with the
 // default rules, clean jobs of 8 to 1024 ranks (20 seeds x 1,000 steps each) fire nothing, and
 // a 5% compute straggler starting at a random step is found within 10 steps in every seed.
 #include <gtest/gtest.h>

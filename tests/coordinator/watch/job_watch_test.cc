@@ -24,7 +24,7 @@ const RankWindow& RankOf(const WindowStats& w, int32_t rank) {
 }
 
 // Three ranks arrive at 100, 130 and 160 ms; all leave at 200. Waits are 60, 30 and 0: rank 2
-// arrived last and held the others for 160 - 130 = 30 ms (DESIGN §7).
+// arrived last and held the others for 160 - 130 = 30 ms.
 TEST(JobWatchTest, CausedDelayIsTheLastArrivalMinusTheSecondLast) {
   JobWatch w;
   ASSERT_TRUE(w.Add(Step(0, 0, 0, 250, {{0, 100, 200}})).ok());

@@ -1,4 +1,4 @@
-// The online detector and the offline stragglers report agree on the same data (DESIGN §11):
+// The online detector and the offline stragglers report agree on the same data (docs/watch.md):
 // a simulated capture analysed offline, and the same capture summarised as an agent would
 // (common::SummarizeSteps) and watched online, give every rank the same caused delay.
 #include <gtest/gtest.h>
