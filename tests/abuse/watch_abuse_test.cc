@@ -20,12 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t UnixNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 class WatchAbuseTest : public LiveClusterTest {
  protected:
   // A raw agent session serving ranks 0..ranks-1 of each of `jobs`, with one clock sample taken.

@@ -3,6 +3,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,6 +58,13 @@ inline std::vector<std::string> Concat(std::vector<std::string> a,
 // travels in PODSCOPE_TOKEN: CliEnv() is the prefix for a shell command line.
 std::string CliServerFlags(int port);
 std::string CliEnv(int port);
+
+// Now on the Unix clock, in nanoseconds, as the daemons stamp what they report.
+inline int64_t UnixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // A daemon process whose output goes to a log file; killed (SIGKILL) by the destructor if
 // still running.

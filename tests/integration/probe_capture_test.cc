@@ -144,12 +144,6 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
 namespace podscope::testing {
 namespace {
 
-int64_t UnixNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Watch mode through the real probe library: four probed processes synchronised
 // at every AllReduce (fake_training's barrier), one real agent streaming watch data, the
 // coordinator's detectors alerting. No capture is asked for: all of it comes from between

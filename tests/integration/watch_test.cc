@@ -23,12 +23,6 @@ namespace {
 
 using common::TimeNs;
 
-int64_t UnixNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 class WatchTest : public LiveClusterTest {
  protected:
   void SetUp() override {

@@ -15,29 +15,41 @@
 namespace podscope::coordinator {
 namespace {
 
+// A listening socket on an ephemeral loopback port (its port in *port).
+int ListenOnLoopback(uint16_t* port) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  listen(listener, 1);
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  return listener;
+}
+
+// Reads a request up to the end of its head (the tests' requests carry nothing after it that
+// matters).
+void ReadRequestHead(int fd) {
+  std::string request;
+  char buf[4096];
+  while (request.find("\r\n\r\n") == std::string::npos) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    request.append(buf, static_cast<size_t>(n));
+  }
+}
+
 // A one-connection server on loopback: reads a request's head, writes `answer`, then keeps the
 // connection open until `hang_up` is notified (or 30 s pass), as chromedriver does.
 class OneShotServer {
  public:
   explicit OneShotServer(std::string answer) : answer_(std::move(answer)) {
-    listener_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    listen(listener_, 1);
-    socklen_t len = sizeof(addr);
-    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    listener_ = ListenOnLoopback(&port_);
     thread_ = std::thread([this] {
       const int fd = accept(listener_, nullptr, nullptr);
-      std::string request;
-      char buf[4096];
-      while (request.find("\r\n\r\n") == std::string::npos) {
-        const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-        if (n <= 0) break;
-        request.append(buf, static_cast<size_t>(n));
-      }
+      ReadRequestHead(fd);
       send(fd, answer_.data(), answer_.size(), MSG_NOSIGNAL);
       hung_up_by_client_in_time_ = hang_up.WaitForNotificationWithTimeout(absl::Seconds(30));
       close(fd);
@@ -111,24 +123,10 @@ TEST(HttpClientTest, ABodyShorterThanItsContentLengthIsAnError) {
 class TricklingServer {
  public:
   TricklingServer() {
-    listener_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    listen(listener_, 1);
-    socklen_t len = sizeof(addr);
-    getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    listener_ = ListenOnLoopback(&port_);
     thread_ = std::thread([this] {
       const int fd = accept(listener_, nullptr, nullptr);
-      std::string request;
-      char buf[4096];
-      while (request.find("\r\n\r\n") == std::string::npos) {
-        const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-        if (n <= 0) break;
-        request.append(buf, static_cast<size_t>(n));
-      }
+      ReadRequestHead(fd);
       const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
       send(fd, head.data(), head.size(), MSG_NOSIGNAL);
       got_request.Notify();
