@@ -8,7 +8,7 @@
 # Writes into DIR (keys are mode 600; an existing DIR/ca.pem and ca.key are reused, so that
 # certificates made later chain to the same CA):
 #   ca.pem, ca.key                 the CA (give ca.pem to every daemon's --tls-ca and the CLI's --ca-cert)
-#   coordinator.pem, .key          the coordinator's certificate: server and client use, its names
+#   coordinator.pem, .key          the coordinator's certificate, for serving only; its names
 #                                  are the --coordinator-name values (default: localhost, 127.0.0.1;
 #                                  an existing one is kept unless names are given)
 #   agent-ID.pem, agent-ID.key     an agent's certificate; its identity (CN) is the agent id
