@@ -29,7 +29,7 @@ trap cleanup EXIT
 # (a config given in SCALE_COORDINATOR_CONFIG must do the same).
 if [ -z "${SCALE_COORDINATOR_CONFIG:-}" ]; then
   SCALE_COORDINATOR_CONFIG="$RUN/coordinator.json"
-  echo '{"agents": {"max_connections_per_client": 100000}}' >"$SCALE_COORDINATOR_CONFIG"
+  echo '{"agents": {"max_connections_per_client": 100000, "max_unauthenticated_per_client": 100000, "max_unauthenticated_connections": 100000}}' >"$SCALE_COORDINATOR_CONFIG"
 fi
 # --insecure: the swarm's thousands of agents share one process and one address; this measures the
 # control plane, not TLS handshakes (the demo and the tests run with TLS on).

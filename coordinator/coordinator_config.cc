@@ -16,7 +16,13 @@ void ApplyLimits(const ConfigSection& root, CoordinatorSettings* s) {
                  "max_connections", "max_connections_per_client", "idle_timeout_seconds",
                  "header_timeout_seconds", "progress_interval_seconds", "min_progress_bytes",
                  "max_ranks_per_capture", "max_events_per_worker", "max_string_bytes",
-                 "max_header_bytes", "max_analysis_cache_bytes"});
+                 "max_header_bytes", "max_analysis_cache_bytes", "max_unauthenticated_connections",
+                 "max_unauthenticated_per_client", "tls_handshake_timeout_seconds"});
+  l.Integer("max_unauthenticated_connections", &s->http_limits.max_unauthenticated_connections, 1,
+            10'000'000);
+  l.Integer("max_unauthenticated_per_client", &s->http_limits.max_unauthenticated_per_client, 1,
+            1'000'000);
+  l.Integer("tls_handshake_timeout_seconds", &s->http_limits.tls_handshake_timeout_seconds, 1, 600);
   l.Integer("max_analysis_cache_bytes", &s->api_limits.max_analysis_cache_bytes, 0, kTiB);
   l.Integer("max_connections_per_client", &s->http_limits.max_connections_per_client, 1, 1'000'000);
   l.Integer("idle_timeout_seconds", &s->http_limits.idle_timeout_seconds, 1, 86'400);
@@ -73,15 +79,21 @@ void ApplyJobAgents(const ConfigSection& a, CoordinatorSettings* s) {
 
 void ApplyAgents(const ConfigSection& root, CoordinatorSettings* s) {
   const ConfigSection a = root.Section(
-      "agents",
-      {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
-       "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
-       "max_connections", "max_connections_per_client", "forget_disconnected_after_ms", "jobs"});
+      "agents", {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
+                 "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
+                 "max_connections", "max_connections_per_client", "max_unauthenticated_connections",
+                 "max_unauthenticated_per_client", "tls_handshake_timeout_ms",
+                 "forget_disconnected_after_ms", "jobs"});
   ApplyJobAgents(a, s);
   a.Integer("forget_disconnected_after_ms", &s->agents.forget_disconnected_after_ms, 1,
             7 * 86'400'000);
   a.Integer("max_connections", &s->grpc_gate.max_connections, 1, 10'000'000);
   a.Integer("max_connections_per_client", &s->grpc_gate.max_connections_per_client, 1, 10'000'000);
+  a.Integer("max_unauthenticated_connections", &s->grpc_gate.max_unauthenticated_connections, 1,
+            10'000'000);
+  a.Integer("max_unauthenticated_per_client", &s->grpc_gate.max_unauthenticated_per_client, 1,
+            10'000'000);
+  a.Integer("tls_handshake_timeout_ms", &s->agents.tls_handshake_timeout_ms, 100, 600'000);
   a.Integer("max_idle_connection_ms", &s->agents.max_idle_connection_ms, 1, 86'400'000);
   a.Integer("max_grpc_memory_bytes", &s->agents.max_grpc_memory_bytes, 1 << 20, kTiB);
   a.Integer("max_streams_per_connection", &s->agents.max_streams_per_connection, 1, 1'000'000);

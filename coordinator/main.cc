@@ -285,6 +285,8 @@ std::unique_ptr<grpc::Server> BuildAgentServer(grpc::ServerBuilder& builder,
   // Connections that hold no call are closed; all connections share a memory bound.
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                              static_cast<int>(settings.agents.max_idle_connection_ms));
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(settings.agents.tls_handshake_timeout_ms));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              static_cast<int>(settings.agents.max_streams_per_connection));
   grpc::ResourceQuota quota("podscope-agents");
@@ -530,6 +532,9 @@ int main(int argc, char** argv) {
       builder.experimental().AddExternalConnectionAcceptor(
           grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
           grpc_credentials));
+  // A call that reaches the service proves its connection (handshake and certificate done).
+  agent_service.set_call_observer(
+      [&grpc_gate](const std::string& peer) { grpc_gate.Authenticated(peer); });
   absl::StatusOr<uint16_t> grpc_bound = grpc_gate.Listen(grpc_host, grpc_port);
   if (!grpc_bound.ok()) {
     spdlog::error("{} (address in use?)", std::string(grpc_bound.status().message()));

@@ -502,6 +502,7 @@ AgentService::AgentService(AgentRegistry& registry, ClockAligner& aligner,
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* AgentService::Connect(
     grpc::CallbackServerContext* context) {
+  ObserveCall(context);
   return new ControlSession(*this, context);
 }
 
@@ -513,16 +514,20 @@ grpc::ServerUnaryReactor* AgentService::SyncClock(grpc::CallbackServerContext* c
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   response->set_t3_ns(now_());
   reactor->Finish(grpc::Status::OK);
+  // Not observed: nothing may come before t2, and an agent's control stream (observed) opens
+  // its connection first.
   return reactor;
 }
 
 grpc::ServerReadReactor<v1::UploadRequest>* AgentService::Upload(
     grpc::CallbackServerContext* context, v1::UploadResponse* response) {
+  ObserveCall(context);
   return new UploadSession(*this, context, response);
 }
 
 grpc::ServerReadReactor<v1::WatchBatch>* AgentService::Watch(grpc::CallbackServerContext* context,
                                                              v1::WatchAck* response) {
+  ObserveCall(context);
   return new WatchSession(*this, context, response);
 }
 

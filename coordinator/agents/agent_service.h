@@ -34,6 +34,9 @@ struct AgentServiceOptions {
   // stream open, so only connections that do nothing are), and memory for all connections
   // together is bounded.
   uint32_t max_idle_connection_ms = 30'000;
+  // A connection's TLS handshake must be done this soon after it is accepted (gRPC's own default
+  // is 120 s, in which a stalled connection holds its memory and its slot).
+  uint32_t tls_handshake_timeout_ms = 5'000;
   // An agent gone this long is no longer listed (nor its workers).
   uint32_t forget_disconnected_after_ms = 600'000;
   uint64_t max_grpc_memory_bytes = 1ull << 30;
@@ -78,6 +81,12 @@ class AgentService final : public v1::AgentService::CallbackService {
   grpc::ServerReadReactor<v1::WatchBatch>* Watch(grpc::CallbackServerContext* context,
                                                  v1::WatchAck* response) override;
 
+  // Told the peer (gRPC's "ipv4:ADDRESS:PORT") of every call: a call that reaches the service
+  // came over a connection whose handshake (and certificate, with TLS) was accepted. Before the
+  // server starts.
+  void set_call_observer(std::function<void(const std::string& peer)> observer) {
+    call_observer_ = std::move(observer);
+  }
   // Before the server starts. Without a sink, Watch calls are refused (UNIMPLEMENTED).
   void set_watch_ingest(WatchIngest ingest) { watch_ingest_ = std::move(ingest); }
   // Sharded coordinators (docs/deploy.md): who owns each of `jobs`, sent in every welcome and again
@@ -94,7 +103,11 @@ class AgentService final : public v1::AgentService::CallbackService {
   friend class ControlSession;
   friend class UploadSession;
   friend class WatchSession;
+  void ObserveCall(grpc::CallbackServerContext* context) const {
+    if (call_observer_) call_observer_(context->peer());
+  }
   AgentRegistry& registry_;
+  std::function<void(const std::string&)> call_observer_;
   ClockAligner& aligner_;
   CaptureScheduler& scheduler_;
   const AgentServiceOptions options_;

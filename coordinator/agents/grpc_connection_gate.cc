@@ -26,7 +26,10 @@ GrpcConnectionGate::GrpcConnectionGate(
     std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor)
     : options_(options),
       acceptor_(std::move(acceptor)),
-      limits_(options.max_connections, options.max_connections_per_client) {}
+      limits_({.max_total = options.max_connections,
+               .max_per_client = options.max_connections_per_client,
+               .max_unauthenticated = options.max_unauthenticated_connections,
+               .max_unauthenticated_per_client = options.max_unauthenticated_per_client}) {}
 
 GrpcConnectionGate::~GrpcConnectionGate() {
   Stop();
@@ -106,16 +109,22 @@ void GrpcConnectionGate::AcceptLoop() {
       continue;
     }
     char address[INET6_ADDRSTRLEN] = "?";
+    std::string peer_name;
     if (peer.ss_family == AF_INET) {
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&peer)->sin_addr, address,
-                sizeof(address));
+      const auto* v4 = reinterpret_cast<sockaddr_in*>(&peer);
+      inet_ntop(AF_INET, &v4->sin_addr, address, sizeof(address));
+      peer_name = common::StrCat(address, ":", ntohs(v4->sin_port));
     } else if (peer.ss_family == AF_INET6) {
-      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr, address,
-                sizeof(address));
+      const auto* v6 = reinterpret_cast<sockaddr_in6*>(&peer);
+      inet_ntop(AF_INET6, &v6->sin6_addr, address, sizeof(address));
+      peer_name = common::StrCat("[", address, "]:", ntohs(v6->sin6_port));
     }
     absl::MutexLock lock(&mu_);
     Release(fd);  // a descriptor number gRPC closed and the kernel gave back
-    const ConnectionLimits::Verdict verdict = limits_.TryAdmit(address);
+    ConnectionLimits::Admission admission =
+        limits_.TryAdmit(address, [this, fd]() ABSL_NO_THREAD_SAFETY_ANALYSIS { Evict(fd); });
+    const ConnectionLimits::Verdict verdict = admission.verdict;
+    if (admission.evict) admission.evict();  // under mu_, as Evict needs
     if (verdict != ConnectionLimits::Verdict::kAdmitted) {
       // Counted before the close, so that a client that saw its connection closed sees the count.
       const bool server_full = verdict == ConnectionLimits::Verdict::kServerFull;
@@ -140,7 +149,13 @@ void GrpcConnectionGate::AcceptLoop() {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     struct stat info {};
     fstat(fd, &info);
-    handed_[fd] = Handed{address, info.st_ino};
+    const int watch_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    handed_[fd] = Handed{.client = address,
+                         .peer = peer_name,
+                         .inode = info.st_ino,
+                         .id = admission.id,
+                         .watch_fd = watch_fd};
+    by_peer_[peer_name] = fd;
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters parameters;
     parameters.listener_fd = listen_fd_;
     parameters.fd = fd;
@@ -151,8 +166,40 @@ void GrpcConnectionGate::AcceptLoop() {
 void GrpcConnectionGate::Release(int fd) {
   auto it = handed_.find(fd);
   if (it == handed_.end()) return;
-  limits_.Release(it->second.client);
+  limits_.Release(it->second.id);
+  CloseWatch(it->second);
+  auto named = by_peer_.find(it->second.peer);
+  if (named != by_peer_.end() && named->second == fd) by_peer_.erase(named);
   handed_.erase(it);
+}
+
+void GrpcConnectionGate::Evict(int fd) {
+  auto it = handed_.find(fd);
+  if (it == handed_.end() || it->second.watch_fd < 0) return;
+  ++evicted_;
+  log_.Warn("grpc: dropped a connection from {} that had not authenticated, to make room",
+            it->second.peer);
+  // gRPC sees its handshake fail and closes its descriptor; Reap then forgets it.
+  shutdown(it->second.watch_fd, SHUT_RDWR);
+  CloseWatch(it->second);
+}
+
+void GrpcConnectionGate::CloseWatch(Handed& handed) {
+  if (handed.watch_fd >= 0) close(handed.watch_fd);
+  handed.watch_fd = -1;
+}
+
+void GrpcConnectionGate::Authenticated(const std::string& grpc_peer) {
+  const size_t colon = grpc_peer.find(':');
+  if (colon == std::string::npos) return;
+  const std::string peer = grpc_peer.substr(colon + 1);
+  absl::MutexLock lock(&mu_);
+  auto named = by_peer_.find(peer);
+  if (named == by_peer_.end()) return;
+  auto it = handed_.find(named->second);
+  if (it == handed_.end() || it->second.watch_fd < 0) return;  // done already, or evicted
+  limits_.Authenticated(it->second.id);
+  CloseWatch(it->second);
 }
 
 void GrpcConnectionGate::Reap() {
@@ -184,7 +231,15 @@ void GrpcConnectionGate::AppendMetrics(std::string* out) const {
                     "podscope_grpc_rejected_connections_total{reason=\"client_full\"} ",
                     refused_client_full_.load(), "\n",
                     "podscope_grpc_rejected_connections_total{reason=\"no_descriptors\"} ",
-                    refused_no_descriptors_.load(), "\n");
+                    refused_no_descriptors_.load(), "\n",
+                    "# HELP podscope_grpc_unauthenticated_connections Agent (gRPC) connections "
+                    "no call has reached the service on yet.\n",
+                    "# TYPE podscope_grpc_unauthenticated_connections gauge\n",
+                    "podscope_grpc_unauthenticated_connections ", limits_.unauthenticated(), "\n",
+                    "# HELP podscope_grpc_evicted_connections_total Unauthenticated agent (gRPC) "
+                    "connections shut down to make room for new ones.\n",
+                    "# TYPE podscope_grpc_evicted_connections_total counter\n",
+                    "podscope_grpc_evicted_connections_total ", evicted_.load(), "\n");
 }
 
 }  // namespace podscope::coordinator

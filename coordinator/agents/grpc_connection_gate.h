@@ -4,6 +4,12 @@
 // external-connection acceptor, with the server's credentials, and counted until gRPC closes
 // it; a refused one is closed at once (agents retry with backoff). Out of descriptors, the gate
 // sheds the pending connection with a reserve descriptor and backs off instead of spinning.
+//
+// Until its first call reaches the agent service (Authenticated), a connection is in the
+// unauthenticated share (connection_limits.h): stalled TLS handshakes cannot take the slots of
+// agents, because the oldest is shut down when a new connection needs room. For that the gate
+// keeps its own duplicate of each such descriptor: shutting down the socket through it cannot
+// hit another file that reuses gRPC's number.
 #pragma once
 
 #include <sys/types.h>
@@ -30,6 +36,8 @@ namespace podscope::coordinator {
 struct GrpcGateOptions {
   uint32_t max_connections = 16384;
   uint32_t max_connections_per_client = 64;
+  uint32_t max_unauthenticated_connections = 1024;
+  uint32_t max_unauthenticated_per_client = 16;
 };
 
 // Owned by the daemon's main; Listen and Start/Stop from one thread, its own thread accepts.
@@ -45,6 +53,9 @@ class GrpcConnectionGate {
   void Stop();
 
   uint32_t open_connections() const { return limits_.open(); }
+  // A call from `grpc_peer` ("ipv4:10.0.0.1:41234", "ipv6:[::1]:41234") reached the service:
+  // its connection leaves the unauthenticated share. Any thread.
+  void Authenticated(const std::string& grpc_peer);
   uint64_t refused() const {
     return refused_server_full_ + refused_client_full_ + refused_no_descriptors_;
   }
@@ -54,12 +65,18 @@ class GrpcConnectionGate {
  private:
   struct Handed {
     std::string client;
+    std::string peer;  // as gRPC names it, without the "ipv4:" / "ipv6:"
     ino_t inode = 0;
+    uint64_t id = 0;    // in limits_
+    int watch_fd = -1;  // the gate's duplicate, while unauthenticated
   };
   void AcceptLoop();
   // Forgets the connections gRPC has closed (their descriptor is closed or now another file).
   void Reap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Release(int fd) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Shuts down the connection gRPC holds as `fd` (evicted to make room) through the duplicate.
+  void Evict(int fd) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void CloseWatch(Handed& handed);
 
   const GrpcGateOptions options_;
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
@@ -68,11 +85,12 @@ class GrpcConnectionGate {
   int reserve_fd_ = -1;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> refused_server_full_{0}, refused_client_full_{0},
-      refused_no_descriptors_{0};
+      refused_no_descriptors_{0}, evicted_{0};
   RateLimitedLog log_{"grpc"};
   std::thread thread_;
   absl::Mutex mu_;
-  absl::flat_hash_map<int, Handed> handed_ ABSL_GUARDED_BY(mu_);  // by descriptor
+  absl::flat_hash_map<int, Handed> handed_ ABSL_GUARDED_BY(mu_);        // by descriptor
+  absl::flat_hash_map<std::string, int> by_peer_ ABSL_GUARDED_BY(mu_);  // Handed::peer -> fd
 };
 
 }  // namespace podscope::coordinator

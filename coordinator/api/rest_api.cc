@@ -244,6 +244,16 @@ HttpResponse RestApi::Metrics(HttpRequest&) {
         "failed.\n",
         "# TYPE podscope_http_tls_handshake_failures_total counter\n",
         "podscope_http_tls_handshake_failures_total ", counters_->tls_handshake_failures.load(),
+        "\n",
+        "# HELP podscope_http_unauthenticated_connections Open connections that have not made an "
+        "authorized request yet.\n",
+        "# TYPE podscope_http_unauthenticated_connections gauge\n",
+        "podscope_http_unauthenticated_connections ", counters_->unauthenticated_connections.load(),
+        "\n",
+        "# HELP podscope_http_evicted_connections_total Unauthenticated connections dropped to "
+        "make room for new ones.\n",
+        "# TYPE podscope_http_evicted_connections_total counter\n",
+        "podscope_http_evicted_connections_total ", counters_->evicted_unauthenticated.load(),
         "\n");
   }
   for (const auto& source : metrics_sources_) source(&out);

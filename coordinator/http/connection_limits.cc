@@ -2,36 +2,87 @@
 
 namespace podscope::coordinator {
 
-ConnectionLimits::Verdict ConnectionLimits::TryAdmit(const std::string& client) {
+ConnectionLimits::Admission ConnectionLimits::TryAdmit(const std::string& client,
+                                                       std::function<void()> evict) {
+  Admission admission;
   absl::MutexLock lock(&mu_);
-  if (open_ >= max_total_) return Verdict::kServerFull;
-  uint32_t& mine = per_client_[client];
-  if (mine >= max_per_client_) {
-    if (mine == 0) per_client_.erase(client);
-    return Verdict::kClientFull;
+  auto mine = per_client_.find(client);
+  if (mine != per_client_.end() &&
+      (mine->second.open >= bounds_.max_per_client ||
+       mine->second.unauthenticated >= bounds_.max_unauthenticated_per_client)) {
+    admission.verdict = Verdict::kClientFull;
+    return admission;
   }
-  ++mine;
-  ++open_;
-  return Verdict::kAdmitted;
+  const bool full = entries_.size() >= bounds_.max_total ||
+                    unauthenticated_.size() >= bounds_.max_unauthenticated;
+  if (full) {
+    if (unauthenticated_.empty()) {
+      admission.verdict = Verdict::kServerFull;
+      return admission;
+    }
+    admission.evict = Remove(*unauthenticated_.begin());
+    ++evicted_;
+  }
+  const uint64_t id = next_id_++;
+  entries_.emplace(id, Entry{.client = client, .evict = std::move(evict)});
+  unauthenticated_.insert(id);
+  PerClient& counts = per_client_[client];
+  ++counts.open;
+  ++counts.unauthenticated;
+  admission.verdict = Verdict::kAdmitted;
+  admission.id = id;
+  return admission;
 }
 
-void ConnectionLimits::Release(const std::string& client) {
+void ConnectionLimits::Authenticated(uint64_t id) {
   absl::MutexLock lock(&mu_);
-  auto it = per_client_.find(client);
-  if (it == per_client_.end()) return;
-  --open_;
-  if (--it->second == 0) per_client_.erase(it);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.authenticated) return;
+  it->second.authenticated = true;
+  it->second.evict = nullptr;
+  unauthenticated_.erase(id);
+  --per_client_[it->second.client].unauthenticated;
+}
+
+void ConnectionLimits::Release(uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  Remove(id);
+}
+
+std::function<void()> ConnectionLimits::Remove(uint64_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return nullptr;
+  auto counts = per_client_.find(it->second.client);
+  --counts->second.open;
+  if (!it->second.authenticated) {
+    --counts->second.unauthenticated;
+    unauthenticated_.erase(id);
+  }
+  if (counts->second.open == 0) per_client_.erase(counts);
+  std::function<void()> evict = std::move(it->second.evict);
+  entries_.erase(it);
+  return evict;
 }
 
 uint32_t ConnectionLimits::open() const {
   absl::MutexLock lock(&mu_);
-  return open_;
+  return static_cast<uint32_t>(entries_.size());
 }
 
 uint32_t ConnectionLimits::open_for(const std::string& client) const {
   absl::MutexLock lock(&mu_);
   auto it = per_client_.find(client);
-  return it == per_client_.end() ? 0 : it->second;
+  return it == per_client_.end() ? 0 : it->second.open;
+}
+
+uint32_t ConnectionLimits::unauthenticated() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<uint32_t>(unauthenticated_.size());
+}
+
+uint64_t ConnectionLimits::evicted() const {
+  absl::MutexLock lock(&mu_);
+  return evicted_;
 }
 
 }  // namespace podscope::coordinator

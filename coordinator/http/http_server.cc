@@ -41,11 +41,50 @@ constexpr int kMaxRefusalsInFlight = 64;
 
 }  // namespace
 
+namespace http_session {
+
+std::unique_ptr<ConnectionHandle::Attachment> ConnectionHandle::Attach(
+    std::function<void()> close) {
+  absl::MutexLock lock(&mu_);
+  if (evicted_) {
+    close();
+  } else {
+    close_ = std::move(close);
+  }
+  return std::make_unique<Attachment>(*this);
+}
+
+void ConnectionHandle::Detach() {
+  absl::MutexLock lock(&mu_);
+  close_ = nullptr;
+}
+
+void ConnectionHandle::Authenticated() {
+  if (!authenticated_.exchange(true) && on_authenticated_) on_authenticated_(id_);
+}
+
+void ConnectionHandle::Evict() {
+  {
+    absl::MutexLock lock(&mu_);
+    evicted_ = true;
+  }
+  asio::post(strand_, [self = shared_from_this()] {
+    absl::MutexLock lock(&self->mu_);
+    if (self->close_) self->close_();
+  });
+}
+
+}  // namespace http_session
+
 class HttpServer::Impl {
  public:
   Impl(const Router& router, HttpLimits limits)
       : state_(router, std::move(limits)),
-        admission_(state_.limits.max_connections, state_.limits.max_connections_per_client) {}
+        admission_(
+            {.max_total = state_.limits.max_connections,
+             .max_per_client = state_.limits.max_connections_per_client,
+             .max_unauthenticated = state_.limits.max_unauthenticated_connections,
+             .max_unauthenticated_per_client = state_.limits.max_unauthenticated_per_client}) {}
 
   absl::StatusOr<uint16_t> Start(const std::string& host, uint16_t port) {
     boost::system::error_code ec;
@@ -187,25 +226,41 @@ class HttpServer::Impl {
       // the first waits for the client's delayed ACK, 40 ms a request.
       socket.set_option(tcp::no_delay(true), peer_ec);
       std::string client = remote.address().to_string();
-      const ConnectionLimits::Verdict verdict = admission_.TryAdmit(client);
+      auto executor = socket.get_executor();
+      auto handle = std::make_shared<http_session::ConnectionHandle>(executor, [this](uint64_t id) {
+        admission_.Authenticated(id);
+        state_.counters.unauthenticated_connections = admission_.unauthenticated();
+      });
+      ConnectionLimits::Admission admission =
+          admission_.TryAdmit(client, [handle] { handle->Evict(); });
+      if (admission.evict) {
+        ++counters.evicted_unauthenticated;
+        admission.evict();
+      }
+      const ConnectionLimits::Verdict verdict = admission.verdict;
       if (verdict == ConnectionLimits::Verdict::kAdmitted) {
         counters.open_connections = admission_.open();
-        auto executor = socket.get_executor();
-        asio::co_spawn(executor, Session(std::move(socket), std::move(client), remote.port()),
+        counters.unauthenticated_connections = admission_.unauthenticated();
+        handle->set_id(admission.id);
+        asio::co_spawn(executor,
+                       Session(std::move(socket), std::move(client), remote.port(), admission.id,
+                               std::move(handle)),
                        asio::detached);
         continue;
       }
       const bool server_full = verdict == ConnectionLimits::Verdict::kServerFull;
       ++(server_full ? counters.rejected_server_full : counters.rejected_client_full);
       const std::string detail =
-          server_full ? common::StrCat("the server holds its limit of ",
-                                       state_.limits.max_connections, " connections")
-                      : common::StrCat("this client holds its limit of ",
-                                       state_.limits.max_connections_per_client, " connections");
+          server_full
+              ? common::StrCat("the server holds its limit of ", state_.limits.max_connections,
+                               " connections")
+              : common::StrCat("this client holds its limit of ",
+                               state_.limits.max_connections_per_client, " connections, or of ",
+                               state_.limits.max_unauthenticated_per_client,
+                               " that have not authenticated");
       state_.log.Warn("http: refused a connection from {}: {}", client, detail);
       if (refusals_in_flight_ < kMaxRefusalsInFlight) {
         ++refusals_in_flight_;
-        auto executor = socket.get_executor();
         asio::co_spawn(executor, Refuse(std::move(socket), detail), asio::detached);
       }
     }
@@ -230,16 +285,19 @@ class HttpServer::Impl {
     --refusals_in_flight_;
   }
 
-  asio::awaitable<void> Session(tcp::socket socket, std::string client, uint16_t client_port) {
+  asio::awaitable<void> Session(tcp::socket socket, std::string client, uint16_t client_port,
+                                uint64_t id,
+                                std::shared_ptr<http_session::ConnectionHandle> handle) {
     std::string peer = common::StrCat(client, ":", client_port);
     const std::shared_ptr<asio::ssl::context> tls = CurrentTls();
     if (tls == nullptr) {
-      co_await http_session::ServePlain(state_, std::move(socket), std::move(peer));
+      co_await http_session::ServePlain(state_, std::move(socket), std::move(peer), handle);
     } else {
-      co_await http_session::ServeTls(state_, std::move(socket), tls, std::move(peer));
+      co_await http_session::ServeTls(state_, std::move(socket), tls, std::move(peer), handle);
     }
-    admission_.Release(client);
+    admission_.Release(id);
     state_.counters.open_connections = admission_.open();
+    state_.counters.unauthenticated_connections = admission_.unauthenticated();
   }
 
   // The TLS context new connections use (replaced whole by LoadTls); null: plain HTTP.

@@ -26,8 +26,13 @@ struct HttpLimits {
   uint32_t max_header_bytes = 16 << 10;
   uint32_t max_connections = 512;
   uint32_t max_connections_per_client = 64;  // per client IP address
-  uint32_t idle_timeout_seconds = 60;        // keep-alive: waiting for a request's first byte
-  uint32_t header_timeout_seconds = 10;      // the whole header, from its first byte
+  // Of those, connections with no authorized request yet (handshake under way, no token, a
+  // refused one): the oldest is dropped when a new one needs room (connection_limits.h).
+  uint32_t max_unauthenticated_connections = 128;
+  uint32_t max_unauthenticated_per_client = 16;
+  uint32_t tls_handshake_timeout_seconds = 5;
+  uint32_t idle_timeout_seconds = 60;    // keep-alive: waiting for a request's first byte
+  uint32_t header_timeout_seconds = 10;  // the whole header, from its first byte
   // Bodies and responses must move at least min_progress_bytes every progress_interval_seconds.
   uint32_t progress_interval_seconds = 10;
   uint32_t min_progress_bytes = 16 << 10;
@@ -56,6 +61,8 @@ struct HttpCounters {
   std::atomic<uint64_t> timeouts_header{0}, timeouts_body{0}, timeouts_response{0};
   std::atomic<uint64_t> malformed_requests{0};
   std::atomic<uint64_t> tls_handshake_failures{0};
+  // Connections with no authorized request yet, and those dropped to make room for newer ones.
+  std::atomic<uint64_t> unauthenticated_connections{0}, evicted_unauthenticated{0};
 };
 
 // Owned by the daemon's main; Start/Stop from one thread, handlers on the pools.

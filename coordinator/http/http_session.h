@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/io_context.hpp>
@@ -14,6 +15,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -58,13 +60,59 @@ struct ServerState {
   std::atomic<uint64_t> next_upload{0};
 };
 
+// One admitted connection, as its session and the accept loop share it. While its stream
+// lives, the session attaches a way to close it; the session says when a request was
+// authenticated; until then the accept loop may evict the connection, from any thread, to make
+// room for a newer one (connection_limits.h).
+class ConnectionHandle : public std::enable_shared_from_this<ConnectionHandle> {
+ public:
+  // `strand`: the connection's; `on_authenticated` runs once, on the first authenticated
+  // request, with the id set_id gave.
+  ConnectionHandle(boost::asio::any_io_executor strand,
+                   std::function<void(uint64_t id)> on_authenticated)
+      : strand_(std::move(strand)), on_authenticated_(std::move(on_authenticated)) {}
+  // The connection's id in the server's ConnectionLimits; before its session starts.
+  void set_id(uint64_t id) { id_ = id; }
+
+  // Detaches when it goes (the session's coroutine frame holds it, so a frame destroyed unfinished
+  // detaches too).
+  class Attachment {
+   public:
+    explicit Attachment(ConnectionHandle& handle) : handle_(handle) {}
+    ~Attachment() { handle_.Detach(); }
+    Attachment(const Attachment&) = delete;
+    Attachment& operator=(const Attachment&) = delete;
+
+   private:
+    ConnectionHandle& handle_;
+  };
+
+  // On the connection's strand: `close` closes the stream until the Attachment goes. Evicted
+  // already: closes at once.
+  [[nodiscard]] std::unique_ptr<Attachment> Attach(std::function<void()> close);
+  void Authenticated();
+  // Any thread: the close runs on the connection's strand, if the stream still lives.
+  void Evict();
+
+ private:
+  void Detach();
+
+  const boost::asio::any_io_executor strand_;
+  const std::function<void(uint64_t)> on_authenticated_;
+  uint64_t id_ = 0;
+  std::atomic<bool> authenticated_{false};
+  absl::Mutex mu_;
+  std::function<void()> close_ ABSL_GUARDED_BY(mu_);
+  bool evicted_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 // Serves requests on one accepted connection until it closes or fails, then closes it. With a
-// TLS context, the handshake comes first (within the header's time).
+// TLS context, the handshake comes first (within tls_handshake_timeout_seconds).
 boost::asio::awaitable<void> ServePlain(ServerState& state, boost::asio::ip::tcp::socket socket,
-                                        std::string peer);
+                                        std::string peer, std::shared_ptr<ConnectionHandle> handle);
 boost::asio::awaitable<void> ServeTls(ServerState& state, boost::asio::ip::tcp::socket socket,
                                       std::shared_ptr<boost::asio::ssl::context> tls,
-                                      std::string peer);
+                                      std::string peer, std::shared_ptr<ConnectionHandle> handle);
 
 // A refused connection gets a 503 it can read (and retry after), not a TCP reset; over TLS
 // too, after a handshake. All of it within kLingerTime.

@@ -124,8 +124,12 @@ inline asio::awaitable<void> CloseGracefully(TlsStream& stream, bool /*drain*/) 
 template <class Stream>
 class Session {
  public:
-  Session(ServerState& state, Stream& stream, std::string peer)
-      : state_(state), limits_(state.limits), stream_(stream), peer_(std::move(peer)) {}
+  Session(ServerState& state, Stream& stream, std::string peer, ConnectionHandle& handle)
+      : state_(state),
+        limits_(state.limits),
+        stream_(stream),
+        peer_(std::move(peer)),
+        handle_(handle) {}
 
   // Serves requests until the connection closes or fails, then closes it.
   asio::awaitable<void> Serve() {
@@ -330,6 +334,7 @@ class Session {
   const HttpLimits& limits_;
   Stream& stream_;
   const std::string peer_;
+  ConnectionHandle& handle_;
 };
 
 // The largest parts of a session, defined apart so that each can be compiled in a file of its own
@@ -360,6 +365,7 @@ asio::awaitable<typename Session<Stream>::Outcome> Session<Stream>::Answer(
   const Admission admission =
       AdmitRequest(state_.router, state_.authorizer, limits_, target_ok, declared, &request);
   const Route* route = admission.route;
+  if (admission.authenticated) handle_.Authenticated();
   HttpResponse response = admission.refusal;
   // A refused request's body is never read: the connection closes after the answer.
   bool read_body_ok = route != nullptr;

@@ -3,9 +3,11 @@
 
 namespace podscope::coordinator::http_session {
 
-asio::awaitable<void> ServePlain(ServerState& state, tcp::socket socket, std::string peer) {
+asio::awaitable<void> ServePlain(ServerState& state, tcp::socket socket, std::string peer,
+                                 std::shared_ptr<ConnectionHandle> handle) {
   beast::tcp_stream stream(std::move(socket));
-  Session<beast::tcp_stream> session(state, stream, std::move(peer));
+  const auto attached = handle->Attach([&stream] { stream.close(); });
+  Session<beast::tcp_stream> session(state, stream, std::move(peer), *handle);
   co_await session.Serve();
 }
 

@@ -28,13 +28,16 @@ std::string TlsErrorText(const boost::system::error_code& ec) {
 }
 
 asio::awaitable<void> ServeTls(ServerState& state, tcp::socket socket,
-                               std::shared_ptr<asio::ssl::context> tls, std::string peer) {
+                               std::shared_ptr<asio::ssl::context> tls, std::string peer,
+                               std::shared_ptr<ConnectionHandle> handle) {
   // `tls` is held for the connection's life: a reload replaces the context for new
   // connections only.
   TlsStream stream(beast::tcp_stream(std::move(socket)), *tls);
-  // The handshake has the header's time: a client that connects and stays silent, or speaks
-  // plain HTTP to the TLS port, holds a slot no longer than one that sends half a header.
-  stream.next_layer().expires_after(std::chrono::seconds(state.limits.header_timeout_seconds));
+  const auto attached = handle->Attach([&stream] { stream.next_layer().close(); });
+  // A client that connects and stays silent, or speaks plain HTTP to the TLS port, or trickles
+  // its handshake, holds its slot for this long at most.
+  stream.next_layer().expires_after(
+      std::chrono::seconds(state.limits.tls_handshake_timeout_seconds));
   auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server,
                                               asio::as_tuple(asio::use_awaitable));
   if (ec) {
@@ -44,7 +47,7 @@ asio::awaitable<void> ServeTls(ServerState& state, tcp::socket socket,
     stream.next_layer().socket().close(ignored);
     co_return;
   }
-  Session<TlsStream> session(state, stream, std::move(peer));
+  Session<TlsStream> session(state, stream, std::move(peer), *handle);
   co_await session.Serve();
 }
 

@@ -39,6 +39,7 @@ Admission AdmitRequest(const Router& router, Authorizer* authorizer, const HttpL
       return out;
     }
   }
+  out.authenticated = authorizer == nullptr || route->access != Access::kOpen;
   if (request->method == "POST" && !route->streamed_upload &&
       !IsJsonMediaType(request->Header("content-type"))) {
     out.refusal = HttpResponse::Problem(

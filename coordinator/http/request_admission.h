@@ -31,6 +31,10 @@ struct Admission {
   const Route* route = nullptr;
   HttpResponse refusal;
   Body body = Body::kNone;
+  // The request proved who sent it: a token the authorizer took, on a route that needs one (or
+  // any routed request, where there is no authorizer). Its connection leaves the
+  // unauthenticated share.
+  bool authenticated = false;
 };
 
 // What the request's header said about its body.

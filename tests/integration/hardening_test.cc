@@ -280,12 +280,20 @@ TEST_F(HardeningTest, ConnectionSlotsArePerClientAndRefusalsAre503) {
   EXPECT_EQ(HttpCall(port_, "GET", "/healthz").status, 200);
   EXPECT_EQ(Metric(port_, R"(podscope_http_rejected_connections_total{reason="client_full"})"),
             "1");
-  // Past the global bound (3 + 5 = 8 open), a new client is refused too, naming the server.
+  // Past the global bound (3 + 5 = 8 open), once every connection has made an authorized request
+  // (until then the oldest would make room: see StalledHandshakes in tests/abuse/), a new client
+  // is refused too, naming the server.
   for (const char* source : {"127.0.0.3", "127.0.0.3", "127.0.0.3", "127.0.0.4", "127.0.0.4"}) {
     idle.push_back(HttpConnectFrom(source, port_));
     ASSERT_NE(idle.back(), nullptr);
   }
-  // Connections are accepted in the order they were made: this one is the ninth.
+  // (Answered: the request was admitted, so its connection counts as authenticated. No other
+  // connection may be opened meanwhile: it would make one of them give way.)
+  for (const RawHttp& c : idle) {
+    ASSERT_TRUE(
+        SendAll(c, "GET /v1/captures HTTP/1.1\r\nHost: podscope\r\n" + AuthHeader(port_) + "\r\n"));
+    ASSERT_TRUE(PeerSpoke(c, 30'000));
+  }
   RawHttp over = HttpConnectFrom("127.0.0.5", port_);
   const std::string full = ReadUntilClosed(over);
   over.reset();
@@ -488,9 +496,11 @@ TEST_F(HardeningTest, IdleGrpcConnectionsAreClosed) {
   const std::string preface =
       std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
   // Over mutual TLS with a valid agent certificate: the connection is whole, it just never calls.
+  // (From four addresses: one address may hold 16 connections that have made no call.)
   std::vector<RawHttp> idle;
   for (int i = 0; i < 20; ++i) {
-    idle.push_back(AgentTlsConnectFrom("127.0.0.2", grpc_port, "idler"));
+    const std::string source = "127.0.0." + std::to_string(2 + i % 4);
+    idle.push_back(AgentTlsConnectFrom(source.c_str(), grpc_port, "idler"));
     ASSERT_NE(idle.back(), nullptr);
     ASSERT_TRUE(SendAll(idle.back(), preface));
   }

@@ -101,6 +101,16 @@ int ConnectFrom(const std::string& source, uint16_t port) {
   return fd;
 }
 
+// How gRPC names the peer of the connection whose client end is `client_fd`.
+std::string GrpcPeerOf(int client_fd) {
+  sockaddr_in local{};
+  socklen_t length = sizeof(local);
+  getsockname(client_fd, reinterpret_cast<sockaddr*>(&local), &length);
+  char address[INET_ADDRSTRLEN] = "";
+  inet_ntop(AF_INET, &local.sin_addr, address, sizeof(address));
+  return std::string("ipv4:") + address + ":" + std::to_string(ntohs(local.sin_port));
+}
+
 // True once the gate has closed the connection (end of stream), false if the deadline passes.
 bool ClosedWithin(int fd, std::chrono::milliseconds deadline) {
   pollfd p{fd, POLLIN, 0};
@@ -175,15 +185,49 @@ TEST_F(GrpcConnectionGateTest, BoundsConnectionsPerClientAddress) {
 
 TEST_F(GrpcConnectionGateTest, BoundsAllConnections) {
   Start({.max_connections = 2, .max_connections_per_client = 100});
-  Connect("127.0.0.2");
-  Connect("127.0.0.3");
+  const int a = Connect("127.0.0.2"), b = Connect("127.0.0.3");
   ASSERT_EQ(acceptor_->WaitFor(2).size(), 2u);
+  // Both have made a call: neither can be made to give way.
+  gate_->Authenticated(GrpcPeerOf(a));
+  gate_->Authenticated(GrpcPeerOf(b));
   EXPECT_TRUE(ClosedWithin(Connect("127.0.0.4"), std::chrono::seconds(10)));
   std::string metrics;
   gate_->AppendMetrics(&metrics);
   EXPECT_NE(metrics.find("podscope_grpc_rejected_connections_total{reason=\"server_full\"} 1\n"),
             std::string::npos)
       << metrics;
+}
+
+// Connections no call has come over yet (a TLS handshake that stalls) only get their share:
+// the oldest is shut down when a new one needs room, one that has made a call never is, and an
+// address past its own share is refused.
+TEST_F(GrpcConnectionGateTest, StalledConnectionsAreShutDownOldestFirstToMakeRoom) {
+  Start({.max_connections = 100,
+         .max_connections_per_client = 100,
+         .max_unauthenticated_connections = 2,
+         .max_unauthenticated_per_client = 2});
+  const int agent = Connect("127.0.0.2");
+  ASSERT_EQ(acceptor_->WaitFor(1).size(), 1u);
+  gate_->Authenticated(GrpcPeerOf(agent));
+  const int stalled_1 = Connect("127.0.0.3");
+  const int stalled_2 = Connect("127.0.0.4");
+  ASSERT_EQ(acceptor_->WaitFor(3).size(), 3u);
+  Connect("127.0.0.5");
+  ASSERT_EQ(acceptor_->WaitFor(4).size(), 4u);
+  EXPECT_TRUE(ClosedWithin(stalled_1, std::chrono::seconds(10)));
+  Connect("127.0.0.5");
+  ASSERT_EQ(acceptor_->WaitFor(5).size(), 5u);
+  EXPECT_TRUE(ClosedWithin(stalled_2, std::chrono::seconds(10)));
+  // 127.0.0.5 holds its 2 unauthenticated: a third is refused, evicting no one.
+  EXPECT_TRUE(ClosedWithin(Connect("127.0.0.5"), std::chrono::seconds(10)));
+  pollfd p{agent, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0) << "the authenticated connection was left alone";
+  std::string metrics;
+  gate_->AppendMetrics(&metrics);
+  for (const char* line : {"podscope_grpc_evicted_connections_total 2\n",
+                           "podscope_grpc_unauthenticated_connections 2\n",
+                           "podscope_grpc_rejected_connections_total{reason=\"client_full\"} 1\n"})
+    EXPECT_NE(metrics.find(line), std::string::npos) << line << metrics;
 }
 
 // A connection gRPC has closed gives its slot back: the next connection from that address is

@@ -145,6 +145,24 @@ TEST_F(RequestAdmissionTest, TheAuthorizerIsAskedBeforeAnythingIsSaidAboutTheBod
   EXPECT_EQ(authorizer.checks, 3);
 }
 
+TEST_F(RequestAdmissionTest, OnlyATokenTheAuthorizerTookAuthenticatesTheConnection) {
+  Route health{"GET", "/healthz", nullptr};
+  health.access = Access::kOpen;
+  router_.Add(health);
+  // No authorizer (an open server): any routed request.
+  EXPECT_TRUE(Admit("GET", "/healthz").authenticated);
+  EXPECT_FALSE(Admit("GET", "/v2/nothing").authenticated);
+  ReadOnlyAuthorizer authorizer;
+  authorizer_ = &authorizer;
+  // An open route needs no token, so it proves nothing; a refused token neither.
+  EXPECT_FALSE(Admit("GET", "/healthz").authenticated);
+  EXPECT_FALSE(Admit("POST", "/v1/captures", {}, "application/json").authenticated);
+  EXPECT_FALSE(Admit("GET", "/v2/nothing").authenticated);
+  // A taken token does, even when the request is refused for its body afterwards.
+  EXPECT_TRUE(Admit("GET", "/v1/captures/cap-1").authenticated);
+  EXPECT_TRUE(Admit("PUT", "/v1/alerts/rules", {.content_length = 1001}).authenticated);
+}
+
 TEST(IsJsonMediaTypeTest, TheTypeAloneCountsWhateverItsCaseAndParameters) {
   EXPECT_TRUE(IsJsonMediaType("application/json"));
   EXPECT_TRUE(IsJsonMediaType("APPLICATION/JSON"));
