@@ -9,29 +9,44 @@ ConnectionLimits::Admission ConnectionLimits::TryAdmit(const std::string& client
   auto mine = per_client_.find(client);
   if (mine != per_client_.end() &&
       (mine->second.open >= bounds_.max_per_client ||
-       mine->second.unauthenticated >= bounds_.max_unauthenticated_per_client)) {
+       mine->second.unauthenticated.size() >= bounds_.max_unauthenticated_per_client)) {
     admission.verdict = Verdict::kClientFull;
     return admission;
   }
-  const bool full = entries_.size() >= bounds_.max_total ||
-                    unauthenticated_.size() >= bounds_.max_unauthenticated;
+  const bool full =
+      entries_.size() >= bounds_.max_total || unauthenticated_ >= bounds_.max_unauthenticated;
   if (full) {
-    if (unauthenticated_.empty()) {
+    if (ranks_.empty()) {
       admission.verdict = Verdict::kServerFull;
       return admission;
     }
-    admission.evict = Remove(*unauthenticated_.begin());
+    const std::string victim = std::get<2>(*ranks_.rbegin());
+    admission.evict = Remove(*per_client_.at(victim).unauthenticated.begin());
     ++evicted_;
   }
   const uint64_t id = next_id_++;
   entries_.emplace(id, Entry{.client = client, .evict = std::move(evict)});
-  unauthenticated_.insert(id);
-  PerClient& counts = per_client_[client];
-  ++counts.open;
-  ++counts.unauthenticated;
+  ++per_client_[client].open;
+  AddUnauthenticated(client, id);
   admission.verdict = Verdict::kAdmitted;
   admission.id = id;
   return admission;
+}
+
+void ConnectionLimits::AddUnauthenticated(const std::string& client, uint64_t id) {
+  PerClient& counts = per_client_[client];
+  if (!counts.unauthenticated.empty()) ranks_.erase(RankOf(client, counts));
+  counts.unauthenticated.insert(id);
+  ranks_.insert(RankOf(client, counts));
+  ++unauthenticated_;
+}
+
+void ConnectionLimits::RemoveUnauthenticated(const std::string& client, uint64_t id) {
+  PerClient& counts = per_client_[client];
+  ranks_.erase(RankOf(client, counts));
+  counts.unauthenticated.erase(id);
+  if (!counts.unauthenticated.empty()) ranks_.insert(RankOf(client, counts));
+  --unauthenticated_;
 }
 
 void ConnectionLimits::Authenticated(uint64_t id) {
@@ -40,8 +55,7 @@ void ConnectionLimits::Authenticated(uint64_t id) {
   if (it == entries_.end() || it->second.authenticated) return;
   it->second.authenticated = true;
   it->second.evict = nullptr;
-  unauthenticated_.erase(id);
-  --per_client_[it->second.client].unauthenticated;
+  RemoveUnauthenticated(it->second.client, id);
 }
 
 void ConnectionLimits::Release(uint64_t id) {
@@ -52,13 +66,10 @@ void ConnectionLimits::Release(uint64_t id) {
 std::function<void()> ConnectionLimits::Remove(uint64_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return nullptr;
-  auto counts = per_client_.find(it->second.client);
-  --counts->second.open;
-  if (!it->second.authenticated) {
-    --counts->second.unauthenticated;
-    unauthenticated_.erase(id);
-  }
-  if (counts->second.open == 0) per_client_.erase(counts);
+  const std::string client = it->second.client;
+  if (!it->second.authenticated) RemoveUnauthenticated(client, id);
+  auto counts = per_client_.find(client);
+  if (--counts->second.open == 0) per_client_.erase(counts);
   std::function<void()> evict = std::move(it->second.evict);
   entries_.erase(it);
   return evict;
@@ -77,7 +88,7 @@ uint32_t ConnectionLimits::open_for(const std::string& client) const {
 
 uint32_t ConnectionLimits::unauthenticated() const {
   absl::MutexLock lock(&mu_);
-  return static_cast<uint32_t>(unauthenticated_.size());
+  return unauthenticated_;
 }
 
 uint64_t ConnectionLimits::evicted() const {

@@ -4,15 +4,18 @@
 // stall before authenticating cannot take the slots of clients and agents that authenticate.
 //
 // A new connection starts unauthenticated. When the unauthenticated share is full, or all the
-// slots are, the oldest unauthenticated connection is dropped to make room (its evict function
-// is handed back to the caller): a real client authenticates within milliseconds of
-// connecting, so a flood of stalled connections mostly pushes out its own older ones. Only a
-// client address's own share refuses outright.
+// slots are, one unauthenticated connection is dropped to make room (its evict function is
+// handed back to the caller): the oldest of the address that holds the most of them. A flood
+// of stalled connections from a few addresses thus pushes out its own, never a client's single
+// connection in the middle of its handshake; spread over many addresses, it pushes out the
+// oldest, and a real client authenticates within milliseconds of connecting. Only a client
+// address's own share refuses outright.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <tuple>
 
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
@@ -64,8 +67,19 @@ class ConnectionLimits {
   };
   struct PerClient {
     uint32_t open = 0;
-    uint32_t unauthenticated = 0;
+    absl::btree_set<uint64_t> unauthenticated;  // ids, oldest first
   };
+  // The eviction order: addresses by how many unauthenticated connections they hold, then by
+  // their oldest (older first); the last is the next to lose one.
+  using Rank = std::tuple<uint32_t, uint64_t, std::string>;  // count, ~oldest id, client
+  static Rank RankOf(const std::string& client, const PerClient& counts) {
+    return {static_cast<uint32_t>(counts.unauthenticated.size()), ~*counts.unauthenticated.begin(),
+            client};
+  }
+  void AddUnauthenticated(const std::string& client, uint64_t id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveUnauthenticated(const std::string& client, uint64_t id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes `id`'s entry and its counts; returns its evict function.
   std::function<void()> Remove(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -74,7 +88,8 @@ class ConnectionLimits {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t evicted_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, Entry> entries_ ABSL_GUARDED_BY(mu_);
-  absl::btree_set<uint64_t> unauthenticated_ ABSL_GUARDED_BY(mu_);  // ids: oldest first
+  uint32_t unauthenticated_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::btree_set<Rank> ranks_ ABSL_GUARDED_BY(mu_);  // one per address holding any
   absl::flat_hash_map<std::string, PerClient> per_client_
       ABSL_GUARDED_BY(mu_);  // only clients with a slot
 };

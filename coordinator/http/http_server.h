@@ -29,7 +29,7 @@ struct HttpLimits {
   // Of those, connections with no authorized request yet (handshake under way, no token, a
   // refused one): the oldest is dropped when a new one needs room (connection_limits.h).
   uint32_t max_unauthenticated_connections = 128;
-  uint32_t max_unauthenticated_per_client = 16;
+  uint32_t max_unauthenticated_per_client = 32;
   uint32_t tls_handshake_timeout_seconds = 5;
   uint32_t idle_timeout_seconds = 60;    // keep-alive: waiting for a request's first byte
   uint32_t header_timeout_seconds = 10;  // the whole header, from its first byte

@@ -52,37 +52,43 @@ TEST(ConnectionLimitsTest, BoundsAllConnectionsAndEachClient) {
   EXPECT_TRUE(a.evicted.empty());
 }
 
-TEST(ConnectionLimitsTest, StalledConnectionsMakeRoomForNewOnesOldestFirst) {
-  Admitter a({.max_total = 6,
-              .max_per_client = 4,
-              .max_unauthenticated = 3,
-              .max_unauthenticated_per_client = 2});
-  const uint64_t s1 = a.Admit("10.0.0.1"), s2 = a.Admit("10.0.0.1"), s3 = a.Admit("10.0.0.2");
-  EXPECT_EQ(a.limits.unauthenticated(), 3u);
-  // The share is full: the next one, from anyone, drops the oldest stalled one.
-  const uint64_t legit = a.Admit("10.0.0.3");
-  EXPECT_EQ(a.evicted, (std::vector<uint64_t>{s1}));
+// When the unauthenticated share is full, the address holding the most of it gives up its
+// oldest: a flood from a few addresses pushes out its own connections, never a client's one
+// connection in the middle of its handshake. An address at its own share is refused outright.
+TEST(ConnectionLimitsTest, StalledConnectionsMakeRoomFromTheMostCrowdedAddressOldestFirst) {
+  Admitter a({.max_total = 8,
+              .max_per_client = 8,
+              .max_unauthenticated = 4,
+              .max_unauthenticated_per_client = 3});
+  const uint64_t client = a.Admit("10.0.0.9");  // a real client, its handshake under way
+  const uint64_t a1 = a.Admit("10.0.0.1"), a2 = a.Admit("10.0.0.1"), a3 = a.Admit("10.0.0.1");
+  a.Admit("10.0.0.1", Verdict::kClientFull);
+  EXPECT_TRUE(a.evicted.empty());
+  const uint64_t b1 = a.Admit("10.0.0.2");
+  EXPECT_EQ(a.evicted, (std::vector<uint64_t>{a1}));
+  const uint64_t b2 = a.Admit("10.0.0.2");
+  EXPECT_EQ(a.evicted, (std::vector<uint64_t>{a1, a2}));
+  // Now 10.0.0.2 holds two: its own oldest goes.
+  const uint64_t b3 = a.Admit("10.0.0.2");
+  EXPECT_EQ(a.evicted, (std::vector<uint64_t>{a1, a2, b1}));
+  EXPECT_EQ(a.limits.unauthenticated(), 4u);
+  EXPECT_EQ(a.limits.open_for("10.0.0.9"), 1u) << "the real client kept its connection";
+  a.limits.Authenticated(client);
+  // Authenticated, it is out of the share. 10.0.0.2 holds the most again (b2, b3): b2 goes.
+  a.Admit("10.0.0.3");
+  a.Admit("10.0.0.4");
+  EXPECT_EQ(a.evicted, (std::vector<uint64_t>{a1, a2, b1, b2}));
+  (void)b3;
+  // The evicted connections' sessions end and release: nothing changes twice; authenticated
+  // after being evicted is ignored (it is on its way out).
+  for (uint64_t id : {a1, a2, b1, b2}) a.limits.Release(id);
+  a.limits.Authenticated(a1);
+  EXPECT_EQ(a.limits.open(), 5u);  // client, a3, b3 and the two last
+  EXPECT_EQ(a.limits.unauthenticated(), 4u);
+  EXPECT_EQ(a.limits.evicted(), 4u);
   EXPECT_EQ(a.limits.open_for("10.0.0.1"), 1u);
-  a.limits.Authenticated(legit);
-  EXPECT_EQ(a.limits.unauthenticated(), 2u);
-  // An authenticated connection is never evicted: later arrivals push out s2, then s3.
-  const uint64_t s4 = a.Admit("10.0.0.4"), s5 = a.Admit("10.0.0.4");
-  EXPECT_EQ(a.evicted, (std::vector<uint64_t>{s1, s2}));
-  a.Admit("10.0.0.5");
-  EXPECT_EQ(a.evicted, (std::vector<uint64_t>{s1, s2, s3}));
-  // A client's own unauthenticated share refuses outright, evicting no one.
-  a.Admit("10.0.0.4", Verdict::kClientFull);
-  EXPECT_EQ(a.evicted.size(), 3u);
-  // The evicted connections' sessions end and release: nothing changes twice.
-  for (uint64_t id : {s1, s2, s3}) a.limits.Release(id);
-  EXPECT_EQ(a.limits.open(), 4u);  // legit, s4, s5, the one from 10.0.0.5
-  EXPECT_EQ(a.limits.evicted(), 3u);
-  // Authenticated after being evicted: ignored (it is on its way out).
-  a.limits.Authenticated(s1);
-  EXPECT_EQ(a.limits.unauthenticated(), 3u);
-  a.limits.Release(s4);
-  a.limits.Release(s5);
-  EXPECT_EQ(a.limits.open_for("10.0.0.4"), 0u);
+  a.limits.Release(a3);
+  EXPECT_EQ(a.limits.open_for("10.0.0.1"), 0u);
 }
 
 TEST(ConnectionLimitsTest, AFullServerEvictsAStalledConnectionRatherThanRefuse) {
