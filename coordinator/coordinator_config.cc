@@ -151,7 +151,8 @@ void ApplyWatch(const ConfigSection& root, CoordinatorSettings* s) {
 void ApplyShards(const ConfigSection& root, CoordinatorSettings* s) {
   const ConfigSection sh =
       root.Section("shards", {"self", "members_file", "forward", "reload_interval_ms",
-                              "max_proxy_bytes", "peer_timeout_ms"});
+                              "max_proxy_bytes", "peer_timeout_ms", "lookup_timeout_ms",
+                              "max_calls_per_peer", "peer_retry_after_ms"});
   sh.String("self", &s->shards.self, 253);
   sh.String("members_file", &s->shards.members_file);
   if (sh.Has("forward")) {
@@ -164,6 +165,9 @@ void ApplyShards(const ConfigSection& root, CoordinatorSettings* s) {
   sh.Integer("reload_interval_ms", &s->shards.reload_interval_ms, 100, 3'600'000);
   sh.Integer("max_proxy_bytes", &s->shards.max_proxy_bytes, 1 << 20, kTiB);
   sh.Integer("peer_timeout_ms", &s->shards.peer_timeout_ms, 1'000, 3'600'000);
+  sh.Integer("lookup_timeout_ms", &s->shards.lookup_timeout_ms, 100, 3'600'000);
+  sh.Integer("max_calls_per_peer", &s->shards.max_calls_per_peer, 1, 1'000);
+  sh.Integer("peer_retry_after_ms", &s->shards.peer_retry_after_ms, 0, 3'600'000);
 }
 
 void ApplyRetention(const ConfigSection& root, CoordinatorSettings* s) {

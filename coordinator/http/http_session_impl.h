@@ -401,7 +401,17 @@ asio::awaitable<typename Session<Stream>::Outcome> Session<Stream>::Answer(
     else
       request.body = std::move(parser.get().body());
   }
-  if (route != nullptr && read_body_ok) {
+  std::optional<HttpResponse> local;
+  if (route != nullptr && read_body_ok && !route->heavy && route->local_answer) {
+    try {
+      local = route->local_answer(request);
+    } catch (const std::exception& e) {
+      local = HttpResponse::Problem(500, "Internal Server Error", e.what());
+    }
+  }
+  if (local) {
+    response = std::move(*local);
+  } else if (route != nullptr && read_body_ok) {
     if (route->heavy || route->forwarded) {
       // The handler runs as its own coroutine on the heavy (or forwarding) pool; this one
       // resumes on the I/O threads when it is done. (Posting to the pool and awaiting the

@@ -70,6 +70,10 @@ struct Route {
   // Waits on other coordinators (a sharded replica's forwarded calls): run on the forwarding
   // pool, so that a slow or dead peer holds up neither the I/O threads nor the analyses.
   bool forwarded = false;
+  // A forwarded route's answer when no other coordinator is needed for this request, given on
+  // the I/O threads before anything is sent to the forwarding pool (nullopt: it needs a peer),
+  // so that local answers never wait behind forwards. Only for light routes.
+  std::function<std::optional<HttpResponse>(HttpRequest&)> local_answer;
 };
 
 // Decides whether a request may call a route, from its credentials (the Authorization

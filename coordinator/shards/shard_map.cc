@@ -125,6 +125,7 @@ absl::StatusOr<ShardMap> ShardMap::Make(std::vector<ShardMember> members, std::s
   }
   map.self_ = static_cast<size_t>(it - members.begin());
   map.members_ = std::move(members);
+  for (size_t i = 0; i < map.members_.size(); ++i) map.by_tag_[ShardTag(map.members_[i].name)] = i;
   return map;
 }
 
@@ -132,6 +133,13 @@ ShardMap ShardMap::Single(std::string self_name) {
   ShardMap map;
   map.members_.push_back({.name = std::move(self_name)});
   return map;
+}
+
+const ShardMember* ShardMap::MakerOf(std::string_view id) const {
+  constexpr size_t kTagLength = 8;
+  if (id.size() <= kTagLength || id[id.size() - kTagLength - 1] != '-') return nullptr;
+  const auto it = by_tag_.find(id.substr(id.size() - kTagLength));
+  return it == by_tag_.end() ? nullptr : &members_[it->second];
 }
 
 const ShardMember& ShardMap::OwnerOf(std::string_view job) const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,9 @@ class ShardMap {
   static ShardMap Single(std::string self_name = "self");
 
   const ShardMember& OwnerOf(std::string_view job) const;
+  // The member whose tag `id` ends with ("cap-...-1a2b3c4d": the shard that made it); null for
+  // an id without a member's tag (an import's own name, an id from before sharding).
+  const ShardMember* MakerOf(std::string_view id) const;
   bool Owns(std::string_view job) const { return &OwnerOf(job) == &members_[self_]; }
   const ShardMember& self() const { return members_[self_]; }
   const std::vector<ShardMember>& members() const { return members_; }  // sorted by name
@@ -49,6 +53,7 @@ class ShardMap {
   ShardMap() = default;
   std::vector<ShardMember> members_;
   size_t self_ = 0;
+  std::map<std::string, size_t, std::less<>> by_tag_;  // ShardTag(name) -> index in members_
 };
 
 // Parses a members file: {"members": [{"name": "...", "rest": "https://...", "grpc": "host:port"},

@@ -26,6 +26,14 @@ struct ShardOptions {
   bool redirect = false;
   int64_t max_proxy_bytes = int64_t{256} << 20;  // a proxied answer larger than this is a 502
   int64_t peer_timeout_ms = 30'000;  // connecting to a peer, and each read without progress
+  // Finding the shard that holds an id and gathering lists, which a healthy peer answers in
+  // milliseconds: the whole exchange. (A proxied call, an analysis say, has peer_timeout_ms.)
+  int64_t lookup_timeout_ms = 3'000;
+  // Calls in flight to one peer at once; more fail at once (a hung peer holds this many of the
+  // forwarding threads at most).
+  int max_calls_per_peer = 4;
+  // After a peer failed to answer, calls to it fail at once for this long.
+  int64_t peer_retry_after_ms = 5'000;
 };
 
 class ShardMembership {

@@ -133,8 +133,9 @@ std::string RequestTarget(const HttpRequest& r) {
   return target;
 }
 
-ShardRouter::ShardRouter(ShardMembership& membership, std::string ca_file)
-    : membership_(membership), ca_file_(std::move(ca_file)) {}
+ShardRouter::ShardRouter(ShardMembership& membership, std::string ca_file,
+                         const common::TimeSource& time)
+    : membership_(membership), ca_file_(std::move(ca_file)), time_(time) {}
 
 std::vector<ShardRouteRule> ShardRouter::ApiRules() {
   return {
@@ -166,8 +167,14 @@ std::vector<ShardRouteRule> ShardRouter::Install(Router& router,
       found = true;
       HttpHandler local = std::move(route.handler);
       route.handler = [this, rule, local](HttpRequest& r) { return Handle(rule, local, r); };
-      // It may wait on peers: off the I/O threads (an analysis stays on the heavy pool).
-      if (!route.heavy) route.forwarded = true;
+      // It may wait on peers: off the I/O threads (an analysis stays on the heavy pool), unless
+      // this replica answers it itself.
+      if (!route.heavy) {
+        route.forwarded = true;
+        route.local_answer = [this, rule, local](HttpRequest& r) {
+          return AnswerHere(rule, local, r);
+        };
+      }
     }
     if (!found) unmatched.push_back(rule);
   }
@@ -198,16 +205,66 @@ HttpResponse ShardRouter::Handle(const ShardRouteRule& rule, const HttpHandler& 
   return local(r);
 }
 
+std::optional<HttpResponse> ShardRouter::AnswerHere(const ShardRouteRule& rule,
+                                                    const HttpHandler& local, HttpRequest& r) {
+  const std::shared_ptr<const ShardMap> map = membership_.current();
+  if (!map->sharded() || !r.Header(kShardForwardedHeader).empty()) return local(r);
+  switch (rule.policy) {
+    case ShardPolicy::kJobInBody:
+    case ShardPolicy::kJobInPath: {
+      const std::string job =
+          rule.policy == ShardPolicy::kJobInBody ? JobOfBody(r.body) : r.params["job"];
+      if (job.empty() || map->Owns(job)) return local(r);
+      return std::nullopt;
+    }
+    case ShardPolicy::kFindHolder: {
+      HttpResponse here = local(r);
+      const ShardMember* maker = map->MakerOf(r.params["id"]);
+      if (here.status != 404 || (maker != nullptr && maker->name == map->self().name)) return here;
+      return std::nullopt;
+    }
+    case ShardPolicy::kGather:
+    case ShardPolicy::kBroadcast:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to,
                                                      const std::string& method,
                                                      const std::string& target,
-                                                     const HttpRequest& r,
-                                                     const std::string& body) {
+                                                     const HttpRequest& r, const std::string& body,
+                                                     CallKind kind) {
   absl::StatusOr<ServerAddress> address = ParseServerUrl(to.rest);
   if (!address.ok()) return address.status();
   const ShardOptions& options = membership_.options();
+  {
+    absl::MutexLock lock(&mu_);
+    PeerState& peer = peers_[to.name];
+    const common::TimeNs now = time_.Now();
+    if (now < peer.quiet_until) {
+      ++refused_quiet_;
+      return absl::UnavailableError(common::StrCat(
+          "it did not answer lately (", peer.failure, "); not asked again for ",
+          (peer.quiet_until - now + 999'999) / 1'000'000, " ms (shards.peer_retry_after_ms)"));
+    }
+    if (peer.in_flight >= options.max_calls_per_peer) {
+      ++refused_busy_;
+      return absl::UnavailableError(
+          common::StrCat("it has ", peer.in_flight,
+                         " calls from this shard in flight already (shards.max_calls_per_peer)"));
+    }
+    ++peer.in_flight;
+  }
   address->ca_file = ca_file_;
-  address->timeout_seconds = static_cast<int>(std::max<int64_t>(1, options.peer_timeout_ms / 1000));
+  if (kind == CallKind::kLookup) {
+    address->timeout_seconds =
+        static_cast<int>(std::max<int64_t>(1, (options.lookup_timeout_ms + 999) / 1000));
+    address->deadline_ms = static_cast<int>(options.lookup_timeout_ms);
+  } else {
+    address->timeout_seconds =
+        static_cast<int>(std::max<int64_t>(1, options.peer_timeout_ms / 1000));
+  }
   address->max_response_bytes = static_cast<size_t>(options.max_proxy_bytes) + 1;
   address->user_agent = "podscope-coordinator";
   address->headers.emplace_back("X-Podscope-Shard-Forwarded", membership_.current()->self().name);
@@ -215,6 +272,15 @@ absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to,
     address->headers.emplace_back("Authorization", auth);
   const std::string type = r.Header("content-type");
   absl::StatusOr<HttpClientResponse> answer = HttpRequestTo(*address, method, target, body, type);
+  {
+    absl::MutexLock lock(&mu_);
+    PeerState& peer = peers_[to.name];
+    --peer.in_flight;
+    if (!answer.ok()) {
+      peer.quiet_until = time_.Now() + options.peer_retry_after_ms * 1'000'000;
+      peer.failure = std::string(answer.status().message());
+    }
+  }
   if (answer.ok() && answer->truncated) {
     return absl::ResourceExhaustedError(
         common::StrCat("its answer is larger than shards.max_proxy_bytes (",
@@ -240,7 +306,8 @@ HttpResponse ShardRouter::Forward(const ShardMember& to, const HttpRequest& r,
     redirect.headers.emplace_back("X-Podscope-Shard", to.name);
     return redirect;
   }
-  absl::StatusOr<HttpClientResponse> answer = Call(to, r.method, RequestTarget(r), r, r.body);
+  absl::StatusOr<HttpClientResponse> answer =
+      Call(to, r.method, RequestTarget(r), r, r.body, CallKind::kProxy);
   if (!answer.ok()) {
     return HttpResponse::Problem(
         502, "Bad Gateway",
@@ -271,17 +338,25 @@ HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule, const HttpHandl
   const std::string id = r.params["id"];
   HttpResponse here = local(r);
   if (here.status != 404) return here;
-  // Not here: the peer that answers the id's GET with anything but 404 holds it. The one that
+  // Not here. An id with its maker's tag can only be there (a capture stays where it was
+  // made): that shard alone is asked, and one made here and gone is a 404 without asking.
+  // Otherwise the peer that answers the id's GET with anything but 404 holds it; the one that
   // held it last time is asked first.
   const std::shared_ptr<const ShardMap> map = membership_.current();
-  std::vector<ShardMember> peers = map->peers();
-  const std::string hint = KnownHolder(id);
-  std::stable_partition(peers.begin(), peers.end(),
-                        [&](const ShardMember& m) { return m.name == hint; });
+  std::vector<ShardMember> peers;
+  if (const ShardMember* maker = map->MakerOf(id); maker != nullptr) {
+    if (maker->name == map->self().name) return here;
+    peers.push_back(*maker);
+  } else {
+    peers = map->peers();
+    const std::string hint = KnownHolder(id);
+    std::stable_partition(peers.begin(), peers.end(),
+                          [&](const ShardMember& m) { return m.name == hint; });
+  }
   std::vector<std::string> unreachable;
   const std::string locate = rule.locate_prefix + EncodePath(id);
   for (const ShardMember& peer : peers) {
-    absl::StatusOr<HttpClientResponse> answer = Call(peer, "GET", locate, r, "");
+    absl::StatusOr<HttpClientResponse> answer = Call(peer, "GET", locate, r, "", CallKind::kLookup);
     if (!answer.ok()) {
       unreachable.push_back(common::StrCat(peer.name, " (", answer.status().message(), ")"));
       continue;
@@ -323,7 +398,7 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
   const std::shared_ptr<const ShardMap> map = membership_.current();
   const std::string target = RequestTarget(r);
   for (const ShardMember& peer : map->peers()) {
-    absl::StatusOr<HttpClientResponse> answer = Call(peer, "GET", target, r, "");
+    absl::StatusOr<HttpClientResponse> answer = Call(peer, "GET", target, r, "", CallKind::kLookup);
     std::optional<boost::json::object> doc;
     if (answer.ok() && answer->status == 200) doc = ParseObject(answer->body);
     if (!doc) {
@@ -433,7 +508,8 @@ HttpResponse ShardRouter::Broadcast(const HttpHandler& local, HttpRequest& r) {
   if (here.status / 100 != 2) return here;
   std::string failed;
   for (const ShardMember& peer : membership_.current()->peers()) {
-    absl::StatusOr<HttpClientResponse> answer = Call(peer, r.method, RequestTarget(r), r, r.body);
+    absl::StatusOr<HttpClientResponse> answer =
+        Call(peer, r.method, RequestTarget(r), r, r.body, CallKind::kLookup);
     if (!answer.ok() || answer->status / 100 != 2) {
       common::StrAppend(
           &failed, failed.empty() ? "" : "; ", peer.name, " (",
@@ -466,7 +542,12 @@ void ShardRouter::AppendMetrics(std::string* out) const {
   common::StrAppend(
       out, "# HELP podscope_shard_peer_errors_total Calls to other shards that failed.\n",
       "# TYPE podscope_shard_peer_errors_total counter\npodscope_shard_peer_errors_total ",
-      peer_errors_, "\n");
+      peer_errors_, "\n",
+      "# HELP podscope_shard_peer_calls_refused_total Calls to other shards not made: the peer "
+      "had max_calls_per_peer in flight (busy), or failed to answer lately (quiet).\n",
+      "# TYPE podscope_shard_peer_calls_refused_total counter\n",
+      "podscope_shard_peer_calls_refused_total{reason=\"busy\"} ", refused_busy_, "\n",
+      "podscope_shard_peer_calls_refused_total{reason=\"quiet\"} ", refused_quiet_, "\n");
 }
 
 }  // namespace podscope::coordinator

@@ -9,6 +9,12 @@
 // what the client sent. A forwarded call carries X-Podscope-Shard-Forwarded and is always
 // answered where it lands, so that two replicas with different member lists (during a
 // rollout) cannot bounce a call between them.
+//
+// A slow or hung peer holds up little: what this replica can answer itself is answered on the
+// I/O threads, never behind a forward; an id that carries its maker's tag is looked for on that
+// shard only; finding an id and gathering lists have lookup_timeout_ms in all; each peer gets at
+// most max_calls_per_peer calls at once; and a peer that failed to answer is not asked again
+// for peer_retry_after_ms (its calls fail at once, saying why).
 #pragma once
 
 #include <boost/json.hpp>
@@ -20,6 +26,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/time_source.h"
 #include "coordinator/http/http_client.h"
 #include "coordinator/http/http_types.h"
 #include "coordinator/shards/shard_membership.h"
@@ -50,7 +57,8 @@ struct ShardRouteRule {
 class ShardRouter {
  public:
   // `ca_file`: the CA the peers' certificates chain to (empty: plaintext peers or the system's).
-  ShardRouter(ShardMembership& membership, std::string ca_file);
+  ShardRouter(ShardMembership& membership, std::string ca_file,
+              const common::TimeSource& time = common::RealTime());
 
   // The rules for podscope's REST API (docs/gpu-efficiency.md). Routes not named are answered
   // locally: health, metrics, the OpenAPI document, imports (stored where they are uploaded).
@@ -59,25 +67,44 @@ class ShardRouter {
   // that matched no route (a mismatch between the rules and the API is a bug to report).
   std::vector<ShardRouteRule> Install(Router& router, const std::vector<ShardRouteRule>& rules);
 
-  // Prometheus text: podscope_shard_forwarded_total{policy}, podscope_shard_peer_errors_total.
+  // Prometheus text: podscope_shard_forwarded_total{policy}, podscope_shard_peer_errors_total,
+  // podscope_shard_peer_calls_refused_total{reason}.
   void AppendMetrics(std::string* out) const;
+
+  // How long a call to a peer may take: the whole exchange for a lookup, else per read.
+  enum class CallKind { kLookup, kProxy };
+  // Calls `to` (any thread), within its limits; an error without calling when it has
+  // max_calls_per_peer calls in flight, or failed to answer less than peer_retry_after_ms ago.
+  absl::StatusOr<HttpClientResponse> Call(const ShardMember& to, const std::string& method,
+                                          const std::string& target, const HttpRequest& r,
+                                          const std::string& body, CallKind kind);
 
  private:
   HttpResponse Handle(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
+  // The answer when this replica needs no peer for `r`; nullopt otherwise.
+  std::optional<HttpResponse> AnswerHere(const ShardRouteRule& rule, const HttpHandler& local,
+                                         HttpRequest& r);
   // Sends `r` on to `to`: a proxied answer, or a redirect.
   HttpResponse Forward(const ShardMember& to, const HttpRequest& r, std::string_view why);
-  absl::StatusOr<HttpClientResponse> Call(const ShardMember& to, const std::string& method,
-                                          const std::string& target, const HttpRequest& r,
-                                          const std::string& body);
   HttpResponse FindHolder(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
   HttpResponse Gather(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
   HttpResponse Broadcast(const HttpHandler& local, HttpRequest& r);
   void RememberHolder(const std::string& id, const std::string& member);
   std::string KnownHolder(const std::string& id);
 
+  struct PeerState {
+    int in_flight = 0;
+    common::TimeNs quiet_until = 0;  // not asked before this (it failed to answer)
+    std::string failure;             // why, for the calls refused meanwhile
+  };
+
   ShardMembership& membership_;
   const std::string ca_file_;
+  const common::TimeSource& time_;
   mutable absl::Mutex mu_;
+  std::map<std::string, PeerState> peers_ ABSL_GUARDED_BY(mu_);  // by member name
+  uint64_t refused_busy_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t refused_quiet_ ABSL_GUARDED_BY(mu_) = 0;
   // Which peer holds an id (oldest evicted first, at most 4096): a hint, checked on every use.
   std::map<std::string, std::string> holders_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> holder_order_ ABSL_GUARDED_BY(mu_);

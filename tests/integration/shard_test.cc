@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/parse_number.h"
 #include "coordinator/shards/shard_map.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/test_security.h"
@@ -370,6 +372,93 @@ TEST_F(ShardTest, AReplicaThatGoesAwayHoldsUpNothingAndItsJobsMove) {
   EXPECT_TRUE(Eventually([&] { return StateVia(1 - owner, id) == "complete"; }))
       << HttpCall(shards_[1 - owner].http, "GET", "/v1/captures/" + id).body << "\n"
       << agents_[0]->Log();
+}
+
+// One hung replica (SIGSTOP) stalls no healthy one. The healthy replica answers what it can
+// itself on its I/O threads while 16 reads of unknown capture ids wait on peers; an unknown id
+// made by itself is a 404 at once and one made by the healthy peer asks that peer only; the
+// hung peer gets at most shards.max_calls_per_peer calls at once, and after it fails to answer
+// its calls fail at once for shards.peer_retry_after_ms. The latencies are printed.
+TEST_F(ShardTest, AHungReplicaStallsNoHealthyOne) {
+  const ShardMap three = Map(3);
+  std::string job;
+  for (int k = 0; job.empty(); ++k) {
+    if (three.OwnerOf("h-" + std::to_string(k)).name == "c0") job = "h-" + std::to_string(k);
+  }
+  WriteMembers(3);
+  for (size_t i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(StartShard(i));
+  StartAgent("node-h", job);
+  ASSERT_TRUE(Eventually([&] { return LocalWorkers(0, job) == 4; }))
+      << Local(0, "/v1/workers").body;
+  ASSERT_TRUE(Eventually(
+      [&] { return HttpCall(shards_[0].http, "GET", "/v1/watch/jobs/" + job).status == 200; }));
+
+  shards_[2].daemon->Signal(SIGSTOP);
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  // 8 ids made by the hung c2, 8 with no shard's tag (every peer may hold them).
+  std::vector<std::string> unknown;
+  for (int i = 0; i < 8; ++i) {
+    unknown.push_back("cap-1-" + std::to_string(i) + "-" + coordinator::ShardTag("c2"));
+    unknown.push_back("imported-" + std::to_string(i));
+  }
+  std::vector<HttpResult> answers(unknown.size());
+  std::vector<double> unknown_ms(unknown.size());
+  std::vector<std::thread> readers;
+  for (size_t i = 0; i < unknown.size(); ++i) {
+    readers.emplace_back([&, i] {
+      const auto start = Clock::now();
+      answers[i] = HttpCall(shards_[0].http, "GET", "/v1/captures/" + unknown[i]);
+      unknown_ms[i] = ms_since(start);
+    });
+  }
+  std::vector<double> local_ms;
+  for (int i = 0; i < 10; ++i) {
+    const auto start = Clock::now();
+    EXPECT_EQ(HttpCall(shards_[0].http, "GET", "/v1/watch/jobs/" + job).status, 200);
+    local_ms.push_back(ms_since(start));
+  }
+  auto start = Clock::now();
+  const HttpResult mine =
+      HttpCall(shards_[0].http, "GET", "/v1/captures/cap-9-" + coordinator::ShardTag("c0"));
+  const double mine_ms = ms_since(start);
+  start = Clock::now();
+  const HttpResult peers =
+      HttpCall(shards_[0].http, "GET", "/v1/captures/cap-9-" + coordinator::ShardTag("c1"));
+  const double peers_ms = ms_since(start);
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(mine.status, 404) << mine.body;
+  EXPECT_EQ(peers.status, 404) << peers.body;
+  for (size_t i = 0; i < unknown.size(); ++i) {
+    EXPECT_EQ(answers[i].status, 503) << unknown[i] << ": " << answers[i].body;
+    EXPECT_NE(answers[i].body.find("c2 ("), std::string::npos) << answers[i].body;
+  }
+  const std::string metrics = HttpCall(shards_[0].http, "GET", "/metrics").body;
+  auto refused = [&](const std::string& reason) {
+    const std::string sample =
+        "podscope_shard_peer_calls_refused_total{reason=\"" + reason + "\"} ";
+    const size_t at = metrics.find(sample);
+    return at == std::string::npos
+               ? -1
+               : common::ParseInt(metrics.substr(at + sample.size(),
+                                                 metrics.find('\n', at) - at - sample.size()))
+                     .value_or(-1);
+  };
+  // More than 4 calls were wanted of c2 at once, and later ones came after it had failed.
+  EXPECT_GT(refused("busy") + refused("quiet"), 0) << metrics;
+  std::sort(local_ms.begin(), local_ms.end());
+  std::sort(unknown_ms.begin(), unknown_ms.end());
+  std::printf(
+      "[ abuse ] a hung replica: its own job's watch answer p50 %.1f ms max %.1f ms while 16 "
+      "reads of unknown ids took %.0f-%.0f ms (503); an unknown id made here %.1f ms, made by "
+      "the healthy peer %.1f ms (404); refused at once: %lld busy, %lld quiet\n",
+      local_ms[local_ms.size() / 2], local_ms.back(), unknown_ms.front(), unknown_ms.back(),
+      mine_ms, peers_ms, static_cast<long long>(refused("busy")),
+      static_cast<long long>(refused("quiet")));
+  std::fflush(stdout);
+  shards_[2].daemon->Kill();
 }
 
 // Redirect mode: a replica answers a call about another's job with a 307 to the owner, which

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "coordinator/shards/shard_membership.h"
 #include "tests/test_paths.h"
@@ -94,6 +95,22 @@ TEST(ShardMapTest, IdTagsAreShortStableAndDistinct) {
   }
   EXPECT_EQ(tags.size(), 1000u);
   EXPECT_EQ(ShardTag("c0"), ShardTag(std::string("c0")));
+}
+
+TEST(ShardMapTest, AnIdNamesTheMemberThatMadeItByItsTag) {
+  const ShardMap map = *ShardMap::Make(Members(3), "podscope-coordinator-0");
+  for (const ShardMember& m : map.members()) {
+    const ShardMember* maker = map.MakerOf("cap-1795814950193-7-" + ShardTag(m.name));
+    ASSERT_NE(maker, nullptr) << m.name;
+    EXPECT_EQ(maker->name, m.name);
+  }
+  // No member's tag, no dash before it, a tag alone, or nothing: no maker.
+  for (const std::string& id : std::vector<std::string>{
+           "my-import", "cap-1-2-00000000", "cap" + ShardTag("podscope-coordinator-1"),
+           "-" + ShardTag("podscope-coordinator-1").substr(1), std::string()}) {
+    EXPECT_EQ(map.MakerOf(id), nullptr) << id;
+  }
+  EXPECT_EQ(ShardMap::Single().MakerOf("cap-1-2-" + ShardTag("self")), nullptr);
 }
 
 TEST(ShardMapTest, BadMembersAreRefusedNamingTheProblem) {
