@@ -476,6 +476,11 @@ int main(int argc, char** argv) {
     spdlog::error("recovering interrupted imports: {}", std::string(s.message()));
     return 1;
   }
+  // That listed every record: those that do not decode are kept, skipped, and said here once.
+  for (const auto& [id, why] : (*store)->UnreadableCaptures()) {
+    spdlog::warn("stored capture {}: {}; skipped and kept (DELETE /v1/captures/{} drops it)", id,
+                 why, id);
+  }
   if (absl::Status s = api.LoadCacheIndex(); !s.ok()) {
     spdlog::error("indexing cached analyses: {}", std::string(s.message()));
     return 1;

@@ -273,7 +273,11 @@ absl::StatusOr<CaptureRecord> RocksDbTraceStore::GetCapture(std::string_view id)
                                      rocksdb::Slice(id.data(), id.size()), &value);
   if (s.IsNotFound()) return absl::NotFoundError(common::StrCat("no capture \"", id, "\""));
   ROCKSDB_CALL(s);
-  return FromProto(value);
+  absl::StatusOr<CaptureRecord> record = FromProto(value);
+  if (!record.ok())
+    return absl::DataLossError(
+        common::StrCat("capture ", id, ": ", record.status().message(), "; delete it to drop it"));
+  return record;
 }
 
 absl::StatusOr<std::vector<CaptureRecord>> RocksDbTraceStore::ListCaptures(
@@ -288,7 +292,14 @@ absl::StatusOr<std::vector<CaptureRecord>> RocksDbTraceStore::ListCaptures(
     if (it->Valid() && it->key().ToStringView() == filter.after_id) it->Next();
   }
   for (; it->Valid() && out.size() < filter.limit; it->Next()) {
-    ASSIGN_OR_RETURN(CaptureRecord record, FromProto(it->value().ToStringView()));
+    absl::StatusOr<CaptureRecord> decoded = FromProto(it->value().ToStringView());
+    if (!decoded.ok()) {
+      absl::MutexLock lock(&unreadable_mu_);
+      if (unreadable_.size() < 1024)
+        unreadable_.emplace(it->key().ToString(), std::string(decoded.status().message()));
+      continue;
+    }
+    CaptureRecord record = *std::move(decoded);
     if (!filter.job.empty() && record.job != filter.job) continue;
     if (filter.state && record.state != *filter.state) continue;
     out.push_back(std::move(record));
@@ -426,8 +437,17 @@ absl::Status RocksDbTraceStore::ForEachAnalysis(
   return absl::OkStatus();
 }
 
+std::map<std::string, std::string> RocksDbTraceStore::UnreadableCaptures() const {
+  absl::MutexLock lock(&unreadable_mu_);
+  return unreadable_;
+}
+
 absl::Status RocksDbTraceStore::DeleteCapture(std::string_view id) {
   RETURN_IF_ERROR(ValidateCaptureId(id));
+  {
+    absl::MutexLock lock(&unreadable_mu_);
+    unreadable_.erase(std::string(id));
+  }
   rocksdb::WriteBatch batch;
   ROCKSDB_CALL(batch.Delete(handles_[kCaptures], rocksdb::Slice(id.data(), id.size())));
   ROCKSDB_CALL(batch.DeleteRange(handles_[kEvents], CapturePrefix(id), CaptureEnd(id)));

@@ -4,10 +4,12 @@
 // format version checked at open.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "storage/trace_store.h"
 
 namespace rocksdb {
@@ -36,6 +38,7 @@ class RocksDbTraceStore : public TraceStore {
   absl::Status PutCapture(const CaptureRecord& record) override;
   absl::StatusOr<CaptureRecord> GetCapture(std::string_view id) override;
   absl::StatusOr<std::vector<CaptureRecord>> ListCaptures(const CaptureFilter& filter) override;
+  std::map<std::string, std::string> UnreadableCaptures() const override;
   absl::Status PutChunk(std::string_view capture_id, uint32_t worker_index, uint64_t sequence,
                         const common::WorkerTrace& chunk) override;
   absl::Status ReadWorkers(
@@ -63,6 +66,8 @@ class RocksDbTraceStore : public TraceStore {
   rocksdb::DB* db_;
   std::vector<rocksdb::ColumnFamilyHandle*>
       handles_;  // default, captures, events, analyses, workers
+  mutable absl::Mutex unreadable_mu_;
+  std::map<std::string, std::string> unreadable_ ABSL_GUARDED_BY(unreadable_mu_);
 };
 
 }  // namespace podscope::storage

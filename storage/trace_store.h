@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,8 +87,13 @@ class TraceStore {
   virtual absl::Status PutCapture(const CaptureRecord& record) = 0;
   // NotFound for an unknown id.
   virtual absl::StatusOr<CaptureRecord> GetCapture(std::string_view id) = 0;
-  // Records by id, filtered and paged.
+  // Records by id, filtered and paged. A record that does not decode (damaged, or written by a
+  // format this build cannot read) is skipped, kept as it is, and remembered for
+  // UnreadableCaptures: one bad record stops neither a list nor a start.
   virtual absl::StatusOr<std::vector<CaptureRecord>> ListCaptures(const CaptureFilter& filter) = 0;
+  // The records ListCaptures has skipped so far (id -> why), at most 1,024. GetCapture of one
+  // answers why it does not decode; DeleteCapture removes it.
+  virtual std::map<std::string, std::string> UnreadableCaptures() const { return {}; }
 
   // Stores one worker's chunk. Idempotent: writing the same (capture, worker, sequence) again
   // replaces it, so an interrupted upload can resume.

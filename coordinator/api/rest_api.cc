@@ -256,6 +256,13 @@ HttpResponse RestApi::Metrics(HttpRequest&) {
         "podscope_http_evicted_connections_total ", counters_->evicted_unauthenticated.load(),
         "\n");
   }
+  const std::map<std::string, std::string> unreadable = store_.UnreadableCaptures();
+  common::StrAppend(&out,
+                    "# HELP podscope_stored_records_unreadable Stored capture records that do not "
+                    "decode: skipped by lists, kept until deleted.\n",
+                    "# TYPE podscope_stored_records_unreadable gauge\n",
+                    "podscope_stored_records_unreadable{kind=\"capture\"} ", unreadable.size(),
+                    "\n");
   for (const auto& source : metrics_sources_) source(&out);
   std::map<CaptureState, uint64_t> by_state;
   uint64_t stored = 0;
@@ -346,11 +353,18 @@ HttpResponse RestApi::DeleteCapture(HttpRequest& r) {
     }
   }
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
-  if (!record.ok()) return FromStatus(record.status());
+  // A record that does not decode can still be deleted (it is listed on /metrics).
+  const bool unreadable = !record.ok() && absl::IsDataLoss(record.status());
+  if (!record.ok() && !unreadable) return FromStatus(record.status());
   if (absl::Status s = store_.DeleteCapture(id); !s.ok()) return FromStatus(s);
   cache_.ForgetCapture(id);  // the store's range delete took the entries themselves
-  spdlog::info("deleted capture {} (job '{}', {} workers, {} events) for {}", id, record->job,
-               record->workers.size(), record->events, r.peer);
+  if (unreadable) {
+    spdlog::info("deleted capture {} (its record did not decode: {}) for {}", id,
+                 std::string(record.status().message()), r.peer);
+  } else {
+    spdlog::info("deleted capture {} (job '{}', {} workers, {} events) for {}", id, record->job,
+                 record->workers.size(), record->events, r.peer);
+  }
   HttpResponse response;
   response.status = 204;
   return response;
