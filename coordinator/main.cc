@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/escaping.h"
 #include "absl/synchronization/mutex.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
@@ -478,8 +479,15 @@ int main(int argc, char** argv) {
   }
   // That listed every record: those that do not decode are kept, skipped, and said here once.
   for (const auto& [id, why] : (*store)->UnreadableCaptures()) {
-    spdlog::warn("stored capture {}: {}; skipped and kept (DELETE /v1/captures/{} drops it)", id,
-                 why, id);
+    // The key as stored, escaped and cut: a damaged one may hold any bytes.
+    const std::string shown = absl::CHexEscape(id.substr(0, 80));
+    if (podscope::storage::ValidateCaptureId(id).ok()) {
+      spdlog::warn("stored capture {}: {}; skipped and kept (DELETE /v1/captures/{} drops it)",
+                   shown, why, shown);
+    } else {
+      spdlog::warn("stored capture record under a key that is no capture id (\"{}\"): {}; skipped",
+                   shown, why);
+    }
   }
   if (absl::Status s = api.LoadCacheIndex(); !s.ok()) {
     spdlog::error("indexing cached analyses: {}", std::string(s.message()));

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "absl/strings/escaping.h"
 #include "common/chunk_codec.h"
 #include "common/parse_number.h"
 #include "common/status_macros.h"
@@ -274,6 +275,8 @@ absl::StatusOr<CaptureRecord> RocksDbTraceStore::GetCapture(std::string_view id)
   if (s.IsNotFound()) return absl::NotFoundError(common::StrCat("no capture \"", id, "\""));
   ROCKSDB_CALL(s);
   absl::StatusOr<CaptureRecord> record = FromProto(value);
+  if (record.ok() && record->id != id)
+    record = absl::DataLossError("the record stored under this id is another capture's");
   if (!record.ok())
     return absl::DataLossError(
         common::StrCat("capture ", id, ": ", record.status().message(), "; delete it to drop it"));
@@ -293,6 +296,13 @@ absl::StatusOr<std::vector<CaptureRecord>> RocksDbTraceStore::ListCaptures(
   }
   for (; it->Valid() && out.size() < filter.limit; it->Next()) {
     absl::StatusOr<CaptureRecord> decoded = FromProto(it->value().ToStringView());
+    // A record is its key's: one that decodes to another id (or none) would be listed twice, or
+    // under an id no call can reach.
+    if (decoded.ok() && decoded->id != it->key().ToStringView()) {
+      decoded =
+          absl::DataLossError(common::StrCat("the record stored under this id is capture \"",
+                                             absl::CHexEscape(decoded->id.substr(0, 64)), "\""));
+    }
     if (!decoded.ok()) {
       absl::MutexLock lock(&unreadable_mu_);
       if (unreadable_.size() < 1024)

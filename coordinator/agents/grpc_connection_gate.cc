@@ -135,7 +135,10 @@ void GrpcConnectionGate::AcceptLoop() {
                     ? common::StrCat("the coordinator holds its ", options_.max_connections,
                                      " agent connections (agents.max_connections)")
                     : common::StrCat("that address holds its ", options_.max_connections_per_client,
-                                     " agent connections (agents.max_connections_per_client)"));
+                                     " agent connections (agents.max_connections_per_client), or ",
+                                     options_.max_unauthenticated_per_client,
+                                     " that have made no call yet "
+                                     "(agents.max_unauthenticated_per_client)"));
       // Perhaps some were closed since the last look: the next one may get in. Not on every
       // refusal: a flood of refused connections would have the gate look at every open one each
       // time, and admit no one else.

@@ -64,6 +64,13 @@ TEST_F(StoredValuesTest, AnUndecodableCaptureRecordIsSkippedKeptAndDeletable) {
     EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), handles[captures], "cap-damaged",
                         std::string("\xff\xff\xff\x0f garbage", 14))
                     .ok());
+    // Records that decode, but not to their key's capture: "good"'s record under another id,
+    // and an empty one (a capture with no id). Listed, they would show "good" twice, or a
+    // capture no call can reach.
+    std::string good;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), handles[captures], "good", &good).ok());
+    EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), handles[captures], "cap-moved", good).ok());
+    EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), handles[captures], "cap-empty", "").ok());
     for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
     delete db;
   }
@@ -77,14 +84,20 @@ TEST_F(StoredValuesTest, AnUndecodableCaptureRecordIsSkippedKeptAndDeletable) {
   const HttpResult list = HttpCall(port_, "GET", "/v1/captures");
   ASSERT_EQ(list.status, 200) << list.body;
   EXPECT_NE(list.body.find("\"good\""), std::string::npos) << list.body;
-  EXPECT_EQ(list.body.find("cap-damaged"), std::string::npos) << list.body;
-  EXPECT_EQ(Metric(port_, R"(podscope_stored_records_unreadable{kind="capture"})"), "1");
+  EXPECT_EQ(list.body.find("\"good\""), list.body.rfind("\"good\""))
+      << "listed once: " << list.body;
+  for (const char* id : {"cap-damaged", "cap-moved", "cap-empty", "\"id\":\"\""})
+    EXPECT_EQ(list.body.find(id), std::string::npos) << id << " in " << list.body;
+  EXPECT_EQ(Metric(port_, R"(podscope_stored_records_unreadable{kind="capture"})"), "3");
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/cap-moved").status / 100, 5);
   const HttpResult damaged = HttpCall(port_, "GET", "/v1/captures/cap-damaged");
   EXPECT_EQ(damaged.status / 100, 5) << damaged.body;
   EXPECT_NE(damaged.body.find("does not parse"), std::string::npos) << damaged.body;
   EXPECT_EQ(HttpCall(port_, "DELETE", "/v1/captures/cap-damaged").status, 204);
   EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/cap-damaged").status, 404);
-  EXPECT_EQ(Metric(port_, R"(podscope_stored_records_unreadable{kind="capture"})"), "0");
+  EXPECT_EQ(HttpCall(port_, "DELETE", "/v1/captures/cap-moved").status, 204);
+  EXPECT_EQ(Metric(port_, R"(podscope_stored_records_unreadable{kind="capture"})"), "1");
+  EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/good").status, 200) << "the real one is untouched";
   std::printf(
       "[ abuse ] an undecodable capture record: the coordinator started in %.0f ms and "
       "served the rest; deleted through the API\n",
