@@ -183,16 +183,15 @@ std::vector<ShardRouteRule> ShardRouter::Install(Router& router,
 
 HttpResponse ShardRouter::Handle(const ShardRouteRule& rule, const HttpHandler& local,
                                  HttpRequest& r) {
+  // A heavy route (no local_answer) asks here too; a light one was answered here already.
+  if (std::optional<HttpResponse> here = AnswerHere(rule, local, r)) return *std::move(here);
   const std::shared_ptr<const ShardMap> map = membership_.current();
-  if (!map->sharded() || !r.Header(kShardForwardedHeader).empty()) return local(r);
   switch (rule.policy) {
     case ShardPolicy::kJobInBody:
     case ShardPolicy::kJobInPath: {
       const std::string job =
           rule.policy == ShardPolicy::kJobInBody ? JobOfBody(r.body) : r.params["job"];
-      if (job.empty()) return local(r);
       const ShardMember& owner = map->OwnerOf(job);
-      if (owner.name == map->self().name) return local(r);
       return Forward(owner, r, common::StrCat("job ", job, " is owned by shard ", owner.name));
     }
     case ShardPolicy::kFindHolder:

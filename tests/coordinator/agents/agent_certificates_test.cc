@@ -7,20 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 
+#include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/test_security.h"
 #include "tests/test_paths.h"
 
 namespace podscope::coordinator {
 namespace {
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string Read(const std::string& path) { return testing::FileBytes(path); }
 
 class AgentCertificatesTest : public ::testing::Test {
  protected:
