@@ -11,13 +11,28 @@ constexpr int64_t kTiB = int64_t{1} << 40;
 // Each section's keys with their types and ranges; a wrong one throws, naming itself and its
 // range.
 void ApplyLimits(const ConfigSection& root, CoordinatorSettings* s) {
-  const ConfigSection l = root.Section(
-      "limits", {"max_body_bytes", "max_upload_bytes", "max_document_bytes", "max_inflate_ratio",
-                 "max_connections", "max_connections_per_client", "idle_timeout_seconds",
-                 "header_timeout_seconds", "progress_interval_seconds", "min_progress_bytes",
-                 "max_ranks_per_capture", "max_events_per_worker", "max_string_bytes",
-                 "max_header_bytes", "max_analysis_cache_bytes", "max_unauthenticated_connections",
-                 "max_unauthenticated_per_client", "tls_handshake_timeout_seconds"});
+  const ConfigSection l = root.Section("limits", {"max_body_bytes",
+                                                  "max_upload_bytes",
+                                                  "max_document_bytes",
+                                                  "max_inflate_ratio",
+                                                  "max_connections",
+                                                  "max_connections_per_client",
+                                                  "idle_timeout_seconds",
+                                                  "header_timeout_seconds",
+                                                  "progress_interval_seconds",
+                                                  "min_progress_bytes",
+                                                  "max_ranks_per_capture",
+                                                  "max_events_per_worker",
+                                                  "max_string_bytes",
+                                                  "max_header_bytes",
+                                                  "max_analysis_cache_bytes",
+                                                  "max_unauthenticated_connections",
+                                                  "max_unauthenticated_per_client",
+                                                  "tls_handshake_timeout_seconds",
+                                                  "min_eviction_age_ms",
+                                                  "proven_client_seconds"});
+  l.Integer("min_eviction_age_ms", &s->http_limits.min_eviction_age_ms, 0, 600'000);
+  l.Integer("proven_client_seconds", &s->http_limits.proven_client_seconds, 0, 7 * 86'400);
   l.Integer("max_unauthenticated_connections", &s->http_limits.max_unauthenticated_connections, 1,
             10'000'000);
   l.Integer("max_unauthenticated_per_client", &s->http_limits.max_unauthenticated_per_client, 1,
@@ -79,11 +94,14 @@ void ApplyJobAgents(const ConfigSection& a, CoordinatorSettings* s) {
 
 void ApplyAgents(const ConfigSection& root, CoordinatorSettings* s) {
   const ConfigSection a = root.Section(
-      "agents", {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
-                 "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
-                 "max_connections", "max_connections_per_client", "max_unauthenticated_connections",
-                 "max_unauthenticated_per_client", "tls_handshake_timeout_ms",
-                 "forget_disconnected_after_ms", "jobs"});
+      "agents",
+      {"heartbeat_interval_ms", "clock_sync_interval_ms", "clock_target_bound_us",
+       "max_idle_connection_ms", "max_grpc_memory_bytes", "max_streams_per_connection",
+       "max_connections", "max_connections_per_client", "max_unauthenticated_connections",
+       "max_unauthenticated_per_client", "tls_handshake_timeout_ms", "min_eviction_age_ms",
+       "proven_client_seconds", "forget_disconnected_after_ms", "jobs"});
+  a.Integer("min_eviction_age_ms", &s->grpc_gate.min_eviction_age_ms, 0, 600'000);
+  a.Integer("proven_client_seconds", &s->grpc_gate.proven_client_seconds, 0, 7 * 86'400);
   ApplyJobAgents(a, s);
   a.Integer("forget_disconnected_after_ms", &s->agents.forget_disconnected_after_ms, 1,
             7 * 86'400'000);

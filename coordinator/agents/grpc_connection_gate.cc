@@ -29,7 +29,10 @@ GrpcConnectionGate::GrpcConnectionGate(
       limits_({.max_total = options.max_connections,
                .max_per_client = options.max_connections_per_client,
                .max_unauthenticated = options.max_unauthenticated_connections,
-               .max_unauthenticated_per_client = options.max_unauthenticated_per_client}) {}
+               .max_unauthenticated_per_client = options.max_unauthenticated_per_client,
+               .min_eviction_age_ms = options.min_eviction_age_ms,
+               .proven_for_seconds = options.proven_client_seconds},
+              common::RealTime()) {}
 
 GrpcConnectionGate::~GrpcConnectionGate() {
   Stop();

@@ -38,6 +38,10 @@ struct GrpcGateOptions {
   uint32_t max_connections_per_client = 64;
   uint32_t max_unauthenticated_connections = 1024;
   uint32_t max_unauthenticated_per_client = 16;
+  // Agents are near (the cluster network) and retry on their own: a short minimum age, so that
+  // a new agent is refused rarely under a flood, and still has time to make its first call.
+  uint32_t min_eviction_age_ms = 100;  // connection_limits.h
+  uint32_t proven_client_seconds = 600;
 };
 
 // Owned by the daemon's main; Listen and Start/Stop from one thread, its own thread accepts.

@@ -253,8 +253,11 @@ HttpResponse RestApi::Metrics(HttpRequest&) {
         "# HELP podscope_http_evicted_connections_total Unauthenticated connections dropped to "
         "make room for new ones.\n",
         "# TYPE podscope_http_evicted_connections_total counter\n",
-        "podscope_http_evicted_connections_total ", counters_->evicted_unauthenticated.load(),
-        "\n");
+        "podscope_http_evicted_connections_total ", counters_->evicted_unauthenticated.load(), "\n",
+        "# HELP podscope_http_evicted_idle_connections_total Authenticated connections idle "
+        "between requests, dropped to make room for new ones.\n",
+        "# TYPE podscope_http_evicted_idle_connections_total counter\n",
+        "podscope_http_evicted_idle_connections_total ", counters_->evicted_idle.load(), "\n");
   }
   const std::map<std::string, std::string> unreadable = store_.UnreadableCaptures();
   common::StrAppend(&out,

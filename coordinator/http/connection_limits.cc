@@ -1,51 +1,155 @@
 #include "coordinator/http/connection_limits.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
+#include "common/str_util.h"
+
 namespace podscope::coordinator {
 
-ConnectionLimits::Admission ConnectionLimits::TryAdmit(const std::string& client,
+std::string ConnectionLimits::ClientOf(const std::string& address) {
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, address.c_str(), &v6) != 1) return address;
+  char text[INET6_ADDRSTRLEN] = {};
+  if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+    in_addr v4{};
+    std::memcpy(&v4, &v6.s6_addr[12], sizeof(v4));
+    return inet_ntop(AF_INET, &v4, text, sizeof(text)) != nullptr ? std::string(text) : address;
+  }
+  std::memset(&v6.s6_addr[8], 0, 8);
+  if (inet_ntop(AF_INET6, &v6, text, sizeof(text)) == nullptr) return address;
+  return common::StrCat(text, "/64");
+}
+
+void ConnectionLimits::Pool::Add(const std::string& client, uint64_t id) {
+  absl::btree_set<uint64_t>& ids = by_client_[client];
+  if (!ids.empty()) ranks_.erase(RankOf(client, ids));
+  ids.insert(id);
+  ranks_.insert(RankOf(client, ids));
+  oldest_.insert(id);
+}
+
+void ConnectionLimits::Pool::Remove(const std::string& client, uint64_t id) {
+  auto it = by_client_.find(client);
+  if (it == by_client_.end() || !it->second.contains(id)) return;
+  ranks_.erase(RankOf(client, it->second));
+  it->second.erase(id);
+  if (it->second.empty()) {
+    by_client_.erase(it);
+  } else {
+    ranks_.insert(RankOf(client, it->second));
+  }
+  oldest_.erase(id);
+}
+
+ConnectionLimits::Admission ConnectionLimits::TryAdmit(const std::string& address,
                                                        std::function<void()> evict) {
   Admission admission;
+  const std::string client = ClientOf(address);
   absl::MutexLock lock(&mu_);
+  const common::TimeNs now = time_.Now();
+  const bool proven = Proven(client, now);
+  std::pair<uint64_t, Dropped> victim{0, Dropped::kNone};
   auto mine = per_client_.find(client);
-  if (mine != per_client_.end() &&
-      (mine->second.open >= bounds_.max_per_client ||
-       mine->second.unauthenticated.size() >= bounds_.max_unauthenticated_per_client)) {
+  if (mine != per_client_.end() && mine->second.open >= bounds_.max_per_client) {
     admission.verdict = Verdict::kClientFull;
     return admission;
   }
-  const bool full =
-      entries_.size() >= bounds_.max_total || unauthenticated_ >= bounds_.max_unauthenticated;
-  if (full) {
-    if (ranks_.empty()) {
+  if (mine != per_client_.end() &&
+      mine->second.unauthenticated.size() >= bounds_.max_unauthenticated_per_client) {
+    const uint64_t own_oldest = *mine->second.unauthenticated.begin();
+    if (!OldEnough(own_oldest, now)) {
+      admission.verdict = Verdict::kClientFull;
+      return admission;
+    }
+    victim = {own_oldest, Dropped::kUnauthenticated};
+  } else if (entries_.size() >= bounds_.max_total ||
+             unauthenticated_ >= bounds_.max_unauthenticated) {
+    victim = Victim(proven, unauthenticated_ >= bounds_.max_unauthenticated, now);
+    if (victim.first == 0) {
       admission.verdict = Verdict::kServerFull;
       return admission;
     }
-    const std::string victim = std::get<2>(*ranks_.rbegin());
-    admission.evict = Remove(*per_client_.at(victim).unauthenticated.begin());
-    ++evicted_;
+  }
+  if (victim.first != 0) {
+    admission.evict = Remove(victim.first);
+    admission.dropped = victim.second;
+    ++(victim.second == Dropped::kIdle ? evicted_idle_ : evicted_);
   }
   const uint64_t id = next_id_++;
-  entries_.emplace(id, Entry{.client = client, .evict = std::move(evict)});
-  ++per_client_[client].open;
-  AddUnauthenticated(client, id);
+  entries_.emplace(
+      id, Entry{.client = client, .admitted_ns = now, .proven = proven, .evict = std::move(evict)});
+  PerClient& counts = per_client_[client];
+  ++counts.open;
+  counts.unauthenticated.insert(id);
+  (proven ? proven_pool_ : unproven_pool_).Add(client, id);
+  ++unauthenticated_;
   admission.verdict = Verdict::kAdmitted;
   admission.id = id;
   return admission;
 }
 
-void ConnectionLimits::AddUnauthenticated(const std::string& client, uint64_t id) {
-  PerClient& counts = per_client_[client];
-  if (!counts.unauthenticated.empty()) ranks_.erase(RankOf(client, counts));
-  counts.unauthenticated.insert(id);
-  ranks_.insert(RankOf(client, counts));
-  ++unauthenticated_;
+std::pair<uint64_t, ConnectionLimits::Dropped> ConnectionLimits::Victim(bool newcomer_proven,
+                                                                        bool unauthenticated_only,
+                                                                        common::TimeNs now) const {
+  if (!unproven_pool_.empty()) {
+    const uint64_t crowded = unproven_pool_.MostCrowded();
+    if (newcomer_proven || OldEnough(crowded, now)) return {crowded, Dropped::kUnauthenticated};
+    const uint64_t oldest = unproven_pool_.Oldest();
+    if (OldEnough(oldest, now)) return {oldest, Dropped::kUnauthenticated};
+  }
+  if (newcomer_proven && !proven_pool_.empty()) {
+    const uint64_t crowded = proven_pool_.MostCrowded();
+    if (OldEnough(crowded, now)) return {crowded, Dropped::kUnauthenticated};
+    const uint64_t oldest = proven_pool_.Oldest();
+    if (OldEnough(oldest, now)) return {oldest, Dropped::kUnauthenticated};
+  }
+  if (!unauthenticated_only && !idle_.empty()) {
+    const auto& [since, id] = *idle_.begin();
+    if (now - since >= bounds_.min_eviction_age_ms * common::kNanosPerMilli) {
+      return {id, Dropped::kIdle};
+    }
+  }
+  return {0, Dropped::kNone};
 }
 
-void ConnectionLimits::RemoveUnauthenticated(const std::string& client, uint64_t id) {
-  PerClient& counts = per_client_[client];
-  ranks_.erase(RankOf(client, counts));
-  counts.unauthenticated.erase(id);
-  if (!counts.unauthenticated.empty()) ranks_.insert(RankOf(client, counts));
+bool ConnectionLimits::OldEnough(uint64_t id, common::TimeNs now) const {
+  return now - entries_.at(id).admitted_ns >= bounds_.min_eviction_age_ms * common::kNanosPerMilli;
+}
+
+bool ConnectionLimits::Proven(const std::string& client, common::TimeNs now) {
+  auto counts = per_client_.find(client);
+  if (counts != per_client_.end() && counts->second.authenticated > 0) return true;
+  auto it = proven_.find(client);
+  if (it == proven_.end()) return false;
+  if (now - it->second < bounds_.proven_for_seconds * common::kNanosPerSecond) return true;
+  proven_.erase(it);
+  return false;
+}
+
+void ConnectionLimits::Prove(const std::string& client, common::TimeNs now) {
+  auto it = proven_.find(client);
+  if (it != proven_.end()) {
+    it->second = now;
+    return;
+  }
+  if (proven_.size() >= bounds_.max_proven_clients) {
+    // Full: forget the expired ones, at most once a second (a pass over all of them).
+    if (now - last_proven_sweep_ns_ < common::kNanosPerSecond) return;
+    last_proven_sweep_ns_ = now;
+    absl::erase_if(proven_, [&](const auto& entry) {
+      return now - entry.second >= bounds_.proven_for_seconds * common::kNanosPerSecond;
+    });
+    if (proven_.size() >= bounds_.max_proven_clients) return;
+  }
+  proven_.emplace(client, now);
+}
+
+void ConnectionLimits::RemoveUnauthenticated(Entry& entry, uint64_t id) {
+  (entry.proven ? proven_pool_ : unproven_pool_).Remove(entry.client, id);
+  per_client_[entry.client].unauthenticated.erase(id);
   --unauthenticated_;
 }
 
@@ -54,8 +158,24 @@ void ConnectionLimits::Authenticated(uint64_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.authenticated) return;
   it->second.authenticated = true;
-  it->second.evict = nullptr;
-  RemoveUnauthenticated(it->second.client, id);
+  RemoveUnauthenticated(it->second, id);
+  ++per_client_[it->second.client].authenticated;
+}
+
+void ConnectionLimits::Idle(uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || !it->second.authenticated || it->second.idle_since_ns >= 0) return;
+  it->second.idle_since_ns = time_.Now();
+  idle_.emplace(it->second.idle_since_ns, id);
+}
+
+void ConnectionLimits::Busy(uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.idle_since_ns < 0) return;
+  idle_.erase({it->second.idle_since_ns, id});
+  it->second.idle_since_ns = -1;
 }
 
 void ConnectionLimits::Release(uint64_t id) {
@@ -66,11 +186,17 @@ void ConnectionLimits::Release(uint64_t id) {
 std::function<void()> ConnectionLimits::Remove(uint64_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return nullptr;
-  const std::string client = it->second.client;
-  if (!it->second.authenticated) RemoveUnauthenticated(client, id);
-  auto counts = per_client_.find(client);
+  Entry& entry = it->second;
+  if (!entry.authenticated) RemoveUnauthenticated(entry, id);
+  if (entry.idle_since_ns >= 0) idle_.erase({entry.idle_since_ns, id});
+  auto counts = per_client_.find(entry.client);
+  if (entry.authenticated) {
+    // Known good until now: proven_for counts from the end of its client's last connection.
+    --counts->second.authenticated;
+    Prove(entry.client, time_.Now());
+  }
   if (--counts->second.open == 0) per_client_.erase(counts);
-  std::function<void()> evict = std::move(it->second.evict);
+  std::function<void()> evict = std::move(entry.evict);
   entries_.erase(it);
   return evict;
 }
@@ -80,7 +206,8 @@ uint32_t ConnectionLimits::open() const {
   return static_cast<uint32_t>(entries_.size());
 }
 
-uint32_t ConnectionLimits::open_for(const std::string& client) const {
+uint32_t ConnectionLimits::open_for(const std::string& address) const {
+  const std::string client = ClientOf(address);
   absl::MutexLock lock(&mu_);
   auto it = per_client_.find(client);
   return it == per_client_.end() ? 0 : it->second.open;
@@ -94,6 +221,11 @@ uint32_t ConnectionLimits::unauthenticated() const {
 uint64_t ConnectionLimits::evicted() const {
   absl::MutexLock lock(&mu_);
   return evicted_;
+}
+
+uint64_t ConnectionLimits::evicted_idle() const {
+  absl::MutexLock lock(&mu_);
+  return evicted_idle_;
 }
 
 }  // namespace podscope::coordinator

@@ -60,7 +60,9 @@ void ConnectionHandle::Detach() {
 }
 
 void ConnectionHandle::Authenticated() {
-  if (!authenticated_.exchange(true) && on_authenticated_) on_authenticated_(id_);
+  if (authenticated_.exchange(true)) return;
+  limits_.Authenticated(id_);
+  if (on_authenticated_) on_authenticated_();
 }
 
 void ConnectionHandle::Evict() {
@@ -80,11 +82,13 @@ class HttpServer::Impl {
  public:
   Impl(const Router& router, HttpLimits limits)
       : state_(router, std::move(limits)),
-        admission_(
-            {.max_total = state_.limits.max_connections,
-             .max_per_client = state_.limits.max_connections_per_client,
-             .max_unauthenticated = state_.limits.max_unauthenticated_connections,
-             .max_unauthenticated_per_client = state_.limits.max_unauthenticated_per_client}) {}
+        admission_({.max_total = state_.limits.max_connections,
+                    .max_per_client = state_.limits.max_connections_per_client,
+                    .max_unauthenticated = state_.limits.max_unauthenticated_connections,
+                    .max_unauthenticated_per_client = state_.limits.max_unauthenticated_per_client,
+                    .min_eviction_age_ms = state_.limits.min_eviction_age_ms,
+                    .proven_for_seconds = state_.limits.proven_client_seconds},
+                   common::RealTime()) {}
 
   absl::StatusOr<uint16_t> Start(const std::string& host, uint16_t port) {
     boost::system::error_code ec;
@@ -227,14 +231,15 @@ class HttpServer::Impl {
       socket.set_option(tcp::no_delay(true), peer_ec);
       std::string client = remote.address().to_string();
       auto executor = socket.get_executor();
-      auto handle = std::make_shared<http_session::ConnectionHandle>(executor, [this](uint64_t id) {
-        admission_.Authenticated(id);
+      auto handle = std::make_shared<http_session::ConnectionHandle>(executor, admission_, [this] {
         state_.counters.unauthenticated_connections = admission_.unauthenticated();
       });
       ConnectionLimits::Admission admission =
           admission_.TryAdmit(client, [handle] { handle->Evict(); });
       if (admission.evict) {
-        ++counters.evicted_unauthenticated;
+        ++(admission.dropped == ConnectionLimits::Dropped::kIdle
+               ? counters.evicted_idle
+               : counters.evicted_unauthenticated);
         admission.evict();
       }
       const ConnectionLimits::Verdict verdict = admission.verdict;

@@ -30,6 +30,11 @@ struct HttpLimits {
   // refused one): the oldest is dropped when a new one needs room (connection_limits.h).
   uint32_t max_unauthenticated_connections = 128;
   uint32_t max_unauthenticated_per_client = 32;
+  // A connection is not dropped for a newcomer before this age (or this long idle), unless
+  // the newcomer's address is proven: one of its connections authenticated within
+  // proven_client_seconds.
+  uint32_t min_eviction_age_ms = 1000;
+  uint32_t proven_client_seconds = 600;
   uint32_t tls_handshake_timeout_seconds = 5;
   uint32_t idle_timeout_seconds = 60;    // keep-alive: waiting for a request's first byte
   uint32_t header_timeout_seconds = 10;  // the whole header, from its first byte
@@ -61,8 +66,9 @@ struct HttpCounters {
   std::atomic<uint64_t> timeouts_header{0}, timeouts_body{0}, timeouts_response{0};
   std::atomic<uint64_t> malformed_requests{0};
   std::atomic<uint64_t> tls_handshake_failures{0};
-  // Connections with no authorized request yet, and those dropped to make room for newer ones.
-  std::atomic<uint64_t> unauthenticated_connections{0}, evicted_unauthenticated{0};
+  // Connections with no authorized request yet, and those dropped to make room for newer ones:
+  // unauthenticated, or authenticated and idle between requests.
+  std::atomic<uint64_t> unauthenticated_connections{0}, evicted_unauthenticated{0}, evicted_idle{0};
 };
 
 // Owned by the daemon's main; Start/Stop from one thread, handlers on the pools.

@@ -22,6 +22,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/http/connection_limits.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/http/http_types.h"
 #include "coordinator/http/rate_limited_log.h"
@@ -62,15 +63,18 @@ struct ServerState {
 
 // One admitted connection, as its session and the accept loop share it. While its stream
 // lives, the session attaches a way to close it; the session says when a request was
-// authenticated; until then the accept loop may evict the connection, from any thread, to make
-// room for a newer one (connection_limits.h).
+// authenticated, and when an authenticated connection waits for its next request. The accept
+// loop may evict the connection, from any thread, to make room for a newer one while it is
+// unauthenticated or waiting (connection_limits.h).
 class ConnectionHandle : public std::enable_shared_from_this<ConnectionHandle> {
  public:
-  // `strand`: the connection's; `on_authenticated` runs once, on the first authenticated
-  // request, with the id set_id gave.
-  ConnectionHandle(boost::asio::any_io_executor strand,
-                   std::function<void(uint64_t id)> on_authenticated)
-      : strand_(std::move(strand)), on_authenticated_(std::move(on_authenticated)) {}
+  // `strand`: the connection's; `limits`: the server's, which admitted it; `on_authenticated`
+  // runs once, after the first authenticated request is counted.
+  ConnectionHandle(boost::asio::any_io_executor strand, ConnectionLimits& limits,
+                   std::function<void()> on_authenticated)
+      : strand_(std::move(strand)),
+        limits_(limits),
+        on_authenticated_(std::move(on_authenticated)) {}
   // The connection's id in the server's ConnectionLimits; before its session starts.
   void set_id(uint64_t id) { id_ = id; }
 
@@ -91,6 +95,9 @@ class ConnectionHandle : public std::enable_shared_from_this<ConnectionHandle> {
   // already: closes at once.
   [[nodiscard]] std::unique_ptr<Attachment> Attach(std::function<void()> close);
   void Authenticated();
+  // Between requests (after the first): the connection may be dropped while idle.
+  void Idle() { limits_.Idle(id_); }
+  void Busy() { limits_.Busy(id_); }
   // Any thread: the close runs on the connection's strand, if the stream still lives.
   void Evict();
 
@@ -98,7 +105,8 @@ class ConnectionHandle : public std::enable_shared_from_this<ConnectionHandle> {
   void Detach();
 
   const boost::asio::any_io_executor strand_;
-  const std::function<void(uint64_t)> on_authenticated_;
+  ConnectionLimits& limits_;
+  const std::function<void()> on_authenticated_;
   uint64_t id_ = 0;
   std::atomic<bool> authenticated_{false};
   absl::Mutex mu_;

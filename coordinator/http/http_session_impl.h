@@ -141,11 +141,15 @@ class Session {
       // nothing holds a slot no longer than a slow one); between requests a kept-alive
       // connection may idle for idle_timeout_seconds. Once a request starts, its header has
       // header_timeout_seconds to arrive in full.
+      // While it waits between requests, an authenticated connection may be dropped to make
+      // room for a new one when every slot is taken (connection_limits.h).
       if (buffer.size() == 0) {
         Lowest().expires_after(std::chrono::seconds(served ? limits_.idle_timeout_seconds
                                                            : limits_.header_timeout_seconds));
+        if (served) handle_.Idle();
         auto [ec, n] = co_await stream_.async_read_some(buffer.prepare(4096),
                                                         asio::as_tuple(asio::use_awaitable));
+        if (served) handle_.Busy();
         if (ec) break;
         buffer.commit(n);
       }

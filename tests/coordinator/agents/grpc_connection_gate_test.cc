@@ -199,34 +199,37 @@ TEST_F(GrpcConnectionGateTest, BoundsAllConnections) {
 }
 
 // Connections no call has come over yet (a TLS handshake that stalls) only get their share:
-// the oldest is shut down when a new one needs room, one that has made a call never is, and an
-// address past its own share is refused.
+// the oldest is shut down when a new one needs room (here with no minimum age), one that has
+// made a call never is, and an address at its own share gives up its own oldest.
 TEST_F(GrpcConnectionGateTest, StalledConnectionsAreShutDownOldestFirstToMakeRoom) {
   Start({.max_connections = 100,
          .max_connections_per_client = 100,
          .max_unauthenticated_connections = 2,
-         .max_unauthenticated_per_client = 2});
+         .max_unauthenticated_per_client = 2,
+         .min_eviction_age_ms = 0});
   const int agent = Connect("127.0.0.2");
   ASSERT_EQ(acceptor_->WaitFor(1).size(), 1u);
   gate_->Authenticated(GrpcPeerOf(agent));
   const int stalled_1 = Connect("127.0.0.3");
   const int stalled_2 = Connect("127.0.0.4");
   ASSERT_EQ(acceptor_->WaitFor(3).size(), 3u);
-  Connect("127.0.0.5");
+  const int own_1 = Connect("127.0.0.5");
   ASSERT_EQ(acceptor_->WaitFor(4).size(), 4u);
   EXPECT_TRUE(ClosedWithin(stalled_1, std::chrono::seconds(10)));
   Connect("127.0.0.5");
   ASSERT_EQ(acceptor_->WaitFor(5).size(), 5u);
   EXPECT_TRUE(ClosedWithin(stalled_2, std::chrono::seconds(10)));
-  // 127.0.0.5 holds its 2 unauthenticated: a third is refused, evicting no one.
-  EXPECT_TRUE(ClosedWithin(Connect("127.0.0.5"), std::chrono::seconds(10)));
+  // 127.0.0.5 holds its 2 unauthenticated: a third takes the place of its own oldest.
+  Connect("127.0.0.5");
+  ASSERT_EQ(acceptor_->WaitFor(6).size(), 6u);
+  EXPECT_TRUE(ClosedWithin(own_1, std::chrono::seconds(10)));
   pollfd p{agent, POLLIN, 0};
   EXPECT_EQ(poll(&p, 1, 0), 0) << "the authenticated connection was left alone";
   std::string metrics;
   gate_->AppendMetrics(&metrics);
-  for (const char* line : {"podscope_grpc_evicted_connections_total 2\n",
+  for (const char* line : {"podscope_grpc_evicted_connections_total 3\n",
                            "podscope_grpc_unauthenticated_connections 2\n",
-                           "podscope_grpc_rejected_connections_total{reason=\"client_full\"} 1\n"})
+                           "podscope_grpc_rejected_connections_total{reason=\"client_full\"} 0\n"})
     EXPECT_NE(metrics.find(line), std::string::npos) << line << metrics;
 }
 
