@@ -30,7 +30,9 @@ void ApplyLimits(const ConfigSection& root, CoordinatorSettings* s) {
                                                   "max_unauthenticated_per_client",
                                                   "tls_handshake_timeout_seconds",
                                                   "min_eviction_age_ms",
-                                                  "proven_client_seconds"});
+                                                  "proven_client_seconds",
+                                                  "max_connections_per_token"});
+  l.Integer("max_connections_per_token", &s->http_limits.max_connections_per_token, 1, 10'000'000);
   l.Integer("min_eviction_age_ms", &s->http_limits.min_eviction_age_ms, 0, 600'000);
   l.Integer("proven_client_seconds", &s->http_limits.proven_client_seconds, 0, 7 * 86'400);
   l.Integer("max_unauthenticated_connections", &s->http_limits.max_unauthenticated_connections, 1,

@@ -133,15 +133,20 @@ void GrpcConnectionGate::AcceptLoop() {
       const bool server_full = verdict == ConnectionLimits::Verdict::kServerFull;
       ++(server_full ? refused_server_full_ : refused_client_full_);
       close(fd);
-      log_.Warn("grpc: refused a connection from {}: {}", address,
-                server_full
-                    ? common::StrCat("the coordinator holds its ", options_.max_connections,
-                                     " agent connections (agents.max_connections)")
-                    : common::StrCat("that address holds its ", options_.max_connections_per_client,
-                                     " agent connections (agents.max_connections_per_client), or ",
-                                     options_.max_unauthenticated_per_client,
-                                     " that have made no call yet "
-                                     "(agents.max_unauthenticated_per_client)"));
+      log_.Warn(
+          "grpc: refused a connection from {}: {}", address,
+          !server_full
+              ? common::StrCat("that address holds its ", options_.max_connections_per_client,
+                               " agent connections (agents.max_connections_per_client), or ",
+                               options_.max_unauthenticated_per_client,
+                               " that have made no call yet, none old enough to give way "
+                               "(agents.max_unauthenticated_per_client)")
+          : admission.unauthenticated_full
+              ? common::StrCat("the coordinator holds ", options_.max_unauthenticated_connections,
+                               " agent connections that have made no call yet, none old "
+                               "enough to give way (agents.max_unauthenticated_connections)")
+              : common::StrCat("the coordinator holds its ", options_.max_connections,
+                               " agent connections (agents.max_connections)"));
       // Perhaps some were closed since the last look: the next one may get in. Not on every
       // refusal: a flood of refused connections would have the gate look at every open one each
       // time, and admit no one else.

@@ -232,6 +232,8 @@ HttpResponse RestApi::Metrics(HttpRequest&) {
         counters_->rejected_client_full.load(), "\n",
         "podscope_http_rejected_connections_total{reason=\"no_descriptors\"} ",
         counters_->rejected_no_descriptors.load(), "\n",
+        "podscope_http_rejected_connections_total{reason=\"token_full\"} ",
+        counters_->rejected_token_full.load(), "\n",
         "# HELP podscope_http_timeouts_total Connections dropped for not moving, by phase.\n",
         "# TYPE podscope_http_timeouts_total counter\n",
         "podscope_http_timeouts_total{phase=\"header\"} ", counters_->timeouts_header.load(), "\n",

@@ -35,7 +35,7 @@ void TokenAuthorizer::Replace(TokenStore store) {
   store_ = std::move(fresh);
 }
 
-std::optional<HttpResponse> TokenAuthorizer::Check(const HttpRequest& request, Access access) {
+std::optional<HttpResponse> TokenAuthorizer::Check(HttpRequest& request, Access access) {
   if (access == Access::kOpen) return std::nullopt;
   const std::string header = request.Header("authorization");
   if (header.empty()) {
@@ -70,6 +70,7 @@ std::optional<HttpResponse> TokenAuthorizer::Check(const HttpRequest& request, A
         common::StrCat("token \"", who->name, "\" has role ", AccessName(who->role), "; ",
                        request.method, " ", request.path, " needs role ", AccessName(access)));
   }
+  request.principal = who->name;
   return std::nullopt;
 }
 

@@ -22,7 +22,7 @@ class TokenAuthorizer final : public Authorizer {
  public:
   explicit TokenAuthorizer(TokenStore store);
 
-  std::optional<HttpResponse> Check(const HttpRequest& request, Access access) override;
+  std::optional<HttpResponse> Check(HttpRequest& request, Access access) override;
   // Replaces the tokens (SIGHUP); requests already checked keep their answer.
   void Replace(TokenStore store);
   // Prometheus text: podscope_auth_failures_total{reason} and the number of tokens.

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/str_util.h"
@@ -50,7 +51,9 @@ ConnectionLimits::Admission ConnectionLimits::TryAdmit(const std::string& addres
   const std::string client = ClientOf(address);
   absl::MutexLock lock(&mu_);
   const common::TimeNs now = time_.Now();
-  const bool proven = Proven(client, now);
+  // Precedence for a few connections of a proven client at a time: a quarter of its share.
+  const uint32_t precedence = std::max<uint32_t>(1, bounds_.max_unauthenticated_per_client / 4);
+  const bool proven = Proven(client, now) && proven_pool_.CountOf(client) < precedence;
   std::pair<uint64_t, Dropped> victim{0, Dropped::kNone};
   auto mine = per_client_.find(client);
   if (mine != per_client_.end() && mine->second.open >= bounds_.max_per_client) {
@@ -67,7 +70,8 @@ ConnectionLimits::Admission ConnectionLimits::TryAdmit(const std::string& addres
     victim = {own_oldest, Dropped::kUnauthenticated};
   } else if (entries_.size() >= bounds_.max_total ||
              unauthenticated_ >= bounds_.max_unauthenticated) {
-    victim = Victim(proven, unauthenticated_ >= bounds_.max_unauthenticated, now);
+    admission.unauthenticated_full = unauthenticated_ >= bounds_.max_unauthenticated;
+    victim = Victim(proven, admission.unauthenticated_full, now);
     if (victim.first == 0) {
       admission.verdict = Verdict::kServerFull;
       return admission;
@@ -125,26 +129,25 @@ bool ConnectionLimits::Proven(const std::string& client, common::TimeNs now) {
   auto it = proven_.find(client);
   if (it == proven_.end()) return false;
   if (now - it->second < bounds_.proven_for_seconds * common::kNanosPerSecond) return true;
+  proven_order_.erase({it->second, client});
   proven_.erase(it);
   return false;
 }
 
 void ConnectionLimits::Prove(const std::string& client, common::TimeNs now) {
+  if (bounds_.max_proven_clients == 0) return;
   auto it = proven_.find(client);
   if (it != proven_.end()) {
+    proven_order_.erase({it->second, client});
     it->second = now;
-    return;
+  } else {
+    if (proven_.size() >= bounds_.max_proven_clients) {
+      proven_.erase(proven_order_.begin()->second);
+      proven_order_.erase(proven_order_.begin());
+    }
+    proven_.emplace(client, now);
   }
-  if (proven_.size() >= bounds_.max_proven_clients) {
-    // Full: forget the expired ones, at most once a second (a pass over all of them).
-    if (now - last_proven_sweep_ns_ < common::kNanosPerSecond) return;
-    last_proven_sweep_ns_ = now;
-    absl::erase_if(proven_, [&](const auto& entry) {
-      return now - entry.second >= bounds_.proven_for_seconds * common::kNanosPerSecond;
-    });
-    if (proven_.size() >= bounds_.max_proven_clients) return;
-  }
-  proven_.emplace(client, now);
+  proven_order_.emplace(now, client);
 }
 
 void ConnectionLimits::RemoveUnauthenticated(Entry& entry, uint64_t id) {
@@ -153,13 +156,20 @@ void ConnectionLimits::RemoveUnauthenticated(Entry& entry, uint64_t id) {
   --unauthenticated_;
 }
 
-void ConnectionLimits::Authenticated(uint64_t id) {
+bool ConnectionLimits::Authenticated(uint64_t id, const std::string& principal) {
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.authenticated) return;
+  if (it == entries_.end() || it->second.authenticated) return true;
+  if (!principal.empty()) {
+    uint32_t& held = per_principal_[principal];
+    if (held >= bounds_.max_per_principal) return false;
+    ++held;
+    it->second.principal = principal;
+  }
   it->second.authenticated = true;
   RemoveUnauthenticated(it->second, id);
   ++per_client_[it->second.client].authenticated;
+  return true;
 }
 
 void ConnectionLimits::Idle(uint64_t id) {
@@ -194,6 +204,10 @@ std::function<void()> ConnectionLimits::Remove(uint64_t id) {
     // Known good until now: proven_for counts from the end of its client's last connection.
     --counts->second.authenticated;
     Prove(entry.client, time_.Now());
+    if (!entry.principal.empty()) {
+      auto held = per_principal_.find(entry.principal);
+      if (--held->second == 0) per_principal_.erase(held);
+    }
   }
   if (--counts->second.open == 0) per_client_.erase(counts);
   std::function<void()> evict = std::move(entry.evict);

@@ -20,12 +20,17 @@
 //   requests (a kept-alive connection that waits for its next request loses nothing).
 // A connection younger than min_eviction_age (or idle for less) is not dropped, with one
 // exception: proven clients (one of whose connections authenticated within proven_for) take
-// precedence over the others. Their new connections may drop any unauthenticated connection
-// of an unproven client, and unproven clients' new connections never drop theirs. A flood
+// precedence over the others, for a few unauthenticated connections each (a quarter of
+// the per-client share; more are as any client's). Those may drop any unauthenticated
+// connection of an unproven client, and unproven clients' new connections never drop them. A
+// flood
 // spread over many addresses, each of which never authenticates, therefore cannot cut short
 // the handshake of a client that has authenticated before, and gives a newcomer at least the
 // minimum age to authenticate once admitted; with every unauthenticated slot younger than
 // that, a newcomer is refused (and may retry) rather than taking one.
+//
+// Authenticated connections are bounded per principal too (the token a connection's first
+// authorized request carried), so that one token cannot hold every slot busy.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +53,8 @@ struct ConnectionBounds {
   uint32_t max_unauthenticated_per_client = 16;  // of max_per_client
   uint32_t min_eviction_age_ms = 1000;
   uint32_t proven_for_seconds = 600;
-  uint32_t max_proven_clients = 65536;  // remembered at once; more are not remembered
+  uint32_t max_proven_clients = 65536;  // remembered at once; past it, the least recent goes
+  uint32_t max_per_principal = 128;     // authenticated connections of one principal
 };
 
 // Owned by a server; any thread (accepts and session ends run on the I/O threads).
@@ -58,6 +64,8 @@ class ConnectionLimits {
   enum class Dropped { kNone, kUnauthenticated, kIdle };
   struct Admission {
     Verdict verdict = Verdict::kServerFull;
+    // kServerFull: the unauthenticated share is what is full (else all the slots are).
+    bool unauthenticated_full = false;
     uint64_t id = 0;  // when admitted: for Authenticated, Idle, Busy and Release
     // When set, the caller runs it (outside any lock of its own): the connection dropped to
     // make room for this one. Its slot is free already.
@@ -76,10 +84,12 @@ class ConnectionLimits {
   // connection, should a later one need its slot; it must be callable from any thread, at any
   // time until Release.
   Admission TryAdmit(const std::string& address, std::function<void()> evict);
-  // The connection has proven who it is: it leaves the unauthenticated share, and its client
-  // is proven while it lasts and for proven_for after it ends. Unknown (released or
-  // evicted) ids are ignored.
-  void Authenticated(uint64_t id);
+  // The connection has proven who it is (`principal`, when the proof names one): it leaves
+  // the unauthenticated share, and its client is proven while it lasts and for proven_for
+  // after it ends. False when the principal holds max_per_principal connections already: the
+  // connection stays unauthenticated, and its caller closes it. Unknown (released or evicted)
+  // ids are ignored (true).
+  bool Authenticated(uint64_t id, const std::string& principal = "");
   // An authenticated connection waits for its next request (Idle) or has one (Busy). Only an
   // idle one may be dropped once authenticated.
   void Idle(uint64_t id);
@@ -101,6 +111,10 @@ class ConnectionLimits {
     void Add(const std::string& client, uint64_t id);
     void Remove(const std::string& client, uint64_t id);
     bool empty() const { return oldest_.empty(); }
+    uint32_t CountOf(const std::string& client) const {
+      auto it = by_client_.find(client);
+      return it == by_client_.end() ? 0 : static_cast<uint32_t>(it->second.size());
+    }
     // The oldest connection of the client holding the most.
     uint64_t MostCrowded() const { return ~std::get<1>(*ranks_.rbegin()); }
     uint64_t Oldest() const { return *oldest_.begin(); }
@@ -121,7 +135,8 @@ class ConnectionLimits {
     common::TimeNs admitted_ns = 0;
     common::TimeNs idle_since_ns = -1;  // authenticated and between requests; else -1
     bool authenticated = false;
-    bool proven = false;  // its client was proven when it came: in proven_pool_
+    bool proven = false;    // its client was proven when it came: in proven_pool_
+    std::string principal;  // once authenticated, when its proof named one
     std::function<void()> evict;
   };
   struct PerClient {
@@ -156,8 +171,11 @@ class ConnectionLimits {
   absl::flat_hash_map<std::string, PerClient> per_client_
       ABSL_GUARDED_BY(mu_);  // only clients with a slot
   absl::flat_hash_map<std::string, common::TimeNs> proven_
-      ABSL_GUARDED_BY(mu_);  // client -> when one of its connections last authenticated
-  common::TimeNs last_proven_sweep_ns_ ABSL_GUARDED_BY(mu_) = 0;
+      ABSL_GUARDED_BY(mu_);  // client -> when it last proved itself
+  absl::btree_set<std::pair<common::TimeNs, std::string>> proven_order_
+      ABSL_GUARDED_BY(mu_);  // the same, the least recent first
+  absl::flat_hash_map<std::string, uint32_t> per_principal_
+      ABSL_GUARDED_BY(mu_);  // authenticated connections; only principals holding some
 };
 
 }  // namespace podscope::coordinator

@@ -59,10 +59,11 @@ void ConnectionHandle::Detach() {
   close_ = nullptr;
 }
 
-void ConnectionHandle::Authenticated() {
-  if (authenticated_.exchange(true)) return;
-  limits_.Authenticated(id_);
+bool ConnectionHandle::Authenticated(const std::string& principal) {
+  if (authenticated_.exchange(true)) return true;
+  const bool taken = limits_.Authenticated(id_, principal);
   if (on_authenticated_) on_authenticated_();
+  return taken;
 }
 
 void ConnectionHandle::Evict() {
@@ -87,7 +88,8 @@ class HttpServer::Impl {
                     .max_unauthenticated = state_.limits.max_unauthenticated_connections,
                     .max_unauthenticated_per_client = state_.limits.max_unauthenticated_per_client,
                     .min_eviction_age_ms = state_.limits.min_eviction_age_ms,
-                    .proven_for_seconds = state_.limits.proven_client_seconds},
+                    .proven_for_seconds = state_.limits.proven_client_seconds,
+                    .max_per_principal = state_.limits.max_connections_per_token},
                    common::RealTime()) {}
 
   absl::StatusOr<uint16_t> Start(const std::string& host, uint16_t port) {
@@ -256,13 +258,18 @@ class HttpServer::Impl {
       const bool server_full = verdict == ConnectionLimits::Verdict::kServerFull;
       ++(server_full ? counters.rejected_server_full : counters.rejected_client_full);
       const std::string detail =
-          server_full
-              ? common::StrCat("the server holds its limit of ", state_.limits.max_connections,
-                               " connections")
-              : common::StrCat("this client holds its limit of ",
+          !server_full
+              ? common::StrCat("this client holds its limit of ",
                                state_.limits.max_connections_per_client, " connections, or of ",
                                state_.limits.max_unauthenticated_per_client,
-                               " that have not authenticated");
+                               " that have not authenticated, none of them old enough to give way")
+          : admission.unauthenticated_full
+              ? common::StrCat("the server holds its limit of ",
+                               state_.limits.max_unauthenticated_connections,
+                               " connections that have not authenticated, none of them old enough "
+                               "to give way")
+              : common::StrCat("the server holds its limit of ", state_.limits.max_connections,
+                               " connections");
       state_.log.Warn("http: refused a connection from {}: {}", client, detail);
       if (refusals_in_flight_ < kMaxRefusalsInFlight) {
         ++refusals_in_flight_;

@@ -35,6 +35,8 @@ struct HttpLimits {
   // proven_client_seconds.
   uint32_t min_eviction_age_ms = 1000;
   uint32_t proven_client_seconds = 600;
+  // Authenticated connections of one token at once; its next is answered 503 and closed.
+  uint32_t max_connections_per_token = 128;
   uint32_t tls_handshake_timeout_seconds = 5;
   uint32_t idle_timeout_seconds = 60;    // keep-alive: waiting for a request's first byte
   uint32_t header_timeout_seconds = 10;  // the whole header, from its first byte
@@ -59,9 +61,10 @@ struct HttpCounters {
   std::atomic<uint64_t> requests{0}, responses_2xx{0}, responses_4xx{0}, responses_5xx{0};
   std::atomic<uint64_t> latency_ns_total{0};
   std::atomic<uint64_t> open_connections{0};
-  // Connections refused: the server is full, the client holds its share, no descriptor left.
+  // Connections refused: the server is full, the client holds its share, no descriptor left,
+  // the token holds its share.
   std::atomic<uint64_t> rejected_server_full{0}, rejected_client_full{0},
-      rejected_no_descriptors{0};
+      rejected_no_descriptors{0}, rejected_token_full{0};
   // Connections dropped for not moving: the header, a body, a response the client did not read.
   std::atomic<uint64_t> timeouts_header{0}, timeouts_body{0}, timeouts_response{0};
   std::atomic<uint64_t> malformed_requests{0};

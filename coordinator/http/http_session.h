@@ -94,7 +94,9 @@ class ConnectionHandle : public std::enable_shared_from_this<ConnectionHandle> {
   // On the connection's strand: `close` closes the stream until the Attachment goes. Evicted
   // already: closes at once.
   [[nodiscard]] std::unique_ptr<Attachment> Attach(std::function<void()> close);
-  void Authenticated();
+  // False when the principal (a token's name, or empty) holds its share of connections
+  // already: the session answers 503 and closes the connection.
+  [[nodiscard]] bool Authenticated(const std::string& principal);
   // Between requests (after the first): the connection may be dropped while idle.
   void Idle() { limits_.Idle(id_); }
   void Busy() { limits_.Busy(id_); }

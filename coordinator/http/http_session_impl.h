@@ -141,15 +141,15 @@ class Session {
       // nothing holds a slot no longer than a slow one); between requests a kept-alive
       // connection may idle for idle_timeout_seconds. Once a request starts, its header has
       // header_timeout_seconds to arrive in full.
-      // While it waits between requests, an authenticated connection may be dropped to make
-      // room for a new one when every slot is taken (connection_limits.h).
+      // Between requests, until the next one's header is whole, an authenticated connection
+      // may be dropped to make room for a new one when every slot is taken
+      // (connection_limits.h): a byte of a header does not make a connection busy.
+      if (served) handle_.Idle();
       if (buffer.size() == 0) {
         Lowest().expires_after(std::chrono::seconds(served ? limits_.idle_timeout_seconds
                                                            : limits_.header_timeout_seconds));
-        if (served) handle_.Idle();
         auto [ec, n] = co_await stream_.async_read_some(buffer.prepare(4096),
                                                         asio::as_tuple(asio::use_awaitable));
-        if (served) handle_.Busy();
         if (ec) break;
         buffer.commit(n);
       }
@@ -173,6 +173,7 @@ class Session {
         break;
       }
       if (ec) break;
+      if (served) handle_.Busy();
       served = true;
       const Outcome outcome = co_await Answer(header_parser, buffer);
       if (outcome.drain) drain = true;
@@ -369,8 +370,19 @@ asio::awaitable<typename Session<Stream>::Outcome> Session<Stream>::Answer(
   const Admission admission =
       AdmitRequest(state_.router, state_.authorizer, limits_, target_ok, declared, &request);
   const Route* route = admission.route;
-  if (admission.authenticated) handle_.Authenticated();
   HttpResponse response = admission.refusal;
+  if (admission.authenticated && !handle_.Authenticated(request.principal)) {
+    ++state_.counters.rejected_token_full;
+    state_.log.Warn("http: refused a request from {}: token \"{}\" holds its {} connections", peer_,
+                    request.principal, limits_.max_connections_per_token);
+    route = nullptr;
+    response = HttpResponse::Problem(
+        503, "Service Unavailable",
+        common::StrCat("token \"", request.principal, "\" holds its limit of ",
+                       limits_.max_connections_per_token,
+                       " connections (limits.max_connections_per_token); close one or retry"));
+    response.headers.emplace_back("Retry-After", "1");
+  }
   // A refused request's body is never read: the connection closes after the answer.
   bool read_body_ok = route != nullptr;
   std::string upload_path;

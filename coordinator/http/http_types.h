@@ -28,6 +28,9 @@ struct HttpRequest {
   std::string body_file;  // streamed uploads: a temporary file the handler may consume
   std::map<std::string, std::string> params;  // from {name} segments of the route
   std::string peer;                           // the client's address, "IP:port", for logs
+  // Who the authorizer took the request from (a token's name); empty on open routes, or with
+  // no authorizer.
+  std::string principal;
 
   std::string Header(const std::string& name) const;
   std::string Query(const std::string& name, const std::string& fallback = "") const;
@@ -81,8 +84,9 @@ struct Route {
 class Authorizer {
  public:
   virtual ~Authorizer() = default;
-  // nullopt: allowed. Otherwise the answer to send instead (401 or 403, problem+json).
-  virtual std::optional<HttpResponse> Check(const HttpRequest& request, Access access) = 0;
+  // nullopt: allowed (a request that needed a token gets its holder in request.principal).
+  // Otherwise the answer to send instead (401 or 403, problem+json).
+  virtual std::optional<HttpResponse> Check(HttpRequest& request, Access access) = 0;
 };
 
 // Owns the routes; matched in registration order. Not thread-safe to modify after start.

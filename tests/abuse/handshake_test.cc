@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -283,48 +284,89 @@ TEST_F(HandshakeAbuseTest, AFloodFromManyAddressesLeavesRoomForAFarClient) {
   EXPECT_EQ(served, kRequests);
 }
 
-// Connections that each made one request with the lowest role's token and then idle, kept
-// alive, from 9 addresses: more than the server's 512 slots. An admin, and a health check from
-// an address never seen, are still served at the first try: the connection idle longest gives
-// way.
-TEST_F(HandshakeAbuseTest, IdleAuthenticatedConnectionsCannotTakeEverySlot) {
-  StartDaemon();
+// 540 connections from 9 addresses, each making one request with the read token and kept
+// open; with `partial`, each then sends the first byte of a next request and stalls. Returns
+// the connections answered 200; counts the answers by status.
+struct Hoard {
+  std::vector<RawHttp> held;
+  int answered = 0, refused_token = 0, other = 0;
+};
+Hoard HoardConnections(int port, bool partial) {
   const std::string request =
       "GET /v1/captures?limit=1 HTTP/1.1\r\nHost: podscope\r\n"
       "Authorization: Bearer " +
       TestSecurity::Get().read_token + "\r\n\r\n";
-  std::vector<RawHttp> hoard;
-  int answered = 0, refused = 0;
+  Hoard hoard;
   for (int a = 0; a < 9; ++a) {
     const std::string source = "127.5.0." + std::to_string(a + 1);
     for (int i = 0; i < 60; ++i) {
-      RawHttp c = HttpConnectFrom(source.c_str(), port_);
+      RawHttp c = HttpConnectFrom(source.c_str(), port);
       const int status = c != nullptr && SendAll(c, request) ? ReadOneResponse(c) : 0;
-      answered += status == 200;
-      refused += status != 200;
-      if (status == 200) hoard.push_back(std::move(c));
+      hoard.answered += status == 200;
+      hoard.refused_token += status == 503;
+      hoard.other += status != 200 && status != 503;
+      if (status != 200) continue;
+      if (partial) SendAll(c, "G");
+      hoard.held.push_back(std::move(c));
     }
   }
-  // The first of the hoard have idled past the minimum age (1 s) by now; on a machine fast
-  // enough to open them all within it, this makes sure (a lower bound, not a timing assertion).
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  const int64_t open = MetricValue(port_, "podscope_http_open_connections");
+  return hoard;
+}
+
+// Connections that each made one request with the lowest role's token and then wait, kept
+// alive (idle, or with one byte of a next request sent), from 9 addresses: more than the
+// server's 512 slots, with the token's own bound lifted. An admin, and a health check from an
+// address never seen, are still served at the first try: the connection waiting longest for a
+// whole request gives way.
+TEST_F(HandshakeAbuseTest, WaitingAuthenticatedConnectionsCannotTakeEverySlot) {
+  std::ofstream(dir_.File("config.json")) << R"({"limits": {"max_connections_per_token": 100000}})";
+  StartDaemon({"--config", dir_.File("config.json")});
+  for (const bool partial : {false, true}) {
+    const Hoard hoard = HoardConnections(port_, partial);
+    // The first of the hoard have waited past the minimum age (1 s) by now; on a machine fast
+    // enough to open them all within it, this makes sure.
+    // A lower bound, not a timing assertion.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    const int64_t open = MetricValue(port_, "podscope_http_open_connections");
+    const HttpResult admin = HttpCall(port_, "GET", "/v1/captures?limit=1");
+    const int health = FarRequest("127.6.0.1", port_, 0, "/healthz", "");
+    const int64_t evicted = MetricValue(port_, "podscope_http_evicted_idle_connections_total");
+    size_t closed = 0;
+    for (const RawHttp& c : hoard.held) closed += PeerSpoke(c, 0);
+    std::printf(
+        "[ abuse ] 540 kept-alive connections of a read token from 9 addresses%s: %d answered, "
+        "%d refused, %lld open; an admin's request %d, a health check %d; %lld waiting ones "
+        "dropped so far, %zu of the hoard closed\n",
+        partial ? ", each with a byte of its next request sent" : ", idle", hoard.answered,
+        hoard.refused_token + hoard.other, static_cast<long long>(open), admin.status, health,
+        static_cast<long long>(evicted), closed);
+    std::fflush(stdout);
+    EXPECT_EQ(admin.status, 200) << admin.body;
+    EXPECT_EQ(health, 200);
+    EXPECT_GT(evicted, 0);
+    EXPECT_LE(open, 512);
+  }
+}
+
+// The same hoard with the default bounds: the read token holds 128 connections at most
+// (limits.max_connections_per_token); its next are answered 503 and closed.
+TEST_F(HandshakeAbuseTest, OneTokenHoldsItsShareOfTheSlots) {
+  StartDaemon();
+  const Hoard hoard = HoardConnections(port_, /*partial=*/true);
   const HttpResult admin = HttpCall(port_, "GET", "/v1/captures?limit=1");
   const int health = FarRequest("127.6.0.1", port_, 0, "/healthz", "");
-  const int64_t evicted = MetricValue(port_, "podscope_http_evicted_idle_connections_total");
-  size_t closed = 0;
-  for (const RawHttp& c : hoard) closed += PeerSpoke(c, 0);
+  const int64_t refused =
+      MetricValue(port_, "podscope_http_rejected_connections_total{reason=\"token_full\"}");
   std::printf(
       "[ abuse ] 540 kept-alive connections of a read token from 9 addresses: %d answered, %d "
-      "refused, %lld open; an admin's request %d, a health check %d; %lld idle ones dropped, "
-      "%zu of the hoard closed\n",
-      answered, refused, static_cast<long long>(open), admin.status, health,
-      static_cast<long long>(evicted), closed);
+      "refused as the token's share, %d otherwise; an admin's request %d, a health check %d\n",
+      hoard.answered, hoard.refused_token, hoard.other, admin.status, health);
   std::fflush(stdout);
+  EXPECT_EQ(hoard.answered, 128);
+  EXPECT_EQ(hoard.refused_token, 540 - 128);
+  EXPECT_EQ(refused, 540 - 128);
   EXPECT_EQ(admin.status, 200) << admin.body;
   EXPECT_EQ(health, 200);
-  EXPECT_GT(evicted, 0);
-  EXPECT_LE(open, 512);
 }
 
 // Clients behind one address (NAT, a load balancer) with an attacker among them: 40 stalled

@@ -18,23 +18,28 @@ TEST(ConnectionConfigTest, AdmissionKeysAreReadAndChecked) {
   coordinator::CoordinatorSettings s;
   EXPECT_EQ(s.http_limits.min_eviction_age_ms, 1000u);
   EXPECT_EQ(s.grpc_gate.min_eviction_age_ms, 100u);
-  ASSERT_TRUE(Apply(R"({"limits": {"min_eviction_age_ms": 250, "proven_client_seconds": 0},
+  EXPECT_EQ(s.http_limits.max_connections_per_token, 128u);
+  ASSERT_TRUE(Apply(R"({"limits": {"min_eviction_age_ms": 250, "proven_client_seconds": 0,
+                                   "max_connections_per_token": 16},
                         "agents": {"min_eviction_age_ms": 0, "proven_client_seconds": 3600}})",
                     &s)
                   .ok());
   EXPECT_EQ(s.http_limits.min_eviction_age_ms, 250u);
   EXPECT_EQ(s.http_limits.proven_client_seconds, 0u);
+  EXPECT_EQ(s.http_limits.max_connections_per_token, 16u);
   EXPECT_EQ(s.grpc_gate.min_eviction_age_ms, 0u);
   EXPECT_EQ(s.grpc_gate.proven_client_seconds, 3600u);
   for (const char* bad : {R"({"limits": {"min_eviction_age_ms": -1}})",
                           R"({"limits": {"min_eviction_age_ms": 600001}})",
                           R"({"limits": {"proven_client_seconds": 604801}})",
+                          R"({"limits": {"max_connections_per_token": 0}})",
                           R"({"agents": {"proven_client_seconds": "long"}})"}) {
     coordinator::CoordinatorSettings fresh;
     const absl::Status status = Apply(bad, &fresh);
     EXPECT_FALSE(status.ok()) << bad;
     EXPECT_TRUE(status.message().find("min_eviction_age_ms") != std::string_view::npos ||
-                status.message().find("proven_client_seconds") != std::string_view::npos)
+                status.message().find("proven_client_seconds") != std::string_view::npos ||
+                status.message().find("max_connections_per_token") != std::string_view::npos)
         << status;
   }
 }

@@ -152,7 +152,7 @@ TEST(ConnectionLimitsTest, AClientThatAuthenticatedBeforeTakesPrecedenceOverUnpr
   Admitter a({.max_total = 16,
               .max_per_client = 8,
               .max_unauthenticated = 3,
-              .max_unauthenticated_per_client = 8,
+              .max_unauthenticated_per_client = 16,  // precedence for 4 at a time
               .min_eviction_age_ms = 1000,
               .proven_for_seconds = 600});
   const uint64_t earlier = a.Admit("10.0.0.1");
@@ -275,8 +275,8 @@ TEST(ConnectionLimitsTest, AnIPv6ClientIsItsSlash64AndAMappedIPv4AddressIsTheAdd
   EXPECT_EQ(a.limits.open_for("2001:db8:1:2::99"), 2u);
 }
 
-// The memory of proven clients is bounded: past max_proven_clients a new one is not
-// remembered until the expired ones are forgotten.
+// The memory of proven clients is bounded: past max_proven_clients the least recently proven
+// is forgotten.
 TEST(ConnectionLimitsTest, TheProvenClientsRememberedAreBounded) {
   Admitter a({.max_total = 16,
               .max_per_client = 8,
@@ -289,20 +289,55 @@ TEST(ConnectionLimitsTest, TheProvenClientsRememberedAreBounded) {
     const uint64_t id = a.Admit(client);
     a.limits.Authenticated(id);
     a.limits.Release(id);
+    a.Advance(1 * kNanosPerMilli);
   }
-  a.Admit("10.0.9.9");                           // young, in the one unauthenticated slot
-  a.Admit("10.0.0.3", Verdict::kServerFull);     // not remembered: unproven
-  const uint64_t pending = a.Admit("10.0.0.2");  // remembered: drops the young one
+  a.Admit("10.0.9.9");                        // young, in the one unauthenticated slot
+  a.Admit("10.0.0.1", Verdict::kServerFull);  // forgotten: unproven
+  a.Admit("10.0.0.3");                        // remembered: drops the young one
   EXPECT_EQ(a.evicted.size(), 1u);
-  a.limits.Release(pending);
-  // Once the first two expire, a new client is remembered in their place.
-  a.Advance(11 * kNanosPerSecond);
-  const uint64_t id = a.Admit("10.0.0.4");
-  a.limits.Authenticated(id);
-  a.limits.Release(id);
-  a.Admit("10.0.9.8");
-  a.Admit("10.0.0.4");  // proven: drops the young one
-  EXPECT_EQ(a.evicted.size(), 2u);
+}
+
+// Precedence holds for a quarter of a client's unauthenticated share at a time: a proven
+// client cannot hoard stalled connections that nothing may drop.
+TEST(ConnectionLimitsTest, AProvenClientTakesPrecedenceForAFewConnectionsOnly) {
+  Admitter a({.max_total = 32,
+              .max_per_client = 16,
+              .max_unauthenticated = 4,
+              .max_unauthenticated_per_client = 8,
+              .min_eviction_age_ms = 1000});
+  const uint64_t earlier = a.Admit("10.0.0.1");
+  a.limits.Authenticated(earlier);
+  a.limits.Release(earlier);
+  const uint64_t x1 = a.Admit("10.0.9.1"), x2 = a.Admit("10.0.9.2");
+  a.Admit("10.0.9.3");
+  a.Admit("10.0.9.4");
+  a.Admit("10.0.0.1");  // proven: drops x1, young
+  a.Admit("10.0.0.1");  // proven: drops x2
+  EXPECT_EQ(a.evicted, (std::vector<uint64_t>{x1, x2}));
+  a.Admit("10.0.0.1", Verdict::kServerFull);  // its third: as any client's, and all are young
+}
+
+// One principal (a token) holds at most max_per_principal authenticated connections; its next
+// stays unauthenticated, to be closed by its caller.
+TEST(ConnectionLimitsTest, APrincipalHoldsItsShareOfConnectionsOnly) {
+  Admitter a({.max_total = 16,
+              .max_per_client = 16,
+              .max_unauthenticated = 16,
+              .max_unauthenticated_per_client = 16,
+              .max_per_principal = 2});
+  const uint64_t a1 = a.Admit("10.0.0.1"), a2 = a.Admit("10.0.0.2"), a3 = a.Admit("10.0.0.3");
+  EXPECT_TRUE(a.limits.Authenticated(a1, "alice"));
+  EXPECT_TRUE(a.limits.Authenticated(a2, "alice"));
+  EXPECT_FALSE(a.limits.Authenticated(a3, "alice"));
+  EXPECT_EQ(a.limits.unauthenticated(), 1u);
+  EXPECT_TRUE(a.limits.Authenticated(a3, "bob"));
+  EXPECT_TRUE(a.limits.Authenticated(a.Admit("10.0.0.4")));  // no principal: no bound
+  a.limits.Release(a1);
+  EXPECT_TRUE(a.limits.Authenticated(a.Admit("10.0.0.5"), "alice"));
+  a.limits.Release(a2);
+  a.limits.Release(a3);
+  EXPECT_TRUE(a.limits.Authenticated(a.Admit("10.0.0.6"), "alice"));
+  EXPECT_FALSE(a.limits.Authenticated(a.Admit("10.0.0.7"), "alice"));
 }
 
 TEST(ProgressDeadlineTest, EachIntervalMustBringTheMinimum) {

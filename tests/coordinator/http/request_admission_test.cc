@@ -10,7 +10,7 @@ namespace {
 // Refuses every request to a route that needs more than read access, and records what it saw.
 class ReadOnlyAuthorizer : public Authorizer {
  public:
-  std::optional<HttpResponse> Check(const HttpRequest& request, Access access) override {
+  std::optional<HttpResponse> Check(HttpRequest& request, Access access) override {
     ++checks;
     if (access == Access::kRead || access == Access::kOpen) return std::nullopt;
     return HttpResponse::Problem(403, "Forbidden", "read-only token");
