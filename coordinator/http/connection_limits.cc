@@ -156,14 +156,31 @@ void ConnectionLimits::RemoveUnauthenticated(Entry& entry, uint64_t id) {
   --unauthenticated_;
 }
 
-bool ConnectionLimits::Authenticated(uint64_t id, const std::string& principal) {
+bool ConnectionLimits::Authenticated(uint64_t id, const std::string& principal,
+                                     std::function<void()>* evict) {
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.authenticated) return true;
   if (!principal.empty()) {
-    uint32_t& held = per_principal_[principal];
-    if (held >= bounds_.max_per_principal) return false;
-    ++held;
+    auto held = per_principal_.find(principal);
+    if (held != per_principal_.end() && held->second >= bounds_.max_per_principal) {
+      // Its own connection that has waited longest gives way, if any has waited long enough.
+      const common::TimeNs now = time_.Now();
+      uint64_t victim = 0;
+      for (const auto& [since, waiting] : idle_) {
+        if (now - since < bounds_.min_eviction_age_ms * common::kNanosPerMilli) break;
+        if (entries_.at(waiting).principal == principal) {
+          victim = waiting;
+          break;
+        }
+      }
+      if (victim == 0 || evict == nullptr) return false;
+      *evict = Remove(victim);
+      ++evicted_idle_;
+      held = per_principal_.find(principal);  // Remove may have erased it
+    }
+    if (held == per_principal_.end()) held = per_principal_.emplace(principal, 0).first;
+    ++held->second;
     it->second.principal = principal;
   }
   it->second.authenticated = true;

@@ -30,7 +30,8 @@
 // that, a newcomer is refused (and may retry) rather than taking one.
 //
 // Authenticated connections are bounded per principal too (the token a connection's first
-// authorized request carried), so that one token cannot hold every slot busy.
+// authorized request carried), so that one token cannot hold every slot busy; at its bound,
+// the principal's own connection that has waited longest for a request gives way.
 #pragma once
 
 #include <cstdint>
@@ -86,10 +87,13 @@ class ConnectionLimits {
   Admission TryAdmit(const std::string& address, std::function<void()> evict);
   // The connection has proven who it is (`principal`, when the proof names one): it leaves
   // the unauthenticated share, and its client is proven while it lasts and for proven_for
-  // after it ends. False when the principal holds max_per_principal connections already: the
-  // connection stays unauthenticated, and its caller closes it. Unknown (released or evicted)
-  // ids are ignored (true).
-  bool Authenticated(uint64_t id, const std::string& principal = "");
+  // after it ends. When the principal holds max_per_principal connections already, the one of
+  // them that has waited longest for a request gives way if it has waited min_eviction_age
+  // (its evict function is put in `*evict` for the caller to run); else false: the connection
+  // stays unauthenticated, and its caller closes it. Unknown (released or evicted) ids are
+  // ignored (true).
+  bool Authenticated(uint64_t id, const std::string& principal = "",
+                     std::function<void()>* evict = nullptr);
   // An authenticated connection waits for its next request (Idle) or has one (Busy). Only an
   // idle one may be dropped once authenticated.
   void Idle(uint64_t id);

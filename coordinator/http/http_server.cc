@@ -61,8 +61,10 @@ void ConnectionHandle::Detach() {
 
 bool ConnectionHandle::Authenticated(const std::string& principal) {
   if (authenticated_.exchange(true)) return true;
-  const bool taken = limits_.Authenticated(id_, principal);
-  if (on_authenticated_) on_authenticated_();
+  std::function<void()> evict;
+  const bool taken = limits_.Authenticated(id_, principal, &evict);
+  if (evict) evict();
+  if (on_authenticated_) on_authenticated_(evict != nullptr);
   return taken;
 }
 
@@ -233,9 +235,11 @@ class HttpServer::Impl {
       socket.set_option(tcp::no_delay(true), peer_ec);
       std::string client = remote.address().to_string();
       auto executor = socket.get_executor();
-      auto handle = std::make_shared<http_session::ConnectionHandle>(executor, admission_, [this] {
-        state_.counters.unauthenticated_connections = admission_.unauthenticated();
-      });
+      auto handle = std::make_shared<http_session::ConnectionHandle>(
+          executor, admission_, [this](bool dropped_one) {
+            state_.counters.unauthenticated_connections = admission_.unauthenticated();
+            if (dropped_one) ++state_.counters.evicted_idle;
+          });
       ConnectionLimits::Admission admission =
           admission_.TryAdmit(client, [handle] { handle->Evict(); });
       if (admission.evict) {

@@ -35,7 +35,8 @@ struct HttpLimits {
   // proven_client_seconds.
   uint32_t min_eviction_age_ms = 1000;
   uint32_t proven_client_seconds = 600;
-  // Authenticated connections of one token at once; its next is answered 503 and closed.
+  // Authenticated connections of one token at once: for its next, its own connection waiting
+  // longest for a request gives way (after min_eviction_age_ms), else the next gets a 503.
   uint32_t max_connections_per_token = 128;
   uint32_t tls_handshake_timeout_seconds = 5;
   uint32_t idle_timeout_seconds = 60;    // keep-alive: waiting for a request's first byte

@@ -69,9 +69,10 @@ struct ServerState {
 class ConnectionHandle : public std::enable_shared_from_this<ConnectionHandle> {
  public:
   // `strand`: the connection's; `limits`: the server's, which admitted it; `on_authenticated`
-  // runs once, after the first authenticated request is counted.
+  // runs once, after the first authenticated request is counted, saying whether another
+  // connection of the same principal was dropped to make room for this one.
   ConnectionHandle(boost::asio::any_io_executor strand, ConnectionLimits& limits,
-                   std::function<void()> on_authenticated)
+                   std::function<void(bool dropped_one)> on_authenticated)
       : strand_(std::move(strand)),
         limits_(limits),
         on_authenticated_(std::move(on_authenticated)) {}
@@ -95,7 +96,8 @@ class ConnectionHandle : public std::enable_shared_from_this<ConnectionHandle> {
   // already: closes at once.
   [[nodiscard]] std::unique_ptr<Attachment> Attach(std::function<void()> close);
   // False when the principal (a token's name, or empty) holds its share of connections
-  // already: the session answers 503 and closes the connection.
+  // already, none of them waiting long enough to give way: the session answers 503 and closes
+  // the connection.
   [[nodiscard]] bool Authenticated(const std::string& principal);
   // Between requests (after the first): the connection may be dropped while idle.
   void Idle() { limits_.Idle(id_); }
@@ -108,7 +110,7 @@ class ConnectionHandle : public std::enable_shared_from_this<ConnectionHandle> {
 
   const boost::asio::any_io_executor strand_;
   ConnectionLimits& limits_;
-  const std::function<void()> on_authenticated_;
+  const std::function<void(bool)> on_authenticated_;
   uint64_t id_ = 0;
   std::atomic<bool> authenticated_{false};
   absl::Mutex mu_;

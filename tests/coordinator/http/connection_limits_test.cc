@@ -317,8 +317,9 @@ TEST(ConnectionLimitsTest, AProvenClientTakesPrecedenceForAFewConnectionsOnly) {
   a.Admit("10.0.0.1", Verdict::kServerFull);  // its third: as any client's, and all are young
 }
 
-// One principal (a token) holds at most max_per_principal authenticated connections; its next
-// stays unauthenticated, to be closed by its caller.
+// One principal (a token) holds at most max_per_principal authenticated connections; for its
+// next, its own connection that has waited longest for a request gives way, once it has waited
+// the minimum age; else the next stays unauthenticated, to be closed by its caller.
 TEST(ConnectionLimitsTest, APrincipalHoldsItsShareOfConnectionsOnly) {
   Admitter a({.max_total = 16,
               .max_per_client = 16,
@@ -336,8 +337,22 @@ TEST(ConnectionLimitsTest, APrincipalHoldsItsShareOfConnectionsOnly) {
   EXPECT_TRUE(a.limits.Authenticated(a.Admit("10.0.0.5"), "alice"));
   a.limits.Release(a2);
   a.limits.Release(a3);
-  EXPECT_TRUE(a.limits.Authenticated(a.Admit("10.0.0.6"), "alice"));
-  EXPECT_FALSE(a.limits.Authenticated(a.Admit("10.0.0.7"), "alice"));
+  const uint64_t a6 = a.Admit("10.0.0.6");
+  EXPECT_TRUE(a.limits.Authenticated(a6, "alice"));
+  std::function<void()> evict;
+  const uint64_t a7 = a.Admit("10.0.0.7");
+  EXPECT_FALSE(a.limits.Authenticated(a7, "alice", &evict));  // none waiting
+  a.limits.Idle(a6);
+  a.Advance(999 * kNanosPerMilli);
+  EXPECT_FALSE(a.limits.Authenticated(a7, "alice", &evict));  // not long enough
+  EXPECT_FALSE(evict);
+  a.Advance(1 * kNanosPerMilli);
+  EXPECT_TRUE(a.limits.Authenticated(a7, "alice", &evict));
+  ASSERT_TRUE(evict);
+  evict();
+  EXPECT_EQ(a.evicted, (std::vector<uint64_t>{a6}));
+  EXPECT_EQ(a.limits.evicted_idle(), 1u);
+  EXPECT_EQ(a.limits.open_for("10.0.0.6"), 0u);
 }
 
 TEST(ProgressDeadlineTest, EachIntervalMustBringTheMinimum) {
