@@ -147,7 +147,7 @@ class HttpServer::Impl {
     {
       absl::MutexLock lock(&state_.streams_mu);
       for (const std::shared_ptr<PieceChannel>& channel : state_.open_streams) {
-        asio::post(state_.io, [channel] { channel->close(); });
+        asio::post(state_.io, [channel] { http_session::EndStream(*channel); });
       }
       state_.streams_mu.AwaitWithTimeout(absl::Condition(&streams_done), absl::Seconds(10));
     }

@@ -34,6 +34,14 @@ namespace podscope::coordinator::http_session {
 using PieceChannel =
     boost::asio::experimental::concurrent_channel<void(boost::system::error_code, std::string)>;
 
+// Ends a stream from the session's side: later sends fail, and so does a send already waiting
+// for room (close alone completes only waiting receives: a producer blocked on a full channel
+// would hold its stream thread for good, and every later export would wait behind it).
+inline void EndStream(PieceChannel& channel) {
+  channel.close();
+  channel.cancel();
+}
+
 // Owned by the server; sessions hold a reference for their lives. Stop waits for requests in
 // flight and streamed bodies; sessions still suspended then are destroyed with `io`.
 struct ServerState {

@@ -527,7 +527,7 @@ asio::awaitable<bool> Session<Stream>::WriteStreamed(HttpResponse& response, uns
     if (write_ec) break;
     progress.Add(n, Clock::now());
   }
-  channel->close();  // a producer still writing fails at once and stops
+  EndStream(*channel);  // a producer still writing fails at once and stops
   if (!whole) co_return false;
   Lowest().expires_after(std::chrono::seconds(limits_.progress_interval_seconds));
   auto [last_ec, last_n] = co_await asio::async_write(stream_, http::make_chunk_last(),
