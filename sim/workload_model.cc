@@ -251,6 +251,23 @@ absl::StatusOr<Slowdown> ParseSlowdown(std::string_view spec) {
   return s;
 }
 
+absl::Status ApplyPreset(std::string_view name, WorkloadOptions* o) {
+  if (name == "default") return absl::OkStatus();
+  if (name == "light") {
+    o->forward_kernels = 6, o->backward_kernels = 12, o->optimizer_kernels = 2, o->buckets = 2;
+    return absl::OkStatus();
+  }
+  if (name == "dense") {
+    o->forward_kernels = 160, o->backward_kernels = 300, o->optimizer_kernels = 40;
+    o->forward_ns = 1'200'000, o->backward_ns = 2'400'000, o->optimizer_ns = 300'000;
+    o->dataloader_ns = 500'000;
+    o->params = 25'000'000;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      common::StrCat("unknown preset \"", name, "\" (default, light or dense)"));
+}
+
 absl::Status ValidateOptions(const WorkloadOptions& o) {
   if (o.ranks < 1 || o.ranks > 65536)
     return absl::InvalidArgumentError("ranks must be in 1..65536");

@@ -136,7 +136,8 @@ absl::Status ApplySimulationKey(std::string_view key, std::string_view value, Si
     if (!ParseInt(value, &n) || n < 1 || n > 65536) return bad("sim-world must be in 1..65536");
     spec->sim_world = static_cast<int32_t>(n);
   } else if (key == "profile") {
-    if (value != "default" && value != "light") return bad("profile is default or light");
+    if (value != "default" && value != "light" && value != "dense")
+      return bad("profile is default, light or dense");
     spec->profile = std::string(value);
   } else {
     return absl::InvalidArgumentError(
@@ -203,10 +204,8 @@ SimulatedRanksCollector::SimulatedRanksCollector(SimulationSpec spec, std::strin
   base_.ranks_per_host = base_.ranks;
   base_.job = spec_.job;
   base_.slowdowns = spec_.stragglers;
-  if (spec_.profile == "light") {
-    base_.forward_kernels = 6, base_.backward_kernels = 12, base_.optimizer_kernels = 2,
-    base_.buckets = 2;
-  }
+  // The profile was checked when the spec was parsed.
+  sim::ApplyPreset(spec_.profile, &base_).IgnoreError();
   const TimeNs nominal_step =
       base_.dataloader_ns + base_.forward_ns + base_.backward_ns + base_.optimizer_ns;
   steps_per_segment_ = static_cast<int32_t>(kSegmentNs / nominal_step) + 1;

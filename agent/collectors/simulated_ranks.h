@@ -24,7 +24,7 @@
 namespace podscope::agent {
 
 // --simulate ranks=0-7,world=32,job=J,seed=S,straggler=RANK:FACTOR[:kind],straggler-at=T0[-T1],
-//            hang=RANK@T,clock-offset-ms=X,drift-ppm=Y,profile=default|light,sim-world=N
+//            hang=RANK@T,clock-offset-ms=X,drift-ppm=Y,profile=default|light|dense,sim-world=N
 struct SimulationSpec {
   int32_t first_rank = 0, last_rank = 7;
   int32_t world = 8;
@@ -37,7 +37,7 @@ struct SimulationSpec {
   sim::Hang hang;              // hang=RANK@T: that rank enters no collective from T on
   double clock_offset_ms = 0;  // of this agent's clock against the host's
   double drift_ppm = 0;
-  std::string profile = "default";  // "light": a tenth of the kernels (scale tests)
+  std::string profile = "default";  // sim::ApplyPreset: "light" (scale tests), "dense" (real)
   // Simulate a job of this many ranks and serve rank r with rank r mod sim_world's timeline
   // (0: the whole world). For scale tests, where simulating thousands of ranks in every agent
   // process would cost more than the agents.
