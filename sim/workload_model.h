@@ -92,7 +92,7 @@ struct Workload {
 // - "light": a tenth of the kernels and two buckets, for fast tests and scale runs;
 // - "dense": a real job's density (a probed H200 rank ran 4.4 ms steps at about 228 k events
 //   per second): a 4.4 ms step of 500 kernels, each with its launch call, and a 25 M parameter
-//   gradient in 8 buckets, 200-300 k events per rank per second.
+//   gradient in 8 buckets, over 200 k events per rank per second.
 // Unknown names are an error naming the choices.
 absl::Status ApplyPreset(std::string_view name, WorkloadOptions* options);
 

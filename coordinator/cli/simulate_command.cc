@@ -15,6 +15,17 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions& o) {
   sim::WorkloadOptions& w = o.workload;
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Write a simulated training job as Kineto trace files (one per rank)");
+  // First: CLI11 stores options in the order they are declared, so the options given beside
+  // the preset override it.
+  cmd->add_option_function<std::string>(
+         "--preset",
+         [&w](const std::string& name) {
+           if (absl::Status s = sim::ApplyPreset(name, &w); !s.ok())
+             throw CLI::ValidationError("--preset", std::string(s.message()));
+         },
+         "Step shape: default (97 ms, 200 kernels), light (a tenth of the kernels) or dense (4.5 "
+         "ms, 500 kernels: a real rank's event rate)")
+      ->default_str("default");
   cmd->add_option("--ranks", w.ranks, "Ranks (GPUs)")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();

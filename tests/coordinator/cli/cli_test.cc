@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/parse_number.h"
 #include "common/str_util.h"
 #include "tests/sanitizers.h"
 #include "tests/test_paths.h"
@@ -195,6 +196,35 @@ TEST(CliAnalyzeTest, InputsThatAreNotOneJobAreRefusedOrWarnedAbout) {
   const RunResult clean = RunCli("analyze --report pod --format json " + dir.File("eight"));
   EXPECT_NE(clean.output.find(R"("warnings":[]})"), std::string::npos)
       << clean.output.substr(clean.output.size() - 200);
+}
+
+// --preset picks the step's shape; options given beside it override it, before or after it.
+TEST(CliSimulateTest, APresetShapesTheStepAndGivenOptionsOverrideIt) {
+  ScratchDir dir;
+  auto events = [](const RunResult& run) -> int64_t {
+    const size_t at = run.output.find("steps (");
+    if (at == std::string::npos) return -1;
+    return common::ParseInt(run.output.substr(at + 7, run.output.find(' ', at + 7) - at - 7))
+        .value_or(-1);
+  };
+  const RunResult dense =
+      RunCli("simulate --preset dense --ranks 2 --steps 20 -o " + dir.File("d"));
+  ASSERT_EQ(dense.exit_code, 0) << dense.output;
+  const RunResult light =
+      RunCli("simulate --preset light --ranks 2 --steps 20 -o " + dir.File("l"));
+  const RunResult fewer = RunCli(
+      "simulate --forward-kernels 10 --preset dense --ranks 2 --steps 20 -o " + dir.File("f"));
+  // The dense preset has 160 forward kernels; given before it, 10 still win. Each forward
+  // kernel is three events in the files, on each of 2 ranks in each of 20 steps.
+  EXPECT_EQ(events(dense) - events(fewer), 2 * 20 * (160 - 10) * 3) << dense.output << fewer.output;
+  EXPECT_GT(events(dense), 10 * events(light)) << light.output;
+  const RunResult summary = RunCli("analyze " + dir.File("d"));
+  EXPECT_NE(summary.output.find("step time (ms): min 4.4"), std::string::npos) << summary.output;
+  const RunResult unknown = RunCli("simulate --preset heavy -o " + dir.File("u"));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("unknown preset \"heavy\" (default, light or dense)"),
+            std::string::npos)
+      << unknown.output;
 }
 
 // A table analysis without --report is the summary, and at 1024 ranks it fits one screen (the
