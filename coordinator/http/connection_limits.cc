@@ -98,17 +98,19 @@ ConnectionLimits::Admission ConnectionLimits::TryAdmit(const std::string& addres
 std::pair<uint64_t, ConnectionLimits::Dropped> ConnectionLimits::Victim(bool newcomer_proven,
                                                                         bool unauthenticated_only,
                                                                         common::TimeNs now) const {
-  if (!unproven_pool_.empty()) {
-    const uint64_t crowded = unproven_pool_.MostCrowded();
-    if (newcomer_proven || OldEnough(crowded, now)) return {crowded, Dropped::kUnauthenticated};
-    const uint64_t oldest = unproven_pool_.Oldest();
-    if (OldEnough(oldest, now)) return {oldest, Dropped::kUnauthenticated};
-  }
-  if (newcomer_proven && !proven_pool_.empty()) {
-    const uint64_t crowded = proven_pool_.MostCrowded();
-    if (OldEnough(crowded, now)) return {crowded, Dropped::kUnauthenticated};
-    const uint64_t oldest = proven_pool_.Oldest();
-    if (OldEnough(oldest, now)) return {oldest, Dropped::kUnauthenticated};
+  // From a pool: the most crowded client's oldest, else the oldest of all, if old enough.
+  auto from = [&](const Pool& pool, bool any_age) -> uint64_t {
+    if (pool.empty()) return 0;
+    if (const uint64_t crowded = pool.MostCrowded(); any_age || OldEnough(crowded, now))
+      return crowded;
+    const uint64_t oldest = pool.Oldest();
+    return OldEnough(oldest, now) ? oldest : 0;
+  };
+  if (const uint64_t id = from(unproven_pool_, newcomer_proven); id != 0)
+    return {id, Dropped::kUnauthenticated};
+  if (newcomer_proven) {
+    if (const uint64_t id = from(proven_pool_, false); id != 0)
+      return {id, Dropped::kUnauthenticated};
   }
   if (!unauthenticated_only && !idle_.empty()) {
     const auto& [since, id] = *idle_.begin();
