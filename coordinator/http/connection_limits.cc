@@ -98,18 +98,10 @@ ConnectionLimits::Admission ConnectionLimits::TryAdmit(const std::string& addres
 std::pair<uint64_t, ConnectionLimits::Dropped> ConnectionLimits::Victim(bool newcomer_proven,
                                                                         bool unauthenticated_only,
                                                                         common::TimeNs now) const {
-  // From a pool: the most crowded client's oldest, else the oldest of all, if old enough.
-  auto from = [&](const Pool& pool, bool any_age) -> uint64_t {
-    if (pool.empty()) return 0;
-    if (const uint64_t crowded = pool.MostCrowded(); any_age || OldEnough(crowded, now))
-      return crowded;
-    const uint64_t oldest = pool.Oldest();
-    return OldEnough(oldest, now) ? oldest : 0;
-  };
-  if (const uint64_t id = from(unproven_pool_, newcomer_proven); id != 0)
+  if (const uint64_t id = VictimIn(unproven_pool_, newcomer_proven, now); id != 0)
     return {id, Dropped::kUnauthenticated};
   if (newcomer_proven) {
-    if (const uint64_t id = from(proven_pool_, false); id != 0)
+    if (const uint64_t id = VictimIn(proven_pool_, false, now); id != 0)
       return {id, Dropped::kUnauthenticated};
   }
   if (!unauthenticated_only && !idle_.empty()) {
@@ -119,6 +111,14 @@ std::pair<uint64_t, ConnectionLimits::Dropped> ConnectionLimits::Victim(bool new
     }
   }
   return {0, Dropped::kNone};
+}
+
+uint64_t ConnectionLimits::VictimIn(const Pool& pool, bool any_age, common::TimeNs now) const {
+  if (pool.empty()) return 0;
+  if (const uint64_t crowded = pool.MostCrowded(); any_age || OldEnough(crowded, now))
+    return crowded;
+  const uint64_t oldest = pool.Oldest();
+  return OldEnough(oldest, now) ? oldest : 0;
 }
 
 bool ConnectionLimits::OldEnough(uint64_t id, common::TimeNs now) const {

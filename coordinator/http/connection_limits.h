@@ -152,6 +152,10 @@ class ConnectionLimits {
   bool Proven(const std::string& client, common::TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Prove(const std::string& client, common::TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool OldEnough(uint64_t id, common::TimeNs now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // From `pool`: its most crowded client's oldest connection, else the oldest of all, if old
+  // enough (`any_age`: whatever its age); 0 for none.
+  uint64_t VictimIn(const Pool& pool, bool any_age, common::TimeNs now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The connection to drop for a newcomer when the server or its unauthenticated share is
   // full, or 0 for none. `unauthenticated_only`: the share is what is full.
   std::pair<uint64_t, Dropped> Victim(bool newcomer_proven, bool unauthenticated_only,
