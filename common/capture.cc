@@ -21,12 +21,16 @@ CaptureView::CaptureView(std::vector<const WorkerTrace*> workers) : workers_(std
 
 TimeNs FirstAlignedInstant(const CaptureView& capture) {
   TimeNs first = INT64_MAX;
-  for (const WorkerTrace* w : capture.workers()) {
-    for (const std::vector<TimeNs>* starts :
-         {&w->kernels.start, &w->memcpys.start, &w->runtime_calls.start, &w->host_spans.start,
-          &w->collectives.enqueue, &w->steps.start}) {
-      for (TimeNs t : *starts) first = std::min(first, w->clock.ToAligned(t));
-    }
+  for (const WorkerTrace* w : capture.workers()) first = std::min(first, FirstAlignedInstant(*w));
+  return first;
+}
+
+TimeNs FirstAlignedInstant(const WorkerTrace& w) {
+  TimeNs first = INT64_MAX;
+  for (const std::vector<TimeNs>* starts :
+       {&w.kernels.start, &w.memcpys.start, &w.runtime_calls.start, &w.host_spans.start,
+        &w.collectives.enqueue, &w.steps.start}) {
+    for (TimeNs t : *starts) first = std::min(first, w.clock.ToAligned(t));
   }
   return first;
 }

@@ -35,5 +35,7 @@ class CaptureView {
 // The earliest instant of any event of the capture on the aligned clock (INT64_MAX when it holds
 // none): the origin of export time bases and windows.
 TimeNs FirstAlignedInstant(const CaptureView& capture);
+// The same for one worker.
+TimeNs FirstAlignedInstant(const WorkerTrace& worker);
 
 }  // namespace podscope::common

@@ -11,64 +11,109 @@
 
 namespace podscope::common {
 
-absl::Status FilterCapture(const CaptureFilterSpec& o, Capture* capture) {
-  if (!o.ranks.empty()) {
-    ASSIGN_OR_RETURN(const std::vector<int32_t> ranks, ParseRankList(o.ranks));
-    std::erase_if(capture->workers, [&](const WorkerTrace& w) {
-      return std::find(ranks.begin(), ranks.end(), w.info.rank) == ranks.end();
-    });
-    if (capture->workers.empty())
-      return absl::NotFoundError(StrCat("no input holds ranks ", o.ranks));
+absl::StatusOr<EventFilter> EventFilter::Parse(const CaptureFilterSpec& spec) {
+  EventFilter filter;
+  filter.spec_ = spec;
+  if (!spec.ranks.empty()) {
+    ASSIGN_OR_RETURN(filter.ranks_, ParseRankList(spec.ranks));
   }
-  if (!o.steps.empty()) {
-    int64_t first = 0, last = 0;
-    RETURN_IF_ERROR(ParseIntRange(o.steps, &first, &last));
-    for (WorkerTrace& w : capture->workers) {
-      TimeNs begin = INT64_MAX, end = INT64_MIN;
-      const StepTable& steps = w.steps;
-      for (size_t i = 0; i < steps.number.size(); ++i) {
-        if (steps.number[i] < first || steps.number[i] > last) continue;
-        begin = std::min(begin, steps.start[i]);
-        end = std::max(end, steps.end[i]);
-      }
-      if (begin > end) {
-        return absl::NotFoundError(
-            StrCat("rank ", w.info.rank, " has no step ", o.steps, " (its markers)"));
-      }
-      KeepWindow(begin, end, &w);
-    }
-  }
-  if (!o.window.empty()) {
-    const size_t dash = o.window.find('-', 1);
+  if (!spec.steps.empty())
+    RETURN_IF_ERROR(ParseIntRange(spec.steps, &filter.first_step_, &filter.last_step_));
+  if (!spec.window.empty()) {
+    const size_t dash = spec.window.find('-', 1);
     if (dash == std::string::npos)
       return absl::InvalidArgumentError("a window must be FROM-TO, e.g. 200ms-1.5s");
-    ASSIGN_OR_RETURN(const int64_t from_ms, ParseDurationMs(o.window.substr(0, dash)));
-    ASSIGN_OR_RETURN(const int64_t to_ms, ParseDurationMs(o.window.substr(dash + 1)));
-    if (to_ms <= from_ms) return absl::InvalidArgumentError("a window's TO must be after its FROM");
-    // From the capture's first instant on the aligned clock, back into each worker's own.
+    ASSIGN_OR_RETURN(filter.from_ms_, ParseDurationMs(spec.window.substr(0, dash)));
+    ASSIGN_OR_RETURN(filter.to_ms_, ParseDurationMs(spec.window.substr(dash + 1)));
+    if (filter.to_ms_ <= filter.from_ms_)
+      return absl::InvalidArgumentError("a window's TO must be after its FROM");
+  }
+  return filter;
+}
+
+bool EventFilter::KeepsRank(int32_t rank) const {
+  return ranks_.empty() || std::find(ranks_.begin(), ranks_.end(), rank) != ranks_.end();
+}
+
+absl::Status EventFilter::KeepSteps(WorkerTrace* w) const {
+  if (spec_.steps.empty()) return absl::OkStatus();
+  TimeNs begin = INT64_MAX, end = INT64_MIN;
+  const StepTable& steps = w->steps;
+  for (size_t i = 0; i < steps.number.size(); ++i) {
+    if (steps.number[i] < first_step_ || steps.number[i] > last_step_) continue;
+    begin = std::min(begin, steps.start[i]);
+    end = std::max(end, steps.end[i]);
+  }
+  if (begin > end) {
+    return absl::NotFoundError(
+        StrCat("rank ", w->info.rank, " has no step ", spec_.steps, " (its markers)"));
+  }
+  common::KeepWindow(begin, end, w);
+  return absl::OkStatus();
+}
+
+void EventFilter::KeepWindow(TimeNs origin, WorkerTrace* w) const {
+  if (spec_.window.empty()) return;
+  // From the capture's first instant on the aligned clock, back into each worker's own.
+  common::KeepWindow(w->clock.ToLocal(origin + from_ms_ * 1'000'000),
+                     w->clock.ToLocal(origin + to_ms_ * 1'000'000), w);
+}
+
+absl::Status FilterCapture(const CaptureFilterSpec& spec, Capture* capture) {
+  ASSIGN_OR_RETURN(const EventFilter filter, EventFilter::Parse(spec));
+  if (!filter.ranks().empty()) {
+    std::erase_if(capture->workers,
+                  [&](const WorkerTrace& w) { return !filter.KeepsRank(w.info.rank); });
+    if (capture->workers.empty())
+      return absl::NotFoundError(StrCat("no input holds ranks ", spec.ranks));
+  }
+  for (WorkerTrace& w : capture->workers) RETURN_IF_ERROR(filter.KeepSteps(&w));
+  if (filter.has_window()) {
     const TimeNs origin = FirstAlignedInstant(CaptureView(*capture));
     if (origin == INT64_MAX) return absl::NotFoundError("the inputs hold no events");
-    for (WorkerTrace& w : capture->workers) {
-      KeepWindow(w.clock.ToLocal(origin + from_ms * 1'000'000),
-                 w.clock.ToLocal(origin + to_ms * 1'000'000), &w);
-    }
+    for (WorkerTrace& w : capture->workers) filter.KeepWindow(origin, &w);
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateCaptureFilter(const CaptureFilterSpec& spec) {
-  if (!spec.ranks.empty()) RETURN_IF_ERROR(ParseRankList(spec.ranks).status());
-  if (!spec.steps.empty()) {
-    int64_t first = 0, last = 0;
-    RETURN_IF_ERROR(ParseIntRange(spec.steps, &first, &last));
-  }
-  if (!spec.window.empty()) {
-    // The window is parsed before anything is looked for: on no workers only a parse error remains.
-    Capture empty;
-    const absl::Status window = FilterCapture({"", "", spec.window}, &empty);
-    if (window.code() == absl::StatusCode::kInvalidArgument) return window;
+  return EventFilter::Parse(spec).status();
+}
+
+absl::Status FilteredWorkers::ForEachStepFiltered(
+    const std::function<absl::Status(WorkerTrace& trace)>& visit) {
+  bool any = false;
+  RETURN_IF_ERROR(inner_.ForEachWorker([&](const WorkerTrace& trace) -> absl::Status {
+    if (!filter_.KeepsRank(trace.info.rank)) return absl::OkStatus();
+    any = true;
+    WorkerTrace kept = trace;
+    RETURN_IF_ERROR(filter_.KeepSteps(&kept));
+    return visit(kept);
+  }));
+  if (!any) {
+    return filter_.ranks().empty()
+               ? absl::OkStatus()
+               : absl::NotFoundError(StrCat("no input holds ranks ", filter_.spec().ranks));
   }
   return absl::OkStatus();
+}
+
+absl::Status FilteredWorkers::ForEachWorker(
+    const std::function<absl::Status(const WorkerTrace& trace)>& visit) {
+  if (filter_.empty()) return inner_.ForEachWorker(visit);
+  if (filter_.has_window() && !origin_) {
+    TimeNs origin = INT64_MAX;
+    RETURN_IF_ERROR(ForEachStepFiltered([&origin](WorkerTrace& trace) {
+      origin = std::min(origin, FirstAlignedInstant(trace));
+      return absl::OkStatus();
+    }));
+    if (origin == INT64_MAX) return absl::NotFoundError("the inputs hold no events");
+    origin_ = origin;
+  }
+  return ForEachStepFiltered([&](WorkerTrace& trace) {
+    if (origin_) filter_.KeepWindow(*origin_, &trace);
+    return visit(trace);
+  });
 }
 
 }  // namespace podscope::common

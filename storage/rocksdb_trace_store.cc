@@ -331,9 +331,29 @@ absl::Status RocksDbTraceStore::PutChunk(std::string_view capture_id, uint32_t w
 absl::Status RocksDbTraceStore::ReadWorkers(
     std::string_view capture_id,
     const std::function<absl::Status(uint32_t, common::WorkerTrace)>& visit) {
+  return ReadEvents(capture_id, std::nullopt, visit);
+}
+
+absl::Status RocksDbTraceStore::ReadWorker(
+    std::string_view capture_id, uint32_t worker_index,
+    const std::function<absl::Status(common::WorkerTrace)>& visit) {
+  return ReadEvents(capture_id, worker_index, [&visit](uint32_t, common::WorkerTrace trace) {
+    return visit(std::move(trace));
+  });
+}
+
+absl::Status RocksDbTraceStore::ReadEvents(
+    std::string_view capture_id, std::optional<uint32_t> only_worker,
+    const std::function<absl::Status(uint32_t, common::WorkerTrace)>& visit) {
   RETURN_IF_ERROR(ValidateCaptureId(capture_id));
   const std::string prefix = CapturePrefix(capture_id);
-  const std::string end = CaptureEnd(capture_id);
+  std::string start = prefix, end = CaptureEnd(capture_id);
+  if (only_worker) {
+    AppendBigEndian(&start, *only_worker, 4);
+    end = prefix;
+    AppendBigEndian(&end, uint64_t{*only_worker} + 1, 4);
+    if (*only_worker == UINT32_MAX) end = CaptureEnd(capture_id);
+  }
   rocksdb::ReadOptions read;
   const rocksdb::Slice upper(end);
   read.iterate_upper_bound = &upper;
@@ -341,7 +361,7 @@ absl::Status RocksDbTraceStore::ReadWorkers(
   std::optional<uint32_t> current;
   common::WorkerTrace trace;
   v1::TraceChunk chunk;
-  for (it->Seek(prefix); it->Valid(); it->Next()) {
+  for (it->Seek(start); it->Valid(); it->Next()) {
     const std::string_view key = it->key().ToStringView();
     if (key.size() != prefix.size() + 12)
       return absl::DataLossError("malformed event key in the store");

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,8 @@ class RocksDbTraceStore : public TraceStore {
   absl::Status ReadWorkers(
       std::string_view capture_id,
       const std::function<absl::Status(uint32_t, common::WorkerTrace)>& visit) override;
+  absl::Status ReadWorker(std::string_view capture_id, uint32_t worker_index,
+                          const std::function<absl::Status(common::WorkerTrace)>& visit) override;
   absl::Status PutAnalysis(std::string_view capture_id, std::string_view kind,
                            std::string_view value) override;
   absl::StatusOr<std::optional<std::string>> GetAnalysis(std::string_view capture_id,
@@ -62,6 +65,9 @@ class RocksDbTraceStore : public TraceStore {
 
  private:
   RocksDbTraceStore(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles);
+  // The workers of a capture (or only `only_worker`), each decoded from all its chunks.
+  absl::Status ReadEvents(std::string_view capture_id, std::optional<uint32_t> only_worker,
+                          const std::function<absl::Status(uint32_t, common::WorkerTrace)>& visit);
 
   rocksdb::DB* db_;
   std::vector<rocksdb::ColumnFamilyHandle*>

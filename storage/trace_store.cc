@@ -1,5 +1,7 @@
 #include "storage/trace_store.h"
 
+#include <algorithm>
+
 #include "common/status_macros.h"
 #include "common/str_util.h"
 
@@ -55,22 +57,48 @@ absl::Status ValidateJobName(std::string_view job) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<common::Capture> LoadCapture(TraceStore& store, std::string_view capture_id) {
+absl::StatusOr<StoredWorkers> StoredWorkers::Open(TraceStore& store, std::string_view capture_id) {
   ASSIGN_OR_RETURN(CaptureRecord record, store.GetCapture(capture_id));
+  return StoredWorkers(store, std::move(record));
+}
+
+absl::Status StoredWorkers::ForEachWorker(
+    const std::function<absl::Status(const common::WorkerTrace& trace)>& visit) {
+  return ForEachOwnedWorker([&visit](common::WorkerTrace trace) { return visit(trace); });
+}
+
+absl::Status StoredWorkers::ForEachOwnedWorker(
+    const std::function<absl::Status(common::WorkerTrace trace)>& visit) {
+  std::vector<const WorkerRecord*> order;
+  for (const WorkerRecord& w : record_.workers) {
+    if (ranks_.empty() || std::find(ranks_.begin(), ranks_.end(), w.rank) != ranks_.end())
+      order.push_back(&w);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const WorkerRecord* a, const WorkerRecord* b) {
+    return a->rank != b->rank ? a->rank < b->rank : a->worker_index < b->worker_index;
+  });
+  for (const WorkerRecord* w : order) {
+    RETURN_IF_ERROR(store_->ReadWorker(record_.id, w->worker_index,
+                                       [&](common::WorkerTrace trace) -> absl::Status {
+                                         if (w->clock.source != common::ClockSource::kNone)
+                                           trace.clock = w->clock;
+                                         // Kineto files rarely name a job: theirs is the capture's.
+                                         if (trace.info.job.empty()) trace.info.job = record_.job;
+                                         return visit(std::move(trace));
+                                       }));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<common::Capture> LoadCapture(TraceStore& store, std::string_view capture_id) {
+  ASSIGN_OR_RETURN(StoredWorkers workers, StoredWorkers::Open(store, capture_id));
   common::Capture capture;
-  capture.id = record.id;
-  capture.job = record.job;
-  RETURN_IF_ERROR(
-      store.ReadWorkers(capture_id, [&capture, &record](uint32_t index, common::WorkerTrace trace) {
-        for (const WorkerRecord& w : record.workers) {
-          if (w.worker_index == index && w.clock.source != common::ClockSource::kNone)
-            trace.clock = w.clock;
-        }
-        // Workers whose trace names no job (Kineto files rarely do) belong to the capture's.
-        if (trace.info.job.empty()) trace.info.job = record.job;
-        capture.workers.push_back(std::move(trace));
-        return absl::OkStatus();
-      }));
+  capture.id = workers.record().id;
+  capture.job = workers.record().job;
+  RETURN_IF_ERROR(workers.ForEachOwnedWorker([&capture](common::WorkerTrace trace) {
+    capture.workers.push_back(std::move(trace));
+    return absl::OkStatus();
+  }));
   return capture;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/capture.h"
+#include "common/worker_source.h"
 
 namespace podscope::storage {
 
@@ -105,6 +106,10 @@ class TraceStore {
       std::string_view capture_id,
       const std::function<absl::Status(uint32_t worker_index, common::WorkerTrace trace)>&
           visit) = 0;
+  // One worker, decoded from all its chunks; `visit` is not called when it has none.
+  virtual absl::Status ReadWorker(
+      std::string_view capture_id, uint32_t worker_index,
+      const std::function<absl::Status(common::WorkerTrace trace)>& visit) = 0;
 
   // Cached analysis results, keyed by capture and kind (e.g. "steps?window=hta").
   virtual absl::Status PutAnalysis(std::string_view capture_id, std::string_view kind,
@@ -129,8 +134,33 @@ class TraceStore {
   virtual absl::StatusOr<uint64_t> ApproximateEventBytes(std::string_view capture_id) = 0;
 };
 
-// Loads a whole capture through ReadWorkers; a worker whose record carries a clock model (live
-// captures) gets that model, which supersedes whatever its chunks say.
+// A stored capture's workers, decoded one at a time (common/worker_source.h), each as LoadCapture
+// gives it: a worker whose record carries a clock model (live captures) gets that model, which
+// supersedes whatever its chunks say, and a worker naming no job gets the capture's.
+class StoredWorkers final : public common::WorkerSource {
+ public:
+  // Reads the capture's record; NotFound for an unknown capture.
+  static absl::StatusOr<StoredWorkers> Open(TraceStore& store, std::string_view capture_id);
+
+  // By the record's ranks (ties by worker index), each read with TraceStore::ReadWorker.
+  absl::Status ForEachWorker(
+      const std::function<absl::Status(const common::WorkerTrace& trace)>& visit) override;
+  // The same, handing each trace over.
+  absl::Status ForEachOwnedWorker(
+      const std::function<absl::Status(common::WorkerTrace trace)>& visit);
+  // Only workers of these ranks are read; the others are skipped undecoded. Empty: all.
+  void KeepRanks(std::vector<int32_t> ranks) { ranks_ = std::move(ranks); }
+  const CaptureRecord& record() const { return record_; }
+
+ private:
+  StoredWorkers(TraceStore& store, CaptureRecord record)
+      : store_(&store), record_(std::move(record)) {}
+  TraceStore* store_;
+  CaptureRecord record_;
+  std::vector<int32_t> ranks_;
+};
+
+// Loads a whole capture through StoredWorkers (the same workers, each whole, in memory).
 absl::StatusOr<common::Capture> LoadCapture(TraceStore& store, std::string_view capture_id);
 
 }  // namespace podscope::storage

@@ -19,6 +19,7 @@ std::string SourceDir() { return PODSCOPE_SOURCE_DIR; }
 std::string CliBinary() { return PODSCOPE_CLI_PATH; }
 std::string CoordinatorBinary() { return PODSCOPE_COORDINATOR_PATH; }
 std::string AgentBinary() { return PODSCOPE_AGENT_PATH; }
+std::string ProtocBinary() { return PODSCOPE_PROTOC_PATH; }
 std::string UiScreenshotDir() { return PODSCOPE_UI_SCREENSHOT_DIR; }
 
 std::string ProbeLibrary() {

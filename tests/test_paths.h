@@ -21,6 +21,8 @@ std::string AgentBinary();        // podscope-agent
 // Only where the probe is built (CMake found CUDA's headers); otherwise the test aborts.
 std::string ProbeLibrary();        // libpodscope_probe.so
 std::string FakeTrainingBinary();  // podscope_fake_training
+// protoc, as the build found it (tests decode what podscope writes with it).
+std::string ProtocBinary();
 // Where the web UI tests leave their screenshots and load times.
 std::string UiScreenshotDir();
 

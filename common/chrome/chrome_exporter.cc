@@ -11,27 +11,12 @@
 #include "common/json_writer.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
+#include "common/worker_source.h"
 
 namespace podscope::common {
 namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
-
-std::string_view HostSpanCat(HostSpanCategory c) {
-  switch (c) {
-    case HostSpanCategory::kOp:
-      return "cpu_op";
-    case HostSpanCategory::kPython:
-      return "python_function";
-    case HostSpanCategory::kGpuAnnotation:
-      return "gpu_user_annotation";
-    case HostSpanCategory::kAnnotation:
-    case HostSpanCategory::kInput:      // re-derived from the name on import
-    case HostSpanCategory::kOptimizer:  // likewise
-      return "user_annotation";
-  }
-  return "user_annotation";
-}
 
 // Writes the events of one worker. Owned by WriteChromeTrace; single-threaded.
 class WorkerWriter {
@@ -88,7 +73,7 @@ class WorkerWriter {
     const HostSpanTable& h = w_.host_spans;
     for (size_t i = 0; i < h.size(); ++i) {
       const bool on_gpu = h.category[i] == HostSpanCategory::kGpuAnnotation;
-      BeginEventOn('X', HostSpanCat(h.category[i]), w_.strings.Get(h.name[i]),
+      BeginEventOn('X', KinetoCategory(h.category[i]), w_.strings.Get(h.name[i]),
                    on_gpu ? DeviceTrack(0, h.thread[i]) : std::make_pair(pid_, h.thread[i]),
                    h.start[i], h.end[i]);
       out_.Raw(",\"args\":{");
@@ -310,23 +295,49 @@ class WorkerWriter {
 
 }  // namespace
 
+std::string_view KinetoCategory(HostSpanCategory c) {
+  switch (c) {
+    case HostSpanCategory::kOp:
+      return "cpu_op";
+    case HostSpanCategory::kPython:
+      return "python_function";
+    case HostSpanCategory::kGpuAnnotation:
+      return "gpu_user_annotation";
+    case HostSpanCategory::kAnnotation:
+    case HostSpanCategory::kInput:      // re-derived from the name on import
+    case HostSpanCategory::kOptimizer:  // likewise
+      return "user_annotation";
+  }
+  return "user_annotation";
+}
+
 int64_t StreamTrackId(int32_t device, int64_t stream) {
   return kStreamTrackBase + (static_cast<int64_t>(device & 0xff) << 20) + (stream & 0xfffff);
 }
 
 absl::StatusOr<ExportStats> WriteChromeTrace(
-    const CaptureView& capture, const ExportOptions& options,
+    WorkerSource& workers, const ExportOptions& options,
     const std::function<absl::Status(std::string_view)>& sink,
     const std::function<void(size_t)>& progress) {
+  // A first pass for what comes before the events: every worker's description and the merged
+  // layout's time base, the earliest aligned instant of any worker down to a whole millisecond
+  // (the Kineto layout keeps absolute times, as the PyTorch profiler writes them).
+  struct Described {
+    WorkerInfo info;
+    ClockModel clock;
+  };
+  std::vector<Described> described;
+  TimeNs first = INT64_MAX;
+  RETURN_IF_ERROR(workers.ForEachWorker([&](const WorkerTrace& w) {
+    described.push_back({w.info, w.clock});
+    described.back().info.tracks.clear();
+    if (options.layout == ExportLayout::kMerged) first = std::min(first, FirstAlignedInstant(w));
+    return absl::OkStatus();
+  }));
+  TimeNs base_ns = 0;
+  if (first != INT64_MAX && first > 0) base_ns = first - first % 1'000'000;
   ExportStats stats;
   JsonWriter out;
-  // The merged layout's time base: the earliest aligned instant of any worker, down to a whole
-  // millisecond (the Kineto layout keeps absolute times, as the PyTorch profiler writes them).
-  TimeNs base_ns = 0;
-  if (options.layout == ExportLayout::kMerged) {
-    const TimeNs first = FirstAlignedInstant(capture);
-    if (first != INT64_MAX && first > 0) base_ns = first - first % 1'000'000;
-  }
   auto flush = [&]() -> absl::Status {
     stats.bytes += out.size();
     absl::Status status = sink(out.buffer());
@@ -334,11 +345,11 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     return status;
   };
   if (options.layout == ExportLayout::kKineto) {
-    if (capture.size() != 1) {
+    if (described.size() != 1) {
       return absl::InvalidArgumentError(
-          StrCat("the Kineto layout holds exactly one worker, not ", capture.size()));
+          StrCat("the Kineto layout holds exactly one worker, not ", described.size()));
     }
-    const WorkerInfo& info = capture.worker(0).info;
+    const WorkerInfo& info = described[0].info;
     out.Raw("{\"schemaVersion\":1,\"distributedInfo\":{\"backend\":").String(info.backend);
     // "rank": N with Kineto's space: HTA finds a file's rank by that text.
     out.Raw(",\"rank\": ").Int(info.rank).Raw(",\"world_size\": ").Int(info.world_size).Raw("}");
@@ -374,9 +385,9 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
         "{\"schemaVersion\":1,\"displayTimeUnit\":\"ns\",\"podscope\":{\"format\":1,\"base_time_"
         "ns\":");
     out.Int(base_ns).Raw(",\"workers\":[");
-    for (size_t i = 0; i < capture.size(); ++i) {
-      const WorkerInfo& info = capture.worker(i).info;
-      const ClockModel& clock = capture.worker(i).clock;
+    for (size_t i = 0; i < described.size(); ++i) {
+      const WorkerInfo& info = described[i].info;
+      const ClockModel& clock = described[i].clock;
       if (i > 0) out.Char(',');
       out.Raw("{\"pid\":").Int(static_cast<int64_t>(i) + 1).Raw(",\"rank\":").Int(info.rank);
       out.Raw(",\"world_size\":").Int(info.world_size).Raw(",\"host\":").String(info.host);
@@ -395,16 +406,41 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     out.Raw("]},\"traceEvents\":[\n");
   }
   uint64_t next_flow_id = 0;
-  for (size_t i = 0; i < capture.size(); ++i) {
-    const int64_t pid = options.layout == ExportLayout::kKineto ? capture.worker(i).info.pid
-                                                                : static_cast<int64_t>(i) + 1;
-    WorkerWriter writer(capture.worker(i), pid, options, &out, &stats.events, &next_flow_id,
-                        base_ns);
+  size_t done = 0;
+  RETURN_IF_ERROR(workers.ForEachWorker([&](const WorkerTrace& w) -> absl::Status {
+    if (done == described.size())
+      return absl::InternalError("a capture's workers changed while it was exported");
+    const int64_t pid =
+        options.layout == ExportLayout::kKineto ? w.info.pid : static_cast<int64_t>(done) + 1;
+    WorkerWriter writer(w, pid, options, &out, &stats.events, &next_flow_id, base_ns);
     RETURN_IF_ERROR(writer.Write(flush));
-    if (progress) progress(i + 1);
-  }
+    ++done;
+    if (progress) progress(done);
+    return absl::OkStatus();
+  }));
   out.Raw("\n]}\n");
   RETURN_IF_ERROR(flush());
+  return stats;
+}
+
+absl::StatusOr<ExportStats> WriteChromeTrace(
+    const CaptureView& capture, const ExportOptions& options,
+    const std::function<absl::Status(std::string_view)>& sink,
+    const std::function<void(size_t)>& progress) {
+  ViewWorkers workers(capture);
+  return WriteChromeTrace(workers, options, sink, progress);
+}
+
+absl::StatusOr<ExportStats> ExportChromeTraceFile(WorkerSource& workers, const std::string& path,
+                                                  const ExportOptions& options,
+                                                  const std::function<void(size_t)>& progress) {
+  ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file,
+                   OutputFile::Open(path, std::string_view(path).ends_with(".gz")));
+  ASSIGN_OR_RETURN(ExportStats stats,
+                   WriteChromeTrace(
+                       workers, options,
+                       [&file](std::string_view data) { return file->Write(data); }, progress));
+  RETURN_IF_ERROR(file->Close());
   return stats;
 }
 
@@ -412,14 +448,8 @@ absl::StatusOr<ExportStats> ExportChromeTraceFile(const CaptureView& capture,
                                                   const std::string& path,
                                                   const ExportOptions& options,
                                                   const std::function<void(size_t)>& progress) {
-  ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file,
-                   OutputFile::Open(path, std::string_view(path).ends_with(".gz")));
-  ASSIGN_OR_RETURN(ExportStats stats,
-                   WriteChromeTrace(
-                       capture, options,
-                       [&file](std::string_view data) { return file->Write(data); }, progress));
-  RETURN_IF_ERROR(file->Close());
-  return stats;
+  ViewWorkers workers(capture);
+  return ExportChromeTraceFile(workers, path, options, progress);
 }
 
 }  // namespace podscope::common

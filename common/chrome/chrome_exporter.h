@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/capture.h"
+#include "common/worker_source.h"
 
 namespace podscope::common {
 
@@ -33,10 +34,19 @@ struct ExportStats {
 // GPU stream tracks get thread ids above any Linux tid (pid_max <= 2^22).
 inline constexpr int64_t kStreamTrackBase = int64_t{1} << 30;
 int64_t StreamTrackId(int32_t device, int64_t stream);
+// The category Kineto writes a host span under ("cpu_op", "user_annotation", ...).
+std::string_view KinetoCategory(HostSpanCategory category);
 
-// Streams the JSON to `sink` in pieces of about 1 MiB. The Kineto layout takes exactly one
-// worker (InvalidArgument otherwise). `progress` (optional) is called after
-// each worker with the number of workers written. Runs on the calling thread.
+// Streams the JSON to `sink` in pieces of about 1 MiB, holding one worker's events at a time:
+// a first pass over `workers` reads what goes before the events (their descriptions, the time
+// base), a second writes them. The Kineto layout takes exactly one worker (InvalidArgument
+// otherwise). `progress` (optional) is called after each worker with the number of workers
+// written. Runs on the calling thread.
+absl::StatusOr<ExportStats> WriteChromeTrace(
+    WorkerSource& workers, const ExportOptions& options,
+    const std::function<absl::Status(std::string_view)>& sink,
+    const std::function<void(size_t workers_done)>& progress = {});
+// The same over workers in memory.
 absl::StatusOr<ExportStats> WriteChromeTrace(
     const CaptureView& capture, const ExportOptions& options,
     const std::function<absl::Status(std::string_view)>& sink,
@@ -44,6 +54,9 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
 
 // Writes to `path`; gzip-compressed when the path ends in ".gz". The file is complete only
 // when OK is returned.
+absl::StatusOr<ExportStats> ExportChromeTraceFile(
+    WorkerSource& workers, const std::string& path, const ExportOptions& options = {},
+    const std::function<void(size_t workers_done)>& progress = {});
 absl::StatusOr<ExportStats> ExportChromeTraceFile(
     const CaptureView& capture, const std::string& path, const ExportOptions& options = {},
     const std::function<void(size_t workers_done)>& progress = {});

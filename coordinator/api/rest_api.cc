@@ -9,6 +9,7 @@
 #include "common/file_io.h"
 #include "common/json_writer.h"
 #include "common/parse_number.h"
+#include "common/perfetto/perfetto_exporter.h"
 #include "common/ranges.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
@@ -520,64 +521,85 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   return respond(std::move(body), "miss");
 }
 
-// The merged Chrome trace, streamed: the export is produced on the server's stream threads a
-// piece at a time, at the client's pace, and never held whole in memory.
+// A capture's trace, streamed from the store one worker at a time at the client's pace (produced
+// on the server's stream threads a piece at a time, never held whole): the merged Chrome JSON,
+// Perfetto's protobuf (format=perfetto), or one rank as Kineto writes it (format=kineto, for HTA
+// and the PyTorch profiler's viewer: one request per rank).
 HttpResponse RestApi::Trace(HttpRequest& r) {
   const std::string id = r.params["id"];
   const std::string gzip_text = r.Query("gzip", "false");
   if (gzip_text != "true" && gzip_text != "false" && gzip_text != "1" && gzip_text != "0") {
     return HttpResponse::Problem(400, "Bad Request", "gzip must be true, false, 1 or 0");
   }
-  const std::string gzip = gzip_text == "1" || gzip_text == "true" ? "true" : "false";
+  const bool compress = gzip_text == "1" || gzip_text == "true";
+  const std::string format = r.Query("format", "json");
+  if (format != "json" && format != "perfetto" && format != "kineto") {
+    return HttpResponse::Problem(400, "Bad Request", "format must be json, perfetto or kineto");
+  }
   for (const auto& [key, value] : r.query) {
-    if (key != "gzip" && key != "ranks" && key != "steps" && key != "window") {
+    if (key != "gzip" && key != "ranks" && key != "steps" && key != "window" && key != "format") {
       return HttpResponse::Problem(400, "Bad Request",
                                    common::StrCat("unknown query parameter \"", key, "\""));
     }
   }
   // The filters of `podscope export`: checked before the 200, applied while streaming.
-  const common::CaptureFilterSpec filter{r.Query("ranks"), r.Query("steps"), r.Query("window")};
-  if (absl::Status valid = common::ValidateCaptureFilter(filter); !valid.ok())
-    return FromStatus(valid);
+  const common::CaptureFilterSpec spec{r.Query("ranks"), r.Query("steps"), r.Query("window")};
+  absl::StatusOr<common::EventFilter> filter = common::EventFilter::Parse(spec);
+  if (!filter.ok()) return FromStatus(filter.status());
+  if (format == "kineto" && filter->ranks().size() != 1) {
+    return HttpResponse::Problem(
+        400, "Bad Request",
+        "format=kineto is one rank's trace, as Kineto writes one file per rank: give ranks=N");
+  }
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
   if (!record.ok()) return FromStatus(record.status());
   if (std::optional<HttpResponse> refused = NotAnalysable(*record)) return *std::move(refused);
-  if (!filter.ranks.empty()) {
-    const std::vector<int32_t> ranks = *common::ParseRankList(filter.ranks);
-    const bool any = std::any_of(
-        record->workers.begin(), record->workers.end(), [&](const storage::WorkerRecord& w) {
-          return std::find(ranks.begin(), ranks.end(), w.rank) != ranks.end();
-        });
+  if (!filter->ranks().empty()) {
+    const bool any =
+        std::any_of(record->workers.begin(), record->workers.end(),
+                    [&](const storage::WorkerRecord& w) { return filter->KeepsRank(w.rank); });
     if (!any)
-      return HttpResponse::Problem(
-          404, "Not Found", common::StrCat("capture ", id, " holds no ranks ", filter.ranks));
+      return HttpResponse::Problem(404, "Not Found",
+                                   common::StrCat("capture ", id, " holds no ranks ", spec.ranks));
   }
   HttpResponse response = HttpResponse::Json(200, "");
-  if (gzip == "true") response.content_type = "application/gzip";
-  response.headers.emplace_back(
-      "Content-Disposition",
-      common::StrCat("attachment; filename=\"", id, gzip == "true" ? ".json.gz" : ".json", "\""));
-  response.stream = [this, id, filter,
-                     compress = gzip == "true"](const BodyWriter& write) -> absl::Status {
-    absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
-    if (!capture.ok()) return capture.status();
-    if (absl::Status filtered = common::FilterCapture(filter, &*capture); !filtered.ok()) {
-      spdlog::warn("export of capture {}: {}", id, std::string(filtered.message()));
-      return filtered;
-    }
+  std::string filename = id;
+  if (format == "perfetto") {
+    response.content_type = "application/octet-stream";
+    filename += ".perfetto-trace";
+  } else {
+    if (format == "kineto") common::StrAppend(&filename, "-rank-", filter->ranks()[0], ".pt.trace");
+    filename += ".json";
+  }
+  if (compress) {
+    response.content_type = "application/gzip";
+    filename += ".gz";
+  }
+  response.headers.emplace_back("Content-Disposition",
+                                common::StrCat("attachment; filename=\"", filename, "\""));
+  response.stream = [this, id, format, compress,
+                     filter = *std::move(filter)](const BodyWriter& write) -> absl::Status {
+    // One worker at a time from the store: the export never holds the capture.
+    absl::StatusOr<storage::StoredWorkers> stored = storage::StoredWorkers::Open(store_, id);
+    if (!stored.ok()) return stored.status();
+    stored->KeepRanks(filter.ranks());
+    common::FilteredWorkers workers(*stored, filter);
     std::optional<common::GzipStreamWriter> gz;
     if (compress) gz.emplace(write);
     uint64_t total = 0;
-    absl::StatusOr<common::ExportStats> stats = common::WriteChromeTrace(
-        common::CaptureView(*capture), {}, [&](std::string_view piece) -> absl::Status {
-          total += piece.size();
-          if (total > limits_.max_export_bytes) {
-            return absl::ResourceExhaustedError(
-                common::StrCat("the trace is larger than the export limit of ",
-                               limits_.max_export_bytes, " bytes"));
-          }
-          return gz ? gz->Write(piece) : write(piece);
-        });
+    auto sink = [&](std::string_view piece) -> absl::Status {
+      total += piece.size();
+      if (total > limits_.max_export_bytes) {
+        return absl::ResourceExhaustedError(common::StrCat(
+            "the trace is larger than the export limit of ", limits_.max_export_bytes, " bytes"));
+      }
+      return gz ? gz->Write(piece) : write(piece);
+    };
+    common::ExportOptions options;
+    if (format == "kineto") options.layout = common::ExportLayout::kKineto;
+    absl::StatusOr<common::ExportStats> stats =
+        format == "perfetto" ? common::WritePerfettoTrace(workers, options, sink)
+                             : common::WriteChromeTrace(workers, options, sink);
     if (!stats.ok()) {
       spdlog::warn("export of capture {} cut short: {}", id, std::string(stats.status().message()));
       return stats.status();

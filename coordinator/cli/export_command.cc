@@ -1,9 +1,13 @@
 #include "coordinator/cli/export_command.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "common/capture_filter.h"
 #include "common/chrome/chrome_exporter.h"
+#include "common/perfetto/perfetto_exporter.h"
+#include "common/str_util.h"
+#include "common/worker_source.h"
 #include "coordinator/cli/load_inputs.h"
 #include "coordinator/cli/terminal_progress.h"
 
@@ -11,11 +15,21 @@ namespace podscope::coordinator {
 
 CLI::App* AddExportCommand(CLI::App& app, ExportCommandOptions& options) {
   CLI::App* cmd = app.add_subcommand(
-      "export", "Merge traces into one Chrome-trace / Perfetto JSON (one process per rank)");
+      "export",
+      "Merge traces into one Chrome/Perfetto JSON or Perfetto protobuf trace (one process per "
+      "rank), or write one Kineto file per rank");
   cmd->add_option("inputs", options.inputs, "Trace directories or files (*.json, *.json.gz)")
       ->required();
-  cmd->add_option("-o,--output", options.output, "Output file; gzip-compressed if it ends in .gz")
+  cmd->add_option("-o,--output", options.output,
+                  "Output file, gzip-compressed if it ends in .gz; with --format kineto, a "
+                  "directory for rank-N.pt.trace.json files")
       ->required();
+  cmd->add_option("--format", options.format,
+                  "json (Chrome trace events), perfetto (Perfetto's protobuf: larger traces load "
+                  "faster in ui.perfetto.dev), kineto (per rank, as the PyTorch profiler writes: "
+                  "for HTA)")
+      ->check(CLI::IsMember({"json", "perfetto", "kineto"}))
+      ->capture_default_str();
   cmd->add_flag("--no-flows", options.no_flows, "Leave out launch->kernel flow arrows");
   cmd->add_option("--ranks", options.ranks, "Only these ranks, e.g. 0-3,7");
   cmd->add_option("--steps", options.steps,
@@ -25,6 +39,40 @@ CLI::App* AddExportCommand(CLI::App& app, ExportCommandOptions& options) {
       "Only the events inside FROM-TO after the capture's first instant, e.g. 200ms-1.5s");
   return cmd;
 }
+
+namespace {
+
+// One Kineto file per rank in `dir`, on the aligned clock: what HTA and the PyTorch profiler's
+// viewer open as N ranks.
+int WriteKinetoFiles(const common::CaptureView& view, const std::string& dir,
+                     const common::ExportOptions& options) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir)) {
+    std::fprintf(stderr, "podscope export: cannot make the directory %s\n", dir.c_str());
+    return 1;
+  }
+  common::ExportOptions kineto = options;
+  kineto.layout = common::ExportLayout::kKineto;
+  uint64_t bytes = 0;
+  for (const common::WorkerTrace* w : view.workers()) {
+    const std::string path = common::StrCat(dir, "/rank-", w->info.rank, ".pt.trace.json");
+    const common::CaptureView one(std::vector<const common::WorkerTrace*>{w});
+    absl::StatusOr<common::ExportStats> stats = common::ExportChromeTraceFile(one, path, kineto);
+    if (!stats.ok()) {
+      std::fprintf(stderr, "podscope export: %s: %s\n", path.c_str(),
+                   std::string(stats.status().message()).c_str());
+      return 1;
+    }
+    bytes += stats->bytes;
+  }
+  std::printf("wrote %zu Kineto files (rank-N.pt.trace.json, %s) to %s\n", view.size(),
+              HumanBytes(bytes).c_str(), dir.c_str());
+  std::printf("open them with HTA: TraceAnalysis(trace_dir=\"%s\")\n", dir.c_str());
+  return 0;
+}
+
+}  // namespace
 
 int RunExportCommand(const ExportCommandOptions& options) {
   absl::StatusOr<common::Capture> capture = LoadInputsWithProgress(options.inputs);
@@ -39,21 +87,27 @@ int RunExportCommand(const ExportCommandOptions& options) {
     return filtered.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   const common::CaptureView view(*capture);
-  TerminalProgress progress("exporting");
   common::ExportOptions export_options;
   export_options.flows = !options.no_flows;
-  absl::StatusOr<common::ExportStats> stats = common::ExportChromeTraceFile(
-      view, options.output, export_options,
-      [&](size_t done) { progress.Update(done, view.size(), "ranks"); });
+  if (options.format == "kineto") return WriteKinetoFiles(view, options.output, export_options);
+  TerminalProgress progress("exporting");
+  common::ViewWorkers workers(view);
+  auto update = [&](size_t done) { progress.Update(done, view.size(), "ranks"); };
+  absl::StatusOr<common::ExportStats> stats =
+      options.format == "perfetto"
+          ? common::ExportPerfettoTraceFile(workers, options.output, export_options, update)
+          : common::ExportChromeTraceFile(workers, options.output, export_options, update);
   progress.Finish();
   if (!stats.ok()) {
     std::fprintf(stderr, "podscope export: %s\n", std::string(stats.status().message()).c_str());
     return 1;
   }
-  std::printf("wrote %s: %zu ranks, %llu trace events, %s of JSON\n", options.output.c_str(),
+  std::printf("wrote %s: %zu ranks, %llu trace events, %s of %s\n", options.output.c_str(),
               view.size(), static_cast<unsigned long long>(stats->events),
-              HumanBytes(stats->bytes).c_str());
-  std::printf("open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing\n");
+              HumanBytes(stats->bytes).c_str(),
+              options.format == "perfetto" ? "Perfetto protobuf" : "JSON");
+  std::printf("open it in https://ui.perfetto.dev (Open trace file)%s\n",
+              options.format == "perfetto" ? "" : " or chrome://tracing");
   return 0;
 }
 

@@ -1,4 +1,6 @@
-// `podscope export <dir|files> -o merged.json[.gz]`: one Chrome/Perfetto trace for all ranks.
+// `podscope export <dir|files> -o merged.json[.gz]`: one Chrome JSON trace for all ranks, one
+// Perfetto protobuf trace (--format perfetto), or one Kineto file per rank (--format kineto -o
+// DIR).
 #pragma once
 
 #include <string>
@@ -11,6 +13,7 @@ namespace podscope::coordinator {
 struct ExportCommandOptions {
   std::vector<std::string> inputs;
   std::string output;
+  std::string format = "json";  // json, perfetto or kineto
   bool no_flows = false;
   // Filters: ranks "0-3,7"; steps "N" or "FIRST-LAST" (each worker's own step markers); a window
   // "FROM-TO" of durations with units from the capture's first instant ("200ms-1.5s").

@@ -143,10 +143,20 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
                                 "(/healthz) and ready (/readyz): exit 0 if "
                                 "so, 1 if not (for container HEALTHCHECKs and scripts)");
   c.health->add_flag("--live-only", o.live_only, "Check /healthz only");
-  c.trace = app.add_subcommand("trace", "Write a capture's merged Chrome/Perfetto trace");
+  c.trace = app.add_subcommand(
+      "trace", "Write a capture's trace: merged Chrome JSON, Perfetto protobuf or Kineto per rank");
   c.trace->add_option("capture", o.capture_id, "Capture id")->required();
-  c.trace->add_option("-o,--output", o.trace_path, "File to write (.json, or .json.gz for gzip)")
+  c.trace
+      ->add_option("-o,--output", o.trace_path,
+                   "File to write (gzip-compressed if it ends in .gz); with --format kineto, a "
+                   "directory for rank-N.pt.trace.json files")
       ->required();
+  c.trace
+      ->add_option("--format", o.trace_format,
+                   "json (Chrome trace events), perfetto (Perfetto's protobuf), kineto (one file "
+                   "per rank on the aligned clock, for HTA)")
+      ->check(CLI::IsMember({"json", "perfetto", "kineto"}))
+      ->capture_default_str();
   return c;
 }
 
@@ -349,11 +359,12 @@ int RunCancelCommand(const OnlineOptions& o) {
 }
 
 absl::StatusOr<uint64_t> DownloadTrace(const ServerAddress& server, const std::string& capture_id,
-                                       const std::string& path) {
+                                       const std::string& path, std::string_view query) {
   const bool gzip = path.ends_with(".gz");
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
-      server, "GET",
-      common::StrCat("/v1/captures/", UrlEncode(capture_id), "/trace", gzip ? "?gzip=true" : ""));
+  std::string target = common::StrCat("/v1/captures/", UrlEncode(capture_id),
+                                      "/trace?gzip=", gzip ? "true" : "false");
+  if (!query.empty()) common::StrAppend(&target, "&", query);
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(server, "GET", target);
   if (!r.ok()) return r.status();
   if (r->status != 200) return absl::UnavailableError(ProblemDetail(*r));
   std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -363,6 +374,46 @@ absl::StatusOr<uint64_t> DownloadTrace(const ServerAddress& server, const std::s
     return absl::InternalError(common::StrCat("cannot write ", path));
   return r->body.size();
 }
+
+namespace {
+
+// One Kineto file per rank of the capture, each its own request.
+int DownloadKinetoFiles(const ServerAddress& server, const OnlineOptions& o) {
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(server, "GET", CapturePath(o));
+  if (!r.ok()) return Fail("trace", std::string(r.status().message()));
+  if (r->status != 200) return Fail("trace", ProblemDetail(*r));
+  simdjson::dom::parser parser;
+  simdjson::dom::element c;
+  simdjson::dom::array workers;
+  if (parser.parse(r->body).get(c) != simdjson::SUCCESS ||
+      c["workers"].get_array().get(workers) != simdjson::SUCCESS) {
+    return Fail("trace", "unreadable answer");
+  }
+  std::vector<int64_t> ranks;
+  for (simdjson::dom::element w : workers) {
+    int64_t rank = 0;
+    if (w["rank"].get_int64().get(rank) == simdjson::SUCCESS) ranks.push_back(rank);
+  }
+  std::error_code error;
+  std::filesystem::create_directories(o.trace_path, error);
+  if (error || !std::filesystem::is_directory(o.trace_path))
+    return Fail("trace", common::StrCat("cannot make the directory ", o.trace_path));
+  uint64_t total = 0;
+  for (int64_t rank : ranks) {
+    const std::string path = common::StrCat(o.trace_path, "/rank-", rank, ".pt.trace.json");
+    absl::StatusOr<uint64_t> bytes =
+        DownloadTrace(server, o.capture_id, path, common::StrCat("format=kineto&ranks=", rank));
+    if (!bytes.ok())
+      return Fail("trace", common::StrCat("rank ", rank, ": ", bytes.status().message()));
+    total += *bytes;
+  }
+  std::printf("wrote %zu Kineto files (rank-N.pt.trace.json, %s) to %s\n", ranks.size(),
+              HumanBytes(total).c_str(), o.trace_path.c_str());
+  std::printf("open them with HTA: TraceAnalysis(trace_dir=\"%s\")\n", o.trace_path.c_str());
+  return 0;
+}
+
+}  // namespace
 
 int RunHealthCommand(const OnlineOptions& o) {
   absl::StatusOr<ServerAddress> server = ResolveServer(o);
@@ -386,10 +437,13 @@ int RunHealthCommand(const OnlineOptions& o) {
 int RunTraceCommand(const OnlineOptions& o) {
   absl::StatusOr<ServerAddress> server = Server(o);
   if (!server.ok()) return Fail("trace", std::string(server.status().message()));
-  absl::StatusOr<uint64_t> bytes = DownloadTrace(*server, o.capture_id, o.trace_path);
+  if (o.trace_format == "kineto") return DownloadKinetoFiles(*server, o);
+  absl::StatusOr<uint64_t> bytes = DownloadTrace(
+      *server, o.capture_id, o.trace_path, o.trace_format == "perfetto" ? "format=perfetto" : "");
   if (!bytes.ok()) return Fail("trace", std::string(bytes.status().message()));
-  std::printf("wrote %s (%s): open it in https://ui.perfetto.dev or chrome://tracing\n",
-              o.trace_path.c_str(), HumanBytes(*bytes).c_str());
+  std::printf("wrote %s (%s): open it in https://ui.perfetto.dev%s\n", o.trace_path.c_str(),
+              HumanBytes(*bytes).c_str(),
+              o.trace_format == "perfetto" ? "" : " or chrome://tracing");
   return 0;
 }
 

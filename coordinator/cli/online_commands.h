@@ -35,8 +35,9 @@ struct OnlineOptions {
   // show | delete | cancel | trace
   std::string capture_id;
   std::string reason;      // cancel
-  std::string trace_path;  // trace: -o (.json or .json.gz)
-  bool live_only = false;  // health: /healthz only
+  std::string trace_path;  // trace: -o (.json or .json.gz; a directory with --format kineto)
+  std::string trace_format = "json";  // trace: json, perfetto or kineto
+  bool live_only = false;             // health: /healthz only
 };
 
 struct OnlineCommands {
@@ -63,8 +64,9 @@ int RunDeleteCommand(const OnlineOptions& options);
 int RunCancelCommand(const OnlineOptions& options);
 int RunTraceCommand(const OnlineOptions& options);
 int RunHealthCommand(const OnlineOptions& options);
-// GETs a capture's merged trace into `path` (gzip when it ends in .gz); returns its size.
+// GETs a capture's trace into `path` (gzip when it ends in .gz), `query` added to the request
+// (e.g. "format=perfetto"); returns its size.
 absl::StatusOr<uint64_t> DownloadTrace(const ServerAddress& server, const std::string& capture_id,
-                                       const std::string& path);
+                                       const std::string& path, std::string_view query = {});
 
 }  // namespace podscope::coordinator

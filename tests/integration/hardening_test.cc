@@ -243,10 +243,14 @@ TEST_F(HardeningTest, ImportsAndDeletesInterleavedLeaveEveryRecordMatchingItsEve
     ASSERT_TRUE(loaded.ok()) << "round " << round << ": " << loaded.status();
     ASSERT_EQ(loaded->workers.size(), record->workers.size());
     uint64_t events = 0;
-    for (size_t w = 0; w < loaded->workers.size(); ++w) {
-      EXPECT_EQ(loaded->workers[w].info.rank, record->workers[w].rank);
-      EXPECT_EQ(loaded->workers[w].Counts().Total(), record->workers[w].events);
-      events += loaded->workers[w].Counts().Total();
+    // Loaded by rank; the record lists its workers in the order they were stored.
+    std::map<int32_t, uint64_t> recorded;  // rank -> events
+    for (const storage::WorkerRecord& w : record->workers) recorded[w.rank] = w.events;
+    ASSERT_EQ(recorded.size(), record->workers.size());
+    for (const common::WorkerTrace& w : loaded->workers) {
+      ASSERT_TRUE(recorded.contains(w.info.rank)) << "rank " << w.info.rank;
+      EXPECT_EQ(w.Counts().Total(), recorded[w.info.rank]);
+      events += w.Counts().Total();
     }
     EXPECT_EQ(events, record->events);
     EXPECT_EQ((*store)->CountCaptureKeysForTesting("race"), record->workers.size())

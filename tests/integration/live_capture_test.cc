@@ -146,6 +146,68 @@ TEST_F(LiveCaptureTest, FourAgentsEightRanksEachAlignedWithTheStragglerFound) {
   }
 }
 
+// A live capture leaves the store as a Perfetto protobuf trace with every event of its JSON
+// export, and as one Kineto file per rank that podscope imports back as the same ranks with the
+// same kernels (HTA reads such a directory as N ranks).
+TEST_F(LiveCaptureTest, ALiveCaptureExportsAsPerfettoAndAsKinetoPerRank) {
+  StartCoordinator();
+  StartAgent("a", "ranks=0-1,world=4,job=ex,seed=3,profile=light,clock-offset-ms=15");
+  StartAgent("b", "ranks=2-3,world=4,job=ex,seed=3,profile=light,clock-offset-ms=-9");
+  WaitForAgents(2);
+  const std::string id = StartCapture(R"({"job": "ex", "duration_ms": 600})");
+  ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 150'000), "complete")
+      << coordinator_->Log();
+
+  const HttpResult json = HttpCall(http_port_, "GET", "/v1/captures/" + id + "/trace");
+  ASSERT_EQ(json.status, 200) << json.body.substr(0, 300);
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const size_t events = count(json.body, R"("ph":"X")") + count(json.body, R"("ph":"i")");
+  ASSERT_GT(events, 1000u);
+  const HttpResult perfetto =
+      HttpCall(http_port_, "GET", "/v1/captures/" + id + "/trace?format=perfetto");
+  ASSERT_EQ(perfetto.status, 200) << perfetto.body.substr(0, 300);
+  const std::string pb = dir_.Write("trace.perfetto-trace", perfetto.body);
+  FILE* pipe = popen((ProtocBinary() + " --decode=perfetto.protos.Trace -I " + SourceDir() +
+                      "/common/perfetto perfetto_trace.proto < " + pb + " 2>&1")
+                         .c_str(),
+                     "r");
+  std::string decoded;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) decoded.append(buf, n);
+  ASSERT_EQ(pclose(pipe), 0) << decoded.substr(0, 500);
+  EXPECT_EQ(count(decoded, "type: TYPE_SLICE_BEGIN") + count(decoded, "type: TYPE_INSTANT"),
+            events);
+  EXPECT_EQ(count(decoded, "type: TYPE_SLICE_BEGIN"), count(decoded, "type: TYPE_SLICE_END"));
+  EXPECT_EQ(count(decoded, "  process {"), 4u);
+
+  // Kineto needs one rank a request; the CLI asks for each.
+  EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/captures/" + id + "/trace?format=kineto").status, 400);
+  EXPECT_EQ(HttpCall(http_port_, "GET", "/v1/captures/" + id + "/trace?format=xml").status, 400);
+  const auto [wrote, code] = Cli("trace " + id + " --format kineto -o " + dir_.File("kineto"));
+  ASSERT_EQ(code, 0) << wrote;
+  EXPECT_NE(wrote.find("wrote 4 Kineto files"), std::string::npos) << wrote;
+  const auto [imported, import_code] =
+      Cli("import " + dir_.File("kineto") + " --job ex --capture back");
+  ASSERT_EQ(import_code, 0) << imported;
+  simdjson::dom::element back = Capture("back");
+  std::vector<int64_t> ranks;
+  for (simdjson::dom::element w : back["workers"].get_array())
+    ranks.push_back(w["rank"].get_int64().value());
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<int64_t>{0, 1, 2, 3}));
+  // The same kernels, rank by rank, with the same durations.
+  const HttpResult original = HttpCall(http_port_, "GET", "/v1/captures/" + id + "/kernels");
+  const HttpResult again = HttpCall(http_port_, "GET", "/v1/captures/back/kernels");
+  ASSERT_EQ(original.status, 200) << original.body;
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.body, original.body);
+}
+
 TEST_F(LiveCaptureTest, AgentKilledMidCaptureMakesItPartialNamingItsWorkers) {
   StartCoordinator();
   StartAgent("good", "ranks=0-3,world=8,job=k,profile=light");

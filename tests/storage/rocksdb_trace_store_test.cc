@@ -67,7 +67,10 @@ TEST(RocksDbTraceStoreTest, ChunksStreamBackWorkerByWorkerAndSurviveReopen) {
   ASSERT_TRUE(fixture.ok());
   {
     auto store = OpenStore(dir.File("db"));
-    ASSERT_TRUE(store->PutCapture(Record("cap", "j", CaptureState::kComplete, 1)).ok());
+    CaptureRecord record = Record("cap", "j", CaptureState::kComplete, 1);
+    record.workers = {WorkerRecord{0, fixture->workers[0].info.rank},
+                      WorkerRecord{1, fixture->workers[1].info.rank}};
+    ASSERT_TRUE(store->PutCapture(record).ok());
     // Worker 1 first, and worker 0 in two chunks (kernels, then the rest), to check ordering.
     ASSERT_TRUE(store->PutChunk("cap", 1, 0, fixture->workers[1]).ok());
     common::WorkerTrace kernels_only = fixture->workers[0];
@@ -92,6 +95,70 @@ TEST(RocksDbTraceStoreTest, ChunksStreamBackWorkerByWorkerAndSurviveReopen) {
   EXPECT_EQ(loaded->workers[1].info.rank, 1);
   absl::StatusOr<uint64_t> bytes = store->ApproximateEventBytes("cap");
   ASSERT_TRUE(bytes.ok());
+}
+
+// Streamed readers see the workers a CaptureView of the loaded capture would, one at a time: by
+// rank whatever the worker indices, only the chosen ranks, each with its record's clock.
+TEST(StoredWorkersTest, VisitsTheRecordsWorkersByRankOneAtATime) {
+  ScratchDir dir;
+  absl::StatusOr<common::Capture> fixture = common::LoadCapture(
+      *common::ExpandTraceInputs({podscope::testing::KinetoFixture("trace_filter")}));
+  ASSERT_TRUE(fixture.ok());
+  ASSERT_EQ(fixture->workers.size(), 2u);
+  auto store = OpenStore(dir.File("db"));
+  // Index 0 holds the higher rank; index 2 has chunks but is not in the record (an import cut
+  // short): it is not the capture's.
+  CaptureRecord record = Record("cap", "j", CaptureState::kComplete, 1);
+  common::ClockModel fitted;
+  fitted.offset_ns = 12'345;
+  fitted.source = common::ClockSource::kNetwork;
+  record.workers = {WorkerRecord{0, 7}, WorkerRecord{1, 2}};
+  record.workers[0].clock = fitted;
+  common::WorkerTrace high = fixture->workers[1], low = fixture->workers[0];
+  high.info.rank = 7;
+  low.info.rank = 2;
+  ASSERT_TRUE(store->PutCapture(record).ok());
+  ASSERT_TRUE(store->PutChunk("cap", 0, 0, high).ok());
+  ASSERT_TRUE(store->PutChunk("cap", 1, 0, low).ok());
+  ASSERT_TRUE(store->PutChunk("cap", 2, 0, low).ok());
+
+  absl::StatusOr<StoredWorkers> workers = StoredWorkers::Open(*store, "cap");
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  std::vector<int32_t> ranks;
+  std::vector<int64_t> offsets;
+  ASSERT_TRUE(workers
+                  ->ForEachWorker([&](const common::WorkerTrace& trace) {
+                    ranks.push_back(trace.info.rank);
+                    offsets.push_back(trace.clock.offset_ns);
+                    EXPECT_EQ(trace.info.job, "j");  // Kineto files name none: the capture's
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_EQ(ranks, (std::vector<int32_t>{2, 7}));
+  EXPECT_EQ(offsets[1], 12'345);
+  EXPECT_EQ(offsets[0], low.clock.offset_ns);
+
+  workers->KeepRanks({7});
+  ranks.clear();
+  ASSERT_TRUE(workers
+                  ->ForEachWorker([&](const common::WorkerTrace& trace) {
+                    ranks.push_back(trace.info.rank);
+                    podscope::testing::ExpectSameEvents(high, trace);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_EQ(ranks, (std::vector<int32_t>{7}));
+
+  // A visitor's error stops the pass and comes back as it is.
+  int visits = 0;
+  workers->KeepRanks({});
+  const absl::Status stopped = workers->ForEachWorker([&](const common::WorkerTrace&) {
+    ++visits;
+    return absl::CancelledError("enough");
+  });
+  EXPECT_EQ(stopped, absl::CancelledError("enough"));
+  EXPECT_EQ(visits, 1);
+  EXPECT_EQ(StoredWorkers::Open(*store, "nope").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(RocksDbTraceStoreTest, DeleteRemovesRecordEventsAndAnalyses) {

@@ -86,6 +86,10 @@ class HeldStore : public storage::TraceStore {
       const std::function<absl::Status(uint32_t, common::WorkerTrace)>& visit) override {
     return store_.ReadWorkers(capture_id, visit);
   }
+  absl::Status ReadWorker(std::string_view capture_id, uint32_t worker_index,
+                          const std::function<absl::Status(common::WorkerTrace)>& visit) override {
+    return store_.ReadWorker(capture_id, worker_index, visit);
+  }
   absl::Status PutAnalysis(std::string_view capture_id, std::string_view kind,
                            std::string_view value) override {
     return store_.PutAnalysis(capture_id, kind, value);

@@ -1,0 +1,130 @@
+// A capture exported from the store one worker at a time is, byte for byte, the export of the
+// whole capture in memory, with and without filters.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/capture_filter.h"
+#include "common/chrome/chrome_exporter.h"
+#include "common/trace_slice.h"
+#include "sim/workload_model.h"
+#include "storage/rocksdb_trace_store.h"
+#include "tests/test_paths.h"
+
+namespace podscope::storage {
+namespace {
+
+using podscope::testing::ScratchDir;
+
+absl::StatusOr<std::string> Export(common::WorkerSource& workers) {
+  std::string out;
+  absl::StatusOr<common::ExportStats> stats =
+      common::WriteChromeTrace(workers, {}, [&out](std::string_view piece) {
+        out.append(piece);
+        return absl::OkStatus();
+      });
+  if (!stats.ok()) return stats.status();
+  EXPECT_EQ(stats->bytes, out.size());
+  return out;
+}
+
+class StreamedExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sim::WorkloadOptions o;
+    ASSERT_TRUE(sim::ApplyPreset("light", &o).ok());
+    o.ranks = 16;
+    o.ranks_per_host = 4;
+    o.steps = 6;
+    o.clock_offset_ms = 3;
+    o.drift_ppm = 20;
+    job_ = sim::SimulateJob(o).capture;
+    absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> store =
+        RocksDbTraceStore::Open({.path = dir_.File("db")});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    CaptureRecord record;
+    record.id = "cap";
+    record.job = job_.job;
+    record.state = CaptureState::kComplete;
+    // Worker indices in reverse rank order, each worker in several chunks, and every third
+    // worker with a fitted clock model in its record (a live capture's), which wins.
+    const auto n = static_cast<uint32_t>(job_.workers.size());
+    for (uint32_t r = 0; r < n; ++r) {
+      common::WorkerTrace& w = job_.workers[r];
+      const uint32_t index = n - 1 - r;
+      WorkerRecord worker{index, w.info.rank};
+      if (r % 3 == 0) {
+        worker.clock.offset_ns = 1'000'000 + r * 1'000;
+        worker.clock.drift_ppb = -5'000;
+        worker.clock.error_bound_ns = 800;
+        worker.clock.source = common::ClockSource::kNetwork;
+        w.clock = worker.clock;
+      }
+      record.workers.push_back(worker);
+      uint64_t sequence = 0;
+      for (const common::WorkerTrace& chunk : common::SplitIntoChunks(w, 5'000))
+        ASSERT_TRUE(store_->PutChunk("cap", index, sequence++, chunk).ok());
+    }
+    ASSERT_TRUE(store_->PutCapture(record).ok());
+  }
+
+  // Streamed from the store, as the REST API's trace export reads it.
+  absl::StatusOr<std::string> Streamed(const common::CaptureFilterSpec& spec) {
+    absl::StatusOr<StoredWorkers> stored = StoredWorkers::Open(*store_, "cap");
+    if (!stored.ok()) return stored.status();
+    absl::StatusOr<common::EventFilter> filter = common::EventFilter::Parse(spec);
+    if (!filter.ok()) return filter.status();
+    stored->KeepRanks(filter->ranks());
+    common::FilteredWorkers workers(*stored, *std::move(filter));
+    return Export(workers);
+  }
+
+  // The whole capture in memory, filtered as `podscope export` filters it.
+  std::string InMemory(common::Capture capture, const common::CaptureFilterSpec& spec) {
+    EXPECT_TRUE(common::FilterCapture(spec, &capture).ok());
+    const common::CaptureView view(capture);
+    common::ViewWorkers workers(view);
+    absl::StatusOr<std::string> out = Export(workers);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? *out : "";
+  }
+
+  ScratchDir dir_;
+  common::Capture job_;
+  std::unique_ptr<RocksDbTraceStore> store_;
+};
+
+TEST_F(StreamedExportTest, EqualsTheInMemoryExportByteForByte) {
+  absl::StatusOr<common::Capture> loaded = LoadCapture(*store_, "cap");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->workers.size(), 16u);
+  const common::CaptureFilterSpec specs[] = {
+      {},
+      {.ranks = "3-5,9"},
+      {.steps = "2-3"},
+      {.window = "40ms-250ms"},
+      {.ranks = "0,7-12", .steps = "1-4", .window = "100ms-400ms"},
+  };
+  for (const common::CaptureFilterSpec& spec : specs) {
+    SCOPED_TRACE(spec.ranks + " " + spec.steps + " " + spec.window);
+    absl::StatusOr<std::string> streamed = Streamed(spec);
+    ASSERT_TRUE(streamed.ok()) << streamed.status();
+    // Against the capture as simulated (no store in between) and as loaded whole.
+    EXPECT_TRUE(*streamed == InMemory(job_, spec));
+    EXPECT_TRUE(*streamed == InMemory(*loaded, spec));
+    EXPECT_GT(streamed->size(), 10'000u);
+  }
+}
+
+TEST_F(StreamedExportTest, AFilterThatKeepsNothingIsNamed) {
+  EXPECT_EQ(Streamed({.ranks = "40-41"}).status(),
+            absl::NotFoundError("no input holds ranks 40-41"));
+  EXPECT_EQ(Streamed({.steps = "90"}).status(),
+            absl::NotFoundError("rank 0 has no step 90 (its markers)"));
+  EXPECT_EQ(Streamed({.window = "2s-1s"}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace podscope::storage
