@@ -101,4 +101,54 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
   return results;
 }
 
+bool RunsByWorker(const AnalysisRequest& request) {
+  return std::all_of(request.reports.begin(), request.reports.end(), [](const std::string& name) {
+    return name == "kernels" || name == "gpu" || name == "operators" || name == "memory" ||
+           name == "temporal";
+  });
+}
+
+absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& workers,
+                                                    const AnalysisRequest& request,
+                                                    common::Capture* described) {
+  if (!RunsByWorker(request)) {
+    return absl::InvalidArgumentError("these reports need every worker at once");
+  }
+  const bool kernels = Wants(request, "kernels"), gpu = Wants(request, "gpu"),
+             operators = Wants(request, "operators"), memory = Wants(request, "memory"),
+             temporal = Wants(request, "temporal");
+  const bool need_steps = gpu || (temporal && request.window == WindowMode::kSteps);
+  const TemporalOptions temporal_options{.window = request.window, .steps = request.steps};
+  KernelFold kernel_fold(request.top_kernels);
+  std::vector<WorkerGpu> gpus;
+  std::vector<WorkerOperatorStats> operator_stats;
+  std::vector<std::optional<WorkerMemory>> memories;
+  AnalysisResults results;
+  if (temporal) results.temporal.emplace().window = request.window;
+  described->workers.clear();
+  absl::Status read = workers.ForEachWorker([&](const common::WorkerTrace& trace) {
+    common::WorkerTrace& description = described->workers.emplace_back();
+    description.info = trace.info;
+    description.clock = trace.clock;
+    const WorkerSteps steps = need_steps ? FindSteps(trace, request.steps) : WorkerSteps();
+    if (kernels) kernel_fold.Add(trace);
+    if (gpu) gpus.push_back(ComputeWorkerGpu(trace, steps, request.first_step, request.last_step));
+    if (operators) operator_stats.push_back(ComputeWorkerOperators(trace));
+    if (memory) memories.push_back(ComputeWorkerMemory(trace));
+    if (temporal) {
+      results.temporal->workers.push_back(ComputeWorkerTemporal(
+          trace, temporal_options, request.window == WindowMode::kSteps ? &steps : nullptr));
+    }
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
+  results.warnings = CheckOneJob(common::CaptureView(*described)).warnings;
+  if (kernels) results.kernels = kernel_fold.Finish();
+  if (gpu) results.gpu = FinishGpu(std::move(gpus));
+  if (operators)
+    results.operators = FinishOperators(std::move(operator_stats), request.top_kernels);
+  if (memory) results.memory = FinishMemory(std::move(memories));
+  return results;
+}
+
 }  // namespace podscope::coordinator::analysis

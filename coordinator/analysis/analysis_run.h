@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/worker_source.h"
 #include "coordinator/analysis/breakdown.h"
 #include "coordinator/analysis/collective_bandwidth.h"
 #include "coordinator/analysis/communication.h"
@@ -74,5 +75,15 @@ bool Wants(const AnalysisRequest& request, std::string_view report);
 
 // Pure; any thread. The request must be validated.
 AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRequest& request);
+
+// Whether every report asked for is computed worker by worker (kernels, gpu, operators, memory,
+// temporal): each worker's part from its events alone, then the pod's from the parts.
+bool RunsByWorker(const AnalysisRequest& request);
+// RunAnalyses for such a request over workers read one at a time, holding one worker's events at
+// once: the results are RunAnalyses' on the whole capture, from the same code. `described` gets
+// every worker without its events (what the job check and the renderers read).
+absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& workers,
+                                                    const AnalysisRequest& request,
+                                                    common::Capture* described);
 
 }  // namespace podscope::coordinator::analysis

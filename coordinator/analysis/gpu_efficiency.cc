@@ -141,11 +141,21 @@ void GpuFigures::Finish() {
 GpuReport ComputeGpuEfficiency(const common::CaptureView& capture,
                                const std::vector<WorkerSteps>& steps, int64_t first_step,
                                int64_t last_step, size_t least_utilized) {
-  GpuReport report;
-  report.workers.resize(capture.size());
+  std::vector<WorkerGpu> workers(capture.size());
   ParallelFor(capture.size(), [&](size_t w) {
-    report.workers[w] = ForWorker(capture.worker(w), steps[w], first_step, last_step);
+    workers[w] = ComputeWorkerGpu(capture.worker(w), steps[w], first_step, last_step);
   });
+  return FinishGpu(std::move(workers), least_utilized);
+}
+
+WorkerGpu ComputeWorkerGpu(const common::WorkerTrace& trace, const WorkerSteps& steps,
+                           int64_t first_step, int64_t last_step) {
+  return ForWorker(trace, steps, first_step, last_step);
+}
+
+GpuReport FinishGpu(std::vector<WorkerGpu> workers, size_t least_utilized) {
+  GpuReport report;
+  report.workers = std::move(workers);
   std::sort(report.workers.begin(), report.workers.end(),
             [](const WorkerGpu& a, const WorkerGpu& b) { return a.rank < b.rank; });
   std::vector<double> utilization, sm, occupancy;

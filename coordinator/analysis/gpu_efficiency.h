@@ -61,5 +61,10 @@ struct GpuReport {
 GpuReport ComputeGpuEfficiency(const common::CaptureView& capture,
                                const std::vector<WorkerSteps>& steps, int64_t first_step = -1,
                                int64_t last_step = -1, size_t least_utilized = 5);
+// The same in two parts, for workers read one at a time: each worker's, then the pod's from
+// them (in any order).
+WorkerGpu ComputeWorkerGpu(const common::WorkerTrace& trace, const WorkerSteps& steps,
+                           int64_t first_step = -1, int64_t last_step = -1);
+GpuReport FinishGpu(std::vector<WorkerGpu> workers, size_t least_utilized = 5);
 
 }  // namespace podscope::coordinator::analysis

@@ -145,22 +145,29 @@ WorkerMemory ForWorker(const common::WorkerTrace& t) {
 }  // namespace
 
 MemoryReport ComputeMemory(const common::CaptureView& capture) {
-  std::vector<WorkerMemory> all(capture.size());
-  ParallelFor(capture.size(), [&](size_t w) {
-    if (capture.worker(w).memory_events.size() > 0) all[w] = ForWorker(capture.worker(w));
-  });
+  std::vector<std::optional<WorkerMemory>> all(capture.size());
+  ParallelFor(capture.size(), [&](size_t w) { all[w] = ComputeWorkerMemory(capture.worker(w)); });
+  return FinishMemory(std::move(all));
+}
+
+std::optional<WorkerMemory> ComputeWorkerMemory(const common::WorkerTrace& trace) {
+  if (trace.memory_events.size() == 0) return std::nullopt;
+  return ForWorker(trace);
+}
+
+MemoryReport FinishMemory(std::vector<std::optional<WorkerMemory>> all) {
   MemoryReport report;
-  for (size_t w = 0; w < capture.size(); ++w) {
-    if (capture.worker(w).memory_events.size() == 0) continue;
-    for (const DeviceMemory& d : all[w].devices) {
+  for (std::optional<WorkerMemory>& worker : all) {
+    if (!worker) continue;
+    for (const DeviceMemory& d : worker->devices) {
       if (!d.headroom_bytes) continue;
       if (!report.nearest_oom || *d.headroom_bytes < report.nearest_oom->headroom_bytes) {
         report.nearest_oom = NearestOutOfMemory{
-            all[w].rank, d.device, std::max(d.peak_allocated_bytes, d.peak_reserved_bytes),
+            worker->rank, d.device, std::max(d.peak_allocated_bytes, d.peak_reserved_bytes),
             *d.total_memory_bytes, *d.headroom_bytes};
       }
     }
-    report.workers.push_back(std::move(all[w]));
+    report.workers.push_back(std::move(*worker));
   }
   std::sort(report.workers.begin(), report.workers.end(),
             [](const WorkerMemory& a, const WorkerMemory& b) { return a.rank < b.rank; });

@@ -59,5 +59,9 @@ inline constexpr size_t kMemoryTimelinePoints = 200;
 // line alone. An allocation is attributed to the innermost operator (operators.h) around it on
 // its thread. Pure.
 MemoryReport ComputeMemory(const common::CaptureView& capture);
+// The same in two parts, for workers read one at a time: each worker's (none for a worker
+// without allocator events), then the report from them, in the capture view's order.
+std::optional<WorkerMemory> ComputeWorkerMemory(const common::WorkerTrace& trace);
+MemoryReport FinishMemory(std::vector<std::optional<WorkerMemory>> workers);
 
 }  // namespace podscope::coordinator::analysis

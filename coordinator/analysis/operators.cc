@@ -132,14 +132,22 @@ bool IsOperatorSpan(const common::HostSpanTable& h, size_t i) {
 }
 
 OperatorReport ComputeOperators(const common::CaptureView& capture, size_t limit) {
-  OperatorReport report;
-  std::vector<std::vector<OperatorStats>> all(capture.size());
-  ParallelFor(capture.size(), [&](size_t w) { all[w] = ForWorker(capture.worker(w)); });
+  std::vector<WorkerOperatorStats> all(capture.size());
+  ParallelFor(capture.size(),
+              [&](size_t w) { all[w] = ComputeWorkerOperators(capture.worker(w)); });
+  return FinishOperators(std::move(all), limit);
+}
 
+WorkerOperatorStats ComputeWorkerOperators(const common::WorkerTrace& trace) {
+  return {trace.info.rank, ForWorker(trace)};
+}
+
+OperatorReport FinishOperators(std::vector<WorkerOperatorStats> all, size_t limit) {
+  OperatorReport report;
   std::map<std::string, PodOperator> pod;
-  for (size_t w = 0; w < capture.size(); ++w) {
-    const int32_t rank = capture.worker(w).info.rank;
-    for (const OperatorStats& s : all[w]) {
+  for (size_t w = 0; w < all.size(); ++w) {
+    const int32_t rank = all[w].rank;
+    for (const OperatorStats& s : all[w].operators) {
       PodOperator& p = pod[s.name];
       p.stats.name = s.name;
       p.stats.calls += s.calls;
@@ -149,7 +157,7 @@ OperatorReport ComputeOperators(const common::CaptureView& capture, size_t limit
       p.stats.device_self_ns += s.device_self_ns;
       p.costliest.push_back({rank, s.device_total_ns, s.host_total_ns});
     }
-    WorkerOperators worker{rank, std::move(all[w])};
+    WorkerOperators worker{rank, std::move(all[w].operators)};
     SortTop(worker.top, limit);
     report.workers.push_back(std::move(worker));
   }

@@ -50,5 +50,13 @@ bool IsOperatorSpan(const common::HostSpanTable& spans, size_t row);
 // its thread, and its device work (kernels but sync records, copies, memsets) to the call, by
 // correlation id. `limit`: operators kept per list (0 = all). Pure; parallel over workers.
 OperatorReport ComputeOperators(const common::CaptureView& capture, size_t limit = 20);
+// The same in two parts, for workers read one at a time: each worker's operators, then the
+// report from them, in the capture view's order.
+struct WorkerOperatorStats {
+  int32_t rank = 0;
+  std::vector<OperatorStats> operators;
+};
+WorkerOperatorStats ComputeWorkerOperators(const common::WorkerTrace& trace);
+OperatorReport FinishOperators(std::vector<WorkerOperatorStats> workers, size_t limit = 20);
 
 }  // namespace podscope::coordinator::analysis

@@ -9,7 +9,7 @@
 namespace podscope::coordinator::analysis {
 namespace {
 
-void Add(KernelStats& s, TimeNs d, const std::optional<Occupancy>& occupancy) {
+void AddKernel(KernelStats& s, TimeNs d, const std::optional<Occupancy>& occupancy) {
   s.min_ns = s.count == 0 ? d : std::min(s.min_ns, d);
   s.max_ns = std::max(s.max_ns, d);
   s.total_ns += d;
@@ -35,7 +35,7 @@ void Merge(KernelStats& into, const KernelStats& s) {
   into.occupancy_weighted_ns += s.occupancy_weighted_ns;
 }
 
-std::vector<KernelStats> Finish(std::map<std::string, KernelStats>& by_name, size_t limit) {
+std::vector<KernelStats> Ranked(std::map<std::string, KernelStats>& by_name, size_t limit) {
   std::vector<KernelStats> out;
   TimeNs total = 0;
   for (auto& [name, s] : by_name) total += s.total_ns;
@@ -60,38 +60,42 @@ void KernelStats::Finish() {
 }
 
 KernelReport ComputeTopKernels(const common::CaptureView& capture, size_t limit) {
-  KernelReport report;
-  std::map<std::string, KernelStats> pod;
-  for (size_t w = 0; w < capture.size(); ++w) {
-    const common::WorkerTrace& trace = capture.worker(w);
-    const common::KernelTable& k = trace.kernels;
-    const WorkerOccupancy occupancy(trace.info);
-    // Aggregate by name id first (cheap), then by string.
-    std::map<common::NameId, KernelStats> by_id;
-    for (size_t i = 0; i < k.size(); ++i) {
-      if (k.kernel_class[i] == common::KernelClass::kSync) continue;
-      KernelStats& s = by_id[k.name[i]];
-      if (s.count == 0) s.kernel_class = std::string(common::KernelClassName(k.kernel_class[i]));
-      Add(s, k.end[i] - k.start[i], occupancy.ForKernel(k, i));
-    }
-    std::map<std::string, KernelStats> by_name;
-    TensorCoreTime tensor_cores;
-    for (auto& [id, s] : by_id) {
-      s.name = std::string(trace.strings.Get(id));
-      s.tensor_core = UsesTensorCores(s.name);
-      if (s.kernel_class == common::KernelClassName(common::KernelClass::kCompute)) {
-        tensor_cores.compute_ns += s.total_ns;
-        if (s.tensor_core) tensor_cores.tensor_core_ns += s.total_ns;
-      }
-      Merge(pod[s.name], s);
-      Merge(by_name[s.name], s);
-    }
-    report.tensor_cores.compute_ns += tensor_cores.compute_ns;
-    report.tensor_cores.tensor_core_ns += tensor_cores.tensor_core_ns;
-    report.workers.push_back(WorkerKernels{trace.info.rank, Finish(by_name, limit), tensor_cores});
+  KernelFold fold(limit);
+  for (size_t w = 0; w < capture.size(); ++w) fold.Add(capture.worker(w));
+  return fold.Finish();
+}
+
+void KernelFold::Add(const common::WorkerTrace& trace) {
+  const common::KernelTable& k = trace.kernels;
+  const WorkerOccupancy occupancy(trace.info);
+  // Aggregate by name id first (cheap), then by string.
+  std::map<common::NameId, KernelStats> by_id;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (k.kernel_class[i] == common::KernelClass::kSync) continue;
+    KernelStats& s = by_id[k.name[i]];
+    if (s.count == 0) s.kernel_class = std::string(common::KernelClassName(k.kernel_class[i]));
+    AddKernel(s, k.end[i] - k.start[i], occupancy.ForKernel(k, i));
   }
-  report.pod = Finish(pod, limit);
-  return report;
+  std::map<std::string, KernelStats> by_name;
+  TensorCoreTime tensor_cores;
+  for (auto& [id, s] : by_id) {
+    s.name = std::string(trace.strings.Get(id));
+    s.tensor_core = UsesTensorCores(s.name);
+    if (s.kernel_class == common::KernelClassName(common::KernelClass::kCompute)) {
+      tensor_cores.compute_ns += s.total_ns;
+      if (s.tensor_core) tensor_cores.tensor_core_ns += s.total_ns;
+    }
+    Merge(pod_[s.name], s);
+    Merge(by_name[s.name], s);
+  }
+  report_.tensor_cores.compute_ns += tensor_cores.compute_ns;
+  report_.tensor_cores.tensor_core_ns += tensor_cores.tensor_core_ns;
+  report_.workers.push_back(WorkerKernels{trace.info.rank, Ranked(by_name, limit_), tensor_cores});
+}
+
+KernelReport KernelFold::Finish() {
+  report_.pod = Ranked(pod_, limit_);
+  return std::move(report_);
 }
 
 }  // namespace podscope::coordinator::analysis

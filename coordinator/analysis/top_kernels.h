@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,5 +54,18 @@ struct KernelReport {
 
 // `limit`: kernels kept per list (0 = all). Pure.
 KernelReport ComputeTopKernels(const common::CaptureView& capture, size_t limit = 20);
+
+// The same for workers read one at a time, added in the capture view's order.
+class KernelFold {
+ public:
+  explicit KernelFold(size_t limit) : limit_(limit) {}
+  void Add(const common::WorkerTrace& trace);
+  KernelReport Finish();
+
+ private:
+  size_t limit_;
+  KernelReport report_;
+  std::map<std::string, KernelStats> pod_;
+};
 
 }  // namespace podscope::coordinator::analysis

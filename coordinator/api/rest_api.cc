@@ -486,9 +486,23 @@ HttpResponse RestApi::Report(HttpRequest& r) {
     cache_.Touch(id, cache_key);
     return respond(std::move(**cached), "hit");
   }
-  absl::StatusOr<common::Capture> capture = storage::LoadCapture(store_, id);
-  if (!capture.ok()) return FromStatus(capture.status());
-  const common::CaptureView view(*capture);
+  // Reports computed worker by worker read the store one worker at a time; the others load the
+  // whole capture.
+  common::Capture capture;
+  std::optional<analysis::AnalysisResults> streamed;
+  if (analysis::RunsByWorker(request)) {
+    absl::StatusOr<storage::StoredWorkers> stored = storage::StoredWorkers::Open(store_, id);
+    if (!stored.ok()) return FromStatus(stored.status());
+    absl::StatusOr<analysis::AnalysisResults> results =
+        analysis::RunAnalysesByWorker(*stored, request, &capture);
+    if (!results.ok()) return FromStatus(results.status());
+    streamed = *std::move(results);
+  } else {
+    absl::StatusOr<common::Capture> loaded = storage::LoadCapture(store_, id);
+    if (!loaded.ok()) return FromStatus(loaded.status());
+    capture = *std::move(loaded);
+  }
+  const common::CaptureView view(capture);
   // Ranks of different jobs or worlds make cross-rank reports meaningless (`podscope analyze`
   // refuses them too); allow_mixed=true insists.
   if (!request.allow_mixed) {
@@ -500,7 +514,8 @@ HttpResponse RestApi::Report(HttpRequest& r) {
                                                   " (allow_mixed=true to analyse it anyway)"));
     }
   }
-  const analysis::AnalysisResults results = analysis::RunAnalyses(view, request);
+  const analysis::AnalysisResults results =
+      streamed ? *std::move(streamed) : analysis::RunAnalyses(view, request);
   std::string body =
       table ? RenderTables(view, request, results) : RenderJson(view, request, results);
   {

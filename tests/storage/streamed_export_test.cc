@@ -1,5 +1,6 @@
-// A capture exported from the store one worker at a time is, byte for byte, the export of the
-// whole capture in memory, with and without filters.
+// A capture read from the store one worker at a time exports and reports, byte for byte, as the
+// whole capture in memory does: exports with and without filters, and every report computed
+// worker by worker, as JSON and as tables.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,9 +8,14 @@
 
 #include "common/capture_filter.h"
 #include "common/chrome/chrome_exporter.h"
+#include "common/trace_files.h"
 #include "common/trace_slice.h"
+#include "coordinator/analysis/analysis_run.h"
+#include "coordinator/report/report_json.h"
+#include "coordinator/report/report_table.h"
 #include "sim/workload_model.h"
 #include "storage/rocksdb_trace_store.h"
+#include "tests/common/sample_trace.h"
 #include "tests/test_paths.h"
 
 namespace podscope::storage {
@@ -124,6 +130,77 @@ TEST_F(StreamedExportTest, AFilterThatKeepsNothingIsNamed) {
   EXPECT_EQ(Streamed({.steps = "90"}).status(),
             absl::NotFoundError("rank 0 has no step 90 (its markers)"));
   EXPECT_EQ(Streamed({.window = "2s-1s"}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Every report that runs worker by worker, alone and together, on the simulated job and on a real
+// multi-rank trace (with allocator events), equals the whole capture's analysis.
+TEST_F(StreamedExportTest, ReportsComputedWorkerByWorkerEqualTheWholeCapturesByteForByte) {
+  absl::StatusOr<common::Capture> real = common::LoadCapture(
+      *common::ExpandTraceInputs({podscope::testing::KinetoFixture("trace_filter")}));
+  ASSERT_TRUE(real.ok()) << real.status();
+  CaptureRecord record;
+  record.id = "real";
+  record.job = "real";
+  record.state = CaptureState::kComplete;
+  for (uint32_t i = 0; i < real->workers.size(); ++i) {
+    record.workers.push_back(WorkerRecord{i, real->workers[i].info.rank});
+    ASSERT_TRUE(store_->PutChunk("real", i, 0, real->workers[i]).ok());
+  }
+  ASSERT_TRUE(store_->PutCapture(record).ok());
+  // And a hand-made one with allocator events.
+  record.id = "sample";
+  record.workers.clear();
+  for (uint32_t i = 0; i < 3; ++i) {
+    common::WorkerTrace w = podscope::testing::MakeSampleTrace();
+    w.info.rank = static_cast<int32_t>(2 - i);
+    record.workers.push_back(WorkerRecord{i, w.info.rank});
+    ASSERT_TRUE(store_->PutChunk("sample", i, 0, w).ok());
+  }
+  ASSERT_TRUE(store_->PutCapture(record).ok());
+
+  using coordinator::analysis::AnalysisRequest;
+  std::vector<AnalysisRequest> requests;
+  for (const char* report : {"kernels", "gpu", "operators", "memory", "temporal"})
+    requests.push_back({.reports = {report}});
+  requests.push_back({.reports = {"kernels", "gpu", "operators", "memory", "temporal"}});
+  requests.push_back({.reports = {"temporal", "gpu"},
+                      .window = coordinator::analysis::WindowMode::kHta,
+                      .top_kernels = 3,
+                      .first_step = 2,
+                      .last_step = 4});
+  size_t memory_workers = 0;
+  for (const char* id : {"cap", "real", "sample"}) {
+    absl::StatusOr<common::Capture> loaded = LoadCapture(*store_, id);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const common::CaptureView whole(*loaded);
+    for (AnalysisRequest request : requests) {
+      ASSERT_TRUE(coordinator::analysis::ValidateRequest(&request).ok());
+      ASSERT_TRUE(coordinator::analysis::RunsByWorker(request));
+      SCOPED_TRACE(std::string(id) + " " + request.reports[0]);
+      absl::StatusOr<StoredWorkers> stored = StoredWorkers::Open(*store_, id);
+      ASSERT_TRUE(stored.ok());
+      common::Capture described;
+      absl::StatusOr<coordinator::analysis::AnalysisResults> streamed =
+          coordinator::analysis::RunAnalysesByWorker(*stored, request, &described);
+      ASSERT_TRUE(streamed.ok()) << streamed.status();
+      EXPECT_EQ(described.workers.size(), loaded->workers.size());
+      for (const common::WorkerTrace& w : described.workers) EXPECT_EQ(w.Counts().Total(), 0u);
+      const common::CaptureView by_worker(described);
+      const coordinator::analysis::AnalysisResults in_memory =
+          coordinator::analysis::RunAnalyses(whole, request);
+      const std::string json = coordinator::RenderJson(by_worker, request, *streamed);
+      EXPECT_TRUE(json == coordinator::RenderJson(whole, request, in_memory))
+          << json.substr(0, 500);
+      EXPECT_TRUE(coordinator::RenderTables(by_worker, request, *streamed) ==
+                  coordinator::RenderTables(whole, request, in_memory));
+      EXPECT_GT(json.size(), 40u);
+      if (streamed->memory) memory_workers += streamed->memory->workers.size();
+    }
+  }
+  EXPECT_GT(memory_workers, 0u) << "the allocator events were reported";
+  // A report that needs every worker at once is not run this way.
+  AnalysisRequest steps{.reports = {"steps"}};
+  EXPECT_FALSE(coordinator::analysis::RunsByWorker(steps));
 }
 
 }  // namespace
