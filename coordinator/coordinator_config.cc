@@ -190,6 +190,14 @@ void ApplyShards(const ConfigSection& root, CoordinatorSettings* s) {
   sh.Integer("peer_retry_after_ms", &s->shards.peer_retry_after_ms, 0, 3'600'000);
 }
 
+void ApplyAnalysis(const ConfigSection& root, CoordinatorSettings* s) {
+  const ConfigSection a = root.Section("analysis", {"memory_budget_mb", "max_queued"});
+  int64_t budget_mb = static_cast<int64_t>(s->api_limits.analysis_memory_budget_bytes >> 20);
+  a.Integer("memory_budget_mb", &budget_mb, 64, int64_t{1} << 24);
+  s->api_limits.analysis_memory_budget_bytes = static_cast<uint64_t>(budget_mb) << 20;
+  a.Integer("max_queued", &s->api_limits.max_queued_analyses, 0, 10'000);
+}
+
 void ApplyRetention(const ConfigSection& root, CoordinatorSettings* s) {
   const ConfigSection r =
       root.Section("retention", {"max_age_hours", "max_total_bytes", "interval_seconds"});
@@ -210,7 +218,7 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root, Coordinator
     const ConfigSection root_section(
         root, "",
         {"http", "grpc", "data_dir", "limits", "capture", "agents", "retention", "auth", "tls",
-         "insecure", "notify", "watch", "shards"});
+         "insecure", "notify", "watch", "shards", "analysis"});
     const ConfigSection tls = root_section.Section("tls", {"cert", "key", "ca"});
     tls.String("cert", &s->tls.cert);
     tls.String("key", &s->tls.key);
@@ -229,6 +237,7 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root, Coordinator
     ApplyWatch(root_section, s);
     ApplyShards(root_section, s);
     ApplyRetention(root_section, s);
+    ApplyAnalysis(root_section, s);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(e.what());
   }

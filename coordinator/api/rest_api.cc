@@ -120,6 +120,7 @@ RestApi::RestApi(storage::TraceStore& store, ApiLimits limits, const common::Tim
       time_(time),
       mutations_(mutations),
       cache_(limits.max_analysis_cache_bytes),
+      budget_(limits.analysis_memory_budget_bytes, limits.max_queued_analyses),
       importer_(
           store, mutations,
           ImportLimits{.max_document_bytes = limits.max_document_bytes,
@@ -458,6 +459,10 @@ std::optional<HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) 
   return std::nullopt;
 }
 
+// Peak memory of an analysis per event it loads: the decoded capture and the analyses' working
+// sets (measured with bench/pod_scale.sh; an upper bound of the reports measured).
+constexpr uint64_t kAnalysisBytesPerEvent = 160;
+
 HttpResponse RestApi::Report(HttpRequest& r) {
   const std::string report = r.params["report"];
   if (std::find(std::begin(analysis::kReportNames), std::end(analysis::kReportNames), report) ==
@@ -487,10 +492,22 @@ HttpResponse RestApi::Report(HttpRequest& r) {
     return respond(std::move(**cached), "hit");
   }
   // Reports computed worker by worker read the store one worker at a time; the others load the
-  // whole capture.
+  // whole capture. Either takes its estimate from the memory budget first, or waits for it.
+  const bool by_worker = analysis::RunsByWorker(request);
+  uint64_t largest_worker = 0;
+  for (const storage::WorkerRecord& w : record->workers)
+    largest_worker = std::max(largest_worker, w.events);
+  absl::StatusOr<MemoryBudget::Grant> grant =
+      budget_.Acquire(kAnalysisBytesPerEvent * (by_worker ? largest_worker : record->events));
+  if (!grant.ok()) {
+    HttpResponse busy =
+        HttpResponse::Problem(503, "Service Unavailable", std::string(grant.status().message()));
+    busy.headers.emplace_back("Retry-After", "5");
+    return busy;
+  }
   common::Capture capture;
   std::optional<analysis::AnalysisResults> streamed;
-  if (analysis::RunsByWorker(request)) {
+  if (by_worker) {
     absl::StatusOr<storage::StoredWorkers> stored = storage::StoredWorkers::Open(store_, id);
     if (!stored.ok()) return FromStatus(stored.status());
     absl::StatusOr<analysis::AnalysisResults> results =

@@ -13,6 +13,7 @@
 #include "common/kineto/kineto_importer.h"
 #include "common/time_source.h"
 #include "coordinator/api/analysis_cache.h"
+#include "coordinator/api/memory_budget.h"
 #include "coordinator/capture/capture_importer.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/http/http_types.h"
@@ -30,6 +31,10 @@ struct ApiLimits {
   uint64_t max_analysis_cache_bytes = 256ull << 20;
   uint64_t max_events_per_worker = 50'000'000;
   uint64_t max_export_bytes = 2ull << 30;
+  // Reports that load a whole capture run together only while their estimates (memory_budget.h)
+  // fit in this; at most max_queued_analyses wait, and the next is answered 503.
+  uint64_t analysis_memory_budget_bytes = 2ull << 30;
+  size_t max_queued_analyses = 16;
   size_t max_string_bytes = 1 << 20;
 };
 
@@ -45,6 +50,8 @@ class RestApi {
 
   // Adds every route to `router`.
   void Register(Router& router);
+  // What heavy reports take their memory from (tests hold it to see a report wait or refused).
+  MemoryBudget& memory_budget() { return budget_; }
   // Answers GET /v1/captures/{id} for captures still running (set by the daemon when it runs
   // the capture scheduler); returns nullopt for captures that are not live.
   // Appended to import ids ("-SHARD" on a sharded coordinator).
@@ -86,6 +93,7 @@ class RestApi {
   std::function<std::optional<storage::CaptureRecord>(const std::string&)> live_lookup_;
   absl::Mutex& mutations_;
   AnalysisCacheIndex cache_;
+  MemoryBudget budget_;
   // Deletes cached entries from the store and takes their bytes off their captures' records.
   absl::Status DropCached(const std::vector<AnalysisCacheIndex::Entry>& entries)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutations_);

@@ -44,5 +44,22 @@ TEST(ConnectionConfigTest, AdmissionKeysAreReadAndChecked) {
   }
 }
 
+TEST(ConnectionConfigTest, TheAnalysisMemoryBudgetIsReadAndChecked) {
+  coordinator::CoordinatorSettings s;
+  EXPECT_EQ(s.api_limits.analysis_memory_budget_bytes, 2ull << 30);
+  EXPECT_EQ(s.api_limits.max_queued_analyses, 16u);
+  ASSERT_TRUE(Apply(R"({"analysis": {"memory_budget_mb": 512, "max_queued": 0}})", &s).ok());
+  EXPECT_EQ(s.api_limits.analysis_memory_budget_bytes, 512ull << 20);
+  EXPECT_EQ(s.api_limits.max_queued_analyses, 0u);
+  for (const char* bad :
+       {R"({"analysis": {"memory_budget_mb": 63}})", R"({"analysis": {"max_queued": 10001}})",
+        R"({"analysis": {"memory_budget": 512}})"}) {
+    coordinator::CoordinatorSettings fresh;
+    const absl::Status status = Apply(bad, &fresh);
+    EXPECT_FALSE(status.ok()) << bad;
+    EXPECT_NE(status.message().find("analysis"), std::string_view::npos) << status;
+  }
+}
+
 }  // namespace
 }  // namespace podscope
