@@ -139,6 +139,8 @@ void AddTotals(const std::vector<DeviceEvent>& events, bool hta, WorkerTemporal*
   Normalize(&all);
   Normalize(&computation);
   Normalize(&communication);
+  // Device events that all last no time (zero-length records) span nothing.
+  if (all.empty()) return;
   out->kernel_time_ns = all.back().end - all.front().start;
   out->idle_ns = out->kernel_time_ns - TotalLength(all);
   out->compute_ns = TotalLength(computation);

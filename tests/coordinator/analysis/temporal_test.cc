@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/trace_files.h"
+#include "tests/coordinator/analysis/hand_trace.h"
 #include "tests/test_paths.h"
 
 namespace podscope::coordinator::analysis {
@@ -106,6 +107,25 @@ TEST(TemporalHtaTest, FractionalMicrosecondsRoundInward) {
   EXPECT_EQ(t.compute_ns, 8'000 + 1'000);
   EXPECT_EQ(t.non_compute_ns, 29'000 - 9'000 - 10'000);
   EXPECT_DOUBLE_EQ(t.overlap_pct, 16.67);  // [8,10) of [8,20)
+}
+
+// Zero-length device records (a real GPU's empty kernels) span nothing: a step whose kernels all
+// last no time has no kernel time, idle or overlap, rather than whatever lay past the end of an
+// empty interval list.
+TEST(TemporalTest, OnlyZeroLengthKernelsSpanNothing) {
+  common::WorkerTrace w = podscope::testing::HandTrace(0)
+                              .Step(1, 0, 1'000)
+                              .Kernel(100, 100, "empty", 50)
+                              .Kernel(300, 300, "nccl_empty", 250)
+                              .Build();
+  for (WindowMode window : {WindowMode::kSteps, WindowMode::kHta}) {
+    const WorkerTemporal t = ComputeWorkerTemporal(w, {.window = window});
+    EXPECT_EQ(t.kernel_time_ns, 0);
+    EXPECT_EQ(t.idle_ns, 0);
+    EXPECT_EQ(t.compute_ns, 0);
+    EXPECT_EQ(t.non_compute_ns, 0);
+    EXPECT_EQ(t.overlap_pct, 0);
+  }
 }
 
 }  // namespace
