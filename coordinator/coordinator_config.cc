@@ -31,7 +31,9 @@ void ApplyLimits(const ConfigSection& root, CoordinatorSettings* s) {
                                                   "tls_handshake_timeout_seconds",
                                                   "min_eviction_age_ms",
                                                   "proven_client_seconds",
-                                                  "max_connections_per_token"});
+                                                  "max_connections_per_token",
+                                                  "max_export_bytes"});
+  l.Integer("max_export_bytes", &s->api_limits.max_export_bytes, 0, int64_t{1} << 50);
   l.Integer("max_connections_per_token", &s->http_limits.max_connections_per_token, 1, 10'000'000);
   l.Integer("min_eviction_age_ms", &s->http_limits.min_eviction_age_ms, 0, 600'000);
   l.Integer("proven_client_seconds", &s->http_limits.proven_client_seconds, 0, 7 * 86'400);

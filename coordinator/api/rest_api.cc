@@ -621,7 +621,7 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
     uint64_t total = 0;
     auto sink = [&](std::string_view piece) -> absl::Status {
       total += piece.size();
-      if (total > limits_.max_export_bytes) {
+      if (limits_.max_export_bytes > 0 && total > limits_.max_export_bytes) {
         return absl::ResourceExhaustedError(common::StrCat(
             "the trace is larger than the export limit of ", limits_.max_export_bytes, " bytes"));
       }

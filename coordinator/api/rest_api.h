@@ -30,7 +30,9 @@ struct ApiLimits {
   // Cached analysis results, all captures together (least recently used evicted first).
   uint64_t max_analysis_cache_bytes = 256ull << 20;
   uint64_t max_events_per_worker = 50'000'000;
-  uint64_t max_export_bytes = 2ull << 30;
+  // An export streams one worker at a time, so its size costs no memory; this only caps what one
+  // request may send (0: no cap).
+  uint64_t max_export_bytes = 0;
   // Reports that load a whole capture run together only while their estimates (memory_budget.h)
   // fit in this; at most max_queued_analyses wait, and the next is answered 503.
   uint64_t analysis_memory_budget_bytes = 2ull << 30;

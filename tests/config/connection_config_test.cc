@@ -48,7 +48,12 @@ TEST(ConnectionConfigTest, TheAnalysisMemoryBudgetIsReadAndChecked) {
   coordinator::CoordinatorSettings s;
   EXPECT_EQ(s.api_limits.analysis_memory_budget_bytes, 2ull << 30);
   EXPECT_EQ(s.api_limits.max_queued_analyses, 16u);
-  ASSERT_TRUE(Apply(R"({"analysis": {"memory_budget_mb": 512, "max_queued": 0}})", &s).ok());
+  EXPECT_EQ(s.api_limits.max_export_bytes, 0u);  // exports stream: no cap unless asked
+  ASSERT_TRUE(Apply(R"({"analysis": {"memory_budget_mb": 512, "max_queued": 0},
+                        "limits": {"max_export_bytes": 1048576}})",
+                    &s)
+                  .ok());
+  EXPECT_EQ(s.api_limits.max_export_bytes, 1u << 20);
   EXPECT_EQ(s.api_limits.analysis_memory_budget_bytes, 512ull << 20);
   EXPECT_EQ(s.api_limits.max_queued_analyses, 0u);
   for (const char* bad :
