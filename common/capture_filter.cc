@@ -16,6 +16,9 @@ absl::StatusOr<EventFilter> EventFilter::Parse(const CaptureFilterSpec& spec) {
   filter.spec_ = spec;
   if (!spec.ranks.empty()) {
     ASSIGN_OR_RETURN(filter.ranks_, ParseRankList(spec.ranks));
+    std::sort(filter.ranks_.begin(), filter.ranks_.end());
+    filter.ranks_.erase(std::unique(filter.ranks_.begin(), filter.ranks_.end()),
+                        filter.ranks_.end());
   }
   if (!spec.steps.empty())
     RETURN_IF_ERROR(ParseIntRange(spec.steps, &filter.first_step_, &filter.last_step_));
@@ -54,9 +57,13 @@ absl::Status EventFilter::KeepSteps(WorkerTrace* w) const {
 
 void EventFilter::KeepWindow(TimeNs origin, WorkerTrace* w) const {
   if (spec_.window.empty()) return;
-  // From the capture's first instant on the aligned clock, back into each worker's own.
-  common::KeepWindow(w->clock.ToLocal(origin + from_ms_ * 1'000'000),
-                     w->clock.ToLocal(origin + to_ms_ * 1'000'000), w);
+  // From the capture's first instant on the aligned clock, back into each worker's own; a window
+  // past the end of time ends there.
+  auto after = [origin](int64_t ms) {
+    TimeNs t = 0;
+    return __builtin_add_overflow(origin, ms * 1'000'000, &t) ? INT64_MAX : t;
+  };
+  common::KeepWindow(w->clock.ToLocal(after(from_ms_)), w->clock.ToLocal(after(to_ms_)), w);
 }
 
 absl::Status FilterCapture(const CaptureFilterSpec& spec, Capture* capture) {

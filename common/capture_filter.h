@@ -32,7 +32,7 @@ class EventFilter {
   const CaptureFilterSpec& spec() const { return spec_; }
   bool empty() const { return spec_.empty(); }
   bool has_window() const { return !spec_.window.empty(); }
-  const std::vector<int32_t>& ranks() const { return ranks_; }  // empty: all
+  const std::vector<int32_t>& ranks() const { return ranks_; }  // ascending, once; empty: all
   bool KeepsRank(int32_t rank) const;
   // Keeps the events inside the worker's chosen steps; NotFound naming the rank when its markers
   // hold none of them.

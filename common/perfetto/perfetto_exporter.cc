@@ -17,6 +17,11 @@ namespace perfetto_export {
 namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
+constexpr size_t kMaxLanes = 8;  // per track, the track itself included
+// Thread ids as Perfetto takes them (int32, unique in a process): a host thread's own id when it
+// is below kRemappedTids (Linux's are below 2^22), else one of [kRemappedTids, 2^30); GPU
+// streams are at kStreamTrackBase (2^30) and above.
+constexpr int64_t kRemappedTids = int64_t{1} << 29;
 
 // Field numbers of perfetto_trace.proto.
 namespace trace {
@@ -138,6 +143,12 @@ class WorkerWriter {
   int32_t Pid() const { return static_cast<int32_t>(ordinal_ + 1); }
 
   uint32_t ThreadTrack(int64_t thread) { return TrackOf(threads_, thread, false, 0); }
+  int32_t ThreadId(int64_t thread) {
+    if (thread >= 0 && thread < kRemappedTids) return static_cast<int32_t>(thread);
+    auto [it, added] = remapped_tids_.emplace(thread, 0);
+    if (added) it->second = static_cast<int32_t>(kRemappedTids + remapped_tids_.size() - 1);
+    return it->second;
+  }
   uint32_t StreamTrack(int32_t device, int64_t stream) {
     return TrackOf(streams_, StreamTrackId(device, stream), true, device);
   }
@@ -146,7 +157,7 @@ class WorkerWriter {
     if (added) {
       it->second = static_cast<uint32_t>(base_tracks_.size());
       Track t;
-      t.tid = key;
+      t.tid = stream ? key : ThreadId(key);
       if (stream) {
         t.name = StrCat("GPU ", device, " stream ", key & 0xfffff);
       } else {
@@ -189,7 +200,8 @@ class WorkerWriter {
 
   // Slices on one track must nest. Those that overlap a slice without nesting in it (rare: clock
   // jitter, or a source's rounding) go to a lane of their own beside the track, so that no
-  // event is cut or moved.
+  // event is cut or moved. At most kMaxLanes per track (a crafted trace could ask one per
+  // slice): past them, a slice goes to the last lane and may be drawn mis-nested.
   void AssignLanes() {
     std::vector<std::vector<uint32_t>> by_track(base_tracks_.size());
     for (uint32_t i = 0; i < items_.size(); ++i) by_track[items_[i].lane].push_back(i);
@@ -210,6 +222,10 @@ class WorkerWriter {
         const Item& item = items_[i];
         size_t lane = 0;
         for (;; ++lane) {
+          if (lane == kMaxLanes) {
+            lane = kMaxLanes - 1;
+            break;
+          }
           if (lane == lane_tracks.size()) {
             lane_tracks.push_back(static_cast<uint32_t>(tracks_.size()));
             Track extra;
@@ -495,6 +511,7 @@ class WorkerWriter {
   ExportStats& stats_;
 
   std::map<int64_t, uint32_t> threads_, streams_;  // tid or stream track id -> track
+  std::map<int64_t, int32_t> remapped_tids_;       // host thread ids Perfetto cannot take
   std::vector<Track> base_tracks_, tracks_;        // tracks_: base ones, then overlap lanes
   std::vector<Item> items_;
   std::vector<std::vector<uint32_t>> lanes_;  // per track: its items, by start

@@ -587,12 +587,15 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
   if (!record.ok()) return FromStatus(record.status());
   if (std::optional<HttpResponse> refused = NotAnalysable(*record)) return *std::move(refused);
   if (!filter->ranks().empty()) {
-    const bool any =
-        std::any_of(record->workers.begin(), record->workers.end(),
-                    [&](const storage::WorkerRecord& w) { return filter->KeepsRank(w.rank); });
+    // A rank whose worker failed before it sent anything (a conflict, a lost agent) has no
+    // events to export.
+    const bool any = std::any_of(
+        record->workers.begin(), record->workers.end(),
+        [&](const storage::WorkerRecord& w) { return filter->KeepsRank(w.rank) && w.events > 0; });
     if (!any)
-      return HttpResponse::Problem(404, "Not Found",
-                                   common::StrCat("capture ", id, " holds no ranks ", spec.ranks));
+      return HttpResponse::Problem(
+          404, "Not Found",
+          common::StrCat("capture ", id, " holds no events of ranks ", spec.ranks));
   }
   HttpResponse response = HttpResponse::Json(200, "");
   std::string filename = id;

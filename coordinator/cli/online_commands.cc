@@ -391,8 +391,16 @@ int DownloadKinetoFiles(const ServerAddress& server, const OnlineOptions& o) {
   }
   std::vector<int64_t> ranks;
   for (simdjson::dom::element w : workers) {
-    int64_t rank = 0;
-    if (w["rank"].get_int64().get(rank) == simdjson::SUCCESS) ranks.push_back(rank);
+    int64_t rank = 0, events = 0;
+    if (w["rank"].get_int64().get(rank) != simdjson::SUCCESS) continue;
+    if (w["events"].get_int64().get(events) == simdjson::SUCCESS && events == 0) {
+      std::string_view state;
+      if (w["state"].get_string().get(state) != simdjson::SUCCESS) state = "no events";
+      std::fprintf(stderr, "podscope trace: rank %lld has no events (%.*s): no file for it\n",
+                   static_cast<long long>(rank), static_cast<int>(state.size()), state.data());
+      continue;
+    }
+    ranks.push_back(rank);
   }
   std::error_code error;
   std::filesystem::create_directories(o.trace_path, error);

@@ -144,6 +144,47 @@ TEST(PerfettoExporterTest, SlicesNestOnTheirTracksAndFlowsJoinLaunchToKernel) {
   EXPECT_NE(text.find("int_value: 8192"), std::string::npos);
 }
 
+// A crafted worker whose kernels all overlap without nesting gets at most 8 lanes per stream, not
+// one per kernel (which made the export quadratic), and still every event once. Host thread ids
+// Perfetto cannot take (over 32 bits, or in the GPU streams' range) get ids of their own.
+TEST(PerfettoExporterTest, OverlapLanesAreBoundedAndEveryThreadKeepsItsOwnId) {
+  Capture capture;
+  WorkerTrace& w = capture.workers.emplace_back();
+  w.info.rank = 0;
+  const NameId gemm = w.strings.Intern("gemm");
+  const NameId call = w.strings.Intern("cudaLaunchKernel");
+  constexpr int kKernels = 200;
+  KernelTable& k = w.kernels;
+  for (int i = 0; i < kKernels; ++i) {
+    k.start.push_back(1'000 + i), k.end.push_back(1'000 + i + 10'000);
+    k.device.push_back(0), k.stream.push_back(7), k.name.push_back(gemm);
+    k.correlation.push_back(-1), k.grid_x.push_back(1), k.grid_y.push_back(1);
+    k.grid_z.push_back(1), k.block_x.push_back(1), k.block_y.push_back(1), k.block_z.push_back(1);
+    k.registers_per_thread.push_back(0), k.shared_memory_bytes.push_back(0);
+    k.kernel_class.push_back(KernelClass::kCompute);
+  }
+  RuntimeCallTable& r = w.runtime_calls;
+  for (int64_t thread : {int64_t{1}, int64_t{4'294'967'297}, StreamTrackId(0, 7)}) {
+    r.start.push_back(10), r.end.push_back(20), r.thread.push_back(thread), r.name.push_back(call);
+    r.correlation.push_back(-1), r.external_id.push_back(-1),
+        r.api_kind.push_back(ApiKind::kRuntime);
+  }
+  ASSERT_TRUE(w.Validate().ok()) << w.Validate();
+  ScratchDir dir;
+  const CaptureView view(capture);
+  absl::StatusOr<ExportStats> stats = ExportTo(view, dir.File("lanes.pb"));
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->events, kKernels + 3u);
+  const std::string text = Decode(dir.File("lanes.pb"));
+  EXPECT_EQ(Count(text, "type: TYPE_SLICE_BEGIN"), kKernels + 3u);
+  EXPECT_EQ(Count(text, "(overlapping "), 7u) << "the stream and 7 lanes beside it";
+  // Three host threads and the stream: four distinct thread ids.
+  EXPECT_EQ(Count(text, "tid: 1\n"), 1u);
+  EXPECT_EQ(Count(text, "tid: 536870912\n"), 1u);  // 2^29: the first id given out
+  EXPECT_EQ(Count(text, "tid: 536870913\n"), 1u);
+  EXPECT_EQ(Count(text, "tid: " + std::to_string(StreamTrackId(0, 7)) + "\n"), 1u);
+}
+
 TEST(PerfettoExporterTest, AnEmptyCaptureIsAnEmptyTrace) {
   Capture capture;
   const CaptureView view(capture);
