@@ -9,12 +9,7 @@
 #include <optional>
 #include <thread>
 
-#include "common/time_source.h"
-#include "coordinator/api/rest_api.h"
-#include "coordinator/http/http_types.h"
-#include "storage/rocksdb_trace_store.h"
-#include "tests/common/sample_trace.h"
-#include "tests/test_paths.h"
+#include "tests/coordinator/api/rest_api_fixture.h"
 #include "tests/wait_for.h"
 
 namespace podscope::coordinator {
@@ -78,40 +73,13 @@ TEST(MemoryBudgetTest, OneLargerThanTheBudgetRunsAloneAndNoneOvertakesIt) {
 // Through the handler: a report waits while the budget is held, the next is a 503 with
 // Retry-After, and both answer once it is free.
 TEST(MemoryBudgetTest, AReportWaitsForTheBudgetAndTheNextBeyondTheQueueIs503) {
-  podscope::testing::ScratchDir dir;
-  absl::StatusOr<std::unique_ptr<storage::RocksDbTraceStore>> store =
-      storage::RocksDbTraceStore::Open({.path = dir.File("db")});
-  ASSERT_TRUE(store.ok()) << store.status();
-  common::WorkerTrace trace = podscope::testing::MakeSampleTrace();
-  trace.info.rank = 0;
-  storage::CaptureRecord record;
-  record.id = "c";
-  record.job = "j";
-  record.state = storage::CaptureState::kComplete;
-  record.events = trace.Counts().Total();
-  record.workers.push_back({0, 0, "", "", record.events});
-  ASSERT_TRUE((*store)->PutChunk("c", 0, 0, trace).ok());
-  ASSERT_TRUE((*store)->PutCapture(record).ok());
-  common::SimulatedTimeSource time(0);
-  absl::Mutex mutations;
   ApiLimits limits;
   limits.analysis_memory_budget_bytes = 64 << 20;
   limits.max_queued_analyses = 1;
-  RestApi api(**store, limits, time, mutations);
-  Router router;
-  api.Register(router);
-  auto report = [&](const std::string& name) {
-    std::map<std::string, std::string> params;
-    bool path_matched = false;
-    const std::string path = "/v1/captures/c/" + name;
-    const Route* route = router.Match("GET", path, &params, &path_matched);
-    EXPECT_NE(route, nullptr);
-    HttpRequest r;
-    r.method = "GET";
-    r.path = path;
-    r.params = std::move(params);
-    return route->handler(r);
-  };
+  podscope::testing::RestApiFixture fixture(limits);
+  fixture.Put(fixture.SampleRecord("c"));
+  RestApi& api = fixture.api();
+  auto report = [&](const std::string& name) { return fixture.Get("/v1/captures/c/" + name); };
 
   std::optional<MemoryBudget::Grant> everything(*api.memory_budget().Acquire(64 << 20));
   std::optional<HttpResponse> waited;

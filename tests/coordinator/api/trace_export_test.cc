@@ -2,51 +2,22 @@
 // format, and Kineto's one-rank rule holds for a rank named twice.
 #include <gtest/gtest.h>
 
-#include "common/time_source.h"
-#include "coordinator/api/rest_api.h"
-#include "coordinator/http/http_types.h"
-#include "storage/rocksdb_trace_store.h"
-#include "tests/common/sample_trace.h"
-#include "tests/test_paths.h"
+#include "tests/coordinator/api/rest_api_fixture.h"
 
 namespace podscope::coordinator {
 namespace {
 
 TEST(TraceExportTest, ARankWithoutEventsIsNotFoundBeforeAnyBody) {
-  podscope::testing::ScratchDir dir;
-  absl::StatusOr<std::unique_ptr<storage::RocksDbTraceStore>> store =
-      storage::RocksDbTraceStore::Open({.path = dir.File("db")});
-  ASSERT_TRUE(store.ok()) << store.status();
-  common::WorkerTrace trace = podscope::testing::MakeSampleTrace();
-  trace.info.rank = 0;
-  storage::CaptureRecord record;
-  record.id = "c";
-  record.job = "j";
+  podscope::testing::RestApiFixture fixture;
+  storage::CaptureRecord record = fixture.SampleRecord("c");
   record.state = storage::CaptureState::kPartial;
-  record.events = trace.Counts().Total();
-  record.workers.push_back({0, 0, "", "", record.events});
   // Rank 1 lost a conflict for its rank and never sent a chunk.
   storage::WorkerRecord failed{1, 1};
   failed.state = "failed";
   record.workers.push_back(failed);
-  ASSERT_TRUE((*store)->PutChunk("c", 0, 0, trace).ok());
-  ASSERT_TRUE((*store)->PutCapture(record).ok());
-  common::SimulatedTimeSource time(0);
-  absl::Mutex mutations;
-  RestApi api(**store, ApiLimits{}, time, mutations);
-  Router router;
-  api.Register(router);
+  fixture.Put(record);
   auto get = [&](std::map<std::string, std::string> query) {
-    std::map<std::string, std::string> params;
-    bool path_matched = false;
-    const Route* route = router.Match("GET", "/v1/captures/c/trace", &params, &path_matched);
-    EXPECT_NE(route, nullptr);
-    HttpRequest r;
-    r.method = "GET";
-    r.path = "/v1/captures/c/trace";
-    r.params = std::move(params);
-    r.query = std::move(query);
-    return route->handler(r);
+    return fixture.Get("/v1/captures/c/trace", std::move(query));
   };
   for (const char* format : {"json", "perfetto", "kineto"}) {
     const HttpResponse missing = get({{"format", format}, {"ranks", "1"}});
