@@ -364,15 +364,26 @@ absl::StatusOr<uint64_t> DownloadTrace(const ServerAddress& server, const std::s
   std::string target = common::StrCat("/v1/captures/", UrlEncode(capture_id),
                                       "/trace?gzip=", gzip ? "true" : "false");
   if (!query.empty()) common::StrAppend(&target, "&", query);
-  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(server, "GET", target);
-  if (!r.ok()) return r.status();
-  if (r->status != 200) return absl::UnavailableError(ProblemDetail(*r));
+  // Written as it arrives: an export of any size holds one read's worth here.
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return absl::InternalError(common::StrCat("cannot write ", path));
-  const bool written = std::fwrite(r->body.data(), 1, r->body.size(), f) == r->body.size();
-  if (std::fclose(f) != 0 || !written)
+  uint64_t bytes = 0;
+  ServerAddress streaming = server;
+  streaming.body_sink = [&](std::string_view piece) -> absl::Status {
+    if (std::fwrite(piece.data(), 1, piece.size(), f) != piece.size())
+      return absl::InternalError(common::StrCat("cannot write ", path));
+    bytes += piece.size();
+    return absl::OkStatus();
+  };
+  absl::StatusOr<HttpClientResponse> r = HttpRequestTo(streaming, "GET", target);
+  const bool closed = std::fclose(f) == 0;
+  if (!r.ok() || r->status != 200 || !closed) {
+    std::remove(path.c_str());  // nothing half-written is left behind
+    if (!r.ok()) return r.status();
+    if (r->status != 200) return absl::UnavailableError(ProblemDetail(*r));
     return absl::InternalError(common::StrCat("cannot write ", path));
-  return r->body.size();
+  }
+  return bytes;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -121,13 +122,112 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server,
 }
 
 namespace {
+// A chunked body decoded as it arrives, each piece of data handed to a sink.
+class ChunkedDecoder {
+ public:
+  explicit ChunkedDecoder(const std::function<absl::Status(std::string_view)>& sink)
+      : sink_(sink) {}
+  absl::Status Feed(std::string_view data) {
+    while (!data.empty() && state_ != State::kDone) {
+      if (state_ == State::kData) {
+        const size_t n = std::min<uint64_t>(remaining_, data.size());
+        if (absl::Status s = sink_(data.substr(0, n)); !s.ok()) return s;
+        data.remove_prefix(n);
+        remaining_ -= n;
+        if (remaining_ == 0) state_ = State::kDataEnd;
+        continue;
+      }
+      const size_t eol = data.find('\n');
+      line_.append(data.substr(0, eol));
+      if (line_.size() > 4096) return absl::DataLossError("a chunked body's line is too long");
+      if (eol == std::string_view::npos) return absl::OkStatus();
+      data.remove_prefix(eol + 1);
+      std::string_view line = common::StripWhitespace(line_);
+      if (state_ == State::kSize) {
+        line = line.substr(0, line.find(';'));
+        uint64_t size = 0;
+        const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), size, 16);
+        if (error != std::errc() || end != line.data() + line.size() || line.empty())
+          return absl::DataLossError("a chunked body's size does not parse");
+        remaining_ = size;
+        state_ = size == 0 ? State::kTrailer : State::kData;
+      } else if (state_ == State::kDataEnd) {
+        if (!line.empty()) return absl::DataLossError("a chunk does not end where it said");
+        state_ = State::kSize;
+      } else if (line.empty()) {  // the trailer's end
+        state_ = State::kDone;
+      }
+      line_.clear();
+    }
+    return absl::OkStatus();
+  }
+  bool done() const { return state_ == State::kDone; }
+
+ private:
+  enum class State { kSize, kData, kDataEnd, kTrailer, kDone };
+  const std::function<absl::Status(std::string_view)>& sink_;
+  State state_ = State::kSize;
+  uint64_t remaining_ = 0;
+  std::string line_;
+};
+
+// What ReceiveResponse read: the raw answer (without its body when a sink took it), and for a
+// sunk body, how it went.
+struct Received {
+  std::string raw;
+  bool sunk = false;
+  absl::Status body_status;
+  bool body_complete = false;
+};
+
+// Hands a 200's body to `sink` as it arrives: de-chunked, up to its Content-Length, or to the
+// end of the connection. `received->raw` keeps the header alone.
+void StreamBody(common::ClientConnection& connection, const std::string& lower_head,
+                size_t header_end, Received* received,
+                const std::function<absl::Status(std::string_view)>& sink) {
+  received->sunk = true;
+  std::string first = received->raw.substr(header_end + 4);
+  received->raw.resize(header_end + 4);
+  const bool chunked = lower_head.find("\r\ntransfer-encoding: chunked") != std::string::npos ||
+                       lower_head.find("\r\ntransfer-encoding:chunked") != std::string::npos;
+  std::optional<uint64_t> length;
+  if (const size_t at = lower_head.find("\r\ncontent-length:");
+      !chunked && at != std::string::npos) {
+    const size_t value = at + std::string_view("\r\ncontent-length:").size();
+    const absl::StatusOr<int64_t> n = common::ParseInt(common::StripWhitespace(
+        std::string_view(lower_head).substr(value, lower_head.find("\r\n", value) - value)));
+    if (n.ok() && *n >= 0) length = static_cast<uint64_t>(*n);
+  }
+  ChunkedDecoder decoder(sink);
+  uint64_t delivered = 0;
+  auto feed = [&](std::string_view data) -> absl::Status {
+    if (chunked) return decoder.Feed(data);
+    if (length) data = data.substr(0, std::min<uint64_t>(data.size(), *length - delivered));
+    delivered += data.size();
+    return data.empty() ? absl::OkStatus() : sink(data);
+  };
+  auto complete = [&] { return chunked ? decoder.done() : length && delivered == *length; };
+  received->body_status = feed(first);
+  char buffer[65536];
+  while (received->body_status.ok() && !complete()) {
+    const size_t n = connection.Receive(buffer, sizeof(buffer));
+    if (n == 0) break;
+    received->body_status = feed(std::string_view(buffer, n));
+  }
+  // Without a length or chunks, the body ends with the connection.
+  received->body_complete = complete() || (!chunked && !length && connection.stopped().ok());
+}
+
 // Reads the response up to its Content-Length, or to the end of the connection when it has none
 // (chunked, or a server that closes): a server that answers "Connection: close" but waits for
 // the client to hang up first (chromedriver does) costs nothing then. Interim 1xx answers are
 // skipped; 204, 304 and answers to HEAD end with their header, whatever length they announce.
-std::string ReceiveResponse(common::ClientConnection& connection, size_t max_bytes,
-                            std::string_view method) {
-  std::string out;
+// A 200's body goes to `sink` instead when one is given (StreamBody).
+Received ReceiveResponse(common::ClientConnection& connection, size_t max_bytes,
+                         std::string_view method,
+                         const std::function<absl::Status(std::string_view)>& sink) {
+  Received received;
+  std::string& out = received.raw;
   char buffer[65536];
   std::optional<uint64_t> expected;  // header and body bytes, once the header has said
   bool header_seen = false;
@@ -148,6 +248,10 @@ std::string ReceiveResponse(common::ClientConnection& connection, size_t max_byt
         continue;
       }
       header_seen = true;
+      if (sink && status.ok() && *status == 200 && method != "HEAD") {
+        StreamBody(connection, head, header_end, &received, sink);
+        return received;
+      }
       if ((status.ok() && (*status == 204 || *status == 304)) || method == "HEAD") {
         expected = header_end + 4;
         break;
@@ -162,7 +266,7 @@ std::string ReceiveResponse(common::ClientConnection& connection, size_t max_byt
     }
   }
   if (expected && out.size() > *expected) out.resize(*expected);
-  return out;
+  return received;
 }
 
 absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
@@ -206,7 +310,9 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
       if (progress) progress(sent);
     }
   }
-  const std::string raw = ReceiveResponse(*connection, server.max_response_bytes, method);
+  const Received received =
+      ReceiveResponse(*connection, server.max_response_bytes, method, server.body_sink);
+  const std::string& raw = received.raw;
   if (const absl::Status& stopped = connection->stopped(); !stopped.ok()) {
     return absl::Status(stopped.code(),
                         common::StrCat(server.host, ":", server.port, ": ", stopped.message()));
@@ -234,6 +340,15 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
     response.headers[name] = value;
   }
   response.body = raw.substr(header_end + 4);
+  if (received.sunk) {
+    if (!received.body_status.ok()) return received.body_status;
+    if (!received.body_complete) {
+      return absl::DataLossError(
+          common::StrCat("the response from ", server.host, ":", server.port,
+                         " was cut short (the server failed while sending it)"));
+    }
+    return response;
+  }
   // Reading stopped at the bound: the rest was never read.
   response.truncated =
       server.max_response_bytes != SIZE_MAX && raw.size() >= server.max_response_bytes;

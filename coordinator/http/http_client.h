@@ -6,9 +6,11 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace podscope::common {
@@ -43,6 +45,9 @@ struct ServerAddress {
   std::string user_agent = "podscope-cli";
   std::string base_path;                                     // "/base" of the URL, "" without one
   std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
+  // When set, a 200's body is handed to it as it arrives (de-chunked) instead of being kept in
+  // the response: a download of any size holds one read's worth. Its error ends the exchange.
+  std::function<absl::Status(std::string_view)> body_sink;
   // Follow 307 and 308 redirects (a sharded coordinator sends a job's calls to its owner), at
   // most 3, re-sending the method, body and token; never from https to http.
   bool follow_redirects = false;

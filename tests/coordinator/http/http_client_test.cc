@@ -118,6 +118,67 @@ TEST(HttpClientTest, ABodyShorterThanItsContentLengthIsAnError) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
 }
 
+// A download handed to a sink as it arrives: de-chunked, up to its Content-Length, or to the end
+// of the connection; nothing kept in the response. Other answers keep their body; a body cut
+// short and the sink's own error are errors.
+TEST(HttpClientTest, ABodySinkGetsA200sBodyAsItArrivesInEveryFraming) {
+  struct Case {
+    std::string answer;
+    bool closes;  // the server hangs up after answering
+    std::string expected;
+  };
+  const Case cases[] = {
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
+       "7;ext=1\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n",
+       false, "hello, world"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloEXTRA", false, "hello"},
+      {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end", true, "until the end"},
+  };
+  for (const Case& c : cases) {
+    OneShotServer server(c.answer);
+    if (c.closes) server.hang_up.Notify();
+    std::string got;
+    ServerAddress address{.host = "127.0.0.1", .port = server.port()};
+    address.body_sink = [&](std::string_view piece) {
+      got.append(piece);
+      return absl::OkStatus();
+    };
+    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(address, "GET", "/");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(got, c.expected);
+    EXPECT_EQ(r->body, "");
+  }
+  {
+    OneShotServer server(
+        "HTTP/1.1 404 Not Found\r\nContent-Length: 17\r\n\r\n{\"detail\":\"gone\"}");
+    bool called = false;
+    ServerAddress address{.host = "127.0.0.1", .port = server.port()};
+    address.body_sink = [&](std::string_view) {
+      called = true;
+      return absl::OkStatus();
+    };
+    absl::StatusOr<HttpClientResponse> r = HttpRequestTo(address, "GET", "/");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, 404);
+    EXPECT_EQ(ProblemDetail(*r), "HTTP 404: gone");
+    EXPECT_FALSE(called);
+  }
+  {
+    OneShotServer server("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    server.hang_up.Notify();  // the server fails mid-chunk
+    ServerAddress address{.host = "127.0.0.1", .port = server.port()};
+    address.body_sink = [](std::string_view) { return absl::OkStatus(); };
+    EXPECT_EQ(HttpRequestTo(address, "GET", "/").status().code(), absl::StatusCode::kDataLoss);
+  }
+  {
+    OneShotServer server("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+    ServerAddress address{.host = "127.0.0.1", .port = server.port()};
+    address.body_sink = [](std::string_view) { return absl::InternalError("disk full"); };
+    EXPECT_EQ(HttpRequestTo(address, "GET", "/").status(), absl::InternalError("disk full"));
+  }
+}
+
 // A server that reads a request's head, answers a header announcing 1,000 bytes, then sends one
 // byte every 50 ms (a sink that answers a byte at a time) until told to stop.
 class TricklingServer {
