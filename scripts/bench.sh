@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the benchmarks that produce the README's figures:
+# Builds and runs the benchmarks that produce docs/measured-figures.md:
 #  - Google Benchmark programs (medians of 7 runs): Kineto import, chunk encode/decode,
 #    trace store write/read;
 #  - end to end: `podscope analyze` (all reports, JSON out) of a simulated 32-rank job with

@@ -457,7 +457,7 @@ TEST_F(UiTest, TheFilesCarryTheirSecurityHeadersAndRevalidate) {
 
 // 1024 workers x 100 steps (simulated, written to the store before the coordinator starts): the
 // page renders every column and the heat map, aggregated. The load times are printed and written
-// to ui-screenshots/load-times.txt (the README's figure); they are measured, not asserted.
+// to ui-screenshots/load-times.txt (docs/measured-figures.md); they are measured, not asserted.
 TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) {
 #if defined(PODSCOPE_UNDER_ASAN)
   GTEST_SKIP() << "load times are measured in the optimised build";
