@@ -101,53 +101,141 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
   return results;
 }
 
-bool RunsByWorker(const AnalysisRequest& request) {
-  return std::all_of(request.reports.begin(), request.reports.end(), [](const std::string& name) {
-    return name == "kernels" || name == "gpu" || name == "operators" || name == "memory" ||
-           name == "temporal";
-  });
+namespace {
+
+// What the cross-worker reports read of a worker besides its steps: its description, clock,
+// collectives and host samples (and the names they use).
+common::WorkerTrace Tables(const common::WorkerTrace& trace) {
+  common::WorkerTrace out;
+  out.info = trace.info;
+  out.clock = trace.clock;
+  out.strings = trace.strings;
+  out.collectives = trace.collectives;
+  out.host_samples = trace.host_samples;
+  return out;
 }
+
+// A later pass over the workers met a worker the first did not.
+absl::Status Changed() {
+  return absl::AbortedError("the capture's workers changed while they were read; try again");
+}
+
+}  // namespace
 
 absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& workers,
                                                     const AnalysisRequest& request,
-                                                    common::Capture* described) {
-  if (!RunsByWorker(request)) {
-    return absl::InvalidArgumentError("these reports need every worker at once");
-  }
-  const bool kernels = Wants(request, "kernels"), gpu = Wants(request, "gpu"),
-             operators = Wants(request, "operators"), memory = Wants(request, "memory"),
-             temporal = Wants(request, "temporal");
-  const bool need_steps = gpu || (temporal && request.window == WindowMode::kSteps);
+                                                    common::Capture* tables) {
+  const bool overview = Wants(request, "overview");
+  const bool summary = Wants(request, "summary") || overview;
+  const bool need_breakdown = summary || Wants(request, "steps") || Wants(request, "pod") ||
+                              Wants(request, "overlap") || Wants(request, "stragglers") ||
+                              Wants(request, "input") || overview;
+  const bool need_comm =
+      need_breakdown || Wants(request, "communication") || Wants(request, "allreduce");
+  const bool need_steps = need_breakdown || Wants(request, "allreduce") || Wants(request, "gpu") ||
+                          overview ||
+                          (Wants(request, "temporal") && request.window == WindowMode::kSteps);
+  const bool kernels = Wants(request, "kernels") || overview,
+             gpu = Wants(request, "gpu") || overview, operators = Wants(request, "operators"),
+             memory = Wants(request, "memory"), temporal = Wants(request, "temporal"),
+             input = Wants(request, "input") || overview,
+             stragglers = Wants(request, "stragglers") || summary,
+             bandwidth = Wants(request, "allreduce") || summary;
   const TemporalOptions temporal_options{.window = request.window, .steps = request.steps};
+
+  // Pass 1: the reports each worker's events make alone, each worker's steps (their spans), and
+  // the tables the cross-worker reports read.
   KernelFold kernel_fold(request.top_kernels);
   std::vector<WorkerGpu> gpus;
   std::vector<WorkerOperatorStats> operator_stats;
   std::vector<std::optional<WorkerMemory>> memories;
+  std::vector<WorkerSteps> steps;
   AnalysisResults results;
   if (temporal) results.temporal.emplace().window = request.window;
-  described->workers.clear();
+  tables->workers.clear();
   absl::Status read = workers.ForEachWorker([&](const common::WorkerTrace& trace) {
-    common::WorkerTrace& description = described->workers.emplace_back();
-    description.info = trace.info;
-    description.clock = trace.clock;
-    const WorkerSteps steps = need_steps ? FindSteps(trace, request.steps) : WorkerSteps();
+    tables->workers.push_back(Tables(trace));
+    WorkerSteps worker_steps = need_steps ? FindSteps(trace, request.steps) : WorkerSteps();
     if (kernels) kernel_fold.Add(trace);
-    if (gpu) gpus.push_back(ComputeWorkerGpu(trace, steps, request.first_step, request.last_step));
+    if (gpu) {
+      gpus.push_back(ComputeWorkerGpu(trace, worker_steps, request.first_step, request.last_step));
+    }
     if (operators) operator_stats.push_back(ComputeWorkerOperators(trace));
     if (memory) memories.push_back(ComputeWorkerMemory(trace));
     if (temporal) {
       results.temporal->workers.push_back(ComputeWorkerTemporal(
-          trace, temporal_options, request.window == WindowMode::kSteps ? &steps : nullptr));
+          trace, temporal_options, request.window == WindowMode::kSteps ? &worker_steps : nullptr));
+    }
+    if (need_steps) {
+      // The per-row step indices are a worker's events' size; only the replay needs them.
+      std::vector<int32_t>().swap(worker_steps.kernel_step);
+      std::vector<int32_t>().swap(worker_steps.memcpy_step);
+      steps.push_back(std::move(worker_steps));
     }
     return absl::OkStatus();
   });
   if (!read.ok()) return read;
-  results.warnings = CheckOneJob(common::CaptureView(*described)).warnings;
+  const common::CaptureView view(*tables);
+  const size_t n = view.size();
+  results.warnings = CheckOneJob(view).warnings;
+  if (need_comm) results.communication = ComputeCommunication(view, request.communication);
+
+  // Pass 2: what needs each collective's wait: the breakdown, and the input report from it.
+  if (need_breakdown) {
+    std::vector<WorkerBreakdown> breakdown;
+    std::vector<WorkerInput> inputs;
+    read = workers.ForEachWorker([&](const common::WorkerTrace& trace) {
+      const size_t w = breakdown.size();
+      if (w >= n || view.worker(w).info.rank != trace.info.rank) return Changed();
+      breakdown.push_back(ComputeWorkerBreakdown(trace, steps[w], &results.communication->wait[w]));
+      if (input) inputs.push_back(ComputeWorkerInput(trace, breakdown.back()));
+      return absl::OkStatus();
+    });
+    if (!read.ok()) return read;
+    if (breakdown.size() != n) return Changed();
+    results.breakdown = std::move(breakdown);
+    if (input) results.input = FinishInput(std::move(inputs));
+  }
+  if (Wants(request, "pod")) {
+    results.pod = ComputePodView(*results.breakdown, request.first_step, request.last_step);
+  }
+  if (stragglers) {
+    results.stragglers = FindStragglersFromTables(view, steps, *results.communication,
+                                                  *results.breakdown, request.stragglers);
+  }
+  // Pass 3, only when there are stragglers: the names behind their categories, and the replay
+  // that finds what they cost.
+  if (stragglers && !results.stragglers->stragglers.empty()) {
+    std::vector<WorkerNameTimes> names;
+    StepReplay replay(*results.communication);
+    read = workers.ForEachWorker([&](const common::WorkerTrace& trace) {
+      const size_t w = names.size();
+      if (w >= n || view.worker(w).info.rank != trace.info.rank) return Changed();
+      names.push_back(TimeByNameFor(trace, steps[w], *results.stragglers));
+      replay.AddWorker(trace, FindSteps(trace, request.steps));
+      return absl::OkStatus();
+    });
+    if (!read.ok()) return read;
+    if (names.size() != n) return Changed();
+    AddNamedExcess(names, &*results.stragglers);
+    AddStepTimeLoss(replay, &*results.stragglers);
+  }
+  if (bandwidth) {
+    results.bandwidth = ComputeBandwidth(view, steps, *results.communication, request.bandwidth);
+  }
   if (kernels) results.kernels = kernel_fold.Finish();
   if (gpu) results.gpu = FinishGpu(std::move(gpus));
   if (operators)
     results.operators = FinishOperators(std::move(operator_stats), request.top_kernels);
   if (memory) results.memory = FinishMemory(std::move(memories));
+  if (summary) {
+    results.summary = Summarize(view, *results.breakdown, *results.stragglers, *results.bandwidth,
+                                results.warnings);
+  }
+  if (overview) {
+    results.overview = ComputeOverview(*results.summary, *results.breakdown, *results.gpu,
+                                       *results.kernels, *results.input);
+  }
   return results;
 }
 

@@ -76,14 +76,15 @@ bool Wants(const AnalysisRequest& request, std::string_view report);
 // Pure; any thread. The request must be validated.
 AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRequest& request);
 
-// Whether every report asked for is computed worker by worker (kernels, gpu, operators, memory,
-// temporal): each worker's part from its events alone, then the pod's from the parts.
-bool RunsByWorker(const AnalysisRequest& request);
-// RunAnalyses for such a request over workers read one at a time, holding one worker's events at
-// once: the results are RunAnalyses' on the whole capture, from the same code. `described` gets
-// every worker without its events (what the job check and the renderers read).
+// RunAnalyses over workers read one at a time, holding one worker's events at once: the results
+// are RunAnalyses' on the whole capture, from the same code. The reports each worker's events
+// make alone (kernels, gpu, operators, memory, temporal) take one pass; the cross-worker ones
+// gather small tables in that pass (each worker's steps, collectives and host samples; `tables`
+// gets them, with every worker's description, for the job check and the renderers) and match
+// collectives from them, then a second pass breaks each worker's steps down with its waits, and a
+// third, only when there are stragglers, finds what lies behind them and what they cost.
 absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& workers,
                                                     const AnalysisRequest& request,
-                                                    common::Capture* described);
+                                                    common::Capture* tables);
 
 }  // namespace podscope::coordinator::analysis

@@ -38,33 +38,45 @@ std::string_view InputVerdictName(InputVerdict verdict) {
   return "not input-bound";
 }
 
+WorkerInput ComputeWorkerInput(const common::WorkerTrace& trace, const WorkerBreakdown& breakdown,
+                               const InputOptions& options) {
+  const IntervalSet dataloader = DataloaderSpans(trace);
+  WorkerInput out;
+  out.rank = breakdown.rank;
+  for (const StepBreakdown& s : breakdown.steps) {
+    StepInput step;
+    step.step = s.step;
+    step.step_ns = s.span_ns + s.before_ns;
+    step.input_wait_ns = s.idle_input_ns + s.before_input_ns;
+    step.dataloader_ns = TotalLength(Clip(dataloader, s.span.start - s.before_ns, s.span.end));
+    out.step_ns += step.step_ns;
+    out.input_wait_ns += step.input_wait_ns;
+    out.dataloader_ns += step.dataloader_ns;
+    out.steps.push_back(step);
+  }
+  out.input_share = out.step_ns > 0
+                        ? static_cast<double>(out.input_wait_ns) / static_cast<double>(out.step_ns)
+                        : 0;
+  out.verdict = Verdict(out.input_share, options);
+  return out;
+}
+
 InputReport ComputeInputPipeline(const common::CaptureView& capture,
                                  const std::vector<WorkerBreakdown>& breakdown,
                                  const InputOptions& options) {
+  std::vector<WorkerInput> workers;
+  for (size_t w = 0; w < breakdown.size() && w < capture.size(); ++w)
+    workers.push_back(ComputeWorkerInput(capture.worker(w), breakdown[w], options));
+  return FinishInput(std::move(workers), options);
+}
+
+InputReport FinishInput(std::vector<WorkerInput> workers, const InputOptions& options) {
   InputReport report;
   report.options = options;
+  report.workers = std::move(workers);
   std::vector<double> shares;
-  for (size_t w = 0; w < breakdown.size() && w < capture.size(); ++w) {
-    const IntervalSet dataloader = DataloaderSpans(capture.worker(w));
-    WorkerInput out;
-    out.rank = breakdown[w].rank;
-    for (const StepBreakdown& s : breakdown[w].steps) {
-      StepInput step;
-      step.step = s.step;
-      step.step_ns = s.span_ns + s.before_ns;
-      step.input_wait_ns = s.idle_input_ns + s.before_input_ns;
-      step.dataloader_ns = TotalLength(Clip(dataloader, s.span.start - s.before_ns, s.span.end));
-      out.step_ns += step.step_ns;
-      out.input_wait_ns += step.input_wait_ns;
-      out.dataloader_ns += step.dataloader_ns;
-      out.steps.push_back(step);
-    }
-    out.input_share =
-        out.step_ns > 0 ? static_cast<double>(out.input_wait_ns) / static_cast<double>(out.step_ns)
-                        : 0;
-    out.verdict = Verdict(out.input_share, options);
-    if (out.step_ns > 0) shares.push_back(out.input_share);
-    report.workers.push_back(std::move(out));
+  for (const WorkerInput& w : report.workers) {
+    if (w.step_ns > 0) shares.push_back(w.input_share);
   }
   std::sort(report.workers.begin(), report.workers.end(),
             [](const WorkerInput& a, const WorkerInput& b) { return a.rank < b.rank; });

@@ -52,5 +52,10 @@ struct InputReport {
 InputReport ComputeInputPipeline(const common::CaptureView& capture,
                                  const std::vector<WorkerBreakdown>& breakdown,
                                  const InputOptions& options = {});
+// The same, a worker at a time: each worker's part from its trace and breakdown, then the report
+// from the parts (in any order).
+WorkerInput ComputeWorkerInput(const common::WorkerTrace& trace, const WorkerBreakdown& breakdown,
+                               const InputOptions& options = {});
+InputReport FinishInput(std::vector<WorkerInput> workers, const InputOptions& options = {});
 
 }  // namespace podscope::coordinator::analysis

@@ -24,31 +24,39 @@ int64_t CollectiveStreamKey(common::NameId communicator) {
 
 }  // namespace
 
-StepReplay::StepReplay(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
-                       const CommunicationReport& communication)
-    : steps_(steps) {
+StepReplay::StepReplay(const CommunicationReport& communication, Runs runs)
+    : communication_(communication), runs_(runs) {
   // Each worker's collective rows, as matched across workers.
-  std::vector<std::vector<int32_t>> collective_of_row(capture.size());
-  for (size_t w = 0; w < capture.size(); ++w)
-    collective_of_row[w].assign(capture.worker(w).collectives.size(), -1);
+  collective_of_row_.resize(communication.wait.size());
+  for (size_t w = 0; w < communication.wait.size(); ++w)
+    collective_of_row_[w].assign(communication.wait[w].size(), -1);
   for (size_t c = 0; c < communication.collectives.size(); ++c) {
     for (const Participant& p : communication.collectives[c].participants) {
-      collective_of_row[p.worker][p.row] = static_cast<int32_t>(c);
+      collective_of_row_[p.worker][p.row] = static_cast<int32_t>(c);
     }
   }
   participants_.assign(communication.collectives.size(), 0);
   worker_begin_.push_back(0);
-  for (size_t w = 0; w < capture.size(); ++w) {
-    AddWorker(static_cast<uint32_t>(w), capture, w < steps.size() ? steps[w] : WorkerSteps{},
-              communication, collective_of_row[w]);
-    worker_begin_.push_back(static_cast<uint32_t>(ops_.size()));
-  }
 }
 
-void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const WorkerSteps& steps,
-                           const CommunicationReport& communication,
-                           const std::vector<int32_t>& collective_of_row) {
-  const common::WorkerTrace& t = capture.worker(w);
+StepReplay::StepReplay(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
+                       const CommunicationReport& communication, Runs runs)
+    : StepReplay(communication, runs) {
+  for (size_t w = 0; w < capture.size(); ++w)
+    AddWorker(capture.worker(w), w < steps.size() ? steps[w] : WorkerSteps{});
+}
+
+void StepReplay::AddWorker(const common::WorkerTrace& t, const WorkerSteps& steps) {
+  const size_t w = step_numbers_.size();
+  const size_t first = ops_.size();
+  std::vector<int64_t>& numbers = step_numbers_.emplace_back();
+  for (const StepSpan& s : steps.steps) numbers.push_back(s.number);
+  static const std::vector<int32_t> kNoRows;
+  static const std::vector<TimeNs> kNoWaits;
+  const std::vector<int32_t>& collective_of_row =
+      w < collective_of_row_.size() ? collective_of_row_[w] : kNoRows;
+  const std::vector<TimeNs>& waits =
+      w < communication_.wait.size() ? communication_.wait[w] : kNoWaits;
   struct Raw {
     TimeNs start, end;
     int64_t stream;
@@ -81,10 +89,10 @@ void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const
   // A participant is its kernel when the trace has it (same correlation id, or same start).
   const common::CollectiveTable& c = t.collectives;
   for (size_t row = 0; row < c.size(); ++row) {
-    const int32_t collective = collective_of_row[row];
+    const int32_t collective = row < collective_of_row.size() ? collective_of_row[row] : -1;
     if (collective < 0) continue;
     ++participants_[collective];
-    const TimeNs wait = communication.wait[w][row];
+    const TimeNs wait = waits[row];
     size_t kernel = SIZE_MAX;
     if (auto it = kernel_by_correlation.find(c.correlation[row]);
         c.correlation[row] >= 0 && it != kernel_by_correlation.end() &&
@@ -159,6 +167,46 @@ void StepReplay::AddWorker(uint32_t w, const common::CaptureView& capture, const
         std::upper_bound(by_launch.begin(), by_launch.end(), std::make_pair(r.launch, index)),
         {r.launch, index});
   }
+  if (runs_ == Runs::kMerged) MergeRuns(first);
+  worker_begin_.push_back(static_cast<uint32_t>(ops_.size()));
+}
+
+// An operation joins the run before it on its stream when the replay must shift it exactly as
+// that run's end: it follows only its stream predecessor, which is no collective (a collective
+// ends at the replayed last arrival, not at its own start's shift), ends no earlier than that
+// predecessor (so the run's end is its last operation's), lies in the same step (the loss reads
+// step spans), and nothing else waits for the predecessor (its end is no longer kept apart).
+void StepReplay::MergeRuns(size_t first) {
+  const size_t n = ops_.size() - first;
+  std::vector<uint8_t> waited_on(n, 0);  // a cross-stream or launch predecessor of some operation
+  for (size_t i = first; i < ops_.size(); ++i) {
+    for (int32_t p : {ops_[i].cross_pred, ops_[i].launch_pred})
+      if (p >= 0) waited_on[p - first] = 1;
+  }
+  std::vector<int32_t> merged_into(n);  // old index (from first) -> new index (absolute)
+  size_t kept = first;
+  auto remap = [&](int32_t p) { return p < 0 ? p : merged_into[p - first]; };
+  for (size_t i = first; i < ops_.size(); ++i) {
+    const Op op = ops_[i];
+    const int32_t pred = op.stream_pred;
+    if (op.collective < 0 && op.cross_pred < 0 && op.launch_pred < 0 && pred >= 0 &&
+        !waited_on[pred - first]) {
+      Op& run = ops_[merged_into[pred - first]];
+      if (run.collective < 0 && run.step == op.step && op.end >= run.end) {
+        run.end = op.end;
+        merged_into[i - first] = merged_into[pred - first];
+        continue;
+      }
+    }
+    Op& out = ops_[kept];
+    out = op;
+    out.stream_pred = remap(op.stream_pred);
+    out.cross_pred = remap(op.cross_pred);
+    out.launch_pred = remap(op.launch_pred);
+    merged_into[i - first] = static_cast<int32_t>(kept++);
+  }
+  ops_.resize(kept);
+  ops_.shrink_to_fit();
 }
 
 absl::StatusOr<StepReplay::Replayed> StepReplay::Replay(
@@ -238,7 +286,7 @@ absl::StatusOr<StepTimeLoss> StepReplay::LossOf(const std::vector<uint32_t>& exc
   // Per step number: every worker's step span, as captured and as replayed.
   std::map<int64_t, std::pair<std::vector<TimeNs>, std::vector<TimeNs>>> spans;
   for (size_t w = 0; w + 1 < worker_begin_.size(); ++w) {
-    const size_t n = w < steps_.size() ? steps_[w].steps.size() : 0;
+    const size_t n = step_numbers_[w].size();
     struct Span {
       TimeNs start = INT64_MAX, end = INT64_MIN, replayed_start = INT64_MAX,
              replayed_end = INT64_MIN;
@@ -255,7 +303,7 @@ absl::StatusOr<StepTimeLoss> StepReplay::LossOf(const std::vector<uint32_t>& exc
     }
     for (size_t s = 0; s < n; ++s) {
       if (span[s].end < span[s].start) continue;  // no device work in that step
-      auto& [captured, replay] = spans[steps_[w].steps[s].number];
+      auto& [captured, replay] = spans[step_numbers_[w][s]];
       captured.push_back(span[s].end - span[s].start);
       replay.push_back(span[s].replayed_end - span[s].replayed_start);
     }

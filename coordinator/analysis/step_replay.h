@@ -40,15 +40,31 @@ struct StepTimeLoss {
   std::vector<StepLoss> steps;  // by step number
 };
 
-// Built once per capture; then any number of what-ifs. Keeps references to its arguments.
-// Const methods may run on any thread.
+// Built once per capture, whole or a worker at a time; then any number of what-ifs. Keeps a
+// reference to the communication report. Const methods may run on any thread.
+//
+// Most of a worker's operations only follow the one before them on their stream (a run of
+// kernels launched back to back), and a replay moves such a run as one: each shifts as its
+// predecessor ends. So a run within one step, that nothing else depends on before its end, is
+// kept as one operation spanning it. The replay's answers are the same to the nanosecond; it
+// holds tens of operations a step instead of thousands.
 class StepReplay {
  public:
+  enum class Runs : uint8_t {
+    kMerged,  // what the reports use
+    kKept,    // every operation apart, to check the merged replay against
+  };
+
   StepReplay(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
-             const CommunicationReport& communication);
+             const CommunicationReport& communication, Runs runs = Runs::kMerged);
+  // For a capture read a worker at a time: AddWorker once for every worker of `communication`,
+  // in its order, with FindSteps' steps for it (their per-row step indices too).
+  explicit StepReplay(const CommunicationReport& communication, Runs runs = Runs::kMerged);
+  void AddWorker(const common::WorkerTrace& trace, const WorkerSteps& steps);
 
   // The loss to the workers in `excused` (indices in the view) holding collectives. An error
-  // when the dependencies do not form an order (collectives matched inconsistently).
+  // when the dependencies do not form an order (collectives matched inconsistently), or when a
+  // worker was not added.
   absl::StatusOr<StepTimeLoss> LossOf(const std::vector<uint32_t>& excused) const;
 
   size_t operations() const { return ops_.size(); }
@@ -67,13 +83,15 @@ class StepReplay {
     std::vector<TimeNs> start_shift, end_shift;  // replayed minus captured, per operation
   };
 
-  void AddWorker(uint32_t w, const common::CaptureView& capture, const WorkerSteps& steps,
-                 const CommunicationReport& communication,
-                 const std::vector<int32_t>& collective_of_row);
+  void MergeRuns(size_t first);  // over ops_[first, end): one worker's
   absl::StatusOr<Replayed> Replay(const std::vector<uint32_t>& excused) const;
 
-  const std::vector<WorkerSteps>& steps_;
-  std::vector<Op> ops_;  // worker by worker, each in start order
+  const CommunicationReport& communication_;
+  Runs runs_;
+  // Per worker: each collective row's index in communication_.collectives, or -1.
+  std::vector<std::vector<int32_t>> collective_of_row_;
+  std::vector<std::vector<int64_t>> step_numbers_;  // per worker, by step index
+  std::vector<Op> ops_;                             // worker by worker, each in start order
   std::vector<uint32_t>
       worker_begin_;  // worker w owns ops_[worker_begin_[w], worker_begin_[w + 1])
   std::vector<uint32_t> participants_;  // per collective: how many operations take part

@@ -67,9 +67,8 @@ CategoryMeans MeansOf(const WorkerBreakdown& b) {
 
 // Time per step by name of what lies behind a category: kernels for the device categories,
 // host operators, input spans or CUDA calls for the idle ones. Counted over the worker's steps.
-absl::flat_hash_map<std::string, double> TimeByName(const common::WorkerTrace& w,
-                                                    const WorkerSteps& steps, Category category) {
-  absl::flat_hash_map<std::string, double> out;
+NameTimes TimeByName(const common::WorkerTrace& w, const WorkerSteps& steps, Category category) {
+  NameTimes out;
   if (steps.steps.empty()) return out;
   absl::flat_hash_map<common::NameId, double> by_id;
   TimeNs from = INT64_MAX, to = INT64_MIN;
@@ -125,21 +124,17 @@ absl::flat_hash_map<std::string, double> TimeByName(const common::WorkerTrace& w
   return out;
 }
 
-// The three names that grew most on worker `w` against the median worker.
-std::vector<NamedExcess> TopExcess(const common::CaptureView& capture,
-                                   const std::vector<WorkerSteps>& steps, size_t w,
-                                   Category category) {
-  std::vector<absl::flat_hash_map<std::string, double>> by_worker(capture.size());
-  for (size_t i = 0; i < capture.size() && i < steps.size(); ++i) {
-    by_worker[i] = TimeByName(capture.worker(i), steps[i], category);
-  }
+// The three names that grew most on worker `w` against the median worker, from every worker's
+// time by name in that category.
+std::vector<NamedExcess> TopExcess(const std::vector<const NameTimes*>& by_worker, size_t w) {
   std::vector<NamedExcess> top;
-  for (const auto& [name, mine] : by_worker[w]) {
+  if (w >= by_worker.size()) return top;
+  for (const auto& [name, mine] : *by_worker[w]) {
     std::vector<double> all;
     all.reserve(by_worker.size());
-    for (const auto& other : by_worker) {
-      auto it = other.find(name);
-      all.push_back(it == other.end() ? 0.0 : it->second);
+    for (const NameTimes* other : by_worker) {
+      auto it = other->find(name);
+      all.push_back(it == other->end() ? 0.0 : it->second);
     }
     const double median = Median(std::move(all));
     if (mine > median)
@@ -153,12 +148,10 @@ std::vector<NamedExcess> TopExcess(const common::CaptureView& capture,
   return top;
 }
 
-// What each straggler cost, and all of them together: the replayed step time without their
-// lateness (step_replay.h).
-void AddStepTimeLoss(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
-                     const CommunicationReport& communication, StragglerReport* report) {
+}  // namespace
+
+void AddStepTimeLoss(const StepReplay& replay, StragglerReport* report) {
   if (report->stragglers.empty()) return;
-  const StepReplay replay(capture, steps, communication);
   std::vector<uint32_t> all;
   for (Straggler& s : report->stragglers) {
     all.push_back(s.worker);
@@ -181,8 +174,6 @@ void AddStepTimeLoss(const common::CaptureView& capture, const std::vector<Worke
     report->loss_error = std::string(joint.status().message());
   }
 }
-
-}  // namespace
 
 double MinShareOfCausedDelay(size_t workers, double configured) {
   return std::max(configured,
@@ -273,8 +264,7 @@ WorkerMeans ComputeMeans(const std::vector<WorkerBreakdown>& breakdown, size_t n
 
 // Where worker `w`'s extra time went: the partition category that grew most against the median
 // worker, with what lies behind it (its top kernels or ops, and the host's samples).
-void AddCause(const common::CaptureView& capture, const std::vector<WorkerSteps>& steps,
-              const WorkerMeans& m, size_t w, Straggler* s) {
+void AddCause(const common::CaptureView& capture, const WorkerMeans& m, size_t w, Straggler* s) {
   size_t grew = kComputeKernels;
   for (size_t c = 0; c < kCategoryCount; ++c) {
     if (m.mean[w][c] - m.median_worker[c] > m.mean[w][grew] - m.median_worker[grew]) grew = c;
@@ -282,7 +272,6 @@ void AddCause(const common::CaptureView& capture, const std::vector<WorkerSteps>
   s->category = kCategoryNames[grew];
   s->evidence.worker_ns = static_cast<TimeNs>(m.mean[w][grew]);
   s->evidence.median_ns = static_cast<TimeNs>(m.median_worker[grew]);
-  s->evidence.top = TopExcess(capture, steps, w, static_cast<Category>(grew));
   const common::HostSampleTable& hs = capture.worker(w).host_samples;
   if (hs.size() > 0) {
     s->max_cpu_percent = *std::max_element(hs.cpu_percent.begin(), hs.cpu_percent.end());
@@ -297,11 +286,11 @@ void AddCause(const common::CaptureView& capture, const std::vector<WorkerSteps>
 
 }  // namespace
 
-StragglerReport FindStragglers(const common::CaptureView& capture,
-                               const std::vector<WorkerSteps>& steps,
-                               const CommunicationReport& communication,
-                               const std::vector<WorkerBreakdown>& breakdown,
-                               const StragglerOptions& options) {
+StragglerReport FindStragglersFromTables(const common::CaptureView& capture,
+                                         const std::vector<WorkerSteps>& steps,
+                                         const CommunicationReport& communication,
+                                         const std::vector<WorkerBreakdown>& breakdown,
+                                         const StragglerOptions& options) {
   StragglerReport report;
   report.aligned = communication.aligned;
   report.clock_error_bound_ns = communication.clock_error_bound_ns;
@@ -346,13 +335,55 @@ StragglerReport FindStragglers(const common::CaptureView& capture,
     s.reason = by_delay ? "caused_delay" : "compute_outlier";
     s.clock_error_bound_ns = report.clock_error_bound_ns;
     s.compute_z = l.compute_z;
-    AddCause(capture, steps, means, w, &s);
+    AddCause(capture, means, w, &s);
     report.stragglers.push_back(std::move(s));
   }
   std::sort(
       report.stragglers.begin(), report.stragglers.end(),
       [](const Straggler& a, const Straggler& b) { return a.caused_delay_ns > b.caused_delay_ns; });
-  AddStepTimeLoss(capture, steps, communication, &report);
+  return report;
+}
+
+WorkerNameTimes TimeByNameFor(const common::WorkerTrace& trace, const WorkerSteps& steps,
+                              const StragglerReport& report) {
+  WorkerNameTimes out;
+  for (const Straggler& s : report.stragglers) {
+    if (out.contains(s.category)) continue;
+    const size_t c = static_cast<size_t>(
+        std::find(std::begin(kCategoryNames), std::end(kCategoryNames), s.category) -
+        std::begin(kCategoryNames));
+    out[s.category] =
+        c < kCategoryCount ? TimeByName(trace, steps, static_cast<Category>(c)) : NameTimes{};
+  }
+  return out;
+}
+
+void AddNamedExcess(const std::vector<WorkerNameTimes>& workers, StragglerReport* report) {
+  static const NameTimes kNone;
+  for (Straggler& s : report->stragglers) {
+    std::vector<const NameTimes*> by_worker;
+    by_worker.reserve(workers.size());
+    for (const WorkerNameTimes& w : workers) {
+      auto it = w.find(s.category);
+      by_worker.push_back(it == w.end() ? &kNone : &it->second);
+    }
+    s.evidence.top = TopExcess(by_worker, s.worker);
+  }
+}
+
+StragglerReport FindStragglers(const common::CaptureView& capture,
+                               const std::vector<WorkerSteps>& steps,
+                               const CommunicationReport& communication,
+                               const std::vector<WorkerBreakdown>& breakdown,
+                               const StragglerOptions& options) {
+  StragglerReport report =
+      FindStragglersFromTables(capture, steps, communication, breakdown, options);
+  if (report.stragglers.empty()) return report;
+  std::vector<WorkerNameTimes> names;
+  for (size_t w = 0; w < capture.size() && w < steps.size(); ++w)
+    names.push_back(TimeByNameFor(capture.worker(w), steps[w], report));
+  AddNamedExcess(names, &report);
+  AddStepTimeLoss(StepReplay(capture, steps, communication), &report);
   return report;
 }
 

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/capture.h"
 #include "coordinator/analysis/breakdown.h"
 #include "coordinator/analysis/communication.h"
@@ -100,11 +102,32 @@ struct StragglerReport {
   std::vector<WorkerLateness> workers;  // every worker, by rank
 };
 
-// Pure; any thread.
+// Pure; any thread. The stages below, over a whole capture.
 StragglerReport FindStragglers(const common::CaptureView& capture,
                                const std::vector<WorkerSteps>& steps,
                                const CommunicationReport& communication,
                                const std::vector<WorkerBreakdown>& breakdown,
                                const StragglerOptions& options = {});
+
+// The report in stages, for a capture read a worker at a time:
+// 1. From the tables a first pass gathers (`capture` needs each worker's info, collectives and
+//    host samples; `steps` the step spans): everything but the names behind each straggler's
+//    category and the step-time loss. Pure; any thread.
+StragglerReport FindStragglersFromTables(const common::CaptureView& capture,
+                                         const std::vector<WorkerSteps>& steps,
+                                         const CommunicationReport& communication,
+                                         const std::vector<WorkerBreakdown>& breakdown,
+                                         const StragglerOptions& options = {});
+// 2. When there are stragglers, each worker's time per step by name (kernel, host operator, input
+//    span or CUDA call) in the categories they were named by, keyed by category; then the names
+//    that grew most on each straggler against the median worker. `workers` in view order.
+using NameTimes = absl::flat_hash_map<std::string, double>;
+using WorkerNameTimes = std::map<std::string, NameTimes, std::less<>>;
+WorkerNameTimes TimeByNameFor(const common::WorkerTrace& trace, const WorkerSteps& steps,
+                              const StragglerReport& report);
+void AddNamedExcess(const std::vector<WorkerNameTimes>& workers, StragglerReport* report);
+// 3. What each straggler cost, and all of them together: the replayed step time without their
+//    lateness.
+void AddStepTimeLoss(const StepReplay& replay, StragglerReport* report);
 
 }  // namespace podscope::coordinator::analysis

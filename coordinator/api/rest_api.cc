@@ -491,14 +491,14 @@ HttpResponse RestApi::Report(HttpRequest& r) {
     cache_.Touch(id, cache_key);
     return respond(std::move(**cached), "hit");
   }
-  // Reports computed worker by worker read the store one worker at a time; the others load the
-  // whole capture. Either takes its estimate from the memory budget first, or waits for it.
-  const bool by_worker = analysis::RunsByWorker(request);
+  // Every report reads the store a worker at a time (analysis_run.h), holding one worker's events
+  // and the small tables gathered from all of them: it takes its estimate, from the largest
+  // worker, from the memory budget first, or waits for it.
   uint64_t largest_worker = 0;
   for (const storage::WorkerRecord& w : record->workers)
     largest_worker = std::max(largest_worker, w.events);
   absl::StatusOr<MemoryBudget::Grant> grant =
-      budget_.Acquire(kAnalysisBytesPerEvent * (by_worker ? largest_worker : record->events));
+      budget_.Acquire(kAnalysisBytesPerEvent * largest_worker);
   if (!grant.ok()) {
     HttpResponse busy =
         HttpResponse::Problem(503, "Service Unavailable", std::string(grant.status().message()));
@@ -506,19 +506,11 @@ HttpResponse RestApi::Report(HttpRequest& r) {
     return busy;
   }
   common::Capture capture;
-  std::optional<analysis::AnalysisResults> streamed;
-  if (by_worker) {
-    absl::StatusOr<storage::StoredWorkers> stored = storage::StoredWorkers::Open(store_, id);
-    if (!stored.ok()) return FromStatus(stored.status());
-    absl::StatusOr<analysis::AnalysisResults> results =
-        analysis::RunAnalysesByWorker(*stored, request, &capture);
-    if (!results.ok()) return FromStatus(results.status());
-    streamed = *std::move(results);
-  } else {
-    absl::StatusOr<common::Capture> loaded = storage::LoadCapture(store_, id);
-    if (!loaded.ok()) return FromStatus(loaded.status());
-    capture = *std::move(loaded);
-  }
+  absl::StatusOr<storage::StoredWorkers> stored = storage::StoredWorkers::Open(store_, id);
+  if (!stored.ok()) return FromStatus(stored.status());
+  absl::StatusOr<analysis::AnalysisResults> streamed =
+      analysis::RunAnalysesByWorker(*stored, request, &capture);
+  if (!streamed.ok()) return FromStatus(streamed.status());
   const common::CaptureView view(capture);
   // Ranks of different jobs or worlds make cross-rank reports meaningless (`podscope analyze`
   // refuses them too); allow_mixed=true insists.
@@ -531,8 +523,7 @@ HttpResponse RestApi::Report(HttpRequest& r) {
                                                   " (allow_mixed=true to analyse it anyway)"));
     }
   }
-  const analysis::AnalysisResults results =
-      streamed ? *std::move(streamed) : analysis::RunAnalyses(view, request);
+  const analysis::AnalysisResults results = *std::move(streamed);
   std::string body =
       table ? RenderTables(view, request, results) : RenderJson(view, request, results);
   {

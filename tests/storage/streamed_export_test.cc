@@ -45,6 +45,7 @@ class StreamedExportTest : public ::testing::Test {
     o.steps = 6;
     o.clock_offset_ms = 3;
     o.drift_ppm = 20;
+    o.slowdowns.push_back({.rank = 5, .factor = 1.3});  // a straggler, for its cause and cost
     job_ = sim::SimulateJob(o).capture;
     absl::StatusOr<std::unique_ptr<RocksDbTraceStore>> store =
         RocksDbTraceStore::Open({.path = dir_.File("db")});
@@ -134,7 +135,7 @@ TEST_F(StreamedExportTest, AFilterThatKeepsNothingIsNamed) {
 
 // Every report that runs worker by worker, alone and together, on the simulated job and on a real
 // multi-rank trace (with allocator events), equals the whole capture's analysis.
-TEST_F(StreamedExportTest, ReportsComputedWorkerByWorkerEqualTheWholeCapturesByteForByte) {
+TEST_F(StreamedExportTest, ReportsReadWorkerByWorkerEqualTheWholeCapturesByteForByte) {
   absl::StatusOr<common::Capture> real = common::LoadCapture(
       *common::ExpandTraceInputs({podscope::testing::KinetoFixture("trace_filter")}));
   ASSERT_TRUE(real.ok()) << real.status();
@@ -160,22 +161,24 @@ TEST_F(StreamedExportTest, ReportsComputedWorkerByWorkerEqualTheWholeCapturesByt
 
   using coordinator::analysis::AnalysisRequest;
   std::vector<AnalysisRequest> requests;
-  for (const char* report : {"kernels", "gpu", "operators", "memory", "temporal"})
-    requests.push_back({.reports = {report}});
-  requests.push_back({.reports = {"kernels", "gpu", "operators", "memory", "temporal"}});
-  requests.push_back({.reports = {"temporal", "gpu"},
+  for (std::string_view report : coordinator::analysis::kReportNames)
+    requests.push_back({.reports = {std::string(report)}});
+  requests.push_back({.reports = {"all"}});
+  requests.push_back({.reports = {"temporal", "gpu", "pod", "steps"},
                       .window = coordinator::analysis::WindowMode::kHta,
                       .top_kernels = 3,
                       .first_step = 2,
-                      .last_step = 4});
-  size_t memory_workers = 0;
+                      .last_step = 4,
+                      .ranks = {1, 3},
+                      .top_workers = 1,
+                      .workers_only = true});
+  size_t memory_workers = 0, stragglers_costed = 0;
   for (const char* id : {"cap", "real", "sample"}) {
     absl::StatusOr<common::Capture> loaded = LoadCapture(*store_, id);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     const common::CaptureView whole(*loaded);
     for (AnalysisRequest request : requests) {
       ASSERT_TRUE(coordinator::analysis::ValidateRequest(&request).ok());
-      ASSERT_TRUE(coordinator::analysis::RunsByWorker(request));
       SCOPED_TRACE(std::string(id) + " " + request.reports[0]);
       absl::StatusOr<StoredWorkers> stored = StoredWorkers::Open(*store_, id);
       ASSERT_TRUE(stored.ok());
@@ -183,8 +186,13 @@ TEST_F(StreamedExportTest, ReportsComputedWorkerByWorkerEqualTheWholeCapturesByt
       absl::StatusOr<coordinator::analysis::AnalysisResults> streamed =
           coordinator::analysis::RunAnalysesByWorker(*stored, request, &described);
       ASSERT_TRUE(streamed.ok()) << streamed.status();
-      EXPECT_EQ(described.workers.size(), loaded->workers.size());
-      for (const common::WorkerTrace& w : described.workers) EXPECT_EQ(w.Counts().Total(), 0u);
+      // What the cross-worker reports gathered: each worker's collectives and host samples alone.
+      ASSERT_EQ(described.workers.size(), loaded->workers.size());
+      for (size_t w = 0; w < described.workers.size(); ++w) {
+        const common::EventCounts counts = described.workers[w].Counts();
+        EXPECT_EQ(counts.Total(), counts.collectives + counts.host_samples);
+        EXPECT_EQ(counts.collectives, loaded->workers[w].collectives.size());
+      }
       const common::CaptureView by_worker(described);
       const coordinator::analysis::AnalysisResults in_memory =
           coordinator::analysis::RunAnalyses(whole, request);
@@ -195,12 +203,14 @@ TEST_F(StreamedExportTest, ReportsComputedWorkerByWorkerEqualTheWholeCapturesByt
                   coordinator::RenderTables(whole, request, in_memory));
       EXPECT_GT(json.size(), 40u);
       if (streamed->memory) memory_workers += streamed->memory->workers.size();
+      if (streamed->stragglers) {
+        for (const coordinator::analysis::Straggler& s : streamed->stragglers->stragglers)
+          stragglers_costed += s.step_time_loss_ns.has_value() && !s.evidence.top.empty();
+      }
     }
   }
   EXPECT_GT(memory_workers, 0u) << "the allocator events were reported";
-  // A report that needs every worker at once is not run this way.
-  AnalysisRequest steps{.reports = {"steps"}};
-  EXPECT_FALSE(coordinator::analysis::RunsByWorker(steps));
+  EXPECT_GT(stragglers_costed, 0u) << "a straggler's cause and cost were compared";
 }
 
 }  // namespace

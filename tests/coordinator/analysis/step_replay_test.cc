@@ -4,6 +4,7 @@
 
 #include "common/trace_files.h"
 #include "coordinator/analysis/stragglers.h"
+#include "sim/workload_model.h"
 #include "tests/coordinator/analysis/hand_trace.h"
 #include "tests/test_paths.h"
 
@@ -110,6 +111,56 @@ TEST(StepReplayTest, RealTracesReplayExactly) {
     ASSERT_TRUE(loss.ok()) << loss.status();
     EXPECT_GE(loss->loss_ns, 0) << "worker " << w;
   }
+}
+
+void ExpectSameLosses(const StepReplay& merged, const StepReplay& kept, uint32_t workers) {
+  std::vector<std::vector<uint32_t>> excused = {{}};
+  for (uint32_t w = 0; w < workers; ++w) excused.push_back({w});
+  excused.push_back({0, workers - 1});
+  for (const std::vector<uint32_t>& e : excused) {
+    const absl::StatusOr<StepTimeLoss> a = merged.LossOf(e), b = kept.LossOf(e);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->loss_ns, b->loss_ns);
+    ASSERT_EQ(a->steps.size(), b->steps.size());
+    for (size_t s = 0; s < a->steps.size(); ++s) {
+      EXPECT_EQ(a->steps[s].step, b->steps[s].step);
+      EXPECT_EQ(a->steps[s].loss_ns, b->steps[s].loss_ns) << "step " << a->steps[s].step;
+    }
+  }
+}
+
+// Runs of operations that only follow each other on their stream are replayed as one: the losses
+// are those of the replay operation by operation, on real traces and on a dense simulated job
+// with a straggler, with far fewer operations held. And a capture added a worker at a time
+// replays as the whole one.
+TEST(StepReplayTest, MergedRunsReplayAsEveryOperationApart) {
+  absl::StatusOr<common::Capture> real = common::LoadCapture(
+      *common::ExpandTraceInputs({podscope::testing::KinetoFixture("dlrm_8rank")}));
+  ASSERT_TRUE(real.ok()) << real.status();
+  const Analysed r(*real);
+  const StepReplay real_merged(r.view, r.steps, r.communication);
+  const StepReplay real_kept(r.view, r.steps, r.communication, StepReplay::Runs::kKept);
+  EXPECT_LT(real_merged.operations(), real_kept.operations());
+  ExpectSameLosses(real_merged, real_kept, 8);
+
+  sim::WorkloadOptions o;
+  ASSERT_TRUE(sim::ApplyPreset("dense", &o).ok());
+  o.ranks = 4;
+  o.steps = 4;
+  o.slowdowns.push_back({.rank = 2, .factor = 1.2});
+  const common::Capture job = sim::SimulateJob(o).capture;
+  const Analysed d(job);
+  const StepReplay merged(d.view, d.steps, d.communication);
+  const StepReplay kept(d.view, d.steps, d.communication, StepReplay::Runs::kKept);
+  EXPECT_LT(merged.operations() * 10, kept.operations())
+      << merged.operations() << " of " << kept.operations();
+  ExpectSameLosses(merged, kept, 4);
+  EXPECT_GT(merged.LossOf({2})->loss_ns, 0);
+
+  StepReplay by_worker(d.communication);
+  for (size_t w = 0; w < d.view.size(); ++w) by_worker.AddWorker(d.view.worker(w), d.steps[w]);
+  EXPECT_EQ(by_worker.operations(), merged.operations());
+  ExpectSameLosses(by_worker, kept, 4);
 }
 
 TEST(StepReplayTest, AWorkerWithoutCollectivesLosesNothing) {
