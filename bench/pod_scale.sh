@@ -3,8 +3,11 @@
 # rank's density: about 230 k events a second), imported through a real coordinator, then every
 # report and every export read back from its store. Each phase runs against a coordinator started
 # for it on the same store, so one phase's freed heap is not the next one's baseline; it prints
-# seconds, events a second and the coordinator's peak RSS (VmHWM).
-#   bench/pod_scale.sh [RANKS...]          (default: 8 64; PODSCALE_STEPS=100 dense steps a rank)
+# seconds, nanoseconds an event (flat across sizes when time grows linearly with events), events a
+# second and the coordinator's peak RSS (VmHWM); and the bytes an event the store keeps on disk
+# once the coordinator has stopped (its tables, log and metadata: everything).
+#   bench/pod_scale.sh [RANKS[:STEPS]...]  (default: 8 64; PODSCALE_STEPS=100 dense steps a rank)
+#   bench/pod_scale.sh 8 64 1024:66        (the last about 100 M events)
 # PODSCALE_KEEP=DIR keeps the simulated traces there (and reuses them on the next run).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/build_env.sh"
@@ -52,7 +55,8 @@ measure() {
   stop_coordinator
 }
 report() {
-  printf '  %-24s %7.2f s  %6.2f M events/s  peak RSS %6s MB\n' "$1" "$SECONDS_TAKEN" \
+  printf '  %-24s %8.2f s  %6.0f ns/event  %6.2f M events/s  peak RSS %6s MB\n' "$1" \
+    "$SECONDS_TAKEN" "$(echo "scale=1; $SECONDS_TAKEN * 1000000000 / $EVENTS" | bc)" \
     "$(echo "scale=3; $EVENTS / $SECONDS_TAKEN / 1000000" | bc)" "$PEAK_MB"
 }
 # phase NAME COMMAND...: measure, then report.
@@ -76,11 +80,15 @@ by_worker_reports() {
 }
 
 podscope_log "pod scale, dense preset, $STEPS steps a rank ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
-for n in "${RANKS[@]}"; do
-  dir="$TRACES/dense-$n-$STEPS"
+for spec in "${RANKS[@]}"; do
+  n="${spec%%:*}"
+  steps="$STEPS"
+  [ "$spec" != "$n" ] && steps="${spec#*:}"
+  dir="$TRACES/dense-$n-$steps"
   if [ ! -d "$dir" ]; then
-    "$BIN/coordinator/podscope" simulate --preset dense --ranks "$n" --steps "$STEPS" --seed 1 \
-      -o "$dir" >/dev/null
+    "$BIN/coordinator/podscope" simulate --preset dense --ranks "$n" --steps "$steps" --seed 1 \
+      -o "$dir.partial" >/dev/null
+    mv "$dir.partial" "$dir"
   fi
   rm -rf "$RUN/store"
   start_coordinator
@@ -94,7 +102,8 @@ for n in "${RANKS[@]}"; do
   stop_coordinator
   EVENTS=$(echo "$record" | grep -oE '"events":[0-9]+' | head -1 | cut -d: -f2)
   stored=$(echo "$record" | grep -oE '"stored_bytes":[0-9]+' | head -1 | cut -d: -f2)
-  echo "  $EVENTS events ($((EVENTS / n)) a rank), stored $((stored / 1048576)) MB: $(echo "scale=1; $stored / $EVENTS" | bc) bytes an event"
+  disk=$(du -sb "$RUN/store" | cut -f1)
+  echo "  $EVENTS events ($((EVENTS / n)) a rank, $steps steps): the store holds $((disk / 1048576)) MB on disk, $(echo "scale=2; $disk / $EVENTS" | bc) bytes an event (chunks as encoded: $(echo "scale=1; $stored / $EVENTS" | bc))"
   report "import (podscope import)"
   phase "reports by worker (5)" by_worker_reports
   phase "every report (14)" all_reports

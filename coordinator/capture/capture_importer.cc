@@ -5,11 +5,16 @@
 #include "absl/strings/cord.h"
 #include "common/kineto/kineto_importer.h"
 #include "common/str_util.h"
+#include "common/trace_slice.h"
 
 namespace podscope::coordinator {
 
 using storage::CaptureRecord;
 using storage::CaptureState;
+
+namespace {
+constexpr size_t kImportChunkEvents = 65'536;
+}  // namespace
 
 CaptureImporter::CaptureImporter(storage::TraceStore& store, absl::Mutex& mutations,
                                  ImportLimits limits,
@@ -103,10 +108,14 @@ absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
   for (common::WorkerTrace& w : imported->workers) {
     w.info.source = spec.name;
     const auto index = static_cast<uint32_t>(record.workers.size());
-    if (absl::Status s = store_.PutChunk(id, index, 0, w); !s.ok()) return s;
     const uint64_t events = w.Counts().Total();
-    record.workers.push_back(
-        storage::WorkerRecord{index, w.info.rank, w.info.host, spec.name, events, 1, "complete"});
+    storage::WorkerRecord worker{index, w.info.rank, w.info.host, spec.name, events, 0, "complete"};
+    // In chunks of an agent's size, so that reading it back never parses a whole rank at once.
+    for (const common::WorkerTrace& chunk :
+         common::SplitIntoChunks(std::move(w), kImportChunkEvents)) {
+      if (absl::Status s = store_.PutChunk(id, index, worker.chunks++, chunk); !s.ok()) return s;
+    }
+    record.workers.push_back(std::move(worker));
     record.events += events;
   }
   absl::StatusOr<uint64_t> bytes = store_.ApproximateEventBytes(id);

@@ -3,12 +3,15 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "common/file_io.h"
 #include "common/str_util.h"
 #include "common/trace_files.h"
@@ -30,6 +33,9 @@ std::string CapturePath(const OnlineOptions& o) {
 }
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// Files `podscope import` uploads at once.
+constexpr size_t kParallelUploads = 4;
 
 }  // namespace
 
@@ -169,8 +175,11 @@ int RunImportCommand(const OnlineOptions& o) {
   for (const std::string& f : *files) total += std::filesystem::file_size(f);
   std::string capture = o.capture;
   TerminalProgress progress("uploading");
+  absl::Mutex mu;  // the progress line and what the uploads have done
   uint64_t done = 0;
-  for (size_t i = 0; i < files->size(); ++i) {
+  size_t files_done = 0;
+  // Uploads file i to `capture` (a new one when empty); returns the answer's capture id.
+  auto upload = [&](size_t i, const std::string& to) -> absl::StatusOr<std::string> {
     const std::string& path = (*files)[i];
     std::ifstream in(path, std::ios::binary);
     std::stringstream bytes;
@@ -179,29 +188,59 @@ int RunImportCommand(const OnlineOptions& o) {
     const std::string name = std::filesystem::path(path).filename().string();
     std::string target =
         common::StrCat("/v1/captures:import?job=", UrlEncode(o.job), "&name=", UrlEncode(name));
-    if (!capture.empty()) target += "&capture=" + UrlEncode(capture);
-    const uint64_t before = done;
+    if (!to.empty()) target += "&capture=" + UrlEncode(to);
+    uint64_t sent_before = 0;
     absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
         *server, "POST", target, body,
         common::LooksGzipped(body) ? "application/gzip" : "application/json", [&](uint64_t sent) {
-          progress.Update(before + sent, total,
-                          common::StrCat(i + 1, "/", files->size(), " files"));
+          absl::MutexLock lock(&mu);
+          done += sent - sent_before;
+          sent_before = sent;
+          progress.Update(done, total, common::StrCat(files_done, "/", files->size(), " files"));
         });
-    if (!r.ok()) return Fail("import", std::string(r.status().message()));
-    if (r->status != 201) return Fail("import", common::StrCat(path, ": ", ProblemDetail(*r)));
-    done += body.size();
-    if (capture.empty()) {
-      // The first upload created the capture; the rest join it.
-      simdjson::dom::parser parser;
-      simdjson::dom::element doc;
-      std::string_view id;
-      if (parser.parse(r->body).get(doc) != simdjson::SUCCESS ||
-          doc["id"].get_string().get(id) != simdjson::SUCCESS) {
-        return Fail("import", "the coordinator's answer has no capture id");
-      }
-      capture = std::string(id);
+    if (!r.ok()) return r.status();
+    if (r->status != 201) return absl::UnknownError(common::StrCat(path, ": ", ProblemDetail(*r)));
+    {
+      absl::MutexLock lock(&mu);
+      ++files_done;
     }
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view id;
+    if (parser.parse(r->body).get(doc) != simdjson::SUCCESS ||
+        doc["id"].get_string().get(id) != simdjson::SUCCESS) {
+      return absl::UnknownError("the coordinator's answer has no capture id");
+    }
+    return std::string(id);
+  };
+  size_t first = 0;
+  if (capture.empty() && !files->empty()) {
+    // The first upload creates the capture; the rest join it.
+    absl::StatusOr<std::string> id = upload(0, "");
+    if (!id.ok()) return Fail("import", std::string(id.status().message()));
+    capture = *id;
+    first = 1;
   }
+  // The coordinator parses each file on its own thread: a few at once keep its cores busy.
+  std::atomic<size_t> next{first};
+  absl::Status failed;
+  std::vector<std::thread> uploaders;
+  const size_t parallel = std::min<size_t>(kParallelUploads, files->size() - first);
+  for (size_t t = 0; t < parallel; ++t) {
+    uploaders.emplace_back([&] {
+      for (size_t i = next++; i < files->size(); i = next++) {
+        absl::StatusOr<std::string> id = upload(i, capture);
+        if (!id.ok()) {
+          absl::MutexLock lock(&mu);
+          if (failed.ok()) failed = id.status();
+          next = files->size();  // the others stop after their current file
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& t : uploaders) t.join();
+  if (!failed.ok()) return Fail("import", std::string(failed.message()));
   progress.Finish();
   std::printf("imported %zu files (%s) as capture %s\n", files->size(), HumanBytes(total).c_str(),
               capture.c_str());
