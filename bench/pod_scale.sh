@@ -79,7 +79,7 @@ by_worker_reports() {
   for report in kernels gpu operators memory temporal; do get "/v1/captures/pod/$report?top=21"; done
 }
 
-podscope_log "pod scale, dense preset, $STEPS steps a rank ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
+podscope_log "pod scale, dense preset ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
 for spec in "${RANKS[@]}"; do
   n="${spec%%:*}"
   steps="$STEPS"
@@ -100,8 +100,8 @@ for spec in "${RANKS[@]}"; do
   start_coordinator
   record=$(curl -sf "$HTTP/v1/captures/pod")
   stop_coordinator
-  EVENTS=$(echo "$record" | grep -oE '"events":[0-9]+' | head -1 | cut -d: -f2)
-  stored=$(echo "$record" | grep -oE '"stored_bytes":[0-9]+' | head -1 | cut -d: -f2)
+  EVENTS=$(echo "$record" | grep -oE '"events":[0-9]+' | awk -F: 'NR == 1 {print $2}')
+  stored=$(echo "$record" | grep -oE '"stored_bytes":[0-9]+' | awk -F: 'NR == 1 {print $2}')
   disk=$(du -sb "$RUN/store" | cut -f1)
   echo "  $EVENTS events ($((EVENTS / n)) a rank, $steps steps): the store holds $((disk / 1048576)) MB on disk, $(echo "scale=2; $disk / $EVENTS" | bc) bytes an event (chunks as encoded: $(echo "scale=1; $stored / $EVENTS" | bc))"
   report "import (podscope import)"

@@ -104,14 +104,19 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
 namespace {
 
 // What the cross-worker reports read of a worker besides its steps: its description, clock,
-// collectives and host samples (and the names they use).
+// collectives and host samples, with only the names the collectives use (a worker's whole name
+// table, every kernel's and marker's, would be most of what the tables hold at 1024 workers).
 common::WorkerTrace Tables(const common::WorkerTrace& trace) {
   common::WorkerTrace out;
   out.info = trace.info;
   out.clock = trace.clock;
-  out.strings = trace.strings;
   out.collectives = trace.collectives;
   out.host_samples = trace.host_samples;
+  common::CollectiveTable& c = out.collectives;
+  for (std::vector<common::NameId>* names :
+       {&c.communicator, &c.dtype, &c.algorithm, &c.protocol}) {
+    for (common::NameId& id : *names) id = out.strings.Intern(trace.strings.Get(id));
+  }
   return out;
 }
 

@@ -1,4 +1,4 @@
-// Heavy analyses hold memory in proportion to the capture they load. A MemoryBudget lets them run
+// Heavy analyses hold memory in proportion to the worker they read. A MemoryBudget lets them run
 // together only while the sum of their estimates fits: one that does not fit waits its turn (in
 // arrival order, so a large one is not overtaken forever), while at most `max_waiting` wait; the
 // next is refused, and the API answers 503 with Retry-After. One estimated above the whole
