@@ -459,9 +459,11 @@ std::optional<HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) 
   return std::nullopt;
 }
 
-// Peak memory of an analysis per event it loads: the decoded capture and the analyses' working
-// sets (measured with bench/pod_scale.sh; an upper bound of the reports measured).
+// Peak memory of an analysis: per event of the worker it holds (decoded, and the analyses' working
+// sets), and per event of the capture for the tables gathered from every worker and the answer
+// (measured with bench/pod_scale.sh up to 1024 workers; upper bounds of the reports measured).
 constexpr uint64_t kAnalysisBytesPerEvent = 160;
+constexpr uint64_t kTableBytesPerEvent = 6;
 
 HttpResponse RestApi::Report(HttpRequest& r) {
   const std::string report = r.params["report"];
@@ -492,13 +494,13 @@ HttpResponse RestApi::Report(HttpRequest& r) {
     return respond(std::move(**cached), "hit");
   }
   // Every report reads the store a worker at a time (analysis_run.h), holding one worker's events
-  // and the small tables gathered from all of them: it takes its estimate, from the largest
-  // worker, from the memory budget first, or waits for it.
+  // and the small tables gathered from all of them: it takes its estimate from the memory budget
+  // first, or waits for it.
   uint64_t largest_worker = 0;
   for (const storage::WorkerRecord& w : record->workers)
     largest_worker = std::max(largest_worker, w.events);
-  absl::StatusOr<MemoryBudget::Grant> grant =
-      budget_.Acquire(kAnalysisBytesPerEvent * largest_worker);
+  absl::StatusOr<MemoryBudget::Grant> grant = budget_.Acquire(
+      kAnalysisBytesPerEvent * largest_worker + kTableBytesPerEvent * record->events);
   if (!grant.ok()) {
     HttpResponse busy =
         HttpResponse::Problem(503, "Service Unavailable", std::string(grant.status().message()));
