@@ -11,8 +11,9 @@ namespace podscope::common {
 namespace {
 
 // Reorders every column of `table` by ascending `key` (stable), without touching a table
-// that is already sorted (the common case for agent-produced data). The permutation is
-// applied in place, cycle by cycle, so sorting allocates no second copy of the columns.
+// that is already sorted (the common case for agent-produced data). Each column is gathered into
+// a new one in order, one column at a time: reads in the permutation's order, writes in sequence,
+// and never more than one column's copy at once.
 template <typename Table>
 void SortTableBy(Table& table, const std::vector<TimeNs>& key) {
   if (std::is_sorted(key.begin(), key.end())) return;
@@ -20,21 +21,11 @@ void SortTableBy(Table& table, const std::vector<TimeNs>& key) {
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(),
                    [&key](uint32_t a, uint32_t b) { return key[a] < key[b]; });
-  std::vector<bool> placed(order.size());
-  table.ForEachColumn([&order, &placed](auto& column) {
-    std::fill(placed.begin(), placed.end(), false);
-    for (size_t start = 0; start < order.size(); ++start) {
-      if (placed[start] || order[start] == start) continue;
-      auto carried = std::move(column[start]);
-      size_t dst = start;
-      for (size_t src = order[dst]; src != start; src = order[dst]) {
-        column[dst] = std::move(column[src]);
-        placed[dst] = true;
-        dst = src;
-      }
-      column[dst] = std::move(carried);
-      placed[dst] = true;
-    }
+  table.ForEachColumn([&order](auto& column) {
+    std::remove_reference_t<decltype(column)> sorted;
+    sorted.reserve(column.size());
+    for (uint32_t source : order) sorted.push_back(std::move(column[source]));
+    column.swap(sorted);
   });
 }
 
