@@ -538,7 +538,7 @@ void Agent::OnCapture(const v1::CaptureRequest& request) {
       hooks.sync_clock = [this](std::string_view reason, int exchanges, TimeNs until) {
         SyncClockBurst(reason, exchanges, until);
       };
-      hooks.upload = [this](const std::vector<const v1::UploadRequest*>& chunks) {
+      hooks.upload = [this](const std::vector<const std::string*>& chunks) {
         return UploadOnce(chunks);
       };
       auto run = std::make_unique<CaptureRun>(request, CollectorsByRank(), options_.agent_id,
@@ -565,7 +565,7 @@ void Agent::OnCancel(const v1::CancelCapture& cancel) {
 }
 
 absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(
-    const std::vector<const v1::UploadRequest*>& chunks) {
+    const std::vector<const std::string*>& chunks) {
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(300'000'000'000));
   context.set_wait_for_ready(true);  // an upload resumes the moment the coordinator is back
@@ -577,8 +577,16 @@ absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(
   v1::UploadResponse response;
   std::unique_ptr<grpc::ClientWriter<v1::UploadRequest>> writer =
       stub_->Upload(&context, &response);
-  for (const v1::UploadRequest* chunk : chunks) {
-    if (!writer->Write(*chunk)) break;  // Finish says why
+  // The spool keeps chunks serialized; each is parsed into one message as it is sent.
+  v1::UploadRequest request;
+  bool unreadable = false;
+  for (const std::string* chunk : chunks) {
+    if (!request.ParseFromString(*chunk)) {
+      unreadable = true;
+      context.TryCancel();  // the coordinator must not take the rest as the whole
+      break;
+    }
+    if (!writer->Write(request)) break;  // Finish says why
   }
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
@@ -586,6 +594,7 @@ absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(
     absl::MutexLock lock(&mu_);
     uploads_.erase(&context);
   }
+  if (unreadable) return absl::InternalError("upload: a spooled chunk does not parse");
   if (!status.ok())
     return absl::UnavailableError(common::StrCat("upload: ", status.error_message()));
   return response;

@@ -355,22 +355,36 @@ void CaptureRun::DrainAndSpool() {
       SetFailed(rank, collected->error);
       continue;
     }
-    uint64_t events = 0, bytes = 0;
-    std::vector<v1::UploadRequest> chunks;
+    // Each piece is cut, encoded and serialized a chunk at a time and then let go, so the run
+    // holds the drained events, one chunk, and the serialized spool.
+    uint64_t events = 0, bytes = 0, expected = 0;
+    const size_t per_chunk = std::max<size_t>(options_.chunk_events, 1);
+    for (const common::WorkerTrace& piece : collected->pieces) {
+      const uint64_t n = piece.Counts().Total();
+      expected += n == 0 ? 1 : (n + per_chunk - 1) / per_chunk;  // as ForEachChunk cuts
+    }
+    std::vector<Spooled> chunks;
+    v1::UploadRequest request;
     for (common::WorkerTrace& piece : collected->pieces) {
       events += piece.Counts().Total();
-      for (common::WorkerTrace& part :
-           common::SplitIntoChunks(std::move(piece), options_.chunk_events)) {
-        v1::UploadRequest& r = chunks.emplace_back();
-        r.set_capture_id(id);
-        r.set_agent_id(agent_id_);
-        r.set_rank(rank);
-        r.set_sequence(chunks.size() - 1);
-        common::EncodeChunk(part, common::ChunkHeader{id, 0, chunks.size() - 1}, r.mutable_chunk());
-        bytes += r.ByteSizeLong();
-      }
+      (void)common::ForEachChunk(piece, options_.chunk_events, [&](common::WorkerTrace part) {
+        request.Clear();
+        request.set_capture_id(id);
+        request.set_agent_id(agent_id_);
+        request.set_rank(rank);
+        request.set_sequence(chunks.size());
+        request.set_last(chunks.size() + 1 == expected);
+        common::EncodeChunk(part, common::ChunkHeader{id, 0, chunks.size()},
+                            request.mutable_chunk());
+        part = common::WorkerTrace();
+        Spooled& spooled = chunks.emplace_back();
+        spooled.rank = rank;
+        request.SerializeToString(&spooled.bytes);
+        bytes += spooled.bytes.size();
+        return absl::OkStatus();
+      });
+      piece = common::WorkerTrace();
     }
-    if (!chunks.empty()) chunks.back().set_last(true);
     if (request_.max_upload_bytes() > 0 && bytes > request_.max_upload_bytes()) {
       SetFailed(rank, common::StrCat(bytes, " encoded bytes exceed the upload limit of ",
                                      request_.max_upload_bytes(), " per worker"));
@@ -384,7 +398,7 @@ void CaptureRun::DrainAndSpool() {
     }
     spool_bytes_ += bytes;
     const uint64_t count = chunks.size();
-    for (v1::UploadRequest& r : chunks) spool_.push_back(std::move(r));
+    for (Spooled& c : chunks) spool_.push_back(std::move(c));
     absl::MutexLock lock(&mu_);
     v1::WorkerCaptureStatus& w = workers_[rank];
     w.set_actual_start_ns(collected->actual_start_ns);
@@ -409,9 +423,9 @@ void CaptureRun::UploadSpool() {
   int attempt = 0;
   while (!pending.empty()) {
     if (Cancelled()) return;
-    std::vector<const v1::UploadRequest*> batch;
-    for (const v1::UploadRequest& r : spool_) {
-      if (pending.count(r.rank())) batch.push_back(&r);
+    std::vector<const std::string*> batch;
+    for (const Spooled& c : spool_) {
+      if (pending.count(c.rank)) batch.push_back(&c.bytes);
     }
     ++attempt;
     absl::StatusOr<v1::UploadResponse> response = hooks_.upload(batch);

@@ -31,7 +31,7 @@ struct CaptureRunOptions {
   // run has a timer of its own.
   StartTimer* start_timer = nullptr;
   size_t chunk_events = 65536;              // events per uploaded chunk
-  uint64_t max_spool_bytes = 512ull << 20;  // encoded chunks held for upload, all workers
+  uint64_t max_spool_bytes = 512ull << 20;  // serialized chunks held for upload, all workers
   int64_t upload_give_up_ns = 600'000'000'000;
   int64_t retry_initial_ns = 100'000'000;
   int64_t retry_max_ns = 5'000'000'000;
@@ -42,9 +42,8 @@ struct CaptureRunHooks {
   // A clock burst of `exchanges`, none begun or still under way at `until` (agent clock; 0:
   // no limit), so a slow network never delays the start it is sharpening.
   std::function<void(std::string_view reason, int exchanges, TimeNs until)> sync_clock;
-  // One attempt at uploading `chunks` in one Upload stream.
-  std::function<absl::StatusOr<v1::UploadResponse>(
-      const std::vector<const v1::UploadRequest*>& chunks)>
+  // One attempt at uploading `chunks` (each a serialized v1::UploadRequest) in one Upload stream.
+  std::function<absl::StatusOr<v1::UploadResponse>(const std::vector<const std::string*>& chunks)>
       upload;
 };
 
@@ -120,7 +119,13 @@ class CaptureRun {
   std::atomic<TimeNs> start_ns_;
   std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
   std::map<int32_t, v1::WorkerCaptureStatus> workers_ ABSL_GUARDED_BY(mu_);
-  std::vector<v1::UploadRequest> spool_;  // only touched by the run's thread
+  // Chunks as they travel (serialized: a few bytes an event, where a parsed message holds 8 a
+  // column), with their worker's rank. Only touched by the run's thread.
+  struct Spooled {
+    int32_t rank = 0;
+    std::string bytes;
+  };
+  std::vector<Spooled> spool_;
   uint64_t spool_bytes_ = 0;
   std::thread thread_;
 };

@@ -1,6 +1,7 @@
 #include "common/trace_slice.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace podscope::common {
 
@@ -74,32 +75,32 @@ void MapTimes(const ClockModel& clock, WorkerTrace* t) {
   map(t->memory_events.time);
 }
 
-std::vector<WorkerTrace> SplitIntoChunks(WorkerTrace trace, size_t max_events) {
+absl::Status ForEachChunk(const WorkerTrace& trace, size_t max_events,
+                          const std::function<absl::Status(WorkerTrace)>& visit) {
   max_events = std::max<size_t>(max_events, 1);
-  if (trace.Counts().Total() <= max_events) {
-    std::vector<WorkerTrace> one;
-    one.push_back(std::move(trace));
-    return one;
-  }
-  std::vector<WorkerTrace> chunks;
+  WorkerTrace chunk;
   size_t room = 0;
-  auto current = [&]() -> WorkerTrace& {
-    if (room == 0) {
-      WorkerTrace& c = chunks.emplace_back();
-      c.info = trace.info;
-      c.clock = trace.clock;
-      c.strings = trace.strings;
-      room = max_events;
-    }
-    return chunks.back();
+  bool open = false;
+  auto start = [&] {
+    chunk = WorkerTrace();
+    chunk.info = trace.info;
+    chunk.clock = trace.clock;
+    chunk.strings = trace.strings;
+    room = max_events;
+    open = true;
   };
+  absl::Status status;
   auto split = [&](const auto& table, auto member) {
-    for (size_t from = 0; from < table.size();) {
-      WorkerTrace& c = current();
+    for (size_t from = 0; from < table.size() && status.ok();) {
+      if (!open) start();
       const size_t n = std::min(room, table.size() - from);
-      AppendRows(table, from, n, &(c.*member));
+      AppendRows(table, from, n, &(chunk.*member));
       from += n;
       room -= n;
+      if (room == 0) {
+        open = false;
+        status = visit(std::move(chunk));
+      }
     }
   };
   split(trace.kernels, &WorkerTrace::kernels);
@@ -110,6 +111,26 @@ std::vector<WorkerTrace> SplitIntoChunks(WorkerTrace trace, size_t max_events) {
   split(trace.steps, &WorkerTrace::steps);
   split(trace.host_samples, &WorkerTrace::host_samples);
   split(trace.memory_events, &WorkerTrace::memory_events);
+  if (!status.ok()) return status;
+  if (open) return visit(std::move(chunk));
+  if (trace.Counts().Total() == 0) {
+    start();
+    return visit(std::move(chunk));  // at least one, even for an empty trace
+  }
+  return absl::OkStatus();
+}
+
+std::vector<WorkerTrace> SplitIntoChunks(WorkerTrace trace, size_t max_events) {
+  if (trace.Counts().Total() <= std::max<size_t>(max_events, 1)) {
+    std::vector<WorkerTrace> one;
+    one.push_back(std::move(trace));
+    return one;
+  }
+  std::vector<WorkerTrace> chunks;
+  (void)ForEachChunk(trace, max_events, [&chunks](WorkerTrace chunk) {
+    chunks.push_back(std::move(chunk));
+    return absl::OkStatus();
+  });
   return chunks;
 }
 

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/clock_model.h"
 #include "common/worker_trace.h"
 
@@ -22,5 +24,9 @@ void MapTimes(const ClockModel& clock, WorkerTrace* trace);
 // an empty trace), table by table in time order. Every piece carries the worker info, clock and
 // the whole name table, so each decodes on its own.
 std::vector<WorkerTrace> SplitIntoChunks(WorkerTrace trace, size_t max_events);
+// The same pieces, one at a time, never holding more than one beside `trace`; stops at the first
+// error `visit` returns.
+absl::Status ForEachChunk(const WorkerTrace& trace, size_t max_events,
+                          const std::function<absl::Status(WorkerTrace)>& visit);
 
 }  // namespace podscope::common

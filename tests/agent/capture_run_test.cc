@@ -79,16 +79,19 @@ class CaptureRunTest : public ::testing::Test {
       syncs_.emplace_back(reason);
       sync_untils_.push_back(until);
     };
-    h.upload = [this](const std::vector<const v1::UploadRequest*>& chunks)
-        -> absl::StatusOr<v1::UploadResponse> {
+    h.upload =
+        [this](
+            const std::vector<const std::string*>& chunks) -> absl::StatusOr<v1::UploadResponse> {
       absl::MutexLock lock(&mu_);
       uploads_.emplace_back();
-      for (const v1::UploadRequest* c : chunks) uploads_.back().push_back(*c);
+      for (const std::string* c : chunks) {
+        EXPECT_TRUE(uploads_.back().emplace_back().ParseFromString(*c));
+      }
       if (uploads_.size() <= failing_uploads_)
         return absl::UnavailableError("coordinator restarting");
       v1::UploadResponse response;
       std::set<int32_t> ranks;
-      for (const v1::UploadRequest* c : chunks) ranks.insert(c->rank());
+      for (const v1::UploadRequest& c : uploads_.back()) ranks.insert(c.rank());
       for (int32_t r : ranks) response.add_ranks_complete(r);
       return response;
     };

@@ -98,5 +98,37 @@ TEST(TraceSliceTest, SplitKeepsAnEmptyTraceAsOneChunk) {
   EXPECT_EQ(chunks[0].info.rank, 3);
 }
 
+// One chunk at a time, as the agent spools them: the same chunks, the given limit, the visitor's
+// first error ends it.
+TEST(TraceSliceTest, ForEachChunkHandsOutTheSameChunksOneAtATime) {
+  const WorkerTrace w = testing::MakeSampleTrace();
+  for (size_t limit : {size_t{1}, size_t{3}, w.Counts().Total(), w.Counts().Total() + 10}) {
+    const std::vector<WorkerTrace> split = SplitIntoChunks(w, limit);
+    size_t i = 0;
+    ASSERT_TRUE(ForEachChunk(w, limit, [&](WorkerTrace chunk) {
+                  EXPECT_LT(i, split.size());
+                  if (i < split.size()) {
+                    EXPECT_EQ(chunk.Counts(), split[i].Counts());
+                    testing::ExpectSameEvents(chunk, split[i]);
+                  }
+                  ++i;
+                  return absl::OkStatus();
+                }).ok());
+    EXPECT_EQ(i, split.size()) << "limit " << limit;
+  }
+  size_t visited = 0;
+  const absl::Status stopped = ForEachChunk(w, 1, [&](WorkerTrace) {
+    return ++visited == 2 ? absl::CancelledError("enough") : absl::OkStatus();
+  });
+  EXPECT_EQ(stopped.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(visited, 2u);
+  size_t empty_chunks = 0;
+  ASSERT_TRUE(ForEachChunk(WorkerTrace(), 5, [&](WorkerTrace chunk) {
+                empty_chunks += chunk.Counts().Total() == 0;
+                return absl::OkStatus();
+              }).ok());
+  EXPECT_EQ(empty_chunks, 1u);
+}
+
 }  // namespace
 }  // namespace podscope::common
