@@ -85,9 +85,27 @@ absl::Status ForEachChunk(const WorkerTrace& trace, size_t max_events,
     chunk = WorkerTrace();
     chunk.info = trace.info;
     chunk.clock = trace.clock;
-    chunk.strings = trace.strings;
     room = max_events;
     open = true;
+  };
+  // Each chunk carries the names its rows use, not the whole table: a rank with many long kernel
+  // names would otherwise send and store them once per chunk.
+  std::vector<NameId> remap;
+  auto close = [&]() -> absl::Status {
+    open = false;
+    remap.assign(trace.strings.size(), StringTable::kNotFound);
+    for (std::vector<NameId>* column :
+         {&chunk.kernels.name, &chunk.memcpys.name, &chunk.runtime_calls.name,
+          &chunk.host_spans.name, &chunk.collectives.communicator, &chunk.collectives.dtype,
+          &chunk.collectives.algorithm, &chunk.collectives.protocol}) {
+      for (NameId& id : *column) {
+        if (id >= remap.size()) continue;  // not a name: the chunk's checks say so
+        if (remap[id] == StringTable::kNotFound)
+          remap[id] = chunk.strings.Intern(trace.strings.Get(id));
+        id = remap[id];
+      }
+    }
+    return visit(std::move(chunk));
   };
   absl::Status status;
   auto split = [&](const auto& table, auto member) {
@@ -97,10 +115,7 @@ absl::Status ForEachChunk(const WorkerTrace& trace, size_t max_events,
       AppendRows(table, from, n, &(chunk.*member));
       from += n;
       room -= n;
-      if (room == 0) {
-        open = false;
-        status = visit(std::move(chunk));
-      }
+      if (room == 0) status = close();
     }
   };
   split(trace.kernels, &WorkerTrace::kernels);
@@ -112,10 +127,10 @@ absl::Status ForEachChunk(const WorkerTrace& trace, size_t max_events,
   split(trace.host_samples, &WorkerTrace::host_samples);
   split(trace.memory_events, &WorkerTrace::memory_events);
   if (!status.ok()) return status;
-  if (open) return visit(std::move(chunk));
+  if (open) return close();
   if (trace.Counts().Total() == 0) {
     start();
-    return visit(std::move(chunk));  // at least one, even for an empty trace
+    return close();  // at least one, even for an empty trace
   }
   return absl::OkStatus();
 }

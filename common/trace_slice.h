@@ -22,7 +22,7 @@ void MapTimes(const ClockModel& clock, WorkerTrace* trace);
 
 // Splits `trace` into pieces of at most `max_events` events each (at least one piece, even for
 // an empty trace), table by table in time order. Every piece carries the worker info, clock and
-// the whole name table, so each decodes on its own.
+// the names its rows use, so each decodes on its own.
 std::vector<WorkerTrace> SplitIntoChunks(WorkerTrace trace, size_t max_events);
 // The same pieces, one at a time, never holding more than one beside `trace`; stops at the first
 // error `visit` returns.

@@ -122,7 +122,13 @@ common::WorkerTrace Tables(const common::WorkerTrace& trace) {
 
 // A later pass over the workers met a worker the first did not.
 absl::Status Changed() {
-  return absl::AbortedError("the capture's workers changed while they were read; try again");
+  return absl::UnavailableError("the capture's workers changed while they were read; try again");
+}
+
+// Whether a later pass's worker is the one the first pass read as the view's w-th.
+bool Same(const common::CaptureView& view, size_t w, const common::WorkerTrace& trace) {
+  return w < view.size() && view.worker(w).info.rank == trace.info.rank &&
+         view.worker(w).collectives.size() == trace.collectives.size();
 }
 
 }  // namespace
@@ -182,7 +188,21 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
   if (!read.ok()) return read;
   const common::CaptureView view(*tables);
   const size_t n = view.size();
-  results.warnings = CheckOneJob(view).warnings;
+  // The per-worker results are in the order the source gave; the view's must be the same.
+  for (size_t w = 1; w < n; ++w) {
+    if (tables->workers[w].info.rank < tables->workers[w - 1].info.rank) {
+      return absl::InternalError("the capture's workers were not read in rank order");
+    }
+  }
+  const JobCheck job = CheckOneJob(view);
+  results.warnings = job.warnings;
+  if (job.mixed && !request.allow_mixed) {
+    // Refused before the passes that would cost the most.
+    std::string why;
+    for (const std::string& w : job.warnings) common::StrAppend(&why, why.empty() ? "" : "; ", w);
+    return absl::FailedPreconditionError(
+        common::StrCat("not one job: ", why, " (allow_mixed=true to analyse it anyway)"));
+  }
   if (need_comm) results.communication = ComputeCommunication(view, request.communication);
 
   // Pass 2: what needs each collective's wait: the breakdown, and the input report from it.
@@ -191,7 +211,7 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
     std::vector<WorkerInput> inputs;
     read = workers.ForEachWorker([&](const common::WorkerTrace& trace) {
       const size_t w = breakdown.size();
-      if (w >= n || view.worker(w).info.rank != trace.info.rank) return Changed();
+      if (!Same(view, w, trace)) return Changed();
       breakdown.push_back(ComputeWorkerBreakdown(trace, steps[w], &results.communication->wait[w]));
       if (input) inputs.push_back(ComputeWorkerInput(trace, breakdown.back()));
       return absl::OkStatus();
@@ -215,7 +235,7 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
     StepReplay replay(*results.communication);
     read = workers.ForEachWorker([&](const common::WorkerTrace& trace) {
       const size_t w = names.size();
-      if (w >= n || view.worker(w).info.rank != trace.info.rank) return Changed();
+      if (!Same(view, w, trace)) return Changed();
       names.push_back(TimeByNameFor(trace, steps[w], *results.stragglers));
       replay.AddWorker(trace, FindSteps(trace, request.steps));
       return absl::OkStatus();

@@ -205,8 +205,7 @@ void StepReplay::MergeRuns(size_t first) {
     out.launch_pred = remap(op.launch_pred);
     merged_into[i - first] = static_cast<int32_t>(kept++);
   }
-  ops_.resize(kept);
-  ops_.shrink_to_fit();
+  ops_.resize(kept);  // the capacity stays for the next worker's operations
 }
 
 absl::StatusOr<StepReplay::Replayed> StepReplay::Replay(

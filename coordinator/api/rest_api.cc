@@ -399,9 +399,14 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   if (r.query.count("rank") && (!ParseNumber(r.Query("rank"), &rank) || rank < 0)) {
     return HttpResponse::Problem(400, "Bad Request", "rank must be a non-negative integer");
   }
+  int32_t index = -1;
+  if (r.query.count("index") && (!ParseNumber(r.Query("index"), &index) || index < 0)) {
+    return HttpResponse::Problem(400, "Bad Request", "index must be a non-negative integer");
+  }
   absl::StatusOr<CaptureRecord> imported = importer_.Import({.capture_id = r.Query("capture"),
                                                              .job = r.Query("job", "imported"),
                                                              .rank = rank,
+                                                             .index = index,
                                                              .name = name,
                                                              .path = r.body_file});
   if (!imported.ok()) {
@@ -512,19 +517,20 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   if (!stored.ok()) return FromStatus(stored.status());
   absl::StatusOr<analysis::AnalysisResults> streamed =
       analysis::RunAnalysesByWorker(*stored, request, &capture);
-  if (!streamed.ok()) return FromStatus(streamed.status());
-  const common::CaptureView view(capture);
   // Ranks of different jobs or worlds make cross-rank reports meaningless (`podscope analyze`
   // refuses them too); allow_mixed=true insists.
-  if (!request.allow_mixed) {
-    if (const analysis::JobCheck job = analysis::CheckOneJob(view); job.mixed) {
-      std::string why;
-      for (const std::string& w : job.warnings) common::StrAppend(&why, why.empty() ? "" : "; ", w);
-      return HttpResponse::Problem(409, "Conflict",
-                                   common::StrCat("capture ", id, " is not one job: ", why,
-                                                  " (allow_mixed=true to analyse it anyway)"));
-    }
+  if (!streamed.ok() && streamed.status().code() == absl::StatusCode::kFailedPrecondition) {
+    return HttpResponse::Problem(
+        409, "Conflict", common::StrCat("capture ", id, " is ", streamed.status().message()));
   }
+  if (!streamed.ok()) {
+    HttpResponse failed = FromStatus(streamed.status());
+    // The capture changed between the passes over its workers: asking again reads it afresh.
+    if (streamed.status().code() == absl::StatusCode::kUnavailable)
+      failed.headers.emplace_back("Retry-After", "1");
+    return failed;
+  }
+  const common::CaptureView view(capture);
   const analysis::AnalysisResults results = *std::move(streamed);
   std::string body =
       table ? RenderTables(view, request, results) : RenderJson(view, request, results);
@@ -534,7 +540,14 @@ HttpResponse RestApi::Report(HttpRequest& r) {
     // Its bytes count in the capture's stored bytes, which retention goes by.
     absl::MutexLock lock(&mutations_);
     absl::StatusOr<CaptureRecord> now = store_.GetCapture(id);
-    if (now.ok() && now->generation == record->generation && body.size() <= cache_.max_bytes() &&
+    // Deleted while it was read: what was read may be part of it.
+    if (!now.ok() && now.status().code() == absl::StatusCode::kNotFound) {
+      return HttpResponse::Problem(404, "Not Found",
+                                   common::StrCat("capture ", id, " was deleted while analysed"));
+    }
+    // A capture deleted and made again under the same id starts its generations again.
+    if (now.ok() && now->generation == record->generation &&
+        now->created_ns == record->created_ns && body.size() <= cache_.max_bytes() &&
         store_.PutAnalysis(id, cache_key, body).ok()) {
       now->stored_bytes += body.size();
       (void)store_.PutCapture(*now);

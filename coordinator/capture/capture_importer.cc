@@ -87,7 +87,8 @@ absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
   }
   for (common::WorkerTrace& w : imported->workers) {
     if (spec.rank >= 0 && imported->workers.size() == 1) w.info.rank = spec.rank;
-    if (w.info.rank < 0) w.info.rank = static_cast<int32_t>(record.workers.size());
+    if (w.info.rank < 0)
+      w.info.rank = spec.index >= 0 ? spec.index : static_cast<int32_t>(record.workers.size());
     for (const storage::WorkerRecord& k : record.workers) {
       if (k.rank == w.info.rank) {
         return absl::AlreadyExistsError(
@@ -111,10 +112,15 @@ absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
     const uint64_t events = w.Counts().Total();
     storage::WorkerRecord worker{index, w.info.rank, w.info.host, spec.name, events, 0, "complete"};
     // In chunks of an agent's size, so that reading it back never parses a whole rank at once.
-    for (const common::WorkerTrace& chunk :
-         common::SplitIntoChunks(std::move(w), kImportChunkEvents)) {
-      if (absl::Status s = store_.PutChunk(id, index, worker.chunks++, chunk); !s.ok()) return s;
+    if (absl::Status s = common::ForEachChunk(w, kImportChunkEvents,
+                                              [&](common::WorkerTrace chunk) {
+                                                return store_.PutChunk(id, index, worker.chunks++,
+                                                                       chunk);
+                                              });
+        !s.ok()) {
+      return s;
     }
+    w = common::WorkerTrace();
     record.workers.push_back(std::move(worker));
     record.events += events;
   }

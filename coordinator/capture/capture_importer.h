@@ -22,6 +22,9 @@ struct ImportSpec {
   std::string capture_id;  // empty: a new capture with a new id
   std::string job = "imported";
   int32_t rank = -1;  // the rank of a one-worker file; -1: as the file says, else the next
+  // The file's place among files uploaded together: a worker whose trace names no rank takes it
+  // (-1: the capture's next), so that files arriving in any order get the ranks they would in turn.
+  int32_t index = -1;
   std::string name = "upload.json";  // the client's file name: each worker's source, and errors'
   std::string path;                  // where the file is on disk
 };

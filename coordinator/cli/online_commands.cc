@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -34,8 +33,9 @@ std::string CapturePath(const OnlineOptions& o) {
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-// Files `podscope import` uploads at once.
-constexpr size_t kParallelUploads = 4;
+// Files `podscope import` uploads at once: as many as the coordinator has threads for heavy
+// work by default, each holding one file.
+constexpr size_t kParallelUploads = 2;
 
 }  // namespace
 
@@ -178,16 +178,18 @@ int RunImportCommand(const OnlineOptions& o) {
   absl::Mutex mu;  // the progress line and what the uploads have done
   uint64_t done = 0;
   size_t files_done = 0;
+  size_t base = 0;  // the capture's workers before these files
   // Uploads file i to `capture` (a new one when empty); returns the answer's capture id.
   auto upload = [&](size_t i, const std::string& to) -> absl::StatusOr<std::string> {
     const std::string& path = (*files)[i];
+    std::string body(std::filesystem::file_size(path), '\0');
     std::ifstream in(path, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    const std::string body = bytes.str();
+    if (!in.read(body.data(), static_cast<std::streamsize>(body.size())))
+      return absl::UnknownError(common::StrCat(path, ": cannot be read"));
     const std::string name = std::filesystem::path(path).filename().string();
-    std::string target =
-        common::StrCat("/v1/captures:import?job=", UrlEncode(o.job), "&name=", UrlEncode(name));
+    // A file whose trace names no rank takes its place in the list, whatever order files land in.
+    std::string target = common::StrCat("/v1/captures:import?job=", UrlEncode(o.job),
+                                        "&name=", UrlEncode(name), "&index=", base + i);
     if (!to.empty()) target += "&capture=" + UrlEncode(to);
     uint64_t sent_before = 0;
     absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
@@ -214,6 +216,19 @@ int RunImportCommand(const OnlineOptions& o) {
     return std::string(id);
   };
   size_t first = 0;
+  if (!capture.empty()) {
+    // Files added to a capture that has workers come after them.
+    absl::StatusOr<HttpClientResponse> r =
+        HttpRequestTo(*server, "GET", "/v1/captures/" + UrlEncode(capture));
+    if (!r.ok()) return Fail("import", std::string(r.status().message()));
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    simdjson::dom::array workers;
+    if (r->status == 200 && parser.parse(r->body).get(doc) == simdjson::SUCCESS &&
+        doc["workers"].get_array().get(workers) == simdjson::SUCCESS) {
+      base = workers.size();
+    }
+  }
   if (capture.empty() && !files->empty()) {
     // The first upload creates the capture; the rest join it.
     absl::StatusOr<std::string> id = upload(0, "");

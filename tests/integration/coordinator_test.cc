@@ -179,6 +179,48 @@ TEST_F(CoordinatorTest, CliOnlineModeImportsListsAndReportsLikeOffline) {
             RunCli("analyze --report stragglers --format json " + KinetoFixture("dlrm_8rank")));
 }
 
+// `podscope import` sends files two at a time; files whose traces name no rank still get their
+// place in the list as their rank, and files added to the capture later come after them. The
+// REST API takes that place as `index` and refuses a bad one.
+TEST_F(CoordinatorTest, ImportedFilesWithoutRanksGetTheirPlaceAsRankWhateverTheirOrder) {
+  StartDaemon();
+  const std::string server = CliServerFlags(port_) + " ";
+  std::string all;
+  for (int i = 0; i < 6; ++i) {
+    const std::string file = dir_.File("norank-" + std::to_string(i) + ".json");
+    std::ofstream(file) << R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k)" << i
+                        << R"(","ts":1,"dur":2,"pid":0,"tid":7,"args":{"device":0,"stream":7}}]})";
+    if (i < 4) all += " " + file;
+  }
+  ASSERT_NE(RunCli(server + "import" + all + " --capture nr").find("imported 4 files"),
+            std::string::npos);
+  ASSERT_NE(RunCli(server + "import " + dir_.File("norank-4.json") + " " +
+                   dir_.File("norank-5.json") + " --capture nr")
+                .find("imported 2 files"),
+            std::string::npos);
+  const HttpResult record = HttpCall(port_, "GET", "/v1/captures/nr");
+  ASSERT_EQ(record.status, 200);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(record.body).get(doc), simdjson::SUCCESS);
+  size_t workers = 0;
+  for (simdjson::dom::element w : doc["workers"].get_array()) {
+    const std::string source(w["source"].get_string().value());
+    EXPECT_EQ(source, "norank-" + std::to_string(w["rank"].get_int64().value()) + ".json");
+    ++workers;
+  }
+  EXPECT_EQ(workers, 6u);
+  const HttpResult indexed =
+      HttpCall(port_, "POST", "/v1/captures:import?capture=nr2&name=a.json&index=7",
+               FileBytes(dir_.File("norank-0.json")), "application/json");
+  ASSERT_EQ(indexed.status, 201) << indexed.body;
+  EXPECT_NE(indexed.body.find(R"("rank":7)"), std::string::npos) << indexed.body;
+  EXPECT_EQ(HttpCall(port_, "POST", "/v1/captures:import?capture=nr2&index=-1",
+                     FileBytes(dir_.File("norank-0.json")), "application/json")
+                .status,
+            400);
+}
+
 // Runs the CLI with stdout and stderr apart, and its exit code.
 struct CliRun {
   int exit_code = -1;

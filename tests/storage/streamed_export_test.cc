@@ -213,5 +213,50 @@ TEST_F(StreamedExportTest, ReportsReadWorkerByWorkerEqualTheWholeCapturesByteFor
   EXPECT_GT(stragglers_costed, 0u) << "a straggler's cause and cost were compared";
 }
 
+// A source whose workers change between passes (a capture deleted and made again meanwhile).
+class ChangingWorkers final : public common::WorkerSource {
+ public:
+  ChangingWorkers(const common::Capture& first, const common::Capture& later)
+      : first_(first), later_(later) {}
+  absl::Status ForEachWorker(
+      const std::function<absl::Status(const common::WorkerTrace&)>& visit) override {
+    const common::CaptureView view(passes_++ == 0 ? first_ : later_);
+    common::ViewWorkers workers(view);
+    return workers.ForEachWorker(visit);
+  }
+
+ private:
+  const common::Capture& first_;
+  const common::Capture& later_;
+  int passes_ = 0;
+};
+
+// A later pass that meets other workers than the first (other collectives, other ranks) is an
+// error to try again, never a report mixing the two; a capture of two jobs is refused after the
+// first pass unless insisted on.
+TEST_F(StreamedExportTest, WorkersThatChangeBetweenPassesOrAreNotOneJobAreRefused) {
+  common::Capture fewer = job_;
+  for (common::WorkerTrace& w : fewer.workers) {
+    w.collectives = common::CollectiveTable();
+  }
+  coordinator::analysis::AnalysisRequest request{.reports = {"steps"}};
+  ASSERT_TRUE(coordinator::analysis::ValidateRequest(&request).ok());
+  common::Capture tables;
+  ChangingWorkers changing(job_, fewer);
+  absl::StatusOr<coordinator::analysis::AnalysisResults> results =
+      coordinator::analysis::RunAnalysesByWorker(changing, request, &tables);
+  EXPECT_EQ(results.status().code(), absl::StatusCode::kUnavailable) << results.status();
+
+  common::Capture two_jobs = job_;
+  two_jobs.workers[3].info.job = "other";
+  ChangingWorkers mixed(two_jobs, two_jobs);
+  results = coordinator::analysis::RunAnalysesByWorker(mixed, request, &tables);
+  EXPECT_EQ(results.status().code(), absl::StatusCode::kFailedPrecondition) << results.status();
+  EXPECT_NE(results.status().message().find("not one job"), std::string::npos);
+  request.allow_mixed = true;
+  ChangingWorkers insisted(two_jobs, two_jobs);
+  EXPECT_TRUE(coordinator::analysis::RunAnalysesByWorker(insisted, request, &tables).ok());
+}
+
 }  // namespace
 }  // namespace podscope::storage
