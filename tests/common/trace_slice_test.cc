@@ -108,7 +108,9 @@ TEST(TraceSliceTest, ForEachChunkHandsOutTheSameChunksOneAtATime) {
     ASSERT_TRUE(ForEachChunk(w, limit, [&](WorkerTrace chunk) {
                   EXPECT_LT(i, split.size());
                   // A chunk of one row names at most what a collective row does (4 names).
-                  if (limit == 1) EXPECT_LE(chunk.strings.size(), 5u);
+                  if (limit == 1) {
+                    EXPECT_LE(chunk.strings.size(), 5u);
+                  }
                   if (i < split.size()) {
                     EXPECT_EQ(chunk.Counts(), split[i].Counts());
                     testing::ExpectSameEvents(chunk, split[i]);
