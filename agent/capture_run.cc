@@ -365,20 +365,21 @@ void CaptureRun::DrainAndSpool() {
     }
     std::vector<Spooled> chunks;
     v1::UploadRequest request;
+    const int32_t worker_rank = rank;  // a lambda cannot name a structured binding (clang)
     for (common::WorkerTrace& piece : collected->pieces) {
       events += piece.Counts().Total();
       (void)common::ForEachChunk(piece, options_.chunk_events, [&](common::WorkerTrace part) {
         request.Clear();
         request.set_capture_id(id);
         request.set_agent_id(agent_id_);
-        request.set_rank(rank);
+        request.set_rank(worker_rank);
         request.set_sequence(chunks.size());
         request.set_last(chunks.size() + 1 == expected);
         common::EncodeChunk(part, common::ChunkHeader{id, 0, chunks.size()},
                             request.mutable_chunk());
         part = common::WorkerTrace();
         Spooled& spooled = chunks.emplace_back();
-        spooled.rank = rank;
+        spooled.rank = worker_rank;
         request.SerializeToString(&spooled.bytes);
         bytes += spooled.bytes.size();
         return absl::OkStatus();
