@@ -49,19 +49,33 @@ absl::Status ValidateRequest(AnalysisRequest* request) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// What a request needs computed, the reports it names and what they are built from.
+struct Needs {
+  bool overview, summary, breakdown, communication, steps;
+};
+Needs NeedsOf(const AnalysisRequest& request) {
+  Needs n;
+  n.overview = Wants(request, "overview");
+  n.summary = Wants(request, "summary") || n.overview;
+  n.breakdown = n.summary || Wants(request, "steps") || Wants(request, "pod") ||
+                Wants(request, "overlap") || Wants(request, "stragglers") ||
+                Wants(request, "input") || n.overview;
+  n.communication = n.breakdown || Wants(request, "communication") || Wants(request, "allreduce");
+  n.steps = n.breakdown || Wants(request, "allreduce") || Wants(request, "gpu") || n.overview ||
+            (Wants(request, "temporal") && request.window == WindowMode::kSteps);
+  return n;
+}
+
+}  // namespace
+
 AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRequest& request) {
   AnalysisResults results;
   results.warnings = CheckOneJob(capture).warnings;
-  const bool overview = Wants(request, "overview");
-  const bool summary = Wants(request, "summary") || overview;
-  const bool need_breakdown = summary || Wants(request, "steps") || Wants(request, "pod") ||
-                              Wants(request, "overlap") || Wants(request, "stragglers") ||
-                              Wants(request, "input") || overview;
-  const bool need_comm =
-      need_breakdown || Wants(request, "communication") || Wants(request, "allreduce");
-  const bool need_steps = need_breakdown || Wants(request, "allreduce") || Wants(request, "gpu") ||
-                          overview ||
-                          (Wants(request, "temporal") && request.window == WindowMode::kSteps);
+  const Needs needs = NeedsOf(request);
+  const bool overview = needs.overview, summary = needs.summary, need_breakdown = needs.breakdown,
+             need_comm = needs.communication, need_steps = needs.steps;
   std::vector<WorkerSteps> steps;
   if (need_steps) steps = FindAllSteps(capture, request.steps);
   if (need_comm) results.communication = ComputeCommunication(capture, request.communication);
@@ -136,16 +150,9 @@ bool Same(const common::CaptureView& view, size_t w, const common::WorkerTrace& 
 absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& workers,
                                                     const AnalysisRequest& request,
                                                     common::Capture* tables) {
-  const bool overview = Wants(request, "overview");
-  const bool summary = Wants(request, "summary") || overview;
-  const bool need_breakdown = summary || Wants(request, "steps") || Wants(request, "pod") ||
-                              Wants(request, "overlap") || Wants(request, "stragglers") ||
-                              Wants(request, "input") || overview;
-  const bool need_comm =
-      need_breakdown || Wants(request, "communication") || Wants(request, "allreduce");
-  const bool need_steps = need_breakdown || Wants(request, "allreduce") || Wants(request, "gpu") ||
-                          overview ||
-                          (Wants(request, "temporal") && request.window == WindowMode::kSteps);
+  const Needs needs = NeedsOf(request);
+  const bool overview = needs.overview, summary = needs.summary, need_breakdown = needs.breakdown,
+             need_comm = needs.communication, need_steps = needs.steps;
   const bool kernels = Wants(request, "kernels") || overview,
              gpu = Wants(request, "gpu") || overview, operators = Wants(request, "operators"),
              memory = Wants(request, "memory"), temporal = Wants(request, "temporal"),
