@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -73,7 +74,6 @@ std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& v
   // Per domain: a line through its residuals (the offset error at its reference and a drift
   // error), sharpened by one pass that drops residuals beyond 3 MADs, and its spread.
   std::vector<double> offsets(index.size()), slopes(index.size());
-  double sum_offset = 0, sum_slope = 0;
   size_t applied = 0;
   for (size_t d = 0; d < index.size(); ++d) {
     out[d].matches = residuals[d].size();
@@ -101,31 +101,67 @@ std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& v
     offsets[d] = a, slopes[d] = b;
     out[d].spread_ns = mad;
     out[d].applied = true;
-    sum_offset += a, sum_slope += b;
     ++applied;
   }
-  if (applied < 2) {
-    for (DomainCorrection& c : out) c.applied = false;
-    return out;
+  // The network models bound each domain's true error: |error| <= its bound. The collectives fix
+  // the domains against each other, leaving one offset common to the pod free: every domain's
+  // correction is that common line minus its own. The common line is the domains' mean, moved
+  // the least that keeps every correction within its domain's network bound, so the refined pod
+  // stays where the network placed it and no domain moves further than its network model allows.
+  // A domain that no common offset reconciles with the others (its collectives do not end with
+  // theirs, or its network model is wrong in a way this cannot tell) keeps its network model:
+  // the one farthest from the rest is dropped until the others agree.
+  std::vector<int64_t> bound_of(index.size(), std::numeric_limits<int64_t>::max());
+  for (size_t w = 0; w < view.size(); ++w)
+    bound_of[domain_of[w]] = std::min(bound_of[domain_of[w]], view.worker(w).clock.error_bound_ns);
+  while (true) {
+    if (applied < 2) {
+      for (DomainCorrection& c : out) c.applied = false;
+      return out;
+    }
+    double sum_offset = 0, sum_slope = 0;
+    for (size_t d = 0; d < index.size(); ++d) {
+      if (out[d].applied) sum_offset += offsets[d], sum_slope += slopes[d];
+    }
+    const double mean_offset = sum_offset / static_cast<double>(applied);
+    const double mean_slope = sum_slope / static_cast<double>(applied);
+    // Each domain admits the common offset (at the origin) within [centre - bound, centre +
+    // bound], its correction being that offset plus the common drift, less its own line, at its
+    // model reference.
+    std::vector<double> centre(index.size());
+    double low = -std::numeric_limits<double>::infinity(), high = -low;
+    for (size_t d = 0; d < index.size(); ++d) {
+      if (!out[d].applied) continue;
+      const double at_reference = static_cast<double>(reference_of[d] - *origin);
+      centre[d] = offsets[d] + (slopes[d] - mean_slope) * at_reference;
+      const double bound = static_cast<double>(bound_of[d]);
+      low = std::max(low, centre[d] - bound);
+      high = std::min(high, centre[d] + bound);
+    }
+    if (low <= high) {
+      const double common = std::clamp(mean_offset, low, high);
+      for (size_t d = 0; d < index.size(); ++d) {
+        if (!out[d].applied) continue;
+        out[d].correction_ns = std::llround(common - centre[d]);
+        out[d].drift_correction_ppb = std::llround((mean_slope - slopes[d]) * 1e9);
+      }
+      return out;
+    }
+    // The domain whose admitted offsets lie farthest outside the others' median centre.
+    std::vector<int64_t> centres;
+    for (size_t d = 0; d < index.size(); ++d)
+      if (out[d].applied) centres.push_back(std::llround(centre[d]));
+    const double median = static_cast<double>(Median(centres));
+    size_t worst = index.size();
+    double worst_excess = -std::numeric_limits<double>::infinity();
+    for (size_t d = 0; d < index.size(); ++d) {
+      if (!out[d].applied) continue;
+      const double excess = std::abs(centre[d] - median) - static_cast<double>(bound_of[d]);
+      if (excess > worst_excess) worst_excess = excess, worst = d;
+    }
+    out[worst].applied = false;
+    --applied;
   }
-  const double mean_offset = sum_offset / static_cast<double>(applied);
-  const double mean_slope = sum_slope / static_cast<double>(applied);
-  for (size_t d = 0; d < index.size(); ++d) {
-    if (!out[d].applied) continue;
-    // The correction line, evaluated at the domain's model reference.
-    const double at_reference = static_cast<double>(reference_of[d] - *origin);
-    out[d].correction_ns =
-        std::llround((mean_offset - offsets[d]) + (mean_slope - slopes[d]) * at_reference);
-    out[d].drift_correction_ppb = std::llround((mean_slope - slopes[d]) * 1e9);
-  }
-  // A correction beyond the network's own bound means the collectives do not end together here
-  // (or the network model is wrong in a way this cannot tell): keep the network model.
-  for (size_t w = 0; w < view.size(); ++w) {
-    DomainCorrection& c = out[domain_of[w]];
-    if (c.applied && std::llabs(c.correction_ns) > view.worker(w).clock.error_bound_ns)
-      c.applied = false;
-  }
-  return out;
 }
 
 }  // namespace podscope::coordinator

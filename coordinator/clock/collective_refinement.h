@@ -28,15 +28,17 @@ struct DomainCorrection {
   int64_t drift_correction_ppb = 0;
   int64_t spread_ns = 0;  // median absolute deviation of its residuals from that line
   size_t matches = 0;
-  // False when too few matches, or when the collectives disagree with the network model by
-  // more than its own error bound (then the network model is kept).
+  // False when too few matches, or when no offset common to the pod brings this domain's
+  // collectives and the others' within their network models' error bounds (then the network
+  // model is kept).
   bool applied = false;
 };
 
 // `domain[i]` names the clock domain of view.worker(i); its trace's clock is the network model.
 // Residuals are taken against the domain's model reference (its workers share one model).
-// Corrections have zero mean over the applied domains: the pod as a whole stays on the
-// coordinator's clock as the network placed it; only the domains move against each other.
+// Corrections have zero mean over the applied domains where that keeps each within its network
+// bound, and are shifted together the least that does otherwise: the pod as a whole stays on the
+// coordinator's clock as the network placed it; the domains move against each other.
 std::vector<DomainCorrection> RefineWithCollectives(
     const common::CaptureView& view, const std::vector<std::string>& domain,
     const CollectiveRefinementOptions& options = {});

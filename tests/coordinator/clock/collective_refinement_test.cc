@@ -58,16 +58,38 @@ TEST(CollectiveRefinementTest, DomainsMoveTogetherAroundTheirMean) {
   EXPECT_EQ(c[1].spread_ns, 0);
 }
 
-TEST(CollectiveRefinementTest, CorrectionsBeyondTheNetworkBoundAreNotApplied) {
-  std::vector<common::WorkerTrace> workers = {Worker(0, 0, 50'000), Worker(1, 40'000, 20'000),
-                                              Worker(2, -10'000, 50'000)};
+TEST(CollectiveRefinementTest, ADomainNoCommonOffsetReconcilesKeepsItsNetworkModel) {
+  // b's collectives end 40 us after a's and c's, but its network model and theirs allow at most
+  // 20 + 10 us between them: b is dropped and a and c meet halfway.
+  std::vector<common::WorkerTrace> workers = {Worker(0, 0, 10'000), Worker(1, 40'000, 20'000),
+                                              Worker(2, -10'000, 10'000)};
   std::vector<const common::WorkerTrace*> pointers;
   for (const auto& w : workers) pointers.push_back(&w);
   std::vector<DomainCorrection> c =
       RefineWithCollectives(common::CaptureView(pointers), {"a", "b", "c"});
   EXPECT_TRUE(c[0].applied);
-  EXPECT_FALSE(c[1].applied);  // -30 us against a 20 us network bound: the network model stays
+  EXPECT_FALSE(c[1].applied);
   EXPECT_TRUE(c[2].applied);
+  EXPECT_EQ(c[0].correction_ns, -5'000);
+  EXPECT_EQ(c[2].correction_ns, 5'000);
+}
+
+TEST(CollectiveRefinementTest, ALooseBoundMovesAloneWhereTheMeanWouldPushTightOnesPastTheirs) {
+  // a and b have tight network bounds (20 us) and c a loose one (250 us), late by 240 us. The
+  // mean would move a and b by 80 us, beyond what their network models allow; the pod instead
+  // moves the least that keeps them within 20 us, and c takes the rest.
+  std::vector<common::WorkerTrace> workers = {Worker(0, 0, 20'000), Worker(1, 0, 20'000),
+                                              Worker(2, 240'000, 250'000)};
+  std::vector<const common::WorkerTrace*> pointers;
+  for (const auto& w : workers) pointers.push_back(&w);
+  std::vector<DomainCorrection> c =
+      RefineWithCollectives(common::CaptureView(pointers), {"a", "b", "c"});
+  for (const DomainCorrection& d : c) EXPECT_TRUE(d.applied) << d.domain;
+  EXPECT_EQ(c[0].correction_ns, 20'000);
+  EXPECT_EQ(c[1].correction_ns, 20'000);
+  EXPECT_EQ(c[2].correction_ns, -220'000);
+  // After correction every domain's collectives end together.
+  EXPECT_EQ(0 + c[0].correction_ns, 240'000 + c[2].correction_ns);
 }
 
 TEST(CollectiveRefinementTest, TooFewSharedCollectivesOrOneDomainChangeNothing) {
