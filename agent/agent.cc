@@ -538,8 +538,8 @@ void Agent::OnCapture(const v1::CaptureRequest& request) {
       hooks.sync_clock = [this](std::string_view reason, int exchanges, TimeNs until) {
         SyncClockBurst(reason, exchanges, until);
       };
-      hooks.upload = [this](const std::vector<const std::string*>& chunks) {
-        return UploadOnce(chunks);
+      hooks.upload = [this](const std::vector<const std::string*>& chunks, TimeNs deadline) {
+        return UploadOnce(chunks, deadline);
       };
       auto run = std::make_unique<CaptureRun>(request, CollectorsByRank(), options_.agent_id,
                                               clock_, std::move(hooks), options_.capture);
@@ -564,10 +564,11 @@ void Agent::OnCancel(const v1::CancelCapture& cancel) {
   }
 }
 
-absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(
-    const std::vector<const std::string*>& chunks) {
+absl::StatusOr<v1::UploadResponse> Agent::UploadOnce(const std::vector<const std::string*>& chunks,
+                                                     TimeNs deadline) {
   grpc::ClientContext context;
-  context.set_deadline(DeadlineIn(300'000'000'000));
+  context.set_deadline(
+      DeadlineIn(deadline == 0 ? 300'000'000'000 : std::max<int64_t>(deadline - clock_.Now(), 0)));
   context.set_wait_for_ready(true);  // an upload resumes the moment the coordinator is back
   {
     absl::MutexLock lock(&mu_);

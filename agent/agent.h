@@ -111,7 +111,9 @@ class Agent {
   void SyncClockBurst(std::string_view reason, int exchanges, TimeNs until = 0);
   void OnCapture(const v1::CaptureRequest& request);
   void OnCancel(const v1::CancelCapture& cancel);
-  absl::StatusOr<v1::UploadResponse> UploadOnce(const std::vector<const std::string*>& chunks);
+  // One Upload stream of `chunks`, given up at `deadline` (agent clock; 0: five minutes on).
+  absl::StatusOr<v1::UploadResponse> UploadOnce(const std::vector<const std::string*>& chunks,
+                                                TimeNs deadline);
   v1::AgentHello Hello();
   void AddWorkers(google::protobuf::RepeatedPtrField<v1::WorkerDescriptor>* out) const;
   // Which collector serves each rank now (probes register and leave at any time).

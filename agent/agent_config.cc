@@ -11,7 +11,7 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
         root, "",
         {"coordinator", "agent_id", "host", "simulate", "log_level", "chunk_events",
          "max_spool_bytes", "clock_burst", "probe_socket", "proc_root", "probe_allowed_uids",
-         "host_sample_interval_ms", "tls", "insecure", "watch", "health"});
+         "host_sample_interval_ms", "stream_interval_ms", "tls", "insecure", "watch", "health"});
     const common::ConfigSection tls = o.Section("tls", {"cert", "key", "ca", "server_name"});
     tls.String("cert", &s->agent.tls.cert);
     tls.String("key", &s->agent.tls.key);
@@ -56,6 +56,11 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
         watch.Integer("max_batch_steps", &n, 1, 65'536);
         s->agent.watch_sender.max_batch_steps = static_cast<size_t>(n);
       }
+    }
+    if (o.Has("stream_interval_ms")) {
+      int64_t ms = 0;
+      o.Integer("stream_interval_ms", &ms, 0, 60'000);
+      s->agent.capture.stream_interval_ns = ms * 1'000'000;
     }
     int64_t sample_ms = 0;
     if (o.Has("host_sample_interval_ms")) {

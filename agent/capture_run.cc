@@ -255,6 +255,13 @@ void CaptureRun::Run() {
   if (!WaitUntil(start + settle)) return FinishCancelled();
   Report();
 
+  // While the window runs, what has been recorded goes up every interval.
+  const int64_t interval = options_.stream_interval_ns;
+  for (TimeNs next = start + (interval > 0 ? interval : request_.duration_ns()); next < stop;
+       next += interval) {
+    if (!WaitUntil(next)) return FinishCancelled();
+    StreamRecorded(stop);
+  }
   if (!WaitUntil(stop)) return FinishCancelled();
   StopCollectors();
   Report();
@@ -333,6 +340,103 @@ void CaptureRun::StartCollectors(TimeNs start) {
   collectors_started_ = true;
 }
 
+void CaptureRun::StreamRecorded(TimeNs deadline) {
+  const std::string& id = request_.capture_id();
+  for (const auto& [rank, collector] : collectors_) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = workers_.find(rank);
+      if (it == workers_.end() || it->second.phase() != v1::WORKER_PHASE_CAPTURING) continue;
+    }
+    absl::StatusOr<std::vector<common::WorkerTrace>> pieces = collector->TakeRecorded(id, rank);
+    if (!pieces.ok()) {
+      SetFailed(rank, common::StrCat("taking what was recorded: ",
+                                     std::string(pieces.status().message())));
+      continue;
+    }
+    if (!pieces->empty()) (void)Spool(rank, std::move(*pieces), /*final=*/false);
+  }
+  // Offered once: what the coordinator does not store now goes again after the window.
+  std::vector<const std::string*> batch;
+  std::set<int32_t> failed;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [rank, w] : workers_)
+      if (w.phase() == v1::WORKER_PHASE_FAILED) failed.insert(rank);
+  }
+  for (const Spooled& c : spool_)
+    if (!failed.count(c.rank)) batch.push_back(&c.bytes);
+  if (batch.empty() || clock_.Now() >= deadline) return;
+  absl::StatusOr<v1::UploadResponse> response = hooks_.upload(batch, deadline);
+  if (!response.ok()) {
+    spdlog::warn("capture {}: upload during the window failed (retried after it): {}", id,
+                 std::string(response.status().message()));
+    return;
+  }
+  // Stored: let go of them (and of the failed ranks' chunks, which no one wants).
+  for (const Spooled& c : spool_) sent_[c.rank].streamed += !failed.count(c.rank);
+  spool_.clear();
+  spool_bytes_ = 0;
+}
+
+bool CaptureRun::Spool(int32_t rank, std::vector<common::WorkerTrace> pieces, bool final) {
+  const std::string& id = request_.capture_id();
+  Sent& sent = sent_[rank];
+  if (final && pieces.empty()) {
+    // Everything went up during the window: the last chunk says so, with nothing in it.
+    pieces.emplace_back().info = sent.info;
+  }
+  if (!pieces.empty()) sent.info = pieces.back().info;
+  // Each piece is cut, encoded and serialized a chunk at a time and then let go, so the run
+  // holds the pieces, one chunk, and the serialized spool.
+  uint64_t expected = 0;
+  const size_t per_chunk = std::max<size_t>(options_.chunk_events, 1);
+  for (const common::WorkerTrace& piece : pieces) {
+    const uint64_t n = piece.Counts().Total();
+    expected += n == 0 ? 1 : (n + per_chunk - 1) / per_chunk;  // as ForEachChunk cuts
+  }
+  std::vector<Spooled> chunks;
+  uint64_t events = 0, bytes = 0;
+  v1::UploadRequest request;
+  for (common::WorkerTrace& piece : pieces) {
+    events += piece.Counts().Total();
+    (void)common::ForEachChunk(piece, options_.chunk_events, [&](common::WorkerTrace part) {
+      const uint64_t sequence = sent.chunks + chunks.size();
+      request.Clear();
+      request.set_capture_id(id);
+      request.set_agent_id(agent_id_);
+      request.set_rank(rank);
+      request.set_sequence(sequence);
+      request.set_last(final && chunks.size() + 1 == expected);
+      common::EncodeChunk(part, common::ChunkHeader{id, 0, sequence}, request.mutable_chunk());
+      part = common::WorkerTrace();
+      Spooled& spooled = chunks.emplace_back();
+      spooled.rank = rank;
+      request.SerializeToString(&spooled.bytes);
+      bytes += spooled.bytes.size();
+      return absl::OkStatus();
+    });
+    piece = common::WorkerTrace();
+  }
+  if (request_.max_upload_bytes() > 0 && sent.bytes + bytes > request_.max_upload_bytes()) {
+    SetFailed(rank, common::StrCat(sent.bytes + bytes, " encoded bytes exceed the upload limit of ",
+                                   request_.max_upload_bytes(), " per worker"));
+    return false;
+  }
+  if (spool_bytes_ + bytes > options_.max_spool_bytes) {
+    SetFailed(rank, common::StrCat("the agent's upload spool is full (", spool_bytes_, " + ", bytes,
+                                   " bytes > ", options_.max_spool_bytes,
+                                   "); raise --max-spool-bytes or capture less"));
+    return false;
+  }
+  spool_bytes_ += bytes;
+  sent.chunks += chunks.size();
+  sent.events += events;
+  sent.bytes += bytes;
+  for (Spooled& c : chunks) spool_.push_back(std::move(c));
+  return true;
+}
+
 void CaptureRun::DrainAndSpool() {
   const std::string& id = request_.capture_id();
   for (const auto& [rank, collector] : collectors_) {
@@ -355,57 +459,14 @@ void CaptureRun::DrainAndSpool() {
       SetFailed(rank, collected->error);
       continue;
     }
-    // Each piece is cut, encoded and serialized a chunk at a time and then let go, so the run
-    // holds the drained events, one chunk, and the serialized spool.
-    uint64_t events = 0, bytes = 0, expected = 0;
-    const size_t per_chunk = std::max<size_t>(options_.chunk_events, 1);
-    for (const common::WorkerTrace& piece : collected->pieces) {
-      const uint64_t n = piece.Counts().Total();
-      expected += n == 0 ? 1 : (n + per_chunk - 1) / per_chunk;  // as ForEachChunk cuts
-    }
-    std::vector<Spooled> chunks;
-    v1::UploadRequest request;
-    const int32_t worker_rank = rank;  // a lambda cannot name a structured binding (clang)
-    for (common::WorkerTrace& piece : collected->pieces) {
-      events += piece.Counts().Total();
-      (void)common::ForEachChunk(piece, options_.chunk_events, [&](common::WorkerTrace part) {
-        request.Clear();
-        request.set_capture_id(id);
-        request.set_agent_id(agent_id_);
-        request.set_rank(worker_rank);
-        request.set_sequence(chunks.size());
-        request.set_last(chunks.size() + 1 == expected);
-        common::EncodeChunk(part, common::ChunkHeader{id, 0, chunks.size()},
-                            request.mutable_chunk());
-        part = common::WorkerTrace();
-        Spooled& spooled = chunks.emplace_back();
-        spooled.rank = worker_rank;
-        request.SerializeToString(&spooled.bytes);
-        bytes += spooled.bytes.size();
-        return absl::OkStatus();
-      });
-      piece = common::WorkerTrace();
-    }
-    if (request_.max_upload_bytes() > 0 && bytes > request_.max_upload_bytes()) {
-      SetFailed(rank, common::StrCat(bytes, " encoded bytes exceed the upload limit of ",
-                                     request_.max_upload_bytes(), " per worker"));
-      continue;
-    }
-    if (spool_bytes_ + bytes > options_.max_spool_bytes) {
-      SetFailed(rank, common::StrCat("the agent's upload spool is full (", spool_bytes_, " + ",
-                                     bytes, " bytes > ", options_.max_spool_bytes,
-                                     "); raise --max-spool-bytes or capture less"));
-      continue;
-    }
-    spool_bytes_ += bytes;
-    const uint64_t count = chunks.size();
-    for (Spooled& c : chunks) spool_.push_back(std::move(c));
+    if (!Spool(rank, std::move(collected->pieces), /*final=*/true)) continue;
+    const Sent& sent = sent_[rank];
     absl::MutexLock lock(&mu_);
     v1::WorkerCaptureStatus& w = workers_[rank];
     w.set_actual_start_ns(collected->actual_start_ns);
     w.set_actual_stop_ns(collected->actual_stop_ns);
-    w.set_events(events);
-    w.set_chunks(count);
+    w.set_events(sent.events);
+    w.set_chunks(sent.chunks);
     if (!Terminal(w.phase())) w.set_phase(v1::WORKER_PHASE_COLLECTED);
   }
 }
@@ -429,14 +490,25 @@ void CaptureRun::UploadSpool() {
       if (pending.count(c.rank)) batch.push_back(&c.bytes);
     }
     ++attempt;
-    absl::StatusOr<v1::UploadResponse> response = hooks_.upload(batch);
+    absl::StatusOr<v1::UploadResponse> response = hooks_.upload(batch, 0);
     if (response.ok()) {
+      bool changed = false;
       for (int32_t rank : response->ranks_complete()) {
-        if (pending.erase(rank)) SetPhase(rank, v1::WORKER_PHASE_UPLOADED);
+        if (pending.erase(rank)) SetPhase(rank, v1::WORKER_PHASE_UPLOADED), changed = true;
       }
-      if (!pending.empty() && !response->ranks_complete().empty()) Report();
+      // Accepted but not complete: the coordinator lost state mid-way (a restart). What it
+      // stored during the window is gone from here; the rest goes again.
+      for (auto it = pending.begin(); it != pending.end();) {
+        if (sent_[*it].streamed == 0) {
+          ++it;
+          continue;
+        }
+        SetFailed(*it, common::StrCat("the coordinator no longer has the ", sent_[*it].streamed,
+                                      " chunks it stored during the window (did it restart?)"));
+        it = pending.erase(it), changed = true;
+      }
+      if (!pending.empty() && changed) Report();
       if (pending.empty()) break;
-      // Accepted but not complete: the coordinator lost state mid-way; send everything again.
     } else {
       spdlog::warn("capture {}: upload attempt {} failed: {}", request_.capture_id(), attempt,
                    std::string(response.status().message()));

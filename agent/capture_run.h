@@ -1,8 +1,11 @@
 // One capture on one agent: arm the collectors, start them at the coordinator's
 // start time (already converted into the agent clock), stop them after the duration, drain and
 // encode the events into a bounded in-memory spool, and upload it, retrying across broken
-// streams and coordinator restarts until every chunk is acknowledged. Status goes up after
-// every phase change. Runs on its own thread; Cancel() stops it at any phase.
+// streams and coordinator restarts until every chunk is acknowledged. While the window runs,
+// every stream interval, what the collectors have recorded so far is encoded and uploaded the
+// same way, and let go once the coordinator has stored it: the agent holds about one
+// interval's events, whatever the window's length. Status goes up after every phase change.
+// Runs on its own thread; Cancel() stops it at any phase.
 #pragma once
 
 #include <atomic>
@@ -33,6 +36,8 @@ struct CaptureRunOptions {
   size_t chunk_events = 65536;              // events per uploaded chunk
   uint64_t max_spool_bytes = 512ull << 20;  // serialized chunks held for upload, all workers
   int64_t upload_give_up_ns = 600'000'000'000;
+  // How often, while the window runs, what the collectors recorded goes up (0: only after it).
+  int64_t stream_interval_ns = 1'000'000'000;
   int64_t retry_initial_ns = 100'000'000;
   int64_t retry_max_ns = 5'000'000'000;
 };
@@ -42,8 +47,11 @@ struct CaptureRunHooks {
   // A clock burst of `exchanges`, none begun or still under way at `until` (agent clock; 0:
   // no limit), so a slow network never delays the start it is sharpening.
   std::function<void(std::string_view reason, int exchanges, TimeNs until)> sync_clock;
-  // One attempt at uploading `chunks` (each a serialized v1::UploadRequest) in one Upload stream.
-  std::function<absl::StatusOr<v1::UploadResponse>(const std::vector<const std::string*>& chunks)>
+  // One attempt at uploading `chunks` (each a serialized v1::UploadRequest) in one Upload stream,
+  // given up at `deadline` (agent clock; 0: the hook's own). An OK answer means every chunk is
+  // stored.
+  std::function<absl::StatusOr<v1::UploadResponse>(const std::vector<const std::string*>& chunks,
+                                                   TimeNs deadline)>
       upload;
 };
 
@@ -90,7 +98,14 @@ class CaptureRun {
   void SetFailed(int32_t rank, std::string error);
   void SetPhase(int32_t rank, v1::WorkerPhase phase);
   void Report();
+  // While the window runs: what the collectors recorded so far, spooled and offered to the
+  // coordinator once, given up at `deadline` (the window's end).
+  void StreamRecorded(TimeNs deadline);
   void DrainAndSpool();
+  // Cuts `pieces` of `rank` into chunks and spools them, numbered after what the rank spooled
+  // before; `final` marks the last chunk (an empty one if nothing is left). False when the rank
+  // failed (over the upload or spool bound).
+  bool Spool(int32_t rank, std::vector<common::WorkerTrace> pieces, bool final);
   void UploadSpool();
   bool Cancelled();
   void FinishCancelled();
@@ -127,6 +142,13 @@ class CaptureRun {
   };
   std::vector<Spooled> spool_;
   uint64_t spool_bytes_ = 0;
+  // Per rank, what went into the spool so far (also run's thread only).
+  struct Sent {
+    uint64_t chunks = 0, events = 0, bytes = 0;
+    uint64_t streamed = 0;    // chunks the coordinator stored while the window ran
+    common::WorkerInfo info;  // the last piece's, for a final empty chunk
+  };
+  std::map<int32_t, Sent> sent_;
   std::thread thread_;
 };
 

@@ -5,8 +5,10 @@
 //   Arm(window)      early, as soon as the coordinator's request arrives (a collector that
 //                    starts itself, like the probe, forwards the start time here)
 //   Start(id)        at the window's start on the agent clock
+//   TakeRecorded(id, rank)
+//                    every stream interval while the window runs: what it has recorded so far
 //   Stop(id)         at the window's end, or on cancel
-//   Drain(id, rank)  once per rank after Stop: the events and how the worker fared
+//   Drain(id, rank)  once per rank after Stop: the rest of the events and how the worker fared
 //   Forget(id)       drop whatever is left (after upload, or on cancel)
 //
 // Collectors are called from capture threads, possibly several captures at once; each must
@@ -82,6 +84,15 @@ class Collector {
   virtual absl::Status Arm(const CaptureWindow& window) = 0;
   virtual absl::Status Start(std::string_view capture_id) = 0;
   virtual absl::Status Stop(std::string_view capture_id) = 0;
+  // What a started window has recorded for `rank` so far, handed over early: the agent encodes
+  // and uploads it while the window runs, so it holds one interval's events rather than the
+  // window's. Each call hands over only what earlier calls did not, and Drain the rest; the
+  // pieces are as Drain's (agent clock, worker info set). A collector that cannot split a
+  // window hands over nothing here and everything at Drain.
+  virtual absl::StatusOr<std::vector<common::WorkerTrace>> TakeRecorded(std::string_view capture_id,
+                                                                        int32_t rank) {
+    return std::vector<common::WorkerTrace>();
+  }
   virtual absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) = 0;
   virtual void Forget(std::string_view capture_id) = 0;
 

@@ -44,8 +44,20 @@ void AppendRows(const Table& in, size_t from, size_t n, Table* out) {
 }  // namespace
 
 void KeepWindow(TimeNs begin, TimeNs end, WorkerTrace* t) {
-  auto span_inside = [begin, end](const std::vector<TimeNs>& s, const std::vector<TimeNs>& e) {
-    return [&s, &e, begin, end](size_t i) { return s[i] >= begin && e[i] <= end; };
+  KeepEndedBetween(begin, begin - 1, end, t);
+}
+
+void KeepEndedBetween(TimeNs begin, TimeNs after, TimeNs end, WorkerTrace* t) {
+  auto span_inside = [begin, after, end](const std::vector<TimeNs>& s,
+                                         const std::vector<TimeNs>& e) {
+    return [&s, &e, begin, after, end](size_t i) {
+      return s[i] >= begin && e[i] > after && e[i] <= end;
+    };
+  };
+  auto instant_inside = [begin, after, end](const std::vector<TimeNs>& time) {
+    return [&time, begin, after, end](size_t i) {
+      return time[i] >= begin && time[i] > after && time[i] <= end;
+    };
   };
   KeepWhere(&t->kernels, span_inside(t->kernels.start, t->kernels.end));
   KeepWhere(&t->memcpys, span_inside(t->memcpys.start, t->memcpys.end));
@@ -53,12 +65,8 @@ void KeepWindow(TimeNs begin, TimeNs end, WorkerTrace* t) {
   KeepWhere(&t->host_spans, span_inside(t->host_spans.start, t->host_spans.end));
   KeepWhere(&t->collectives, span_inside(t->collectives.enqueue, t->collectives.kernel_end));
   KeepWhere(&t->steps, span_inside(t->steps.start, t->steps.end));
-  KeepWhere(&t->host_samples, [t, begin, end](size_t i) {
-    return t->host_samples.time[i] >= begin && t->host_samples.time[i] <= end;
-  });
-  KeepWhere(&t->memory_events, [t, begin, end](size_t i) {
-    return t->memory_events.time[i] >= begin && t->memory_events.time[i] <= end;
-  });
+  KeepWhere(&t->host_samples, instant_inside(t->host_samples.time));
+  KeepWhere(&t->memory_events, instant_inside(t->memory_events.time));
 }
 
 void MapTimes(const ClockModel& clock, WorkerTrace* t) {

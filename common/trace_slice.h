@@ -15,6 +15,10 @@ namespace podscope::common {
 // Keeps only events that lie wholly inside [begin, end] (a collective: from enqueue to kernel
 // end; a host sample: its instant). Names and worker info are kept as they are.
 void KeepWindow(TimeNs begin, TimeNs end, WorkerTrace* trace);
+// Of those, keeps only events that end after `after` (a host sample: its instant): one slice of
+// a window whose events are handed over as they end. Slices cut at successive instants
+// together hold exactly what KeepWindow keeps.
+void KeepEndedBetween(TimeNs begin, TimeNs after, TimeNs end, WorkerTrace* trace);
 
 // Rewrites every timestamp t as clock.ToAligned(t): moves events from one clock domain into
 // another (e.g. true time into a simulated host's skewed clock).

@@ -317,6 +317,7 @@ void ProbeCollector::AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) {
     return;
   }
   w.bytes += bytes;
+  if (!w.info) w.info = piece.info;
   w.pieces.push_back(std::move(piece));
 }
 
@@ -522,14 +523,43 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
     if (samples.host_samples.size() > 0 || samples.memory_events.size() > 0)
       out.pieces.push_back(std::move(samples));
   }
-  const bool skewed = clock_.skew().offset_ns != 0 || clock_.skew().drift_ppb != 0;
+  const common::WorkerInfo info = w.info.value_or(common::WorkerInfo());
   mu_.Unlock();
+  Describe(rank, pid, info, &out.pieces);
+  return out;
+}
+
+absl::StatusOr<std::vector<common::WorkerTrace>> ProbeCollector::TakeRecorded(
+    std::string_view capture_id, int32_t rank) {
+  std::vector<common::WorkerTrace> pieces;
+  common::WorkerInfo info;
+  int64_t pid = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto c = captures_.find(capture_id);
+    if (c == captures_.end())
+      return absl::NotFoundError(common::StrCat("capture ", capture_id, " was not armed here"));
+    auto wi = c->second.workers.find(rank);
+    if (wi == c->second.workers.end())
+      return absl::NotFoundError(common::StrCat("rank ", rank, " is not in capture ", capture_id));
+    WorkerCapture& w = wi->second;
+    if (!w.error.empty()) return pieces;  // Drain says what went wrong
+    pieces = std::move(w.pieces);
+    w.pieces.clear();
+    info = w.info.value_or(common::WorkerInfo());
+    if (auto p = probes_.find(w.probe); p != probes_.end())
+      pid = PidOf(p->second.peer, p->second.registration);
+  }
+  Describe(rank, pid, std::move(info), &pieces);
+  return pieces;
+}
+
+void ProbeCollector::Describe(int32_t rank, int64_t pid, common::WorkerInfo info,
+                              std::vector<common::WorkerTrace>* pieces) const {
+  if (pieces->empty()) return;
   const std::vector<WorkerIdentity> workers = Workers();
   const auto me = std::find_if(workers.begin(), workers.end(),
                                [rank](const WorkerIdentity& x) { return x.rank == rank; });
-  // One description for every piece (the host samples' piece has none of its own): what the
-  // probe said of its process, and what the agent knows of the worker.
-  common::WorkerInfo info = out.pieces.empty() ? common::WorkerInfo() : out.pieces.front().info;
   info.rank = rank;
   info.host = options_.host;
   info.source = common::StrCat("probe pid ", pid);
@@ -539,12 +569,12 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
     info.pid = me->pid;
     info.job = me->job;
   }
-  for (common::WorkerTrace& piece : out.pieces) {
+  // Probes record on the host clock; the capture's clock model is the agent's.
+  const bool skewed = clock_.skew().offset_ns != 0 || clock_.skew().drift_ppb != 0;
+  for (common::WorkerTrace& piece : *pieces) {
     piece.info = info;
-    // Probes record on the host clock; the capture's clock model is the agent's.
     if (skewed) common::MapTimes(clock_.skew(), &piece);
   }
-  return out;
 }
 
 size_t ProbeCollector::probes() const {

@@ -55,6 +55,8 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   absl::Status Arm(const CaptureWindow& window) override;
   absl::Status Start(std::string_view capture_id) override;
   absl::Status Stop(std::string_view capture_id) override;
+  absl::StatusOr<std::vector<common::WorkerTrace>> TakeRecorded(std::string_view capture_id,
+                                                                int32_t rank) override;
   absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) override;
   void Forget(std::string_view capture_id) override;
   void StartWatch(WatchSink* sink) override;
@@ -78,7 +80,10 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   };
   struct WorkerCapture {
     ProbeConnectionId probe = 0;
-    std::vector<common::WorkerTrace> pieces;
+    std::vector<common::WorkerTrace> pieces;  // not yet handed over
+    // What the probe says of its process, from its first chunk: every piece handed over
+    // carries it, those taken early and the rest alike.
+    std::optional<common::WorkerInfo> info;
     size_t bytes = 0;
     std::optional<v1::ProbeCaptureStatus> status;
     std::string error;  // the agent's own finding (no probe, decode failure, over the bound)
@@ -112,6 +117,10 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   void AssignRanks() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ProbeConnectionId ProbeOfRank(int32_t rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives every piece of `rank` (of process `pid`) the same description, what the probe said
+  // of its process and what the agent knows of the worker, and moves it onto the agent's clock.
+  void Describe(int32_t rank, int64_t pid, common::WorkerInfo info,
+                std::vector<common::WorkerTrace>* pieces) const ABSL_LOCKS_EXCLUDED(mu_);
   void NotifyWorkersChanged();
 
   const ProbeCollectorOptions options_;

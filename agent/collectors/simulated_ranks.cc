@@ -282,44 +282,89 @@ std::shared_ptr<const sim::Workload> SimulatedRanksCollector::Segment(int64_t k)
   });
 }
 
-absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view capture_id,
-                                                               int32_t rank) {
-  Recording rec;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = recordings_.find(capture_id);
-    if (it == recordings_.end())
-      return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
-    rec = it->second;
-  }
-  if (rec.actual_stop == 0) return absl::FailedPreconditionError("drained before it stopped");
-  if (std::find(rec.window.ranks.begin(), rec.window.ranks.end(), rank) == rec.window.ranks.end()) {
+namespace {
+
+uint64_t EventsIn(const std::vector<common::WorkerTrace>& pieces) {
+  uint64_t events = 0;
+  for (const common::WorkerTrace& piece : pieces) events += piece.Counts().Total();
+  return events;
+}
+
+std::string OverLimit(uint64_t events, uint64_t limit) {
+  return common::StrCat(events, " events exceed the limit of ", limit, " per worker");
+}
+
+}  // namespace
+
+absl::StatusOr<SimulatedRanksCollector::Recording> SimulatedRanksCollector::Find(
+    std::string_view capture_id, int32_t rank) {
+  absl::MutexLock lock(&mu_);
+  auto it = recordings_.find(capture_id);
+  if (it == recordings_.end())
+    return absl::NotFoundError(common::StrCat("capture ", capture_id, " is not armed"));
+  const std::vector<int32_t>& ranks = it->second.window.ranks;
+  if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) {
     return absl::InvalidArgumentError(
         common::StrCat("rank ", rank, " is not part of capture ", capture_id));
   }
+  return it->second;
+}
+
+absl::StatusOr<std::vector<common::WorkerTrace>> SimulatedRanksCollector::TakeRecorded(
+    std::string_view capture_id, int32_t rank) {
+  // Events are handed over once they have ended on true time; what is generated here is held
+  // outside the lock (only the capture's own run takes a rank's events).
+  const TimeNs now_host = clock_.ToHost(clock_.Now());
+  absl::StatusOr<Recording> rec = Find(capture_id, rank);
+  if (!rec.ok()) return rec.status();
+  if (rec->actual_start == 0 || rec->actual_stop != 0) return std::vector<common::WorkerTrace>();
+  const TimeNs begin = clock_.ToHost(rec->actual_start);
+  const Recording::Taken taken =
+      rec->taken.count(rank) ? rec->taken.at(rank) : Recording::Taken{begin - 1, 0};
+  if (now_host <= taken.until) return std::vector<common::WorkerTrace>();
+  std::vector<common::WorkerTrace> pieces = EventsEndedBetween(rank, begin, taken.until, now_host);
+  const uint64_t events = taken.events + EventsIn(pieces);
+  const uint64_t limit = rec->window.max_events_per_worker;
+  if (limit > 0 && events > limit) return absl::ResourceExhaustedError(OverLimit(events, limit));
+  absl::MutexLock lock(&mu_);
+  if (auto it = recordings_.find(capture_id); it != recordings_.end())
+    it->second.taken[rank] = Recording::Taken{now_host, events};
+  return pieces;
+}
+
+absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view capture_id,
+                                                               int32_t rank) {
+  absl::StatusOr<Recording> rec = Find(capture_id, rank);
+  if (!rec.ok()) return rec.status();
+  if (rec->actual_stop == 0) return absl::FailedPreconditionError("drained before it stopped");
   CollectedWorker out;
   out.rank = rank;
-  out.actual_start_ns = rec.actual_start;
-  out.actual_stop_ns = rec.actual_stop;
-  // The window on true (host) time; the job's timeline lives there.
-  out.pieces = EventsBetween(rank, clock_.ToHost(rec.actual_start), clock_.ToHost(rec.actual_stop));
-  uint64_t events = 0;
-  for (const common::WorkerTrace& piece : out.pieces) events += piece.Counts().Total();
-  if (rec.window.max_events_per_worker > 0 && events > rec.window.max_events_per_worker) {
-    out.dropped_events = events - rec.window.max_events_per_worker;
-    out.error = common::StrCat(events, " events exceed the limit of ",
-                               rec.window.max_events_per_worker, " per worker");
+  out.actual_start_ns = rec->actual_start;
+  out.actual_stop_ns = rec->actual_stop;
+  // The window on true (host) time; the job's timeline lives there. What TakeRecorded handed
+  // over is not served again.
+  const TimeNs begin = clock_.ToHost(rec->actual_start);
+  const Recording::Taken taken =
+      rec->taken.count(rank) ? rec->taken.at(rank) : Recording::Taken{begin - 1, 0};
+  out.pieces = EventsEndedBetween(rank, begin, taken.until, clock_.ToHost(rec->actual_stop));
+  const uint64_t events = taken.events + EventsIn(out.pieces);
+  const uint64_t limit = rec->window.max_events_per_worker;
+  if (limit > 0 && events > limit) {
+    out.dropped_events = events - limit;
+    out.error = OverLimit(events, limit);
   }
   return out;
 }
 
-std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsBetween(int32_t rank, TimeNs begin,
-                                                                        TimeNs end) const {
+std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsEndedBetween(int32_t rank,
+                                                                             TimeNs begin,
+                                                                             TimeNs after,
+                                                                             TimeNs end) const {
   std::vector<common::WorkerTrace> pieces;
-  for (int64_t k = begin / kSegmentNs; k <= end / kSegmentNs; ++k) {
+  for (int64_t k = std::max(begin, after) / kSegmentNs; k <= end / kSegmentNs; ++k) {
     std::shared_ptr<const sim::Workload> segment = Segment(k);
     common::WorkerTrace piece = segment->capture.workers[rank % base_.ranks];
-    common::KeepWindow(begin, end, &piece);
+    common::KeepEndedBetween(begin, after, end, &piece);
     piece.info.rank = rank;
     piece.info.world_size = spec_.world;
     common::MapTimes(clock_.skew(), &piece);

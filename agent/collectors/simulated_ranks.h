@@ -56,6 +56,8 @@ class SimulatedRanksCollector : public Collector {
   absl::Status Arm(const CaptureWindow& window) override;
   absl::Status Start(std::string_view capture_id) override;
   absl::Status Stop(std::string_view capture_id) override;
+  absl::StatusOr<std::vector<common::WorkerTrace>> TakeRecorded(std::string_view capture_id,
+                                                                int32_t rank) override;
   absl::StatusOr<CollectedWorker> Drain(std::string_view capture_id, int32_t rank) override;
   void Forget(std::string_view capture_id) override;
   // Watch data from the same timeline, step by step as true time passes each step's end: the
@@ -66,7 +68,12 @@ class SimulatedRanksCollector : public Collector {
 
   // The events of `rank` wholly inside [begin, end] on true (host) time, moved into the agent
   // clock: one piece per segment the window overlaps. What Drain serves.
-  std::vector<common::WorkerTrace> EventsBetween(int32_t rank, TimeNs begin, TimeNs end) const;
+  std::vector<common::WorkerTrace> EventsBetween(int32_t rank, TimeNs begin, TimeNs end) const {
+    return EventsEndedBetween(rank, begin, begin - 1, end);
+  }
+  // Of those, the ones that end after `after`: what TakeRecorded serves, as true time passes.
+  std::vector<common::WorkerTrace> EventsEndedBetween(int32_t rank, TimeNs begin, TimeNs after,
+                                                      TimeNs end) const;
 
   // Segment length of the simulated timeline; segment k starts at k * kSegmentNs (Unix time)
   // with step k * steps_per_segment().
@@ -77,7 +84,15 @@ class SimulatedRanksCollector : public Collector {
   struct Recording {
     CaptureWindow window;
     TimeNs actual_start = 0, actual_stop = 0;
+    // Per rank, what TakeRecorded handed over: the events that ended by `until` (true time).
+    struct Taken {
+      TimeNs until = 0;
+      uint64_t events = 0;
+    };
+    std::map<int32_t, Taken> taken;
   };
+  // A copy of the recording of `capture_id`, which must serve `rank`.
+  absl::StatusOr<Recording> Find(std::string_view capture_id, int32_t rank);
   // The whole job over segment k (true time), shared by every collector of this process.
   std::shared_ptr<const sim::Workload> Segment(int64_t k) const;
   sim::WorkloadOptions SegmentOptions(int64_t k) const;

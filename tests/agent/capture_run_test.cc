@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
+#include <numeric>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -44,8 +46,21 @@ class FakeCollector : public Collector {
     if (rank == failing_rank) w.error = "probe lost its buffers";
     return w;
   }
+  // With `streams`, every call while started and not stopped hands over one sample trace.
+  absl::StatusOr<std::vector<common::WorkerTrace>> TakeRecorded(std::string_view,
+                                                                int32_t rank) override {
+    std::vector<common::WorkerTrace> out;
+    if (streams && starts > stops) {
+      out.push_back(testing::MakeSampleTrace());
+      out.back().info.rank = rank;
+      ++takes;
+    }
+    return out;
+  }
   void Forget(std::string_view) override { ++forgets; }
 
+  bool streams = false;
+  std::atomic<int> takes{0};
   int pieces = 1;
   int failing_rank = -1;
   std::atomic<size_t> armed_ranks{0};
@@ -79,11 +94,11 @@ class CaptureRunTest : public ::testing::Test {
       syncs_.emplace_back(reason);
       sync_untils_.push_back(until);
     };
-    h.upload =
-        [this](
-            const std::vector<const std::string*>& chunks) -> absl::StatusOr<v1::UploadResponse> {
+    h.upload = [this](const std::vector<const std::string*>& chunks,
+                      TimeNs) -> absl::StatusOr<v1::UploadResponse> {
       absl::MutexLock lock(&mu_);
       uploads_.emplace_back();
+      during_window_.push_back(collector_.stops == 0);
       for (const std::string* c : chunks) {
         EXPECT_TRUE(uploads_.back().emplace_back().ParseFromString(*c));
       }
@@ -92,7 +107,9 @@ class CaptureRunTest : public ::testing::Test {
       v1::UploadResponse response;
       std::set<int32_t> ranks;
       for (const v1::UploadRequest& c : uploads_.back()) ranks.insert(c.rank());
-      for (int32_t r : ranks) response.add_ranks_complete(r);
+      if (!lose_what_was_stored_) {
+        for (int32_t r : ranks) response.add_ranks_complete(r);
+      }
       return response;
     };
     return h;
@@ -126,7 +143,9 @@ class CaptureRunTest : public ::testing::Test {
   std::vector<std::string> syncs_;
   std::vector<TimeNs> sync_untils_;
   std::vector<std::vector<v1::UploadRequest>> uploads_;
+  std::vector<bool> during_window_;  // per upload: was the collector not yet stopped
   size_t failing_uploads_ = 0;
+  bool lose_what_was_stored_ = false;  // answer as a coordinator that restarted mid-way
 };
 
 TEST_F(CaptureRunTest, ArmsCapturesDrainsAndUploadsThroughAFailure) {
@@ -242,6 +261,79 @@ TEST_F(CaptureRunTest, SpoolBoundFailsWhatDoesNotFit) {
   EXPECT_EQ(w.phase(), v1::WORKER_PHASE_FAILED);
   EXPECT_NE(w.error().find("upload spool is full"), std::string::npos) << w.error();
   EXPECT_TRUE(uploads_.empty());
+}
+
+TEST_F(CaptureRunTest, WhatIsRecordedGoesUpWhileTheWindowRunsAndIsLetGoOnceStored) {
+  collector_.streams = true;
+  options_.stream_interval_ns = 1'000'000'000;
+  failing_uploads_ = 1;  // the first upload in the window breaks: its chunks go with the next
+  CaptureRun run(Request({0, 1}, 10'000'000, 3'500'000'000), {{0, &collector_}, {1, &collector_}},
+                 "a", clock_, Hooks(), options_);
+  run.Begin();
+  WaitFinished(run);
+  // Taken at 1, 2 and 3 s into the window for each rank; uploaded then, and once after it.
+  EXPECT_EQ(collector_.takes, 6);
+  ASSERT_EQ(uploads_.size(), 4u);
+  EXPECT_EQ(during_window_, (std::vector<bool>{true, true, true, false}));
+  const uint64_t sample = testing::MakeSampleTrace().Counts().Total();
+  const uint64_t chunks_per_piece = (sample + 3) / 4;
+  EXPECT_EQ(uploads_[0].size(), 2 * chunks_per_piece);
+  EXPECT_EQ(uploads_[1].size(), 4 * chunks_per_piece);  // the broken attempt's chunks again
+  EXPECT_EQ(uploads_[2].size(), 2 * chunks_per_piece);  // only what is new: the rest is stored
+  // Each rank's chunks are numbered on from one upload to the next, every one stored once
+  // (but for the broken attempt), and only the very last says so.
+  std::map<int32_t, std::vector<uint64_t>> sequences;
+  std::map<int32_t, int> lasts;
+  for (size_t u = 1; u < uploads_.size(); ++u) {
+    for (const v1::UploadRequest& c : uploads_[u]) {
+      sequences[c.rank()].push_back(c.sequence());
+      lasts[c.rank()] += c.last();
+      if (c.last()) {
+        EXPECT_EQ(u, 3u);
+      }
+    }
+  }
+  const v1::CaptureStatus status = run.Status();
+  for (const v1::WorkerCaptureStatus& w : status.workers()) {
+    std::vector<uint64_t> expected(4 * chunks_per_piece);
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(sequences[w.rank()], expected) << "rank " << w.rank();
+    EXPECT_EQ(lasts[w.rank()], 1);
+    EXPECT_EQ(w.phase(), v1::WORKER_PHASE_UPLOADED);
+    EXPECT_EQ(w.events(), 4 * sample);  // three taken in the window, one drained
+    EXPECT_EQ(w.chunks(), 4 * chunks_per_piece);
+  }
+}
+
+TEST_F(CaptureRunTest, AFinalEmptyChunkClosesAWorkerWhoseEventsAllWentUpInTheWindow) {
+  collector_.streams = true;
+  collector_.pieces = 0;  // the drain finds nothing left
+  options_.stream_interval_ns = 1'000'000'000;
+  CaptureRun run(Request({0}, 10'000'000, 1'500'000'000), {{0, &collector_}}, "a", clock_, Hooks(),
+                 options_);
+  run.Begin();
+  WaitFinished(run);
+  ASSERT_EQ(uploads_.size(), 2u);
+  ASSERT_EQ(uploads_[1].size(), 1u);
+  const v1::UploadRequest& last = uploads_[1][0];
+  EXPECT_TRUE(last.last());
+  EXPECT_EQ(last.sequence(), uploads_[0].size());
+  EXPECT_EQ(last.chunk().worker().rank(), 0);  // described like the rest
+  EXPECT_EQ(run.Status().workers(0).phase(), v1::WORKER_PHASE_UPLOADED);
+}
+
+TEST_F(CaptureRunTest, ACoordinatorThatLostWhatItStoredInTheWindowFailsTheWorkerClearly) {
+  collector_.streams = true;
+  options_.stream_interval_ns = 1'000'000'000;
+  lose_what_was_stored_ = true;
+  CaptureRun run(Request({0}, 10'000'000, 1'500'000'000), {{0, &collector_}}, "a", clock_, Hooks(),
+                 options_);
+  run.Begin();
+  WaitFinished(run);
+  const v1::WorkerCaptureStatus w = run.Status().workers(0);
+  EXPECT_EQ(w.phase(), v1::WORKER_PHASE_FAILED);
+  EXPECT_NE(w.error().find("no longer has the"), std::string::npos) << w.error();
+  EXPECT_EQ(uploads_.size(), 2u);  // not retried forever
 }
 
 }  // namespace

@@ -46,9 +46,11 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   ASSERT_GT(http, 0);
 
   const std::string socket = dir_.File("run/agent.sock");
+  // What the probes record goes up five times a second while the window runs.
+  const std::string agent_config = dir_.Write("agent.json", R"({"stream_interval_ms": 200})");
   Daemon agent(AgentBinary(),
                Concat({"--coordinator", "127.0.0.1:" + grpc, "--agent-id", "node-a", "--host",
-                       "node-a", "--probe-socket", socket},
+                       "node-a", "--probe-socket", socket, "--config", agent_config},
                       TestSecurity::Get().AgentFlags("node-a")),
                dir_.File("agent.log"));
   ASSERT_FALSE(agent.WaitForLog("(serving) 0 workers").empty()) << agent.Log();

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "common/time_source.h"
 
@@ -139,6 +140,81 @@ TEST(SimulatedRanksTest, CaptureLifecycleAndLimits) {
   EXPECT_EQ(c.Drain("cap", 3).status().code(), absl::StatusCode::kInvalidArgument);
   c.Forget("cap");
   EXPECT_EQ(c.Drain("cap", 1).status().code(), absl::StatusCode::kNotFound);
+}
+
+// Every event of a worker, as comparable rows: (table, start, end).
+std::multiset<std::tuple<int, TimeNs, TimeNs>> Rows(
+    const std::vector<common::WorkerTrace>& pieces) {
+  std::multiset<std::tuple<int, TimeNs, TimeNs>> rows;
+  for (const common::WorkerTrace& p : pieces) {
+    for (size_t i = 0; i < p.kernels.size(); ++i)
+      rows.emplace(0, p.kernels.start[i], p.kernels.end[i]);
+    for (size_t i = 0; i < p.runtime_calls.size(); ++i)
+      rows.emplace(1, p.runtime_calls.start[i], p.runtime_calls.end[i]);
+    for (size_t i = 0; i < p.memcpys.size(); ++i)
+      rows.emplace(2, p.memcpys.start[i], p.memcpys.end[i]);
+    for (size_t i = 0; i < p.host_spans.size(); ++i)
+      rows.emplace(3, p.host_spans.start[i], p.host_spans.end[i]);
+    for (size_t i = 0; i < p.collectives.size(); ++i)
+      rows.emplace(4, p.collectives.enqueue[i], p.collectives.kernel_end[i]);
+    for (size_t i = 0; i < p.steps.size(); ++i) rows.emplace(5, p.steps.start[i], p.steps.end[i]);
+  }
+  return rows;
+}
+
+TEST(SimulatedRanksTest, WhatIsTakenWhileTheWindowRunsAndTheDrainTogetherAreTheWindow) {
+  // Two captures of the same window, one taken every 300 ms as it runs (across a segment
+  // boundary) and one drained at the end, hand over the same events, each once.
+  common::SimulatedTimeSource time(448'750'000LL * kSegment - 700'000'000);
+  const AgentClock clock(5'000'000, 20, 0, time);
+  SimulatedRanksCollector c(Spec(0, 1), "n", clock);
+  ASSERT_TRUE(c.Arm({"streamed", {1}, 0, 0, 0}).ok());
+  ASSERT_TRUE(c.Arm({"whole", {1}, 0, 0, 0}).ok());
+  EXPECT_TRUE(c.TakeRecorded("streamed", 1)->empty());  // not started: nothing recorded
+  ASSERT_TRUE(c.Start("streamed").ok());
+  ASSERT_TRUE(c.Start("whole").ok());
+  std::vector<common::WorkerTrace> taken;
+  size_t takes_with_events = 0;
+  for (int i = 0; i < 5; ++i) {
+    time.AdvanceBy(300'000'000);
+    absl::StatusOr<std::vector<common::WorkerTrace>> more = c.TakeRecorded("streamed", 1);
+    ASSERT_TRUE(more.ok()) << more.status();
+    takes_with_events += !Rows(*more).empty();
+    for (common::WorkerTrace& p : *more) {
+      EXPECT_EQ(p.info.rank, 1);
+      EXPECT_EQ(p.info.host, "n");
+      // Only what has ended by now on the agent's clock.
+      for (TimeNs t : p.kernels.end) EXPECT_LE(t, clock.Now());
+      taken.push_back(std::move(p));
+    }
+  }
+  time.AdvanceBy(200'000'000);
+  ASSERT_TRUE(c.Stop("streamed").ok());
+  ASSERT_TRUE(c.Stop("whole").ok());
+  EXPECT_TRUE(c.TakeRecorded("streamed", 1)->empty());  // stopped: the rest is Drain's
+  absl::StatusOr<CollectedWorker> rest = c.Drain("streamed", 1);
+  absl::StatusOr<CollectedWorker> whole = c.Drain("whole", 1);
+  ASSERT_TRUE(rest.ok() && whole.ok());
+  EXPECT_EQ(takes_with_events, 5u);
+  const auto streamed_rows = Rows(taken), rest_rows = Rows(rest->pieces);
+  std::multiset<std::tuple<int, TimeNs, TimeNs>> together = streamed_rows;
+  together.insert(rest_rows.begin(), rest_rows.end());
+  EXPECT_GT(streamed_rows.size(), 4 * rest_rows.size());
+  EXPECT_EQ(together, Rows(whole->pieces));
+  EXPECT_EQ(c.TakeRecorded("streamed", 7).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.TakeRecorded("none", 1).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SimulatedRanksTest, TheEventLimitCountsWhatWasTakenEarly) {
+  common::SimulatedTimeSource time(common::HostNowNs());
+  const AgentClock clock(time);
+  SimulatedRanksCollector c(Spec(0, 0), "n", clock);
+  ASSERT_TRUE(c.Arm({"cap", {0}, 0, 0, /*max_events_per_worker=*/10}).ok());
+  ASSERT_TRUE(c.Start("cap").ok());
+  time.AdvanceBy(400'000'000);
+  absl::StatusOr<std::vector<common::WorkerTrace>> taken = c.TakeRecorded("cap", 0);
+  EXPECT_EQ(taken.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(taken.status().message().find("exceed the limit of 10 per worker"), std::string::npos);
 }
 
 }  // namespace
