@@ -382,7 +382,7 @@ void CaptureRun::StreamRecorded(TimeNs deadline) {
 bool CaptureRun::Spool(int32_t rank, std::vector<common::WorkerTrace> pieces, bool final) {
   const std::string& id = request_.capture_id();
   Sent& sent = sent_[rank];
-  if (final && pieces.empty()) {
+  if (final && pieces.empty() && sent.chunks > 0) {
     // Everything went up during the window: the last chunk says so, with nothing in it.
     pieces.emplace_back().info = sent.info;
   }
