@@ -126,7 +126,7 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   WaitForAgents(2);
   const std::string id = StartCapture(R"({"job": "ui", "duration_ms": 1500})");
   ASSERT_EQ(WaitForState(id, {"complete", "partial", "failed"}, 120'000), "complete");
-  OpenBrowser();
+  ASSERT_NO_FATAL_FAILURE(OpenBrowser());
   Open("#/capture/" + id, TestSecurity::Get().read_token);
   const std::string pod = R"(canvas[aria-label^="Step "])";
   ASSERT_TRUE(browser_->WaitFor("document.querySelector('" + std::string(pod) +
@@ -244,7 +244,7 @@ TEST_F(UiTest, TheWatchViewAndTheAlertsPageShowTheStragglerAlertWithItsEvidenceC
   // "no watch data yet" and Chromium logs as a console error: open the page once it has one.
   ASSERT_TRUE(WaitUntil(
       [&] { return HttpCall(http_port_, "GET", "/v1/watch/jobs/watched").status == 200; }, 60'000));
-  OpenBrowser();
+  ASSERT_NO_FATAL_FAILURE(OpenBrowser());
   Open("#/watch/watched", TestSecurity::Get().read_token);
   ASSERT_TRUE(
       browser_->WaitFor("[...document.querySelectorAll('.alert-card')].some(c => "
@@ -286,7 +286,7 @@ TEST_F(UiTest, ACaptureTriggeredFromTheFormReachesCompleteAndAReadTokenIsToldWhy
   StartAgent("a", "ranks=0-1,world=4,job=form,profile=light");
   StartAgent("b", "ranks=2-3,world=4,job=form,profile=light");
   WaitForAgents(2);
-  OpenBrowser();
+  ASSERT_NO_FATAL_FAILURE(OpenBrowser());
   Open("#/workers", TestSecurity::Get().read_token);
   ASSERT_TRUE(browser_->WaitFor(
       "document.body.textContent.includes('2 connected agents, 4 workers')", 30'000))
@@ -345,7 +345,7 @@ TEST_F(UiTest, ACaptureTriggeredFromTheFormReachesCompleteAndAReadTokenIsToldWhy
 // and changes nothing; a good edit is stored. The schedules form adds one, and deletes it.
 TEST_F(UiTest, TheRulesAndSchedulesFormsChangeWhatTheCoordinatorKeeps) {
   StartCoordinator();
-  OpenBrowser();
+  ASSERT_NO_FATAL_FAILURE(OpenBrowser());
   Open("#/rules", TestSecurity::Get().admin_token);
   ASSERT_TRUE(
       browser_->WaitFor("document.querySelector('#rules-text') && "
@@ -499,7 +499,7 @@ TEST_F(UiTest, ACaptureOf1024WorkersAnd100StepsRendersAndItsLoadTimeIsMeasured) 
     ASSERT_TRUE((*store)->PutCapture(record).ok());
   }
   StartCoordinator();
-  OpenBrowser();
+  ASSERT_NO_FATAL_FAILURE(OpenBrowser());
   // Every panel loaded (the 8 titled ones, the pod view's and the AllReduce one) and every chart
   // drawn (5, and the pod view's column chart, which loads its step only after its panel has).
   // Without the last, the pod chart could still be loading when its pixels are read.
