@@ -260,7 +260,8 @@ void CaptureRun::Run() {
   for (TimeNs next = start + (interval > 0 ? interval : request_.duration_ns()); next < stop;
        next += interval) {
     if (!WaitUntil(next)) return FinishCancelled();
-    StreamRecorded(stop);
+    // Not when the stop is near: taking and encoding must not delay it.
+    if (stop - clock_.Now() > interval / 4) StreamRecorded(stop);
   }
   if (!WaitUntil(stop)) return FinishCancelled();
   StopCollectors();
@@ -354,18 +355,31 @@ void CaptureRun::StreamRecorded(TimeNs deadline) {
                                      std::string(pieces.status().message())));
       continue;
     }
-    if (!pieces->empty()) (void)Spool(rank, std::move(*pieces), /*final=*/false);
+    // Pieces without events (a simulated segment with nothing ended yet) are not worth a chunk.
+    std::vector<common::WorkerTrace> kept;
+    for (common::WorkerTrace& piece : *pieces) {
+      if (piece.Counts().Total() > 0) kept.push_back(std::move(piece));
+    }
+    if (!kept.empty()) (void)Spool(rank, std::move(kept), /*final=*/false);
   }
-  // Offered once: what the coordinator does not store now goes again after the window.
-  std::vector<const std::string*> batch;
+  // A failed rank's chunks are of no use to anyone: they leave the spool.
   std::set<int32_t> failed;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [rank, w] : workers_)
       if (w.phase() == v1::WORKER_PHASE_FAILED) failed.insert(rank);
   }
-  for (const Spooled& c : spool_)
-    if (!failed.count(c.rank)) batch.push_back(&c.bytes);
+  std::erase_if(spool_, [&](const Spooled& c) {
+    if (!failed.count(c.rank)) return false;
+    spool_bytes_ -= c.bytes.size();
+    return true;
+  });
+  // Offered once: what the coordinator does not store now goes again after the window.
+  std::vector<Spooled*> offered;
+  std::vector<const std::string*> batch;
+  for (Spooled& c : spool_) {
+    if (!c.stored) offered.push_back(&c), batch.push_back(&c.bytes);
+  }
   if (batch.empty() || clock_.Now() >= deadline) return;
   absl::StatusOr<v1::UploadResponse> response = hooks_.upload(batch, deadline);
   if (!response.ok()) {
@@ -373,10 +387,7 @@ void CaptureRun::StreamRecorded(TimeNs deadline) {
                  std::string(response.status().message()));
     return;
   }
-  // Stored: let go of them (and of the failed ranks' chunks, which no one wants).
-  for (const Spooled& c : spool_) sent_[c.rank].streamed += !failed.count(c.rank);
-  spool_.clear();
-  spool_bytes_ = 0;
+  for (Spooled* c : offered) c->stored = true;
 }
 
 bool CaptureRun::Spool(int32_t rank, std::vector<common::WorkerTrace> pieces, bool final) {
@@ -485,9 +496,10 @@ void CaptureRun::UploadSpool() {
   int attempt = 0;
   while (!pending.empty()) {
     if (Cancelled()) return;
+    // What the coordinator stored during the window goes only if it has lost it since.
     std::vector<const std::string*> batch;
     for (const Spooled& c : spool_) {
-      if (pending.count(c.rank)) batch.push_back(&c.bytes);
+      if (pending.count(c.rank) && !c.stored) batch.push_back(&c.bytes);
     }
     ++attempt;
     absl::StatusOr<v1::UploadResponse> response = hooks_.upload(batch, 0);
@@ -496,19 +508,11 @@ void CaptureRun::UploadSpool() {
       for (int32_t rank : response->ranks_complete()) {
         if (pending.erase(rank)) SetPhase(rank, v1::WORKER_PHASE_UPLOADED), changed = true;
       }
-      // Accepted but not complete: the coordinator lost state mid-way (a restart). What it
-      // stored during the window is gone from here; the rest goes again.
-      for (auto it = pending.begin(); it != pending.end();) {
-        if (sent_[*it].streamed == 0) {
-          ++it;
-          continue;
-        }
-        SetFailed(*it, common::StrCat("the coordinator no longer has the ", sent_[*it].streamed,
-                                      " chunks it stored during the window (did it restart?)"));
-        it = pending.erase(it), changed = true;
-      }
       if (!pending.empty() && changed) Report();
       if (pending.empty()) break;
+      // Accepted but not complete: the coordinator lost state mid-way (a restart); send
+      // everything again, what it stored during the window too.
+      for (Spooled& c : spool_) c.stored = false;
     } else {
       spdlog::warn("capture {}: upload attempt {} failed: {}", request_.capture_id(), attempt,
                    std::string(response.status().message()));

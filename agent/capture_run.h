@@ -1,10 +1,11 @@
 // One capture on one agent: arm the collectors, start them at the coordinator's
 // start time (already converted into the agent clock), stop them after the duration, drain and
 // encode the events into a bounded in-memory spool, and upload it, retrying across broken
-// streams and coordinator restarts until every chunk is acknowledged. While the window runs,
-// every stream interval, what the collectors have recorded so far is encoded and uploaded the
-// same way, and let go once the coordinator has stored it: the agent holds about one
-// interval's events, whatever the window's length. Status goes up after every phase change.
+// streams and coordinator restarts until every chunk is acknowledged. With a stream interval,
+// while the window runs, what the collectors have recorded so far is encoded and offered to the
+// coordinator the same way: the agent holds one interval's events parsed and the rest as
+// serialized chunks (kept until the end, so a coordinator that restarts can be sent them again).
+// Status goes up after every phase change.
 // Runs on its own thread; Cancel() stops it at any phase.
 #pragma once
 
@@ -37,7 +38,9 @@ struct CaptureRunOptions {
   uint64_t max_spool_bytes = 512ull << 20;  // serialized chunks held for upload, all workers
   int64_t upload_give_up_ns = 600'000'000'000;
   // How often, while the window runs, what the collectors recorded goes up (0: only after it).
-  int64_t stream_interval_ns = 1'000'000'000;
+  // Off by default: a coordinator that restarts mid-capture does not yet count again what it
+  // stored of a window, and analyses read what a worker streamed before it failed.
+  int64_t stream_interval_ns = 0;
   int64_t retry_initial_ns = 100'000'000;
   int64_t retry_max_ns = 5'000'000'000;
 };
@@ -139,13 +142,13 @@ class CaptureRun {
   struct Spooled {
     int32_t rank = 0;
     std::string bytes;
+    bool stored = false;  // the coordinator said so during the window
   };
   std::vector<Spooled> spool_;
   uint64_t spool_bytes_ = 0;
   // Per rank, what went into the spool so far (also run's thread only).
   struct Sent {
     uint64_t chunks = 0, events = 0, bytes = 0;
-    uint64_t streamed = 0;    // chunks the coordinator stored while the window ran
     common::WorkerInfo info;  // the last piece's, for a final empty chunk
   };
   std::map<int32_t, Sent> sent_;

@@ -112,8 +112,12 @@ std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& v
   // theirs, or its network model is wrong in a way this cannot tell) keeps its network model:
   // the one farthest from the rest is dropped until the others agree.
   std::vector<int64_t> bound_of(index.size(), std::numeric_limits<int64_t>::max());
-  for (size_t w = 0; w < view.size(); ++w)
-    bound_of[domain_of[w]] = std::min(bound_of[domain_of[w]], view.worker(w).clock.error_bound_ns);
+  // Only network models bound anything: a worker on its own clock is not corrected anyway.
+  for (size_t w = 0; w < view.size(); ++w) {
+    const common::ClockModel& clock = view.worker(w).clock;
+    if (clock.source == common::ClockSource::kNetwork)
+      bound_of[domain_of[w]] = std::min(bound_of[domain_of[w]], clock.error_bound_ns);
+  }
   while (true) {
     if (applied < 2) {
       for (DomainCorrection& c : out) c.applied = false;
@@ -158,6 +162,11 @@ std::vector<DomainCorrection> RefineWithCollectives(const common::CaptureView& v
       if (!out[d].applied) continue;
       const double excess = std::abs(centre[d] - median) - static_cast<double>(bound_of[d]);
       if (excess > worst_excess) worst_excess = excess, worst = d;
+    }
+    if (worst == index.size()) {  // every excess NaN: drop the first applied
+      worst = static_cast<size_t>(std::distance(
+          out.begin(), std::find_if(out.begin(), out.end(),
+                                    [](const DomainCorrection& c) { return c.applied; })));
     }
     out[worst].applied = false;
     --applied;
