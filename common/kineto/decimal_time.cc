@@ -10,14 +10,15 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 }  // namespace
 
 bool ParseMicrosAsNanos(std::string_view token, int64_t* nanos) {
-  // Fast path for what profilers write: up to 15 integer digits and up to 3 decimals,
-  // followed by the end or a delimiter. Everything else takes the general path below.
+  // Fast path for what profilers write: up to 16 integer digits (epoch microseconds) and up
+  // to 3 decimals, followed by the end or a delimiter. At most 19 digits fit an unsigned
+  // 64-bit value; everything else takes the general path below.
   {
     const char* p = token.data();
     const char* end = p + token.size();
-    int64_t value = 0;
+    uint64_t value = 0;
     const char* digits_start = p;
-    while (p < end && IsDigit(*p) && p - digits_start < 15) value = value * 10 + (*p++ - '0');
+    while (p < end && IsDigit(*p) && p - digits_start < 16) value = value * 10 + (*p++ - '0');
     if (p > digits_start && (p == digits_start + 1 || *digits_start != '0')) {
       int frac = 0;
       bool ok = true;
@@ -31,9 +32,13 @@ bool ParseMicrosAsNanos(std::string_view token, int64_t* nanos) {
       }
       if (ok && (p == end || *p == ' ' || *p == ',' || *p == '}' || *p == ']' || *p == '\n' ||
                  *p == '\r' || *p == '\t')) {
-        static constexpr int64_t kScale[] = {1000, 100, 10, 1};
-        *nanos = value * kScale[frac];
-        return true;
+        static constexpr uint64_t kScale[] = {1000, 100, 10, 1};
+        // value < 10^19 and value * scale < 10^19 < 2^64: no wrap before the range check.
+        const uint64_t scaled = value * kScale[frac];
+        if (scaled <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+          *nanos = static_cast<int64_t>(scaled);
+          return true;
+        }
       }
     }
   }
