@@ -47,8 +47,7 @@ TEST(DecimalTimeTest, RejectsNonNumbersAndOverflow) {
   EXPECT_FALSE(ParseMicrosAsNanos("9223372036854775.808", &ns));
   // Sixteen integer digits with and without decimals: the edge of the common case.
   EXPECT_EQ(Parse("9223372036854775"), 9'223'372'036'854'775'000);
-  EXPECT_EQ(Parse("1000000000000000.001"),
-            1'000'000'000'000'000'001);
+  EXPECT_EQ(Parse("1000000000000000.001"), 1'000'000'000'000'000'001);
   EXPECT_FALSE(ParseMicrosAsNanos("9223372036854776", &ns));
   EXPECT_FALSE(ParseMicrosAsNanos("9999999999999999.999", &ns));
 }
