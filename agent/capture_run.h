@@ -37,10 +37,9 @@ struct CaptureRunOptions {
   size_t chunk_events = 65536;              // events per uploaded chunk
   uint64_t max_spool_bytes = 512ull << 20;  // serialized chunks held for upload, all workers
   int64_t upload_give_up_ns = 600'000'000'000;
-  // How often, while the window runs, what the collectors recorded goes up (0: only after it).
-  // Off by default: a coordinator that restarts mid-capture does not yet count again what it
-  // stored of a window, and analyses read what a worker streamed before it failed.
-  int64_t stream_interval_ns = 0;
+  // How often, while the window runs, what the collectors recorded goes up (0: only after it),
+  // so that the agent holds one interval's events parsed rather than a window's.
+  int64_t stream_interval_ns = 1'000'000'000;
   int64_t retry_initial_ns = 100'000'000;
   int64_t retry_max_ns = 5'000'000'000;
 };

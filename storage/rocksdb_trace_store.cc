@@ -502,6 +502,21 @@ absl::Status RocksDbTraceStore::DeleteCapture(std::string_view id) {
   return absl::OkStatus();
 }
 
+absl::Status RocksDbTraceStore::DeleteWorkerEvents(std::string_view capture_id,
+                                                   uint32_t worker_index) {
+  RETURN_IF_ERROR(ValidateCaptureId(capture_id));
+  std::string start = CapturePrefix(capture_id);
+  std::string end = start;
+  AppendBigEndian(&start, worker_index, 4);
+  if (worker_index == UINT32_MAX) {
+    end = CaptureEnd(capture_id);
+  } else {
+    AppendBigEndian(&end, uint64_t{worker_index} + 1, 4);
+  }
+  ROCKSDB_CALL(db_->DeleteRange(rocksdb::WriteOptions(), handles_[kEvents], start, end));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> RocksDbTraceStore::ApproximateEventBytes(std::string_view capture_id) {
   RETURN_IF_ERROR(ValidateCaptureId(capture_id));
   const std::string start = CapturePrefix(capture_id);

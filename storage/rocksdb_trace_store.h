@@ -58,6 +58,7 @@ class RocksDbTraceStore : public TraceStore {
       const std::function<void(std::string_view capture_id, std::string_view kind, uint64_t bytes)>&
           visit) override;
   absl::Status DeleteCapture(std::string_view id) override;
+  absl::Status DeleteWorkerEvents(std::string_view capture_id, uint32_t worker_index) override;
   absl::StatusOr<uint64_t> ApproximateEventBytes(std::string_view capture_id) override;
 
   // Keys of a capture in the events and analyses column families (tests check deletes).

@@ -130,6 +130,8 @@ class TraceStore {
 
   // Removes the record, all events and cached analyses of a capture (range deletes).
   virtual absl::Status DeleteCapture(std::string_view id) = 0;
+  // Removes every event chunk of one worker of a capture (a range delete).
+  virtual absl::Status DeleteWorkerEvents(std::string_view capture_id, uint32_t worker_index) = 0;
   // Bytes of event chunks on disk for a capture (approximate, from the store's index).
   virtual absl::StatusOr<uint64_t> ApproximateEventBytes(std::string_view capture_id) = 0;
 };

@@ -16,6 +16,11 @@ namespace {
 // How often the scheduler looks at deadlines when nothing else wakes it.
 constexpr TimeNs kTickNs = 20 * common::kNanosPerMilli;
 
+bool Unfinished(const storage::WorkerRecord& w) {
+  return w.state == LiveCapture::PhaseName(LiveCapture::Phase::kFailed) ||
+         w.state == LiveCapture::PhaseName(LiveCapture::Phase::kCancelled);
+}
+
 }  // namespace
 
 using storage::CaptureRecord;
@@ -336,6 +341,7 @@ absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::
     live_.erase(it);
   }
   spdlog::info("capture {} cancelled: {}", capture_id, reason);
+  DropUnfinishedWorkers(final_record);
   Store(final_record);
   return absl::OkStatus();
 }
@@ -401,10 +407,22 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
   if (absl::Status s = store_.PutChunk(id, worker_index, chunk.sequence(), trace); !s.ok())
     return s;
 
-  absl::MutexLock lock(&mu_);
-  auto it = live_.find(id);
-  if (it == live_.end()) return absl::OkStatus();
-  LiveCapture& c = *it->second;
+  bool dropped_meanwhile = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = live_.find(id);
+    if (it != live_.end()) return RecordStoredChunk(*it->second, chunk, events, bytes);
+    // The capture finished while this chunk was being stored. If its worker failed or was
+    // cancelled meanwhile, the finish may have dropped its events before this chunk landed.
+    auto r = recent_.find(id);
+    dropped_meanwhile = r != recent_.end() && worker_index < r->second.workers.size() &&
+                        Unfinished(r->second.workers[worker_index]);
+  }
+  return dropped_meanwhile ? store_.DeleteWorkerEvents(id, worker_index) : absl::OkStatus();
+}
+
+absl::Status CaptureScheduler::RecordStoredChunk(LiveCapture& c, const v1::UploadRequest& chunk,
+                                                 uint64_t events, uint64_t bytes) {
   absl::StatusOr<bool> completed = c.ChunkStored(c.by_rank[chunk.rank()], chunk.sequence(),
                                                  chunk.last(), events, bytes, aligner_);
   if (!completed.ok()) return completed.status();
@@ -512,6 +530,7 @@ void CaptureScheduler::Loop() {
       }
     }
     for (CaptureRecord& r : finished) {
+      DropUnfinishedWorkers(r);
       if (options_.refine_with_collectives &&
           (r.state == CaptureState::kComplete || r.state == CaptureState::kPartial)) {
         RefineCaptureClocks(store_, r);
@@ -530,6 +549,16 @@ CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
   recent_[r.id] = r;
   storing_.insert(r.id);
   return r;
+}
+
+void CaptureScheduler::DropUnfinishedWorkers(const CaptureRecord& record) {
+  for (const WorkerRecord& w : record.workers) {
+    if (!Unfinished(w)) continue;
+    if (absl::Status s = store_.DeleteWorkerEvents(record.id, w.worker_index); !s.ok()) {
+      spdlog::error("capture {}: dropping what rank {} stored before it {}: {}", record.id, w.rank,
+                    w.state, std::string(s.message()));
+    }
+  }
 }
 
 void CaptureScheduler::Store(const CaptureRecord& record) {

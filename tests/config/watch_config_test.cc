@@ -84,7 +84,8 @@ TEST(WatchConfigTest, TheAgentsStreamIntervalIsReadAndChecked) {
   EXPECT_EQ(s.agent.capture.stream_interval_ns, 250'000'000);
   ASSERT_TRUE(agent::ApplyAgentConfig(Parse(R"({"stream_interval_ms": 0})"), &s).ok());
   EXPECT_EQ(s.agent.capture.stream_interval_ns, 0);
-  EXPECT_EQ(agent::AgentSettings().agent.capture.stream_interval_ns, 0) << "off unless asked";
+  EXPECT_EQ(agent::AgentSettings().agent.capture.stream_interval_ns, 1'000'000'000)
+      << "a second unless told";
   EXPECT_NE(AgentError(R"({"stream_interval_ms": -1})").find("stream_interval_ms"),
             std::string::npos);
   EXPECT_NE(AgentError(R"({"stream_interval_ms": 3600000})").find("stream_interval_ms"),

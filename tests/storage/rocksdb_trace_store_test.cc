@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "common/trace_files.h"
@@ -179,6 +180,31 @@ TEST(RocksDbTraceStoreTest, DeleteRemovesRecordEventsAndAnalyses) {
   EXPECT_EQ(store->GetCapture("a").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store->CountCaptureKeysForTesting("ab"), 1u);
   EXPECT_TRUE(LoadCapture(*store, "ab").ok());
+}
+
+TEST(RocksDbTraceStoreTest, DeletingOneWorkersEventsLeavesItsNeighbours) {
+  ScratchDir dir;
+  auto store = OpenStore(dir.File("db"));
+  const common::WorkerTrace w = podscope::testing::MakeSampleTrace();
+  for (uint32_t worker : {0u, 1u, 2u, UINT32_MAX}) {
+    for (uint64_t sequence : {0u, 1u, 300u})
+      ASSERT_TRUE(store->PutChunk("a", worker, sequence, w).ok());
+  }
+  ASSERT_TRUE(store->PutChunk("ab", 1, 0, w).ok());  // another capture, sharing a prefix
+  ASSERT_TRUE(store->DeleteWorkerEvents("a", 1).ok());
+  ASSERT_TRUE(store->DeleteWorkerEvents("a", UINT32_MAX).ok());
+  std::map<uint32_t, int> chunks;
+  ASSERT_TRUE(store
+                  ->ReadWorkers("a",
+                                [&](uint32_t worker, common::WorkerTrace trace) {
+                                  chunks[worker] =
+                                      static_cast<int>(trace.Counts().Total() / w.Counts().Total());
+                                  return absl::OkStatus();
+                                })
+                  .ok());
+  EXPECT_EQ(chunks, (std::map<uint32_t, int>{{0, 3}, {2, 3}}));
+  EXPECT_EQ(store->CountCaptureKeysForTesting("ab"), 1u);
+  EXPECT_EQ(store->DeleteWorkerEvents("../x", 0).code(), absl::StatusCode::kInvalidArgument);
 }
 
 // A second store on a directory in use is refused in words, not with RocksDB's raw lock error.

@@ -112,6 +112,9 @@ class HeldStore : public storage::TraceStore {
     return store_.GetSetting(name);
   }
   absl::Status DeleteCapture(std::string_view id) override { return store_.DeleteCapture(id); }
+  absl::Status DeleteWorkerEvents(std::string_view capture_id, uint32_t worker_index) override {
+    return store_.DeleteWorkerEvents(capture_id, worker_index);
+  }
   absl::StatusOr<uint64_t> ApproximateEventBytes(std::string_view capture_id) override {
     return store_.ApproximateEventBytes(capture_id);
   }
@@ -433,6 +436,63 @@ TEST_F(CaptureSchedulerTest, CancelReachesEveryAgentAndEndsTheCapture) {
   EXPECT_EQ(scheduler_->Cancel("nope", "x").code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(scheduler_->LiveRecord(r->id)->state,
             storage::CaptureState::kCancelled);  // answered from memory
+}
+
+// An agent streams what its ranks record while the window runs. A rank that then fails (or a
+// capture that is cancelled) leaves a partial trace behind: it must not reach the analyses.
+TEST_F(CaptureSchedulerTest, WhatAFailedOrCancelledWorkerStreamedLeavesTheStore) {
+  MakeScheduler();
+  scheduler_->Start();
+  Connect("a", {0}, 0);
+  Connect("b", {1}, 0);
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string id = r->id;
+  const TimeNs start = r->window_start_ns;
+  for (const char* agent : {"a", "b"}) {
+    const int32_t rank = agent[0] == 'a' ? 0 : 1;
+    scheduler_->OnCaptureStatus(agent, Status(id, {rank}, v1::WORKER_PHASE_ARMED));
+  }
+  time_.AdvanceTo(start);
+  scheduler_->OnCaptureStatus("a", Status(id, {0}, v1::WORKER_PHASE_CAPTURING, start));
+  scheduler_->OnCaptureStatus("b", Status(id, {1}, v1::WORKER_PHASE_CAPTURING, start));
+  // Both stream a chunk during the window; then b's rank fails.
+  ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", 0, 0, false)).ok());
+  ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "b", 1, 0, false)).ok());
+  size_t b_chunks = 0;
+  ASSERT_TRUE(
+      store_->ReadWorker(id, 1, [&](common::WorkerTrace) { return ++b_chunks, absl::OkStatus(); })
+          .ok());
+  EXPECT_EQ(b_chunks, 1u);  // stored while it streamed
+  v1::CaptureStatus failed = Status(id, {1}, v1::WORKER_PHASE_FAILED, start);
+  failed.mutable_workers(0)->set_error("the probe went away");
+  scheduler_->OnCaptureStatus("b", failed);
+  time_.AdvanceTo(start + 1'000'000'000);
+  scheduler_->OnCaptureStatus(
+      "a", Status(id, {0}, v1::WORKER_PHASE_COLLECTED, start, start + 1'000'000'000, 2));
+  ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", 0, 1, true)).ok());
+  const storage::CaptureRecord done = WaitForState(id, storage::CaptureState::kPartial);
+  EXPECT_EQ(done.workers[1].state, "failed");
+  // A chunk of b's that was on its way when the capture finished is dropped as it lands.
+  EXPECT_EQ(scheduler_->OnChunk(Chunk(id, "b", 1, 1, false)).code(), absl::StatusCode::kOk);
+  absl::StatusOr<common::Capture> loaded = storage::LoadCapture(*store_, id);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->workers.size(), 1u);
+  EXPECT_EQ(loaded->workers[0].info.rank, 0);
+  EXPECT_EQ(loaded->workers[0].Counts().Total(), 2 * testing::MakeSampleTrace().Counts().Total());
+
+  // Cancelled after a chunk went up: nothing of it stays.
+  absl::StatusOr<storage::CaptureRecord> c =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(c.ok()) << c.status();
+  scheduler_->OnCaptureStatus("a", Status(c->id, {0}, v1::WORKER_PHASE_ARMED));
+  time_.AdvanceTo(c->window_start_ns);
+  scheduler_->OnCaptureStatus("a",
+                              Status(c->id, {0}, v1::WORKER_PHASE_CAPTURING, c->window_start_ns));
+  ASSERT_TRUE(scheduler_->OnChunk(Chunk(c->id, "a", 0, 0, false)).ok());
+  ASSERT_TRUE(scheduler_->Cancel(c->id, "not now").ok());
+  EXPECT_EQ(store_->CountCaptureKeysForTesting(c->id), 0u);
 }
 
 TEST_F(CaptureSchedulerTest, RestartResumesLiveCaptures) {
