@@ -249,6 +249,34 @@ TEST(KinetoImporterTest, OlderSchemaTakesShapeAndTypeFromTheEnclosingAnnotation)
   EXPECT_EQ(w.collectives.channels[0], 2);
 }
 
+// Each op's "Input type" is its own: the first tensor's type, whichever key comes first, and
+// nothing carried over from the op before.
+TEST(KinetoImporterTest, EachCommOpTakesTheTypeOfItsOwnFirstTensor) {
+  const std::string json = R"json({"distributedInfo": {"rank": 0, "world_size": 8}, "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 5, "tid": 9, "ts": 100, "dur": 50,
+     "args": {"Input Dims": [[100]], "Input type": ["double"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 9, "ts": 110, "dur": 5, "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_double(x)", "pid": 0, "tid": 24, "ts": 120, "dur": 90, "args": {"device": 0, "stream": 24, "correlation": 1}},
+    {"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 5, "tid": 9, "ts": 300, "dur": 50,
+     "args": {"Input type": ["Scalar", "c10::BFloat16"], "Input Dims": [[], [64]]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 9, "ts": 310, "dur": 5, "args": {"correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_bf16(x)", "pid": 0, "tid": 24, "ts": 320, "dur": 90, "args": {"device": 0, "stream": 24, "correlation": 2}},
+    {"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 5, "tid": 9, "ts": 500, "dur": 50,
+     "args": {"Input Dims": [[], [10]]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 9, "ts": 510, "dur": 5, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float(x)", "pid": 0, "tid": 24, "ts": 520, "dur": 90, "args": {"device": 0, "stream": 24, "correlation": 3}}
+  ]})json";
+  ImportResult r = MustImport(json);
+  const WorkerTrace& w = r.workers.at(0);
+  ASSERT_EQ(w.collectives.size(), 3u);
+  EXPECT_EQ(w.collectives.count[0], 100);
+  EXPECT_EQ(w.collectives.bytes[0], 8 * 100);  // double
+  EXPECT_EQ(w.collectives.count[1], 64);
+  EXPECT_EQ(w.collectives.bytes[1], 2 * 64);  // the second input's bf16, the first is a scalar
+  EXPECT_EQ(w.collectives.count[2], 10);
+  EXPECT_EQ(w.collectives.bytes[2], 0) << "no type of its own: unknown, not the previous op's bf16";
+}
+
 TEST(KinetoImporterTest, CommsIdIdentifiesTheCommunicatorWithoutAProcessGroupName) {
   const std::string json = R"json({"traceEvents": [
     {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(x)", "pid": 0, "tid": 9, "ts": 5, "dur": 1,
