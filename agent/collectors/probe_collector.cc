@@ -317,7 +317,9 @@ void ProbeCollector::AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) {
     return;
   }
   w.bytes += bytes;
-  if (!w.info) w.info = piece.info;
+  // A probe that streams its window names the devices seen so far in each chunk: the latest
+  // says the most.
+  w.info = piece.info;
   w.pieces.push_back(std::move(piece));
 }
 

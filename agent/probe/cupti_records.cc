@@ -267,6 +267,14 @@ int64_t CuptiRecordConverter::StepNumberOf(std::string_view name) const {
 }
 
 common::WorkerTrace CuptiRecordConverter::Finish(const GpuClockMap& clock) {
+  common::WorkerTrace t = TakeCompleted(clock);
+  external_ids_.clear();
+  open_ranges_.clear();
+  // context_devices_ stays: a later window's sync records may name a context seen before.
+  return t;
+}
+
+common::WorkerTrace CuptiRecordConverter::TakeCompleted(const GpuClockMap& clock) {
   common::WorkerTrace t = std::move(trace_);
   auto map = [&clock](std::vector<TimeNs>& column) {
     for (TimeNs& v : column) v = clock.ToHost(static_cast<uint64_t>(v));
@@ -284,14 +292,12 @@ common::WorkerTrace CuptiRecordConverter::Finish(const GpuClockMap& clock) {
     auto it = context_devices_.find(sync_contexts_[i]);
     t.kernels.device[i] = it != context_devices_.end() ? it->second : 0;
   }
+  // Names are ids into the handed-over trace's strings: the next take interns them afresh.
   trace_ = common::WorkerTrace();
   records_ = 0;
   kernel_names_.clear();
   api_names_.clear();
-  external_ids_.clear();
-  open_ranges_.clear();
   sync_contexts_.clear();
-  // context_devices_ stays: a later window's sync records may name a context seen before.
   return t;
 }
 

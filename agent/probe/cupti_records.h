@@ -30,7 +30,10 @@ class CuptiRecordConverter {
   bool Add(const CUpti_Activity* record);
   size_t records() const { return records_; }
 
-  // The window's events on the host clock; the converter starts over.
+  // The events converted so far, on the host clock, while the window goes on: NVTX ranges still
+  // open and the framework ids of calls still to come are kept for the next take.
+  common::WorkerTrace TakeCompleted(const GpuClockMap& clock);
+  // The rest of the window's events on the host clock; the converter starts over.
   common::WorkerTrace Finish(const GpuClockMap& clock);
 
  private:

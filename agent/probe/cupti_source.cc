@@ -233,6 +233,30 @@ uint64_t CuptiSource::buffers_refused() const {
   return refused_;
 }
 
+Harvest CuptiSource::TakeRecorded() {
+  if (subscriber_ == nullptr) return {};
+  // Not forced: CUPTI hands over the buffers it has finished with and keeps filling the rest,
+  // so the training process's kernels go on being recorded undisturbed.
+  if (const CUptiResult r = api_->FlushAll(0); r != CUPTI_SUCCESS) {
+    absl::MutexLock lock(&mu_);
+    common::StrAppend(&error_, error_.empty() ? "" : "; ", Describe("cuptiActivityFlushAll", r));
+  }
+  GpuClockMap* gpu_clock = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    gpu_clock = gpu_clock_;
+  }
+  // A pair now: what is handed over maps by the line from the window's first pair to this one.
+  ReadClockPair(gpu_clock);
+  absl::MutexLock lock(&mu_);
+  static const GpuClockMap kIdentity;
+  Harvest h;
+  h.trace = converter_.TakeCompleted(gpu_clock_ != nullptr ? *gpu_clock_ : kIdentity);
+  h.dropped = cupti_dropped_;
+  cupti_dropped_ = 0;
+  return h;
+}
+
 Harvest CuptiSource::TakeHarvest() {
   absl::MutexLock lock(&mu_);
   Harvest h;

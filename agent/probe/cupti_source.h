@@ -3,8 +3,9 @@
 // Nothing of CUPTI is on outside a window: OpenWindow subscribes (which is also how the probe
 // learns that another tool holds CUPTI: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED becomes
 // the window's error, never a crash), enables the activity kinds and the launch-related driver
-// calls, and reads a (CUPTI, host) clock pair; CloseWindow disables all of it, forces a flush,
-// reads the second pair and unsubscribes.
+// calls, and reads a (CUPTI, host) clock pair; TakeRecorded, while the window runs, asks CUPTI
+// for the buffers it has finished with, reads a pair and hands their records over;
+// CloseWindow disables all of it, forces a flush, reads the last pair and unsubscribes.
 //
 // CUPTI asks for buffers from its own threads; they come from a fixed pool. When the pool is
 // empty CUPTI gets none and drops records, which it counts (cuptiActivityGetNumDroppedRecords)
@@ -39,6 +40,8 @@ class CuptiSource : public EventSource {
 
   std::string_view name() const override { return "cupti"; }
   void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) override;
+  // Flushes the buffers CUPTI has finished with and hands over their records.
+  Harvest TakeRecorded() override;
   void CloseWindow(TimeNs host_now) override;
   Harvest TakeHarvest() override;
 

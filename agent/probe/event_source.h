@@ -3,8 +3,10 @@
 // window at a time:
 //
 //   OpenWindow   the window starts: start recording (a source that is off costs nothing)
+//   TakeRecorded while the window runs, every stream interval: hand over what is final so far
+//                (a source that cannot split its window hands over nothing until the end)
 //   CloseWindow  the window ends: stop recording, flush what is in flight
-//   Harvest      hand over what was recorded, on the host clock, and forget it
+//   Harvest      hand over the rest of what was recorded, on the host clock, and forget it
 //
 // The hooks that feed a source (CUPTI buffer callbacks, NCCL's calls, podscope_step_*) run on
 // the training process's threads; they never block beyond a short mutex, and when the window's
@@ -58,6 +60,10 @@ class EventSource {
   virtual std::string_view name() const = 0;
   // The source records into `budget` until CloseWindow; `gpu_clock` maps its device times.
   virtual void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) = 0;
+  // What was recorded since the window opened (or the last take) and will not change: on the
+  // host clock, forgotten once handed over. The window thread calls it between OpenWindow and
+  // CloseWindow.
+  virtual Harvest TakeRecorded() { return {}; }
   virtual void CloseWindow(TimeNs host_now) = 0;
   virtual Harvest TakeHarvest() = 0;
 };

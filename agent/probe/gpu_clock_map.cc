@@ -4,8 +4,9 @@ namespace podscope::agent::probe {
 
 void GpuClockMap::Add(ClockPair pair) {
   absl::MutexLock lock(&mu_);
-  // A window needs two; more only come from a long-lived process re-arming, and the newest
-  // window is the one being mapped.
+  // The newest two: a window taken in pieces maps each piece by the line through the pair read
+  // at the take before and the one read at its own take (the window's first and last pairs
+  // when it is taken whole); a long-lived process re-arming maps its newest window.
   if (pairs_.size() >= 2) pairs_.erase(pairs_.begin());
   pairs_.push_back(pair);
 }

@@ -1,7 +1,8 @@
 // GPU timestamps -> host clock (docs/life-of-a-capture.md). CUPTI's timestamps and NCCL's kernel
 // timer (the GPU's globaltimer) both count nanoseconds on a clock the driver keeps close to, but
-// not on, the host's. The probe reads a (GPU, host) pair when a window opens and another when it
-// closes; the line through them maps every device time of the window, offset and drift both.
+// not on, the host's. The probe reads a (GPU, host) pair when a window opens, at every take
+// while it runs, and when it closes; the line through the newest two maps the device times of
+// what is taken then, offset and drift both.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,8 @@ class GpuClockMap {
   void Add(ClockPair pair);
   void Clear();
   // No pair: the identity (the driver starts the GPU clock on the host's epoch); one pair: its
-  // offset; two or more: the line through the first and the last (the drift over the window).
+  // offset; two: the line through them (the drift since the earlier). Only the newest two are
+  // kept.
   TimeNs ToHost(uint64_t gpu_ns) const;
   // The host time when at least one pair was read, else nullopt (nothing to hold it against).
   std::optional<TimeNs> ToHostIfKnown(uint64_t gpu_ns) const;

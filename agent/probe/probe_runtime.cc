@@ -345,8 +345,27 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
   mu_.Unlock();
   const TimeNs start = host_now_();
   for (EventSource* s : sources) s->OpenWindow(start, &budget_, &gpu_clock_);
+  WindowOutput out{arm.capture_id(), info, describer};
   mu_.Lock();
-  SleepUntil(arm.stop_host_ns());
+  // Until the stop, what the sources recorded goes to the agent every interval, so that a window
+  // of a million events is never held whole here.
+  bool running = true;
+  while (running) {
+    const TimeNs next =
+        settings_.stream_interval_ns > 0
+            ? std::min(arm.stop_host_ns(), host_now_() + settings_.stream_interval_ns)
+            : arm.stop_host_ns();
+    running = SleepUntil(next) && next < arm.stop_host_ns();
+    if (!running) break;
+    mu_.Unlock();
+    std::vector<Harvest> taken;
+    for (EventSource* s : sources) taken.push_back(s->TakeRecorded());
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (sources[i]->name() == "cupti") AppendCommKernels(taken[i].trace, &out.comm_kernels);
+    }
+    Send(taken, &out);
+    mu_.Lock();
+  }
   const bool cancelled = stopping_ || window_->cancelled;
   mu_.Unlock();
   const TimeNs stop = host_now_();
@@ -356,16 +375,15 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
   }
   status.set_actual_start_ns(start);
   status.set_actual_stop_ns(stop);
-  uint64_t events = 0, dropped = 0, chunks = 0;
   std::string errors;
   std::vector<Harvest> harvests;
   for (EventSource* s : sources) {
     Harvest& h = harvests.emplace_back(s->TakeHarvest());
-    dropped += h.dropped;
     if (!h.error.empty())
       common::StrAppend(&errors, errors.empty() ? "" : "; ", s->name(), ": ", h.error);
   }
-  // NCCL's collectives and CUPTI's kernels describe the same operations: link them.
+  // NCCL's collectives and CUPTI's kernels describe the same operations: link them, the
+  // collectives to kernels of the whole window (what went up while it ran too).
   const auto named = [&](std::string_view name) -> Harvest* {
     for (size_t i = 0; i < sources.size(); ++i) {
       if (sources[i]->name() == name) return &harvests[i];
@@ -373,33 +391,48 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
     return nullptr;
   };
   if (Harvest* cupti = named("cupti"), *nccl = named("nccl"); cupti != nullptr && nccl != nullptr) {
-    LinkCollectivesToKernels(cupti->trace, &nccl->trace);
+    AppendCommKernels(cupti->trace, &out.comm_kernels);
+    LinkCollectivesToKernels(std::move(out.comm_kernels), &nccl->trace);
   }
-  info.devices = devices_.For(harvests, describer);
-  for (Harvest& h : harvests) {
-    if (cancelled || h.trace.Counts().Total() == 0) continue;
-    h.trace.info = info;
-    h.trace.SortByTime();
-    for (common::WorkerTrace& part : common::SplitIntoChunks(std::move(h.trace), kChunkEvents)) {
-      const uint64_t n = part.Counts().Total();
-      v1::ProbeMessage m;
-      common::EncodeChunk(part, common::ChunkHeader{arm.capture_id(), 0, chunks},
-                          m.mutable_chunk());
-      if (agent_client_.Send(m)) {
-        events += n;
-        ++chunks;
-      } else {
-        dropped += n;  // the queue to the agent is full
-      }
-    }
+  if (cancelled) {
+    for (Harvest& h : harvests) h.trace = common::WorkerTrace();
   }
-  status.set_events(events);
-  status.set_dropped_events(dropped + budget_.dropped());
-  status.set_chunks(chunks);
+  Send(harvests, &out);
+  status.set_events(out.events);
+  status.set_dropped_events(out.dropped + budget_.dropped());
+  status.set_chunks(out.chunks);
   status.set_cancelled(cancelled);
   status.set_error(errors);
   SendStatus(status);
   mu_.Lock();
+}
+
+void ProbeRuntime::Send(std::vector<Harvest>& harvests, WindowOutput* out) {
+  for (Harvest& h : harvests) out->dropped += h.dropped;
+  // Each piece names every device its window has run on so far: the agent keeps the latest.
+  for (common::DeviceInfo& d : devices_.For(harvests, out->describer)) {
+    const bool known = std::any_of(out->info.devices.begin(), out->info.devices.end(),
+                                   [&d](const common::DeviceInfo& e) { return e.id == d.id; });
+    if (!known) out->info.devices.push_back(std::move(d));
+  }
+  for (Harvest& h : harvests) {
+    if (h.trace.Counts().Total() == 0) continue;
+    h.trace.info = out->info;
+    h.trace.SortByTime();
+    for (common::WorkerTrace& part : common::SplitIntoChunks(std::move(h.trace), kChunkEvents)) {
+      const uint64_t n = part.Counts().Total();
+      v1::ProbeMessage m;
+      common::EncodeChunk(part, common::ChunkHeader{out->capture_id, 0, out->chunks},
+                          m.mutable_chunk());
+      if (agent_client_.Send(m)) {
+        out->events += n;
+        ++out->chunks;
+      } else {
+        out->dropped += n;  // the queue to the agent is full
+      }
+    }
+    h.trace = common::WorkerTrace();
+  }
 }
 
 }  // namespace podscope::agent::probe

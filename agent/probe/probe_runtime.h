@@ -2,10 +2,11 @@
 // and the one capture window it can be recording at a time.
 //
 // Threads: the link's (socket I/O) and the window thread, which sleeps until an armed window's
-// start on the host clock, opens every source, sleeps until the stop (or a cancel), closes
-// them, waits a short grace for in-flight kernel events, harvests, encodes the events as
-// columnar chunks and queues them for the agent, then the window's status. Neither thread is
-// ever one of the training process's.
+// start on the host clock, opens every source, sends what they recorded every stream interval
+// until the stop (or a cancel), closes them, waits a short grace for in-flight kernel events,
+// harvests the rest, links NCCL's collectives to the kernels of the whole window, encodes the
+// events as columnar chunks numbered on from those sent and queues them for the agent, then
+// the window's status. Neither thread is ever one of the training process's.
 //
 // Watch data (docs/watch.md): a third thread flushes the watch sources every interval and sends
 // what they hold as one ProbeWatch message, while the agent it is connected to asked for watch data
@@ -22,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/probe/agent_socket_client.h"
+#include "agent/probe/collective_links.h"
 #include "agent/probe/device_catalog.h"
 #include "agent/probe/event_source.h"
 #include "agent/probe/probe_identity.h"
@@ -88,6 +90,17 @@ class ProbeRuntime : public AgentSocketClient::Handler {
   // Sleeps until `deadline` (host clock) or until the window is cancelled / the runtime stops.
   bool SleepUntil(TimeNs deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Record(const v1::ProbeArm& arm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What one window has sent the agent so far.
+  struct WindowOutput {
+    std::string capture_id;
+    common::WorkerInfo info;
+    DeviceDescriber describer;
+    std::vector<CommKernelRef> comm_kernels;  // of every piece sent, for linking collectives
+    uint64_t events = 0, dropped = 0, chunks = 0;
+  };
+  // Encodes the harvests' events as chunks, numbered on from what the window sent, and queues
+  // them for the agent (the window thread, without mu_).
+  void Send(std::vector<Harvest>& harvests, WindowOutput* out);
   void SendStatus(const v1::ProbeCaptureStatus& status);
   // Sends the registration again when what it says changed while connected.
   void Reregister();

@@ -55,6 +55,11 @@ ProbeSettings SettingsFromEnvironment(const std::function<const char*(const char
   if (const char* p = getenv("PODSCOPE_CUPTI_PATH"); p != nullptr && *p != '\0') s.cupti_path = p;
   s.disabled = getenv("PODSCOPE_PROBE_DISABLE") != nullptr;
   number("PODSCOPE_WATCH_FLUSH_MS", 60'000, 1'000'000, &s.watch_flush_interval_ns);
+  if (const char* t = getenv("PODSCOPE_STREAM_MS"); t != nullptr && std::string_view(t) == "0") {
+    s.stream_interval_ns = 0;
+  } else {
+    number("PODSCOPE_STREAM_MS", 60'000, 1'000'000, &s.stream_interval_ns);
+  }
   if (const char* w = getenv("PODSCOPE_WATCH"); w != nullptr && *w != '\0') {
     const std::string_view v(w);
     if (v == "0" || v == "off" || v == "false") {

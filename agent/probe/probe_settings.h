@@ -14,6 +14,8 @@
 //   PODSCOPE_CUPTI_PATH         libcupti to load                [libcupti.so.13, libcupti.so]
 //   PODSCOPE_WATCH              0: no watch data between windows (NCCL stays quiet) [1]
 //   PODSCOPE_WATCH_FLUSH_MS     how often watch data goes to the agent [1000]
+//   PODSCOPE_STREAM_MS          how often, inside a window, what CUPTI recorded goes to the
+//                               agent (0: all of it at the window's end) [1000]
 //   PODSCOPE_PROBE_DISABLE      set (to anything): the probe stays inert
 #pragma once
 
@@ -44,6 +46,9 @@ struct ProbeSettings {
   // How long a closed window waits for in-flight events (kernel ends, CUPTI buffers) before
   // its harvest.
   int64_t harvest_grace_ns = 50'000'000;
+  // Inside a window, what the sources recorded so far goes to the agent this often, so that
+  // neither the probe nor the agent holds a whole window (0: all of it at the end).
+  int64_t stream_interval_ns = 1'000'000'000;
 };
 
 // Unset or malformed variables keep their defaults (a probe never refuses to load over a typo;

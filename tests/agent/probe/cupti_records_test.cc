@@ -162,6 +162,58 @@ TEST_F(CuptiRecordsTest, NvtxRangesBecomeSpansAndStepRangesSteps) {
   EXPECT_EQ(t.steps.end[0], Host(kGpuBase + 400));
 }
 
+// A window streamed in pieces: what a take hands over is final, and what is still open (an NVTX
+// range, a framework op whose id came before its call) carries over to a later take.
+TEST_F(CuptiRecordsTest, ATakeWhileTheWindowRunsKeepsWhatIsStillOpenForTheNext) {
+  auto mark = [&](uint32_t id, uint64_t at, CUpti_ActivityFlag flag, const char* name) {
+    auto m = Blank<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
+    m.id = id;
+    m.timestamp = at;
+    m.flags = flag;
+    m.name = name;
+    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+    m.objectId.pt.threadId = 55;
+    EXPECT_TRUE(Add(&m));
+  };
+  auto launch = [&](uint32_t correlation, uint64_t at) {
+    auto a = Blank<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME);
+    a.start = at;
+    a.end = at + 3;
+    a.cbid = 211;
+    a.correlationId = correlation;
+    EXPECT_TRUE(Add(&a));
+  };
+  mark(1, kGpuBase + 100, CUPTI_ACTIVITY_FLAG_MARKER_START, "ProfilerStep#7");
+  launch(41, kGpuBase + 120);
+  auto external =
+      Blank<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  external.correlationId = 42;  // the op of a call that comes in the next piece
+  external.externalId = 9002;
+  ASSERT_TRUE(Add(&external));
+  const common::WorkerTrace first = converter_.TakeCompleted(clock_);
+  ASSERT_EQ(first.runtime_calls.size(), 1u);
+  EXPECT_EQ(first.runtime_calls.start[0], Host(kGpuBase + 120));
+  EXPECT_EQ(first.strings.Get(first.runtime_calls.name[0]), "cudaLaunchKernel");
+  EXPECT_EQ(first.steps.size(), 0u) << "the step is still open";
+
+  launch(42, kGpuBase + 300);
+  mark(1, kGpuBase + 400, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
+  const common::WorkerTrace second = converter_.Finish(clock_);
+  ASSERT_EQ(second.runtime_calls.size(), 1u);
+  EXPECT_EQ(second.strings.Get(second.runtime_calls.name[0]), "cudaLaunchKernel")
+      << "names are interned again into the new piece's strings";
+  EXPECT_EQ(second.runtime_calls.external_id[0], 9002);
+  ASSERT_EQ(second.steps.size(), 1u);
+  EXPECT_EQ(second.steps.number[0], 7);
+  EXPECT_EQ(second.steps.start[0], Host(kGpuBase + 100));
+  EXPECT_EQ(second.steps.end[0], Host(kGpuBase + 400));
+  // Finish starts over: a range left open does not reach the next window.
+  mark(2, kGpuBase + 500, CUPTI_ACTIVITY_FLAG_MARKER_START, "ProfilerStep#8");
+  EXPECT_EQ(converter_.Finish(clock_).steps.size(), 0u);
+  mark(2, kGpuBase + 600, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
+  EXPECT_EQ(converter_.Finish(clock_).steps.size(), 0u);
+}
+
 TEST_F(CuptiRecordsTest, SyncRecordsTakeTheDeviceOfTheirContextAndDeviceMemoryIsKept) {
   auto k = Blank<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_KERNEL);
   k.deviceId = 2;

@@ -206,6 +206,39 @@ TEST_F(CuptiSourceTest, RecordsOnlyInsideTheWindowAndMapsEveryKindOntoTheHostClo
   EXPECT_EQ(m.total_allocated[0], common::kUnknownBytes);
 }
 
+// While the window runs, a take asks CUPTI for the buffers it has finished with (not forced:
+// the training process's kernels go on being recorded), maps them with a fresh clock pair and
+// hands them over once: the harvest after the window holds only the rest.
+TEST_F(CuptiSourceTest, ATakeWhileTheWindowRunsHandsOverWhatCuptiFinishedOnce) {
+  CuptiSource source(&cupti_, options_);
+  EXPECT_EQ(source.TakeRecorded().trace.Counts().Total(), 0u) << "no window: nothing to take";
+  EXPECT_EQ(cupti_.flushes, 0);
+  Open(source);
+  const CUpti_ActivityKernel10 k1 = Kernel(1'105'000, 1'115'000, "_Z5myAddPfS_i", 41);
+  ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&k1)}));
+  g_host = 1'500'000;
+  cupti_.gpu_now = 1'505'000;
+  Harvest first = source.TakeRecorded();
+  ASSERT_EQ(cupti_.flush_flags.size(), 1u);
+  EXPECT_EQ(cupti_.flush_flags[0], 0u) << "not forced";
+  EXPECT_TRUE(cupti_.subscribed) << "still recording";
+  ASSERT_EQ(first.trace.kernels.size(), 1u);
+  EXPECT_EQ(first.trace.kernels.start[0], 1'100'000);
+  EXPECT_EQ(first.trace.strings.Get(first.trace.kernels.name[0]), "myAdd(float*, float*, int)");
+  EXPECT_EQ(clock_.pairs().size(), 2u);
+
+  const CUpti_ActivityKernel10 k2 = Kernel(1'605'000, 1'615'000, "_Z5myAddPfS_i", 42);
+  ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&k2)}));
+  Close(source);
+  Harvest rest = source.TakeHarvest();
+  ASSERT_EQ(rest.trace.kernels.size(), 1u) << "what was taken is not handed over again";
+  EXPECT_EQ(rest.trace.kernels.correlation[0], 42);
+  EXPECT_EQ(rest.trace.kernels.start[0], 1'600'000);
+  EXPECT_EQ(rest.trace.strings.Get(rest.trace.kernels.name[0]), "myAdd(float*, float*, int)");
+  ASSERT_EQ(clock_.pairs().size(), 2u) << "the take's pair and the last";
+  EXPECT_EQ(clock_.pairs()[0].host_ns, 1'500'000);
+}
+
 TEST_F(CuptiSourceTest, AnEmptyPoolAndASpentBudgetDropAndCount) {
   CuptiSource source(&cupti_, options_);
   Open(source, /*max_events=*/2);

@@ -44,7 +44,8 @@ class FakeCupti : public CuptiApi {
       driver_calls.erase(cbid);
     return CUPTI_SUCCESS;
   }
-  CUptiResult FlushAll(uint32_t) override {
+  CUptiResult FlushAll(uint32_t flag) override {
+    flush_flags.push_back(flag);
     ++flushes;
     return CUPTI_SUCCESS;
   }
@@ -110,6 +111,7 @@ class FakeCupti : public CuptiApi {
   CUptiResult enable_result = CUPTI_SUCCESS;
   bool subscribed = false;
   int flushes = 0;
+  std::vector<uint32_t> flush_flags;
   uint64_t gpu_now = 0;
   size_t next_dropped = 0;
   std::map<uint8_t*, std::vector<const CUpti_Activity*>> filled;

@@ -5,12 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "agent/probe_server/probe_server.h"
+#include "common/chunk_codec.h"
 #include "tests/test_paths.h"
 #include "tests/wait_for.h"
 
@@ -52,6 +55,72 @@ class OneKernelSource : public EventSource {
 
  private:
   EventBudget* budget_ = nullptr;
+};
+
+// One kernel row of `trace`.
+void AddKernel(common::WorkerTrace* trace, TimeNs start, int64_t correlation,
+               common::KernelClass kernel_class, int32_t device = 0) {
+  common::KernelTable& k = trace->kernels;
+  k.start.push_back(start);
+  k.end.push_back(start + 1000);
+  k.device.push_back(device);
+  k.stream.push_back(7);
+  k.name.push_back(trace->strings.Intern(
+      kernel_class == common::KernelClass::kCommunication ? "ncclDevKernel_AllReduce" : "k"));
+  k.correlation.push_back(correlation);
+  for (auto* c : {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z})
+    c->push_back(1);
+  k.registers_per_thread.push_back(0);
+  k.shared_memory_bytes.push_back(0);
+  k.kernel_class.push_back(kernel_class);
+}
+
+// Stands in for CUPTI: every take while the window runs hands over one communication kernel
+// (correlation 100, 101, ... across windows; each window's first starts at kFirstCommStart, on
+// device 1, the rest on device 2), and the harvest one compute kernel on device 0.
+class StreamingKernels : public EventSource {
+ public:
+  static constexpr TimeNs kFirstCommStart = 5'000'000;
+  std::string_view name() const override { return "cupti"; }
+  void OpenWindow(TimeNs, EventBudget*, GpuClockMap*) override { in_window_ = 0; }
+  Harvest TakeRecorded() override {
+    Harvest h;
+    const int32_t device = in_window_ == 0 ? 1 : 2;
+    AddKernel(&h.trace, kFirstCommStart + in_window_++ * 1'000'000, 100 + takes++,
+              common::KernelClass::kCommunication, device);
+    return h;
+  }
+  void CloseWindow(TimeNs) override {}
+  Harvest TakeHarvest() override {
+    Harvest h;
+    AddKernel(&h.trace, 1'000, 1, common::KernelClass::kCompute);
+    return h;
+  }
+  std::atomic<int> takes{0};
+
+ private:
+  int in_window_ = 0;  // the window thread's
+};
+
+// Stands in for NCCL's plugin: its one collective comes with the harvest, and its kernel is
+// the first one CUPTI handed over while the window ran.
+class CollectiveAtTheEnd : public EventSource {
+ public:
+  std::string_view name() const override { return "nccl"; }
+  void OpenWindow(TimeNs, EventBudget*, GpuClockMap*) override {}
+  void CloseWindow(TimeNs) override {}
+  Harvest TakeHarvest() override {
+    Harvest h;
+    common::CollectiveTable& c = h.trace.collectives;
+    c.ForEachColumn([](auto& column) { column.emplace_back(); });
+    c.communicator.back() = h.trace.strings.Intern("comm");
+    c.op.back() = common::CollectiveOp::kAllReduce;
+    c.enqueue.back() = StreamingKernels::kFirstCommStart - 2'000;
+    c.kernel_start.back() = StreamingKernels::kFirstCommStart + 800;  // within the tolerance
+    c.kernel_end.back() = StreamingKernels::kFirstCommStart + 900;
+    c.correlation.back() = -1;
+    return h;
+  }
 };
 
 // The agent's side: what the probe registered and sent.
@@ -218,6 +287,92 @@ TEST_F(ProbeRuntimeTest, ArmsThatCannotBeRecordedAreRefusedWithTheReason) {
   ASSERT_TRUE(cancelled.has_value());
   EXPECT_TRUE(cancelled->cancelled());
   EXPECT_EQ(source_.opened.load(), 0);
+}
+
+// A window streams: what the sources recorded goes to the agent every interval while the window
+// runs, and the collectives that come at its end are linked to kernels sent before.
+TEST(ProbeRuntimeStreamingTest, AWindowGoesUpWhileItRunsAndItsCollectivesFindKernelsSentBefore) {
+  podscope::testing::ScratchDir scratch;
+  Agent agent;
+  absl::StatusOr<std::unique_ptr<ProbeServer>> server =
+      ProbeServer::Listen({.socket_path = scratch.File("agent.sock")}, &agent);
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->Run();
+  ProbeSettings settings;
+  settings.agent_socket = (*server)->socket_path();
+  settings.reconnect_interval_ns = 20 * kMs;
+  settings.harvest_grace_ns = 0;
+  settings.stream_interval_ns = 20 * kMs;
+  ProbeDescription description;
+  description.identity.rank = 2;
+  StreamingKernels kernels;
+  CollectiveAtTheEnd collectives;
+  ProbeRuntime runtime(settings, description, {&kernels, &collectives});
+  runtime.SetDeviceDescriber([](const std::vector<int32_t>& ids) {
+    std::vector<common::DeviceInfo> described;
+    for (int32_t id : ids) described.push_back({.id = id, .name = "gpu " + std::to_string(id)});
+    return described;
+  });
+  runtime.Start();
+  ASSERT_TRUE(WaitFor([&] { return agent.Registrations().size() >= 1; }));
+  const TimeNs start = common::HostNowNs() + 20 * kMs;
+  v1::ProbeArm arm;
+  arm.set_capture_id("s");
+  arm.set_start_host_ns(start);
+  arm.set_stop_host_ns(start + 3'600'000 * kMs);  // an hour: it ends by cancelling, below
+  runtime.OnArm(arm);
+  // Pieces arrive while the window runs: nothing else could have sent them before its end.
+  ASSERT_TRUE(WaitFor([&] { return agent.Chunks().size() >= 3; }));
+  EXPECT_TRUE(agent.Statuses().empty()) << "the window is still running";
+  v1::ProbeCancel cancel;
+  cancel.set_capture_id("s");
+  runtime.OnCancel(cancel);
+  ASSERT_TRUE(WaitFor([&] { return !agent.Statuses().empty(); }));
+  EXPECT_TRUE(agent.Statuses()[0].cancelled());
+
+  // Not cancelled: the streamed pieces, then the rest, numbered on; the collective carries the
+  // correlation of the kernel that went up first.
+  const int taken_before = kernels.takes.load();
+  const TimeNs start2 = common::HostNowNs() + 20 * kMs;
+  arm.set_capture_id("t");
+  arm.set_start_host_ns(start2);
+  arm.set_stop_host_ns(start2 + 150 * kMs);
+  runtime.OnArm(arm);
+  std::optional<v1::ProbeCaptureStatus> status;
+  ASSERT_TRUE(WaitFor([&] {
+    for (const v1::ProbeCaptureStatus& s : agent.Statuses())
+      if (s.capture_id() == "t") status = s;
+    return status.has_value();
+  }));
+  const int streamed = kernels.takes.load() - taken_before;
+  ASSERT_GE(streamed, 1) << "150 ms at a 20 ms interval";
+  EXPECT_FALSE(status->cancelled());
+  EXPECT_EQ(status->events(), static_cast<uint64_t>(streamed) + 2) << "+ the harvest's two";
+  std::vector<uint64_t> sequences;
+  int64_t linked = -2;
+  uint64_t events = 0;
+  std::vector<int32_t> last_devices;
+  for (const v1::TraceChunk& chunk : agent.Chunks()) {
+    if (chunk.capture_id() != "t") continue;
+    sequences.push_back(chunk.sequence());
+    common::WorkerTrace piece;
+    ASSERT_TRUE(common::AppendChunk(chunk, &piece).ok());
+    events += piece.Counts().Total();
+    EXPECT_EQ(piece.info.rank, 2);
+    if (piece.collectives.size() > 0) linked = piece.collectives.correlation[0];
+    last_devices.clear();
+    for (const common::DeviceInfo& d : piece.info.devices) last_devices.push_back(d.id);
+  }
+  std::sort(last_devices.begin(), last_devices.end());
+  const std::vector<int32_t> every_device =
+      streamed >= 2 ? std::vector<int32_t>{0, 1, 2} : std::vector<int32_t>{0, 1};
+  EXPECT_EQ(last_devices, every_device) << "the last piece names every device the window ran on";
+  EXPECT_EQ(events, status->events());
+  EXPECT_EQ(sequences.size(), status->chunks());
+  for (size_t i = 0; i < sequences.size(); ++i) EXPECT_EQ(sequences[i], i) << "in order, from 0";
+  EXPECT_EQ(linked, 100 + taken_before) << "the first kernel this window sent";
+  runtime.Stop();
+  (*server)->Stop();
 }
 
 }  // namespace

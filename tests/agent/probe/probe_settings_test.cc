@@ -85,5 +85,15 @@ TEST(ProbeSettingsTest, WatchIsOnByDefaultAndPodscopeWatchZeroTurnsItOff) {
   EXPECT_NE(warnings.find("PODSCOPE_WATCH='nope' ignored"), std::string::npos) << warnings;
 }
 
+TEST(ProbeSettingsTest, AWindowStreamsEverySecondUnlessToldOtherwise) {
+  std::string warnings;
+  EXPECT_EQ(From({}, &warnings).stream_interval_ns, 1'000'000'000);
+  EXPECT_EQ(From({{"PODSCOPE_STREAM_MS", "250"}}, &warnings).stream_interval_ns, 250'000'000);
+  EXPECT_EQ(From({{"PODSCOPE_STREAM_MS", "0"}}, &warnings).stream_interval_ns, 0);
+  EXPECT_EQ(warnings, "");
+  EXPECT_EQ(From({{"PODSCOPE_STREAM_MS", "-5"}}, &warnings).stream_interval_ns, 1'000'000'000);
+  EXPECT_NE(warnings.find("PODSCOPE_STREAM_MS='-5' ignored"), std::string::npos) << warnings;
+}
+
 }  // namespace
 }  // namespace podscope::agent::probe
