@@ -159,6 +159,10 @@ ok = cap["state"] == "complete" and kernels > 0 and collectives > 0 and len(step
 print("TORCH_CHECK", "ok" if ok else "failed")
 PY
   grep -q "TORCH_CHECK ok" "$WORK/summary.txt"; check torch $? "kernels, AllReduces and steps captured, nothing dropped"
+  # The probe and the agent stream the window (PODSCOPE_STREAM_MS, stream_interval_ms): the
+  # agent's peak holds about a second of the rank's events, not the 5 s window.
+  echo "agent peak RSS over the run: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[1]}/status")" |
+    tee -a "$WORK/summary.txt"
 fi
 
 echo "summary in $WORK/summary.txt"
