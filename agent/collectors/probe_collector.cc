@@ -302,6 +302,7 @@ void ProbeCollector::OnDisconnect(ProbeConnectionId id) {
 
 void ProbeCollector::AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) {
   if (!w.error.empty()) return;
+  if (w.sequences.contains(chunk.sequence())) return;  // sent again after a re-arm
   const size_t bytes = chunk.ByteSizeLong();
   if (w.bytes + bytes > options_.max_worker_bytes) {
     w.error = common::StrCat("the probe sent more than ", options_.max_worker_bytes,
@@ -316,6 +317,7 @@ void ProbeCollector::AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) {
     w.pieces.clear();
     return;
   }
+  w.sequences.insert(chunk.sequence());
   w.bytes += bytes;
   // A probe that streams its window names the devices seen so far in each chunk: the latest
   // says the most.

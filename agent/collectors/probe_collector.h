@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,9 +82,12 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   struct WorkerCapture {
     ProbeConnectionId probe = 0;
     std::vector<common::WorkerTrace> pieces;  // not yet handed over
-    // What the probe says of its process, from its first chunk: every piece handed over
-    // carries it, those taken early and the rest alike.
+    // What the probe says of its process, from its latest chunk (a probe streaming its window
+    // names the devices seen so far): every piece handed over carries it.
     std::optional<common::WorkerInfo> info;
+    // Chunks already taken in: a probe re-armed mid-window (it reconnected) sends again what it
+    // streamed, for an agent that may have lost it.
+    std::set<uint64_t> sequences;
     size_t bytes = 0;
     std::optional<v1::ProbeCaptureStatus> status;
     std::string error;  // the agent's own finding (no probe, decode failure, over the bound)

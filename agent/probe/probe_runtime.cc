@@ -245,8 +245,12 @@ void ProbeRuntime::OnArm(const v1::ProbeArm& arm) {
   std::string refusal;
   {
     absl::MutexLock lock(&mu_);
-    // An agent that restarted re-arms what it lost: the window under way is the same one.
-    if (window_ != nullptr && window_->arm.capture_id() == arm.capture_id()) return;
+    // An agent that restarted re-arms what it lost: the window under way is the same one, and
+    // what it streamed goes again.
+    if (window_ != nullptr && window_->arm.capture_id() == arm.capture_id()) {
+      window_->resend = true;
+      return;
+    }
     if (arm.capture_id() == last_done_) return;  // already delivered
     if (window_ != nullptr) {
       refusal = common::StrCat("the probe is busy with capture ", window_->arm.capture_id());
@@ -357,13 +361,15 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
             : arm.stop_host_ns();
     running = SleepUntil(next) && next < arm.stop_host_ns();
     if (!running) break;
+    const bool again = ArmedAgain();
     mu_.Unlock();
+    if (again) Resend(out);
     std::vector<Harvest> taken;
     for (EventSource* s : sources) taken.push_back(s->TakeRecorded());
     for (size_t i = 0; i < sources.size(); ++i) {
       if (sources[i]->name() == "cupti") AppendCommKernels(taken[i].trace, &out.comm_kernels);
     }
-    Send(taken, &out);
+    Send(taken, /*keep=*/true, &out);
     mu_.Lock();
   }
   const bool cancelled = stopping_ || window_->cancelled;
@@ -397,7 +403,13 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
   if (cancelled) {
     for (Harvest& h : harvests) h.trace = common::WorkerTrace();
   }
-  Send(harvests, &out);
+  bool again = false;
+  {
+    absl::MutexLock lock(&mu_);
+    again = ArmedAgain();
+  }
+  if (again && !cancelled) Resend(out);
+  Send(harvests, /*keep=*/false, &out);
   status.set_events(out.events);
   status.set_dropped_events(out.dropped + budget_.dropped());
   status.set_chunks(out.chunks);
@@ -407,7 +419,17 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
   mu_.Lock();
 }
 
-void ProbeRuntime::Send(std::vector<Harvest>& harvests, WindowOutput* out) {
+bool ProbeRuntime::ArmedAgain() {
+  const bool again = window_->resend;
+  window_->resend = false;
+  return again;
+}
+
+void ProbeRuntime::Resend(const WindowOutput& out) {
+  for (const v1::ProbeMessage& m : out.streamed) (void)agent_client_.Send(m);
+}
+
+void ProbeRuntime::Send(std::vector<Harvest>& harvests, bool keep, WindowOutput* out) {
   for (Harvest& h : harvests) out->dropped += h.dropped;
   // Each piece names every device its window has run on so far: the agent keeps the latest.
   for (common::DeviceInfo& d : devices_.For(harvests, out->describer)) {
@@ -427,6 +449,7 @@ void ProbeRuntime::Send(std::vector<Harvest>& harvests, WindowOutput* out) {
       if (agent_client_.Send(m)) {
         out->events += n;
         ++out->chunks;
+        if (keep) out->streamed.push_back(std::move(m));
       } else {
         out->dropped += n;  // the queue to the agent is full
       }

@@ -83,6 +83,9 @@ class ProbeRuntime : public AgentSocketClient::Handler {
   struct Window {
     v1::ProbeArm arm;
     bool cancelled = false;
+    // Armed again while recording (the agent restarted, or the probe reconnected): what the
+    // window streamed goes again, as the agent may have lost it.
+    bool resend = false;
   };
   void WindowLoop();
   void WatchLoop();
@@ -96,11 +99,18 @@ class ProbeRuntime : public AgentSocketClient::Handler {
     common::WorkerInfo info;
     DeviceDescriber describer;
     std::vector<CommKernelRef> comm_kernels;  // of every piece sent, for linking collectives
+    // The chunks sent while the window ran, kept (encoded, far smaller than the events) until
+    // its end for an agent that asks again.
+    std::vector<v1::ProbeMessage> streamed;
     uint64_t events = 0, dropped = 0, chunks = 0;
   };
   // Encodes the harvests' events as chunks, numbered on from what the window sent, and queues
-  // them for the agent (the window thread, without mu_).
-  void Send(std::vector<Harvest>& harvests, WindowOutput* out);
+  // them for the agent (the window thread, without mu_); `keep`: also into out->streamed.
+  void Send(std::vector<Harvest>& harvests, bool keep, WindowOutput* out);
+  // Whether the window was armed again since the last look (then what it streamed is sent again,
+  // by Resend, outside mu_: the link's thread takes mu_ in OnArm).
+  bool ArmedAgain() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Resend(const WindowOutput& out);
   void SendStatus(const v1::ProbeCaptureStatus& status);
   // Sends the registration again when what it says changed while connected.
   void Reregister();

@@ -28,15 +28,23 @@ using probe::EventBudget;
 using probe::GpuClockMap;
 using probe::Harvest;
 
-// Records one kernel per millisecond of window into the budget it is given.
+// Records one kernel per millisecond of window into the budget it is given, and hands over
+// those that have ended while the window runs, as CUPTI's source does.
 class SyntheticSource : public probe::EventSource {
  public:
   std::string_view name() const override { return "synthetic"; }
   void OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap*) override {
     absl::MutexLock lock(&mu_);
     open_ = host_now;
+    next_ = host_now;
     budget_ = budget;
     ++windows_opened;
+  }
+  Harvest TakeRecorded() override {
+    absl::MutexLock lock(&mu_);
+    Harvest h = KernelsEndedBy(common::HostNowNs());
+    if (h.trace.kernels.size() > 0) ++takes;
+    return h;
   }
   void CloseWindow(TimeNs host_now) override {
     absl::MutexLock lock(&mu_);
@@ -44,10 +52,22 @@ class SyntheticSource : public probe::EventSource {
   }
   Harvest TakeHarvest() override {
     absl::MutexLock lock(&mu_);
+    Harvest h = KernelsEndedBy(close_);
+    h.error = error;
+    return h;
+  }
+  std::string error;
+  std::atomic<int> windows_opened{0};
+  std::atomic<int> takes{0};  // takes while a window ran that handed kernels over
+
+ private:
+  // The kernels not handed over yet that end by `until`.
+  Harvest KernelsEndedBy(TimeNs until) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Harvest h;
     common::KernelTable& k = h.trace.kernels;
     const common::NameId name = h.trace.strings.Intern("synthetic_kernel");
-    for (TimeNs t = open_; t + 500'000 <= close_; t += 1'000'000) {
+    for (; next_ + 500'000 <= until; next_ += 1'000'000) {
+      const TimeNs t = next_;
       if (!budget_->Take()) continue;
       k.start.push_back(t);
       k.end.push_back(t + 500'000);
@@ -61,15 +81,12 @@ class SyntheticSource : public probe::EventSource {
       k.shared_memory_bytes.push_back(0);
       k.kernel_class.push_back(common::KernelClass::kCompute);
     }
-    h.error = error;
     return h;
   }
-  std::string error;
-  std::atomic<int> windows_opened{0};
 
- private:
   absl::Mutex mu_;
   TimeNs open_ ABSL_GUARDED_BY(mu_) = 0;
+  TimeNs next_ ABSL_GUARDED_BY(mu_) = 0;  // the next kernel's start
   TimeNs close_ ABSL_GUARDED_BY(mu_) = 0;
   EventBudget* budget_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
@@ -109,6 +126,7 @@ class ProbeCollectorTest : public ::testing::Test {
     settings.reconnect_interval_ns = reconnect_ms * 1'000'000;
     settings.max_events_per_window = max_events;
     settings.harvest_grace_ns = 1'000'000;
+    settings.stream_interval_ns = 20'000'000;
     probe::ProbeDescription d;
     d.identity.rank = rank;
     d.identity.local_rank = rank % 8;
@@ -233,7 +251,9 @@ TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
   const CaptureWindow window = Window("cap-r", 3, 20, 300);
   ASSERT_TRUE(agent->Arm(window).ok());
   ASSERT_TRUE(WaitFor([&] { return source_.windows_opened.load() == 1; }));
-  // The agent dies while the probe records...
+  // The probe has streamed part of the window to this agent...
+  ASSERT_TRUE(WaitFor([&] { return source_.takes.load() >= 2; }));
+  // ...when it dies while the probe records...
   agent.reset();
   ASSERT_TRUE(WaitFor([&] { return !probe->agent_client().connected(); }));
   // ...and a new one comes up; the probe finds it, and the coordinator re-sends the capture.
@@ -243,10 +263,33 @@ TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
   absl::StatusOr<CollectedWorker> got = agent->Drain("cap-r", 3);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->error, "");
+  // What went to the agent that died comes again, once: nothing lost, nothing twice.
   EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
   EXPECT_GT(KernelsIn(*got), 0u);
   EXPECT_EQ(source_.windows_opened.load(), 1) << "the second arm joined the window under way";
   EXPECT_GE(probe->agent_client().connections(), 2u);
+}
+
+// A probe that reconnects to the same agent is armed again, and sends again what it streamed:
+// the agent takes each chunk once.
+TEST_F(ProbeCollectorTest, WhatAProbeArmedAgainSendsAgainIsTakenOnce) {
+  auto agent = StartAgent();
+  auto probe = StartProbe(5);
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  const CaptureWindow window = Window("cap-d", 5, 20, 300);
+  ASSERT_TRUE(agent->Arm(window).ok());
+  ASSERT_TRUE(agent->Start("cap-d").ok());
+  ASSERT_TRUE(WaitFor([&] { return source_.takes.load() >= 2; }));
+  v1::ProbeArm again;
+  again.set_capture_id("cap-d");
+  again.set_start_host_ns(clock_.ToHost(window.start_ns));
+  again.set_stop_host_ns(clock_.ToHost(window.stop_ns));
+  probe->OnArm(again);  // as the agent does when the probe registers again
+  absl::StatusOr<CollectedWorker> got = agent->Drain("cap-d", 5);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->error, "");
+  EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
+  EXPECT_GT(KernelsIn(*got), 0u);
 }
 
 TEST_F(ProbeCollectorTest, ResultsThatArriveBeforeTheCaptureIsKnownAreClaimed) {
