@@ -1,45 +1,6 @@
 #include "common/string_table.h"
 
-#include <cstring>
-#include <random>
-
 namespace podscope::common {
-namespace {
-
-uint64_t ProcessSeed() {
-  static const uint64_t seed = [] {
-    std::random_device device;
-    return (static_cast<uint64_t>(device()) << 32) ^ device();
-  }();
-  return seed;
-}
-
-uint64_t Mix(uint64_t h, uint64_t word) {
-  constexpr uint64_t kMultiplier = 0x9e3779b97f4a7c15ULL;
-  h = (h ^ word) * kMultiplier;
-  return h ^ (h >> 29);
-}
-
-}  // namespace
-
-size_t NameHash::operator()(std::string_view s) const {
-  const char* p = s.data();
-  size_t left = s.size();
-  uint64_t h = Mix(ProcessSeed(), left);
-  for (; left >= 8; p += 8, left -= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    h = Mix(h, word);
-  }
-  if (left > 0) {
-    uint64_t word = 0;
-    std::memcpy(&word, p, left);
-    h = Mix(h, word);
-  }
-  h ^= h >> 32;
-  h *= 0xd6e8feb86659fd93ULL;
-  return static_cast<size_t>(h ^ (h >> 32));
-}
 
 StringTable::StringTable() { Intern(""); }
 

@@ -16,13 +16,6 @@ using NameId = uint32_t;
 // Id 0 is always the empty string, so a default-initialised NameId means "no name".
 inline constexpr NameId kEmptyName = 0;
 
-// The hash of the table's index. Every imported event's name is looked up, and this
-// word-at-a-time hash costs a fraction of the general string hash on long kernel names; its
-// seed is drawn once per process, so colliding names cannot be prepared in advance.
-struct NameHash {
-  size_t operator()(std::string_view s) const;
-};
-
 // Owns its strings; ids are dense and stable for the table's lifetime. Not thread-safe:
 // one importer or decoder fills it, analyses read it afterwards.
 class StringTable {
@@ -50,7 +43,7 @@ class StringTable {
 
   std::deque<std::string> storage_;  // deque: stable addresses for the views below
   std::vector<std::string_view> views_;
-  absl::flat_hash_map<std::string_view, NameId, NameHash> ids_;
+  absl::flat_hash_map<std::string_view, NameId> ids_;
   size_t payload_bytes_ = 0;
 };
 

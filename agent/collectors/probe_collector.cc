@@ -320,8 +320,11 @@ void ProbeCollector::AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) {
   w.sequences.insert(chunk.sequence());
   w.bytes += bytes;
   // A probe that streams its window names the devices seen so far in each chunk: the latest
-  // says the most.
-  w.info = piece.info;
+  // says the most (a chunk sent again after a re-arm is older).
+  if (!w.info || chunk.sequence() >= w.info_sequence) {
+    w.info = piece.info;
+    w.info_sequence = chunk.sequence();
+  }
   w.pieces.push_back(std::move(piece));
 }
 

@@ -82,9 +82,10 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   struct WorkerCapture {
     ProbeConnectionId probe = 0;
     std::vector<common::WorkerTrace> pieces;  // not yet handed over
-    // What the probe says of its process, from its latest chunk (a probe streaming its window
-    // names the devices seen so far): every piece handed over carries it.
+    // What the probe says of its process, from its highest-numbered chunk (a probe streaming
+    // its window names the devices seen so far): every piece handed over carries it.
     std::optional<common::WorkerInfo> info;
+    uint64_t info_sequence = 0;
     // Chunks already taken in: a probe re-armed mid-window (it reconnected) sends again what it
     // streamed, for an agent that may have lost it.
     std::set<uint64_t> sequences;

@@ -4,10 +4,11 @@ namespace podscope::agent::probe {
 
 void GpuClockMap::Add(ClockPair pair) {
   absl::MutexLock lock(&mu_);
-  // The newest two: a window taken in pieces maps each piece by the line through the pair read
-  // at the take before and the one read at its own take (the window's first and last pairs
-  // when it is taken whole); a long-lived process re-arming maps its newest window.
-  if (pairs_.size() >= 2) pairs_.erase(pairs_.begin());
+  // The first pair since Clear and the newest: a window maps what it hands over by the line
+  // from its opening pair to the pair read at that take (at its end: to its last pair). A long
+  // baseline keeps the slope exact, where two pairs a moment apart would turn a microsecond of
+  // read error into milliseconds a few seconds back.
+  if (pairs_.size() >= 2) pairs_.pop_back();
   pairs_.push_back(pair);
 }
 

@@ -1,8 +1,8 @@
 // GPU timestamps -> host clock (docs/life-of-a-capture.md). CUPTI's timestamps and NCCL's kernel
 // timer (the GPU's globaltimer) both count nanoseconds on a clock the driver keeps close to, but
 // not on, the host's. The probe reads a (GPU, host) pair when a window opens, at every take
-// while it runs, and when it closes; the line through the newest two maps the device times of
-// what is taken then, offset and drift both.
+// while it runs, and when it closes; the line from the window's first pair to the newest maps
+// the device times of what is taken then, offset and drift both.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +28,8 @@ class GpuClockMap {
   void Add(ClockPair pair);
   void Clear();
   // No pair: the identity (the driver starts the GPU clock on the host's epoch); one pair: its
-  // offset; two: the line through them (the drift since the earlier). Only the newest two are
-  // kept.
+  // offset; two: the line through them (the drift since the first). The first pair since Clear
+  // and the newest are kept.
   TimeNs ToHost(uint64_t gpu_ns) const;
   // The host time when at least one pair was read, else nullopt (nothing to hold it against).
   std::optional<TimeNs> ToHostIfKnown(uint64_t gpu_ns) const;

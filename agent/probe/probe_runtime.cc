@@ -363,7 +363,7 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
     if (!running) break;
     const bool again = ArmedAgain();
     mu_.Unlock();
-    if (again) Resend(out);
+    if (again) Resend(&out);
     std::vector<Harvest> taken;
     for (EventSource* s : sources) taken.push_back(s->TakeRecorded());
     for (size_t i = 0; i < sources.size(); ++i) {
@@ -408,7 +408,7 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
     absl::MutexLock lock(&mu_);
     again = ArmedAgain();
   }
-  if (again && !cancelled) Resend(out);
+  if (again && !cancelled) Resend(&out);
   Send(harvests, /*keep=*/false, &out);
   status.set_events(out.events);
   status.set_dropped_events(out.dropped + budget_.dropped());
@@ -425,8 +425,12 @@ bool ProbeRuntime::ArmedAgain() {
   return again;
 }
 
-void ProbeRuntime::Resend(const WindowOutput& out) {
-  for (const v1::ProbeMessage& m : out.streamed) (void)agent_client_.Send(m);
+void ProbeRuntime::Resend(WindowOutput* out) {
+  // A chunk the link's queue refuses now may never have reached the agent: counted as dropped
+  // (the agent may hold it from the first time; the count errs on the side of loss).
+  for (const auto& [m, events] : out->streamed) {
+    if (!agent_client_.Send(m)) out->dropped += events;
+  }
 }
 
 void ProbeRuntime::Send(std::vector<Harvest>& harvests, bool keep, WindowOutput* out) {
@@ -449,7 +453,7 @@ void ProbeRuntime::Send(std::vector<Harvest>& harvests, bool keep, WindowOutput*
       if (agent_client_.Send(m)) {
         out->events += n;
         ++out->chunks;
-        if (keep) out->streamed.push_back(std::move(m));
+        if (keep) out->streamed.emplace_back(std::move(m), n);
       } else {
         out->dropped += n;  // the queue to the agent is full
       }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -99,9 +100,9 @@ class ProbeRuntime : public AgentSocketClient::Handler {
     common::WorkerInfo info;
     DeviceDescriber describer;
     std::vector<CommKernelRef> comm_kernels;  // of every piece sent, for linking collectives
-    // The chunks sent while the window ran, kept (encoded, far smaller than the events) until
-    // its end for an agent that asks again.
-    std::vector<v1::ProbeMessage> streamed;
+    // The chunks sent while the window ran, with their event counts, kept (encoded, far smaller
+    // than the events) until its end for an agent that asks again.
+    std::vector<std::pair<v1::ProbeMessage, uint64_t>> streamed;
     uint64_t events = 0, dropped = 0, chunks = 0;
   };
   // Encodes the harvests' events as chunks, numbered on from what the window sent, and queues
@@ -110,7 +111,7 @@ class ProbeRuntime : public AgentSocketClient::Handler {
   // Whether the window was armed again since the last look (then what it streamed is sent again,
   // by Resend, outside mu_: the link's thread takes mu_ in OnArm).
   bool ArmedAgain() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Resend(const WindowOutput& out);
+  void Resend(WindowOutput* out);
   void SendStatus(const v1::ProbeCaptureStatus& status);
   // Sends the registration again when what it says changed while connected.
   void Reregister();

@@ -47,7 +47,7 @@ struct ProbeSettings {
   // its harvest.
   int64_t harvest_grace_ns = 50'000'000;
   // Inside a window, what the sources recorded so far goes to the agent this often, so that
-  // neither the probe nor the agent holds a whole window (0: all of it at the end).
+  // neither the probe nor the agent holds the window's events parsed (0: all of it at the end).
   int64_t stream_interval_ns = 1'000'000'000;
 };
 

@@ -407,18 +407,27 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
   if (absl::Status s = store_.PutChunk(id, worker_index, chunk.sequence(), trace); !s.ok())
     return s;
 
-  bool dropped_meanwhile = false;
+  std::optional<CaptureRecord> finished;
   {
     absl::MutexLock lock(&mu_);
     auto it = live_.find(id);
     if (it != live_.end()) return RecordStoredChunk(*it->second, chunk, events, bytes);
-    // The capture finished while this chunk was being stored. If its worker failed or was
-    // cancelled meanwhile, the finish may have dropped its events before this chunk landed.
-    auto r = recent_.find(id);
-    dropped_meanwhile = r != recent_.end() && worker_index < r->second.workers.size() &&
-                        Unfinished(r->second.workers[worker_index]);
+    if (auto r = recent_.find(id); r != recent_.end()) finished = r->second;
   }
-  return dropped_meanwhile ? store_.DeleteWorkerEvents(id, worker_index) : absl::OkStatus();
+  // The capture finished while this chunk was being stored. If its worker failed or was
+  // cancelled meanwhile, the finish may have dropped its events before this chunk landed.
+  if (!finished) {
+    absl::StatusOr<CaptureRecord> stored = store_.GetCapture(id);
+    if (absl::IsNotFound(stored.status())) {
+      // Deleted meanwhile: this chunk may have landed after its events went.
+      return store_.DeleteWorkerEvents(id, worker_index);
+    }
+    if (!stored.ok()) return absl::OkStatus();
+    finished = *std::move(stored);
+  }
+  const bool dropped =
+      worker_index < finished->workers.size() && Unfinished(finished->workers[worker_index]);
+  return dropped ? store_.DeleteWorkerEvents(id, worker_index) : absl::OkStatus();
 }
 
 absl::Status CaptureScheduler::RecordStoredChunk(LiveCapture& c, const v1::UploadRequest& chunk,
@@ -551,7 +560,7 @@ CaptureRecord CaptureScheduler::FinalRecord(LiveCapture& c) {
   return r;
 }
 
-void CaptureScheduler::DropUnfinishedWorkers(const CaptureRecord& record) {
+void CaptureScheduler::DropUnfinishedWorkers(CaptureRecord& record) {
   for (const WorkerRecord& w : record.workers) {
     if (!Unfinished(w)) continue;
     if (absl::Status s = store_.DeleteWorkerEvents(record.id, w.worker_index); !s.ok()) {
@@ -559,6 +568,10 @@ void CaptureScheduler::DropUnfinishedWorkers(const CaptureRecord& record) {
                     w.state, std::string(s.message()));
     }
   }
+  // What is on disk now, rather than the sum of every chunk received (after a coordinator
+  // restart the agent sends its chunks again).
+  if (absl::StatusOr<uint64_t> bytes = store_.ApproximateEventBytes(record.id); bytes.ok())
+    record.stored_bytes = *bytes;
 }
 
 void CaptureScheduler::Store(const CaptureRecord& record) {

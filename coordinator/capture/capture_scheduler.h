@@ -126,7 +126,7 @@ class CaptureScheduler {
   void Store(const storage::CaptureRecord& record);
   // What a worker that failed or was cancelled streamed before it stopped is incomplete: it
   // leaves the store, so no analysis or export reads it.
-  void DropUnfinishedWorkers(const storage::CaptureRecord& record);
+  void DropUnfinishedWorkers(storage::CaptureRecord& record);
   // Counts a chunk of a live capture that is now in the store.
   absl::Status RecordStoredChunk(LiveCapture& c, const v1::UploadRequest& chunk, uint64_t events,
                                  uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

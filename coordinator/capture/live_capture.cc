@@ -227,10 +227,15 @@ CaptureRecord LiveCapture::Finish(TimeNs now) {
   CaptureRecord& r = record;
   size_t uploaded = 0, failed = 0;
   std::string failures;
+  // The capture holds the uploaded workers' events only: what a failed or cancelled worker
+  // streamed leaves the store (CaptureScheduler), and chunks counted before a coordinator
+  // restart are counted again when the agent sends them again.
+  r.events = 0;
   for (size_t i = 0; i < workers.size(); ++i) {
     WorkerRecord& w = r.workers[i];
     if (workers[i].phase == Phase::kUploaded) {
       ++uploaded;
+      r.events += w.events;
     } else if (workers[i].phase == Phase::kFailed) {
       if (failed++ < 5)
         common::StrAppend(&failures, failures.empty() ? "" : "; ", "rank ", w.rank, " (", w.host,

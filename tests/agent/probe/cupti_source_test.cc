@@ -235,8 +235,27 @@ TEST_F(CuptiSourceTest, ATakeWhileTheWindowRunsHandsOverWhatCuptiFinishedOnce) {
   EXPECT_EQ(rest.trace.kernels.correlation[0], 42);
   EXPECT_EQ(rest.trace.kernels.start[0], 1'600'000);
   EXPECT_EQ(rest.trace.strings.Get(rest.trace.kernels.name[0]), "myAdd(float*, float*, int)");
-  ASSERT_EQ(clock_.pairs().size(), 2u) << "the take's pair and the last";
-  EXPECT_EQ(clock_.pairs()[0].host_ns, 1'500'000);
+  ASSERT_EQ(clock_.pairs().size(), 2u) << "the window's first pair and its last";
+  EXPECT_EQ(clock_.pairs()[0].host_ns, 1'000'000);
+  EXPECT_EQ(clock_.pairs()[1].host_ns, 2'000'000);
+}
+
+// The map keeps the window's first pair and the newest: two pairs read a millisecond apart
+// would turn a microsecond of read error into milliseconds a second back.
+TEST(GpuClockMapTest, ItMapsByTheLineFromTheWindowsFirstPairToTheNewest) {
+  GpuClockMap clock;
+  EXPECT_EQ(clock.ToHost(123), 123) << "no pair: the identity";
+  clock.Add({.gpu_ns = 0, .host_ns = 10'000});
+  EXPECT_EQ(clock.ToHost(500), 10'500) << "one pair: its offset";
+  // The GPU runs 1 ppm slow; the last pair was read with 1 us of error.
+  clock.Add({.gpu_ns = 4'000'000'000, .host_ns = 10'000 + 4'000'004'000});
+  clock.Add({.gpu_ns = 4'001'000'000, .host_ns = 10'000 + 4'001'004'001 + 1'000});
+  ASSERT_EQ(clock.pairs().size(), 2u);
+  EXPECT_EQ(clock.pairs()[0].gpu_ns, 0u);
+  EXPECT_NEAR(static_cast<double>(clock.ToHost(1'000'000'000) - 10'000 - 1'000'000'000), 1'000, 500)
+      << "a second into the window: 1 us of drift, not the last read's error blown up";
+  clock.Clear();
+  EXPECT_EQ(clock.ToHost(7), 7);
 }
 
 TEST_F(CuptiSourceTest, AnEmptyPoolAndASpentBudgetDropAndCount) {

@@ -57,6 +57,19 @@ class HeldStore : public storage::TraceStore {
     absl::MutexLock lock(&mu_);
     released_ = true;
   }
+  // The same for the next chunk written.
+  void HoldNextChunk() {
+    absl::MutexLock lock(&mu_);
+    chunk_armed_ = true;
+  }
+  bool HoldingChunk() {
+    absl::MutexLock lock(&mu_);
+    return chunk_holding_;
+  }
+  void ReleaseChunk() {
+    absl::MutexLock lock(&mu_);
+    chunk_released_ = true;
+  }
 
   absl::Status PutCapture(const storage::CaptureRecord& record) override {
     {
@@ -79,6 +92,15 @@ class HeldStore : public storage::TraceStore {
   }
   absl::Status PutChunk(std::string_view capture_id, uint32_t worker_index, uint64_t sequence,
                         const common::WorkerTrace& chunk) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (chunk_armed_) {
+        chunk_armed_ = false;
+        chunk_holding_ = true;
+        mu_.Await(absl::Condition(&chunk_released_));
+        chunk_holding_ = false;
+      }
+    }
     return store_.PutChunk(capture_id, worker_index, sequence, chunk);
   }
   absl::Status ReadWorkers(
@@ -125,6 +147,9 @@ class HeldStore : public storage::TraceStore {
   bool armed_ ABSL_GUARDED_BY(mu_) = false;
   bool holding_ ABSL_GUARDED_BY(mu_) = false;
   bool released_ ABSL_GUARDED_BY(mu_) = false;
+  bool chunk_armed_ ABSL_GUARDED_BY(mu_) = false;
+  bool chunk_holding_ ABSL_GUARDED_BY(mu_) = false;
+  bool chunk_released_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class CaptureSchedulerTest : public ::testing::Test {
@@ -474,7 +499,8 @@ TEST_F(CaptureSchedulerTest, WhatAFailedOrCancelledWorkerStreamedLeavesTheStore)
   ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", 0, 1, true)).ok());
   const storage::CaptureRecord done = WaitForState(id, storage::CaptureState::kPartial);
   EXPECT_EQ(done.workers[1].state, "failed");
-  // A chunk of b's that was on its way when the capture finished is dropped as it lands.
+  EXPECT_EQ(done.events, 2 * testing::MakeSampleTrace().Counts().Total()) << "a's chunks only";
+  // A chunk of b's that comes after the capture finished is not stored.
   EXPECT_EQ(scheduler_->OnChunk(Chunk(id, "b", 1, 1, false)).code(), absl::StatusCode::kOk);
   absl::StatusOr<common::Capture> loaded = storage::LoadCapture(*store_, id);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
@@ -493,6 +519,48 @@ TEST_F(CaptureSchedulerTest, WhatAFailedOrCancelledWorkerStreamedLeavesTheStore)
   ASSERT_TRUE(scheduler_->OnChunk(Chunk(c->id, "a", 0, 0, false)).ok());
   ASSERT_TRUE(scheduler_->Cancel(c->id, "not now").ok());
   EXPECT_EQ(store_->CountCaptureKeysForTesting(c->id), 0u);
+}
+
+// A chunk whose write was under way while its worker failed and the capture finished (and
+// dropped the worker's events) is deleted once it lands.
+TEST_F(CaptureSchedulerTest, AChunkStillBeingWrittenWhenItsWorkerFailsIsDroppedAsItLands) {
+  HeldStore held(*store_);
+  scheduler_ = std::make_unique<CaptureScheduler>(held, registry_, aligner_, options_, time_);
+  scheduler_->Start();
+  Connect("a", {0}, 0);
+  Connect("b", {1}, 0);
+  absl::StatusOr<storage::CaptureRecord> r =
+      scheduler_->StartCapture({.job = "j", .duration_ns = 1'000'000'000});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string id = r->id;
+  const TimeNs start = r->window_start_ns;
+  scheduler_->OnCaptureStatus("a", Status(id, {0}, v1::WORKER_PHASE_ARMED));
+  scheduler_->OnCaptureStatus("b", Status(id, {1}, v1::WORKER_PHASE_ARMED));
+  time_.AdvanceTo(start);
+  scheduler_->OnCaptureStatus("a", Status(id, {0}, v1::WORKER_PHASE_CAPTURING, start));
+  scheduler_->OnCaptureStatus("b", Status(id, {1}, v1::WORKER_PHASE_CAPTURING, start));
+  held.HoldNextChunk();
+  absl::Status late = absl::UnknownError("not returned");
+  std::thread writer([&] { late = scheduler_->OnChunk(Chunk(id, "b", 1, 0, false)); });
+  ASSERT_TRUE(testing::WaitFor([&] { return held.HoldingChunk(); }));
+  scheduler_->OnCaptureStatus("b", Status(id, {1}, v1::WORKER_PHASE_FAILED, start));
+  time_.AdvanceTo(start + 1'000'000'000);
+  scheduler_->OnCaptureStatus(
+      "a", Status(id, {0}, v1::WORKER_PHASE_COLLECTED, start, start + 1'000'000'000, 1));
+  ASSERT_TRUE(scheduler_->OnChunk(Chunk(id, "a", 0, 0, true)).ok());
+  WaitForState(id, storage::CaptureState::kPartial);
+  held.ReleaseChunk();
+  writer.join();
+  EXPECT_TRUE(late.ok()) << late;
+  size_t b_chunks = 0;
+  ASSERT_TRUE(store_
+                  ->ReadWorker(id, 1,
+                               [&](common::WorkerTrace) {
+                                 ++b_chunks;
+                                 return absl::OkStatus();
+                               })
+                  .ok());
+  EXPECT_EQ(b_chunks, 0u);
 }
 
 TEST_F(CaptureSchedulerTest, RestartResumesLiveCaptures) {
