@@ -318,6 +318,7 @@ void ProbeCollector::AddChunk(WorkerCapture& w, v1::TraceChunk&& chunk) {
     return;
   }
   w.sequences.insert(chunk.sequence());
+  w.events += piece.Counts().Total();
   w.bytes += bytes;
   // A probe that streams its window names the devices seen so far in each chunk: the latest
   // says the most (a chunk sent again after a re-arm is older).
@@ -509,6 +510,8 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   }
   const v1::ProbeCaptureStatus& s = *w.status;
   out.dropped_events = s.dropped_events();
+  // Events the probe sent that never arrived (chunks lost with a connection): dropped too.
+  if (s.events() > w.events) out.dropped_events += s.events() - w.events;
   out.actual_start_ns = clock_.FromHost(s.actual_start_ns());
   out.actual_stop_ns = clock_.FromHost(s.actual_stop_ns());
   if (s.cancelled()) {

@@ -89,6 +89,7 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
     // Chunks already taken in: a probe re-armed mid-window (it reconnected) sends again what it
     // streamed, for an agent that may have lost it.
     std::set<uint64_t> sequences;
+    uint64_t events = 0;  // in the chunks taken in
     size_t bytes = 0;
     std::optional<v1::ProbeCaptureStatus> status;
     std::string error;  // the agent's own finding (no probe, decode failure, over the bound)

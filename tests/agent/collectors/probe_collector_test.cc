@@ -120,13 +120,14 @@ class ProbeCollectorTest : public ::testing::Test {
     return c.ok() ? *std::move(c) : nullptr;
   }
   std::unique_ptr<probe::ProbeRuntime> StartProbe(int32_t rank, int64_t reconnect_ms = 50,
-                                                  uint64_t max_events = 1000) {
+                                                  uint64_t max_events = 1000,
+                                                  int64_t stream_ms = 20) {
     probe::ProbeSettings settings;
     settings.agent_socket = socket_;
     settings.reconnect_interval_ns = reconnect_ms * 1'000'000;
     settings.max_events_per_window = max_events;
     settings.harvest_grace_ns = 1'000'000;
-    settings.stream_interval_ns = 20'000'000;
+    settings.stream_interval_ns = stream_ms * 1'000'000;
     probe::ProbeDescription d;
     d.identity.rank = rank;
     d.identity.local_rank = rank % 8;
@@ -246,9 +247,11 @@ TEST_F(ProbeCollectorTest, AProbeWithoutAnAgentNeverBlocksAndKeepsItsQueueBounde
 
 TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
   auto agent = StartAgent();
-  auto probe = StartProbe(3, /*reconnect_ms=*/50);
+  auto probe = StartProbe(3, /*reconnect_ms=*/50, /*max_events=*/10'000);
   ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
-  const CaptureWindow window = Window("cap-r", 3, 20, 300);
+  // Long enough for the new agent's arm to land inside it even on a loaded machine: a window
+  // already delivered is not sent again.
+  const CaptureWindow window = Window("cap-r", 3, 20, 3'000);
   ASSERT_TRUE(agent->Arm(window).ok());
   ASSERT_TRUE(WaitFor([&] { return source_.windows_opened.load() == 1; }));
   // The probe has streamed part of the window to this agent...
@@ -265,6 +268,7 @@ TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
   EXPECT_EQ(got->error, "");
   // What went to the agent that died comes again, once: nothing lost, nothing twice.
   EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
+  EXPECT_EQ(got->dropped_events, 0u);
   EXPECT_GT(KernelsIn(*got), 0u);
   EXPECT_EQ(source_.windows_opened.load(), 1) << "the second arm joined the window under way";
   EXPECT_GE(probe->agent_client().connections(), 2u);
@@ -294,7 +298,9 @@ TEST_F(ProbeCollectorTest, WhatAProbeArmedAgainSendsAgainIsTakenOnce) {
 
 TEST_F(ProbeCollectorTest, ResultsThatArriveBeforeTheCaptureIsKnownAreClaimed) {
   auto agent = StartAgent();
-  auto probe = StartProbe(4);
+  // Whole at the window's end: what a streaming probe sent the agent that went away before the
+  // end is not sent again once the window is over.
+  auto probe = StartProbe(4, 50, 1000, /*stream_ms=*/0);
   ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
   const CaptureWindow window = Window("cap-u", 4, 10, 300);
   ASSERT_TRUE(agent->Arm(window).ok());
@@ -310,6 +316,27 @@ TEST_F(ProbeCollectorTest, ResultsThatArriveBeforeTheCaptureIsKnownAreClaimed) {
   EXPECT_EQ(got->error, "");
   EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
   EXPECT_GT(KernelsIn(*got), 0u);
+}
+
+// A streaming probe whose agent goes away before the window ends, and comes back after it: what
+// went to the old agent is not sent again, and the new one counts it as dropped, so every
+// kernel of the window is either delivered or counted.
+TEST_F(ProbeCollectorTest, WhatAStreamingProbeSentToAnAgentThatWentAwayIsCountedAsDropped) {
+  auto agent = StartAgent();
+  auto probe = StartProbe(7);
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  const CaptureWindow window = Window("cap-g", 7, 10, 300);
+  ASSERT_TRUE(agent->Arm(window).ok());
+  ASSERT_TRUE(WaitFor([&] { return source_.takes.load() >= 2; }));
+  agent.reset();
+  ASSERT_TRUE(WaitFor([&] { return clock_.Now() > window.stop_ns; }));
+  agent = StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return agent->unclaimed_results() == 1; }));
+  ASSERT_TRUE(agent->Arm(window).ok());
+  absl::StatusOr<CollectedWorker> got = agent->Drain("cap-g", 7);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->error, "");
+  EXPECT_EQ(KernelsIn(*got) + got->dropped_events, KernelsOver(*got));
 }
 
 TEST_F(ProbeCollectorTest, ARankWithoutAProbeFailsAtDrainWithAReason) {
