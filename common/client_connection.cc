@@ -303,6 +303,9 @@ bool ClientConnection::SendUnblocked(std::string_view bytes) {
 size_t ClientConnection::Receive(char* buffer, size_t size) {
   for (;;) {
     if (ssl_ != nullptr) {
+      // SSL_read writes too (an alert on a fatal error, a key update's answer): to a server that
+      // has closed, that raised SIGPIPE and killed the process.
+      const NoSigpipe guard;
       const int n = SSL_read(ssl_, buffer, static_cast<int>(std::min<size_t>(size, 1 << 30)));
       if (n > 0) return static_cast<size_t>(n);
       const int error = SSL_get_error(ssl_, n);
