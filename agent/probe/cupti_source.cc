@@ -169,16 +169,7 @@ void CuptiSource::CloseWindow(TimeNs host_now) {
   enabled_.clear();
   driver_calls_.clear();
   // Forced: hands over buffers still being filled, so nothing of the window stays behind.
-  if (const CUptiResult r = api_->FlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); r != CUPTI_SUCCESS) {
-    absl::MutexLock lock(&mu_);
-    common::StrAppend(&error_, error_.empty() ? "" : "; ", Describe("cuptiActivityFlushAll", r));
-  }
-  GpuClockMap* gpu_clock = nullptr;
-  {
-    absl::MutexLock lock(&mu_);
-    gpu_clock = gpu_clock_;
-  }
-  ReadClockPair(gpu_clock);
+  FlushAndReadClockPair(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   api_->Unsubscribe(subscriber_);
   subscriber_ = nullptr;
 }
@@ -233,11 +224,8 @@ uint64_t CuptiSource::buffers_refused() const {
   return refused_;
 }
 
-Harvest CuptiSource::TakeRecorded() {
-  if (subscriber_ == nullptr) return {};
-  // Not forced: CUPTI hands over the buffers it has finished with and keeps filling the rest,
-  // so the training process's kernels go on being recorded undisturbed.
-  if (const CUptiResult r = api_->FlushAll(0); r != CUPTI_SUCCESS) {
+void CuptiSource::FlushAndReadClockPair(uint32_t flush_flag) {
+  if (const CUptiResult r = api_->FlushAll(flush_flag); r != CUPTI_SUCCESS) {
     absl::MutexLock lock(&mu_);
     common::StrAppend(&error_, error_.empty() ? "" : "; ", Describe("cuptiActivityFlushAll", r));
   }
@@ -246,8 +234,15 @@ Harvest CuptiSource::TakeRecorded() {
     absl::MutexLock lock(&mu_);
     gpu_clock = gpu_clock_;
   }
-  // A pair now: what is handed over maps by the line from the window's first pair to this one.
   ReadClockPair(gpu_clock);
+}
+
+Harvest CuptiSource::TakeRecorded() {
+  if (subscriber_ == nullptr) return {};
+  // Not forced: CUPTI hands over the buffers it has finished with and keeps filling the rest,
+  // so the training process's kernels go on being recorded undisturbed. The pair read then maps
+  // what is handed over by the line from the window's first pair to this one.
+  FlushAndReadClockPair(0);
   absl::MutexLock lock(&mu_);
   static const GpuClockMap kIdentity;
   Harvest h;

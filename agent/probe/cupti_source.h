@@ -56,6 +56,10 @@ class CuptiSource : public EventSource {
   void ReadClockPair(GpuClockMap* clock);
 
  private:
+  // Asks CUPTI for its buffers (`flush_flag` 0: those it has finished with; FORCED: all), whose
+  // records reach CompleteBuffer on this thread, then reads a clock pair into the window's map.
+  // Without mu_ held: CUPTI calls back into the source.
+  void FlushAndReadClockPair(uint32_t flush_flag);
   // "cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_... (what it means)".
   std::string Describe(const char* call, CUptiResult result);
 

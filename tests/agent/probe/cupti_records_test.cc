@@ -34,6 +34,17 @@ class CuptiRecordsTest : public ::testing::Test {
     return converter_.Add(static_cast<const CUpti_Activity*>(record));
   }
   static TimeNs Host(uint64_t gpu) { return kHostBase + static_cast<TimeNs>(gpu - kGpuBase); }
+  // An NVTX range's start or end mark on thread 55.
+  void Mark(uint32_t id, uint64_t at, CUpti_ActivityFlag flag, const char* name) {
+    auto m = Blank<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
+    m.id = id;
+    m.timestamp = at;
+    m.flags = flag;
+    m.name = name;
+    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+    m.objectId.pt.threadId = 55;
+    EXPECT_TRUE(Add(&m));
+  }
 
   CuptiRecordConverter converter_;
   GpuClockMap clock_;
@@ -135,21 +146,11 @@ TEST_F(CuptiRecordsTest, ApiCallsAreNamedAndTakeTheirFrameworkOpsExternalId) {
 }
 
 TEST_F(CuptiRecordsTest, NvtxRangesBecomeSpansAndStepRangesSteps) {
-  auto mark = [&](uint32_t id, uint64_t at, CUpti_ActivityFlag flag, const char* name) {
-    auto m = Blank<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
-    m.id = id;
-    m.timestamp = at;
-    m.flags = flag;
-    m.name = name;
-    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
-    m.objectId.pt.threadId = 55;
-    EXPECT_TRUE(Add(&m));
-  };
-  mark(1, kGpuBase + 100, CUPTI_ACTIVITY_FLAG_MARKER_START, "ProfilerStep#12");
-  mark(2, kGpuBase + 110, CUPTI_ACTIVITY_FLAG_MARKER_START, "forward");
-  mark(2, kGpuBase + 150, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
-  mark(1, kGpuBase + 400, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
-  mark(3, kGpuBase + 500, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);  // opened before the window
+  Mark(1, kGpuBase + 100, CUPTI_ACTIVITY_FLAG_MARKER_START, "ProfilerStep#12");
+  Mark(2, kGpuBase + 110, CUPTI_ACTIVITY_FLAG_MARKER_START, "forward");
+  Mark(2, kGpuBase + 150, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
+  Mark(1, kGpuBase + 400, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
+  Mark(3, kGpuBase + 500, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);  // opened before the window
   const common::WorkerTrace t = converter_.Finish(clock_);
   ASSERT_EQ(t.host_spans.size(), 2u);
   EXPECT_EQ(t.strings.Get(t.host_spans.name[0]), "forward");
@@ -165,16 +166,6 @@ TEST_F(CuptiRecordsTest, NvtxRangesBecomeSpansAndStepRangesSteps) {
 // A window streamed in pieces: what a take hands over is final, and what is still open (an NVTX
 // range, a framework op whose id came before its call) carries over to a later take.
 TEST_F(CuptiRecordsTest, ATakeWhileTheWindowRunsKeepsWhatIsStillOpenForTheNext) {
-  auto mark = [&](uint32_t id, uint64_t at, CUpti_ActivityFlag flag, const char* name) {
-    auto m = Blank<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
-    m.id = id;
-    m.timestamp = at;
-    m.flags = flag;
-    m.name = name;
-    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
-    m.objectId.pt.threadId = 55;
-    EXPECT_TRUE(Add(&m));
-  };
   auto launch = [&](uint32_t correlation, uint64_t at) {
     auto a = Blank<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME);
     a.start = at;
@@ -183,7 +174,7 @@ TEST_F(CuptiRecordsTest, ATakeWhileTheWindowRunsKeepsWhatIsStillOpenForTheNext) 
     a.correlationId = correlation;
     EXPECT_TRUE(Add(&a));
   };
-  mark(1, kGpuBase + 100, CUPTI_ACTIVITY_FLAG_MARKER_START, "ProfilerStep#7");
+  Mark(1, kGpuBase + 100, CUPTI_ACTIVITY_FLAG_MARKER_START, "ProfilerStep#7");
   launch(41, kGpuBase + 120);
   auto external =
       Blank<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
@@ -197,7 +188,7 @@ TEST_F(CuptiRecordsTest, ATakeWhileTheWindowRunsKeepsWhatIsStillOpenForTheNext) 
   EXPECT_EQ(first.steps.size(), 0u) << "the step is still open";
 
   launch(42, kGpuBase + 300);
-  mark(1, kGpuBase + 400, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
+  Mark(1, kGpuBase + 400, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
   const common::WorkerTrace second = converter_.Finish(clock_);
   ASSERT_EQ(second.runtime_calls.size(), 1u);
   EXPECT_EQ(second.strings.Get(second.runtime_calls.name[0]), "cudaLaunchKernel")
@@ -208,9 +199,9 @@ TEST_F(CuptiRecordsTest, ATakeWhileTheWindowRunsKeepsWhatIsStillOpenForTheNext) 
   EXPECT_EQ(second.steps.start[0], Host(kGpuBase + 100));
   EXPECT_EQ(second.steps.end[0], Host(kGpuBase + 400));
   // Finish starts over: a range left open does not reach the next window.
-  mark(2, kGpuBase + 500, CUPTI_ACTIVITY_FLAG_MARKER_START, "ProfilerStep#8");
+  Mark(2, kGpuBase + 500, CUPTI_ACTIVITY_FLAG_MARKER_START, "ProfilerStep#8");
   EXPECT_EQ(converter_.Finish(clock_).steps.size(), 0u);
-  mark(2, kGpuBase + 600, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
+  Mark(2, kGpuBase + 600, CUPTI_ACTIVITY_FLAG_MARKER_END, nullptr);
   EXPECT_EQ(converter_.Finish(clock_).steps.size(), 0u);
 }
 
