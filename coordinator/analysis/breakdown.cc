@@ -34,11 +34,13 @@ std::vector<IntervalSet> ActivityClasses(const WorkerTrace& w, const std::vector
   std::vector<IntervalSet> cls(kBitCount);
   absl::flat_hash_map<int64_t, size_t> collective_of;  // kernel correlation -> collective row
   if (wait != nullptr) {
+    collective_of.reserve(w.collectives.size());
     for (size_t i = 0; i < w.collectives.size(); ++i) {
       if (w.collectives.correlation[i] >= 0) collective_of.emplace(w.collectives.correlation[i], i);
     }
   }
   absl::flat_hash_map<int64_t, TimeNs> launch_end;  // correlation -> end of its launch call
+  launch_end.reserve(w.runtime_calls.size());
   for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
     cls[kHostLaunch].push_back({w.runtime_calls.start[i], w.runtime_calls.end[i]});
     if (w.runtime_calls.correlation[i] >= 0)

@@ -2,15 +2,13 @@
 
 #include <algorithm>
 
+#include "coordinator/analysis/sorted_runs.h"
+
 namespace podscope::coordinator::analysis {
 
 void Normalize(IntervalSet* intervals) {
   IntervalSet& v = *intervals;
-  if (!std::is_sorted(v.begin(), v.end(),
-                      [](const Interval& a, const Interval& b) { return a.start < b.start; })) {
-    std::sort(v.begin(), v.end(),
-              [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  }
+  SortRuns(v, [](const Interval& a, const Interval& b) { return a.start < b.start; });
   size_t out = 0;
   for (size_t i = 0; i < v.size(); ++i) {
     if (v[i].end <= v[i].start) continue;

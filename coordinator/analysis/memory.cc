@@ -7,6 +7,7 @@
 
 #include "coordinator/analysis/operators.h"
 #include "coordinator/analysis/parallel_for.h"
+#include "coordinator/analysis/sorted_runs.h"
 
 namespace podscope::coordinator::analysis {
 namespace {
@@ -87,10 +88,11 @@ std::vector<OperatorAllocation> TopOperators(const common::WorkerTrace& t) {
   }
   std::map<common::NameId, OperatorAllocation> by_name;
   for (auto& [thread, items] : threads) {
-    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    SortRuns(items, [](const Item& a, const Item& b) {
       if (a.time != b.time) return a.time < b.time;
       if (a.is_event != b.is_event) return !a.is_event;  // a span opening at the event holds it
-      return a.end > b.end;
+      if (a.end != b.end) return a.end > b.end;
+      return a.row < b.row;  // over one span, the operator recorded first is taken as the outer
     });
     std::vector<const Item*> open;
     for (const Item& item : items) {

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
 #include "coordinator/analysis/parallel_for.h"
+#include "coordinator/analysis/sorted_runs.h"
 
 namespace podscope::coordinator::analysis {
 namespace {
@@ -18,8 +19,9 @@ struct Item {
 
 // Device time per correlation id: every kernel (not sync records), copy and memset; work without
 // a correlation id (negative) belongs to no call.
-std::unordered_map<int64_t, TimeNs> DeviceTimeByCorrelation(const common::WorkerTrace& t) {
-  std::unordered_map<int64_t, TimeNs> out;
+absl::flat_hash_map<int64_t, TimeNs> DeviceTimeByCorrelation(const common::WorkerTrace& t) {
+  absl::flat_hash_map<int64_t, TimeNs> out;
+  out.reserve(t.kernels.size() + t.memcpys.size());
   for (size_t i = 0; i < t.kernels.size(); ++i) {
     if (t.kernels.kernel_class[i] == common::KernelClass::kSync || t.kernels.correlation[i] < 0)
       continue;
@@ -43,7 +45,7 @@ void SortTop(std::vector<OperatorStats>& list, size_t limit) {
 
 // Every operator of one worker, aggregated by name (all of them: the pod sums need them).
 std::vector<OperatorStats> ForWorker(const common::WorkerTrace& t) {
-  const std::unordered_map<int64_t, TimeNs> device = DeviceTimeByCorrelation(t);
+  const absl::flat_hash_map<int64_t, TimeNs> device = DeviceTimeByCorrelation(t);
   std::map<int64_t, std::vector<Item>> threads;
   const common::HostSpanTable& h = t.host_spans;
   for (size_t i = 0; i < h.size(); ++i) {
@@ -74,11 +76,13 @@ std::vector<OperatorStats> ForWorker(const common::WorkerTrace& t) {
     }
   };
   for (auto& [thread, items] : threads) {
-    // Outer before inner: by start, the longer first, operators before calls that start with them.
-    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    // Outer before inner: by start, the longer first, operators before calls that start with
+    // them; of two operators over the same span, the one recorded first is taken as the outer.
+    SortRuns(items, [](const Item& a, const Item& b) {
       if (a.start != b.start) return a.start < b.start;
       if (a.end != b.end) return a.end > b.end;
-      return !a.is_call && b.is_call;
+      if (a.is_call != b.is_call) return !a.is_call;
+      return a.row < b.row;
     });
     std::vector<Open> stack;
     for (const Item& item : items) {

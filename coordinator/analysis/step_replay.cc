@@ -69,6 +69,7 @@ void StepReplay::AddWorker(const common::WorkerTrace& t, const WorkerSteps& step
   std::vector<Raw> raw;
   raw.reserve(t.kernels.size() + t.memcpys.size());
   absl::flat_hash_map<int64_t, size_t> kernel_by_correlation;
+  kernel_by_correlation.reserve(t.kernels.size());
   absl::flat_hash_map<TimeNs, size_t> communication_kernel_by_start;
   const common::KernelTable& k = t.kernels;
   for (size_t i = 0; i < k.size(); ++i) {

@@ -73,18 +73,25 @@ struct Rounding {
 
 // Kernels, then copies, in table order (the window below relies on it).
 std::vector<DeviceEvent> DeviceEvents(const WorkerTrace& w, const Rounding& r) {
+  // Classified once per distinct name: kernel names run to hundreds of characters, and a worker
+  // launches the same few hundred kernels thousands of times.
+  constexpr uint8_t kUnclassified = UINT8_MAX;
+  std::vector<uint8_t> class_of_name(w.strings.size(), kUnclassified);
+  auto classify = [&](common::NameId name) {
+    uint8_t& known = class_of_name[name];
+    if (known == kUnclassified) known = static_cast<uint8_t>(ClassifyLikeHta(w.strings.Get(name)));
+    return static_cast<HtaClass>(known);
+  };
   std::vector<DeviceEvent> events;
   events.reserve(w.kernels.size() + w.memcpys.size());
   for (size_t i = 0; i < w.kernels.size(); ++i) {
-    const std::string_view name = w.strings.Get(w.kernels.name[i]);
     events.push_back({r.Start(w.kernels.start[i]), r.End(w.kernels.end[i]), w.kernels.device[i],
-                      w.kernels.stream[i], w.kernels.correlation[i], ClassifyLikeHta(name),
+                      w.kernels.stream[i], w.kernels.correlation[i], classify(w.kernels.name[i]),
                       w.kernels.kernel_class[i], w.kernels.kernel_class[i] != KernelClass::kSync});
   }
   for (size_t i = 0; i < w.memcpys.size(); ++i) {
-    const std::string_view name = w.strings.Get(w.memcpys.name[i]);
     events.push_back({r.Start(w.memcpys.start[i]), r.End(w.memcpys.end[i]), w.memcpys.device[i],
-                      w.memcpys.stream[i], w.memcpys.correlation[i], ClassifyLikeHta(name),
+                      w.memcpys.stream[i], w.memcpys.correlation[i], classify(w.memcpys.name[i]),
                       KernelClass::kSync, true});
   }
   return events;
@@ -195,6 +202,7 @@ WorkerTemporal ComputeWorkerTemporal(const WorkerTrace& w, const TemporalOptions
   const Rounding rounding{.round = hta && AnyFractionalMicros(w)};
   // Launch time per correlation id (HTA's GPU events must match a kept CPU event).
   absl::flat_hash_map<int64_t, TimeNs> launch;
+  launch.reserve(w.runtime_calls.size());
   for (size_t i = 0; i < w.runtime_calls.size(); ++i) {
     if (w.runtime_calls.correlation[i] >= 0) {
       launch.emplace(w.runtime_calls.correlation[i], rounding.Start(w.runtime_calls.start[i]));

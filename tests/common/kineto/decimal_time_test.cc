@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <random>
+#include <string>
+
 namespace podscope::common {
 namespace {
 
@@ -50,6 +54,58 @@ TEST(DecimalTimeTest, RejectsNonNumbersAndOverflow) {
   EXPECT_EQ(Parse("1000000000000000.001"), 1'000'000'000'000'000'001);
   EXPECT_FALSE(ParseMicrosAsNanos("9223372036854776", &ns));
   EXPECT_FALSE(ParseMicrosAsNanos("9999999999999999.999", &ns));
+}
+
+// Plain digits (no sign, no exponent) the long way, as a check on the eight-digits-at-once path.
+std::optional<int64_t> Reference(std::string_view s) {
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);  // as raw tokens carry it
+  const size_t dot = s.find('.');
+  const std::string_view integer = s.substr(0, dot);
+  const std::string_view fraction = dot == std::string_view::npos ? "" : s.substr(dot + 1);
+  if (integer.empty() || (integer.size() > 1 && integer[0] == '0')) return std::nullopt;
+  if (dot != std::string_view::npos && fraction.empty()) return std::nullopt;
+  for (std::string_view part : {integer, fraction}) {
+    for (char c : part) {
+      if (c < '0' || c > '9') return std::nullopt;
+    }
+  }
+  unsigned __int128 ns = 0;
+  for (char c : integer) ns = ns * 10 + static_cast<unsigned>(c - '0');
+  for (size_t i = 0; i < 3; ++i) {
+    ns = ns * 10 + (i < fraction.size() ? static_cast<unsigned>(fraction[i] - '0') : 0);
+  }
+  if (fraction.size() > 3 && fraction[3] >= '5') ++ns;  // half away from zero
+  if (ns > static_cast<unsigned __int128>(INT64_MAX)) return std::nullopt;
+  return static_cast<int64_t>(ns);
+}
+
+TEST(DecimalTimeTest, AgreesWithTheLongWayOnEveryLengthAndEveryBadByte) {
+  std::mt19937_64 random(11);
+  for (int integer_digits = 1; integer_digits <= 20; ++integer_digits) {
+    for (int fraction_digits = 0; fraction_digits <= 5; ++fraction_digits) {
+      for (int trial = 0; trial < 40; ++trial) {
+        std::string token;
+        for (int i = 0; i < integer_digits; ++i) {
+          token += static_cast<char>(
+              '0' + (i == 0 && integer_digits > 1 ? 1 + random() % 9 : random() % 10));
+        }
+        if (fraction_digits > 0) token += '.';
+        for (int i = 0; i < fraction_digits; ++i) token += static_cast<char>('0' + random() % 10);
+        // Then one byte replaced by a neighbour of the digits' range, or a leading zero.
+        std::string bad = token;
+        const size_t at = random() % bad.size();
+        if (bad[at] != '.') bad[at] = "/:0 "[random() % 4];
+        for (const std::string& t : {token, bad}) {
+          int64_t ns = -777;
+          const std::optional<int64_t> expected = Reference(t);
+          ASSERT_EQ(ParseMicrosAsNanos(t, &ns), expected.has_value()) << t;
+          if (expected) {
+            ASSERT_EQ(ns, *expected) << t;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -78,6 +78,36 @@ TEST(OperatorsTest, HostSelfTimeAndDeviceTimeByHand) {
   EXPECT_EQ(ComputeOperators(common::CaptureView(capture), 1).pod.size(), 1u);
 }
 
+// Two operators over exactly the same span (microsecond traces have them: aten::linear around
+// its aten::addmm): the one recorded first is the outer, whatever the sort does with ties.
+TEST(OperatorsTest, OfTwoOperatorsOverOneSpanTheFirstRecordedIsOuter) {
+  for (const bool linear_first : {true, false}) {
+    HandTrace t(0, 1);
+    for (int i = 0; i < 40; ++i) {  // enough items that the sort is not trivial
+      const TimeNs at = 1000 * i;
+      const char* first = linear_first ? "aten::linear" : "aten::addmm";
+      const char* second = linear_first ? "aten::addmm" : "aten::linear";
+      t.Span(at, at + 100, first, common::HostSpanCategory::kOp)
+          .Span(at, at + 100, second, common::HostSpanCategory::kOp)
+          .Kernel(at + 30, at + 60, "gemm", /*launch=*/at + 10);  // its call: 5 ns
+    }
+    common::Capture capture;
+    capture.workers.push_back(t.Build());
+    const OperatorReport r = ComputeOperators(common::CaptureView(capture));
+    const OperatorStats* outer =
+        Find(r.workers[0].top, linear_first ? "aten::linear" : "aten::addmm");
+    const OperatorStats* inner =
+        Find(r.workers[0].top, linear_first ? "aten::addmm" : "aten::linear");
+    ASSERT_NE(outer, nullptr);
+    ASSERT_NE(inner, nullptr);
+    EXPECT_EQ(outer->host_self_ns, 0) << linear_first;
+    EXPECT_EQ(outer->device_self_ns, 0) << linear_first;
+    EXPECT_EQ(outer->device_total_ns, 40 * 30) << linear_first;
+    EXPECT_EQ(inner->host_self_ns, 40 * 95) << linear_first;
+    EXPECT_EQ(inner->device_self_ns, 40 * 30) << linear_first;
+  }
+}
+
 TEST(OperatorsTest, ThreadsAreSeparateAndSyncRecordsAreNotDeviceWork) {
   HandTrace t(0, 1);
   t.Span(0, 100, "outer", common::HostSpanCategory::kAnnotation, /*thread=*/1)
