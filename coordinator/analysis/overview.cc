@@ -170,14 +170,46 @@ void AllReduceEfficiency(const SummaryReport& s, const OverviewOptions& opt,
                     {"median_efficiency", s.median_efficiency}}});
 }
 
+// FP32 matrix multiplies on the CUDA cores of GPUs whose Tensor Cores run TF32: PyTorch leaves
+// matmuls in full FP32 unless told otherwise, so an FP32 model runs its GEMMs at the CUDA cores'
+// rate: about an eighth of what TF32 reaches on an A100 or H100 (dense).
+void Fp32GemmOnCudaCores(const OverviewReport& o, const KernelReport& kernels,
+                         const OverviewOptions& opt, std::vector<Recommendation>& out) {
+  if (o.fp32_gemm_share < opt.fp32_gemm_share) return;
+  const KernelStats* hottest = nullptr;
+  for (const KernelStats& k : kernels.pod) {
+    if (k.math == "fp32_gemm_cuda_cores") {
+      hottest = &k;
+      break;
+    }
+  }
+  const double busy = o.gpu.median_gpu_utilization.value_or(1);
+  out.push_back(
+      {.rule = "fp32_gemm_on_cuda_cores",
+       .title = fmt::format("{} of compute-kernel time is FP32 matrix multiply on CUDA cores, on "
+                            "GPUs with Tensor Cores",
+                            Pct(o.fp32_gemm_share)),
+       .advice = "Let matmuls use TF32 Tensor Cores: torch.set_float32_matmul_precision(\"high\") "
+                 "(or torch.backends.cuda.matmul.allow_tf32 = True), or train in bf16 with "
+                 "torch.autocast(\"cuda\", dtype=torch.bfloat16); both keep FP32 weights",
+       .step_share = o.fp32_gemm_share * busy,
+       .evidence = {{"fp32_gemm_share", o.fp32_gemm_share},
+                    {"tensor_core_share", o.tensor_core_share},
+                    {"fp32_gemm_ns", static_cast<double>(kernels.tensor_cores.fp32_gemm_ns)}},
+       .subject = hottest != nullptr ? hottest->name : ""});
+}
+
 void LowOccupancyKernels(const OverviewReport& o, const KernelReport& kernels,
                          const OverviewOptions& opt, std::vector<Recommendation>& out) {
   size_t added = 0;
   const double busy = o.gpu.median_gpu_utilization.value_or(1);
   for (const KernelStats& k : kernels.pod) {
     if (added == 3) break;
-    if (k.share < opt.hot_kernel_share || k.tensor_core || k.kernel_class != "compute" ||
-        !k.achieved_occupancy || *k.achieved_occupancy >= opt.low_occupancy) {
+    // A library's kernels (cuBLAS, CUTLASS, cuDNN, ...) have the occupancy their tiles were
+    // designed for: the user cannot change their tiles or registers.
+    if (k.share < opt.hot_kernel_share || k.tensor_core || k.library ||
+        k.kernel_class != "compute" || !k.achieved_occupancy ||
+        *k.achieved_occupancy >= opt.low_occupancy) {
       continue;
     }
     const bool small_grid = k.blocks_per_sm && *k.blocks_per_sm < 1;
@@ -240,6 +272,10 @@ OverviewReport ComputeOverview(const SummaryReport& summary,
   o.breakdown = SumBreakdown(breakdown);
   o.gpu = gpu.pod;
   o.tensor_core_share = kernels.tensor_cores.share();
+  o.fp32_gemm_share = kernels.tensor_cores.compute_ns > 0
+                          ? static_cast<double>(kernels.tensor_cores.fp32_gemm_ns) /
+                                static_cast<double>(kernels.tensor_cores.compute_ns)
+                          : 0;
   o.exposed_communication_share = summary.exposed_communication_share;
   o.overlap_pct = summary.overlap_pct;
   o.median_busbw_gbps = summary.median_busbw_gbps;
@@ -253,6 +289,7 @@ OverviewReport ComputeOverview(const SummaryReport& summary,
   InputBound(input, r);
   ExposedCommunication(o, summary, options, r);
   AllReduceEfficiency(summary, options, r);
+  Fp32GemmOnCudaCores(o, kernels, options, r);
   LowOccupancyKernels(o, kernels, options, r);
   Stragglers(summary, options, r);
   std::stable_sort(r.begin(), r.end(), [](const Recommendation& a, const Recommendation& b) {

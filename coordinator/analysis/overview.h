@@ -23,18 +23,20 @@ struct OverviewOptions {
   double allreduce_efficiency = 0.50;  // of the link, when a link bandwidth is given
   double hot_kernel_share = 0.05;      // of kernel time
   double low_occupancy = 0.15;         // Est. Achieved Occupancy, kernels not on Tensor Cores
+  double fp32_gemm_share = 0.05;       // of compute-kernel time, in FP32 GEMMs on CUDA cores
   double straggler_share = 0.01;       // a straggler's loss (else its caused delay) over step time
 };
 
 struct Recommendation {
   std::string rule;       // low_gpu_utilization, launch_bound, input_bound, exposed_communication,
-                          // allreduce_efficiency, low_occupancy_kernel, straggler
+                          // allreduce_efficiency, fp32_gemm_on_cuda_cores, low_occupancy_kernel,
+                          // straggler
   std::string title;      // what was found, with its number
   std::string advice;     // what to try
   double step_share = 0;  // the share of step time at stake; ranks the list
   std::vector<std::pair<std::string, double>> evidence;  // the figures behind it
   std::vector<int32_t> ranks;  // the workers concerned; empty: the pod as a whole
-  std::string subject;         // the kernel, for low_occupancy_kernel
+  std::string subject;         // the kernel, for low_occupancy_kernel and fp32_gemm_on_cuda_cores
 };
 
 // The pod's step time by category: sums over every worker and step, as shares of the step time
@@ -54,7 +56,8 @@ struct OverviewReport {
   TimeNs step_p50_ns = 0, step_max_ns = 0;
   PodBreakdown breakdown;
   GpuPod gpu;
-  double tensor_core_share = 0;                             // of compute-kernel time
+  double tensor_core_share = 0;  // of compute-kernel time
+  double fp32_gemm_share = 0;    // of compute-kernel time: FP32 GEMMs on CUDA cores of TF32 GPUs
   double exposed_communication_share = 0, overlap_pct = 0;  // the median worker's (summary.h)
   double median_busbw_gbps = 0, link_gbps = 0, median_efficiency = 0;
   size_t straggler_count = 0;

@@ -1,48 +1,213 @@
 #include "coordinator/analysis/tensor_cores.h"
 
+#include <array>
+#include <cctype>
+
 namespace podscope::coordinator::analysis {
 namespace {
 
-// The PyTorch profiler's list (its TensorBoard plugin's tensor_core.py, from NVIDIA PyProf):
-// Volta to Ampere cuBLAS / cuDNN kernel names. Matched as substrings, case-sensitively.
-constexpr std::string_view kPyTorchPatterns[] = {"h884",
-                                                 "s884",
-                                                 "h1688",
-                                                 "s1688",
-                                                 "hmma",
-                                                 "i8816",
-                                                 "16816",
-                                                 "dgrad_1x1_stride_2x2",
-                                                 "first_layer_wgrad_kernel",
-                                                 "conv1x1",
-                                                 "conv2d_c1_k1",
-                                                 "direct_group",
-                                                 "xmma_implicit_gemm",
-                                                 "xmma_sparse_conv",
-                                                 "xmma_warp_specialized_implicit_gemm",
-                                                 "xmma_gemm",
-                                                 "xmma_sparse_gemm",
-                                                 "c1688"};
+bool Has(std::string_view name, std::string_view part) {
+  return name.find(part) != std::string_view::npos;
+}
 
-// Kernels that list misses: CUTLASS's tensor-op kernels, Hopper's warpgroup MMA (wgmma, and
-// cuBLAS's gmma names), cuBLASLt's Hopper/Blackwell "nvjet" kernels, integer MMA, and
-// FlashAttention, whose every kernel is built on MMA instructions.
-constexpr std::string_view kAddedPatterns[] = {"tensorop", "gmma",      "nvjet",
-                                               "imma",     "flash_fwd", "flash_bwd"};
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-}  // namespace
-
-bool UsesTensorCores(std::string_view kernel_name) {
-  for (std::string_view p : kPyTorchPatterns) {
-    if (kernel_name.find(p) != std::string_view::npos) return true;
-  }
-  for (std::string_view p : kAddedPatterns) {
-    if (kernel_name.find(p) != std::string_view::npos) return true;
+// "tensor" followed by a digit: the MMA shape xmma kernels end in (tensor16x8x16, tensor16x8x8).
+bool HasMmaShape(std::string_view name) {
+  for (size_t at = name.find("tensor"); at != std::string_view::npos;
+       at = name.find("tensor", at + 1)) {
+    if (at + 6 < name.size() && IsDigit(name[at + 6])) return true;
   }
   return false;
 }
 
-std::span<const std::string_view> PyTorchTensorCorePatterns() { return kPyTorchPatterns; }
-std::span<const std::string_view> AddedTensorCorePatterns() { return kAddedPatterns; }
+// Both operands FP32 (xmma's type list starts with A's and B's types): not TF32, which is
+// written tf32.
+bool HasFp32Operands(std::string_view name) {
+  return Has(name, "f32f32_f32f32") && !Has(name, "tf32");
+}
+
+bool IsGemm(std::string_view name) {
+  if (!Has(name, "gemm")) return false;
+  // cuDNN's convolutions are implicit GEMMs: PyTorch's matmul settings do not reach them.
+  for (std::string_view conv : {"implicit_gemm", "conv", "fprop", "dgrad", "wgrad"}) {
+    if (Has(name, conv)) return false;
+  }
+  return true;
+}
+
+bool IsFp32Math(std::string_view name) {
+  return Has(name, "ffma") || Has(name, "sgemm") || HasFp32Operands(name);
+}
+
+using Matcher = bool (*)(std::string_view);
+
+struct Rule {
+  KernelMathRule info;
+  Matcher matches;
+};
+
+constexpr std::string_view kXmmaSource =
+    "cuBLAS and cuDNN xmma kernels name their instruction: "
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_"
+    "alignc4_execute_kernel__5x_cublas (FP32 PyTorch on an H200) against "
+    "sm80_xmma_gemm_f16f16_f16f32_f32_..._tensor16x8x16_execute_kernel__5x_cublas";
+constexpr std::string_view kCutlassSource =
+    "CUTLASS names a kernel cutlass_<arch>_<opcode class>_<...>, the opcode class being simt "
+    "(CUDA cores), tensorop or wmma_tensorop (CUTLASS profiler documentation)";
+constexpr std::string_view kPyTorchSource =
+    "the PyTorch profiler's list (its TensorBoard plugin's tensor_core.py, from NVIDIA PyProf)";
+
+// CUDA-core markers first: they say the precision, which the family patterns below do not.
+const std::array kRules = {
+    Rule{{"ffma", KernelMath::kFp32GemmCudaCores, kXmmaSource},
+         [](std::string_view n) { return Has(n, "ffma"); }},
+    Rule{{"simt", KernelMath::kFp32GemmCudaCores, kCutlassSource},
+         [](std::string_view n) { return Has(n, "simt"); }},
+    Rule{{"sgemm", KernelMath::kFp32GemmCudaCores,
+          "cuBLAS's and cuDNN's SIMT kernels before xmma: volta_sgemm_128x64_nn, "
+          "ampere_sgemm_128x64_tn, implicit_convolve_sgemm; their Tensor Core kernels put the "
+          "MMA shape in the precision code instead (s1688gemm, h884gemm)"},
+         [](std::string_view n) { return Has(n, "sgemm"); }},
+    Rule{{"f32f32_f32f32", KernelMath::kFp32GemmCudaCores,
+          "xmma's operand types: A and B in FP32 (TF32 is written tf32f32)"},
+         HasFp32Operands},
+    Rule{{"tensor<M>x<N>x<K>", KernelMath::kTensorCores, kXmmaSource}, HasMmaShape},
+    Rule{{"warpgroupsize", KernelMath::kTensorCores,
+          "Hopper's cuBLAS kernels, built on warpgroup MMA (wgmma): "
+          "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+          "segment_k_off_kernel__5x_cublas"},
+         [](std::string_view n) { return Has(n, "warpgroupsize"); }},
+    Rule{{"gmma", KernelMath::kTensorCores,
+          "Hopper's warpgroup MMA (GMMA, wgmma) in CUTLASS 3's mainloops "
+          "(MainloopSm90TmaGmmaWarpSpecialized) and in kernel names"},
+         [](std::string_view n) { return Has(n, "gmma") || Has(n, "Gmma") || Has(n, "GMMA"); }},
+    Rule{{"tensorop", KernelMath::kTensorCores, kCutlassSource},
+         [](std::string_view n) { return Has(n, "tensorop"); }},
+    Rule{{"nvjet", KernelMath::kTensorCores,
+          "cuBLASLt's GEMMs for Hopper and Blackwell (nvjet_hsh_..., nvjet_tst_..., "
+          "nvjet_sss_tf32_...), all built on MMA"},
+         [](std::string_view n) { return Has(n, "nvjet"); }},
+    Rule{{"hmma", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "hmma"); }},
+    Rule{{"flash_fwd", KernelMath::kTensorCores,
+          "FlashAttention, whose every kernel is built on MMA instructions"},
+         [](std::string_view n) { return Has(n, "flash_fwd"); }},
+    Rule{{"flash_bwd", KernelMath::kTensorCores,
+          "FlashAttention, whose every kernel is built on MMA instructions"},
+         [](std::string_view n) { return Has(n, "flash_bwd"); }},
+    // The PyTorch profiler's precision codes and cuDNN families, Volta to Ampere.
+    Rule{{"h884", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "h884"); }},
+    Rule{{"s884", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "s884"); }},
+    Rule{{"h1688", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "h1688"); }},
+    Rule{{"s1688", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "s1688"); }},
+    Rule{{"i8816", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "i8816"); }},
+    Rule{{"16816", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "16816"); }},
+    Rule{{"c1688", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "c1688"); }},
+    Rule{{"dgrad_1x1_stride_2x2", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "dgrad_1x1_stride_2x2"); }},
+    Rule{{"first_layer_wgrad_kernel", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "first_layer_wgrad_kernel"); }},
+    Rule{{"conv1x1", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "conv1x1"); }},
+    Rule{{"conv2d_c1_k1", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "conv2d_c1_k1"); }},
+    Rule{{"direct_group", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) { return Has(n, "direct_group"); }},
+    // xmma_implicit_gemm, xmma_warp_specialized_implicit_gemm, xmma_gemm, xmma_sparse_gemm,
+    // xmma_sparse_conv: reached only by names without an FP32 marker above.
+    Rule{{"xmma_", KernelMath::kTensorCores, kPyTorchSource},
+         [](std::string_view n) {
+           for (std::string_view p : {"xmma_implicit_gemm", "xmma_warp_specialized_implicit_gemm",
+                                      "xmma_gemm", "xmma_sparse_gemm", "xmma_sparse_conv"}) {
+             if (Has(n, p)) return true;
+           }
+           return false;
+         }},
+};
+
+std::array<KernelMathRule, kRules.size()> RuleInfos() {
+  std::array<KernelMathRule, kRules.size()> out;
+  for (size_t i = 0; i < kRules.size(); ++i) out[i] = kRules[i].info;
+  return out;
+}
+
+const std::array<KernelMathRule, kRules.size()> kRuleInfos = RuleInfos();
+
+// "sm80", "sm_90", "sm100" as a word-ish token: the architecture a kernel was built for.
+int ArchFromSmTag(std::string_view name) {
+  for (size_t at = name.find("sm"); at != std::string_view::npos; at = name.find("sm", at + 1)) {
+    if (at > 0 && std::isalnum(static_cast<unsigned char>(name[at - 1]))) continue;
+    size_t p = at + 2;
+    if (p < name.size() && name[p] == '_') ++p;
+    int value = 0, digits = 0;
+    while (p < name.size() && IsDigit(name[p]) && digits < 3) {
+      value = value * 10 + (name[p++] - '0');
+      ++digits;
+    }
+    if (digits >= 2 && (p == name.size() || !IsDigit(name[p]))) return value;
+  }
+  return 0;
+}
+
+}  // namespace
+
+KernelMathResult ClassifyKernelMath(std::string_view name) {
+  for (const Rule& rule : kRules) {
+    if (!rule.matches(name)) continue;
+    KernelMath math = rule.info.math;
+    if (math == KernelMath::kFp32GemmCudaCores && !(IsGemm(name) && IsFp32Math(name))) {
+      math = KernelMath::kCudaCores;
+    }
+    return {math, rule.info.id};
+  }
+  return {};
+}
+
+std::string_view KernelMathName(KernelMath math) {
+  switch (math) {
+    case KernelMath::kTensorCores:
+      return "tensor_cores";
+    case KernelMath::kFp32GemmCudaCores:
+      return "fp32_gemm_cuda_cores";
+    case KernelMath::kCudaCores:
+      break;
+  }
+  return "cuda_cores";
+}
+
+std::span<const KernelMathRule> KernelMathRules() { return kRuleInfos; }
+
+bool IsLibraryKernel(std::string_view name) {
+  for (std::string_view part :
+       {"cublas", "cutlass", "nvjet", "xmma", "cudnn", "nccl", "gemv2T_kernel", "gemv2N_kernel",
+        "gemvx", "gemmk1_kernel", "gemmSN_", "splitKreduce_kernel", "implicit_convolve_sgemm",
+        "flash_fwd", "flash_bwd"}) {
+    if (Has(name, part)) return true;
+  }
+  if (name.starts_with("void ")) name.remove_prefix(5);
+  for (std::string_view arch : {"maxwell_", "pascal_", "volta_", "turing_", "ampere_"}) {
+    if (name.starts_with(arch)) return true;  // cuBLAS's and cuDNN's kernels before xmma
+  }
+  return false;
+}
+
+bool HasTf32TensorCores(int32_t compute_major, std::string_view name) {
+  if (compute_major > 0) return compute_major >= 8;
+  if (name.starts_with("ampere_") || Has(name, "nvjet")) return true;
+  if (const size_t at = name.find("cutlass_"); at != std::string_view::npos) {
+    const std::string_view rest = name.substr(at + 8);  // cutlass_80_simt_sgemm_...
+    if (rest.size() >= 3 && IsDigit(rest[0]) && IsDigit(rest[1]) && rest[2] == '_')
+      return (rest[0] - '0') * 10 + (rest[1] - '0') >= 80;
+  }
+  return ArchFromSmTag(name) >= 80;
+}
 
 }  // namespace podscope::coordinator::analysis

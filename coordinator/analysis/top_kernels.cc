@@ -78,18 +78,29 @@ void KernelFold::Add(const common::WorkerTrace& trace) {
   }
   std::map<std::string, KernelStats> by_name;
   TensorCoreTime tensor_cores;
+  const int32_t compute_major =
+      trace.info.devices.empty() ? 0 : trace.info.devices.front().compute_major;
   for (auto& [id, s] : by_id) {
     s.name = std::string(trace.strings.Get(id));
-    s.tensor_core = UsesTensorCores(s.name);
+    const KernelMathResult math = ClassifyKernelMath(s.name);
+    s.tensor_core = math.math == KernelMath::kTensorCores;
+    s.math = std::string(KernelMathName(math.math));
+    s.math_rule = std::string(math.rule);
+    s.library = IsLibraryKernel(s.name);
     if (s.kernel_class == common::KernelClassName(common::KernelClass::kCompute)) {
       tensor_cores.compute_ns += s.total_ns;
       if (s.tensor_core) tensor_cores.tensor_core_ns += s.total_ns;
+      if (math.math == KernelMath::kFp32GemmCudaCores &&
+          HasTf32TensorCores(compute_major, s.name)) {
+        tensor_cores.fp32_gemm_ns += s.total_ns;
+      }
     }
     Merge(pod_[s.name], s);
     Merge(by_name[s.name], s);
   }
   report_.tensor_cores.compute_ns += tensor_cores.compute_ns;
   report_.tensor_cores.tensor_core_ns += tensor_cores.tensor_core_ns;
+  report_.tensor_cores.fp32_gemm_ns += tensor_cores.fp32_gemm_ns;
   report_.workers.push_back(WorkerKernels{trace.info.rank, Ranked(by_name, limit_), tensor_cores});
 }
 

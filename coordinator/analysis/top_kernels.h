@@ -22,6 +22,11 @@ struct KernelStats {
   TimeNs mean_ns() const { return count ? total_ns / static_cast<TimeNs>(count) : 0; }
   double share = 0;          // of all kernel time of the worker (or pod)
   bool tensor_core = false;  // from the name (tensor_cores.h)
+  // What it computes on (tensor_cores.h): "tensor_cores", "fp32_gemm_cuda_cores" or
+  // "cuda_cores", and the naming rule that said so ("" when none did).
+  std::string math;
+  std::string math_rule;
+  bool library = false;  // cuBLAS, cuBLASLt, CUTLASS, cuDNN, NCCL or FlashAttention
   // Weighted by duration over the calls whose shape and device are known; nullopt when none is.
   std::optional<double> blocks_per_sm, achieved_occupancy;
 
@@ -31,9 +36,10 @@ struct KernelStats {
   void Finish();
 };
 
-// Compute-kernel time, and the part of it in kernels that use Tensor Cores.
+// Compute-kernel time, the part of it in kernels that use Tensor Cores, and the part in FP32
+// GEMMs on CUDA cores of GPUs that have TF32 Tensor Cores (compute capability 8.0 or later).
 struct TensorCoreTime {
-  TimeNs compute_ns = 0, tensor_core_ns = 0;
+  TimeNs compute_ns = 0, tensor_core_ns = 0, fp32_gemm_ns = 0;
   double share() const {
     return compute_ns > 0 ? static_cast<double>(tensor_core_ns) / static_cast<double>(compute_ns)
                           : 0;

@@ -387,6 +387,7 @@ JsonWriter& Fraction(JsonWriter& w, const std::optional<double>& v) {
 
 void TensorCores(JsonWriter& w, const TensorCoreTime& t) {
   w.Raw("{\"compute_ns\":").Int(t.compute_ns).Raw(",\"tensor_core_ns\":").Int(t.tensor_core_ns);
+  w.Raw(",\"fp32_gemm_ns\":").Int(t.fp32_gemm_ns);
   w.Raw(",\"share\":").Fixed(t.share(), 4).Char('}');
 }
 
@@ -407,7 +408,9 @@ void KernelList(JsonWriter& w, const std::vector<KernelStats>& list) {
         .Int(k.max_ns)
         .Raw(",\"share\":")
         .Fixed(k.share, 4);
-    w.Raw(",\"tensor_core\":").Bool(k.tensor_core).Raw(",\"blocks_per_sm\":");
+    w.Raw(",\"tensor_core\":").Bool(k.tensor_core).Raw(",\"math\":").String(k.math);
+    w.Raw(",\"math_rule\":").String(k.math_rule).Raw(",\"library\":").Bool(k.library);
+    w.Raw(",\"blocks_per_sm\":");
     Fraction(w, k.blocks_per_sm).Raw(",\"achieved_occupancy\":");
     Fraction(w, k.achieved_occupancy).Char('}');
   }
@@ -582,6 +585,7 @@ void Overview(JsonWriter& w, const OverviewReport& o) {
   w.Raw("},\"gpu\":{");
   GpuPodFields(w, o.gpu);
   w.Raw(",\"tensor_core_share\":").Fixed(o.tensor_core_share, 4);
+  w.Raw(",\"fp32_gemm_share\":").Fixed(o.fp32_gemm_share, 4);
   w.Raw("},\"communication\":{\"exposed_share\":").Fixed(o.exposed_communication_share, 4);
   w.Raw(",\"overlap_pct\":")
       .Fixed(o.overlap_pct, 2)

@@ -336,7 +336,7 @@ std::string Percent(const std::optional<double>& v) {
 void Kernels(std::string& out, const KernelReport& r) {
   out +=
       "== kernels: top kernels pod-wide (blk/SM: blocks per SM; occ%: Est. Achieved Occupancy; TC: "
-      "Tensor Cores)\n";
+      "Tensor Cores, f32: an FP32 GEMM on CUDA cores)\n";
   out += fmt::format("{:<48} {:>6} {:>8} {:>10} {:>10} {:>7} {:>7} {:>5} {:>3}\n", "name", "class",
                      "count", "total_ms", "mean_us", "share%", "blk/SM", "occ%", "TC");
   for (const KernelStats& k : r.pod) {
@@ -344,11 +344,22 @@ void Kernels(std::string& out, const KernelReport& r) {
                        Truncate(k.name, 48), k.kernel_class.substr(0, 6), k.count, Ms(k.total_ns),
                        k.mean_ns() / 1e3, 100 * k.share,
                        k.blocks_per_sm ? fmt::format("{:.2f}", *k.blocks_per_sm) : "-",
-                       Percent(k.achieved_occupancy), k.tensor_core ? "yes" : "no");
+                       Percent(k.achieved_occupancy),
+                       k.tensor_core                      ? "yes"
+                       : k.math == "fp32_gemm_cuda_cores" ? "f32"
+                                                          : "no");
   }
   out += fmt::format("compute-kernel time on Tensor Cores: {:.1f}% ({:.3f} of {:.3f} ms)\n",
                      100 * r.tensor_cores.share(), Ms(r.tensor_cores.tensor_core_ns),
                      Ms(r.tensor_cores.compute_ns));
+  if (r.tensor_cores.fp32_gemm_ns > 0) {
+    out += fmt::format(
+        "compute-kernel time in FP32 GEMMs on CUDA cores of GPUs with TF32 Tensor Cores: {:.1f}% "
+        "({:.3f} ms)\n",
+        100 * static_cast<double>(r.tensor_cores.fp32_gemm_ns) /
+            static_cast<double>(r.tensor_cores.compute_ns),
+        Ms(r.tensor_cores.fp32_gemm_ns));
+  }
 }
 
 void Gpu(std::string& out, const GpuReport& r, const AnalysisRequest& request) {
@@ -449,10 +460,9 @@ void Overview(std::string& out, const OverviewReport& o) {
       100 * b.Share(b.idle_other_ns));
   out += fmt::format(
       "GPU (pod medians): utilization {}%, Est. SM Efficiency {}%, Est. Achieved Occupancy {}%; "
-      "Tensor Cores "
-      "{:.1f}% of compute-kernel time\n",
+      "Tensor Cores {:.1f}% of compute-kernel time, FP32 GEMMs on CUDA cores {:.1f}%\n",
       Percent(o.gpu.median_gpu_utilization), Percent(o.gpu.median_sm_efficiency),
-      Percent(o.gpu.median_achieved_occupancy), 100 * o.tensor_core_share);
+      Percent(o.gpu.median_achieved_occupancy), 100 * o.tensor_core_share, 100 * o.fp32_gemm_share);
   out += fmt::format(
       "communication (median worker): {:.1f}% of the step exposed, {:.1f}% hidden; AllReduce bus "
       "bandwidth "

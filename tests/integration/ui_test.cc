@@ -178,7 +178,7 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
       << Js("return document.body.innerText;");
   EXPECT_TRUE(browser_->WaitFor(
       "/Compute-kernel time on Tensor Cores: \\d+\\.\\d%/.test(document.body.textContent) && "
-      "[...document.querySelectorAll('td')].some(td => td.textContent === 'yes')",
+      "[...document.querySelectorAll('td')].some(td => td.textContent === 'Tensor Cores')",
       10'000));
 
   // The overview comes first and ends in recommendations with their numbers; the straggler is one.

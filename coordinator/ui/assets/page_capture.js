@@ -242,7 +242,7 @@ function overviewPanel(o) {
       `launches ${pct(b.idle_launch_share)}, host ${pct(b.idle_host_share)}, other ${pct(b.idle_other_share)}.`,
     `GPU utilization ${fraction(o.gpu.median_gpu_utilization)}, Est. SM Efficiency ${fraction(o.gpu.median_sm_efficiency)}, ` +
       `Est. Achieved Occupancy ${fraction(o.gpu.median_achieved_occupancy)} (medians); Tensor Cores run ${pct(o.gpu.tensor_core_share)} ` +
-      `of compute-kernel time. Communication exposed ${pct(o.communication.exposed_share)} of the median worker's step.`,
+      `of compute-kernel time, FP32 GEMMs on CUDA cores ${pct(o.gpu.fp32_gemm_share)}. Communication exposed ${pct(o.communication.exposed_share)} of the median worker's step.`,
   ];
   const recommendations = o.recommendations.length
     ? h("ol", {class: "recommendations"}, ...o.recommendations.map((r) => h("li", {},
@@ -278,7 +278,9 @@ function gpuChart(r, flagged) {
 
 function kernelTable(r) {
   const tc = r.tensor_cores;
-  return [h("p", {class: "muted"}, `Compute-kernel time on Tensor Cores: ${pct(tc.share)} (${ns(tc.tensor_core_ns)} of ${ns(tc.compute_ns)}).`),
+  const fp32 = tc.compute_ns > 0 ? tc.fp32_gemm_ns / tc.compute_ns : 0;
+  return [h("p", {class: "muted"}, `Compute-kernel time on Tensor Cores: ${pct(tc.share)} (${ns(tc.tensor_core_ns)} of ${ns(tc.compute_ns)})` +
+    (tc.fp32_gemm_ns > 0 ? `; in FP32 GEMMs on CUDA cores of GPUs with TF32 Tensor Cores: ${pct(fp32)}.` : ".")),
     table([
     {label: "kernel", value: (k) => h("span", {title: k.name}, k.name.length > 100 ? k.name.slice(0, 100) + "…" : k.name)},
     {label: "class", value: (k) => k.class},
@@ -287,7 +289,8 @@ function kernelTable(r) {
     {label: "mean", num: true, value: (k) => ns(k.mean_ns)},
     {label: "share", num: true, value: (k) => pct(k.share)},
     {label: "occupancy", num: true, value: (k) => (k.achieved_occupancy === null ? "–" : pct(k.achieved_occupancy))},
-    {label: "Tensor Cores", value: (k) => (k.tensor_core ? "yes" : "no")},
+    {label: "math", value: (k) => h("span", {title: k.math_rule ? `rule: ${k.math_rule}` : "no marker in the name"},
+      k.math === "tensor_cores" ? "Tensor Cores" : k.math === "fp32_gemm_cuda_cores" ? "FP32 GEMM, CUDA cores" : "CUDA cores")},
   ], r.pod, {label: "top kernels"})];
 }
 

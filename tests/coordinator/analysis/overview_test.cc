@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "coordinator/analysis/analysis_run.h"
+#include "tests/coordinator/analysis/hand_trace.h"
+
 namespace podscope::coordinator::analysis {
 namespace {
 
@@ -176,6 +179,60 @@ TEST(OverviewTest, CommunicationTheLinkAndAStragglerEachNeedTheirNumbers) {
   in.summary.stragglers.clear();
   EXPECT_TRUE(ComputeOverview(in.summary, in.breakdown, in.gpu, in.kernels, in.input)
                   .recommendations.empty());
+}
+
+// FP32 PyTorch on a GPU with Tensor Cores, as a real H200 loop ran: most kernel time in cuBLAS's
+// FFMA GEMM and CUTLASS's SIMT SGEMM (both at low occupancy, as their tiles are designed), some
+// in a kernel of the user's own. The first advice is TF32 or bf16; no library kernel is told to
+// change its tiles; the user's kernel is.
+TEST(OverviewTest, Fp32GemmsOnATensorCoreGpuComeFirstAndLibraryKernelsGetNoTileAdvice) {
+  const std::string ffma =
+      "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_"
+      "alignc4_execute_kernel__5x_cublas";
+  const std::string simt = "cutlass_80_simt_sgemm_256x128_8x4_nt_align1";
+  const std::string own = "void my_layer_norm_kernel<float>(float const*, float*, int)";
+  podscope::testing::HandTrace t(0, 1);
+  for (int step = 0; step < 3; ++step) {
+    const TimeNs at = step * 10'000;
+    t.Step(step + 1, at, at + 10'000)
+        .Kernel(at + 100, at + 6'300, ffma, at + 10)     // 62% of the step
+        .Kernel(at + 6'300, at + 8'300, simt, at + 20)   // 20%
+        .Kernel(at + 8'300, at + 10'000, own, at + 30);  // 17%
+  }
+  common::Capture capture;
+  capture.workers.push_back(t.Build());
+  capture.workers[0].info.devices.push_back(
+      {.id = 0, .name = "NVIDIA H200", .compute_major = 9, .compute_minor = 0, .sm_count = 132});
+  AnalysisRequest request{.reports = {"overview"}};
+  ASSERT_TRUE(ValidateRequest(&request).ok());
+  const AnalysisResults results = RunAnalyses(common::CaptureView(capture), request);
+  ASSERT_TRUE(results.overview.has_value());
+  const OverviewReport& o = *results.overview;
+  EXPECT_NEAR(o.fp32_gemm_share, 8'200.0 / 9'900.0, 1e-9);
+  EXPECT_EQ(o.tensor_core_share, 0);
+  ASSERT_FALSE(o.recommendations.empty());
+  const Recommendation& first = o.recommendations[0];
+  EXPECT_EQ(first.rule, "fp32_gemm_on_cuda_cores");
+  EXPECT_EQ(first.subject, ffma);
+  EXPECT_NEAR(Evidence(first, "fp32_gemm_share"), 8'200.0 / 9'900.0, 1e-9);
+  EXPECT_NE(first.advice.find("set_float32_matmul_precision"), std::string::npos);
+  EXPECT_NE(first.advice.find("bfloat16"), std::string::npos);
+  size_t occupancy_advice = 0;
+  for (const Recommendation& r : o.recommendations) {
+    if (r.rule != "low_occupancy_kernel") continue;
+    ++occupancy_advice;
+    EXPECT_EQ(r.subject, own);  // never the cuBLAS or CUTLASS GEMM
+  }
+  EXPECT_EQ(occupancy_advice, 1u);
+  for (size_t i = 1; i < o.recommendations.size(); ++i) {
+    EXPECT_GE(o.recommendations[i - 1].step_share, o.recommendations[i].step_share);
+  }
+
+  // The same kernels on a V100 (compute capability 7.0): no TF32 to move to, so no such advice.
+  capture.workers[0].info.devices[0].compute_major = 7;
+  const AnalysisResults volta = RunAnalyses(common::CaptureView(capture), request);
+  EXPECT_EQ(volta.overview->fp32_gemm_share, 0);
+  EXPECT_EQ(Find(*volta.overview, "fp32_gemm_on_cuda_cores"), nullptr);
 }
 
 }  // namespace

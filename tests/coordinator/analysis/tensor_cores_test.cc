@@ -2,29 +2,190 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
+#include "coordinator/analysis/top_kernels.h"
+#include "tests/coordinator/analysis/hand_trace.h"
+
 namespace podscope::coordinator::analysis {
 namespace {
 
-TEST(TensorCoresTest, NamesAreClassifiedAsThePyTorchProfilerDoesAndNewerKernelsToo) {
-  // The PyTorch profiler's list: substrings, case-sensitive.
-  EXPECT_TRUE(UsesTensorCores("volta_h884gemm_64x128_ldg8_nn"));
-  EXPECT_TRUE(UsesTensorCores("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn"));
-  EXPECT_TRUE(UsesTensorCores("sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize96x128x32_stage4"));
-  EXPECT_TRUE(UsesTensorCores("void cudnn::detail::dgrad_1x1_stride_2x2_kernel<...>"));
-  EXPECT_FALSE(UsesTensorCores("volta_sgemm_128x64_nn"));  // FP32 SIMT GEMM
-  EXPECT_FALSE(UsesTensorCores("void at::native::vectorized_elementwise_kernel<4, ...>"));
-  EXPECT_FALSE(UsesTensorCores("ncclKernel_AllReduce_RING_LL_Sum_float"));
-  EXPECT_FALSE(UsesTensorCores("VOLTA_H884GEMM"));  // case matters, as in the profiler
-  // Added: CUTLASS tensor ops, Hopper warpgroup MMA, cuBLASLt nvjet, FlashAttention.
-  EXPECT_TRUE(
-      UsesTensorCores("cutlass_80_tensorop_f16_s16816gemm_relu_f16_256x128_32x3_nn_align8"));
-  EXPECT_TRUE(
-      UsesTensorCores("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_"
-                      "warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"));
-  EXPECT_TRUE(UsesTensorCores("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT"));
-  EXPECT_TRUE(UsesTensorCores("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>"));
-  EXPECT_EQ(PyTorchTensorCorePatterns().size(), 18u);
-  EXPECT_EQ(AddedTensorCorePatterns().size(), 6u);
+struct Case {
+  const char* name;
+  KernelMath math;
+  const char* rule;
+};
+
+// Kernel names as CUDA libraries write them, each with what it computes on and the rule that
+// must decide it.
+const Case kCases[] = {
+    // FP32 PyTorch on an H200: cuBLAS's FFMA GEMM, which the PyTorch profiler's `xmma_gemm`
+    // pattern takes for a Tensor Core kernel, and CUTLASS's SIMT SGEMM.
+    {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_"
+     "alignc4_execute_kernel__5x_cublas",
+     KernelMath::kFp32GemmCudaCores, "ffma"},
+    {"cutlass_80_simt_sgemm_256x128_8x4_nt_align1", KernelMath::kFp32GemmCudaCores, "simt"},
+    {"void cutlass::Kernel<cutlass_80_simt_hgemm_256x128_8x2_nn_align1>(...)",
+     KernelMath::kCudaCores, "simt"},  // SIMT, but half precision: TF32 changes nothing
+    {"volta_sgemm_128x64_nn", KernelMath::kFp32GemmCudaCores, "sgemm"},
+    {"ampere_sgemm_128x64_tn", KernelMath::kFp32GemmCudaCores, "sgemm"},
+    // cuDNN's FP32 convolutions are CUDA-core work, but not GEMMs PyTorch's matmul settings
+    // reach.
+    {"void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(...)",
+     KernelMath::kCudaCores, "sgemm"},
+    {"sm80_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_"
+     "stage3_warpsize1x2x1_g1_ffma_aligna4_alignc4_execute_kernel__5x_cudnn",
+     KernelMath::kCudaCores, "ffma"},
+    // An xmma name without its instruction: the operand types still say FP32.
+    {"sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_execute_"
+     "kernel__5x_cublas",
+     KernelMath::kFp32GemmCudaCores, "f32f32_f32f32"},
+    // Tensor Cores.
+    {"sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_"
+     "execute_kernel__5x_cublas",
+     KernelMath::kTensorCores, "tensor<M>x<N>x<K>"},
+    {"sm80_xmma_gemm_tf32f32_tf32f32_f32_nt_n_tilesize128x128x16_stage4_warpsize2x2x1_"
+     "tensor16x8x8_execute_kernel__5x_cublas",
+     KernelMath::kTensorCores, "tensor<M>x<N>x<K>"},
+    {"sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+     "segment_k_off_kernel__5x_cublas",
+     KernelMath::kTensorCores, "warpgroupsize"},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+     "segment_k_off_kernel__5x_cublas",
+     KernelMath::kTensorCores, "warpgroupsize"},
+    {"void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::collective::"
+     "CollectiveMma<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<4, ...>>>>(...)",
+     KernelMath::kTensorCores, "gmma"},
+    {"cutlass_80_tensorop_s1688gemm_128x128_16x3_nn_align4", KernelMath::kTensorCores, "tensorop"},
+    {"cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_128x2_tn_align8", KernelMath::kTensorCores,
+     "tensorop"},
+    {"nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT", KernelMath::kTensorCores, "nvjet"},
+    {"nvjet_tst_128x256_64x6_2x1_2cta_v_bz_TNT", KernelMath::kTensorCores, "nvjet"},
+    {"nvjet_sss_tf32_128x256_TNT", KernelMath::kTensorCores, "nvjet"},
+    {"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+     "cutlass::bfloat16_t>, false, false, false, false, true, true, false>(Flash_fwd_params)",
+     KernelMath::kTensorCores, "flash_fwd"},
+    {"void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8>>"
+     "(Flash_bwd_params)",
+     KernelMath::kTensorCores, "flash_bwd"},
+    // The PyTorch profiler's precision codes.
+    {"volta_h884gemm_64x128_ldg8_nn", KernelMath::kTensorCores, "h884"},
+    {"volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn", KernelMath::kTensorCores, "s884"},
+    {"turing_fp16_s1688gemm_fp16_256x128_ldg8_f2f_tn", KernelMath::kTensorCores, "s1688"},
+    {"turing_int32_i8816gemm_int8_128x128_ldg16_relu_nt", KernelMath::kTensorCores, "i8816"},
+    {"ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn", KernelMath::kTensorCores,
+     "16816"},
+    {"void cudnn::detail::dgrad_1x1_stride_2x2_kernel<...>", KernelMath::kTensorCores,
+     "dgrad_1x1_stride_2x2"},
+    // No marker of either: CUDA cores, decided by no rule.
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(...)>",
+     KernelMath::kCudaCores, ""},
+    {"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     KernelMath::kCudaCores, ""},
+    {"void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
+     KernelMath::kCudaCores, ""},
+    {"VOLTA_H884GEMM", KernelMath::kCudaCores, ""},  // case matters, as in the profiler
+};
+
+TEST(TensorCoresTest, EveryNameIsDecidedByItsRule) {
+  for (const Case& c : kCases) {
+    const KernelMathResult r = ClassifyKernelMath(c.name);
+    EXPECT_EQ(r.math, c.math) << c.name;
+    EXPECT_EQ(r.rule, c.rule) << c.name;
+    EXPECT_EQ(UsesTensorCores(c.name), c.math == KernelMath::kTensorCores) << c.name;
+  }
+}
+
+TEST(TensorCoresTest, EveryRuleHasASourceAndTheMarkedOnesARealName) {
+  std::set<std::string> tested;
+  for (const Case& c : kCases) tested.insert(c.rule);
+  std::set<std::string> ids;
+  for (const KernelMathRule& rule : KernelMathRules()) {
+    EXPECT_FALSE(rule.source.empty()) << rule.id;
+    EXPECT_TRUE(ids.insert(std::string(rule.id)).second) << "twice: " << rule.id;
+  }
+  // Every rule that is not one of the PyTorch profiler's older cuDNN families is tested above.
+  for (const std::string& id : ids) {
+    if (id == "c1688" || id == "hmma" || id == "h1688" || id == "first_layer_wgrad_kernel" ||
+        id == "conv1x1" || id == "conv2d_c1_k1" || id == "direct_group" || id == "xmma_") {
+      std::string marked = "kernel_" + (id == "xmma_" ? std::string("xmma_gemm") : id) + "_x";
+      EXPECT_EQ(ClassifyKernelMath(marked).rule, id) << marked;
+      continue;
+    }
+    EXPECT_TRUE(tested.contains(id)) << "no real name tests rule " << id;
+  }
+}
+
+TEST(TensorCoresTest, LibraryKernels) {
+  for (const char* name :
+       {"cutlass_80_simt_sgemm_256x128_8x4_nt_align1",
+        "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_"
+        "alignc4_execute_kernel__5x_cublas",
+        "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT", "volta_sgemm_128x64_nn",
+        "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>(...)",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
+        "void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>",
+        "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>(Flash_fwd_params)"}) {
+    EXPECT_TRUE(IsLibraryKernel(name)) << name;
+  }
+  for (const char* name :
+       {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(...)>",
+        "my_fused_attention_kernel", "triton_poi_fused_add_mul_0"}) {
+    EXPECT_FALSE(IsLibraryKernel(name)) << name;
+  }
+}
+
+TEST(TensorCoresTest, Tf32TensorCoresFromTheDeviceElseFromTheKernelsArchitecture) {
+  EXPECT_TRUE(HasTf32TensorCores(9, "volta_sgemm_128x64_nn"));  // the device decides
+  EXPECT_FALSE(HasTf32TensorCores(7, "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_ffma"));
+  EXPECT_TRUE(HasTf32TensorCores(0, "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_ffma"));
+  EXPECT_TRUE(HasTf32TensorCores(0, "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n"));
+  EXPECT_TRUE(HasTf32TensorCores(0, "cutlass_80_simt_sgemm_256x128_8x4_nt_align1"));
+  EXPECT_FALSE(HasTf32TensorCores(0, "cutlass_75_tensorop_s1688gemm_64x64_32x2_nn_align1"));
+  EXPECT_TRUE(HasTf32TensorCores(0, "ampere_sgemm_128x64_tn"));
+  EXPECT_TRUE(HasTf32TensorCores(0, "fmha_cutlassF_f32_aligned_64x64_rf_sm80"));
+  EXPECT_FALSE(HasTf32TensorCores(0, "volta_sgemm_128x64_nn"));
+  EXPECT_FALSE(HasTf32TensorCores(0, "void gemmSN_NN_kernel<float, 256, 4, 2, 8, 3, 4>"));
+  EXPECT_FALSE(HasTf32TensorCores(0, "rmsnorm_kernel"));
+}
+
+// The kernels report: FP32 GEMM time counts only on GPUs with TF32 Tensor Cores, and each row
+// says what it computes on.
+TEST(TensorCoresTest, KernelReportCountsFp32GemmTimeOnTf32Gpus) {
+  const std::string ffma =
+      "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_"
+      "alignc4_execute_kernel__5x_cublas";
+  const std::string simt_volta = "volta_sgemm_128x64_nn";
+  common::Capture capture;
+  for (int32_t rank : {0, 1}) {
+    common::WorkerTrace t = podscope::testing::HandTrace(rank, 2)
+                                .Kernel(0, 600, ffma)
+                                .Kernel(600, 800, simt_volta)
+                                .Kernel(800, 1000, "volta_h884gemm_64x128_ldg8_nn")
+                                .Build();
+    t.info.devices.push_back({.id = 0, .compute_major = rank == 0 ? 9 : 7});
+    capture.workers.push_back(std::move(t));
+  }
+  const KernelReport r = ComputeTopKernels(common::CaptureView(capture));
+  ASSERT_EQ(r.workers.size(), 2u);
+  EXPECT_EQ(r.workers[0].tensor_cores.compute_ns, 1000);
+  EXPECT_EQ(r.workers[0].tensor_cores.tensor_core_ns, 200);
+  EXPECT_EQ(r.workers[0].tensor_cores.fp32_gemm_ns, 800);  // an H100-class GPU
+  EXPECT_EQ(r.workers[1].tensor_cores.fp32_gemm_ns, 0);    // a V100: no TF32 to move to
+  EXPECT_EQ(r.tensor_cores.fp32_gemm_ns, 800);
+  ASSERT_EQ(r.pod.size(), 3u);
+  EXPECT_EQ(r.pod[0].name, ffma);
+  EXPECT_EQ(r.pod[0].math, "fp32_gemm_cuda_cores");
+  EXPECT_EQ(r.pod[0].math_rule, "ffma");
+  EXPECT_FALSE(r.pod[0].tensor_core);
+  EXPECT_TRUE(r.pod[0].library);
+  EXPECT_EQ(r.pod[1].name, "volta_h884gemm_64x128_ldg8_nn");  // 400 ns, as the SGEMM: by name
+  EXPECT_EQ(r.pod[1].math, "tensor_cores");
+  EXPECT_TRUE(r.pod[1].tensor_core);
+  EXPECT_EQ(r.pod[2].math, "fp32_gemm_cuda_cores");
+  EXPECT_EQ(r.pod[2].math_rule, "sgemm");
 }
 
 }  // namespace

@@ -72,18 +72,20 @@ TEST(ReportJsonTest, WorkersOnlyKeepsOneEntryPerWorkerWithTheTotalsOfItsSteps) {
       std::string::npos)
       << kernels;
   EXPECT_EQ(kernels.find("\"workers\""), std::string::npos) << kernels;
-  EXPECT_NE(kernels.find(R"("tensor_core":false,"blocks_per_sm":null,"achieved_occupancy":null})"),
-            std::string::npos)
+  EXPECT_NE(
+      kernels.find(
+          R"("tensor_core":false,"math":"cuda_cores","math_rule":"","library":false,"blocks_per_sm":null,"achieved_occupancy":null})"),
+      std::string::npos)
       << kernels;
   EXPECT_NE(
       kernels.find(
-          R"("tensor_cores":{"compute_ns":2400000,"tensor_core_ns":0,"share":0.0000},"warnings":[]})"),
+          R"("tensor_cores":{"compute_ns":2400000,"tensor_core_ns":0,"fp32_gemm_ns":0,"share":0.0000},"warnings":[]})"),
       std::string::npos)
       << kernels;
   EXPECT_NE(
       Render(capture, "kernels", false)
           .find(
-              R"("workers":[{"rank":0,"tensor_cores":{"compute_ns":1200000,"tensor_core_ns":0,"share":0.0000},"top":[)"),
+              R"("workers":[{"rank":0,"tensor_cores":{"compute_ns":1200000,"tensor_core_ns":0,"fp32_gemm_ns":0,"share":0.0000},"top":[)"),
       std::string::npos);
 
   // No device record: busy time alone, and null where an estimate needs the device.
