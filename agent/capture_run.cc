@@ -465,6 +465,12 @@ void CaptureRun::DrainAndSpool() {
       // Dropped events are worth knowing whether or not the worker failed.
       absl::MutexLock lock(&mu_);
       workers_[rank].set_dropped_events(collected->dropped_events);
+      workers_[rank].clear_dropped_reasons();
+      for (const auto& [reason, n] : collected->dropped_reasons) {
+        v1::DroppedRecords* d = workers_[rank].add_dropped_reasons();
+        d->set_reason(reason);
+        d->set_count(n);
+      }
     }
     if (!collected->error.empty()) {
       SetFailed(rank, collected->error);

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,7 @@ struct CollectedWorker {
   TimeNs actual_start_ns = 0;  // when recording really began (agent clock)
   TimeNs actual_stop_ns = 0;
   uint64_t dropped_events = 0;
+  std::map<std::string, uint64_t> dropped_reasons;  // part of dropped_events
   std::string error;  // non-empty: this worker failed (the pieces may be partial)
 };
 

@@ -117,6 +117,11 @@ v1::CaptureRecord ToProto(const CaptureRecord& r) {
     o->set_actual_start_ns(w.actual_start_ns);
     o->set_actual_stop_ns(w.actual_stop_ns);
     o->set_dropped_events(w.dropped_events);
+    for (const auto& [reason, n] : w.dropped_reasons) {
+      v1::DroppedRecords* d = o->add_dropped_reasons();
+      d->set_reason(reason);
+      d->set_count(n);
+    }
     o->set_error(w.error);
     o->set_acknowledged_ns(w.acknowledged_ns);
   }
@@ -162,6 +167,8 @@ absl::StatusOr<CaptureRecord> FromProto(std::string_view bytes) {
     o.actual_start_ns = w.actual_start_ns();
     o.actual_stop_ns = w.actual_stop_ns();
     o.dropped_events = w.dropped_events();
+    for (const v1::DroppedRecords& d : w.dropped_reasons())
+      o.dropped_reasons[d.reason()] += d.count();
     o.error = w.error();
     o.acknowledged_ns = w.acknowledged_ns();
   }

@@ -46,7 +46,8 @@ struct WorkerRecord {
   int64_t actual_start_ns = 0;  // when the worker really started and stopped (coordinator clock)
   int64_t actual_stop_ns = 0;
   uint64_t dropped_events = 0;
-  std::string error;            // why it failed, when it did
+  std::map<std::string, uint64_t> dropped_reasons;  // part of dropped_events, by reason
+  std::string error;                                // why it failed, when it did
   int64_t acknowledged_ns = 0;  // when its agent acknowledged the capture (coordinator clock)
   friend bool operator==(const WorkerRecord&, const WorkerRecord&) = default;
 };

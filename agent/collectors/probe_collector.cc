@@ -510,6 +510,8 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   }
   const v1::ProbeCaptureStatus& s = *w.status;
   out.dropped_events = s.dropped_events();
+  for (const v1::DroppedRecords& d : s.dropped_reasons())
+    out.dropped_reasons[d.reason()] += d.count();
   // Events the probe sent that never arrived (chunks lost with a connection): dropped too.
   if (s.events() > w.events) out.dropped_events += s.events() - w.events;
   out.actual_start_ns = clock_.FromHost(s.actual_start_ns());

@@ -4,8 +4,10 @@
 
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 
 #include "common/kineto/nccl_names.h"
+#include "common/str_util.h"
 
 namespace podscope::agent::probe {
 
@@ -69,6 +71,55 @@ std::string_view SyncLabel(CUpti_ActivitySynchronizationType type) {
     default:
       return "cudaSynchronize";
   }
+}
+
+// Keeps the rows whose `keep` is set, in order, in every column.
+template <typename Table>
+void KeepRows(Table& table, const std::vector<uint8_t>& keep) {
+  table.ForEachColumn([&keep](auto& column) {
+    size_t out = 0;
+    for (size_t i = 0; i < column.size(); ++i) {
+      if (keep[i]) column[out++] = std::move(column[i]);
+    }
+    column.resize(out);
+  });
+}
+
+// Maps a table's times (`end` null: one time per row) from the CUPTI clock onto the host's and
+// keeps the rows whose times are true; the others are counted in `dropped` under `what`.
+template <typename Table>
+void MapKeepingTrueTimes(Table& table, std::vector<TimeNs>* start, std::vector<TimeNs>* end,
+                         const GpuClockMap& clock, const std::optional<HostWindow>& window,
+                         std::string_view what, std::map<std::string, uint64_t>* dropped) {
+  std::vector<uint8_t> keep(start->size(), 1);
+  bool any_dropped = false;
+  auto drop = [&](size_t row, std::string_view reason) {
+    keep[row] = 0;
+    any_dropped = true;
+    ++(*dropped)[common::StrCat(what, ": ", reason)];
+  };
+  for (size_t i = 0; i < start->size(); ++i) {
+    const TimeNs gpu_start = (*start)[i];
+    const TimeNs gpu_end = end != nullptr ? (*end)[i] : gpu_start;
+    if (gpu_start <= 0 || gpu_end <= 0) {
+      drop(i, "no time");
+      continue;
+    }
+    if (gpu_end < gpu_start) {
+      drop(i, "ends before it starts");
+      continue;
+    }
+    const TimeNs host_start = clock.ToHost(static_cast<uint64_t>(gpu_start));
+    const TimeNs host_end = end != nullptr ? clock.ToHost(static_cast<uint64_t>(gpu_end)) : 0;
+    (*start)[i] = host_start;
+    if (end != nullptr) (*end)[i] = host_end;
+    if (window && host_start < window->first_ns) {
+      drop(i, "before the window");
+    } else if (window && (end != nullptr ? host_end : host_start) > window->last_ns) {
+      drop(i, "after the window");
+    }
+  }
+  if (any_dropped) KeepRows(table, keep);
 }
 
 template <typename Row>
@@ -274,15 +325,12 @@ common::WorkerTrace CuptiRecordConverter::Finish(const GpuClockMap& clock) {
   return t;
 }
 
+std::map<std::string, uint64_t> CuptiRecordConverter::TakeDropped() {
+  return std::exchange(dropped_, {});
+}
+
 common::WorkerTrace CuptiRecordConverter::TakeCompleted(const GpuClockMap& clock) {
   common::WorkerTrace t = std::move(trace_);
-  auto map = [&clock](std::vector<TimeNs>& column) {
-    for (TimeNs& v : column) v = clock.ToHost(static_cast<uint64_t>(v));
-  };
-  map(t.kernels.start), map(t.kernels.end), map(t.memcpys.start), map(t.memcpys.end);
-  map(t.runtime_calls.start), map(t.runtime_calls.end), map(t.host_spans.start),
-      map(t.host_spans.end);
-  map(t.steps.start), map(t.steps.end), map(t.memory_events.time);
   for (size_t i = 0; i < t.runtime_calls.size(); ++i) {
     auto it = external_ids_.find(static_cast<uint32_t>(t.runtime_calls.correlation[i]));
     if (it != external_ids_.end()) t.runtime_calls.external_id[i] = it->second;
@@ -292,6 +340,20 @@ common::WorkerTrace CuptiRecordConverter::TakeCompleted(const GpuClockMap& clock
     auto it = context_devices_.find(sync_contexts_[i]);
     t.kernels.device[i] = it != context_devices_.end() ? it->second : 0;
   }
+  const std::optional<HostWindow> window = clock.Window();
+  MapKeepingTrueTimes(t.kernels, &t.kernels.start, &t.kernels.end, clock, window, "kernels",
+                      &dropped_);
+  MapKeepingTrueTimes(t.memcpys, &t.memcpys.start, &t.memcpys.end, clock, window,
+                      "copies and memsets", &dropped_);
+  MapKeepingTrueTimes(t.runtime_calls, &t.runtime_calls.start, &t.runtime_calls.end, clock, window,
+                      "CUDA calls", &dropped_);
+  MapKeepingTrueTimes(t.host_spans, &t.host_spans.start, &t.host_spans.end, clock, window,
+                      "NVTX ranges", &dropped_);
+  std::map<std::string, uint64_t> same_as_their_ranges;  // a step is also an NVTX range
+  MapKeepingTrueTimes(t.steps, &t.steps.start, &t.steps.end, clock, window, "steps",
+                      &same_as_their_ranges);
+  MapKeepingTrueTimes(t.memory_events, &t.memory_events.time, nullptr, clock, window,
+                      "memory records", &dropped_);
   // Names are ids into the handed-over trace's strings: the next take interns them afresh.
   trace_ = common::WorkerTrace();
   records_ = 0;

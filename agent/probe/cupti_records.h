@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -31,10 +32,16 @@ class CuptiRecordConverter {
   size_t records() const { return records_; }
 
   // The events converted so far, on the host clock, while the window goes on: NVTX ranges still
-  // open and the framework ids of calls still to come are kept for the next take.
+  // open and the framework ids of calls still to come are kept for the next take. Records
+  // without true times are left out and counted (dropped()): a time of 0 (CUPTI's "none", as
+  // for work queued before the window, handed over with no timestamps), an end before the
+  // start, or a time outside the window (clock.Window(): its first pair to its newest, widened
+  // by the mapping's error).
   common::WorkerTrace TakeCompleted(const GpuClockMap& clock);
   // The rest of the window's events on the host clock; the converter starts over.
   common::WorkerTrace Finish(const GpuClockMap& clock);
+  // Records left out since the last call, by reason ("kernels: no time", ...), and forgotten.
+  std::map<std::string, uint64_t> TakeDropped();
 
  private:
   common::NameId KernelName(const char* mangled);
@@ -58,6 +65,7 @@ class CuptiRecordConverter {
   };
   absl::flat_hash_map<uint32_t, OpenRange> open_ranges_;
   std::vector<uint32_t> sync_contexts_;  // per kernel-table row; device filled at Finish
+  std::map<std::string, uint64_t> dropped_;
 };
 
 }  // namespace podscope::agent::probe

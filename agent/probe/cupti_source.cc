@@ -127,7 +127,9 @@ void CuptiSource::ReadClockPair(GpuClockMap* clock) {
   if (api_->GetTimestamp(&gpu) != CUPTI_SUCCESS) return;
   const TimeNs after = options_.host_now != nullptr ? options_.host_now() : common::HostNowNs();
   // The host instant halfway across the read: the pair is good to half the read's length.
-  if (clock != nullptr) clock->Add(ClockPair{gpu, before + (after - before) / 2});
+  if (clock != nullptr) {
+    clock->Add(ClockPair{gpu, before + (after - before) / 2, (after - before + 1) / 2});
+  }
 }
 
 void CuptiSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* gpu_clock) {
@@ -237,6 +239,11 @@ void CuptiSource::FlushAndReadClockPair(uint32_t flush_flag) {
   ReadClockPair(gpu_clock);
 }
 
+void CuptiSource::TakeInvalid(Harvest* h) {
+  h->dropped_reasons = converter_.TakeDropped();
+  for (const auto& [reason, n] : h->dropped_reasons) h->dropped += n;
+}
+
 Harvest CuptiSource::TakeRecorded() {
   if (subscriber_ == nullptr) return {};
   // Not forced: CUPTI hands over the buffers it has finished with and keeps filling the rest,
@@ -249,6 +256,7 @@ Harvest CuptiSource::TakeRecorded() {
   h.trace = converter_.TakeCompleted(gpu_clock_ != nullptr ? *gpu_clock_ : kIdentity);
   h.dropped = cupti_dropped_;
   cupti_dropped_ = 0;
+  TakeInvalid(&h);
   return h;
 }
 
@@ -258,6 +266,7 @@ Harvest CuptiSource::TakeHarvest() {
   static const GpuClockMap kIdentity;
   h.trace = converter_.Finish(gpu_clock_ != nullptr ? *gpu_clock_ : kIdentity);
   h.dropped = cupti_dropped_;
+  TakeInvalid(&h);
   h.error = error_;
   cupti_dropped_ = 0;
   budget_ = nullptr;

@@ -60,6 +60,8 @@ class CuptiSource : public EventSource {
   // records reach CompleteBuffer on this thread, then reads a clock pair into the window's map.
   // Without mu_ held: CUPTI calls back into the source.
   void FlushAndReadClockPair(uint32_t flush_flag);
+  // Moves the converter's count of records without true times into `h`.
+  void TakeInvalid(Harvest* h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // "cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_... (what it means)".
   std::string Describe(const char* call, CUptiResult result);
 

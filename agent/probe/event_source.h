@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -51,7 +52,9 @@ class EventBudget {
 struct Harvest {
   common::WorkerTrace trace;  // host clock; the source's tables only
   uint64_t dropped = 0;       // lost inside the source (beyond the shared budget's count)
-  std::string error;          // the source could not record (the window still completes)
+  // Part of `dropped`: records left out for a reason the user should see ("kernels: no time").
+  std::map<std::string, uint64_t> dropped_reasons;
+  std::string error;  // the source could not record (the window still completes)
 };
 
 class EventSource {

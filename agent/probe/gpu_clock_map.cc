@@ -1,5 +1,7 @@
 #include "agent/probe/gpu_clock_map.h"
 
+#include <algorithm>
+
 namespace podscope::agent::probe {
 
 void GpuClockMap::Add(ClockPair pair) {
@@ -39,6 +41,16 @@ std::optional<TimeNs> GpuClockMap::ToHostIfKnown(uint64_t gpu_ns) const {
     if (pairs_.empty()) return std::nullopt;
   }
   return ToHost(gpu_ns);
+}
+
+std::optional<HostWindow> GpuClockMap::Window() const {
+  absl::MutexLock lock(&mu_);
+  if (pairs_.empty()) return std::nullopt;
+  const ClockPair& a = pairs_.front();
+  const ClockPair& b = pairs_.back();
+  const TimeNs bound = std::max(a.error_ns, b.error_ns);
+  if (pairs_.size() == 1) return HostWindow{a.host_ns - bound, INT64_MAX};
+  return HostWindow{a.host_ns - bound, b.host_ns + bound};
 }
 
 std::vector<ClockPair> GpuClockMap::pairs() const {

@@ -20,6 +20,13 @@ using common::TimeNs;
 struct ClockPair {
   uint64_t gpu_ns = 0;
   TimeNs host_ns = 0;
+  TimeNs error_ns = 0;  // half the read's length: how far host_ns may be from the GPU instant
+};
+
+// The host-clock span a window's mapped times must fall in: from its first pair to its newest,
+// widened by the mapping's error.
+struct HostWindow {
+  TimeNs first_ns = 0, last_ns = 0;
 };
 
 class GpuClockMap {
@@ -34,6 +41,10 @@ class GpuClockMap {
   // The host time when at least one pair was read, else nullopt (nothing to hold it against).
   std::optional<TimeNs> ToHostIfKnown(uint64_t gpu_ns) const;
   std::vector<ClockPair> pairs() const;
+  // From the first pair's host time minus the error bound to the newest's plus it (open-ended
+  // with one pair: the window's end is not read yet); nullopt without a pair. The bound is the
+  // larger of the two pairs' read errors.
+  std::optional<HostWindow> Window() const;
 
  private:
   mutable absl::Mutex mu_;

@@ -412,6 +412,11 @@ void ProbeRuntime::Record(const v1::ProbeArm& arm) {
   Send(harvests, /*keep=*/false, &out);
   status.set_events(out.events);
   status.set_dropped_events(out.dropped + budget_.dropped());
+  for (const auto& [reason, n] : out.dropped_reasons) {
+    v1::DroppedRecords* d = status.add_dropped_reasons();
+    d->set_reason(reason);
+    d->set_count(n);
+  }
   status.set_chunks(out.chunks);
   status.set_cancelled(cancelled);
   status.set_error(errors);
@@ -434,7 +439,11 @@ void ProbeRuntime::Resend(WindowOutput* out) {
 }
 
 void ProbeRuntime::Send(std::vector<Harvest>& harvests, bool keep, WindowOutput* out) {
-  for (Harvest& h : harvests) out->dropped += h.dropped;
+  for (Harvest& h : harvests) {
+    out->dropped += h.dropped;
+    for (const auto& [reason, n] : h.dropped_reasons) out->dropped_reasons[reason] += n;
+    h.dropped_reasons.clear();
+  }
   // Each piece names every device its window has run on so far: the agent keeps the latest.
   for (common::DeviceInfo& d : devices_.For(harvests, out->describer)) {
     const bool known = std::any_of(out->info.devices.begin(), out->info.devices.end(),

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -104,6 +105,7 @@ class ProbeRuntime : public AgentSocketClient::Handler {
     // than the events) until its end for an agent that asks again.
     std::vector<std::pair<v1::ProbeMessage, uint64_t>> streamed;
     uint64_t events = 0, dropped = 0, chunks = 0;
+    std::map<std::string, uint64_t> dropped_reasons;  // part of dropped
   };
   // Encodes the harvests' events as chunks, numbered on from what the window sent, and queues
   // them for the agent (the window thread, without mu_); `keep`: also into out->streamed.

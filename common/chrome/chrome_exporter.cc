@@ -320,8 +320,9 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     const std::function<absl::Status(std::string_view)>& sink,
     const std::function<void(size_t)>& progress) {
   // A first pass for what comes before the events: every worker's description and the merged
-  // layout's time base, the earliest aligned instant of any worker down to a whole millisecond
-  // (the Kineto layout keeps absolute times, as the PyTorch profiler writes them).
+  // layout's time base, the window's start or else the earliest aligned instant of any worker,
+  // down to a whole millisecond (the Kineto layout keeps absolute times, as the PyTorch profiler
+  // writes them).
   struct Described {
     WorkerInfo info;
     ClockModel clock;
@@ -335,7 +336,13 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     return absl::OkStatus();
   }));
   TimeNs base_ns = 0;
-  if (first != INT64_MAX && first > 0) base_ns = first - first % 1'000'000;
+  if (options.window_start_ns > 0) {
+    // A millisecond of room before the window for what lies within the clock bound before it.
+    const TimeNs room = options.window_start_ns - 1'000'000;
+    base_ns = room - room % 1'000'000;
+  } else if (first != INT64_MAX && first > 0) {
+    base_ns = first - first % 1'000'000;
+  }
   ExportStats stats;
   JsonWriter out;
   auto flush = [&]() -> absl::Status {

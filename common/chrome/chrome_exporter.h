@@ -24,6 +24,10 @@ enum class ExportLayout : uint8_t {
 struct ExportOptions {
   bool flows = true;  // launch -> kernel / copy arrows
   ExportLayout layout = ExportLayout::kMerged;
+  // The merged layout's time base: a live capture's window start (aligned clock) when > 0, so
+  // that one event with a wrong time cannot stretch the trace over years; else the earliest
+  // event's time.
+  TimeNs window_start_ns = 0;
 };
 
 struct ExportStats {

@@ -33,7 +33,13 @@ void WriteCaptureJson(common::JsonWriter& w, const storage::CaptureRecord& r) {
       // Live captures: who served the worker, how late it really started, how its clock was
       // aligned.
       w.Raw(",\"agent_id\":").String(k.agent_id).Raw(",\"error\":").String(k.error);
-      w.Raw(",\"dropped_events\":").Uint(k.dropped_events);
+      w.Raw(",\"dropped_events\":").Uint(k.dropped_events).Raw(",\"dropped_reasons\":{");
+      bool first = true;
+      for (const auto& [reason, n] : k.dropped_reasons) {
+        w.Raw(first ? "" : ",").String(reason).Char(':').Uint(n);
+        first = false;
+      }
+      w.Char('}');
       w.Raw(",\"acknowledged_ns\":").Int(k.acknowledged_ns);
       w.Raw(",\"actual_start_ns\":")
           .Int(k.actual_start_ns)

@@ -618,7 +618,7 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
   }
   response.headers.emplace_back("Content-Disposition",
                                 common::StrCat("attachment; filename=\"", filename, "\""));
-  response.stream = [this, id, format, compress,
+  response.stream = [this, id, format, compress, window_start_ns = record->window_start_ns,
                      filter = *std::move(filter)](const BodyWriter& write) -> absl::Status {
     // One worker at a time from the store: the export never holds the capture.
     absl::StatusOr<storage::StoredWorkers> stored = storage::StoredWorkers::Open(store_, id);
@@ -638,6 +638,7 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
     };
     common::ExportOptions options;
     if (format == "kineto") options.layout = common::ExportLayout::kKineto;
+    options.window_start_ns = window_start_ns;
     absl::StatusOr<common::ExportStats> stats =
         format == "perfetto" ? common::WritePerfettoTrace(workers, options, sink)
                              : common::WriteChromeTrace(workers, options, sink);

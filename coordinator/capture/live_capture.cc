@@ -11,6 +11,12 @@
 namespace podscope::coordinator {
 namespace {
 
+std::map<std::string, uint64_t> DroppedReasons(const v1::WorkerCaptureStatus& ws) {
+  std::map<std::string, uint64_t> out;
+  for (const v1::DroppedRecords& d : ws.dropped_reasons()) out[d.reason()] += d.count();
+  return out;
+}
+
 constexpr std::string_view kPhaseNames[] = {"pending",  "armed",  "capturing", "collected",
                                             "complete", "failed", "cancelled"};
 
@@ -97,6 +103,7 @@ void LiveCapture::ApplyStatus(const std::string& agent_id, const v1::CaptureStat
       w.actual_stop_ns = aligned(ws.actual_stop_ns());
       w.events = ws.events();
       w.dropped_events = ws.dropped_events();
+      w.dropped_reasons = DroppedReasons(ws);
       dirty = true;
     }
     if (Terminal(i)) continue;
@@ -123,6 +130,7 @@ void LiveCapture::ApplyStatus(const std::string& agent_id, const v1::CaptureStat
           w.events = ws.events();
           w.chunks = ws.chunks();
           w.dropped_events = ws.dropped_events();
+          w.dropped_reasons = DroppedReasons(ws);
           SetPhase(i, Phase::kCollected);
         }
         // UPLOADED is sent only after this coordinator (or one before a restart) acknowledged
@@ -134,6 +142,7 @@ void LiveCapture::ApplyStatus(const std::string& agent_id, const v1::CaptureStat
         break;
       case v1::WORKER_PHASE_FAILED:
         w.dropped_events = ws.dropped_events();
+        w.dropped_reasons = DroppedReasons(ws);
         Fail(i, ws.error().empty() ? "failed on the agent" : ws.error());
         break;
       case v1::WORKER_PHASE_CANCELLED:

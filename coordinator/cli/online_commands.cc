@@ -385,6 +385,19 @@ int RunShowCommand(const OnlineOptions& o) {
     std::printf("%6lld %-20s %-10s %10lld  %s\n", static_cast<long long>(num(w, "rank")),
                 str(w, "host").c_str(), str(w, "state").c_str(),
                 static_cast<long long>(num(w, "events")), clock.c_str());
+    // What the worker left out, and why ("kernels: no time" ...): under its row.
+    const int64_t dropped = num(w, "dropped_events");
+    if (dropped <= 0) continue;
+    std::string why;
+    simdjson::dom::object reasons;
+    if (w["dropped_reasons"].get_object().get(reasons) == simdjson::SUCCESS) {
+      for (auto [reason, n] : reasons) {
+        common::StrAppend(&why, why.empty() ? "" : ", ", std::string(reason), " ",
+                          n.is_uint64() ? n.get_uint64().value_unsafe() : 0);
+      }
+    }
+    std::printf("%6s %lld records dropped%s%s\n", "", static_cast<long long>(dropped),
+                why.empty() ? "" : ": ", why.c_str());
   }
   return 0;
 }

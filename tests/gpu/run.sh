@@ -9,7 +9,8 @@
 # private socket, and then:
 #   1. runs tests/gpu/probe_workload.cu under the probe (CUDA_INJECTION64_PATH) and captures 3 s
 #      of it: the kernels captured must equal the launches the program itself logged inside the
-#      window (give or take the two launches that straddle its edges), with none dropped and the
+#      window (give or take the two launches that straddle its edges; kernels still running at
+#      its end are not in it), with nothing lost and the
 #      NVTX steps found;
 #   2. runs tests/gpu/train_loop.py (DDP over NCCL, one rank) three times: without the probe,
 #      with the probe loaded but idle, and with the probe during a 5 s capture; checks that
@@ -93,17 +94,26 @@ w = cap["workers"][0]
 start, stop = w["actual_start_ns"], w["actual_stop_ns"]
 launches = [int(l) for l in open(f"{work}/launches.txt")]
 expected = sum(1 for t in launches if start <= t <= stop)
+# A window holds what ran inside it (docs/life-of-a-capture.md): a kernel launched just before the
+# stop and still running then is left out as "kernels: after the window", one queued before the
+# start as "before the window". Only other drops are losses.
+reasons = w.get("dropped_reasons", {})
+edge = reasons.get("kernels: after the window", 0)
+lost = w["dropped_events"] - sum(n for r, n in reasons.items() if "the window" in r or "no time" in r)
 trace = json.load(open(f"{work}/cuda-trace.json"))
 events = trace["traceEvents"] if isinstance(trace, dict) else trace
 captured = sum(1 for e in events if e.get("ph") == "X" and "podscope_workload_kernel" in e.get("name", ""))
 steps = json.load(open(f"{work}/cuda-steps.json"))["workers"][0]
 print(f"cuda: state {cap['state']}, window {(stop - start) / 1e9:.3f} s, kernels captured {captured}, "
-      f"launched in window {expected}, dropped {w['dropped_events']}, steps {len(steps['steps'])} ({steps['step_source']})")
-ok = cap["state"] == "complete" and abs(captured - expected) <= 2 and expected > 1000 and w["dropped_events"] == 0 \
+      f"launched in window {expected} ({edge} still running at its end), dropped {w['dropped_events']} {reasons}, "
+      f"steps {len(steps['steps'])} ({steps['step_source']})")
+ok = cap["state"] == "complete" and abs(captured + edge - expected) <= 2 and expected > 1000 and lost == 0 \
      and steps["step_source"] == "markers" and len(steps["steps"]) > 10
 print("CUDA_CHECK", "ok" if ok else "failed")
 PY
-  grep -q "CUDA_CHECK ok" "$WORK/summary.txt"; check cuda-kernels $? "kernels vs the program's own launch count, NVTX steps, nothing dropped"
+  # Under set -e a bare failing grep would end the script here: every check is reported.
+  grep -q "CUDA_CHECK ok" "$WORK/summary.txt" && rc=0 || rc=1
+  check cuda-kernels "$rc" "kernels vs the program's own launch count, NVTX steps, nothing lost"
 fi
 
 # --- 2. PyTorch ---------------------------------------------------------------------------------
@@ -148,17 +158,20 @@ kernels = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kerne
 comm = json.load(open(f"{work}/torch-communication.json"))
 collectives = sum(r.get("collectives", 0) for r in comm.get("ranks", comm.get("workers", [])))
 steps = json.load(open(f"{work}/torch-steps.json"))["workers"][0]
+reasons = w.get("dropped_reasons", {})
+lost = w["dropped_events"] - sum(n for r, n in reasons.items() if "the window" in r or "no time" in r)
 print(f"torch: state {cap['state']}, kernels {kernels}, collectives {collectives}, steps {len(steps['steps'])} "
-      f"({steps['step_source']}), dropped {w['dropped_events']}")
+      f"({steps['step_source']}), dropped {w['dropped_events']} {reasons}")
 print(f"torch step time (median ms): baseline {base:.3f} ({nb} steps), probe idle {idle:.3f} ({ni}) "
       f"= {100 * (idle / base - 1):+.2f}%, capturing {during:.3f} ({nc}) = {100 * (during / base - 1):+.2f}%")
 print(f"watch mode: idle with watch {idle:.3f} ms vs PODSCOPE_WATCH=0 {nowatch:.3f} ms ({nn}) "
       f"= {100 * (idle / nowatch - 1):+.2f}% (target under 0.5%); steps in the watch window {watched_steps}")
-ok = cap["state"] == "complete" and kernels > 0 and collectives > 0 and len(steps["steps"]) > 0 and w["dropped_events"] == 0 \
+ok = cap["state"] == "complete" and kernels > 0 and collectives > 0 and len(steps["steps"]) > 0 and lost == 0 \
      and watched_steps > 0
 print("TORCH_CHECK", "ok" if ok else "failed")
 PY
-  grep -q "TORCH_CHECK ok" "$WORK/summary.txt"; check torch $? "kernels, AllReduces and steps captured, nothing dropped"
+  grep -q "TORCH_CHECK ok" "$WORK/summary.txt" && rc=0 || rc=1
+  check torch "$rc" "kernels, AllReduces and steps captured, nothing lost"
   # The probe and the agent stream the window (PODSCOPE_STREAM_MS, stream_interval_ms): the
   # agent's peak holds about a second of the rank's events, not the 5 s window.
   echo "agent peak RSS over the run: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[1]}/status")" |

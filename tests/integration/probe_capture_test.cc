@@ -98,6 +98,7 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
     // Steps, their spans and two collectives per step, plus host samples.
     EXPECT_GT(w["events"].get_uint64().value(), 50u) << simdjson::to_string(w);
     EXPECT_EQ(w["dropped_events"].get_uint64().value(), 0u) << simdjson::to_string(w);
+    EXPECT_EQ(w["dropped_reasons"].get_object().size(), 0u) << simdjson::to_string(w);
   }
   EXPECT_EQ(ranks, (std::set<int64_t>{0, 1}));
   // Each NCCL told the probe which table it read, and the probe told its agent: at registration,
@@ -125,6 +126,12 @@ TEST_F(ProbeCaptureTest, TwoProbedProcessesCapturedThroughTheRealDaemons) {
   }
   EXPECT_GE(step_spans, 20u);
   EXPECT_LE(step_spans, 200u) << "no more than 1 s of 10 ms steps on two ranks";
+  // The trace's time base is the window's start (within the millisecond left before it), not
+  // its earliest event.
+  const int64_t window_start = capture["window"]["start_ns"].get_int64().value();
+  const int64_t base = Json(trace.body)["podscope"]["base_time_ns"].get_int64().value();
+  EXPECT_LE(base, window_start - 1'000'000);
+  EXPECT_GT(base, window_start - 2'000'000);
   // The AllReduces were matched across the two ranks by communicator and sequence number.
   const HttpResult comm = HttpCall(http, "GET", "/v1/captures/" + id + "/communication");
   ASSERT_EQ(comm.status, 200) << comm.body;

@@ -37,6 +37,8 @@ CaptureRecord Record(const std::string& id, const std::string& job, CaptureState
   r.updated_ns = created + 1;
   r.stored_bytes = bytes;
   r.workers.push_back(WorkerRecord{0, 3, "node-1", "rank-3.json", 42, 1, "complete"});
+  r.workers.back().dropped_events = 14;
+  r.workers.back().dropped_reasons = {{"kernels: no time", 11}, {"CUDA calls: no time", 3}};
   return r;
 }
 

@@ -54,9 +54,12 @@ class SyntheticSource : public probe::EventSource {
     absl::MutexLock lock(&mu_);
     Harvest h = KernelsEndedBy(close_);
     h.error = error;
+    h.dropped_reasons = invalid;
+    for (const auto& [reason, n] : invalid) h.dropped += n;
     return h;
   }
   std::string error;
+  std::map<std::string, uint64_t> invalid;  // records without true times, left out
   std::atomic<int> windows_opened{0};
   std::atomic<int> takes{0};  // takes while a window ran that handed kernels over
 
@@ -272,6 +275,22 @@ TEST_F(ProbeCollectorTest, AnAgentRestartInTheMiddleOfAWindowLosesNothing) {
   EXPECT_GT(KernelsIn(*got), 0u);
   EXPECT_EQ(source_.windows_opened.load(), 1) << "the second arm joined the window under way";
   EXPECT_GE(probe->agent_client().connections(), 2u);
+}
+
+// Records a source left out for their times reach the agent counted, with why.
+TEST_F(ProbeCollectorTest, RecordsLeftOutReachTheAgentWithTheirReasons) {
+  auto agent = StartAgent();
+  source_.invalid = {{"kernels: no time", 11}, {"kernels: before the window", 2}};
+  auto probe = StartProbe(8);
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  ASSERT_TRUE(agent->Arm(Window("cap-r", 8, 20, 60)).ok());
+  ASSERT_TRUE(agent->Start("cap-r").ok());
+  absl::StatusOr<CollectedWorker> got = agent->Drain("cap-r", 8);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->error, "");
+  EXPECT_EQ(got->dropped_events, 13u);
+  EXPECT_EQ(got->dropped_reasons, source_.invalid);
+  EXPECT_EQ(KernelsIn(*got), KernelsOver(*got));
 }
 
 // A probe that reconnects to the same agent is armed again, and sends again what it streamed:

@@ -128,6 +128,8 @@ TEST_F(CuptiRecordsTest, ApiCallsAreNamedAndTakeTheirFrameworkOpsExternalId) {
   auto driver = Blank<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_DRIVER);
   driver.cbid = 17;
   driver.correlationId = 43;
+  driver.start = kGpuBase + 5;
+  driver.end = kGpuBase + 9;
   ASSERT_TRUE(Add(&driver));
   auto external =
       Blank<CUpti_ActivityExternalCorrelation>(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
@@ -210,10 +212,14 @@ TEST_F(CuptiRecordsTest, SyncRecordsTakeTheDeviceOfTheirContextAndDeviceMemoryIs
   k.deviceId = 2;
   k.contextId = 5;
   k.name = "k";
+  k.start = kGpuBase + 10;
+  k.end = kGpuBase + 20;
   ASSERT_TRUE(Add(&k));
   auto sync = Blank<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
   sync.contextId = 5;
   sync.streamId = UINT32_MAX;
+  sync.start = kGpuBase + 20;
+  sync.end = kGpuBase + 30;
   ASSERT_TRUE(Add(&sync));
   auto alloc = Blank<CUpti_ActivityMemory4>(CUPTI_ACTIVITY_KIND_MEMORY2);
   alloc.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "tests/agent/probe/fake_cupti.h"
 
 namespace podscope::agent::probe {
@@ -238,6 +241,67 @@ TEST_F(CuptiSourceTest, ATakeWhileTheWindowRunsHandsOverWhatCuptiFinishedOnce) {
   ASSERT_EQ(clock_.pairs().size(), 2u) << "the window's first pair and its last";
   EXPECT_EQ(clock_.pairs()[0].host_ns, 1'000'000);
   EXPECT_EQ(clock_.pairs()[1].host_ns, 2'000'000);
+}
+
+// What a real H200 handed over: kernels queued before CUPTI was enabled come with no real times
+// (duration 0, a time ~1,960 s after the GPU clock's zero, long before the window), some records
+// with 0. Only true times are kept: the rest is counted by reason, and every kept time lies in
+// the window. A take in the middle checks against the window so far.
+TEST_F(CuptiSourceTest, RecordsWithoutTrueTimesAreLeftOutAndCountedByReason) {
+  CuptiSource source(&cupti_, options_);
+  Open(source);  // host 1'000'000 = GPU 1'005'000
+  const CUpti_ActivityKernel10 good = Kernel(1'105'000, 1'115'000, "_Z5myAddPfS_i", 41);
+  const CUpti_ActivityKernel10 queued_a = Kernel(500'000, 500'000, "_Z4gemmPfS_i", 30);
+  const CUpti_ActivityKernel10 queued_b = Kernel(500'100, 500'100, "_Z4geluPfS_i", 31);
+  const CUpti_ActivityKernel10 zero = Kernel(0, 0, "_Z4gemmPfS_i", 32);
+  CUpti_ActivityMemset4 backwards{};
+  backwards.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  backwards.start = 1'200'000;
+  backwards.end = 1'199'000;
+  CUpti_ActivityAPI no_time{};
+  no_time.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  no_time.cbid = 211;
+  no_time.correlationId = 41;
+  ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&queued_a),
+                              reinterpret_cast<const CUpti_Activity*>(&queued_b),
+                              reinterpret_cast<const CUpti_Activity*>(&good),
+                              reinterpret_cast<const CUpti_Activity*>(&zero),
+                              reinterpret_cast<const CUpti_Activity*>(&backwards),
+                              reinterpret_cast<const CUpti_Activity*>(&no_time)}));
+  g_host = 1'500'000;
+  cupti_.gpu_now = 1'505'000;
+  Harvest first = source.TakeRecorded();
+  ASSERT_EQ(first.trace.kernels.size(), 1u);
+  EXPECT_EQ(first.trace.kernels.correlation[0], 41);
+  EXPECT_EQ(first.trace.kernels.start[0], 1'100'000);
+  EXPECT_EQ(first.trace.memcpys.size(), 0u);
+  EXPECT_EQ(first.trace.runtime_calls.size(), 0u);
+  const std::map<std::string, uint64_t> expected = {
+      {"kernels: before the window", 2},
+      {"kernels: no time", 1},
+      {"copies and memsets: ends before it starts", 1},
+      {"CUDA calls: no time", 1}};
+  EXPECT_EQ(first.dropped_reasons, expected);
+  EXPECT_EQ(first.dropped, 5u);
+
+  // After the take's pair and before the close: inside. After the close pair: not.
+  const CUpti_ActivityKernel10 late = Kernel(1'900'000, 1'950'000, "_Z5myAddPfS_i", 42);
+  const CUpti_ActivityKernel10 beyond = Kernel(2'100'000, 2'150'000, "_Z5myAddPfS_i", 43);
+  ASSERT_TRUE(cupti_.Deliver({reinterpret_cast<const CUpti_Activity*>(&late),
+                              reinterpret_cast<const CUpti_Activity*>(&beyond)}));
+  Close(source);  // host 2'000'000 = GPU 2'005'000
+  Harvest rest = source.TakeHarvest();
+  ASSERT_EQ(rest.trace.kernels.size(), 1u);
+  EXPECT_EQ(rest.trace.kernels.correlation[0], 42);
+  EXPECT_EQ(rest.dropped_reasons,
+            (std::map<std::string, uint64_t>{{"kernels: after the window", 1}}));
+  EXPECT_EQ(rest.dropped, 1u);
+  for (const common::WorkerTrace* t : {&first.trace, &rest.trace}) {
+    for (size_t i = 0; i < t->kernels.size(); ++i) {
+      EXPECT_GE(t->kernels.start[i], 1'000'000);
+      EXPECT_LE(t->kernels.end[i], 2'000'000);
+    }
+  }
 }
 
 // The map keeps the window's first pair and the newest: two pairs read a millisecond apart

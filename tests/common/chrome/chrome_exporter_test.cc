@@ -113,6 +113,27 @@ TEST(ChromeExporterTest, ReimportGivesTheSameEvents) {
   }
 }
 
+// A live capture's export starts at its window, whatever its earliest event says: one record
+// with a wrong time (a GPU clock's zero, ~1,960 s after it) would otherwise make the trace span
+// 56 years in a viewer.
+TEST(ChromeExporterTest, ALiveCapturesTimeBaseIsItsWindow) {
+  WorkerTrace w = podscope::testing::MakeSampleTrace();
+  w.clock = ClockModel{};
+  Capture capture;
+  capture.workers.push_back(w);
+  TimeNs first = INT64_MAX;
+  for (TimeNs t : w.kernels.start) first = std::min(first, t);
+  const TimeNs window_start = first + 5'432'100;
+  const std::string json = ExportToString(CaptureView(capture), {.window_start_ns = window_start});
+  const TimeNs base = (window_start - 1'000'000) - (window_start - 1'000'000) % 1'000'000;
+  EXPECT_NE(json.find("\"base_time_ns\":" + std::to_string(base)), std::string::npos)
+      << json.substr(0, 300);
+  capture.workers[0].kernels.start[0] = 1'959'607'000'000;  // a record with no true time
+  EXPECT_NE(ExportToString(CaptureView(capture), {.window_start_ns = window_start})
+                .find("\"base_time_ns\":" + std::to_string(base)),
+            std::string::npos);
+}
+
 // A merged export keeps nanoseconds in a viewer too. Viewers read `ts` as a double:
 // at epoch microseconds that is ~250 ns; relative to the capture's base (a whole millisecond,
 // written in the podscope block and added back on import) it is exact.
