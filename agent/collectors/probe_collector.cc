@@ -8,6 +8,7 @@
 
 #include "agent/watch/probe_watch.h"
 #include "common/chunk_codec.h"
+#include "common/dropped_records.h"
 #include "common/parse_number.h"
 #include "common/protocol_version.h"
 #include "common/str_util.h"
@@ -510,8 +511,7 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   }
   const v1::ProbeCaptureStatus& s = *w.status;
   out.dropped_events = s.dropped_events();
-  for (const v1::DroppedRecords& d : s.dropped_reasons())
-    out.dropped_reasons[d.reason()] += d.count();
+  out.dropped_reasons = common::BoundedDroppedReasons(s.dropped_reasons());
   // Events the probe sent that never arrived (chunks lost with a connection): dropped too.
   if (s.events() > w.events) out.dropped_events += s.events() - w.events;
   out.actual_start_ns = clock_.FromHost(s.actual_start_ns());

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <utility>
 
+#include "common/dropped_records.h"
 #include "common/str_util.h"
 #include "coordinator/clock/capture_clocks.h"
 #include "spdlog/spdlog.h"
@@ -12,9 +13,7 @@ namespace podscope::coordinator {
 namespace {
 
 std::map<std::string, uint64_t> DroppedReasons(const v1::WorkerCaptureStatus& ws) {
-  std::map<std::string, uint64_t> out;
-  for (const v1::DroppedRecords& d : ws.dropped_reasons()) out[d.reason()] += d.count();
-  return out;
+  return common::BoundedDroppedReasons(ws.dropped_reasons());
 }
 
 constexpr std::string_view kPhaseNames[] = {"pending",  "armed",  "capturing", "collected",
