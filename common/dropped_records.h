@@ -17,8 +17,9 @@ inline constexpr size_t kMaxDroppedReasonBytes = 120;
 // Where counts beyond kMaxDroppedReasons distinct reasons go.
 inline constexpr char kOtherDroppedReason[] = "other reasons";
 
-// Sums the counts by reason (saturating), each reason cut to kMaxDroppedReasonBytes and the
-// reasons after the first kMaxDroppedReasons distinct ones counted under kOtherDroppedReason.
+// Sums the counts by reason (saturating), each reason cut to kMaxDroppedReasonBytes with every
+// byte outside printable ASCII made '?', and the reasons after the first kMaxDroppedReasons
+// distinct ones counted under kOtherDroppedReason.
 std::map<std::string, uint64_t> BoundedDroppedReasons(
     const google::protobuf::RepeatedPtrField<v1::DroppedRecords>& reported);
 

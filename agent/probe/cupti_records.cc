@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -318,9 +319,10 @@ int64_t CuptiRecordConverter::StepNumberOf(std::string_view name) const {
 }
 
 common::WorkerTrace CuptiRecordConverter::Finish(const GpuClockMap& clock) {
-  common::WorkerTrace t = TakeCompleted(clock);
+  common::WorkerTrace t = Take(clock, true);
   external_ids_.clear();
   open_ranges_.clear();
+  window_open_ns_.reset();
   // context_devices_ stays: a later window's sync records may name a context seen before.
   return t;
 }
@@ -329,7 +331,7 @@ std::map<std::string, uint64_t> CuptiRecordConverter::TakeDropped() {
   return std::exchange(dropped_, {});
 }
 
-common::WorkerTrace CuptiRecordConverter::TakeCompleted(const GpuClockMap& clock) {
+common::WorkerTrace CuptiRecordConverter::Take(const GpuClockMap& clock, bool at_end) {
   common::WorkerTrace t = std::move(trace_);
   for (size_t i = 0; i < t.runtime_calls.size(); ++i) {
     auto it = external_ids_.find(static_cast<uint32_t>(t.runtime_calls.correlation[i]));
@@ -340,7 +342,14 @@ common::WorkerTrace CuptiRecordConverter::TakeCompleted(const GpuClockMap& clock
     auto it = context_devices_.find(sync_contexts_[i]);
     t.kernels.device[i] = it != context_devices_.end() ? it->second : 0;
   }
-  const std::optional<HostWindow> window = clock.Window();
+  std::optional<HostWindow> window;
+  if (const std::optional<HostWindow> pairs = clock.Window(); pairs || window_open_ns_) {
+    TimeNs first = pairs ? pairs->first_ns : INT64_MAX;
+    if (window_open_ns_) first = std::min(first, *window_open_ns_);
+    const bool ends = at_end && pairs && pairs->last_ns != INT64_MAX;
+    window =
+        HostWindow{first - kMappingSlackNs, ends ? pairs->last_ns + kMappingSlackNs : INT64_MAX};
+  }
   MapKeepingTrueTimes(t.kernels, &t.kernels.start, &t.kernels.end, clock, window, "kernels",
                       &dropped_);
   MapKeepingTrueTimes(t.memcpys, &t.memcpys.start, &t.memcpys.end, clock, window,

@@ -27,23 +27,30 @@ class CuptiRecordConverter {
   CuptiRecordConverter(std::function<std::string(CUpti_CallbackDomain, uint32_t)> callback_name,
                        const std::string& step_pattern);
 
+  // The window opens at `host_ns`: no record of it can be earlier. Finish forgets it.
+  void OpenWindow(TimeNs host_ns) { window_open_ns_ = host_ns; }
   // Returns false for a record of a kind the probe does not ask for (it is skipped).
   bool Add(const CUpti_Activity* record);
   size_t records() const { return records_; }
 
   // The events converted so far, on the host clock, while the window goes on: NVTX ranges still
   // open and the framework ids of calls still to come are kept for the next take. Records
-  // without true times are left out and counted (dropped()): a time of 0 (CUPTI's "none", as
-  // for work queued before the window, handed over with no timestamps), an end before the
-  // start, or a time outside the window (clock.Window(): its first pair to its newest, widened
-  // by the mapping's error).
-  common::WorkerTrace TakeCompleted(const GpuClockMap& clock);
+  // without true times are left out and counted (TakeDropped): a time of 0 (CUPTI's "none"), an
+  // end before the start, or a time before the window (its opening, or its first clock pair,
+  // less kMappingSlackNs). CUPTI can hand a buffer over between a take's clock pair and the
+  // take, so only Finish holds records to the window's end too (its last pair plus the slack).
+  common::WorkerTrace TakeCompleted(const GpuClockMap& clock) { return Take(clock, false); }
   // The rest of the window's events on the host clock; the converter starts over.
   common::WorkerTrace Finish(const GpuClockMap& clock);
   // Records left out since the last call, by reason ("kernels: no time", ...), and forgotten.
   std::map<std::string, uint64_t> TakeDropped();
 
  private:
+  // CUPTI's own GPU-to-host conversion is good to microseconds, and a clock pair's read is
+  // bounded by its error: records that far outside the window's instants are still its own.
+  static constexpr TimeNs kMappingSlackNs = 100'000;
+
+  common::WorkerTrace Take(const GpuClockMap& clock, bool at_end);
   common::NameId KernelName(const char* mangled);
   common::NameId ApiName(CUpti_CallbackDomain domain, uint32_t cbid);
   void AddMarker(const CUpti_ActivityMarker2& m);
@@ -66,6 +73,7 @@ class CuptiRecordConverter {
   absl::flat_hash_map<uint32_t, OpenRange> open_ranges_;
   std::vector<uint32_t> sync_contexts_;  // per kernel-table row; device filled at Finish
   std::map<std::string, uint64_t> dropped_;
+  std::optional<TimeNs> window_open_ns_;
 };
 
 }  // namespace podscope::agent::probe

@@ -138,6 +138,7 @@ void CuptiSource::OpenWindow(TimeNs host_now, EventBudget* budget, GpuClockMap* 
     budget_ = budget;
     gpu_clock_ = gpu_clock;
     cupti_dropped_ = 0;
+    converter_.OpenWindow(host_now);
     error_ = init_error_;
   }
   if (!init_error_.empty()) return;

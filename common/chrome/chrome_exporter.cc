@@ -336,7 +336,7 @@ absl::StatusOr<ExportStats> WriteChromeTrace(
     return absl::OkStatus();
   }));
   TimeNs base_ns = 0;
-  if (options.window_start_ns > 0) {
+  if (options.layout == ExportLayout::kMerged && options.window_start_ns > 0) {
     // A millisecond of room before the window for what lies within the clock bound before it.
     const TimeNs room = options.window_start_ns - 1'000'000;
     base_ns = room - room % 1'000'000;

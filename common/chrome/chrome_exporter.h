@@ -25,8 +25,8 @@ struct ExportOptions {
   bool flows = true;  // launch -> kernel / copy arrows
   ExportLayout layout = ExportLayout::kMerged;
   // The merged layout's time base: a live capture's window start (aligned clock) when > 0, so
-  // that one event with a wrong time cannot stretch the trace over years; else the earliest
-  // event's time.
+  // that the trace starts where its window does; else the earliest event's time. (The Kineto
+  // layout keeps absolute times.)
   TimeNs window_start_ns = 0;
 };
 

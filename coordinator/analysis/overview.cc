@@ -186,8 +186,8 @@ void Fp32GemmOnCudaCores(const OverviewReport& o, const KernelReport& kernels,
   const double busy = o.gpu.median_gpu_utilization.value_or(1);
   out.push_back(
       {.rule = "fp32_gemm_on_cuda_cores",
-       .title = fmt::format("{} of compute-kernel time is FP32 matrix multiply on CUDA cores, on "
-                            "GPUs with Tensor Cores",
+       .title = fmt::format("{} of kernel time is FP32 matrix multiply on CUDA cores, on GPUs "
+                            "with Tensor Cores",
                             Pct(o.fp32_gemm_share)),
        .advice = "Let matmuls use TF32 Tensor Cores: torch.set_float32_matmul_precision(\"high\") "
                  "(or torch.backends.cuda.matmul.allow_tf32 = True), or train in bf16 with "
@@ -272,9 +272,10 @@ OverviewReport ComputeOverview(const SummaryReport& summary,
   o.breakdown = SumBreakdown(breakdown);
   o.gpu = gpu.pod;
   o.tensor_core_share = kernels.tensor_cores.share();
-  o.fp32_gemm_share = kernels.tensor_cores.compute_ns > 0
+  // Of all kernel time, as the occupancy rule's shares are: the rules rank against each other.
+  o.fp32_gemm_share = kernels.tensor_cores.kernel_ns > 0
                           ? static_cast<double>(kernels.tensor_cores.fp32_gemm_ns) /
-                                static_cast<double>(kernels.tensor_cores.compute_ns)
+                                static_cast<double>(kernels.tensor_cores.kernel_ns)
                           : 0;
   o.exposed_communication_share = summary.exposed_communication_share;
   o.overlap_pct = summary.overlap_pct;

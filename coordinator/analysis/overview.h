@@ -23,7 +23,7 @@ struct OverviewOptions {
   double allreduce_efficiency = 0.50;  // of the link, when a link bandwidth is given
   double hot_kernel_share = 0.05;      // of kernel time
   double low_occupancy = 0.15;         // Est. Achieved Occupancy, kernels not on Tensor Cores
-  double fp32_gemm_share = 0.05;       // of compute-kernel time, in FP32 GEMMs on CUDA cores
+  double fp32_gemm_share = 0.05;       // of kernel time, in FP32 GEMMs on CUDA cores
   double straggler_share = 0.01;       // a straggler's loss (else its caused delay) over step time
 };
 
@@ -57,7 +57,7 @@ struct OverviewReport {
   PodBreakdown breakdown;
   GpuPod gpu;
   double tensor_core_share = 0;  // of compute-kernel time
-  double fp32_gemm_share = 0;    // of compute-kernel time: FP32 GEMMs on CUDA cores of TF32 GPUs
+  double fp32_gemm_share = 0;    // of kernel time: FP32 GEMMs on CUDA cores of TF32 GPUs
   double exposed_communication_share = 0, overlap_pct = 0;  // the median worker's (summary.h)
   double median_busbw_gbps = 0, link_gbps = 0, median_efficiency = 0;
   size_t straggler_count = 0;

@@ -12,11 +12,23 @@ bool Has(std::string_view name, std::string_view part) {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-// "tensor" followed by a digit: the MMA shape xmma kernels end in (tensor16x8x16, tensor16x8x8).
+// "tensor<M>x<N>x<K>": the MMA shape xmma kernels end in (tensor16x8x16, tensor16x8x8).
 bool HasMmaShape(std::string_view name) {
   for (size_t at = name.find("tensor"); at != std::string_view::npos;
        at = name.find("tensor", at + 1)) {
-    if (at + 6 < name.size() && IsDigit(name[at + 6])) return true;
+    size_t p = at + 6;
+    int parts = 0;
+    while (parts < 3) {
+      const size_t digits_start = p;
+      while (p < name.size() && IsDigit(name[p])) ++p;
+      if (p == digits_start) break;
+      ++parts;
+      if (parts < 3 && p < name.size() && name[p] == 'x')
+        ++p;
+      else if (parts < 3)
+        break;
+    }
+    if (parts == 3) return true;
   }
   return false;
 }
@@ -69,10 +81,11 @@ const std::array kRules = {
           "ampere_sgemm_128x64_tn, implicit_convolve_sgemm; their Tensor Core kernels put the "
           "MMA shape in the precision code instead (s1688gemm, h884gemm)"},
          [](std::string_view n) { return Has(n, "sgemm"); }},
-    Rule{{"f32f32_f32f32", KernelMath::kFp32GemmCudaCores,
-          "xmma's operand types: A and B in FP32 (TF32 is written tf32f32)"},
-         HasFp32Operands},
     Rule{{"tensor<M>x<N>x<K>", KernelMath::kTensorCores, kXmmaSource}, HasMmaShape},
+    Rule{{"f32f32_f32f32", KernelMath::kFp32GemmCudaCores,
+          "xmma's operand types: A and B in FP32 (TF32 is written tf32f32), in a name without its "
+          "instruction"},
+         HasFp32Operands},
     Rule{{"warpgroupsize", KernelMath::kTensorCores,
           "Hopper's cuBLAS kernels, built on warpgroup MMA (wgmma): "
           "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
@@ -84,6 +97,12 @@ const std::array kRules = {
          [](std::string_view n) { return Has(n, "gmma") || Has(n, "Gmma") || Has(n, "GMMA"); }},
     Rule{{"tensorop", KernelMath::kTensorCores, kCutlassSource},
          [](std::string_view n) { return Has(n, "tensorop"); }},
+    Rule{{"TensorOp", KernelMath::kTensorCores,
+          "CUTLASS's template names: cutlass::arch::OpClassTensorOp, MmaTensorOp"},
+         [](std::string_view n) { return Has(n, "TensorOp"); }},
+    Rule{{"UMMA", KernelMath::kTensorCores,
+          "Blackwell's MMA (tcgen05, UMMA) in CUTLASS 3's mainloops: MainloopSm100TmaUmma..."},
+         [](std::string_view n) { return Has(n, "Umma") || Has(n, "UMMA"); }},
     Rule{{"nvjet", KernelMath::kTensorCores,
           "cuBLASLt's GEMMs for Hopper and Blackwell (nvjet_hsh_..., nvjet_tst_..., "
           "nvjet_sss_tf32_...), all built on MMA"},
@@ -96,6 +115,12 @@ const std::array kRules = {
     Rule{{"flash_bwd", KernelMath::kTensorCores,
           "FlashAttention, whose every kernel is built on MMA instructions"},
          [](std::string_view n) { return Has(n, "flash_bwd"); }},
+    Rule{{"FlashAttn", KernelMath::kTensorCores,
+          "FlashAttention 3's kernels (flash::FlashAttnFwdSm90, ...)"},
+         [](std::string_view n) { return Has(n, "FlashAttn"); }},
+    Rule{
+        {"imma", KernelMath::kTensorCores, "integer MMA (IMMA) in cuBLASLt's and TensorRT's names"},
+        [](std::string_view n) { return Has(n, "imma"); }},
     // The PyTorch profiler's precision codes and cuDNN families, Volta to Ampere.
     Rule{{"h884", KernelMath::kTensorCores, kPyTorchSource},
          [](std::string_view n) { return Has(n, "h884"); }},

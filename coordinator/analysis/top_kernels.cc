@@ -87,6 +87,7 @@ void KernelFold::Add(const common::WorkerTrace& trace) {
     s.math = std::string(KernelMathName(math.math));
     s.math_rule = std::string(math.rule);
     s.library = IsLibraryKernel(s.name);
+    tensor_cores.kernel_ns += s.total_ns;
     if (s.kernel_class == common::KernelClassName(common::KernelClass::kCompute)) {
       tensor_cores.compute_ns += s.total_ns;
       if (s.tensor_core) tensor_cores.tensor_core_ns += s.total_ns;
@@ -101,6 +102,7 @@ void KernelFold::Add(const common::WorkerTrace& trace) {
   report_.tensor_cores.compute_ns += tensor_cores.compute_ns;
   report_.tensor_cores.tensor_core_ns += tensor_cores.tensor_core_ns;
   report_.tensor_cores.fp32_gemm_ns += tensor_cores.fp32_gemm_ns;
+  report_.tensor_cores.kernel_ns += tensor_cores.kernel_ns;
   report_.workers.push_back(WorkerKernels{trace.info.rank, Ranked(by_name, limit_), tensor_cores});
 }
 

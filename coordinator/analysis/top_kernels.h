@@ -40,6 +40,7 @@ struct KernelStats {
 // GEMMs on CUDA cores of GPUs that have TF32 Tensor Cores (compute capability 8.0 or later).
 struct TensorCoreTime {
   TimeNs compute_ns = 0, tensor_core_ns = 0, fp32_gemm_ns = 0;
+  TimeNs kernel_ns = 0;  // every kernel's, communication too
   double share() const {
     return compute_ns > 0 ? static_cast<double>(tensor_core_ns) / static_cast<double>(compute_ns)
                           : 0;

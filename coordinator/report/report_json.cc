@@ -387,7 +387,7 @@ JsonWriter& Fraction(JsonWriter& w, const std::optional<double>& v) {
 
 void TensorCores(JsonWriter& w, const TensorCoreTime& t) {
   w.Raw("{\"compute_ns\":").Int(t.compute_ns).Raw(",\"tensor_core_ns\":").Int(t.tensor_core_ns);
-  w.Raw(",\"fp32_gemm_ns\":").Int(t.fp32_gemm_ns);
+  w.Raw(",\"fp32_gemm_ns\":").Int(t.fp32_gemm_ns).Raw(",\"kernel_ns\":").Int(t.kernel_ns);
   w.Raw(",\"share\":").Fixed(t.share(), 4).Char('}');
 }
 

@@ -460,7 +460,8 @@ void Overview(std::string& out, const OverviewReport& o) {
       100 * b.Share(b.idle_other_ns));
   out += fmt::format(
       "GPU (pod medians): utilization {}%, Est. SM Efficiency {}%, Est. Achieved Occupancy {}%; "
-      "Tensor Cores {:.1f}% of compute-kernel time, FP32 GEMMs on CUDA cores {:.1f}%\n",
+      "Tensor Cores {:.1f}% of compute-kernel time, FP32 GEMMs on CUDA cores {:.1f}% of kernel "
+      "time\n",
       Percent(o.gpu.median_gpu_utilization), Percent(o.gpu.median_sm_efficiency),
       Percent(o.gpu.median_achieved_occupancy), 100 * o.tensor_core_share, 100 * o.fp32_gemm_share);
   out += fmt::format(

@@ -48,6 +48,16 @@ TEST(DroppedRecordsTest, WhatAPeerSendsIsBounded) {
   EXPECT_EQ(bounded.size(), kMaxDroppedReasons + 1);
   EXPECT_EQ(bounded.at(kOtherDroppedReason), 100 - kMaxDroppedReasons);
   EXPECT_EQ(bounded.at("reason 0"), 1u);
+
+  // Multi-byte characters cut anywhere, and terminal escapes: printable ASCII comes out.
+  const std::map<std::string, uint64_t> printable = BoundedDroppedReasons(
+      Reported({{std::string(119, 'a') + "\xc3\xa9", 1}, {"\x1b[2Jkernels\n", 2}}));
+  ASSERT_EQ(printable.size(), 2u);
+  for (const auto& [reason, n] : printable) {
+    for (char c : reason) EXPECT_TRUE(c >= 0x20 && c <= 0x7e) << reason;
+  }
+  EXPECT_EQ(printable.at(std::string(119, 'a') + "?"), 1u);
+  EXPECT_EQ(printable.at("?[2Jkernels?"), 2u);
 }
 
 }  // namespace

@@ -242,7 +242,7 @@ function overviewPanel(o) {
       `launches ${pct(b.idle_launch_share)}, host ${pct(b.idle_host_share)}, other ${pct(b.idle_other_share)}.`,
     `GPU utilization ${fraction(o.gpu.median_gpu_utilization)}, Est. SM Efficiency ${fraction(o.gpu.median_sm_efficiency)}, ` +
       `Est. Achieved Occupancy ${fraction(o.gpu.median_achieved_occupancy)} (medians); Tensor Cores run ${pct(o.gpu.tensor_core_share)} ` +
-      `of compute-kernel time, FP32 GEMMs on CUDA cores ${pct(o.gpu.fp32_gemm_share)}. Communication exposed ${pct(o.communication.exposed_share)} of the median worker's step.`,
+      `of compute-kernel time, FP32 GEMMs on CUDA cores ${pct(o.gpu.fp32_gemm_share)} of kernel time. Communication exposed ${pct(o.communication.exposed_share)} of the median worker's step.`,
   ];
   const recommendations = o.recommendations.length
     ? h("ol", {class: "recommendations"}, ...o.recommendations.map((r) => h("li", {},
@@ -278,9 +278,9 @@ function gpuChart(r, flagged) {
 
 function kernelTable(r) {
   const tc = r.tensor_cores;
-  const fp32 = tc.compute_ns > 0 ? tc.fp32_gemm_ns / tc.compute_ns : 0;
+  const fp32 = tc.kernel_ns > 0 ? tc.fp32_gemm_ns / tc.kernel_ns : 0;
   return [h("p", {class: "muted"}, `Compute-kernel time on Tensor Cores: ${pct(tc.share)} (${ns(tc.tensor_core_ns)} of ${ns(tc.compute_ns)})` +
-    (tc.fp32_gemm_ns > 0 ? `; in FP32 GEMMs on CUDA cores of GPUs with TF32 Tensor Cores: ${pct(fp32)}.` : ".")),
+    (tc.fp32_gemm_ns > 0 ? `; FP32 GEMMs on CUDA cores of GPUs with TF32 Tensor Cores: ${pct(fp32)} of kernel time.` : ".")),
     table([
     {label: "kernel", value: (k) => h("span", {title: k.name}, k.name.length > 100 ? k.name.slice(0, 100) + "…" : k.name)},
     {label: "class", value: (k) => k.class},

@@ -128,6 +128,12 @@ TEST(ChromeExporterTest, ALiveCapturesTimeBaseIsItsWindow) {
   const TimeNs base = (window_start - 1'000'000) - (window_start - 1'000'000) % 1'000'000;
   EXPECT_NE(json.find("\"base_time_ns\":" + std::to_string(base)), std::string::npos)
       << json.substr(0, 300);
+  // The Kineto layout keeps absolute times whatever the window: no base at all.
+  ExportOptions kineto{.layout = ExportLayout::kKineto, .window_start_ns = window_start};
+  const std::string absolute = ExportToString(CaptureView(capture), kineto);
+  EXPECT_EQ(absolute.find("base_time_ns"), std::string::npos);
+  EXPECT_NE(absolute.find(std::to_string(first / 1000)), std::string::npos)
+      << "the first kernel at its epoch microsecond";
   capture.workers[0].kernels.start[0] = 1'959'607'000'000;  // a record with no true time
   EXPECT_NE(ExportToString(CaptureView(capture), {.window_start_ns = window_start})
                 .find("\"base_time_ns\":" + std::to_string(base)),

@@ -60,6 +60,18 @@ const Case kCases[] = {
     {"cutlass_80_tensorop_s1688gemm_128x128_16x3_nn_align4", KernelMath::kTensorCores, "tensorop"},
     {"cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_128x2_tn_align8", KernelMath::kTensorCores,
      "tensorop"},
+    {"void cutlass::Kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::threadblock::"
+     "MmaMultistage<..., cutlass::arch::OpClassTensorOp, ...>>>(...)",
+     KernelMath::kTensorCores, "TensorOp"},
+    {"void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::collective::"
+     "CollectiveMma<cutlass::gemm::MainloopSm100TmaUmmaWarpSpecialized<4, 2, ...>>>>(...)",
+     KernelMath::kTensorCores, "UMMA"},
+    {"void flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<...>>(...)",
+     KernelMath::kTensorCores, "FlashAttn"},
+    // FP32 operands computed on TF32 Tensor Cores: the MMA shape decides.
+    {"sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_"
+     "execute_kernel__5x_cublas",
+     KernelMath::kTensorCores, "tensor<M>x<N>x<K>"},
     {"nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT", KernelMath::kTensorCores, "nvjet"},
     {"nvjet_tst_128x256_64x6_2x1_2cta_v_bz_TNT", KernelMath::kTensorCores, "nvjet"},
     {"nvjet_sss_tf32_128x256_TNT", KernelMath::kTensorCores, "nvjet"},
@@ -86,6 +98,8 @@ const Case kCases[] = {
     {"void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
      KernelMath::kCudaCores, ""},
     {"VOLTA_H884GEMM", KernelMath::kCudaCores, ""},  // case matters, as in the profiler
+    {"void tensor_parallel_reduce_kernel<8>(float*, int)", KernelMath::kCudaCores, ""},
+    {"void my_tensor2d_copy_kernel(float*)", KernelMath::kCudaCores, ""},  // no MxNxK
 };
 
 TEST(TensorCoresTest, EveryNameIsDecidedByItsRule) {
@@ -107,8 +121,9 @@ TEST(TensorCoresTest, EveryRuleHasASourceAndTheMarkedOnesARealName) {
   }
   // Every rule that is not one of the PyTorch profiler's older cuDNN families is tested above.
   for (const std::string& id : ids) {
-    if (id == "c1688" || id == "hmma" || id == "h1688" || id == "first_layer_wgrad_kernel" ||
-        id == "conv1x1" || id == "conv2d_c1_k1" || id == "direct_group" || id == "xmma_") {
+    if (id == "c1688" || id == "hmma" || id == "imma" || id == "h1688" ||
+        id == "first_layer_wgrad_kernel" || id == "conv1x1" || id == "conv2d_c1_k1" ||
+        id == "direct_group" || id == "xmma_") {
       std::string marked = "kernel_" + (id == "xmma_" ? std::string("xmma_gemm") : id) + "_x";
       EXPECT_EQ(ClassifyKernelMath(marked).rule, id) << marked;
       continue;
@@ -175,6 +190,7 @@ TEST(TensorCoresTest, KernelReportCountsFp32GemmTimeOnTf32Gpus) {
   EXPECT_EQ(r.workers[0].tensor_cores.fp32_gemm_ns, 800);  // an H100-class GPU
   EXPECT_EQ(r.workers[1].tensor_cores.fp32_gemm_ns, 0);    // a V100: no TF32 to move to
   EXPECT_EQ(r.tensor_cores.fp32_gemm_ns, 800);
+  EXPECT_EQ(r.tensor_cores.kernel_ns, 2000);
   ASSERT_EQ(r.pod.size(), 3u);
   EXPECT_EQ(r.pod[0].name, ffma);
   EXPECT_EQ(r.pod[0].math, "fp32_gemm_cuda_cores");

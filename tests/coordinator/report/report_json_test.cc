@@ -79,13 +79,13 @@ TEST(ReportJsonTest, WorkersOnlyKeepsOneEntryPerWorkerWithTheTotalsOfItsSteps) {
       << kernels;
   EXPECT_NE(
       kernels.find(
-          R"("tensor_cores":{"compute_ns":2400000,"tensor_core_ns":0,"fp32_gemm_ns":0,"share":0.0000},"warnings":[]})"),
+          R"("tensor_cores":{"compute_ns":2400000,"tensor_core_ns":0,"fp32_gemm_ns":0,"kernel_ns":4400000,"share":0.0000},"warnings":[]})"),
       std::string::npos)
       << kernels;
   EXPECT_NE(
       Render(capture, "kernels", false)
           .find(
-              R"("workers":[{"rank":0,"tensor_cores":{"compute_ns":1200000,"tensor_core_ns":0,"fp32_gemm_ns":0,"share":0.0000},"top":[)"),
+              R"("workers":[{"rank":0,"tensor_cores":{"compute_ns":1200000,"tensor_core_ns":0,"fp32_gemm_ns":0,"kernel_ns":2200000,"share":0.0000},"top":[)"),
       std::string::npos);
 
   // No device record: busy time alone, and null where an estimate needs the device.
