@@ -347,8 +347,8 @@ common::WorkerTrace CuptiRecordConverter::Take(const GpuClockMap& clock, bool at
     TimeNs first = pairs ? pairs->first_ns : INT64_MAX;
     if (window_open_ns_) first = std::min(first, *window_open_ns_);
     const bool ends = at_end && pairs && pairs->last_ns != INT64_MAX;
-    window =
-        HostWindow{first - kMappingSlackNs, ends ? pairs->last_ns + kMappingSlackNs : INT64_MAX};
+    window = HostWindow{first - kClockMappingSlackNs,
+                        ends ? pairs->last_ns + kClockMappingSlackNs : INT64_MAX};
   }
   MapKeepingTrueTimes(t.kernels, &t.kernels.start, &t.kernels.end, clock, window, "kernels",
                       &dropped_);

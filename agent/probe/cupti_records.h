@@ -37,7 +37,7 @@ class CuptiRecordConverter {
   // open and the framework ids of calls still to come are kept for the next take. Records
   // without true times are left out and counted (TakeDropped): a time of 0 (CUPTI's "none"), an
   // end before the start, or a time before the window (its opening, or its first clock pair,
-  // less kMappingSlackNs). CUPTI can hand a buffer over between a take's clock pair and the
+  // less kClockMappingSlackNs). CUPTI can hand a buffer over between a take's clock pair and the
   // take, so only Finish holds records to the window's end too (its last pair plus the slack).
   common::WorkerTrace TakeCompleted(const GpuClockMap& clock) { return Take(clock, false); }
   // The rest of the window's events on the host clock; the converter starts over.
@@ -46,10 +46,6 @@ class CuptiRecordConverter {
   std::map<std::string, uint64_t> TakeDropped();
 
  private:
-  // CUPTI's own GPU-to-host conversion is good to microseconds, and a clock pair's read is
-  // bounded by its error: records that far outside the window's instants are still its own.
-  static constexpr TimeNs kMappingSlackNs = 100'000;
-
   common::WorkerTrace Take(const GpuClockMap& clock, bool at_end);
   common::NameId KernelName(const char* mangled);
   common::NameId ApiName(CUpti_CallbackDomain domain, uint32_t cbid);

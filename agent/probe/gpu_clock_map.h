@@ -23,6 +23,10 @@ struct ClockPair {
   TimeNs error_ns = 0;  // half the read's length: how far host_ns may be from the GPU instant
 };
 
+// CUPTI's own GPU-to-host conversion is good to microseconds, and a clock pair's read is bounded
+// by its error: records this far outside a window's instants are still its own.
+inline constexpr TimeNs kClockMappingSlackNs = 100'000;
+
 // The host-clock span a window's mapped times must fall in: from its first pair to its newest,
 // widened by the mapping's error.
 struct HostWindow {

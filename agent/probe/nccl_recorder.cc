@@ -355,12 +355,23 @@ Harvest NcclRecorder::TakeHarvest() {
   Harvest out;
   common::WorkerTrace& t = out.trace;
   common::CollectiveTable& c = t.collectives;
-  uint64_t unfinished = 0;
+  uint64_t unfinished = 0, after_window = 0;
+  // The window's end, as CUPTI's records are held to it: a collective whose kernel was still
+  // running when the window closed is not the window's (its kernel record is left out too).
+  std::optional<TimeNs> window_end;
+  if (gpu_clock != nullptr) {
+    if (const std::optional<HostWindow> w = gpu_clock->Window(); w && w->last_ns != INT64_MAX)
+      window_end = w->last_ns + kClockMappingSlackNs;
+  }
   for (const Row& row : rows) {
     // A collective whose kernel never reported (still running at the harvest, or NCCL gave no
     // kernel events) has no device time to analyse: counted, not invented.
     if (row.gpu_start == 0 || row.gpu_end < row.gpu_start) {
       ++unfinished;
+      continue;
+    }
+    if (window_end && gpu_clock->ToHost(row.gpu_end) > *window_end) {
+      ++after_window;
       continue;
     }
     char comm_name[64];
@@ -385,7 +396,12 @@ Harvest NcclRecorder::TakeHarvest() {
     c.correlation.push_back(-1);  // NCCL does not say which kernel record is this call's
   }
   // Collectives without device time, and kernel-channel timestamps that could not be true.
-  out.dropped = unfinished + bad_times;
+  out.dropped = unfinished + bad_times + after_window;
+  for (const auto& [reason, n] : {std::pair{"collectives: no device time", unfinished},
+                                  std::pair{"collective channels: times not true", bad_times},
+                                  std::pair{"collectives: after the window", after_window}}) {
+    if (n > 0) out.dropped_reasons[reason] = n;
+  }
   return out;
 }
 

@@ -176,12 +176,11 @@ void AllReduceEfficiency(const SummaryReport& s, const OverviewOptions& opt,
 void Fp32GemmOnCudaCores(const OverviewReport& o, const KernelReport& kernels,
                          const OverviewOptions& opt, std::vector<Recommendation>& out) {
   if (o.fp32_gemm_share < opt.fp32_gemm_share) return;
+  // The subject: the FP32 GEMM with the most time on GPUs that have TF32 (what was counted).
   const KernelStats* hottest = nullptr;
   for (const KernelStats& k : kernels.pod) {
-    if (k.math == "fp32_gemm_cuda_cores") {
+    if (k.fp32_gemm_ns > 0 && (hottest == nullptr || k.fp32_gemm_ns > hottest->fp32_gemm_ns))
       hottest = &k;
-      break;
-    }
   }
   const double busy = o.gpu.median_gpu_utilization.value_or(1);
   out.push_back(

@@ -33,6 +33,7 @@ void Merge(KernelStats& into, const KernelStats& s) {
   into.known_ns += s.known_ns;
   into.blocks_weighted_ns += s.blocks_weighted_ns;
   into.occupancy_weighted_ns += s.occupancy_weighted_ns;
+  into.fp32_gemm_ns += s.fp32_gemm_ns;
 }
 
 std::vector<KernelStats> Ranked(std::map<std::string, KernelStats>& by_name, size_t limit) {
@@ -94,6 +95,7 @@ void KernelFold::Add(const common::WorkerTrace& trace) {
       if (math.math == KernelMath::kFp32GemmCudaCores &&
           HasTf32TensorCores(compute_major, s.name)) {
         tensor_cores.fp32_gemm_ns += s.total_ns;
+        s.fp32_gemm_ns = s.total_ns;
       }
     }
     Merge(pod_[s.name], s);

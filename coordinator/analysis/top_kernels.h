@@ -27,6 +27,8 @@ struct KernelStats {
   std::string math;
   std::string math_rule;
   bool library = false;  // cuBLAS, cuBLASLt, CUTLASS, cuDNN, NCCL or FlashAttention
+  // An FP32 GEMM on CUDA cores: its time on GPUs with TF32 Tensor Cores (else 0).
+  TimeNs fp32_gemm_ns = 0;
   // Weighted by duration over the calls whose shape and device are known; nullopt when none is.
   std::optional<double> blocks_per_sm, achieved_occupancy;
 

@@ -1,6 +1,9 @@
 // The NCCL profiler plugin driven through the same v6 / v5 / v4 tables NCCL reads.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "agent/probe/collective_links.h"
 #include "agent/probe/nccl_plugin.h"
 
@@ -269,6 +272,8 @@ TEST_F(NcclPluginTest, BudgetExhaustionDropsAndCountsAndUnfinishedKernelsAreNotI
   Harvest h = recorder_.TakeHarvest();
   EXPECT_EQ(h.trace.collectives.size(), 1u);
   EXPECT_EQ(h.dropped, 1u) << "the AllGather without kernel times";
+  EXPECT_EQ(h.dropped_reasons,
+            (std::map<std::string, uint64_t>{{"collectives: no device time", 1}}));
 
   // A kernel channel reporting after the harvest finds a stale handle and is ignored.
   EventDescrV5 late{};
@@ -277,6 +282,31 @@ TEST_F(NcclPluginTest, BudgetExhaustionDropsAndCountsAndUnfinishedKernelsAreNotI
   void* late_handle = reinterpret_cast<void*>(1);
   kNcclProfilerV5.startEvent(context, &late_handle, &late);
   EXPECT_EQ(late_handle, nullptr);
+  kNcclProfilerV5.finalize(context);
+}
+
+// The window's end holds collectives as it holds CUPTI's kernels: one whose kernel was still
+// running when the window's last clock pair was read (plus 100 us) is left out and counted.
+TEST_F(NcclPluginTest, ACollectiveStillRunningWhenTheWindowClosedIsNotTheWindows) {
+  int mask = 0;
+  void* context = nullptr;
+  ASSERT_EQ(kNcclProfilerV5.init(&context, 2, &mask, "", 1, 2, 0, nullptr), kNcclSuccess);
+  gpu_clock_.Add({1'005'000, 1'000'000});
+  budget_.Reset(10);
+  recorder_.OpenWindow(g_now, &budget_, &gpu_clock_);
+  g_now = 1'100'000;
+  ASSERT_NE(AllReduce(context, 1, 1'110'000, 1'111'000, 1'200'000), nullptr);  // inside
+  ASSERT_NE(AllReduce(context, 2, 1'390'000, 1'391'000, 1'495'000), nullptr);  // within 100 us
+  ASSERT_NE(AllReduce(context, 3, 1'395'000, 1'396'000, 1'600'000), nullptr);  // past it
+  recorder_.CloseWindow(g_now);
+  gpu_clock_.Add({1'405'000, 1'400'000});  // the close pair
+  Harvest h = recorder_.TakeHarvest();
+  ASSERT_EQ(h.trace.collectives.size(), 2u);
+  EXPECT_EQ(h.trace.collectives.sequence[0], 1);
+  EXPECT_EQ(h.trace.collectives.sequence[1], 2);
+  EXPECT_EQ(h.dropped, 1u);
+  EXPECT_EQ(h.dropped_reasons,
+            (std::map<std::string, uint64_t>{{"collectives: after the window", 1}}));
   kNcclProfilerV5.finalize(context);
 }
 

@@ -193,6 +193,7 @@ TEST(TensorCoresTest, KernelReportCountsFp32GemmTimeOnTf32Gpus) {
   EXPECT_EQ(r.tensor_cores.kernel_ns, 2000);
   ASSERT_EQ(r.pod.size(), 3u);
   EXPECT_EQ(r.pod[0].name, ffma);
+  EXPECT_EQ(r.pod[0].fp32_gemm_ns, 600) << "rank 0's time only: rank 1 is a V100";
   EXPECT_EQ(r.pod[0].math, "fp32_gemm_cuda_cores");
   EXPECT_EQ(r.pod[0].math_rule, "ffma");
   EXPECT_FALSE(r.pod[0].tensor_core);
