@@ -4,9 +4,11 @@
 #
 #   bash tests/gpu/run.sh            # both checks
 #   GPU_CHECK=cuda bash tests/gpu/run.sh   # only the CUDA program
+#   bash gpu-kit/tests/gpu/run.sh    # from a kit (tests/gpu/pack.sh): nothing built or installed
 #
-# It builds podscope (the README's way), starts a coordinator and an agent serving probes on a
-# private socket, and then:
+# From a checkout it builds podscope (the README's way); from a kit it takes the kit's binaries
+# and libraries. It starts a coordinator and an agent serving probes on a private socket, and
+# then:
 #   1. runs tests/gpu/probe_workload.cu under the probe (CUDA_INJECTION64_PATH) and captures 3 s
 #      of it: the kernels captured must equal the launches the program itself logged inside the
 #      window (give or take the two launches that straddle its edges; kernels still running at
@@ -19,11 +21,23 @@
 # Exit status 0 when every check holds. Figures go to stdout and $WORK/summary.txt.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-source "$ROOT/scripts/build_env.sh"
-podscope_install_deps
-podscope_build
-BUILD="$PODSCOPE_BUILD_DIR"
-PROBE="$BUILD/agent/libpodscope_probe.so"
+if [ -x "$ROOT/bin/podscope-coordinator" ]; then
+  # A kit: the machine may reach no package registry, so nothing is installed or built. Its
+  # libraries are for podscope's own processes and the probed ones only, not the baseline runs.
+  COORDINATOR="$ROOT/bin/podscope-coordinator"
+  AGENT="$ROOT/bin/podscope-agent"
+  PROBE="$ROOT/lib/libpodscope_probe.so"
+  KIT_LIBS="$ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "from the kit in $ROOT ($(cat "$ROOT/VERSION" 2>/dev/null))"
+else
+  source "$ROOT/scripts/build_env.sh"
+  podscope_install_deps
+  podscope_build
+  COORDINATOR="$PODSCOPE_BUILD_DIR/coordinator/podscope-coordinator"
+  AGENT="$PODSCOPE_BUILD_DIR/agent/podscope-agent"
+  PROBE="$PODSCOPE_BUILD_DIR/agent/libpodscope_probe.so"
+  KIT_LIBS="${LD_LIBRARY_PATH:-}"
+fi
 [ -f "$PROBE" ] || { echo "no $PROBE: was the CUDA toolkit found by CMake?"; exit 1; }
 WORK="$(mktemp -d /tmp/podscope-gpu.XXXXXX)"
 echo "work directory: $WORK"
@@ -38,14 +52,14 @@ check() {  # check NAME CONDITION-EXIT-STATUS MESSAGE
 # --- the daemons -----------------------------------------------------------------------------
 # Loopback on a lent GPU machine, nothing else on it: plaintext (--insecure) keeps this script
 # to what it measures, the probe.
-"$BUILD/coordinator/podscope-coordinator" --insecure --data-dir "$WORK/store" --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
+env LD_LIBRARY_PATH="$KIT_LIBS" "$COORDINATOR" --insecure --data-dir "$WORK/store" --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
   >"$WORK/coordinator.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do grep -q "listening on http" "$WORK/coordinator.log" && break; sleep 0.1; done
 HTTP=$(grep -o "listening on http://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*http://##')
 GRPC=$(grep -o "agents on grpc://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*grpc://##')
 SOCKET="$WORK/run/agent.sock"
-"$BUILD/agent/podscope-agent" --insecure --coordinator "$GRPC" --agent-id gpu-node --probe-socket "$SOCKET" \
+env LD_LIBRARY_PATH="$KIT_LIBS" "$AGENT" --insecure --coordinator "$GRPC" --agent-id gpu-node --probe-socket "$SOCKET" \
   >"$WORK/agent.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do grep -q "serving" "$WORK/agent.log" && break; sleep 0.1; done
@@ -71,12 +85,17 @@ capture() {  # capture JOB DURATION_MS -> prints the capture id once it has ende
   echo "$id"
 }
 probe_env() {  # the two variables that load the probe, plus who this process is
-  echo "CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 PODSCOPE_JOB=$1"
+  echo "LD_LIBRARY_PATH=$KIT_LIBS CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 PODSCOPE_JOB=$1"
 }
 
 # --- 1. the CUDA program ------------------------------------------------------------------------
 if [ "${GPU_CHECK:-all}" != "torch" ]; then
-  nvcc -O2 -o "$WORK/probe_workload" "$ROOT/tests/gpu/probe_workload.cu"
+  if ! nvcc -O2 -o "$WORK/probe_workload" "$ROOT/tests/gpu/probe_workload.cu" >"$WORK/nvcc.log" 2>&1; then
+    check cuda-build 1 "nvcc could not build probe_workload.cu: $(tail -1 "$WORK/nvcc.log")"
+    GPU_CHECK_CUDA_SKIP=1
+  fi
+fi
+if [ "${GPU_CHECK:-all}" != "torch" ] && [ -z "${GPU_CHECK_CUDA_SKIP:-}" ]; then
   env $(probe_env gpu-cuda) "$WORK/probe_workload" 12 "$WORK/launches.txt" >"$WORK/workload.log" 2>&1 &
   WORKLOAD=$!
   wait_worker gpu-cuda

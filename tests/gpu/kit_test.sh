@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The GPU kit (tests/gpu/pack.sh) on this machine: packed, unpacked into an empty directory, and
+# its coordinator, agent and probe started with nothing but the kit's libraries added to what the
+# target provides (the C library's family, the C++ runtime, OpenSSL, zlib).
+#
+#   tests/gpu/kit_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+BUILD="$1"
+SRC="$2"
+WORK="$(mktemp -d /tmp/podscope-kit-test.XXXXXX)"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done >&2; exit 1; }
+
+bash "$SRC/tests/gpu/pack.sh" "$BUILD" "$WORK/packed" >"$WORK/pack.log"
+tar -C "$WORK/packed" -cf "$WORK/kit.tar" .
+KIT="$WORK/unpacked"
+mkdir "$KIT"
+tar -C "$KIT" -xf "$WORK/kit.tar"
+for f in bin/podscope-coordinator bin/podscope-agent bin/podscope lib/libpodscope_probe.so \
+         tests/gpu/run.sh tests/gpu/probe_workload.cu tests/gpu/train_loop.py VERSION; do
+  [ -e "$KIT/$f" ] || fail "the kit has no $f"
+done
+
+# Every library a binary loads resolves into the kit, or is one the target provides.
+provided='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libutil|libresolv|libstdc\+\+|libgcc_s|libssl|libcrypto|libz)\.so'
+for b in "$KIT"/bin/* "$KIT"/lib/libpodscope_probe.so; do
+  while read -r name arrow path _; do
+    [ "$arrow" = "=>" ] || continue
+    [ "$path" != "not" ] || fail "$b: $name not found with the kit's libraries"
+    [[ "$path" == "$KIT/lib/"* ]] && continue
+    [[ "$name" =~ $provided ]] || fail "$b loads $name from $path, outside the kit"
+  done < <(env -i LD_LIBRARY_PATH="$KIT/lib" ldd "$b")
+done
+
+# The daemons from the kit, in an environment with nothing else set.
+run_clean() { env -i PATH=/usr/bin:/bin HOME="$WORK" LD_LIBRARY_PATH="$KIT/lib" "$@"; }
+run_clean "$KIT/bin/podscope-coordinator" --insecure --data-dir "$WORK/store" --http 127.0.0.1:0 \
+  --grpc 127.0.0.1:0 >"$WORK/coordinator.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 300); do grep -q "agents on grpc" "$WORK/coordinator.log" && break; sleep 0.1; done
+HTTP=$(grep -o "listening on http://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*http://##')
+GRPC=$(grep -o "agents on grpc://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*grpc://##')
+[ -n "$HTTP" ] && [ -n "$GRPC" ] || fail "the kit's coordinator did not start"
+run_clean "$KIT/bin/podscope-agent" --insecure --coordinator "$GRPC" --agent-id kit-node \
+  --probe-socket "$WORK/agent.sock" >"$WORK/agent.log" 2>&1 &
+PIDS+=($!)
+registered=0
+for _ in $(seq 300); do
+  if curl -sf "http://$HTTP/v1/workers" | grep -q '"kit-node"'; then registered=1; break; fi
+  sleep 0.1
+done
+[ "$registered" = 1 ] || fail "the kit's agent did not reach its coordinator"
+# The CLI from the kit talks to them.
+run_clean "$KIT/bin/podscope" captures --server "http://$HTTP" >"$WORK/cli.log" 2>&1 ||
+  fail "the kit's CLI could not list captures"
+# The probe loads from the kit into a process that has none of podscope's libraries.
+run_clean python3 -c "import ctypes, sys; ctypes.CDLL(sys.argv[1])" "$KIT/lib/libpodscope_probe.so" \
+  >"$WORK/probe.log" 2>&1 || fail "the kit's probe did not load"
+echo "PASS: $(cat "$WORK/pack.log")"
