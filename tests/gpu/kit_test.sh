@@ -22,7 +22,7 @@ tar -C "$WORK/packed" -cf "$WORK/kit.tar" .
 KIT="$WORK/unpacked"
 mkdir "$KIT"
 tar -C "$KIT" -xf "$WORK/kit.tar"
-for f in bin/podscope-coordinator bin/podscope-agent bin/podscope lib/libpodscope_probe.so \
+for f in bin/podscope-coordinator bin/podscope-agent bin/podscope lib/libpodscope_probe.so lib/podscope_step.py \
          tests/gpu/run.sh tests/gpu/probe_workload.cu tests/gpu/train_loop.py VERSION; do
   [ -e "$KIT/$f" ] || fail "the kit has no $f"
 done

@@ -33,7 +33,7 @@ provided() {
 rm -rf "$KIT"
 mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu"
 cp "$BUILD/coordinator/podscope-coordinator" "$BUILD/agent/podscope-agent" "$BUILD/coordinator/podscope" "$KIT/bin/"
-cp "$BUILD/agent/libpodscope_probe.so" "$KIT/lib/"
+cp "$BUILD/agent/libpodscope_probe.so" "$ROOT/agent/probe/python/podscope_step.py" "$KIT/lib/"
 declare -A copied=()
 for b in "${binaries[@]}"; do
   # "libfoo.so.1 => /usr/lib/x86_64-linux-gnu/libfoo.so.1 (0x...)"; a library ldd cannot find

@@ -14,6 +14,7 @@
 //   slow-after=S   ... from S seconds into the run [0]
 //   hang-at=S      this rank stops entering collectives S seconds into the run
 //   marks=0        no step marks: the agent infers steps from the collectives
+//   collectives=0  no collectives at all (a one-GPU job): the step marks are all there is
 //   nccl=v5        use the v5 table, as NCCL before 2.29 does [v6]
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -165,6 +166,7 @@ int main(int argc, char** argv) {
   const double slow_after = number("slow-after", 0);
   const double hang_at = number("hang-at", -1);
   const bool marks = number("marks", 1) != 0;
+  const bool collectives = number("collectives", 1) != 0;
   if (options.contains("barrier")) {
     const int fd = open(options["barrier"].c_str(), O_RDWR | O_CREAT, 0600);
     if (fd < 0 || ftruncate(fd, 64 * 1024) != 0) {
@@ -219,8 +221,10 @@ int main(int argc, char** argv) {
       while (NowNs() < end) SleepUs(100'000);
       break;
     }
-    if (!all_reduce(seq++) || !all_reduce(seq++)) break;
-    if (v6_table != nullptr) CopyEngineAllGather(*v6_table, context, step, rank);
+    if (collectives) {
+      if (!all_reduce(seq++) || !all_reduce(seq++)) break;
+      if (v6_table != nullptr) CopyEngineAllGather(*v6_table, context, step, rank);
+    }
     SleepUs(1000);  // optimizer
     if (marks) podscope_step_end(step);
   }

@@ -274,6 +274,67 @@ TEST_F(ProbeWatchTest, AStragglingProbedProcessIsAlertedFromItsMarkedSteps) {
   EXPECT_GT(rank2, others) << simdjson::to_string(job) << "\n" << simdjson::to_string(*fired);
 }
 
+// A one-GPU job: no collectives at all (NCCL never calls the plugin for one rank), only its step
+// marks. The watch still has its steps, and a slowdown is a regression alert.
+TEST_F(ProbeWatchTest, AOneRankJobWithoutCollectivesGetsStepsAndARegressionAlert) {
+  const std::string rules =
+      R"({"rules": [{"name": "regression", "kind": "regression", "capture_evidence": false}]})";
+  Start("probe-single", {"collectives=0,compute-ms=20,slow=1.6,slow-after=12"}, rules);
+  const int64_t started = UnixNowNs();
+  ASSERT_TRUE(WaitForSteps("probe-single", 1, 20, started + 11'000'000'000))
+      << HttpCall(http_, "GET", "/v1/watch/jobs/probe-single").body << agent_->Log();
+  if (UnixNowNs() < started + 11'000'000'000) {
+    EXPECT_EQ(HttpCall(http_, "GET", "/v1/alerts?job=probe-single").body.find("\"kind\""),
+              std::string::npos)
+        << "nothing fires while the steps are even";
+  }
+  std::optional<simdjson::dom::element> fired =
+      WaitForAlert("probe-single", "regression", started + 45'000'000'000);
+  ASSERT_TRUE(fired.has_value()) << HttpCall(http_, "GET", "/v1/watch/jobs/probe-single").body
+                                 << HttpCall(http_, "GET", "/v1/alerts").body << agent_->Log();
+  simdjson::dom::element job = Json(HttpCall(http_, "GET", "/v1/watch/jobs/probe-single").body);
+  ASSERT_EQ(job["ranks"].get_array().size(), 1u) << simdjson::to_string(job);
+  EXPECT_EQ(job["ranks"].at(0)["rank"].get_int64().value(), 0);
+}
+
+// A Python loop marks its steps with the module shipped with the probe (podscope_step.py), in a
+// process that loads the probe as NCCL does only after its first marks: those do nothing, the
+// later ones reach the watch.
+TEST_F(ProbeWatchTest, APythonLoopMarksItsStepsWithTheModuleShippedWithTheProbe) {
+  Start("probe-python", {}, R"({"rules": []})");
+  const std::string script = dir_.Write("train.py", R"(
+import ctypes, os, sys, time
+probe, socket, job, module_dir = sys.argv[1:5]
+os.environ.update(NCCL_PROFILER_PLUGIN=probe, PODSCOPE_AGENT_SOCKET=socket,
+                  PODSCOPE_PROBE_RECONNECT_MS="100", RANK="0", LOCAL_RANK="0", WORLD_SIZE="1",
+                  PODSCOPE_JOB=job)
+sys.path.insert(0, module_dir)
+import podscope_step
+for i in range(3):  # before the probe is loaded: nothing happens, nothing fails
+    with podscope_step.step(i):
+        pass
+ctypes.CDLL(probe, mode=os.RTLD_LOCAL)  # as NCCL loads the plugin
+print("python loop running", flush=True)
+end = time.monotonic() + 60
+i = 3
+while time.monotonic() < end:
+    with podscope_step.step(i):
+        time.sleep(0.02)
+    i += 1
+)");
+  training_.push_back(std::make_unique<Daemon>(
+      "/usr/bin/python3",
+      std::vector<std::string>{script, ProbeLibrary(), dir_.File("run/agent.sock"), "probe-python",
+                               SourceDir() + "/agent/probe/python"},
+      dir_.File("python.log")));
+  const int64_t started = UnixNowNs();
+  ASSERT_TRUE(WaitForSteps("probe-python", 1, 20, started + 30'000'000'000))
+      << HttpCall(http_, "GET", "/v1/watch/jobs/probe-python").body << training_[0]->Log()
+      << agent_->Log();
+  simdjson::dom::element job = Json(HttpCall(http_, "GET", "/v1/watch/jobs/probe-python").body);
+  EXPECT_EQ(job["ranks"].at(0)["rank"].get_int64().value(), 0) << simdjson::to_string(job);
+}
+
 TEST_F(ProbeWatchTest, StepsAreInferredWithoutMarksAndAHungProcessIsNamedWithItsCollective) {
   const std::string rules = R"({"rules": [{"name": "hang", "kind": "hang", "hang_after_s": 3}]})";
   Start("probe-hang", {"marks=0", "marks=0", "marks=0", "marks=0,hang-at=15"}, rules);
