@@ -1,8 +1,11 @@
-"""A small PyTorch training loop for tests/gpu/run.sh: one GPU, DDP over NCCL with one rank (so
-NCCL's profiler plugin sees real AllReduces), steps marked with NVTX ranges "step N". Writes each
-step's wall-clock start and duration (ns) to --out as JSON, for the overhead figures.
+"""A small PyTorch training loop for tests/gpu/run.sh: DDP over NCCL, one rank per GPU (run it
+under torchrun for several; with one rank NCCL never calls its profiler plugin), steps marked with
+NVTX ranges "step N" and, when podscope_step is importable (PYTHONPATH=<kit>/lib), with it too.
+Writes each step's wall-clock start and duration (ns) to --out as JSON ("{rank}" in the path is
+replaced by the rank), for the overhead figures.
 
     python3 tests/gpu/train_loop.py --seconds 15 --out steps.json
+    torchrun --standalone --nproc-per-node 8 tests/gpu/train_loop.py --out steps-{rank}.json
 """
 import argparse
 import json
@@ -12,6 +15,11 @@ import time
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+
+try:
+    import podscope_step
+except ImportError:
+    podscope_step = None
 
 
 def main():
@@ -26,7 +34,7 @@ def main():
     os.environ.setdefault("RANK", "0")
     os.environ.setdefault("WORLD_SIZE", "1")
     os.environ.setdefault("LOCAL_RANK", "0")
-    torch.cuda.set_device(0)
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     dist.init_process_group("nccl")
     model = nn.Sequential(*[nn.Sequential(nn.Linear(args.width, args.width), nn.GELU()) for _ in range(6)]).cuda()
     model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
@@ -40,16 +48,20 @@ def main():
         torch.cuda.synchronize()
         start = time.time_ns()
         torch.cuda.nvtx.range_push(f"step {step}")
+        if podscope_step:
+            podscope_step.begin(step)
         optimizer.zero_grad(set_to_none=True)
         loss = model(batch).square().mean()
         loss.backward()
         optimizer.step()
+        if podscope_step:
+            podscope_step.end(step)
         torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()
         steps.append({"step": step, "start_ns": start, "duration_ns": time.time_ns() - start})
         step += 1
     dist.destroy_process_group()
-    with open(args.out, "w") as f:
+    with open(args.out.replace("{rank}", os.environ["RANK"]), "w") as f:
         json.dump(steps, f)
     print(f"train_loop: {len(steps)} steps")
 
