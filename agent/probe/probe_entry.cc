@@ -2,6 +2,7 @@
 // probe comes alive on the first of them (CUDA's injection at cuInit, or NCCL's first
 // communicator, or a step mark), once per process, and stays until the process exits: its
 // threads hold nothing a clean exit needs, so it is deliberately never torn down.
+#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "agent/probe/cupti_loader.h"
 #include "agent/probe/cupti_source.h"
 #include "agent/probe/nccl_plugin.h"
+#include "agent/probe/nvtx_hooks.h"
 #include "agent/probe/probe_runtime.h"
 #include "agent/probe/step_source.h"
 
@@ -57,6 +59,58 @@ NcclRecorder* RecorderForNccl() {
 
 int64_t ThreadId() { return static_cast<int64_t>(syscall(SYS_gettid)); }
 
+// The file this library was loaded from.
+std::string OwnPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ThreadId), &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
+  return info.dli_fname;
+}
+
+int StartCupti();
+
+// NVTX's injection point: CUPTI first (when CUDA loaded the probe, or a window may want NVTX
+// ranges), so that its handlers are in NVTX's table, then the probe's step hooks in front of
+// them. 1: NVTX keeps the injection.
+int StartNvtx(NvtxGetExportTableFunc_t get) {
+  Probe* p = TheProbe();
+  if (p == nullptr) return 0;
+  if (const char* cuda = std::getenv("CUDA_INJECTION64_PATH"); cuda != nullptr && *cuda != 0) {
+    StartCupti();
+  }
+  auto cupti_first = [p, get] {
+    if (p->cupti == nullptr) return;
+    const std::string path = LoadedCuptiPath(*p->cupti);
+    if (void* cupti = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
+      if (auto init = reinterpret_cast<NvtxInitializeInjectionNvtxFunc_t>(
+              dlsym(cupti, "InitializeInjectionNvtx2"))) {
+        init(get);
+      }
+      dlclose(cupti);  // drops only the reference NOLOAD took
+    }
+  };
+  absl::StatusOr<common::StepPattern> pattern =
+      common::StepPattern::Compile(p->settings.step_pattern);
+  if (!pattern.ok()) {  // logged at load; CUPTI still records ranges in windows
+    cupti_first();
+    return 1;
+  }
+  const bool cupti_records_ranges = p->cupti_source != nullptr;
+  InstallNvtxStepHooks(
+      get, *std::move(pattern),
+      [p, cupti_records_ranges](bool begin, uint64_t step) {
+        if (begin) {
+          p->steps.Begin(step, ThreadId(), cupti_records_ranges);
+        } else {
+          p->steps.End(step, ThreadId(), cupti_records_ranges);
+        }
+      },
+      cupti_first);
+  p->runtime->AddFeature("nvtx");
+  return 1;
+}
+
 // CUPTI, once, at CUDA's injection point.
 int StartCupti() {
   Probe* p = TheProbe();
@@ -71,10 +125,12 @@ int StartCupti() {
       return;
     }
     p->cupti = *std::move(api);
-    // NVTX ranges reach CUPTI's MARKER records only through NVTX's injection hook; a process
-    // that set it itself keeps its own.
-    if (const std::string path = LoadedCuptiPath(*p->cupti); !path.empty()) {
-      setenv("NVTX_INJECTION64_PATH", path.c_str(), /*overwrite=*/0);
+    // NVTX ranges reach CUPTI's MARKER records, and the probe's step marks between windows, only
+    // through NVTX's injection hook: the probe takes it and passes every range on to CUPTI (a
+    // process that set it itself keeps its own). NVTX reads it at the process's first NVTX call,
+    // so a job whose first range comes before CUDA starts sets it itself (docs/watch.md).
+    if (const std::string self = OwnPath(); !self.empty()) {
+      setenv("NVTX_INJECTION64_PATH", self.c_str(), /*overwrite=*/0);
     }
     CuptiSourceOptions options;
     options.buffers = p->settings.cupti_buffers;
@@ -121,6 +177,11 @@ extern "C" {
 // CUDA_INJECTION64_PATH: the driver calls this once, at cuInit. 1 means success.
 __attribute__((visibility("default"))) int InitializeInjection(void) {
   return podscope::agent::probe::StartCupti();
+}
+
+// NVTX_INJECTION64_PATH: NVTX calls this once, at the process's first NVTX call.
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get) {
+  return podscope::agent::probe::StartNvtx(get);
 }
 
 // NCCL_PROFILER_PLUGIN: NCCL reads the newest version it knows.

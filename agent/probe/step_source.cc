@@ -43,20 +43,21 @@ void StepSource::TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarves
   out->dropped += watch_dropped_;
 }
 
-void StepSource::Begin(uint64_t step, int64_t thread) {
+void StepSource::Begin(uint64_t step, int64_t thread, bool watch_only) {
   const TimeNs now = host_now_();
   absl::MutexLock lock(&mu_);
   if (!open_ && !watching_) return;
   for (Open& o : begun_) {
     if (o.thread == thread) {  // a begin without its end: the newer one wins
-      o = Open{step, thread, now, open_};
+      o = Open{step, thread, now, open_ && !watch_only};
       return;
     }
   }
-  if (begun_.size() < kMaxOpenSteps) begun_.push_back(Open{step, thread, now, open_});
+  if (begun_.size() < kMaxOpenSteps)
+    begun_.push_back(Open{step, thread, now, open_ && !watch_only});
 }
 
-void StepSource::End(uint64_t step, int64_t thread) {
+void StepSource::End(uint64_t step, int64_t thread, bool /*watch_only*/) {
   const TimeNs now = host_now_();
   absl::MutexLock lock(&mu_);
   if (!open_ && !watching_) return;

@@ -24,8 +24,10 @@ class StepSource : public EventSource, public WatchSource {
   void SetWatching(bool on) override;
   void TakeWatch(TimeNs now, const GpuClockMap& gpu_clock, WatchHarvest* out) override;
 
-  void Begin(uint64_t step, int64_t thread);
-  void End(uint64_t step, int64_t thread);
+  // `watch_only`: a mark another source records inside windows (an NVTX range, which CUPTI
+  // records there): kept for watching, not made a step of the window twice.
+  void Begin(uint64_t step, int64_t thread, bool watch_only = false);
+  void End(uint64_t step, int64_t thread, bool watch_only = false);
 
  private:
   struct Open {

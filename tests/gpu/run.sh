@@ -86,7 +86,7 @@ capture() {  # capture JOB DURATION_MS -> prints the capture id once it has ende
   echo "$id"
 }
 probe_env() {  # the two variables that load the probe, plus who this process is
-  echo "LD_LIBRARY_PATH=$KIT_LIBS CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 PODSCOPE_JOB=$1"
+  echo "LD_LIBRARY_PATH=$KIT_LIBS CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE NVTX_INJECTION64_PATH=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 PODSCOPE_JOB=$1"
 }
 
 # --- 1. the CUDA program ------------------------------------------------------------------------
@@ -157,7 +157,7 @@ if [ "${GPU_CHECK:-all}" != "cuda" ]; then
     fi
   }
   probed() {  # the variables that load the probe into a launcher's children, for job $1
-    echo "LD_LIBRARY_PATH=$KIT_LIBS CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET PODSCOPE_JOB=$1"
+    echo "LD_LIBRARY_PATH=$KIT_LIBS CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE NVTX_INJECTION64_PATH=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET PODSCOPE_JOB=$1"
   }
   echo "torch: $GPUS GPU(s)" | tee -a "$WORK/summary.txt"
   # Overhead in interleaved rounds: no probe, the probe loaded and watching, the probe loaded

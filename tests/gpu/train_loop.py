@@ -1,6 +1,6 @@
 """A small PyTorch training loop for tests/gpu/run.sh: DDP over NCCL, one rank per GPU (run it
 under torchrun for several; with one rank NCCL never calls its profiler plugin), steps marked with
-NVTX ranges "step N" and, when podscope_step is importable (PYTHONPATH=<kit>/lib), with it too.
+NVTX ranges "step N" (or, with --marks podscope, with podscope_step from PYTHONPATH=<kit>/lib).
 Writes each step's wall-clock start and duration (ns) to --out as JSON ("{rank}" in the path is
 replaced by the rank), for the overhead figures.
 
@@ -16,10 +16,6 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-try:
-    import podscope_step
-except ImportError:
-    podscope_step = None
 
 
 def main():
@@ -27,7 +23,11 @@ def main():
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--out", required=True)
     parser.add_argument("--width", type=int, default=4096)
+    parser.add_argument("--marks", choices=["nvtx", "podscope"], default="nvtx")
     args = parser.parse_args()
+    podscope_step = None
+    if args.marks == "podscope":
+        import podscope_step
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
@@ -47,16 +47,18 @@ def main():
     while time.time() < end:
         torch.cuda.synchronize()
         start = time.time_ns()
-        torch.cuda.nvtx.range_push(f"step {step}")
         if podscope_step:
             podscope_step.begin(step)
+        else:
+            torch.cuda.nvtx.range_push(f"step {step}")
         optimizer.zero_grad(set_to_none=True)
         loss = model(batch).square().mean()
         loss.backward()
         optimizer.step()
         if podscope_step:
             podscope_step.end(step)
-        torch.cuda.nvtx.range_pop()
+        else:
+            torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()
         steps.append({"step": step, "start_ns": start, "duration_ns": time.time_ns() - start})
         step += 1

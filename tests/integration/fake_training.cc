@@ -15,9 +15,12 @@
 //   hang-at=S      this rank stops entering collectives S seconds into the run
 //   marks=0        no step marks: the agent infers steps from the collectives
 //   collectives=0  no collectives at all (a one-GPU job): the step marks are all there is
+//   nvtx=1         mark steps with NVTX ranges "step N" (nvtxRangePushA / Pop), the probe as NVTX's
+//                  injection library (NVTX_INJECTION64_PATH), instead of podscope/step.h
 //   nccl=v5        use the v5 table, as NCCL before 2.29 does [v6]
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <nvtx3/nvToolsExt.h>
 #include <podscope/step.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -167,6 +170,8 @@ int main(int argc, char** argv) {
   const double hang_at = number("hang-at", -1);
   const bool marks = number("marks", 1) != 0;
   const bool collectives = number("collectives", 1) != 0;
+  const bool nvtx = number("nvtx", 0) != 0;
+  if (nvtx) setenv("NVTX_INJECTION64_PATH", argv[1], 1);  // read at the first NVTX call
   if (options.contains("barrier")) {
     const int fd = open(options["barrier"].c_str(), O_RDWR | O_CREAT, 0600);
     if (fd < 0 || ftruncate(fd, 64 * 1024) != 0) {
@@ -211,7 +216,10 @@ int main(int argc, char** argv) {
   };
   uint64_t seq = 0;
   for (uint64_t step = 0; NowNs() < end; ++step) {
-    if (marks) podscope_step_begin(step);
+    char range[32];
+    std::snprintf(range, sizeof(range), "step %llu", static_cast<unsigned long long>(step));
+    if (marks && nvtx) nvtxRangePushA(range);
+    if (marks && !nvtx) podscope_step_begin(step);
     SleepUs(static_cast<long>(compute_ms * (elapsed() >= slow_after ? slow : 1.0) *
                               1000));  // forward and backward
     if (hang_at >= 0 && elapsed() >= hang_at) {
@@ -226,7 +234,8 @@ int main(int argc, char** argv) {
       if (v6_table != nullptr) CopyEngineAllGather(*v6_table, context, step, rank);
     }
     SleepUs(1000);  // optimizer
-    if (marks) podscope_step_end(step);
+    if (marks && nvtx) nvtxRangePop();
+    if (marks && !nvtx) podscope_step_end(step);
   }
   // Leave the probe a flush to report the last steps before NCCL's communicator goes.
   SleepUs(1'500'000);

@@ -335,6 +335,19 @@ while time.monotonic() < end:
   EXPECT_EQ(job["ranks"].at(0)["rank"].get_int64().value(), 0) << simdjson::to_string(job);
 }
 
+// NVTX step ranges with no collectives and no CUPTI: the probe as NVTX's injection library turns
+// them into step marks between windows, so a one-GPU job that marks steps only with NVTX is
+// watched.
+TEST_F(ProbeWatchTest, NvtxStepRangesBetweenWindowsAreWatchedWithoutCollectives) {
+  Start("probe-nvtx", {"collectives=0,nvtx=1,compute-ms=10"}, R"({"rules": []})");
+  const int64_t started = UnixNowNs();
+  ASSERT_TRUE(WaitForSteps("probe-nvtx", 1, 20, started + 30'000'000'000))
+      << HttpCall(http_, "GET", "/v1/watch/jobs/probe-nvtx").body << training_[0]->Log()
+      << agent_->Log();
+  EXPECT_NE(agent_->WaitForLog("job 'probe-nvtx' features (?:now )?\\[.*nvtx"), "")
+      << agent_->Log();
+}
+
 TEST_F(ProbeWatchTest, StepsAreInferredWithoutMarksAndAHungProcessIsNamedWithItsCollective) {
   const std::string rules = R"({"rules": [{"name": "hang", "kind": "hang", "hang_after_s": 3}]})";
   Start("probe-hang", {"marks=0", "marks=0", "marks=0", "marks=0,hang-at=15"}, rules);

@@ -1,11 +1,13 @@
 #!/bin/sh
-# libpodscope_probe.so must export what CUDA (InitializeInjection), NCCL (ncclProfiler_v6 and
-# the v5 and v4 fallbacks) and podscope/step.h look up, and nothing else: every other symbol stays
-# inside, so the probe cannot clash with the training process's own libraries.
+# libpodscope_probe.so must export what CUDA (InitializeInjection), NVTX
+# (InitializeInjectionNvtx2), NCCL (ncclProfiler_v6 and the v5 and v4 fallbacks) and
+# podscope/step.h look up, and nothing else: every other symbol stays inside, so the probe cannot
+# clash with the training process's own libraries.
 set -eu
 lib="$1"
 exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
 want="InitializeInjection
+InitializeInjectionNvtx2
 ncclProfiler_v4
 ncclProfiler_v5
 ncclProfiler_v6
