@@ -68,47 +68,39 @@ std::string OwnPath() {
   return info.dli_fname;
 }
 
-int StartCupti();
-
-// NVTX's injection point: CUPTI first (when CUDA loaded the probe, or a window may want NVTX
-// ranges), so that its handlers are in NVTX's table, then the probe's step hooks in front of
-// them. 1: NVTX keeps the injection.
+// NVTX's injection point, once per copy of NVTX in the process: the step hooks go into its
+// table, in front of CUPTI's handlers when CUPTI is loaded (else CUPTI is chained when CUDA
+// starts it: StartCupti). CUPTI is never started from here: NVTX's first call may come before
+// CUDA's, and starting CUPTI then could bring the driver up inside NVTX's initialisation.
+// 1: NVTX keeps the injection.
 int StartNvtx(NvtxGetExportTableFunc_t get) {
   Probe* p = TheProbe();
   if (p == nullptr) return 0;
-  if (const char* cuda = std::getenv("CUDA_INJECTION64_PATH"); cuda != nullptr && *cuda != 0) {
-    StartCupti();
-  }
-  auto cupti_first = [p, get] {
-    if (p->cupti == nullptr) return;
-    const std::string path = LoadedCuptiPath(*p->cupti);
-    if (void* cupti = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
-      if (auto init = reinterpret_cast<NvtxInitializeInjectionNvtxFunc_t>(
-              dlsym(cupti, "InitializeInjectionNvtx2"))) {
-        init(get);
-      }
-      dlclose(cupti);  // drops only the reference NOLOAD took
-    }
-  };
   absl::StatusOr<common::StepPattern> pattern =
       common::StepPattern::Compile(p->settings.step_pattern);
-  if (!pattern.ok()) {  // logged at load; CUPTI still records ranges in windows
-    cupti_first();
-    return 1;
-  }
-  const bool cupti_records_ranges = p->cupti_source != nullptr;
-  InstallNvtxStepHooks(
-      get, *std::move(pattern),
-      [p, cupti_records_ranges](bool begin, uint64_t step) {
-        if (begin) {
-          p->steps.Begin(step, ThreadId(), cupti_records_ranges);
-        } else {
-          p->steps.End(step, ThreadId(), cupti_records_ranges);
-        }
-      },
-      cupti_first);
+  if (!pattern.ok()) return 1;  // logged at load: no range is a step (CUPTI is chained anyway)
+  InstallNvtxStepHooks(get, *std::move(pattern),
+                       [p](bool begin, uint64_t step, int64_t thread, bool cupti_sees_it) {
+                         // Inside a window CUPTI records the range as a step itself.
+                         if (begin) {
+                           p->steps.Begin(step, thread, cupti_sees_it);
+                         } else {
+                           p->steps.End(step, thread, cupti_sees_it);
+                         }
+                       });
   p->runtime->AddFeature("nvtx");
   return 1;
+}
+
+// CUPTI's own NVTX entry point, for the probe to chain (nullptr when this CUPTI has none).
+NvtxInitializeInjectionNvtxFunc_t CuptiNvtxInit(const CuptiApi& api) {
+  const std::string path = LoadedCuptiPath(api);
+  void* cupti = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (cupti == nullptr) return nullptr;
+  auto init =
+      reinterpret_cast<NvtxInitializeInjectionNvtxFunc_t>(dlsym(cupti, "InitializeInjectionNvtx2"));
+  dlclose(cupti);  // drops only the reference NOLOAD took: the library stays, and so does `init`
+  return init;
 }
 
 // CUPTI, once, at CUDA's injection point.
@@ -127,11 +119,12 @@ int StartCupti() {
     p->cupti = *std::move(api);
     // NVTX ranges reach CUPTI's MARKER records, and the probe's step marks between windows, only
     // through NVTX's injection hook: the probe takes it and passes every range on to CUPTI (a
-    // process that set it itself keeps its own). NVTX reads it at the process's first NVTX call,
+    // process that set it itself keeps its own). NVTX reads it at each copy's first NVTX call,
     // so a job whose first range comes before CUDA starts sets it itself (docs/watch.md).
     if (const std::string self = OwnPath(); !self.empty()) {
       setenv("NVTX_INJECTION64_PATH", self.c_str(), /*overwrite=*/0);
     }
+    ChainNvtxTool(CuptiNvtxInit(*p->cupti));
     CuptiSourceOptions options;
     options.buffers = p->settings.cupti_buffers;
     options.buffer_bytes = p->settings.cupti_buffer_bytes;
