@@ -59,7 +59,20 @@ done
 # The CLI from the kit talks to them.
 run_clean "$KIT/bin/podscope" captures --server "http://$HTTP" >"$WORK/cli.log" 2>&1 ||
   fail "the kit's CLI could not list captures"
-# The probe loads from the kit into a process that has none of podscope's libraries.
-run_clean python3 -c "import ctypes, sys; ctypes.CDLL(sys.argv[1])" "$KIT/lib/libpodscope_probe.so" \
-  >"$WORK/probe.log" 2>&1 || fail "the kit's probe did not load"
+# The probe loads from the kit into a process that has none of podscope's libraries and no
+# LD_LIBRARY_PATH: it finds its own, and theirs, beside itself (RPATH $ORIGIN).
+env -i PATH=/usr/bin:/bin HOME="$WORK" python3 -c "import ctypes, sys; ctypes.CDLL(sys.argv[1])" \
+  "$KIT/lib/libpodscope_probe.so" >"$WORK/probe.log" 2>&1 || fail "the kit's probe did not load"
+while read -r name arrow path _; do
+  [ "$arrow" = "=>" ] || continue
+  [[ "$path" == "$KIT/lib/"* || "$name" =~ $provided ]] ||
+    fail "without LD_LIBRARY_PATH the probe loads $name from $path, outside the kit"
+done < <(env -i ldd "$KIT/lib/libpodscope_probe.so")
+# Nothing needs a newer C library or C++ runtime than the target's (Ubuntu 24.04: glibc 2.39,
+# GCC 14's libstdc++: GLIBCXX_3.4.33, CXXABI_1.3.15).
+newest() { objdump -T "$KIT"/bin/* "$KIT"/lib/*.so* 2>/dev/null | grep -o "$1[0-9.]*" | sort -uV | tail -1; }
+version_le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -1)" = "$2" ]; }
+version_le "$(newest GLIBC_2.)" GLIBC_2.39 || fail "the kit needs $(newest GLIBC_2.), newer than the target's glibc 2.39"
+version_le "$(newest GLIBCXX_3.4.)" GLIBCXX_3.4.33 || fail "the kit needs $(newest GLIBCXX_3.4.), newer than the target's libstdc++"
+version_le "$(newest CXXABI_1.3.)" CXXABI_1.3.15 || fail "the kit needs $(newest CXXABI_1.3.), newer than the target's libstdc++"
 echo "PASS: $(cat "$WORK/pack.log")"

@@ -24,7 +24,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 if [ -x "$ROOT/bin/podscope-coordinator" ]; then
   # A kit: the machine may reach no package registry, so nothing is installed or built. Its
-  # libraries are for podscope's own processes and the probed ones only, not the baseline runs.
+  # libraries are for podscope's daemons (LD_LIBRARY_PATH); the probe finds them beside itself
+  # (its RUNPATH is $ORIGIN), so training processes get nothing that could shadow their own.
   COORDINATOR="$ROOT/bin/podscope-coordinator"
   AGENT="$ROOT/bin/podscope-agent"
   PROBE="$ROOT/lib/libpodscope_probe.so"
@@ -86,7 +87,7 @@ capture() {  # capture JOB DURATION_MS -> prints the capture id once it has ende
   echo "$id"
 }
 probe_env() {  # the two variables that load the probe, plus who this process is
-  echo "LD_LIBRARY_PATH=$KIT_LIBS CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE NVTX_INJECTION64_PATH=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 PODSCOPE_JOB=$1"
+  echo "CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE NVTX_INJECTION64_PATH=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 PODSCOPE_JOB=$1"
 }
 
 # --- 1. the CUDA program ------------------------------------------------------------------------
@@ -99,14 +100,16 @@ fi
 if [ "${GPU_CHECK:-all}" != "torch" ] && [ -z "${GPU_CHECK_CUDA_SKIP:-}" ]; then
   env $(probe_env gpu-cuda) "$WORK/probe_workload" 12 "$WORK/launches.txt" >"$WORK/workload.log" 2>&1 &
   WORKLOAD=$!
-  wait_worker gpu-cuda
+  PIDS+=("$WORKLOAD")
+  wait_worker gpu-cuda || true
   sleep 2
-  ID=$(capture gpu-cuda 3000)
-  wait "$WORKLOAD"
-  api "/v1/captures/$ID" >"$WORK/cuda-capture.json"
-  api "/v1/captures/$ID/trace" >"$WORK/cuda-trace.json"
-  api "/v1/captures/$ID/steps" >"$WORK/cuda-steps.json"
-  python3 - "$WORK" <<'PY' | tee -a "$WORK/summary.txt"
+  ID=$(capture gpu-cuda 3000) || true
+  wait "$WORKLOAD" || true
+  api "/v1/captures/$ID" >"$WORK/cuda-capture.json" || true
+  api "/v1/captures/$ID/trace" >"$WORK/cuda-trace.json" || true
+  api "/v1/captures/$ID/steps" >"$WORK/cuda-steps.json" || true
+  # A check's Python that fails (a missing file) is a failed check, not the end of the script.
+  python3 - "$WORK" <<'PY' | tee -a "$WORK/summary.txt" || true
 import json, sys
 work = sys.argv[1]
 cap = json.load(open(f"{work}/cuda-capture.json"))
@@ -150,38 +153,46 @@ if [ "${GPU_CHECK:-all}" != "cuda" ]; then
     shift 2
     if [ "$GPUS" -gt 1 ]; then
       env "$@" PYTHONPATH="$MARKS_PATH" torchrun --standalone --nproc-per-node "$GPUS" "$LOOP" \
-        --seconds "$seconds" --out "$out"
+        --seconds "$seconds" --out "$out" --marks "${LOOP_MARKS:-nvtx}"
     else
       env "$@" PYTHONPATH="$MARKS_PATH" RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 python3 "$LOOP" \
-        --seconds "$seconds" --out "$out"
+        --seconds "$seconds" --out "$out" --marks "${LOOP_MARKS:-nvtx}"
     fi
   }
   probed() {  # the variables that load the probe into a launcher's children, for job $1
-    echo "LD_LIBRARY_PATH=$KIT_LIBS CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE NVTX_INJECTION64_PATH=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET PODSCOPE_JOB=$1"
+    echo "CUDA_INJECTION64_PATH=$PROBE NCCL_PROFILER_PLUGIN=$PROBE NVTX_INJECTION64_PATH=$PROBE PODSCOPE_AGENT_SOCKET=$SOCKET PODSCOPE_JOB=$1"
   }
   echo "torch: $GPUS GPU(s)" | tee -a "$WORK/summary.txt"
   # Overhead in interleaved rounds: no probe, the probe loaded and watching, the probe loaded
   # with PODSCOPE_WATCH=0, each ROUND_S seconds, ROUNDS times, so that the machine's drift falls
   # on all three alike; the spread of the rounds says what the figure is worth.
   for round in $(seq "${ROUNDS:-3}"); do
-    loop "${ROUND_S:-10}" "$WORK/steps-base-$round-{rank}.json" >>"$WORK/torch-rounds.log" 2>&1
-    loop "${ROUND_S:-10}" "$WORK/steps-idle-$round-{rank}.json" $(probed gpu-torch-idle) >>"$WORK/torch-rounds.log" 2>&1
+    loop "${ROUND_S:-10}" "$WORK/steps-base-$round-{rank}.json" >>"$WORK/torch-rounds.log" 2>&1 || true
+    loop "${ROUND_S:-10}" "$WORK/steps-idle-$round-{rank}.json" $(probed gpu-torch-idle) \
+      >>"$WORK/torch-rounds.log" 2>&1 || true
     loop "${ROUND_S:-10}" "$WORK/steps-nowatch-$round-{rank}.json" $(probed gpu-torch-nowatch) PODSCOPE_WATCH=0 \
-      >>"$WORK/torch-rounds.log" 2>&1
+      >>"$WORK/torch-rounds.log" 2>&1 || true
   done
-  # What the watch saw of the idle runs (their steps, between windows).
+  # What the watch saw of the idle runs (their NVTX steps, between windows).
   api "/v1/watch/jobs/gpu-torch-idle" >"$WORK/torch-watch.json" || echo '{}' >"$WORK/torch-watch.json"
+  # The Python step module (podscope_step.py beside the probe) in place of NVTX.
+  LOOP_MARKS=podscope loop 10 "$WORK/steps-pymarks-{rank}.json" $(probed gpu-torch-pymarks) \
+    >"$WORK/torch-pymarks.log" 2>&1 || true
+  api "/v1/watch/jobs/gpu-torch-pymarks" >"$WORK/torch-watch-pymarks.json" || echo '{}' >"$WORK/torch-watch-pymarks.json"
   loop 20 "$WORK/steps-capture-{rank}.json" $(probed gpu-torch) >"$WORK/torch-capture.log" 2>&1 &
   TRAIN=$!
-  wait_worker gpu-torch
+  PIDS+=("$TRAIN")
+  wait_worker gpu-torch || true
   sleep 5
-  ID=$(capture gpu-torch 5000)
+  ID=$(capture gpu-torch 5000) || true
   wait "$TRAIN" || true
-  api "/v1/captures/$ID" >"$WORK/torch-capture.json"
-  api "/v1/captures/$ID/communication" >"$WORK/torch-communication.json"
-  api "/v1/captures/$ID/steps" >"$WORK/torch-steps.json"
-  api "/v1/captures/$ID/trace" >"$WORK/torch-trace.json"
-  python3 - "$WORK" "$GPUS" "${ROUNDS:-3}" <<'PY' | tee -a "$WORK/summary.txt"
+  api "/v1/captures/$ID" >"$WORK/torch-capture.json" || true
+  api "/v1/captures/$ID/communication" >"$WORK/torch-communication.json" || true
+  api "/v1/captures/$ID/steps" >"$WORK/torch-steps.json" || true
+  api "/v1/captures/$ID/trace" >"$WORK/torch-trace.json" || true
+  # The watch goes on after a window (CUPTI took NVTX's slots for its length).
+  api "/v1/watch/jobs/gpu-torch" >"$WORK/torch-watch-after.json" || echo '{}' >"$WORK/torch-watch-after.json"
+  python3 - "$WORK" "$GPUS" "${ROUNDS:-3}" <<'PY' | tee -a "$WORK/summary.txt" || true
 import json, statistics, sys
 work, gpus, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 cap = json.load(open(f"{work}/torch-capture.json"))
@@ -209,8 +220,14 @@ print(f"overhead over {rounds} interleaved rounds: watching {statistics.mean(idl
 base_last, _ = median_ms(f"{work}/steps-base-{rounds}-0.json")
 during, nc = median_ms(f"{work}/steps-capture-0.json", (start, stop))
 print(f"capturing: {during:.3f} ms ({nc} steps) = {100 * (during / base_last - 1):+.2f}% against the last round's no-probe run")
-watch = json.load(open(f"{work}/torch-watch.json"))
-watched_steps = sum(r.get("steps", 0) for r in watch.get("ranks", []))
+def watched(name):
+    try:
+        return sum(r.get("steps", 0) for r in json.load(open(f"{work}/{name}")).get("ranks", []))
+    except (OSError, ValueError):
+        return 0
+watched_steps = watched("torch-watch.json")
+pymarks_steps = watched("torch-watch-pymarks.json")
+after_window_steps = watched("torch-watch-after.json")
 trace = json.load(open(f"{work}/torch-trace.json"))
 events = trace["traceEvents"] if isinstance(trace, dict) else trace
 kernels = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel")
@@ -223,9 +240,10 @@ for x in workers:
     lost += x["dropped_events"] - sum(n for r, n in reasons.items() if "the window" in r or "no time" in r)
 print(f"torch: state {cap['state']}, {len(workers)} worker(s), kernels {kernels}, collectives {collectives}, "
       f"steps {len(steps['steps'])} ({steps['step_source']}), dropped {[x['dropped_events'] for x in workers]}, "
-      f"steps in the watch window {watched_steps}")
+      f"steps in the watch window: NVTX {watched_steps}, podscope_step {pymarks_steps}, after a capture {after_window_steps}")
 ok = cap["state"] == "complete" and len(workers) == max(gpus, 1) and kernels > 0 and len(steps["steps"]) > 0 \
-     and lost == 0 and watched_steps > 0
+     and steps["step_source"] == "markers" and lost == 0 and watched_steps > 0 and pymarks_steps > 0 \
+     and after_window_steps > 0
 if gpus > 1:
     ok = ok and collectives > 0
 else:
@@ -234,7 +252,7 @@ else:
 print("TORCH_CHECK", "ok" if ok else "failed")
 PY
   grep -q "TORCH_CHECK ok" "$WORK/summary.txt" && rc=0 || rc=1
-  check torch "$rc" "kernels and steps captured (and AllReduces with several GPUs), nothing lost, steps watched"
+  check torch "$rc" "kernels and marked steps captured (and AllReduces with several GPUs), nothing lost, NVTX and podscope_step steps watched, before and after a window"
   # The probe and the agent stream the window (PODSCOPE_STREAM_MS, stream_interval_ms): the
   # agent's peak holds about a second of the rank's events, not the 5 s window.
   echo "agent peak RSS over the run: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[1]}/status")" |

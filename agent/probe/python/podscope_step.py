@@ -6,8 +6,8 @@
             loss = model(batch).sum(); loss.backward(); optimizer.step()
 
 Or podscope_step.begin(step) / podscope_step.end(step). Nothing else to install: the module
-finds libpodscope_probe.so where CUDA and NCCL load it from (CUDA_INJECTION64_PATH,
-NCCL_PROFILER_PLUGIN) once they have, or in the process's global scope (LD_PRELOAD), and calls
+finds libpodscope_probe.so where CUDA, NCCL and NVTX load it from (CUDA_INJECTION64_PATH,
+NCCL_PROFILER_PLUGIN, NVTX_INJECTION64_PATH) once they have, or in the process's global scope (LD_PRELOAD), and calls
 its podscope_probe_step_begin/end through ctypes. Without a probe a mark does nothing (a cached
 check; the module looks again at most once a second for a minute, then once a minute, as CUDA and
 NCCL load the probe lazily). Marks reach the agent's watch between capture windows and the
@@ -54,7 +54,7 @@ def _look():
         _hooks = None
     if _hooks is not None:
         return _hooks
-    for variable in ("CUDA_INJECTION64_PATH", "NCCL_PROFILER_PLUGIN"):
+    for variable in ("CUDA_INJECTION64_PATH", "NCCL_PROFILER_PLUGIN", "NVTX_INJECTION64_PATH"):
         path = os.environ.get(variable)
         if not path:
             continue
