@@ -176,12 +176,6 @@ void AllReduceEfficiency(const SummaryReport& s, const OverviewOptions& opt,
 void Fp32GemmOnCudaCores(const OverviewReport& o, const KernelReport& kernels,
                          const OverviewOptions& opt, std::vector<Recommendation>& out) {
   if (o.fp32_gemm_share < opt.fp32_gemm_share) return;
-  // The subject: the FP32 GEMM with the most time on GPUs that have TF32 (what was counted).
-  const KernelStats* hottest = nullptr;
-  for (const KernelStats& k : kernels.pod) {
-    if (k.fp32_gemm_ns > 0 && (hottest == nullptr || k.fp32_gemm_ns > hottest->fp32_gemm_ns))
-      hottest = &k;
-  }
   const double busy = o.gpu.median_gpu_utilization.value_or(1);
   out.push_back(
       {.rule = "fp32_gemm_on_cuda_cores",
@@ -195,7 +189,7 @@ void Fp32GemmOnCudaCores(const OverviewReport& o, const KernelReport& kernels,
        .evidence = {{"fp32_gemm_share", o.fp32_gemm_share},
                     {"tensor_core_share", o.tensor_core_share},
                     {"fp32_gemm_ns", static_cast<double>(kernels.tensor_cores.fp32_gemm_ns)}},
-       .subject = hottest != nullptr ? hottest->name : ""});
+       .subject = kernels.hottest_fp32_gemm});
 }
 
 void LowOccupancyKernels(const OverviewReport& o, const KernelReport& kernels,

@@ -109,6 +109,13 @@ void KernelFold::Add(const common::WorkerTrace& trace) {
 }
 
 KernelReport KernelFold::Finish() {
+  TimeNs most = 0;
+  for (const auto& [name, s] : pod_) {
+    if (s.fp32_gemm_ns > most) {
+      most = s.fp32_gemm_ns;
+      report_.hottest_fp32_gemm = name;
+    }
+  }
   report_.pod = Ranked(pod_, limit_);
   return std::move(report_);
 }

@@ -59,6 +59,9 @@ struct KernelReport {
   std::vector<WorkerKernels> workers;
   std::vector<KernelStats> pod;
   TensorCoreTime tensor_cores;
+  // Of every kernel, not only the listed ones: the FP32 GEMM with the most time on GPUs with
+  // TF32 Tensor Cores ("" when none), what the overview's TF32 advice names.
+  std::string hottest_fp32_gemm;
 };
 
 // `limit`: kernels kept per list (0 = all). Pure.

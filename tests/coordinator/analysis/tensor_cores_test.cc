@@ -191,6 +191,18 @@ TEST(TensorCoresTest, KernelReportCountsFp32GemmTimeOnTf32Gpus) {
   EXPECT_EQ(r.workers[1].tensor_cores.fp32_gemm_ns, 0);    // a V100: no TF32 to move to
   EXPECT_EQ(r.tensor_cores.fp32_gemm_ns, 800);
   EXPECT_EQ(r.tensor_cores.kernel_ns, 2000);
+  EXPECT_EQ(r.hottest_fp32_gemm, ffma);
+  // Named from every kernel, not only the listed ones.
+  common::Capture busy;
+  busy.workers.push_back(podscope::testing::HandTrace(0, 1)
+                             .Kernel(0, 5000, "void elementwise_kernel<float>()")
+                             .Kernel(5000, 5600, ffma)
+                             .Build());
+  busy.workers[0].info.devices.push_back({.id = 0, .compute_major = 9});
+  const KernelReport top1 = ComputeTopKernels(common::CaptureView(busy), /*limit=*/1);
+  ASSERT_EQ(top1.pod.size(), 1u);
+  EXPECT_NE(top1.pod[0].name, ffma);
+  EXPECT_EQ(top1.hottest_fp32_gemm, ffma);
   ASSERT_EQ(r.pod.size(), 3u);
   EXPECT_EQ(r.pod[0].name, ffma);
   EXPECT_EQ(r.pod[0].fp32_gemm_ns, 600) << "rank 0's time only: rank 1 is a V100";
