@@ -56,7 +56,7 @@ using Matcher = bool (*)(std::string_view);
 
 struct Rule {
   KernelMathRule info;
-  Matcher matches;
+  Matcher matches;  // nullptr: the name holds the rule's id
 };
 
 constexpr std::string_view kXmmaSource =
@@ -72,15 +72,13 @@ constexpr std::string_view kPyTorchSource =
 
 // CUDA-core markers first: they say the precision, which the family patterns below do not.
 const std::array kRules = {
-    Rule{{"ffma", KernelMath::kFp32GemmCudaCores, kXmmaSource},
-         [](std::string_view n) { return Has(n, "ffma"); }},
-    Rule{{"simt", KernelMath::kFp32GemmCudaCores, kCutlassSource},
-         [](std::string_view n) { return Has(n, "simt"); }},
+    Rule{{"ffma", KernelMath::kFp32GemmCudaCores, kXmmaSource}, nullptr},
+    Rule{{"simt", KernelMath::kFp32GemmCudaCores, kCutlassSource}, nullptr},
     Rule{{"sgemm", KernelMath::kFp32GemmCudaCores,
           "cuBLAS's and cuDNN's SIMT kernels before xmma: volta_sgemm_128x64_nn, "
           "ampere_sgemm_128x64_tn, implicit_convolve_sgemm; their Tensor Core kernels put the "
           "MMA shape in the precision code instead (s1688gemm, h884gemm)"},
-         [](std::string_view n) { return Has(n, "sgemm"); }},
+         nullptr},
     Rule{{"tensor<M>x<N>x<K>", KernelMath::kTensorCores, kXmmaSource}, HasMmaShape},
     Rule{{"f32f32_f32f32", KernelMath::kFp32GemmCudaCores,
           "xmma's operand types: A and B in FP32 (TF32 is written tf32f32), in a name without its "
@@ -90,62 +88,48 @@ const std::array kRules = {
           "Hopper's cuBLAS kernels, built on warpgroup MMA (wgmma): "
           "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
           "segment_k_off_kernel__5x_cublas"},
-         [](std::string_view n) { return Has(n, "warpgroupsize"); }},
+         nullptr},
     Rule{{"gmma", KernelMath::kTensorCores,
           "Hopper's warpgroup MMA (GMMA, wgmma) in CUTLASS 3's mainloops "
           "(MainloopSm90TmaGmmaWarpSpecialized) and in kernel names"},
          [](std::string_view n) { return Has(n, "gmma") || Has(n, "Gmma") || Has(n, "GMMA"); }},
-    Rule{{"tensorop", KernelMath::kTensorCores, kCutlassSource},
-         [](std::string_view n) { return Has(n, "tensorop"); }},
+    Rule{{"tensorop", KernelMath::kTensorCores, kCutlassSource}, nullptr},
     Rule{{"TensorOp", KernelMath::kTensorCores,
           "CUTLASS's template names: cutlass::arch::OpClassTensorOp, MmaTensorOp"},
-         [](std::string_view n) { return Has(n, "TensorOp"); }},
+         nullptr},
     Rule{{"UMMA", KernelMath::kTensorCores,
           "Blackwell's MMA (tcgen05, UMMA) in CUTLASS 3's mainloops: MainloopSm100TmaUmma..."},
          [](std::string_view n) { return Has(n, "Umma") || Has(n, "UMMA"); }},
     Rule{{"nvjet", KernelMath::kTensorCores,
           "cuBLASLt's GEMMs for Hopper and Blackwell (nvjet_hsh_..., nvjet_tst_..., "
           "nvjet_sss_tf32_...), all built on MMA"},
-         [](std::string_view n) { return Has(n, "nvjet"); }},
-    Rule{{"hmma", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "hmma"); }},
+         nullptr},
+    Rule{{"hmma", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
     Rule{{"flash_fwd", KernelMath::kTensorCores,
           "FlashAttention, whose every kernel is built on MMA instructions"},
-         [](std::string_view n) { return Has(n, "flash_fwd"); }},
+         nullptr},
     Rule{{"flash_bwd", KernelMath::kTensorCores,
           "FlashAttention, whose every kernel is built on MMA instructions"},
-         [](std::string_view n) { return Has(n, "flash_bwd"); }},
+         nullptr},
     Rule{{"FlashAttn", KernelMath::kTensorCores,
           "FlashAttention 3's kernels (flash::FlashAttnFwdSm90, ...)"},
-         [](std::string_view n) { return Has(n, "FlashAttn"); }},
+         nullptr},
     Rule{
         {"imma", KernelMath::kTensorCores, "integer MMA (IMMA) in cuBLASLt's and TensorRT's names"},
         [](std::string_view n) { return Has(n, "imma"); }},
     // The PyTorch profiler's precision codes and cuDNN families, Volta to Ampere.
-    Rule{{"h884", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "h884"); }},
-    Rule{{"s884", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "s884"); }},
-    Rule{{"h1688", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "h1688"); }},
-    Rule{{"s1688", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "s1688"); }},
-    Rule{{"i8816", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "i8816"); }},
-    Rule{{"16816", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "16816"); }},
-    Rule{{"c1688", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "c1688"); }},
-    Rule{{"dgrad_1x1_stride_2x2", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "dgrad_1x1_stride_2x2"); }},
-    Rule{{"first_layer_wgrad_kernel", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "first_layer_wgrad_kernel"); }},
-    Rule{{"conv1x1", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "conv1x1"); }},
-    Rule{{"conv2d_c1_k1", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "conv2d_c1_k1"); }},
-    Rule{{"direct_group", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) { return Has(n, "direct_group"); }},
+    Rule{{"h884", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"s884", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"h1688", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"s1688", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"i8816", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"16816", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"c1688", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"dgrad_1x1_stride_2x2", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"first_layer_wgrad_kernel", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"conv1x1", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"conv2d_c1_k1", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"direct_group", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
     // xmma_implicit_gemm, xmma_warp_specialized_implicit_gemm, xmma_gemm, xmma_sparse_gemm,
     // xmma_sparse_conv: reached only by names without an FP32 marker above.
     Rule{{"xmma_", KernelMath::kTensorCores, kPyTorchSource},
@@ -186,7 +170,7 @@ int ArchFromSmTag(std::string_view name) {
 
 KernelMathResult ClassifyKernelMath(std::string_view name) {
   for (const Rule& rule : kRules) {
-    if (!rule.matches(name)) continue;
+    if (rule.matches != nullptr ? !rule.matches(name) : !Has(name, rule.info.id)) continue;
     KernelMath math = rule.info.math;
     if (math == KernelMath::kFp32GemmCudaCores && !(IsGemm(name) && IsFp32Math(name))) {
       math = KernelMath::kCudaCores;
