@@ -1,6 +1,7 @@
 // Interned strings of one worker trace (kernel names, op names, dtypes, ...).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -15,6 +16,13 @@ using NameId = uint32_t;
 
 // Id 0 is always the empty string, so a default-initialised NameId means "no name".
 inline constexpr NameId kEmptyName = 0;
+
+// The table's hash of a name: kernel names run to hundreds of bytes, and the standard library's
+// byte hash (which this Abseil build uses for strings) cost more than finding the name. Sixteen
+// bytes a step, seeded per process so that crafted names cannot be made to collide in advance.
+struct NameHash {
+  size_t operator()(std::string_view s) const noexcept;
+};
 
 // Owns its strings; ids are dense and stable for the table's lifetime. Not thread-safe:
 // one importer or decoder fills it, analyses read it afterwards.
@@ -40,10 +48,17 @@ class StringTable {
 
  private:
   void CopyFrom(const StringTable& other);
+  // Where `s` is looked for among the recently interned names.
+  static size_t RecentSlot(std::string_view s);
 
   std::deque<std::string> storage_;  // deque: stable addresses for the views below
   std::vector<std::string_view> views_;
-  absl::flat_hash_map<std::string_view, NameId> ids_;
+  absl::flat_hash_map<std::string_view, NameId, NameHash> ids_;
+  // Ids of names interned lately, by a key of a few of their bytes: a trace names the same few
+  // hundred kernels and calls again and again, and comparing a candidate costs far less than
+  // hashing a long name. A slot is only a guess, checked against the stored name; 0 (the empty
+  // name) is a guess like any other.
+  std::array<NameId, 512> recent_{};
   size_t payload_bytes_ = 0;
 };
 
