@@ -1,6 +1,7 @@
 #include "coordinator/analysis/steps.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
@@ -75,6 +76,79 @@ std::vector<StepSpan> StepsFromCollectivePeriod(const WorkerTrace& w) {
   return steps;
 }
 
+// No markers and no collectives (a one-GPU job): a training loop launches the same kernels in
+// the same order every step. The period P, in launches, is found from the names that occur once
+// a step: their occurrences are P launches apart (for at least 90% of the gaps). The largest such
+// gap that the whole launch sequence repeats with (name i equal to name i+P at 90% of positions)
+// is the period; at least two launches, and three whole steps. A step starts at the launch,
+// among the P positions of one period, that follows the longest host pause on average: the
+// loop's top, where the host does the work that launches nothing (the optimizer's bookkeeping,
+// the next batch).
+std::vector<StepSpan> StepsFromLaunchPeriod(const WorkerTrace& w, const std::vector<TimeNs>& at) {
+  const size_t n = at.size();
+  if (n < 6) return {};
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&at](size_t a, size_t b) { return at[a] != at[b] ? at[a] < at[b] : a < b; });
+  std::vector<common::NameId> name(n);
+  for (size_t i = 0; i < n; ++i) name[i] = w.kernels.name[order[i]];
+  // Gaps between a name's consecutive occurrences: its last position, and per candidate gap
+  // how often it was seen.
+  struct Seen {
+    size_t last = 0;
+    size_t count = 0;
+    absl::flat_hash_map<size_t, size_t> gaps;
+  };
+  absl::flat_hash_map<common::NameId, Seen> seen;
+  for (size_t i = 0; i < n; ++i) {
+    auto [it, inserted] = seen.try_emplace(name[i]);
+    Seen& s = it->second;
+    if (!inserted && s.gaps.size() < 8) ++s.gaps[i - s.last];  // past 8 gap lengths: irregular
+    s.last = i;
+    ++s.count;
+  }
+  std::vector<size_t> candidates;
+  for (const auto& [id, s] : seen) {
+    if (s.count < 4 || s.gaps.size() >= 8) continue;
+    for (const auto& [gap, times] : s.gaps) {
+      if (gap >= 2 && times * 10 >= (s.count - 1) * 9 && gap * 3 <= n) candidates.push_back(gap);
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(), std::greater<>());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  size_t period = 0;
+  for (size_t p : candidates) {
+    size_t matches = 0;
+    for (size_t i = 0; i + p < n; ++i) matches += name[i] == name[i + p];
+    if (matches * 10 >= (n - p) * 9) {
+      period = p;
+      break;
+    }
+  }
+  if (period == 0) return {};
+  // The phase: the position within a period after the longest pause, summed over the periods.
+  size_t phase = 0;
+  TimeNs longest = -1;
+  for (size_t o = 0; o < period; ++o) {
+    TimeNs pause = 0;
+    for (size_t i = o == 0 ? period : o; i < n; i += period)
+      pause += at[order[i]] - at[order[i - 1]];
+    if (pause > longest) {
+      longest = pause;
+      phase = o;
+    }
+  }
+  std::vector<StepSpan> steps;
+  for (size_t k = 0; phase + (k + 1) * period < n; ++k) {
+    steps.push_back(StepSpan{static_cast<int64_t>(k),
+                             {at[order[phase + k * period]], at[order[phase + (k + 1) * period]]},
+                             {}});
+  }
+  if (steps.size() < 3) return {};
+  return steps;
+}
+
 }  // namespace
 
 std::string_view StepSourceName(StepSource source) {
@@ -87,6 +161,8 @@ std::string_view StepSourceName(StepSource source) {
       return "pattern";
     case StepSource::kInferred:
       return "inferred";
+    case StepSource::kLaunches:
+      return "launches";
   }
   return "unknown";
 }
@@ -130,11 +206,15 @@ WorkerSteps FindSteps(const WorkerTrace& w, const StepOptions& options) {
     result.steps = StepsFromCollectivePeriod(w);
     result.source = result.steps.empty() ? StepSource::kNone : StepSource::kInferred;
   }
+  const LaunchTimes launch = FindLaunchTimes(w);
+  if (result.steps.empty() && w.collectives.size() == 0) {
+    result.steps = StepsFromLaunchPeriod(w, launch.kernel);
+    result.source = result.steps.empty() ? StepSource::kNone : StepSource::kLaunches;
+  }
   std::sort(result.steps.begin(), result.steps.end(),
             [](const StepSpan& a, const StepSpan& b) { return a.host.start < b.host.start; });
 
   // Assign each device event to the step whose host span contains its launch.
-  const LaunchTimes launch = FindLaunchTimes(w);
   auto step_of = [&result](TimeNs t) -> int32_t {
     const auto& s = result.steps;
     auto it = std::upper_bound(s.begin(), s.end(), t,

@@ -1,6 +1,7 @@
 // Training steps per worker: from step markers (ProfilerStep#N,
 // explicit step events, or annotations matching a pattern), else inferred from the period of
-// the collective sequence. Each step gets its host span and its device span.
+// the collective sequence, else (a job without collectives: one GPU) from the period of its
+// kernel launches. Each step gets its host span and its device span.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,13 @@
 
 namespace podscope::coordinator::analysis {
 
-enum class StepSource : uint8_t { kNone = 0, kMarkers = 1, kPattern = 2, kInferred = 3 };
+enum class StepSource : uint8_t {
+  kNone = 0,
+  kMarkers = 1,
+  kPattern = 2,
+  kInferred = 3,  // from the collectives' period
+  kLaunches = 4,  // from the kernel launches' period
+};
 std::string_view StepSourceName(StepSource source);
 
 struct StepSpan {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "tests/coordinator/analysis/hand_trace.h"
 
 namespace podscope::coordinator::analysis {
@@ -63,6 +66,77 @@ TEST(StepsTest, WithoutMarkersStepsComeFromTheCollectivePeriod) {
   EXPECT_EQ(steps.steps[0].host, (Interval{900, 10'900}));
   EXPECT_EQ(steps.steps[2].host, (Interval{20'900, 30'900}));
   EXPECT_EQ(steps.steps[1].device, (Interval{11'000, 13'500}));
+}
+
+// A one-GPU loop: every step launches gemm_a, gelu, gemm_b, gelu, sgd, 100 ns apart, then the
+// host pauses 600 ns (the optimizer's bookkeeping, the next batch). The capture opens in the
+// middle of a step (its gelu and sgd come first) and closes after the fifth whole step.
+HandTrace OneGpuLoop(int steps, bool warmup_kernel = false) {
+  HandTrace t;
+  const std::vector<std::string> loop = {"gemm_a", "gelu", "gemm_b", "gelu", "sgd"};
+  t.Kernel(20, 60, "gelu", 10).Kernel(120, 160, "sgd", 110);
+  for (int step = 0; step < steps; ++step) {
+    common::TimeNs at = 700 + step * 1000;
+    for (size_t i = 0; i < loop.size(); ++i, at += 100) {
+      t.Kernel(at + 10, at + 60, loop[i], at);
+      if (warmup_kernel && step == 0 && i == 0) t.Kernel(at + 70, at + 80, "autotune", at + 50);
+    }
+  }
+  return t;
+}
+
+TEST(StepsTest, WithoutMarkersOrCollectivesStepsComeFromThePeriodOfKernelLaunches) {
+  const WorkerSteps steps = FindSteps(OneGpuLoop(5).Build());
+  EXPECT_EQ(steps.source, StepSource::kLaunches);
+  EXPECT_EQ(StepSourceName(steps.source), "launches");
+  // Whole steps only, each from one gemm_a's launch to the next: the last one has no end.
+  ASSERT_EQ(steps.steps.size(), 4u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(steps.steps[k].number, k);
+    EXPECT_EQ(steps.steps[k].host, (Interval{700 + k * 1000, 1700 + k * 1000})) << k;
+    EXPECT_EQ(steps.steps[k].device, (Interval{710 + k * 1000, 1160 + k * 1000})) << k;
+  }
+  // The partial step before and the unfinished one after belong to no step.
+  EXPECT_EQ(steps.kernel_step[0], -1);
+  EXPECT_EQ(steps.kernel_step[2], 0);
+  EXPECT_EQ(steps.kernel_step.back(), -1);
+}
+
+TEST(StepsTest, AWarmupKernelInTheFirstStepDoesNotHideTheLaunchPeriod) {
+  const WorkerSteps steps = FindSteps(OneGpuLoop(12, /*warmup_kernel=*/true).Build());
+  EXPECT_EQ(steps.source, StepSource::kLaunches);
+  ASSERT_EQ(steps.steps.size(), 11u);
+  // From the second step on, each starts at its gemm_a, after the host's pause.
+  for (size_t k = 1; k < steps.steps.size(); ++k) {
+    EXPECT_EQ(steps.steps[k].host, (Interval{700 + static_cast<int64_t>(k) * 1000,
+                                             1700 + static_cast<int64_t>(k) * 1000}))
+        << k;
+  }
+}
+
+TEST(StepsTest, LaunchesWithoutARepeatingOrderGiveNoSteps) {
+  // One kernel over and over (no step structure to see), and names in no repeating order.
+  HandTrace same;
+  for (int i = 0; i < 40; ++i) same.Kernel(i * 100 + 10, i * 100 + 50, "k", i * 100);
+  EXPECT_EQ(FindSteps(same.Build()).source, StepSource::kNone);
+  HandTrace shuffled;
+  uint32_t x = 12345;
+  for (int i = 0; i < 200; ++i) {
+    x = x * 1103515245u + 12345u;
+    shuffled.Kernel(i * 100 + 10, i * 100 + 50, "k" + std::to_string((x >> 16) % 7), i * 100);
+  }
+  EXPECT_EQ(FindSteps(shuffled.Build()).source, StepSource::kNone);
+  // Two periods only: too few to call it a loop.
+  EXPECT_EQ(FindSteps(OneGpuLoop(2).Build()).source, StepSource::kNone);
+}
+
+TEST(StepsTest, AJobWithCollectivesIsNotGivenStepsFromItsLaunches) {
+  // Its collectives have no period (one of each size), so it gets no steps at all, rather than
+  // steps from another source than its ranks' peers might use.
+  HandTrace t = OneGpuLoop(5);
+  t.Kernel(9000, 9100, "nccl_ar", 8900, 20)
+      .Collective("pg:0", common::CollectiveOp::kAllReduce, 0, 4 << 20, 2, 8900);
+  EXPECT_EQ(FindSteps(t.Build()).source, StepSource::kNone);
 }
 
 TEST(StepsTest, NoMarkersAndNoCollectivesMeansNoSteps) {

@@ -170,6 +170,39 @@ namespace {
 
 // Inputs that are not one job are refused (unless insisted on) and warned about;
 // simulate does not write into a folder that holds an earlier run.
+// A one-GPU job traced by the PyTorch profiler without its step schedule: no ProfilerStep, no
+// NVTX, no collectives. Its steps come from the period of its kernel launches.
+TEST(CliAnalyzeTest, AOneGpuTraceWithoutMarksGetsStepsFromItsKernelLaunches) {
+  ScratchDir dir;
+  std::string events;
+  int64_t correlation = 0;
+  const std::array<const char*, 4> loop = {"sm90_xmma_gemm_bf16", "vectorized_elementwise_kernel",
+                                           "sm90_xmma_gemm_bf16_dgrad",
+                                           "multi_tensor_apply_kernel"};
+  for (int step = 0; step < 8; ++step) {
+    // 4.4 ms a step: the four launches 0.3 ms apart, then the host's pause.
+    for (size_t i = 0; i < loop.size(); ++i) {
+      const double at = 1'000'000.0 + step * 4400.0 + static_cast<double>(i) * 300.0;
+      ++correlation;
+      events += common::StrCat(
+          events.empty() ? "" : ",",
+          R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":)", at,
+          R"(,"dur":5,"args":{"correlation":)", correlation, R"(}},)",
+          R"({"ph":"X","cat":"kernel","name":")", loop[i], R"(","pid":0,"tid":7,"ts":)", at + 20,
+          R"(,"dur":250,"args":{"stream":7,"correlation":)", correlation, R"(,"device":0}})");
+    }
+  }
+  const std::string path = dir.Write("rank-0.json", R"({"traceEvents":[)" + events + "]}");
+  const RunResult r = RunCli("analyze --report steps --format json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(R"("step_source":"launches")"), std::string::npos) << r.output;
+  // Eight periods seen, seven of them closed by the next one's first launch. Each step's device
+  // span runs from its first kernel's start to its last one's end (0.9 + 0.25 ms), and the device
+  // idles the rest of the 4.4 ms before the next step.
+  EXPECT_EQ(CountOf(r.output, R"("span_ns":1150000)"), 7u) << r.output;
+  EXPECT_EQ(CountOf(r.output, R"("before_ns":3250000)"), 6u) << r.output;
+}
+
 TEST(CliAnalyzeTest, InputsThatAreNotOneJobAreRefusedOrWarnedAbout) {
   ScratchDir dir;
   ASSERT_EQ(RunCli("simulate --ranks 8 --steps 2 -o " + dir.File("eight")).exit_code, 0);
