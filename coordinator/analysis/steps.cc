@@ -80,7 +80,8 @@ std::vector<StepSpan> StepsFromCollectivePeriod(const WorkerTrace& w) {
 // the same order every step. The period P, in launches, is found from the names that occur once
 // a step: their occurrences are P launches apart (for at least 90% of the gaps). The largest such
 // gap that the whole launch sequence repeats with (name i equal to name i+P at 90% of positions)
-// is the period; at least two launches, and three whole steps. A step starts at the launch,
+// is the period (the largest: a model of identical layers repeats within the step too); at least
+// two launches, and three whole steps. A step starts at the launch,
 // among the P positions of one period, that follows the longest host pause on average: the
 // loop's top, where the host does the work that launches nothing (the optimizer's bookkeeping,
 // the next batch).
@@ -117,6 +118,9 @@ std::vector<StepSpan> StepsFromLaunchPeriod(const WorkerTrace& w, const std::vec
   }
   std::sort(candidates.begin(), candidates.end(), std::greater<>());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  // Each candidate costs a pass over the launches: the 16 largest are tried (a trace made to
+  // offer a candidate at every gap would otherwise cost a pass per gap).
+  if (candidates.size() > 16) candidates.resize(16);
   size_t period = 0;
   for (size_t p : candidates) {
     size_t matches = 0;

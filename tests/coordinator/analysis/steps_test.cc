@@ -114,6 +114,29 @@ TEST(StepsTest, AWarmupKernelInTheFirstStepDoesNotHideTheLaunchPeriod) {
   }
 }
 
+// 48 identical layers a step: their two kernels alone repeat every 2 launches for 94% of the
+// sequence, but the step is the whole loop, embedding to optimizer.
+TEST(StepsTest, ALoopOfIdenticalLayersIsOneStepNotOneLayer) {
+  HandTrace t;
+  common::TimeNs at = 0;
+  for (int step = 0; step < 5; ++step) {
+    at = step * 100'000;
+    t.Kernel(at + 10, at + 20, "embedding", at);
+    for (int layer = 0; layer < 48; ++layer) {
+      t.Kernel(at + 110, at + 150, "layer_gemm", at + 100)
+          .Kernel(at + 210, at + 250, "layer_act", at + 200);
+      at += 200;
+    }
+    t.Kernel(at + 110, at + 120, "loss", at + 100).Kernel(at + 210, at + 220, "sgd", at + 200);
+  }
+  const WorkerSteps steps = FindSteps(t.Build());
+  EXPECT_EQ(steps.source, StepSource::kLaunches);
+  ASSERT_EQ(steps.steps.size(), 4u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(steps.steps[k].host, (Interval{k * 100'000, (k + 1) * 100'000})) << k;
+  }
+}
+
 TEST(StepsTest, LaunchesWithoutARepeatingOrderGiveNoSteps) {
   // One kernel over and over (no step structure to see), and names in no repeating order.
   HandTrace same;
