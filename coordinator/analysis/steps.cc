@@ -77,15 +77,19 @@ std::vector<StepSpan> StepsFromCollectivePeriod(const WorkerTrace& w) {
 }
 
 // No markers and no collectives (a one-GPU job): a training loop launches the same kernels in
-// the same order every step. The period P, in launches, is found from the names that occur once
-// a step: their occurrences are P launches apart (for at least 90% of the gaps). The largest such
-// gap that the whole launch sequence repeats with (name i equal to name i+P at 90% of positions)
-// is the period (the largest: a model of identical layers repeats within the step too); at least
-// two launches, and three whole steps. A step starts at the launch,
-// among the P positions of one period, that follows the longest host pause on average: the
-// loop's top, where the host does the work that launches nothing (the optimizer's bookkeeping,
-// the next batch).
+// the same order every step. A kernel launched c times a step is P launches from its own c-th
+// next launch, P the period: so each of the rarest kernels proposes, for c = 1 to 32, the
+// distance to its c-th next launch when 90% of those distances agree. A proposal holds when the
+// whole sequence of kernel names repeats with it (name i equal to name i+P at 90% of positions);
+// of those that hold, the period is the smallest that repeats about as well as the best one
+// (within half a percent): multiples of the period repeat as well, a model's identical layers
+// repeat within the step but not across its embedding, loss and optimizer. At least two
+// launches a period, and three whole steps. A step starts at the launch, among the P positions
+// of one period, that follows the longest host pause on average: the loop's top, where the host
+// does the work that launches nothing (the optimizer's bookkeeping, the next batch). A period of
+// one kernel alone is none.
 std::vector<StepSpan> StepsFromLaunchPeriod(const WorkerTrace& w, const std::vector<TimeNs>& at) {
+  constexpr size_t kRarest = 8, kMaxPerStep = 32, kMaxTried = 64;
   const size_t n = at.size();
   if (n < 6) return {};
   std::vector<size_t> order(n);
@@ -93,44 +97,65 @@ std::vector<StepSpan> StepsFromLaunchPeriod(const WorkerTrace& w, const std::vec
   std::sort(order.begin(), order.end(),
             [&at](size_t a, size_t b) { return at[a] != at[b] ? at[a] < at[b] : a < b; });
   std::vector<common::NameId> name(n);
-  for (size_t i = 0; i < n; ++i) name[i] = w.kernels.name[order[i]];
-  // Gaps between a name's consecutive occurrences: its last position, and per candidate gap
-  // how often it was seen.
-  struct Seen {
-    size_t last = 0;
-    size_t count = 0;
-    absl::flat_hash_map<size_t, size_t> gaps;
-  };
-  absl::flat_hash_map<common::NameId, Seen> seen;
+  absl::flat_hash_map<common::NameId, std::vector<size_t>> positions;
   for (size_t i = 0; i < n; ++i) {
-    auto [it, inserted] = seen.try_emplace(name[i]);
-    Seen& s = it->second;
-    if (!inserted && s.gaps.size() < 8) ++s.gaps[i - s.last];  // past 8 gap lengths: irregular
-    s.last = i;
-    ++s.count;
+    name[i] = w.kernels.name[order[i]];
+    positions[name[i]].push_back(i);
   }
-  std::vector<size_t> candidates;
-  for (const auto& [id, s] : seen) {
-    if (s.count < 4 || s.gaps.size() >= 8) continue;
-    for (const auto& [gap, times] : s.gaps) {
-      if (gap >= 2 && times * 10 >= (s.count - 1) * 9 && gap * 3 <= n) candidates.push_back(gap);
+  std::vector<const std::vector<size_t>*> rarest;
+  for (const auto& [id, where] : positions) {
+    if (where.size() >= 4) rarest.push_back(&where);
+  }
+  std::sort(rarest.begin(), rarest.end(), [](const auto* a, const auto* b) {
+    return a->size() != b->size() ? a->size() < b->size() : a->front() < b->front();
+  });
+  if (rarest.size() > kRarest) rarest.resize(kRarest);
+  absl::flat_hash_map<size_t, size_t> proposed;  // period -> how many (kernel, c) proposed it
+  std::vector<size_t> distances;
+  for (const std::vector<size_t>* where : rarest) {
+    for (size_t c = 1; c <= kMaxPerStep && c + 3 <= where->size(); ++c) {
+      distances.clear();
+      for (size_t i = 0; i + c < where->size(); ++i)
+        distances.push_back((*where)[i + c] - (*where)[i]);
+      std::sort(distances.begin(), distances.end());
+      size_t mode = 0, mode_count = 0;
+      for (size_t i = 0, j = 0; i < distances.size(); i = j) {
+        while (j < distances.size() && distances[j] == distances[i]) ++j;
+        if (j - i > mode_count) {
+          mode = distances[i];
+          mode_count = j - i;
+        }
+      }
+      if (mode >= 2 && mode * 3 <= n && mode_count * 10 >= distances.size() * 9) ++proposed[mode];
     }
   }
-  std::sort(candidates.begin(), candidates.end(), std::greater<>());
-  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-  // Each candidate costs a pass over the launches: the 16 largest are tried (a trace made to
-  // offer a candidate at every gap would otherwise cost a pass per gap).
-  if (candidates.size() > 16) candidates.resize(16);
-  size_t period = 0;
-  for (size_t p : candidates) {
+  // Each proposal costs a pass over the launches: the best supported are tried.
+  std::vector<std::pair<size_t, size_t>> candidates(proposed.begin(), proposed.end());
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  if (candidates.size() > kMaxTried) candidates.resize(kMaxTried);
+  std::vector<std::pair<size_t, double>> holding;  // period, share of positions that repeat
+  double best = 0;
+  for (const auto& [p, support] : candidates) {
     size_t matches = 0;
     for (size_t i = 0; i + p < n; ++i) matches += name[i] == name[i + p];
-    if (matches * 10 >= (n - p) * 9) {
-      period = p;
-      break;
+    const double share = static_cast<double>(matches) / static_cast<double>(n - p);
+    if (share >= 0.9) {
+      holding.emplace_back(p, share);
+      best = std::max(best, share);
     }
   }
+  size_t period = 0;
+  for (const auto& [p, share] : holding) {
+    if (share >= best - 0.005 && (period == 0 || p < period)) period = p;
+  }
   if (period == 0) return {};
+  // One kernel over and over repeats with any period: no loop can be told from it.
+  if (std::all_of(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(period),
+                  [&name](common::NameId id) { return id == name[0]; })) {
+    return {};
+  }
   // The phase: the position within a period after the longest pause, summed over the periods.
   size_t phase = 0;
   TimeNs longest = -1;

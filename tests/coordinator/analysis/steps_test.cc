@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/workload_model.h"
 #include "tests/coordinator/analysis/hand_trace.h"
 
 namespace podscope::coordinator::analysis {
@@ -134,6 +135,38 @@ TEST(StepsTest, ALoopOfIdenticalLayersIsOneStepNotOneLayer) {
   ASSERT_EQ(steps.steps.size(), 4u);
   for (int k = 0; k < 4; ++k) {
     EXPECT_EQ(steps.steps[k].host, (Interval{k * 100'000, (k + 1) * 100'000})) << k;
+  }
+}
+
+// The workload model's rank, as dense as a real one, with its step markers and collectives
+// taken away: the steps found from its launches last what its marked steps last.
+TEST(StepsTest, ASimulatedRankWithoutMarksOrCollectivesHasItsStepsFoundFromItsLaunches) {
+  for (const char* preset : {"default", "dense"}) {
+    sim::WorkloadOptions o;
+    ASSERT_TRUE(sim::ApplyPreset(preset, &o).ok());
+    o.ranks = 1;
+    o.steps = 12;
+    common::WorkerTrace w = std::move(sim::SimulateJob(o).capture.workers[0]);
+    const WorkerSteps marked = FindSteps(w);
+    ASSERT_EQ(marked.source, StepSource::kMarkers) << preset;
+    ASSERT_EQ(marked.steps.size(), 12u) << preset;
+    w.steps = {};
+    w.collectives = {};
+    const WorkerSteps found = FindSteps(w);
+    EXPECT_EQ(found.source, StepSource::kLaunches) << preset;
+    ASSERT_GE(found.steps.size(), 10u) << preset;
+    const auto mean_length = [](const std::vector<StepSpan>& steps, size_t from, size_t to) {
+      return static_cast<double>(steps[to].host.start - steps[from].host.start) /
+             static_cast<double>(to - from);
+    };
+    // Marked steps are back to back; found ones run from a launch to the same launch a step on.
+    const double marked_mean = mean_length(marked.steps, 0, 11);
+    const double found_mean = mean_length(found.steps, 0, found.steps.size() - 1);
+    EXPECT_NEAR(found_mean / marked_mean, 1.0, 0.01) << preset;
+    for (const StepSpan& step : found.steps) {
+      EXPECT_NEAR(static_cast<double>(step.host.end - step.host.start) / marked_mean, 1.0, 0.1)
+          << preset << " step " << step.number;
+    }
   }
 }
 
