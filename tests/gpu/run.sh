@@ -253,6 +253,38 @@ print("TORCH_CHECK", "ok" if ok else "failed")
 PY
   grep -q "TORCH_CHECK ok" "$WORK/summary.txt" && rc=0 || rc=1
   check torch "$rc" "kernels and marked steps captured (and AllReduces with several GPUs), nothing lost, NVTX and podscope_step steps watched, before and after a window"
+  # No marks at all: with one GPU (no collectives) the steps come from the period of the kernel
+  # launches, and they must last what the loop's own steps last.
+  LOOP_MARKS=none loop 12 "$WORK/steps-nomarks-{rank}.json" $(probed gpu-torch-nomarks) \
+    >"$WORK/torch-nomarks.log" 2>&1 &
+  TRAIN=$!
+  PIDS+=("$TRAIN")
+  wait_worker gpu-torch-nomarks || true
+  sleep 4
+  ID=$(capture gpu-torch-nomarks 3000) || true
+  wait "$TRAIN" || true
+  api "/v1/captures/$ID/steps" >"$WORK/torch-nomarks-steps.json" || echo '{}' >"$WORK/torch-nomarks-steps.json"
+  python3 - "$WORK" "$GPUS" <<'PY' | tee -a "$WORK/summary.txt" || true
+import json, statistics, sys
+work, gpus = sys.argv[1], int(sys.argv[2])
+try:
+    w = json.load(open(f"{work}/torch-nomarks-steps.json"))["workers"][0]
+    loop = statistics.median(s["duration_ns"] for s in json.load(open(f"{work}/steps-nomarks-0.json"))[5:])
+except (OSError, ValueError, KeyError, IndexError, statistics.StatisticsError) as e:
+    print(f"torch without marks: no result ({e})")
+    print("NOMARKS_CHECK failed")
+    sys.exit(0)
+# A step's period on the device: its span and the device's idle before the next one.
+periods = [s["span_ns"] + n["before_ns"] for s, n in zip(w["steps"], w["steps"][1:])]
+found = statistics.median(periods) if periods else 0
+want = "launches" if gpus <= 1 else "inferred"
+print(f"torch without marks: {len(w['steps'])} steps ({w['step_source']}, expected {want}), "
+      f"median period {found / 1e6:.3f} ms against the loop's own {loop / 1e6:.3f} ms")
+ok = w["step_source"] == want and len(w["steps"]) >= 3 and abs(found / loop - 1) <= 0.15
+print("NOMARKS_CHECK", "ok" if ok else "failed")
+PY
+  grep -q "NOMARKS_CHECK ok" "$WORK/summary.txt" && rc=0 || rc=1
+  check torch-no-marks "$rc" "a loop without marks gets steps from its kernel launches (one GPU) or collectives, as long as its own"
   # The probe and the agent stream the window (PODSCOPE_STREAM_MS, stream_interval_ms): the
   # agent's peak holds about a second of the rank's events, not the 5 s window.
   echo "agent peak RSS over the run: $(awk '/VmHWM/ {printf "%.0f MB", $2 / 1024}' "/proc/${PIDS[1]}/status")" |
