@@ -10,7 +10,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/kineto/decimal_time.h"
-#include "common/mapped_file.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
 
@@ -50,18 +49,6 @@ class KinetoImporter::Impl {
   }
 
   absl::StatusOr<ImportResult> ImportFile(const std::string& path) {
-    // A plain file is parsed where it lies (no copy); gzip, and anything that cannot be mapped,
-    // is read into the buffer, with the read path's errors.
-    if (absl::StatusOr<MappedFile> mapped = MappedFile::Map(path, options_.read.max_file_bytes);
-        mapped.ok() && !LooksGzipped(mapped->view()) && !path.ends_with(".gz")) {
-      static_assert(kReadPadding >= simdjson::SIMDJSON_PADDING);
-      absl::StatusOr<ImportResult> result = ImportPadded(path, mapped->view());
-      if (mapped->damaged()) {
-        return absl::DataLossError(
-            StrCat(path, ": the file shrank while it was read; nothing was taken from it"));
-      }
-      return result;
-    }
     RETURN_IF_ERROR(ReadFileInto(path, options_.read, &file_buffer_));
     static_assert(kReadPadding >= simdjson::SIMDJSON_PADDING);
     return ImportPadded(path, file_buffer_.view());
