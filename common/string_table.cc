@@ -27,23 +27,31 @@ uint64_t Fold(uint64_t a, uint64_t b) {
 constexpr uint64_t kOdd1 = 0x9e3779b97f4a7c15ULL;  // the golden ratio's bits
 constexpr uint64_t kOdd2 = 0xc2b2ae3d27d4eb4fULL;
 
-uint64_t ProcessSeed() {
-  static const uint64_t seed = [] {
+// Secret per process, mixed into both operands of every multiplication: no block of a name can
+// be chosen to zero a product (and so to erase what came before it) without knowing them.
+struct Keys {
+  uint64_t start, block, tail;
+};
+
+const Keys& ProcessKeys() {
+  static const Keys keys = [] {
     std::random_device device;
-    return (static_cast<uint64_t>(device()) << 32) ^ device() ^ kOdd2;
+    const auto draw = [&device] { return (static_cast<uint64_t>(device()) << 32) ^ device(); };
+    return Keys{draw(), draw(), draw()};
   }();
-  return seed;
+  return keys;
 }
 
 }  // namespace
 
 size_t NameHash::operator()(std::string_view s) const noexcept {
+  const Keys& keys = ProcessKeys();
   const char* p = s.data();
   size_t n = s.size();
-  uint64_t h = ProcessSeed() ^ (n * kOdd1);
+  uint64_t h = keys.start ^ (n * kOdd1);
   // The running hash enters each step through the multiplication and around it, so that no one
   // block can cancel what came before it.
-  for (; n > 16; n -= 16, p += 16) h = Fold(Load64(p) ^ h, Load64(p + 8) ^ kOdd2) ^ (h >> 17);
+  for (; n > 16; n -= 16, p += 16) h = Fold(Load64(p) ^ h, Load64(p + 8) ^ keys.block) ^ (h >> 17);
   uint64_t a = 0, b = 0;
   if (n >= 8) {
     a = Load64(p);
@@ -56,7 +64,7 @@ size_t NameHash::operator()(std::string_view s) const noexcept {
         (static_cast<uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8) |
         static_cast<unsigned char>(p[n - 1]);
   }
-  return Fold(a ^ h, b ^ kOdd1) ^ h;
+  return Fold(a ^ h, b ^ keys.tail) ^ h;
 }
 
 StringTable::StringTable() { Intern(""); }

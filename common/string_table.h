@@ -19,7 +19,7 @@ inline constexpr NameId kEmptyName = 0;
 
 // The table's hash of a name: kernel names run to hundreds of bytes, and the standard library's
 // byte hash (which this Abseil build uses for strings) cost more than finding the name. Sixteen
-// bytes a step, seeded per process so that crafted names cannot be made to collide in advance.
+// bytes a step, keyed by secrets drawn per process so that names cannot be crafted to collide.
 struct NameHash {
   size_t operator()(std::string_view s) const noexcept;
 };

@@ -93,6 +93,18 @@ TEST(StringTableTest, TheNameHashReadsEveryByte) {
   }
   for (size_t n = 0; n < 40; ++n)
     EXPECT_NE(hash(std::string(n, 'x')), hash(std::string(n + 1, 'x')));
+  // Blocks whose second half is a constant the hash once used as it was (which zeroed the
+  // product and erased the first half): the first half still counts.
+  std::string crafted(48, 'a');
+  const std::string constant = "\x4f\xeb\xd4\x27\x3d\xae\xb2\xc2";
+  crafted.replace(8, 8, constant);
+  crafted.replace(24, 8, constant);
+  const size_t crafted_hash = hash(crafted);
+  for (const size_t i : {0, 3, 7, 16, 20}) {
+    std::string changed = crafted;
+    changed[i] = 'b';
+    EXPECT_NE(hash(changed), crafted_hash) << "byte " << i;
+  }
 }
 
 }  // namespace
