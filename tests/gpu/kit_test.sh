@@ -38,16 +38,17 @@ for b in "$KIT"/bin/* "$KIT"/lib/libpodscope_probe.so; do
   done < <(env -i LD_LIBRARY_PATH="$KIT/lib" ldd "$b")
 done
 
-# The daemons from the kit, in an environment with nothing else set.
-run_clean() { env -i PATH=/usr/bin:/bin HOME="$WORK" LD_LIBRARY_PATH="$KIT/lib" "$@"; }
-run_clean "$KIT/bin/podscope-coordinator" --insecure --data-dir "$WORK/store" --http 127.0.0.1:0 \
+# The daemons from the kit, in an environment with nothing else set. Started without a function
+# or subshell around them: $! is then the daemon itself (env execs it), which cleanup kills.
+CLEAN_ENV=(env -i PATH=/usr/bin:/bin HOME="$WORK" LD_LIBRARY_PATH="$KIT/lib")
+"${CLEAN_ENV[@]}" "$KIT/bin/podscope-coordinator" --insecure --data-dir "$WORK/store" --http 127.0.0.1:0 \
   --grpc 127.0.0.1:0 >"$WORK/coordinator.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 300); do grep -q "agents on grpc" "$WORK/coordinator.log" && break; sleep 0.1; done
 HTTP=$(grep -o "listening on http://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*http://##')
 GRPC=$(grep -o "agents on grpc://[^ ]*" "$WORK/coordinator.log" | head -1 | sed 's#.*grpc://##')
 [ -n "$HTTP" ] && [ -n "$GRPC" ] || fail "the kit's coordinator did not start"
-run_clean "$KIT/bin/podscope-agent" --insecure --coordinator "$GRPC" --agent-id kit-node \
+"${CLEAN_ENV[@]}" "$KIT/bin/podscope-agent" --insecure --coordinator "$GRPC" --agent-id kit-node \
   --probe-socket "$WORK/agent.sock" >"$WORK/agent.log" 2>&1 &
 PIDS+=($!)
 registered=0
@@ -57,7 +58,7 @@ for _ in $(seq 300); do
 done
 [ "$registered" = 1 ] || fail "the kit's agent did not reach its coordinator"
 # The CLI from the kit talks to them.
-run_clean "$KIT/bin/podscope" captures --server "http://$HTTP" >"$WORK/cli.log" 2>&1 ||
+"${CLEAN_ENV[@]}" "$KIT/bin/podscope" captures --server "http://$HTTP" >"$WORK/cli.log" 2>&1 ||
   fail "the kit's CLI could not list captures"
 # The probe loads from the kit into a process that has none of podscope's libraries and no
 # LD_LIBRARY_PATH: it finds its own, and theirs, beside itself (RPATH $ORIGIN).
