@@ -89,7 +89,9 @@ std::vector<StepSpan> StepsFromCollectivePeriod(const WorkerTrace& w) {
 // does the work that launches nothing (the optimizer's bookkeeping, the next batch). A period of
 // one kernel alone is none.
 std::vector<StepSpan> StepsFromLaunchPeriod(const WorkerTrace& w, const std::vector<TimeNs>& at) {
-  constexpr size_t kRarest = 8, kMaxPerStep = 32, kMaxTried = 64;
+  // Proposals come from each kernel's first kMaxLooked launches: enough for a hundred steps of
+  // the most frequent kernel looked at, and a bound on the work whatever the trace.
+  constexpr size_t kRarest = 8, kMaxPerStep = 32, kMaxTried = 64, kMaxLooked = 4096;
   const size_t n = at.size();
   if (n < 6) return {};
   std::vector<size_t> order(n);
@@ -115,7 +117,7 @@ std::vector<StepSpan> StepsFromLaunchPeriod(const WorkerTrace& w, const std::vec
   for (const std::vector<size_t>* where : rarest) {
     for (size_t c = 1; c <= kMaxPerStep && c + 3 <= where->size(); ++c) {
       distances.clear();
-      for (size_t i = 0; i + c < where->size(); ++i)
+      for (size_t i = 0; i + c < where->size() && i < kMaxLooked; ++i)
         distances.push_back((*where)[i + c] - (*where)[i]);
       std::sort(distances.begin(), distances.end());
       size_t mode = 0, mode_count = 0;
