@@ -1,7 +1,6 @@
 #include "coordinator/analysis/steps.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
