@@ -7,7 +7,9 @@ PODSCOPE_BUILD_DIR="${PODSCOPE_BUILD_DIR:-$PODSCOPE_ROOT/build}"
 
 # Debian packages podscope builds against. Boost: headers (Asio, Beast) plus Boost.JSON,
 # not libboost-all-dev, which drags in MPI and Python for nothing. OpenSSL: TLS for HTTPS, mutual
-# TLS between agents and coordinator, and scripts/dev-certs.sh.
+# TLS between agents and coordinator, and scripts/dev-certs.sh. debootstrap and unicode-data: the
+# self-contained probe (an older Debian's root to link against, scripts/probe_build_root.sh; RE2's
+# tables made again from Debian's Unicode data, cmake/Re2Tables.cmake).
 PODSCOPE_DEBIAN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config zlib1g-dev
   libboost1.81-dev libboost-json1.81-dev
@@ -15,6 +17,7 @@ PODSCOPE_DEBIAN_PACKAGES=(
   librocksdb-dev libre2-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev openssl
+  debootstrap unicode-data
 )
 
 # The checks beside the build (scripts/test.sh installs these): clang for the ThreadSanitizer
@@ -93,12 +96,16 @@ podscope_configure() {
   # Three build trees (build, build-asan, build-tsan) share the cache: 2 GB made them evict
   # each other.
   export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-6G}"
+  # The older Debian whose C runtime the probe links against (made once per machine).
+  local build_root
+  build_root=$(bash "$PODSCOPE_ROOT/scripts/probe_build_root.sh") || return 1
   if [ ! -f "$PODSCOPE_BUILD_DIR/build.ninja" ]; then
     podscope_log "configuring into $PODSCOPE_BUILD_DIR"
     cmake -S "$PODSCOPE_ROOT" -B "$PODSCOPE_BUILD_DIR" -G Ninja \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPODSCOPE_WERROR="$werror" "$@" >/dev/null
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPODSCOPE_WERROR="$werror" \
+      -DPODSCOPE_PROBE_SYSROOT="$build_root" "$@" >/dev/null
   else
-    cmake "$PODSCOPE_BUILD_DIR" -DPODSCOPE_WERROR="$werror" "$@" >/dev/null
+    cmake "$PODSCOPE_BUILD_DIR" -DPODSCOPE_WERROR="$werror" -DPODSCOPE_PROBE_SYSROOT="$build_root" "$@" >/dev/null
   fi
 }
 
