@@ -61,7 +61,7 @@ done
 "${CLEAN_ENV[@]}" "$KIT/bin/podscope" captures --server "http://$HTTP" >"$WORK/cli.log" 2>&1 ||
   fail "the kit's CLI could not list captures"
 # The probe loads from the kit into a process that has none of podscope's libraries and no
-# LD_LIBRARY_PATH: it finds its own, and theirs, beside itself (RPATH $ORIGIN).
+# LD_LIBRARY_PATH: it needs only the C runtime.
 env -i PATH=/usr/bin:/bin HOME="$WORK" python3 -c "import ctypes, sys; ctypes.CDLL(sys.argv[1])" \
   "$KIT/lib/libpodscope_probe.so" >"$WORK/probe.log" 2>&1 || fail "the kit's probe did not load"
 while read -r name arrow path _; do

@@ -6,8 +6,8 @@
 #   bash tests/gpu/pack.sh [BUILD_DIR] [KIT_DIR]      # default: build/ and gpu-kit/
 #
 # The target (tests/gpu/README.md) has glibc 2.39, libstdc++, libgcc, OpenSSL 3 and zlib: those
-# are left out; every other library a binary loads (Abseil, protobuf, gRPC, ...) goes into
-# KIT_DIR/lib, where run.sh points LD_LIBRARY_PATH. KIT_DIR is made afresh; its size is printed
+# are left out; every other library the daemons and the CLI load (Abseil, protobuf, gRPC, ...)
+# goes into KIT_DIR/lib, where run.sh points LD_LIBRARY_PATH for them (the probe needs none). KIT_DIR is made afresh; its size is printed
 # against the device tool's 64 MiB limit on what it carries.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

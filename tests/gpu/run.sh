@@ -24,8 +24,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 if [ -x "$ROOT/bin/podscope-coordinator" ]; then
   # A kit: the machine may reach no package registry, so nothing is installed or built. Its
-  # libraries are for podscope's daemons (LD_LIBRARY_PATH); the probe finds them beside itself
-  # (its RUNPATH is $ORIGIN), so training processes get nothing that could shadow their own.
+  # libraries are for podscope's daemons (LD_LIBRARY_PATH); the probe needs only the C runtime,
+  # so training processes get no library path that could shadow their own.
   COORDINATOR="$ROOT/bin/podscope-coordinator"
   AGENT="$ROOT/bin/podscope-agent"
   PROBE="$ROOT/lib/libpodscope_probe.so"
