@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<Collector>> MakeProbes(const CollectorConfig& con
   }
   ProbeCollectorOptions options;
   options.host = config.host;
+  options.proc_root = config.proc_root;
   options.server.socket_path = config.probe_socket;
   options.server.allowed_uids.assign(config.probe_allowed_uids.begin(),
                                      config.probe_allowed_uids.end());

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <set>
 
+#include "agent/host/proc_stats.h"
 #include "agent/watch/probe_watch.h"
 #include "common/chunk_codec.h"
 #include "common/dropped_records.h"
@@ -24,9 +25,31 @@ bool ProcessGone(int64_t pid) {
   return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
+// How the agent names a worker's process: the kernel's pid; for a probe in a PID namespace the
+// agent cannot see (the kernel says 0), the pid it reports, a name only (never read in /proc).
 int64_t PidOf(const common::PeerCredentials& peer, const v1::ProbeRegister& r) {
-  // The kernel's pid is the one this agent's /proc knows (containers may see another).
   return peer.pid > 0 ? peer.pid : r.pid();
+}
+
+// What names a probe's process inside the agent (its host samples, its unclaimed results): the
+// kernel's pid, which outlives a reconnection; else its connection, because the pids probes
+// report from their own namespaces collide (every pod may have a pid 1). Never a pid then.
+int64_t ProcessKeyOf(ProbeConnectionId id, const common::PeerCredentials& peer) {
+  return peer.pid > 0 ? peer.pid : -static_cast<int64_t>(id);
+}
+
+// The ancestors of `pid` (parent first, up to init) as far as `proc_root` tells them.
+std::vector<int64_t> AncestorsOf(const std::string& proc_root, int64_t pid) {
+  std::vector<int64_t> out;
+  // A bound, for a tree that changes under the walk (a parent's pid reused).
+  while (out.size() < 64) {
+    const absl::StatusOr<int64_t> parent = host::ReadParentPid(proc_root, pid);
+    if (!parent.ok() || *parent <= 0) break;
+    out.push_back(*parent);
+    if (*parent == 1) break;
+    pid = *parent;
+  }
+  return out;
 }
 
 // The NVML index of a worker's GPU: the physical index the probe reported ("cuda:5"), else
@@ -40,8 +63,11 @@ int GpuIndexOf(const v1::ProbeRegister& r) {
   return std::max(r.local_rank(), 0);
 }
 
-bool InChain(const v1::ProbeRegister& r, int64_t pid) {
-  return std::find(r.ppid_chain().begin(), r.ppid_chain().end(), pid) != r.ppid_chain().end();
+// Whether a process with these ancestors was started by `worker`'s process. The probe's own
+// ppid_chain is not used: it counts in the probe's PID namespace, which may be any pod's.
+bool StartedBy(const std::vector<int64_t>& ancestors, const common::PeerCredentials& worker) {
+  return worker.pid > 0 &&
+         std::find(ancestors.begin(), ancestors.end(), worker.pid) != ancestors.end();
 }
 
 }  // namespace
@@ -130,7 +156,7 @@ void ProbeCollector::AssignRanks() {
       // A process a worker started (a compile worker, a dataloader that touched CUDA) inherits
       // the worker's environment and probe; it is not a worker of its own.
       for (const auto& [rank, other] : served) {
-        if (InChain(r, PidOf(other->peer, other->registration))) {
+        if (StartedBy(p.ancestors, other->peer)) {
           p.ignored = common::StrCat("a child of rank ", rank, "'s process");
           break;
         }
@@ -162,6 +188,9 @@ ProbeConnectionId ProbeCollector::ProbeOfRank(int32_t rank) const {
 void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredentials& peer,
                                 const v1::ProbeRegister& r) {
   std::vector<v1::ProbeArm> rearm;
+  // Read before the lock: /proc takes a while.
+  std::vector<int64_t> ancestors;
+  if (peer.pid > 0) ancestors = AncestorsOf(options_.proc_root, peer.pid);
   {
     absl::MutexLock lock(&mu_);
     const bool again = probes_.contains(id);
@@ -171,6 +200,7 @@ void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredenti
                              r.features().begin(), r.features().end());
     p.peer = peer;
     p.registration = r;
+    p.ancestors = std::move(ancestors);
     AssignRanks();
     const int64_t pid = PidOf(peer, r);
     std::string features;
@@ -185,7 +215,19 @@ void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredenti
                    features);
     }
     if (!r.warnings().empty()) spdlog::warn("probe pid {}: {}", pid, r.warnings());
-    if (sampler_ != nullptr && p.rank >= 0) sampler_->Watch(pid, GpuIndexOf(r));
+    if (peer.pid <= 0 && !said_foreign_pid_) {
+      said_foreign_pid_ = true;
+      spdlog::warn(
+          "probe pid {} is in a PID namespace this agent cannot see (SO_PEERCRED gives no pid): "
+          "workers such as this one get no CPU samples of their own, and their child processes "
+          "are told from them by rank only; run the agent in the node's PID namespace (hostPID) "
+          "for both",
+          pid);
+    }
+    if (sampler_ != nullptr && p.rank >= 0) {
+      sampler_->Watch(ProcessKeyOf(id, peer), GpuIndexOf(r),
+                      peer.pid > 0 ? host::PidScope::kProcRoot : host::PidScope::kForeign);
+    }
     // A probe that reconnected is armed again for what it still owes (a repeated arm of the
     // window under way changes nothing on its side).
     for (auto& [capture_id, c] : captures_) {
@@ -294,7 +336,7 @@ void ProbeCollector::OnDisconnect(ProbeConnectionId id) {
     if (it == probes_.end()) return;
     spdlog::info("probe of pid {} (rank {}) disconnected",
                  PidOf(it->second.peer, it->second.registration), it->second.rank);
-    if (sampler_ != nullptr) sampler_->Unwatch(PidOf(it->second.peer, it->second.registration));
+    if (sampler_ != nullptr) sampler_->Unwatch(ProcessKeyOf(id, it->second.peer));
     probes_.erase(it);
     AssignRanks();
   }
@@ -351,13 +393,14 @@ void ProbeCollector::OnChunk(ProbeConnectionId id, v1::TraceChunk&& chunk) {
     unclaimed_.erase(unclaimed_.begin());
   }
   if (bytes > options_.max_unclaimed_bytes) return;
-  const int64_t pid = PidOf(p->second.peer, p->second.registration);
+  const int64_t process = ProcessKeyOf(id, p->second.peer);
   auto u = std::find_if(unclaimed_.begin(), unclaimed_.end(), [&](const Unclaimed& x) {
-    return x.capture_id == chunk.capture_id() && x.pid == pid;
+    return x.capture_id == chunk.capture_id() && x.process == process;
   });
   if (u == unclaimed_.end()) {
-    u = unclaimed_.insert(unclaimed_.end(),
-                          Unclaimed{chunk.capture_id(), pid, {}, std::nullopt, 0});
+    u = unclaimed_.insert(
+        unclaimed_.end(),
+        Unclaimed{chunk.capture_id(), process, PidOf(p->second.peer, p->second.registration)});
   }
   u->bytes += bytes;
   unclaimed_bytes_ += bytes;
@@ -374,13 +417,14 @@ void ProbeCollector::OnStatus(ProbeConnectionId id, const v1::ProbeCaptureStatus
       if (auto w = c->second.workers.find(p->second.rank); w != c->second.workers.end())
         w->second.status = status;
     } else {
-      const int64_t pid = PidOf(p->second.peer, p->second.registration);
+      const int64_t process = ProcessKeyOf(id, p->second.peer);
       auto u = std::find_if(unclaimed_.begin(), unclaimed_.end(), [&](const Unclaimed& x) {
-        return x.capture_id == status.capture_id() && x.pid == pid;
+        return x.capture_id == status.capture_id() && x.process == process;
       });
       if (u == unclaimed_.end())
-        u = unclaimed_.insert(unclaimed_.end(),
-                              Unclaimed{status.capture_id(), pid, {}, std::nullopt, 0});
+        u = unclaimed_.insert(
+            unclaimed_.end(),
+            Unclaimed{status.capture_id(), process, PidOf(p->second.peer, p->second.registration)});
       u->status = status;
     }
   }
@@ -401,11 +445,10 @@ absl::Status ProbeCollector::Arm(const CaptureWindow& window) {
                                  " on this node (did the process exit?)");
         continue;
       }
-      const Probe& p = probes_.at(w.probe);
-      const int64_t pid = PidOf(p.peer, p.registration);
+      const int64_t process = ProcessKeyOf(w.probe, probes_.at(w.probe).peer);
       // What a probe sent before this agent knew the capture (it restarted) is claimed now.
       for (auto u = unclaimed_.begin(); u != unclaimed_.end();) {
-        if (u->capture_id != window.capture_id || u->pid != pid) {
+        if (u->capture_id != window.capture_id || u->process != process) {
           ++u;
           continue;
         }
@@ -478,12 +521,17 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   WorkerCapture& w = wi->second;
   const CaptureWindow window = c->second.window;
   int64_t pid = 0;
-  if (auto p = probes_.find(w.probe); p != probes_.end())
+  int64_t process = 0;
+  pid_t kernel_pid = 0;  // 0: the agent cannot tell whether the process lives
+  if (auto p = probes_.find(w.probe); p != probes_.end()) {
     pid = PidOf(p->second.peer, p->second.registration);
+    process = ProcessKeyOf(w.probe, p->second.peer);
+    kernel_pid = p->second.peer.pid;
+  }
   const TimeNs deadline = window.stop_ns + options_.drain_timeout_ns;
   while (w.error.empty() && !w.status.has_value()) {
     const bool connected = probes_.contains(w.probe);
-    if (!connected && (pid == 0 || ProcessGone(pid))) {
+    if (!connected && (kernel_pid <= 0 || ProcessGone(kernel_pid))) {
       w.error = "the training process exited before its probe delivered the window";
       break;
     }
@@ -528,10 +576,11 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   }
   out.pieces = std::move(w.pieces);
   w.pieces.clear();
-  if (sampler_ != nullptr && pid > 0) {
+  if (sampler_ != nullptr && process != 0) {
     common::WorkerTrace samples;
-    samples.host_samples = sampler_->SamplesFor(pid, s.actual_start_ns(), s.actual_stop_ns());
-    samples.memory_events = sampler_->GpuMemoryFor(pid, s.actual_start_ns(), s.actual_stop_ns());
+    samples.host_samples = sampler_->SamplesFor(process, s.actual_start_ns(), s.actual_stop_ns());
+    samples.memory_events =
+        sampler_->GpuMemoryFor(process, s.actual_start_ns(), s.actual_stop_ns());
     if (samples.host_samples.size() > 0 || samples.memory_events.size() > 0)
       out.pieces.push_back(std::move(samples));
   }

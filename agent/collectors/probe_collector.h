@@ -11,6 +11,13 @@
 // Restarts: a probe keeps recording through an agent restart and re-registers with the new
 // agent, naming the window under way; chunks that arrive before the new agent knows the capture
 // wait in a bounded unclaimed store and are claimed when the capture is armed again.
+//
+// Process identity: the agent reads a worker's /proc entries (its CPU, its ancestors) only under
+// the pid the kernel gave for the socket's peer (SO_PEERCRED), which is a pid of the agent's PID
+// namespace; the deployments give the agent a proc root of that same namespace (the node's). A
+// probe in a PID namespace the agent cannot see has pid 0 there: it is named by the pid it
+// reports, which in the node's /proc is some other process, so nothing of it is read there: no
+// CPU of its own, and children are told from workers by their rank alone.
 #pragma once
 
 #include <functional>
@@ -40,6 +47,8 @@ struct ProbeCollectorOptions {
   // Bytes of chunks one worker may send for one capture.
   size_t max_worker_bytes = 1u << 30;
   std::string host;
+  // Where the workers' ancestry is read (which worker a process was started by).
+  std::string proc_root = "/proc";
 };
 
 class ProbeCollector : public Collector, private ProbeServer::Listener {
@@ -73,6 +82,9 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   struct Probe {
     common::PeerCredentials peer;
     v1::ProbeRegister registration;
+    // Its process's ancestors (parent first) as the proc root says; empty when the kernel gave
+    // no pid for it or its stat could not be read.
+    std::vector<int64_t> ancestors;
     int32_t rank = -1;    // as served; -1: not served (a duplicate or a child of a worker)
     std::string ignored;  // why it is not served
     std::unique_ptr<StepAssembler> steps;  // watch data, once some came
@@ -101,7 +113,8 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   };
   struct Unclaimed {
     std::string capture_id;
-    int64_t pid = 0;
+    int64_t process = 0;  // ProcessKeyOf its probe
+    int64_t pid = 0;      // as logged
     std::vector<v1::TraceChunk> chunks;
     std::optional<v1::ProbeCaptureStatus> status;
     size_t bytes = 0;
@@ -141,6 +154,7 @@ class ProbeCollector : public Collector, private ProbeServer::Listener {
   size_t unclaimed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void()> workers_changed_ ABSL_GUARDED_BY(mu_);
   WatchSink* watch_sink_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool said_foreign_pid_ ABSL_GUARDED_BY(mu_) = false;  // the log says it once
 };
 
 }  // namespace podscope::agent

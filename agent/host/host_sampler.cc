@@ -37,9 +37,9 @@ void HostSampler::Release() {
   if (holders_ == 0) have_previous_ = false;  // the next capture starts from a fresh reading
 }
 
-void HostSampler::Watch(int64_t pid, int gpu_index) {
+void HostSampler::Watch(int64_t pid, int gpu_index, PidScope scope) {
   absl::MutexLock lock(&mu_);
-  watched_[pid] = gpu_index;
+  watched_[pid] = Watched{gpu_index, scope};
 }
 
 void HostSampler::Unwatch(int64_t pid) {
@@ -57,7 +57,7 @@ void HostSampler::NoteProblem(const std::string& what) {
 }
 
 void HostSampler::SampleOnce(TimeNs now) {
-  std::map<int64_t, int> watched;
+  std::map<int64_t, Watched> watched;
   {
     absl::MutexLock lock(&mu_);
     watched = watched_;
@@ -67,13 +67,15 @@ void HostSampler::SampleOnce(TimeNs now) {
   absl::StatusOr<int64_t> memory = ReadMemoryUsedBytes(options_.proc_root);
   absl::StatusOr<NetBytes> net = ReadNetBytes(options_.proc_root);
   std::map<int64_t, uint64_t> ticks;
-  for (const auto& [pid, gpu] : watched) {
+  for (const auto& [pid, w] : watched) {
+    if (w.scope != PidScope::kProcRoot) continue;
     if (absl::StatusOr<uint64_t> t = ReadProcessCpuTicks(options_.proc_root, pid); t.ok())
       ticks[pid] = *t;
   }
   std::map<int, GpuSample> gpu;
   if (gpus_ != nullptr) {
-    for (const auto& [pid, index] : watched) {
+    for (const auto& [pid, w] : watched) {
+      const int index = w.gpu_index;
       if (index < 0 || gpu.contains(index)) continue;
       if (std::optional<GpuSample> g = gpus_->Read(index); g.has_value()) gpu[index] = *g;
     }
@@ -113,7 +115,7 @@ common::HostSampleTable HostSampler::SamplesFor(int64_t pid, TimeNs begin, TimeN
   absl::MutexLock lock(&mu_);
   common::HostSampleTable t;
   int gpu_index = -1;
-  if (auto it = watched_.find(pid); it != watched_.end()) gpu_index = it->second;
+  if (auto it = watched_.find(pid); it != watched_.end()) gpu_index = it->second.gpu_index;
   for (const Sample& s : ring_) {
     if (s.time < begin || s.time > end) continue;
     t.time.push_back(s.time);
@@ -138,8 +140,8 @@ common::MemoryEventTable HostSampler::GpuMemoryFor(int64_t pid, TimeNs begin, Ti
   absl::MutexLock lock(&mu_);
   common::MemoryEventTable t;
   const auto watched = watched_.find(pid);
-  if (watched == watched_.end() || watched->second < 0) return t;
-  const int gpu_index = watched->second;
+  if (watched == watched_.end() || watched->second.gpu_index < 0) return t;
+  const int gpu_index = watched->second.gpu_index;
   for (const Sample& s : ring_) {
     if (s.time < begin || s.time > end) continue;
     const auto g = s.gpu.find(gpu_index);

@@ -25,6 +25,11 @@ namespace podscope::agent::host {
 
 using common::TimeNs;
 
+// Whether a watched pid is the process's pid in the proc root. One the kernel gave the agent
+// (SO_PEERCRED) is; one a probe reported from inside another PID namespace is not: there it is
+// some other process of the node, so that worker gets node and GPU samples but no CPU of its own.
+enum class PidScope { kProcRoot, kForeign };
+
 struct HostSamplerOptions {
   std::string proc_root = "/proc";
   int64_t interval_ns = 100'000'000;
@@ -44,8 +49,10 @@ class HostSampler {
   void Acquire();
   void Release();
 
-  // Processes whose CPU is sampled, with the GPU index each one uses (-1: none known).
-  void Watch(int64_t pid, int gpu_index);
+  // Processes whose samples are kept, with the GPU index each one uses (-1: none known). `pid`
+  // names the process in SamplesFor and GpuMemoryFor; a kForeign one is only that name (any
+  // number): its CPU is not read.
+  void Watch(int64_t pid, int gpu_index, PidScope scope = PidScope::kProcRoot);
   void Unwatch(int64_t pid);
 
   // Takes one sample at `now` (the thread calls it every interval; tests call it directly).
@@ -81,7 +88,11 @@ class HostSampler {
   mutable absl::Mutex mu_;
   int holders_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<int64_t, int> watched_ ABSL_GUARDED_BY(mu_);  // pid -> GPU index
+  struct Watched {
+    int gpu_index = -1;
+    PidScope scope = PidScope::kProcRoot;
+  };
+  std::map<int64_t, Watched> watched_ ABSL_GUARDED_BY(mu_);
   std::deque<Sample> ring_ ABSL_GUARDED_BY(mu_);
   std::string problems_ ABSL_GUARDED_BY(mu_);
   // The previous reading.

@@ -93,7 +93,7 @@ absl::StatusOr<int64_t> ParseMemoryUsedBytes(const std::string& text, std::strin
 }
 
 absl::StatusOr<NetBytes> ReadNetBytes(const std::string& proc_root) {
-  const std::string path = proc_root + "/net/dev";
+  const std::string path = proc_root + "/1/net/dev";
   absl::StatusOr<std::string> text = ReadSmallFile(path);
   if (!text.ok()) return text.status();
   return ParseNetBytes(*text, path);
@@ -154,6 +154,32 @@ absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::stri
     (i == 14 ? utime : stime) = value;
   }
   return utime + stime;
+}
+
+absl::StatusOr<int64_t> ReadParentPid(const std::string& proc_root, int64_t pid) {
+  const std::string path = common::StrCat(proc_root, "/", pid, "/stat");
+  absl::StatusOr<std::string> text = ReadSmallFile(path);
+  if (!text.ok()) return text.status();
+  return ParseParentPid(*text, path);
+}
+
+absl::StatusOr<int64_t> ParseParentPid(const std::string& text, std::string_view path) {
+  // "pid (comm) state ppid ...", fields counted from the last ')' as above.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos)
+    return absl::DataLossError(common::StrCat(path, ": no \"(comm)\""));
+  std::istringstream in(text.substr(close + 1));
+  std::string state, field;
+  if (!(in >> state >> field))
+    return absl::DataLossError(common::StrCat(path, ": ends before field 4"));
+  int64_t ppid = -1;
+  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), ppid);
+  // pid_max is at most 2^22.
+  if (ec != std::errc() || end != field.data() + field.size() || ppid < 0 || ppid > (1 << 22)) {
+    return absl::DataLossError(
+        common::StrCat(path, ": field 4 is '", field, "', not a parent's pid"));
+  }
+  return ppid;
 }
 
 float NodeCpuPercent(const CpuTimes& before, const CpuTimes& after) {

@@ -20,7 +20,12 @@ absl::StatusOr<CpuTimes> ReadCpuTimes(const std::string& proc_root);
 // /proc/meminfo: MemTotal - MemAvailable, in bytes.
 absl::StatusOr<int64_t> ReadMemoryUsedBytes(const std::string& proc_root);
 
-// /proc/net/dev: received and sent bytes summed over every interface but loopback.
+// The node's received and sent bytes, summed over every interface but loopback, from
+// <proc_root>/1/net/dev: the interfaces of the network namespace of PID 1, the node's init.
+// <proc_root>/net/dev would be the reader's own namespace (/proc/net is /proc/self/net), which in
+// a pod is the pod's. PID 1 is the node's init both for the host's /proc read from the host's
+// namespaces (systemd) and for the host's procfs mounted into a container (/host/proc), with or
+// without the host's PID namespace: that mount numbers pids as the host does.
 struct NetBytes {
   uint64_t rx = 0;
   uint64_t tx = 0;
@@ -30,11 +35,15 @@ absl::StatusOr<NetBytes> ReadNetBytes(const std::string& proc_root);
 // /proc/<pid>/stat: utime + stime of the process, in clock ticks.
 absl::StatusOr<uint64_t> ReadProcessCpuTicks(const std::string& proc_root, int64_t pid);
 
+// /proc/<pid>/stat: the parent's pid (0 for init and kernel threads).
+absl::StatusOr<int64_t> ReadParentPid(const std::string& proc_root, int64_t pid);
+
 // The parsers behind the readers, on a file's text (`path` names it in errors).
 absl::StatusOr<CpuTimes> ParseCpuTimes(const std::string& text, std::string_view path);
 absl::StatusOr<int64_t> ParseMemoryUsedBytes(const std::string& text, std::string_view path);
 absl::StatusOr<NetBytes> ParseNetBytes(const std::string& text, std::string_view path);
 absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::string_view path);
+absl::StatusOr<int64_t> ParseParentPid(const std::string& text, std::string_view path);
 
 // Percent of the node's CPUs busy between two readings (0..100); -1 when no time passed.
 float NodeCpuPercent(const CpuTimes& before, const CpuTimes& after);

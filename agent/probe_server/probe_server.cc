@@ -97,7 +97,10 @@ void ProbeServer::Accept() {
     const int raw = accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (raw < 0) return;  // EAGAIN: no more waiting
     common::UniqueFd fd(raw);
-    absl::StatusOr<common::PeerCredentials> peer = common::PeerCredentialsOf(fd.get());
+    absl::StatusOr<common::PeerCredentials> peer =
+        options_.peer_credentials_for_testing != nullptr
+            ? options_.peer_credentials_for_testing(fd.get())
+            : common::PeerCredentialsOf(fd.get());
     if (!peer.ok()) continue;
     auto c = std::make_unique<Connection>(
         Connection{std::move(fd), *peer, common::FrameReader(options_.max_frame_bytes)});

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +37,9 @@ struct ProbeServerOptions {
   size_t max_probes = 1024;
   size_t max_frame_bytes = 64u << 20;
   size_t max_outbound_bytes = 1u << 20;
+  // Stands in for the kernel's SO_PEERCRED answer in tests, which cannot put a peer in a PID
+  // namespace the agent does not see (the kernel then says pid 0). Null: the kernel's answer.
+  std::function<absl::StatusOr<common::PeerCredentials>(int fd)> peer_credentials_for_testing;
 };
 
 using ProbeConnectionId = uint64_t;

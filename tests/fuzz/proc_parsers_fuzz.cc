@@ -10,7 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   namespace host = podscope::agent::host;
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: {
       absl::StatusOr<host::CpuTimes> t = host::ParseCpuTimes(text, "stat");
       if (t.ok() && t->busy > t->total) __builtin_trap();
@@ -25,6 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 3:
       (void)host::ParseProcessCpuTicks(text, "1/stat");
       break;
+    case 4: {
+      absl::StatusOr<int64_t> ppid = host::ParseParentPid(text, "1/stat");
+      if (ppid.ok() && (*ppid < 0 || *ppid > (1 << 22))) __builtin_trap();
+      break;
+    }
   }
   return 0;
 }
@@ -49,6 +54,7 @@ std::vector<std::string> Seeds(const std::vector<std::string>&) {
       std::string(1, '\x03') +
           "4242 (python3 (worker) x) S 1 4242 4242 0 -1 4194560 2043 0 0 0 120 30 0 0 20 0 9 0 "
           "1234 0 0\n",
+      std::string(1, '\x04') + "4300 (pt_data_worker) S 4250 4242 4242 0 -1 4194624 0 0 0 0 5 6\n",
   };
 }
 

@@ -1,6 +1,6 @@
 // A probe (ProbeRuntime with a synthetic source) and the agent's ProbeCollector on a real unix
 // socket: registration, a whole capture window, a probe without an agent, an agent restart in
-// the middle of a window, and refusals.
+// the middle of a window, refusals, and which pid the agent reads a worker's /proc under.
 #include "agent/collectors/probe_collector.h"
 
 #include <gtest/gtest.h>
@@ -12,12 +12,15 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "agent/host/host_sampler.h"
 #include "agent/probe/probe_runtime.h"
 #include "common/frame_codec.h"
 #include "common/protocol_version.h"
+#include "common/str_util.h"
 #include "tests/test_paths.h"
 #include "tests/wait_for.h"
 
@@ -142,6 +145,65 @@ class ProbeCollectorTest : public ::testing::Test {
         settings, d, std::vector<probe::EventSource*>{&source_});
     runtime->Start();
     return runtime;
+  }
+  // An agent that takes each connection's peer to be the next of `peer_pids` (what SO_PEERCRED
+  // would say; 0: a PID namespace the agent cannot see), reading its workers in `proc_root`.
+  std::unique_ptr<ProbeCollector> StartAgentSeeing(
+      std::vector<pid_t> peer_pids, const std::string& proc_root,
+      std::unique_ptr<host::HostSampler> sampler = nullptr) {
+    ProbeCollectorOptions options;
+    options.server.socket_path = socket_;
+    options.host = "node-1";
+    options.drain_timeout_ns = 3'000'000'000;
+    options.proc_root = proc_root;
+    auto next = std::make_shared<std::atomic<size_t>>(0);
+    options.server.peer_credentials_for_testing =
+        [peer_pids, next](int) -> absl::StatusOr<common::PeerCredentials> {
+      const size_t i = next->fetch_add(1);
+      if (i >= peer_pids.size()) return absl::FailedPreconditionError("more peers than expected");
+      return common::PeerCredentials{peer_pids[i], getuid(), getgid()};
+    };
+    absl::StatusOr<std::unique_ptr<ProbeCollector>> c =
+        ProbeCollector::Start(options, clock_, std::move(sampler));
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+  // A probe of a process that says it is `pid`, child of `ppid_chain`, in its own PID namespace
+  // (rank -1: its launcher gave it none).
+  std::unique_ptr<probe::ProbeRuntime> StartProbeAs(int64_t pid, int32_t rank,
+                                                    std::vector<int64_t> ppid_chain) {
+    probe::ProbeSettings settings;
+    settings.agent_socket = socket_;
+    settings.harvest_grace_ns = 1'000'000;
+    settings.stream_interval_ns = 20'000'000;
+    probe::ProbeDescription d;
+    d.identity.rank = rank;
+    d.identity.world_size = 16;
+    d.identity.job = "train-42";
+    d.pid = pid;
+    d.ppid_chain = std::move(ppid_chain);
+    d.features = {"synthetic"};
+    auto runtime = std::make_unique<probe::ProbeRuntime>(
+        settings, d, std::vector<probe::EventSource*>{&source_});
+    runtime->Start();
+    return runtime;
+  }
+  // The host collector's samples of `rank` over a capture of 60 ms, sampled every 5 ms.
+  std::vector<common::HostSampleTable> HostSamplesOfACapture(ProbeCollector& agent, int32_t rank) {
+    std::vector<common::HostSampleTable> out;
+    const std::string id = "cap-h" + std::to_string(rank);
+    EXPECT_TRUE(agent.Arm(Window(id, rank, 20, 60)).ok());
+    EXPECT_TRUE(agent.Start(id).ok());
+    absl::StatusOr<CollectedWorker> got = agent.Drain(id, rank);
+    EXPECT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(agent.Stop(id).ok());
+    agent.Forget(id);
+    if (!got.ok()) return out;
+    EXPECT_EQ(got->error, "");
+    for (const common::WorkerTrace& piece : got->pieces) {
+      if (piece.host_samples.size() > 0) out.push_back(piece.host_samples);
+    }
+    return out;
   }
   CaptureWindow Window(const std::string& id, int32_t rank, int64_t start_in_ms,
                        int64_t length_ms) {
@@ -384,6 +446,107 @@ TEST_F(ProbeCollectorTest, AChildOfAWorkerAndADuplicateRankAreNotServed) {
   ASSERT_EQ(agent->Workers().size(), 1u);
   EXPECT_EQ(agent->Workers()[0].rank, 6);
   child_probe.Stop();
+}
+
+// A node's /proc: counters that do not move (so node CPU is -1, no bytes), 1,500,000 kB used.
+class FakeNodeProc {
+ public:
+  FakeNodeProc() {
+    std::filesystem::create_directories(dir_.File("1/net"));
+    dir_.Write("stat", "cpu  100 0 100 800 0 0 0 0 0 0\n");
+    dir_.Write("meminfo", "MemTotal: 2000000 kB\nMemAvailable: 500000 kB\n");
+    dir_.Write("1/net/dev", "Inter-|\n face |\n  eth0: 1000 1 0 0 0 0 0 0 2000 2 0 0 0 0 0 0\n");
+  }
+  const std::string& root() const { return dir_.path(); }
+  // /proc/<pid>/stat of a process started by `ppid`, with `ticks` of CPU used.
+  void Process(int64_t pid, int64_t ppid, int ticks) {
+    std::filesystem::create_directories(dir_.File(std::to_string(pid)));
+    dir_.Write(
+        std::to_string(pid) + "/stat",
+        common::StrCat(pid, " (python3) S ", ppid, " 1 1 0 -1 0 0 0 0 0 ", ticks, " 0 0 0\n"));
+  }
+  void Malformed(int64_t pid) {
+    std::filesystem::create_directories(dir_.File(std::to_string(pid)));
+    dir_.Write(std::to_string(pid) + "/stat", "garbage\n");
+  }
+  std::unique_ptr<host::HostSampler> Sampler() const {
+    host::HostSamplerOptions options;
+    options.proc_root = root();
+    options.interval_ns = 5'000'000;
+    options.ticks_per_second = 100;
+    return std::make_unique<host::HostSampler>(options, nullptr);
+  }
+
+ private:
+  podscope::testing::ScratchDir dir_;
+};
+
+// A probe in a PID namespace the agent cannot see (SO_PEERCRED says pid 0, as for a pod when
+// the agent has no hostPID) is named by the pid it reports; in the node's /proc that pid is some
+// other process, which is never read: the worker gets no CPU of its own (-1), not that process's.
+TEST_F(ProbeCollectorTest, AProbeTheKernelGivesNoPidForIsNeverReadUnderItsReportedPid) {
+  FakeNodeProc node;
+  node.Process(7, 1, 500);  // the node's pid 7: read, it would say 0% (its ticks do not move)
+  auto agent = StartAgentSeeing({0}, node.root(), node.Sampler());
+  auto probe = StartProbeAs(/*pid=*/7, /*rank=*/4, {1});
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  EXPECT_EQ(agent->Workers()[0].pid, 7);
+  const std::vector<common::HostSampleTable> samples = HostSamplesOfACapture(*agent, 4);
+  ASSERT_EQ(samples.size(), 1u);
+  ASSERT_GE(samples[0].size(), 1u);
+  for (size_t i = 0; i < samples[0].size(); ++i) {
+    EXPECT_FLOAT_EQ(samples[0].process_cpu_percent[i], -1.0f) << i;
+    EXPECT_FLOAT_EQ(samples[0].cpu_percent[i], -1.0f) << i;
+    EXPECT_EQ(samples[0].memory_used_bytes[i], 1'500'000 * 1024) << i;
+    EXPECT_EQ(samples[0].net_rx_bytes[i], 0) << i;
+  }
+}
+
+// The kernel's pid (here 4242) is the one read, whatever the probe reports (7, malformed).
+TEST_F(ProbeCollectorTest, AProbeTheKernelGivesAPidForIsReadUnderThatPid) {
+  FakeNodeProc node;
+  node.Process(4242, 1, 500);
+  node.Malformed(7);  // read, it would give no CPU (-1)
+  auto agent = StartAgentSeeing({4242}, node.root(), node.Sampler());
+  auto probe = StartProbeAs(/*pid=*/7, /*rank=*/4, {1});
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  EXPECT_EQ(agent->Workers()[0].pid, 4242);
+  const std::vector<common::HostSampleTable> samples = HostSamplesOfACapture(*agent, 4);
+  ASSERT_EQ(samples.size(), 1u);
+  ASSERT_GE(samples[0].size(), 1u);
+  for (size_t i = 0; i < samples[0].size(); ++i)
+    EXPECT_FLOAT_EQ(samples[0].process_cpu_percent[i], 0.0f) << i;
+}
+
+// Which worker started a process is the node's /proc's word (ancestors under the kernel's
+// pids), not the chain its probe reports: that counts in the probe's own PID namespace, which
+// may be any pod's.
+TEST_F(ProbeCollectorTest, AWorkersChildIsToldByTheNodesProcNotByWhatItsProbeReports) {
+  FakeNodeProc node;
+  node.Process(4242, 1, 0);     // the worker (pid 7 in its pod)
+  node.Process(4250, 4242, 0);  // a dataloader it started
+  node.Process(4300, 4250, 0);  // that one's child, which touched CUDA
+  node.Process(4400, 1, 0);     // a process of another pod
+  node.Malformed(4500);         // its ancestry unreadable
+  auto agent = StartAgentSeeing({4242, 4300, 4400, 4500, 0}, node.root());
+  auto worker = StartProbeAs(7, 6, {1});
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
+  // No rank of its own, and a chain in its pod's numbering that names nothing the agent knows.
+  auto child = StartProbeAs(31, -1, {30, 1});
+  ASSERT_TRUE(WaitFor([&] { return agent->probes() == 2; }));
+  EXPECT_EQ(agent->Workers().size(), 1u);
+  auto other = StartProbeAs(7, -1, {1});
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 2; }));
+  auto unreadable = StartProbeAs(9, -1, {1});
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 3; }));
+  // With no kernel pid, a probe's chain naming the worker's reported pid proves nothing.
+  auto foreign = StartProbeAs(32, -1, {7, 1});
+  ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 4; }));
+  EXPECT_EQ(agent->probes(), 5u);
+  std::vector<std::pair<int32_t, int64_t>> served;
+  for (const WorkerIdentity& w : agent->Workers()) served.emplace_back(w.rank, w.pid);
+  EXPECT_EQ(served,
+            (std::vector<std::pair<int32_t, int64_t>>{{0, 4400}, {1, 4500}, {2, 32}, {6, 4242}}));
 }
 
 TEST_F(ProbeCollectorTest, ASocketThatIsNotWorldWritableAndAProbeOfAnotherMajorIsRefused) {

@@ -11,10 +11,26 @@
 namespace podscope::agent::host {
 namespace {
 
+// A net/dev table: loopback (never counted), eth0 and ib0.
+std::string NetDevTable(uint64_t eth_rx, uint64_t eth_tx, uint64_t ib_rx, uint64_t ib_tx) {
+  auto row = [](const char* name, uint64_t rx, uint64_t tx) {
+    return std::string(name) + ": " + std::to_string(rx) + " 10 0 0 0 0 0 0 " + std::to_string(tx) +
+           " 20 0 0 0 0 0 0\n";
+  };
+  return "Inter-|   Receive                                                |  Transmit\n"
+         " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets "
+         "errs drop fifo colls carrier compressed\n" +
+         row("    lo", 999999, 999999) + row("  eth0", eth_rx, eth_tx) + row("  ib0", ib_rx, ib_tx);
+}
+
 class FakeProc {
  public:
-  FakeProc() { std::filesystem::create_directories(dir_.File("net")); }
+  FakeProc() {
+    for (const char* d : {"net", "self/net", "1/net"})
+      std::filesystem::create_directories(dir_.File(d));
+  }
   const std::string& root() const { return dir_.path(); }
+  void Write(const std::string& name, const std::string& text) { dir_.Write(name, text); }
 
   void Stat(uint64_t user, uint64_t nice, uint64_t system, uint64_t idle, uint64_t iowait,
             uint64_t irq, uint64_t softirq, uint64_t steal) {
@@ -30,17 +46,14 @@ class FakeProc {
                               "MemAvailable:   " +
                               std::to_string(available_kb) + " kB\nBuffers:  10 kB\n");
   }
+  // The node's interfaces: those of PID 1's network namespace.
   void NetDev(uint64_t eth_rx, uint64_t eth_tx, uint64_t ib_rx, uint64_t ib_tx) {
-    auto row = [](const char* name, uint64_t rx, uint64_t tx) {
-      return std::string(name) + ": " + std::to_string(rx) + " 10 0 0 0 0 0 0 " +
-             std::to_string(tx) + " 20 0 0 0 0 0 0\n";
-    };
-    dir_.Write("net/dev",
-               "Inter-|   Receive                                                |  Transmit\n"
-               " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets "
-               "errs drop fifo colls carrier compressed\n" +
-                   row("    lo", 999999, 999999) + row("  eth0", eth_rx, eth_tx) +
-                   row("  ib0", ib_rx, ib_tx));
+    dir_.Write("1/net/dev", NetDevTable(eth_rx, eth_tx, ib_rx, ib_tx));
+  }
+  // The reader's own interfaces (/proc/net is /proc/self/net): a pod's, in a DaemonSet.
+  void OwnNetDev(uint64_t eth_rx, uint64_t eth_tx) {
+    dir_.Write("net/dev", NetDevTable(eth_rx, eth_tx, 0, 0));
+    dir_.Write("self/net/dev", NetDevTable(eth_rx, eth_tx, 0, 0));
   }
   void Process(int64_t pid, uint64_t utime, uint64_t stime) {
     std::filesystem::create_directories(dir_.File(std::to_string(pid)));
@@ -152,6 +165,97 @@ TEST(HostSamplerTest, SamplesNodeProcessAndGpuBetweenReadings) {
   EXPECT_EQ(sampler.GpuMemoryFor(12, 0, 2'000'000'000).size(), 0u);
   // Outside the window: nothing.
   EXPECT_EQ(sampler.SamplesFor(10, 1'600'000'000, 2'000'000'000).size(), 0u);
+  EXPECT_EQ(sampler.problems(), "");
+}
+
+// In a pod, <proc root>/net/dev and <proc root>/self/net/dev are the pod's own interfaces; the
+// node's are PID 1's.
+TEST(ProcStatsTest, NetworkCountersAreTheNodesFromPid1) {
+  FakeProc proc;
+  proc.NetDev(1000, 2000, 30000, 40000);
+  proc.OwnNetDev(7, 8);
+  absl::StatusOr<NetBytes> net = ReadNetBytes(proc.root());
+  ASSERT_TRUE(net.ok()) << net.status();
+  EXPECT_EQ(net->rx, 31'000u);
+  EXPECT_EQ(net->tx, 42'000u);
+
+  proc.Stat(100, 0, 100, 800, 0, 0, 0, 0);
+  proc.MemInfo(2'000'000, 500'000);
+  HostSamplerOptions options;
+  options.proc_root = proc.root();
+  HostSampler sampler(options, nullptr);
+  sampler.SampleOnce(1'000'000'000);
+  // The node moved 600 bytes in and 650 out; the pod's own namespace far more.
+  proc.NetDev(1500, 2600, 30100, 40050);
+  proc.OwnNetDev(900'007, 800'008);
+  sampler.SampleOnce(1'500'000'000);
+  common::HostSampleTable s = sampler.SamplesFor(1, 0, 2'000'000'000);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s.net_rx_bytes[0], 600);
+  EXPECT_EQ(s.net_tx_bytes[0], 650);
+  EXPECT_EQ(sampler.problems(), "");
+}
+
+TEST(ProcStatsTest, ANodeNetDevMissingOrMalformedIsAnErrorNotThePodsCounters) {
+  podscope::testing::ScratchDir dir;
+  std::filesystem::create_directories(dir.File("1/net"));
+  dir.Write("net/dev", NetDevTable(7, 8, 0, 0));
+  absl::StatusOr<NetBytes> net = ReadNetBytes(dir.path());
+  EXPECT_EQ(net.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(net.status().message(), "cannot read " + dir.path() + "/1/net/dev");
+  dir.Write("1/net/dev", "Inter-|\n face |\n  eth0: 1 2 3\n");
+  EXPECT_EQ(ReadNetBytes(dir.path()).status().message(),
+            dir.path() + "/1/net/dev: interface eth0 has 3 counters, want 16");
+  dir.Write("1/net/dev", "eth0 1 2 3\n");
+  EXPECT_EQ(ReadNetBytes(dir.path()).status().message(),
+            dir.path() + "/1/net/dev: not a net/dev table");
+}
+
+TEST(ProcStatsTest, ParentPidsAndTheirMalformedFiles) {
+  podscope::testing::ScratchDir dir;
+  std::filesystem::create_directories(dir.File("4300"));
+  dir.Write("4300/stat", "4300 (data loader (1)) S 4250 4300 4300 0 -1 4194304 0 0 0 0 5 6\n");
+  absl::StatusOr<int64_t> parent = ReadParentPid(dir.path(), 4300);
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  EXPECT_EQ(*parent, 4250);
+  EXPECT_EQ(*ParseParentPid("1 (systemd) S 0 1 1 0 -1\n", "1/stat"), 0);
+  EXPECT_EQ(ReadParentPid(dir.path(), 4301).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ParseParentPid("4300 data loader S 4250\n", "4300/stat").status().message(),
+            "4300/stat: no \"(comm)\"");
+  EXPECT_EQ(ParseParentPid("4300 (x) S\n", "4300/stat").status().message(),
+            "4300/stat: ends before field 4");
+  EXPECT_EQ(ParseParentPid("4300 (x) S -1 0\n", "4300/stat").status().message(),
+            "4300/stat: field 4 is '-1', not a parent's pid");
+  EXPECT_EQ(ParseParentPid("4300 (x) S 42x 0\n", "4300/stat").status().message(),
+            "4300/stat: field 4 is '42x', not a parent's pid");
+  EXPECT_EQ(ParseParentPid("4300 (x) S 99999999 0\n", "4300/stat").status().message(),
+            "4300/stat: field 4 is '99999999', not a parent's pid");
+}
+
+// A worker the agent knows only by the pid its probe reported from another PID namespace: that
+// pid's /proc entry is some other process of the node, and is never read.
+TEST(HostSamplerTest, AForeignPidGetsNodeAndGpuSamplesButNoCpuOfItsOwn) {
+  FakeProc proc;
+  proc.Stat(100, 0, 100, 800, 0, 0, 0, 0);
+  proc.MemInfo(2'000'000, 500'000);
+  proc.NetDev(1000, 1000, 0, 0);
+  proc.Process(7, 50, 50);  // the node's pid 7: not the worker
+  HostSamplerOptions options;
+  options.proc_root = proc.root();
+  options.ticks_per_second = 100;
+  HostSampler sampler(options, std::make_unique<FakeGpus>());
+  sampler.Watch(7, 1, PidScope::kForeign);
+  sampler.SampleOnce(1'000'000'000);
+  proc.Stat(300, 0, 200, 1500, 0, 0, 0, 0);
+  proc.Process(7, 80, 60);  // were it read: 80% of a core
+  sampler.SampleOnce(1'500'000'000);
+  common::HostSampleTable s = sampler.SamplesFor(7, 0, 2'000'000'000);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_FLOAT_EQ(s.process_cpu_percent[0], -1.0f);
+  EXPECT_FLOAT_EQ(s.cpu_percent[0], 30.0f);
+  EXPECT_EQ(s.memory_used_bytes[0], 1'500'000 * 1024);
+  EXPECT_EQ(s.gpu_sm_clock_mhz[0], 1980);
+  EXPECT_EQ(sampler.GpuMemoryFor(7, 0, 2'000'000'000).size(), 1u);
   EXPECT_EQ(sampler.problems(), "");
 }
 

@@ -143,6 +143,17 @@ func mount(t *testing.T, c map[string]interface{}, name string) map[string]inter
 	return nil
 }
 
+// env returns the value of a container's environment variable, and whether it is set at all.
+func env(c map[string]interface{}, name string) (string, bool) {
+	list, _ := c["env"].([]interface{})
+	for _, e := range list {
+		if str(e, "name") == name {
+			return str(e, "value"), true
+		}
+	}
+	return "", false
+}
+
 func jsonData(t *testing.T, configMap map[string]interface{}, key string) map[string]interface{} {
 	t.Helper()
 	var v map[string]interface{}
@@ -175,8 +186,25 @@ func TestDefaultValuesRender(t *testing.T) {
 		str(mount(t, c, "socket-dir"), "mountPath") != "/run/podscope" {
 		t.Error("the socket directory is not the host's /run/podscope at the same path")
 	}
-	if str(volume(t, agent, "host-proc"), "hostPath", "path") != "/proc" || get(mount(t, c, "host-proc"), "readOnly") != true {
-		t.Error("the host's /proc is not mounted read-only")
+	if str(volume(t, agent, "host-proc"), "hostPath", "path") != "/proc" || get(mount(t, c, "host-proc"), "readOnly") != true ||
+		str(mount(t, c, "host-proc"), "mountPath") != "/host/proc" {
+		t.Error("the host's /proc is not mounted read-only at /host/proc")
+	}
+	if get(pod, "hostPID") != true {
+		t.Errorf("the agent is not in the node's PID namespace (SO_PEERCRED gives it no pid of other pods): hostPID %v", get(pod, "hostPID"))
+	}
+	if str(pod, "runtimeClassName") != "nvidia" {
+		t.Errorf("the agent does not run under the NVIDIA runtime (no NVML): runtimeClassName %v", get(pod, "runtimeClassName"))
+	}
+	for name, want := range map[string]string{"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "utility"} {
+		if got, set := env(c, name); !set || got != want {
+			t.Errorf("agent env %s: got %q (set: %v), want %q", name, got, set, want)
+		}
+	}
+	for _, ic := range get(pod, "initContainers").([]interface{}) {
+		if _, set := env(ic.(map[string]interface{}), "NVIDIA_VISIBLE_DEVICES"); set {
+			t.Error("the init container, which only copies files, is given the GPUs too")
+		}
 	}
 	for _, kind := range []string{"requests", "limits"} {
 		for _, r := range []string{"cpu", "memory"} {
@@ -260,8 +288,63 @@ func TestDefaultValuesRender(t *testing.T) {
 	var template map[string]interface{}
 	if err := yaml.Unmarshal([]byte(snippet), &template); err != nil {
 		t.Errorf("the NOTES.txt snippet is not YAML: %v\n%s", err, snippet)
-	} else if str(template, "spec", "containers", 0, "env", 2, "name") != "PODSCOPE_JOB" {
-		t.Errorf("the NOTES.txt snippet has no PODSCOPE_JOB env: %v", template)
+	} else {
+		trainer := get(template, "spec", "containers", 0)
+		if str(trainer, "env", 2, "name") != "PODSCOPE_JOB" ||
+			str(trainer, "env", 2, "valueFrom", "fieldRef", "fieldPath") != "metadata.labels['batch.kubernetes.io/job-name']" {
+			t.Errorf("the NOTES.txt snippet does not take PODSCOPE_JOB from the Job's label: %v", get(trainer, "env"))
+		}
+		for i, name := range []string{"CUDA_INJECTION64_PATH", "NCCL_PROFILER_PLUGIN"} {
+			if str(trainer, "env", i, "name") != name || str(trainer, "env", i, "value") != "/run/podscope/lib/libpodscope_probe.so" {
+				t.Errorf("the NOTES.txt snippet's env %d is not %s=/run/podscope/lib/libpodscope_probe.so: %v", i, name, get(trainer, "env", i))
+			}
+		}
+		if str(trainer, "volumeMounts", 0, "mountPath") != "/run/podscope" || get(trainer, "volumeMounts", 0, "readOnly") != true ||
+			str(template, "spec", "volumes", 0, "hostPath", "path") != "/run/podscope" {
+			t.Errorf("the NOTES.txt snippet does not mount the agent's /run/podscope read-only: %v", template)
+		}
+	}
+}
+
+// Each privilege the agent takes by default can be turned off, and the NVIDIA settings changed.
+func TestAgentPrivilegesFollowTheirValues(t *testing.T) {
+	cases := []struct {
+		name                  string
+		agent                 map[string]interface{}
+		runtimeClass          interface{} // nil: no runtimeClassName
+		hostPID               interface{} // nil: no hostPID
+		visible, capabilities string      // "": the variable is not set
+	}{
+		{"defaults", map[string]interface{}{}, "nvidia", true, "all", "utility"},
+		{"no runtime class", map[string]interface{}{"runtimeClassName": ""}, nil, true, "all", "utility"},
+		{"another runtime class", map[string]interface{}{"runtimeClassName": "nvidia-cdi"}, "nvidia-cdi", true, "all", "utility"},
+		{"own PID namespace", map[string]interface{}{"hostPID": false}, "nvidia", nil, "all", "utility"},
+		{"no NVIDIA variables", map[string]interface{}{"nvidia": map[string]interface{}{"visibleDevices": "", "driverCapabilities": ""}},
+			"nvidia", true, "", ""},
+		{"some GPUs, more capabilities", map[string]interface{}{"nvidia": map[string]interface{}{"visibleDevices": "0,1", "driverCapabilities": "utility,compute"}},
+			"nvidia", true, "0,1", "utility,compute"},
+	}
+	for _, c := range cases {
+		docs, _ := render(t, map[string]interface{}{"agent": c.agent})
+		agent := find(t, docs, "DaemonSet", "podscope-agent")
+		pod := get(agent, "spec", "template", "spec").(map[string]interface{})
+		if got, present := pod["runtimeClassName"]; c.runtimeClass == nil && present || c.runtimeClass != nil && got != c.runtimeClass {
+			t.Errorf("%s: runtimeClassName %v (present: %v), want %v", c.name, got, present, c.runtimeClass)
+		}
+		if got, present := pod["hostPID"]; c.hostPID == nil && present || c.hostPID != nil && got != c.hostPID {
+			t.Errorf("%s: hostPID %v (present: %v), want %v", c.name, got, present, c.hostPID)
+		}
+		agentContainer := container(t, agent, "agent")
+		for name, want := range map[string]string{"NVIDIA_VISIBLE_DEVICES": c.visible, "NVIDIA_DRIVER_CAPABILITIES": c.capabilities} {
+			if got, set := env(agentContainer, name); set != (want != "") || got != want {
+				t.Errorf("%s: env %s %q (set: %v), want %q", c.name, name, got, set, want)
+			}
+		}
+		// The node's /proc stays mounted either way: without hostPID it still numbers pids as the
+		// node does, and its 1/net/dev is the node's interfaces.
+		if str(mount(t, agentContainer, "host-proc"), "mountPath") != "/host/proc" {
+			t.Errorf("%s: /host/proc is not mounted", c.name)
+		}
 	}
 }
 
@@ -361,14 +444,21 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		values string
 		want   string
 	}{
-		"replicas not a number": {"coordinator: {replicas: three}", "coordinator.replicas"},
-		"no shards":             {"coordinator: {replicas: 0}", "coordinator.replicas"},
-		"misspelt key":          {"coordinatr: {replicas: 3}", "coordinatr"},
-		"misspelt nested key":   {"agent: {socketdir: /run/x}", "socketdir"},
-		"unknown cert source":   {"tls: {agentCertificates: {source: vault}}", "tls.agentCertificates.source"},
-		"port out of range":     {"coordinator: {ports: {rest: 70000}}", "coordinator.ports.rest"},
-		"relative socket dir":   {"agent: {socketDir: run/podscope}", "agent.socketDir"},
-		"bad forward mode":      {"coordinator: {forward: teleport}", "coordinator.forward"},
+		"replicas not a number":        {"coordinator: {replicas: three}", "coordinator.replicas"},
+		"no shards":                    {"coordinator: {replicas: 0}", "coordinator.replicas"},
+		"misspelt key":                 {"coordinatr: {replicas: 3}", "coordinatr"},
+		"misspelt nested key":          {"agent: {socketdir: /run/x}", "socketdir"},
+		"unknown cert source":          {"tls: {agentCertificates: {source: vault}}", "tls.agentCertificates.source"},
+		"port out of range":            {"coordinator: {ports: {rest: 70000}}", "coordinator.ports.rest"},
+		"relative socket dir":          {"agent: {socketDir: run/podscope}", "agent.socketDir"},
+		"bad forward mode":             {"coordinator: {forward: teleport}", "coordinator.forward"},
+		"hostPID not a boolean":        {"agent: {hostPID: \"yes\"}", "agent.hostPID"},
+		"runtime class not a string":   {"agent: {runtimeClassName: 5}", "agent.runtimeClassName"},
+		"runtime class not a name":     {"agent: {runtimeClassName: NVIDIA Runtime}", "agent.runtimeClassName"},
+		"visible devices not a string": {"agent: {nvidia: {visibleDevices: true}}", "agent.nvidia.visibleDevices"},
+		"capabilities not a list":      {"agent: {nvidia: {driverCapabilities: \"utility; compute\"}}", "agent.nvidia.driverCapabilities"},
+		"misspelt NVIDIA key":          {"agent: {nvidia: {visibledevices: all}}", "visibledevices"},
+		"NVIDIA settings not a map":    {"agent: {nvidia: all}", "agent.nvidia"},
 	}
 	for name, c := range cases {
 		var v map[string]interface{}
