@@ -67,6 +67,12 @@ if [ -f "$WORK/context/image-root/usr/lib/podscope/libpodscope_probe.so" ]; then
   "${RUN[@]}" --rm --network none --no-healthcheck --entrypoint /usr/bin/test localhost/podscope/agent:test -s /usr/lib/podscope/libpodscope_probe.so \
     || fail "the agent image lacks the probe library"
   echo "podscope/agent carries libpodscope_probe.so"
+  # What the chart's init container copies to the node must load in any training image.
+  if grep -q '^PODSCOPE_PORTABLE_PROBE:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+    sh "$SOURCE/tests/agent/probe/check_portable.sh" "$WORK/context/image-root/usr/lib/podscope/libpodscope_probe.so" 2.28 \
+      || fail "the agent image's probe is not self-contained"
+    echo "podscope/agent's probe: $(stat -c %s "$WORK/context/image-root/usr/lib/podscope/libpodscope_probe.so") bytes, only the C runtime"
+  fi
 fi
 
 # 3. The coordinator in a container, plaintext on loopback: its HEALTHCHECK passes.
