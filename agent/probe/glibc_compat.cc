@@ -20,6 +20,8 @@
 
 #define PODSCOPE_HIDDEN __attribute__((visibility("hidden")))
 
+// The names are glibc's, not ours to style.
+// NOLINTBEGIN(readability-identifier-naming)
 extern "C" {
 
 // glibc 2.32. libstdc++ skips its atomic reference counts while this says the process has one
@@ -92,3 +94,4 @@ PODSCOPE_HIDDEN int _dl_find_object(void* pc, dl_find_object* result) {
 }
 
 }  // extern "C"
+// NOLINTEND(readability-identifier-naming)
