@@ -21,10 +21,17 @@ fi
 [ "$(id -u)" -eq 0 ] || fail "debootstrap needs root to make $ROOT (running as uid $(id -u))"
 command -v debootstrap >/dev/null || fail "debootstrap is missing: install Debian's debootstrap (scripts/build_env.sh does)"
 mkdir -p "$(dirname "$ROOT")"
+# One maker at a time (two builds configuring at once); the second finds the root made.
+exec 9>"$ROOT.lock"
+flock 9
+if [ -f "$ROOT/.podscope-build-root" ]; then
+  echo "$ROOT"
+  exit 0
+fi
 partial="$ROOT.partial"
 rm -rf "$partial"
 echo "probe_build_root.sh: debootstrap bullseye (minbase with libc6-dev) into $ROOT, once; about a minute" >&2
-debootstrap --variant=minbase --include=libc6-dev bullseye "$partial" "$MIRROR" >"$partial.log" 2>&1 \
+debootstrap --variant=minbase --merged-usr --include=libc6-dev bullseye "$partial" "$MIRROR" >"$partial.log" 2>&1 \
   || fail "debootstrap failed (the last lines of $partial.log): $(tail -3 "$partial.log")"
 # The linker reads this tree from outside it (--sysroot): links to absolute paths, such as
 # lib64/ld-linux-x86-64.so.2 -> /lib/x86_64-linux-gnu/ld-2.31.so, would reach this machine's

@@ -191,6 +191,10 @@ void ProbeCollector::OnRegister(ProbeConnectionId id, const common::PeerCredenti
   // Read before the lock: /proc takes a while.
   std::vector<int64_t> ancestors;
   if (peer.pid > 0) ancestors = AncestorsOf(options_.proc_root, peer.pid);
+  // /proc unreadable (hidepid) but the probe in the agent's own PID namespace (its pid is the
+  // kernel's): its own chain counts in the same pids.
+  if (ancestors.empty() && peer.pid > 0 && r.pid() == peer.pid)
+    ancestors.assign(r.ppid_chain().begin(), r.ppid_chain().end());
   {
     absl::MutexLock lock(&mu_);
     const bool again = probes_.contains(id);
@@ -523,7 +527,9 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   int64_t pid = 0;
   int64_t process = 0;
   pid_t kernel_pid = 0;  // 0: the agent cannot tell whether the process lives
+  bool known = false;    // the probe was connected when the drain began
   if (auto p = probes_.find(w.probe); p != probes_.end()) {
+    known = true;
     pid = PidOf(p->second.peer, p->second.registration);
     process = ProcessKeyOf(w.probe, p->second.peer);
     kernel_pid = p->second.peer.pid;
@@ -531,7 +537,9 @@ absl::StatusOr<CollectedWorker> ProbeCollector::Drain(std::string_view capture_i
   const TimeNs deadline = window.stop_ns + options_.drain_timeout_ns;
   while (w.error.empty() && !w.status.has_value()) {
     const bool connected = probes_.contains(w.probe);
-    if (!connected && (kernel_pid <= 0 || ProcessGone(kernel_pid))) {
+    // A probe whose process the agent cannot see (no kernel pid) may still reconnect: it gets
+    // until the deadline.
+    if (!connected && (!known || (kernel_pid > 0 && ProcessGone(kernel_pid)))) {
       w.error = "the training process exited before its probe delivered the window";
       break;
     }

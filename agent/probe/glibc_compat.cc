@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -29,14 +30,35 @@ extern "C" {
 PODSCOPE_HIDDEN char __libc_single_threaded = 0;
 
 // glibc 2.36. std::random_device's default source in GCC 12's libstdc++. getrandom (glibc 2.25)
-// blocks only until the kernel's pool is first seeded, at boot.
-PODSCOPE_HIDDEN uint32_t arc4random(void) {
-  uint32_t value = 0;
+// blocks only until the kernel's pool is first seeded, at boot; where the kernel or a seccomp
+// profile has no getrandom (ENOSYS), /dev/urandom, as glibc's own does.
+static bool PodscopeReadUrandom(char* out, size_t size) {
+  const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
   size_t got = 0;
-  while (got < sizeof(value)) {
-    const ssize_t n = getrandom(reinterpret_cast<char*>(&value) + got, sizeof(value) - got, 0);
+  while (got < size) {
+    const ssize_t n = read(fd, out + got, size - got);
     if (n > 0) {
       got += static_cast<size_t>(n);
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  close(fd);
+  return got == size;
+}
+
+PODSCOPE_HIDDEN uint32_t arc4random(void) {
+  uint32_t value = 0;
+  char* out = reinterpret_cast<char*>(&value);
+  size_t got = 0;
+  while (got < sizeof(value)) {
+    const ssize_t n = getrandom(out + got, sizeof(value) - got, 0);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (n < 0 && errno == ENOSYS) {
+      if (!PodscopeReadUrandom(out, sizeof(value))) abort();
+      return value;
     } else if (n < 0 && errno != EINTR) {
       abort();  // as glibc's own arc4random does when the kernel has no randomness to give
     }

@@ -26,7 +26,13 @@ if readelf -d "$lib" | grep -Eq '\((RPATH|RUNPATH)\)'; then
 fi
 
 # 2. Versions it asks of the dynamic symbols it imports: glibc's, none above the baseline, and
-# none of the C++ runtime's or libgcc's (those are linked in).
+# none of the C++ runtime's or libgcc's (those are linked in). Every strong import is versioned
+# (an unversioned one would bind to whatever the process has), and none is glibc's private ABI.
+tags=$(readelf --dyn-syms -W "$lib" | awk '$7 == "UND" && $8 ~ /@/ { sub(/^[^@]*@+/, "", $8); sub(/ .*/, "", $8); print $8 }' | sort -u)
+odd=$(printf '%s\n' "$tags" | grep -Ev '^GLIBC_[0-9]+(\.[0-9]+)*$' || true)
+[ -z "$odd" ] || fail "imports symbols of versions other than glibc's numbered ones: $(echo $odd)"
+unversioned=$(readelf --dyn-syms -W "$lib" | awk '$7 == "UND" && $5 != "WEAK" && $8 != "" && $8 !~ /@/ { print $8 }')
+[ -z "$unversioned" ] || fail "imports symbols with no version, bound to whatever the process has: $(echo $unversioned)"
 versions=$(objdump -T "$lib" | grep -o '[A-Z_]*_[0-9][0-9.]*' | grep -E '^(GLIBC|GLIBCXX|CXXABI|GCC)_' | sort -u)
 cxx=$(printf '%s\n' "$versions" | grep -E '^(GLIBCXX|CXXABI|GCC)_' || true)
 [ -z "$cxx" ] || fail "imports from the C++ runtime or libgcc: $(echo $cxx)"
