@@ -126,19 +126,37 @@ absl::StatusOr<NetBytes> ParseNetBytes(const std::string& text, std::string_view
   return sum;
 }
 
-absl::StatusOr<uint64_t> ReadProcessCpuTicks(const std::string& proc_root, int64_t pid) {
+namespace {
+
+// A process's <proc_root>/<pid>/stat, parsed by `parse`.
+template <typename Parse>
+auto ReadProcessStat(const std::string& proc_root, int64_t pid, Parse parse)
+    -> decltype(parse(std::string(), std::string_view())) {
   const std::string path = common::StrCat(proc_root, "/", pid, "/stat");
   absl::StatusOr<std::string> text = ReadSmallFile(path);
   if (!text.ok()) return text.status();
-  return ParseProcessCpuTicks(*text, path);
+  return parse(*text, path);
 }
 
-absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::string_view path) {
-  // "pid (comm) state ppid ...": comm may hold spaces and ')', so fields count from the last ')'.
+// The fields of a stat line from field 3 (state) on. "pid (comm) state ppid ...": comm may hold
+// spaces and ')', so fields count from the last ')'.
+absl::StatusOr<std::istringstream> FieldsAfterComm(const std::string& text, std::string_view path) {
   const size_t close = text.rfind(')');
   if (close == std::string::npos)
     return absl::DataLossError(common::StrCat(path, ": no \"(comm)\""));
-  std::istringstream in(text.substr(close + 1));
+  return std::istringstream(text.substr(close + 1));
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ReadProcessCpuTicks(const std::string& proc_root, int64_t pid) {
+  return ReadProcessStat(proc_root, pid, ParseProcessCpuTicks);
+}
+
+absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::string_view path) {
+  absl::StatusOr<std::istringstream> fields = FieldsAfterComm(text, path);
+  if (!fields.ok()) return fields.status();
+  std::istringstream& in = *fields;
   std::string field;
   uint64_t utime = 0, stime = 0;
   // Field 3 (state) is the first after ')'; utime and stime are fields 14 and 15.
@@ -157,18 +175,13 @@ absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::stri
 }
 
 absl::StatusOr<int64_t> ReadParentPid(const std::string& proc_root, int64_t pid) {
-  const std::string path = common::StrCat(proc_root, "/", pid, "/stat");
-  absl::StatusOr<std::string> text = ReadSmallFile(path);
-  if (!text.ok()) return text.status();
-  return ParseParentPid(*text, path);
+  return ReadProcessStat(proc_root, pid, ParseParentPid);
 }
 
 absl::StatusOr<int64_t> ParseParentPid(const std::string& text, std::string_view path) {
-  // "pid (comm) state ppid ...", fields counted from the last ')' as above.
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos)
-    return absl::DataLossError(common::StrCat(path, ": no \"(comm)\""));
-  std::istringstream in(text.substr(close + 1));
+  absl::StatusOr<std::istringstream> fields = FieldsAfterComm(text, path);
+  if (!fields.ok()) return fields.status();
+  std::istringstream& in = *fields;
   std::string state, field;
   if (!(in >> state >> field))
     return absl::DataLossError(common::StrCat(path, ": ends before field 4"));
