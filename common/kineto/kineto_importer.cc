@@ -85,6 +85,15 @@ class KinetoImporter::Impl {
   }
 
   absl::Status ParseDocument(simdjson::padded_string_view json) {
+    // simdjson sizes its buffers to the document exactly, so every file a little larger than
+    // the last (ranks of one job differ by bytes) would take fresh ones, which the kernel
+    // zeroes: a quarter more leaves room for the files that follow. Pages never reached cost
+    // nothing; if the room cannot be had, iterate() asks for the exact size itself.
+    if (parser_.capacity() < json.length()) {
+      const size_t room = std::min(json.length() + json.length() / 4, parser_.max_capacity());
+      [[maybe_unused]] const simdjson::error_code ignored =
+          parser_.allocate(room, parser_.max_depth());
+    }
     od::document doc;
     if (auto err = parser_.iterate(json).get(doc); err) {
       doc_ = nullptr;
