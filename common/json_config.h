@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/json_keys.h"
+#include "common/json_text.h"
 
 namespace podscope::common {
 
@@ -193,7 +194,7 @@ class ConfigSection {
     return (name_.empty() ? "" : name_ + ".") + std::string(key);
   }
   static std::string Text(const boost::json::value& v) {
-    std::string t = boost::json::serialize(v);
+    std::string t = JsonText(v);
     return t.size() > 40 ? t.substr(0, 37) + "..." : t;
   }
   static std::string Range(int64_t min, int64_t max) {

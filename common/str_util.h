@@ -3,6 +3,7 @@
 // replacements do, and format numbers through fmt.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -41,6 +42,13 @@ std::string StrCat(const Pieces&... pieces) {
 template <typename... Pieces>
 void StrAppend(std::string* out, const Pieces&... pieces) {
   (str_internal::AppendPiece(*out, pieces), ...);
+}
+
+// "1 file", "3 files": a count with its noun, plural unless the count is one. `plural` is for
+// nouns that do not take an s ("1 entry", "2 entries").
+inline std::string Counted(uint64_t n, std::string_view noun, std::string_view plural = {}) {
+  if (n == 1) return StrCat(n, " ", noun);
+  return plural.empty() ? StrCat(n, " ", noun, "s") : StrCat(n, " ", plural);
 }
 
 inline bool Contains(std::string_view haystack, std::string_view needle) {

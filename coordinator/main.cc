@@ -550,7 +550,7 @@ int main(int argc, char** argv) {
       [&grpc_gate](const std::string& peer) { grpc_gate.Authenticated(peer); });
   absl::StatusOr<uint16_t> grpc_bound = grpc_gate.Listen(grpc_host, grpc_port);
   if (!grpc_bound.ok()) {
-    spdlog::error("{} (address in use?)", std::string(grpc_bound.status().message()));
+    spdlog::error("{}", std::string(grpc_bound.status().message()));
     return 1;
   }
   std::unique_ptr<grpc::Server> grpc_server = BuildAgentServer(builder, agent_service, settings);
@@ -583,7 +583,9 @@ int main(int argc, char** argv) {
       MakeScheduleRunner(**store, scheduler, membership, id_suffix);
   if (!schedules.ok()) return Fail(schedules.status(), 1);
   (*schedules)->Start();
-  SchedulesApi schedules_api(**schedules);
+  SchedulesApi schedules_api(**schedules, [&registry](const std::string& job) {
+    return registry.SelectTargets(job, {}).ok();
+  });
   schedules_api.Register(router);
   WatchApi watch_api(watch_service);
   watch_api.Register(router);

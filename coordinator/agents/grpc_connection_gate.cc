@@ -55,10 +55,12 @@ absl::StatusOr<uint16_t> GrpcConnectionGate::Listen(const std::string& host, uin
                   bind(fd, found->ai_addr, found->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0;
   freeaddrinfo(found);
   if (!ok) {
-    const std::string why = std::strerror(errno);
+    const int error = errno;
     if (fd >= 0) close(fd);
-    return absl::UnavailableError(
-        common::StrCat("cannot serve gRPC on ", host, ":", port, ": ", why));
+    return absl::UnavailableError(common::StrCat(
+        "cannot serve gRPC on ", host, ":", port, ": ",
+        error == EADDRINUSE ? "another process listens on that port (--grpc chooses another)"
+                            : std::strerror(error)));
   }
   listen_fd_ = fd;
   reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

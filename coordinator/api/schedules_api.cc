@@ -1,5 +1,6 @@
 #include "coordinator/api/schedules_api.h"
 
+#include "common/json_writer.h"
 #include "common/str_util.h"
 
 namespace podscope::coordinator {
@@ -16,7 +17,8 @@ void SchedulesApi::Register(Router& router) {
               Access::kCapture});
 }
 
-// POST /v1/schedules {"job", "every_s", "duration_ms", "ranks"?}: 201 with the schedule.
+// POST /v1/schedules {"job", "every_s", "duration_ms", "ranks"?}: 201 with the schedule, and a
+// "warning" when no connected agent serves the job.
 HttpResponse SchedulesApi::Create(HttpRequest& r) {
   absl::StatusOr<ScheduleSpec> spec = ParseScheduleSpec(r.body);
   if (!spec.ok())
@@ -32,7 +34,17 @@ HttpResponse SchedulesApi::Create(HttpRequest& r) {
     return HttpResponse::Problem(500, "Internal Server Error",
                                  std::string(added.status().message()));
   }
-  HttpResponse response = HttpResponse::Json(201, ScheduleToJson(*added) + "\n");
+  std::string body = ScheduleToJson(*added);
+  if (!job_served_(added->spec.job)) {
+    body.pop_back();  // the object's closing brace
+    common::JsonWriter warning;
+    warning.Char(',').Key("warning").String(
+        common::StrCat("no connected agent serves job ", added->spec.job,
+                       " now: its captures fail until one does (see podscope workers)"));
+    body += warning.buffer();
+    body += '}';
+  }
+  HttpResponse response = HttpResponse::Json(201, body + "\n");
   response.headers.emplace_back("Location", common::StrCat("/v1/schedules/", added->id));
   return response;
 }

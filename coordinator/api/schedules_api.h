@@ -1,6 +1,10 @@
 // The REST routes of scheduled captures (docs/gpu-efficiency.md): POST/GET/DELETE /v1/schedules.
 #pragma once
 
+#include <functional>
+#include <string>
+#include <utility>
+
 #include "coordinator/capture/schedule_runner.h"
 #include "coordinator/http/http_types.h"
 
@@ -8,7 +12,11 @@ namespace podscope::coordinator {
 
 class SchedulesApi {
  public:
-  explicit SchedulesApi(ScheduleRunner& runner) : runner_(runner) {}
+  // `job_served`: whether a connected agent serves the job now. A schedule for a job none does is
+  // still taken (jobs come and go), with a warning in the answer.
+  using JobServed = std::function<bool(const std::string& job)>;
+  SchedulesApi(ScheduleRunner& runner, JobServed job_served)
+      : runner_(runner), job_served_(std::move(job_served)) {}
   void Register(Router& router);
 
  private:
@@ -18,6 +26,7 @@ class SchedulesApi {
   HttpResponse Delete(HttpRequest& request);
 
   ScheduleRunner& runner_;
+  const JobServed job_served_;
 };
 
 }  // namespace podscope::coordinator

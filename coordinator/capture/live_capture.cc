@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/dropped_records.h"
+#include "common/ranges.h"
 #include "common/str_util.h"
 #include "coordinator/clock/capture_clocks.h"
 #include "spdlog/spdlog.h"
@@ -234,7 +235,12 @@ std::set<std::string> LiveCapture::Cancel(const std::string& reason) {
 CaptureRecord LiveCapture::Finish(TimeNs now) {
   CaptureRecord& r = record;
   size_t uploaded = 0, failed = 0;
-  std::string failures;
+  // One line per host and reason: an agent lost with its 8 ranks is one failure, said once.
+  struct Failure {
+    std::string host, error;
+    std::vector<int32_t> ranks;
+  };
+  std::vector<Failure> failures;
   // The capture holds the uploaded workers' events only: what a failed or cancelled worker
   // streamed leaves the store (CaptureScheduler), and chunks counted before a coordinator
   // restart are counted again when the agent sends them again.
@@ -245,18 +251,30 @@ CaptureRecord LiveCapture::Finish(TimeNs now) {
       ++uploaded;
       r.events += w.events;
     } else if (workers[i].phase == Phase::kFailed) {
-      if (failed++ < 5)
-        common::StrAppend(&failures, failures.empty() ? "" : "; ", "rank ", w.rank, " (", w.host,
-                          "): ", w.error);
+      ++failed;
+      auto same = std::find_if(failures.begin(), failures.end(), [&w](const Failure& f) {
+        return f.host == w.host && f.error == w.error;
+      });
+      if (same != failures.end()) {
+        same->ranks.push_back(w.rank);
+      } else {
+        failures.push_back({w.host, w.error, {w.rank}});
+      }
     }
   }
+  std::string failure_text;
+  for (size_t k = 0; k < failures.size() && k < 5; ++k) {
+    const Failure& f = failures[k];
+    common::StrAppend(&failure_text, k == 0 ? "" : "; ", f.ranks.size() == 1 ? "rank " : "ranks ",
+                      common::FormatRankList(f.ranks), " (", f.host, "): ", f.error);
+  }
+  if (failures.size() > 5) common::StrAppend(&failure_text, "; ...");
   if (r.state != CaptureState::kCancelled) {
     r.state = uploaded == workers.size() ? CaptureState::kComplete
               : uploaded > 0             ? CaptureState::kPartial
                                          : CaptureState::kFailed;
     if (failed > 0)
-      r.error = common::StrCat(failed, " of ", workers.size(), " workers failed: ", failures,
-                               failed > 5 ? "; ..." : "");
+      r.error = common::StrCat(failed, " of ", workers.size(), " workers failed: ", failure_text);
   }
   r.updated_ns = now;
   ++r.generation;

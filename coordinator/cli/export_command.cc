@@ -102,8 +102,9 @@ int RunExportCommand(const ExportCommandOptions& options) {
     std::fprintf(stderr, "podscope export: %s\n", std::string(stats.status().message()).c_str());
     return 1;
   }
-  std::printf("wrote %s: %zu ranks, %llu trace events, %s of %s\n", options.output.c_str(),
-              view.size(), static_cast<unsigned long long>(stats->events),
+  std::printf("wrote %s: %s, %s, %s of %s\n", options.output.c_str(),
+              common::Counted(view.size(), "rank").c_str(),
+              common::Counted(stats->events, "trace event").c_str(),
               HumanBytes(stats->bytes).c_str(),
               options.format == "perfetto" ? "Perfetto protobuf" : "JSON");
   std::printf("open it in https://ui.perfetto.dev (Open trace file)%s\n",

@@ -257,8 +257,8 @@ int RunImportCommand(const OnlineOptions& o) {
   for (std::thread& t : uploaders) t.join();
   if (!failed.ok()) return Fail("import", std::string(failed.message()));
   progress.Finish();
-  std::printf("imported %zu files (%s) as capture %s\n", files->size(), HumanBytes(total).c_str(),
-              capture.c_str());
+  std::printf("imported %s (%s) as capture %s\n", common::Counted(files->size(), "file").c_str(),
+              HumanBytes(total).c_str(), capture.c_str());
   std::printf("next: podscope --server %s report %s --report pod\n", o.server.c_str(),
               capture.c_str());
   return 0;

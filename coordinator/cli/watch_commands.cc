@@ -160,7 +160,7 @@ int RunRulesSetCommand(const OnlineOptions& online, const WatchOptions& o) {
     simdjson::dom::array list;
     if (doc["rules"].get_array().get(list) == simdjson::SUCCESS) rules = list.size();
   }
-  std::printf("%zu rules in force\n", rules);
+  std::printf("%s in force\n", common::Counted(rules, "rule").c_str());
   return 0;
 }
 
@@ -279,6 +279,8 @@ int RunSchedulesAddCommand(const OnlineOptions& online, const WatchOptions& o) {
     return Fail("schedules add", "unreadable answer");
   std::printf("%s: job %s every %s for %s\n", Str(doc["id"]).c_str(), o.job.c_str(),
               o.every.c_str(), o.duration.c_str());
+  if (simdjson::dom::element warning; doc["warning"].get(warning) == simdjson::SUCCESS)
+    std::fprintf(stderr, "podscope schedules add: warning: %s\n", Str(warning).c_str());
   return 0;
 }
 

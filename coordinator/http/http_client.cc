@@ -319,6 +319,16 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
   }
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos || !raw.starts_with("HTTP/1.")) {
+    // Plain HTTP to a TLS port: the server answers with a TLS alert record (content type 21,
+    // version 3.x) or closes without a word.
+    const bool tls_record = raw.size() >= 2 && (raw[0] == 0x15 || raw[0] == 0x16) && raw[1] == 0x03;
+    if (!server.tls && (tls_record || raw.empty())) {
+      return absl::UnavailableError(
+          common::StrCat(server.host, ":", server.port,
+                         tls_record ? " answered in TLS, not plain HTTP"
+                                    : " closed the connection without an HTTP answer",
+                         ": if it serves HTTPS, use https://", server.host, ":", server.port));
+    }
     return absl::UnavailableError(
         common::StrCat("no valid HTTP response from ", server.host, ":", server.port));
   }

@@ -106,8 +106,10 @@ class HttpServer::Impl {
     if (!ec) acceptor_.bind(endpoint, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      return absl::UnavailableError(
-          common::StrCat("cannot listen on ", host, ":", port, ": ", ec.message()));
+      return absl::UnavailableError(common::StrCat("cannot listen on ", host, ":", port, ": ",
+                                                   ec == asio::error::address_in_use
+                                                       ? "another process listens on that port"
+                                                       : ec.message()));
     }
     // A descriptor held back for the moment the process runs out: see ShedOneConnection.
     reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <set>
 
+#include "common/json_text.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
@@ -499,7 +500,7 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
   }
   out["shards"] = map->members().size();
   if (!unreachable.empty()) out["unreachable_shards"] = std::move(unreachable);
-  return HttpResponse::Json(200, boost::json::serialize(out) + "\n");
+  return HttpResponse::Json(200, common::JsonText(out) + "\n");
 }
 
 HttpResponse ShardRouter::Broadcast(const HttpHandler& local, HttpRequest& r) {

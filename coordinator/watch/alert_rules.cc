@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/json_config.h"
+#include "common/json_text.h"
 
 namespace podscope::coordinator::watch {
 namespace {
@@ -222,7 +223,7 @@ std::string RulesToJson(const RuleSet& set) {
       boost::json::object{{"interval_s", static_cast<double>(set.evidence_interval_ns) / 1e9},
                           {"duration_ms", static_cast<double>(set.evidence_duration_ns) / 1e6}};
   o["rules"] = std::move(rules);
-  return boost::json::serialize(o);
+  return common::JsonText(o);
 }
 
 }  // namespace podscope::coordinator::watch

@@ -194,9 +194,11 @@ TEST_F(CoordinatorTest, ImportedFilesWithoutRanksGetTheirPlaceAsRankWhateverThei
   }
   ASSERT_NE(RunCli(server + "import" + all + " --capture nr").find("imported 4 files"),
             std::string::npos);
-  ASSERT_NE(RunCli(server + "import " + dir_.File("norank-4.json") + " " +
-                   dir_.File("norank-5.json") + " --capture nr")
-                .find("imported 2 files"),
+  ASSERT_NE(RunCli(server + "import " + dir_.File("norank-4.json") + " --capture nr")
+                .find("imported 1 file ("),
+            std::string::npos);
+  ASSERT_NE(RunCli(server + "import " + dir_.File("norank-5.json") + " --capture nr")
+                .find("imported 1 file ("),
             std::string::npos);
   const HttpResult record = HttpCall(port_, "GET", "/v1/captures/nr");
   ASSERT_EQ(record.status, 200);
@@ -332,6 +334,29 @@ TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
       << second.err;
   EXPECT_EQ(RunSplit(CoordinatorBinary(), "--no-such-flag", dir_).exit_code, 2);
   EXPECT_EQ(RunSplit(AgentBinary(), "--no-such-flag", dir_).exit_code, 2);
+
+  // A port another process listens on, for either listener: said in words, once.
+  const int holder = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in held{};
+  held.sin_family = AF_INET;
+  held.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t held_length = sizeof(held);
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&held), sizeof(held)), 0);
+  ASSERT_EQ(listen(holder, 1), 0);
+  getsockname(holder, reinterpret_cast<sockaddr*>(&held), &held_length);
+  const std::string taken = "127.0.0.1:" + std::to_string(ntohs(held.sin_port));
+  for (const auto& [flag, other] : {std::pair{"--grpc", "--http"}, std::pair{"--http", "--grpc"}}) {
+    const CliRun busy =
+        RunSplit(CoordinatorBinary(),
+                 std::string(flag) + " " + taken + " " + other + " 127.0.0.1:0 --insecure " +
+                     "--data-dir " + dir_.File(std::string("busy") + flag),
+                 dir_);
+    EXPECT_EQ(busy.exit_code, 1) << flag;
+    EXPECT_NE(busy.err.find(taken + ": another process listens on that port"), std::string::npos)
+        << flag << ": " << busy.err;
+    EXPECT_EQ(busy.err.find("in use?"), std::string::npos) << busy.err;
+  }
+  close(holder);
 
   // A port nobody listens on: bound, then closed.
   const int probe = socket(AF_INET, SOCK_STREAM, 0);

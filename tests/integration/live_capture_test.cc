@@ -223,7 +223,11 @@ TEST_F(LiveCaptureTest, AgentKilledMidCaptureMakesItPartialNamingItsWorkers) {
   EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(8));
   simdjson::dom::element capture = Capture(id);
   const std::string error(capture["error"].get_string().value());
-  EXPECT_NE(error.find("4 of 8 workers failed"), std::string::npos) << error;
+  EXPECT_NE(error.find("4 of 8 workers failed: ranks 4-7 ("), std::string::npos) << error;
+  const std::string reason = "did not report the end of the window";
+  ASSERT_NE(error.find(reason), std::string::npos) << error;
+  EXPECT_EQ(error.find(reason, error.find(reason) + 1), std::string::npos)
+      << "one agent's reason, said once for its ranks: " << error;
   for (simdjson::dom::element w : capture["workers"].get_array()) {
     const int64_t rank = w["rank"].get_int64().value();
     if (rank < 4) {

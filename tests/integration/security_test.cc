@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <simdjson.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -190,6 +193,18 @@ TEST_F(SecurityTest, PlaintextIsRefusedUnlessInsecureIsAsked) {
             std::string::npos);
   SetPortSecurity(tls_port, tls);
   EXPECT_EQ(Metric(tls_port, "podscope_http_tls_handshake_failures_total"), "1");
+  // The CLI told http:// (or no scheme) for a TLS port says to use https://.
+  const std::string https = "https://127.0.0.1:" + std::to_string(tls_port);
+  for (const std::string& url :
+       {"http://127.0.0.1:" + std::to_string(tls_port), "127.0.0.1:" + std::to_string(tls_port)}) {
+    const std::string err_file = dir_.File("plain-cli.err");
+    const int status = std::system(
+        (CliBinary() + " --server " + url + " captures >/dev/null 2>" + err_file).c_str());
+    EXPECT_EQ(WEXITSTATUS(status), 1) << url;
+    std::ifstream in(err_file);
+    const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(err.find("use " + https), std::string::npos) << url << ": " << err;
+  }
   // Over HTTPS every answer, streamed or not, holds HSTS: browsers come back over HTTPS only.
   for (const char* target : {"/healthz", "/v1/captures", "/v1/nosuch", "/metrics"}) {
     const HttpResult answer = HttpCall(tls_port, "GET", target);

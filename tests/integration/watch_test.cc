@@ -222,7 +222,7 @@ TEST_F(WatchTest, AHangIsNamedWithItsRankAndCollectiveWithinTwiceTheThreshold) {
       "rules set " +
       dir_.Write("rules.json", R"({"rules":[{"name":"hang","kind":"hang","hang_after_s":5}]})"));
   ASSERT_EQ(set_code, 0) << set;
-  EXPECT_NE(set.find("1 rules in force"), std::string::npos) << set;
+  EXPECT_NE(set.find("1 rule in force"), std::string::npos) << set;
   const TimeNs hang_at = UnixNowNs() + 8'000'000'000;
   char at[64];
   std::snprintf(at, sizeof(at), ",hang=21@%.3f", static_cast<double>(hang_at) / 1e9);
@@ -270,8 +270,22 @@ TEST_F(WatchTest, ScheduledCapturesRunSurviveARestartAndStop) {
   const auto [bad, bad_code] = Cli("schedules add --job sched --every 5s --duration 500ms");
   EXPECT_EQ(bad_code, 1) << bad;
   EXPECT_NE(bad.find("every_s: must be 10 to"), std::string::npos) << bad;
+  // A job no agent serves is taken (jobs come and go) but said to be unserved.
+  const auto [unserved, unserved_code] =
+      Cli("schedules add --job nosuchjob --every 10m --duration 500ms");
+  ASSERT_EQ(unserved_code, 0) << unserved;
+  EXPECT_NE(unserved.find("warning: no connected agent serves job nosuchjob now"),
+            std::string::npos)
+      << unserved;
+  const size_t unserved_id = unserved.find("sch-");  // stderr's warning may come first
+  ASSERT_NE(unserved_id, std::string::npos) << unserved;
+  const auto [removed, removed_code] =
+      Cli("schedules delete " +
+          unserved.substr(unserved_id, unserved.find(':', unserved_id) - unserved_id));
+  EXPECT_EQ(removed_code, 0) << removed;
   const auto [added, added_code] = Cli("schedules add --job sched --every 10s --duration 500ms");
   ASSERT_EQ(added_code, 0) << added;
+  EXPECT_EQ(added.find("warning"), std::string::npos) << added;
   const std::string id = added.substr(0, added.find(':'));
   ASSERT_EQ(id.rfind("sch-", 0), 0u) << added;
   // The first run comes 9 to 11 s after the schedule was made; its capture completes.

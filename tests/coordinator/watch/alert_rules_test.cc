@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
+#include "common/json_text.h"
+
 namespace podscope::coordinator::watch {
 namespace {
 
@@ -25,6 +29,16 @@ TEST(AlertRulesTest, DefaultsHaveOneRuleOfEachKindAndRoundTrip) {
   absl::StatusOr<RuleSet> again = ParseRules(RulesToJson(d));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(RulesToJson(*again), RulesToJson(d));
+}
+
+TEST(AlertRulesTest, NumbersAreWrittenAsPeopleWriteThem) {
+  // Boost.JSON alone writes 600 as 6E2 and 0.2 as 2E-1.
+  const std::string text = RulesToJson(DefaultRules());
+  EXPECT_THAT(text, HasSubstr("\"interval_s\":600,"));
+  EXPECT_THAT(text, HasSubstr("\"min_share_of_caused_delay\":0.2,"));
+  EXPECT_EQ(text.find('E'), std::string::npos) << text;
+  EXPECT_EQ(common::JsonText(boost::json::parse(R"({"a":[1.5,-3,1e300,"E"],"b":{"c":null}})")),
+            R"({"a":[1.5,-3,1e+300,"E"],"b":{"c":null}})");
 }
 
 TEST(AlertRulesTest, ParsesAHandWrittenRuleSet) {
