@@ -50,8 +50,8 @@ SummaryModel::SummaryModel(const WorkloadOptions& o, const Hang& hang)
   }
   bucket_bytes_ = o_.params * o_.bytes_per_param / o_.buckets;
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
-  transfer_ns_ = o_.collective_latency_ns +
-                 static_cast<TimeNs>(bucket_bytes_ * bus_factor / (o_.link_gbps * 1e9 / 8) * 1e9);
+  transfer_ns_ = o_.collective_latency_ns + static_cast<TimeNs>(bucket_bytes_ * bus_factor /
+                                                                (o_.link_gbytes_per_s * 1e9) * 1e9);
   now_ = o_.epoch_ns;
 }
 

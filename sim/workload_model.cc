@@ -280,7 +280,7 @@ absl::Status ValidateOptions(const WorkloadOptions& o) {
   if (o.forward_kernels < 1 || o.backward_kernels < 1 || o.optimizer_kernels < 1) {
     return absl::InvalidArgumentError("kernel counts must be >= 1");
   }
-  if (o.link_gbps <= 0) return absl::InvalidArgumentError("link bandwidth must be > 0");
+  if (o.link_gbytes_per_s <= 0) return absl::InvalidArgumentError("link bandwidth must be > 0");
   if (o.jitter < 0 || o.jitter > 0.5)
     return absl::InvalidArgumentError("jitter must be in [0, 0.5]");
   for (const Slowdown& s : o.slowdowns) {
@@ -421,7 +421,7 @@ void CollectivePhase(const WorkloadOptions& o, int32_t step, std::vector<RankSta
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
   const TimeNs transfer_ns =
       o.collective_latency_ns +
-      static_cast<TimeNs>(bucket_bytes * bus_factor / (o.link_gbps * 1e9 / 8) * 1e9);
+      static_cast<TimeNs>(bucket_bytes * bus_factor / (o.link_gbytes_per_s * 1e9) * 1e9);
   TimeNs previous_end = 0;
   for (int32_t b = 0; b < o.buckets; ++b) {
     CollectiveTruth truth;

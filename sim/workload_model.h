@@ -53,7 +53,7 @@ struct WorkloadOptions {
   int64_t params = 1'000'000'000;
   int32_t bytes_per_param = 2;
   int32_t buckets = 8;
-  double link_gbps = 800;  // per-rank bus bandwidth, Gbit/s
+  double link_gbytes_per_s = 100;  // per-rank bus bandwidth, GB/s
   TimeNs collective_latency_ns = 30'000;
   // Per step work on every rank.
   int32_t forward_kernels = 60, backward_kernels = 120, optimizer_kernels = 20;

@@ -38,7 +38,8 @@ absl::Status ValidateRequest(AnalysisRequest* request) {
       return pattern.status();
     }
   }
-  if (!std::isfinite(request->bandwidth.link_gbps) || request->bandwidth.link_gbps < 0) {
+  if (!std::isfinite(request->bandwidth.link_gbytes_per_s) ||
+      request->bandwidth.link_gbytes_per_s < 0) {
     return absl::InvalidArgumentError("link bandwidth must be a finite number >= 0");
   }
   if (request->bandwidth.params < 0)

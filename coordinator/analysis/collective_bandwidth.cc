@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "coordinator/analysis/statistics.h"
 #include "coordinator/analysis/steps.h"
 
 namespace podscope::coordinator::analysis {
@@ -25,8 +26,8 @@ BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
                                  const CommunicationReport& communication,
                                  const BandwidthOptions& options) {
   BandwidthReport report;
-  report.link_gbps = options.link_gbps;
-  const double link_bytes_per_s = options.link_gbps * 1e9 / 8;
+  report.link_gbytes_per_s = options.link_gbytes_per_s;
+  const double link_bytes_per_s = options.link_gbytes_per_s * 1e9;
   std::map<int64_t, StepCollectiveTime> by_step;
   std::map<int64_t, double> busbw_weight;
   int32_t allreduce_ranks = 0;
@@ -42,10 +43,10 @@ BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
     std::nth_element(transfers.begin(), transfers.begin() + transfers.size() / 2, transfers.end());
     c.transfer_ns = transfers[transfers.size() / 2];
     if (c.transfer_ns > 0) {
-      c.algbw_gbps =
+      c.algbw_gbytes_per_s =
           static_cast<double>(c.bytes) / static_cast<double>(c.transfer_ns);  // B/ns = GB/s
-      c.busbw_gbps = c.algbw_gbps * BusBandwidthFactor(c.op, c.nranks);
-      if (link_bytes_per_s > 0) c.efficiency = c.busbw_gbps * 1e9 / link_bytes_per_s;
+      c.busbw_gbytes_per_s = c.algbw_gbytes_per_s * BusBandwidthFactor(c.op, c.nranks);
+      if (link_bytes_per_s > 0) c.efficiency = c.busbw_gbytes_per_s * 1e9 / link_bytes_per_s;
     }
     const Participant& first = m.participants.front();
     const common::WorkerTrace& trace = capture.worker(first.worker);
@@ -58,7 +59,7 @@ BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
       st.step = c.step;
       st.bytes += c.bytes;
       st.transfer_ns += c.transfer_ns;
-      busbw_weight[c.step] += c.busbw_gbps * static_cast<double>(c.bytes);
+      busbw_weight[c.step] += c.busbw_gbytes_per_s * static_cast<double>(c.bytes);
       if (c.op == common::CollectiveOp::kAllReduce) {
         st.allreduce_transfer_ns += c.transfer_ns;
         st.allreduce_bytes += c.bytes;
@@ -69,10 +70,17 @@ BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
     }
     report.collectives.push_back(std::move(c));
   }
+  std::vector<double> busbw, efficiency;
+  for (const CollectiveBandwidth& c : report.collectives) {
+    if (c.busbw_gbytes_per_s > 0) busbw.push_back(c.busbw_gbytes_per_s);
+    if (c.efficiency > 0) efficiency.push_back(c.efficiency);
+  }
+  report.median_busbw_gbytes_per_s = Median(std::move(busbw));
+  report.median_efficiency = Median(std::move(efficiency));
   std::vector<TimeNs> allreduce_per_step;
   for (auto& [step, st] : by_step) {
-    if (st.bytes > 0) st.busbw_gbps = busbw_weight[step] / static_cast<double>(st.bytes);
-    if (link_bytes_per_s > 0) st.efficiency = st.busbw_gbps * 1e9 / link_bytes_per_s;
+    if (st.bytes > 0) st.busbw_gbytes_per_s = busbw_weight[step] / static_cast<double>(st.bytes);
+    if (link_bytes_per_s > 0) st.efficiency = st.busbw_gbytes_per_s * 1e9 / link_bytes_per_s;
     if (st.allreduce_bytes > 0) allreduce_per_step.push_back(st.allreduce_transfer_ns);
     report.steps.push_back(st);
   }

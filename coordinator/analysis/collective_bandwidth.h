@@ -14,8 +14,8 @@
 namespace podscope::coordinator::analysis {
 
 struct BandwidthOptions {
-  double link_gbps = 0;  // link bandwidth in Gbit/s; 0: efficiency not computed
-  int64_t params = 0;    // model parameters; 0: no expected time
+  double link_gbytes_per_s = 0;  // link bandwidth, GB/s; 0: efficiency not computed
+  int64_t params = 0;            // model parameters; 0: no expected time
   int32_t bytes_per_param = 4;
 };
 
@@ -30,9 +30,9 @@ struct CollectiveBandwidth {
   int64_t step = -1;  // step of the first participant's launch, -1 if none
   int64_t bytes = 0;
   int32_t nranks = 0;
-  TimeNs transfer_ns = 0;  // median over participants
-  double algbw_gbps = 0;   // GB/s (1e9 bytes per second)
-  double busbw_gbps = 0;
+  TimeNs transfer_ns = 0;         // median over participants
+  double algbw_gbytes_per_s = 0;  // GB/s (1e9 bytes per second)
+  double busbw_gbytes_per_s = 0;
   double efficiency = 0;  // busbw / link bandwidth, 0 when no link is given
 };
 
@@ -42,14 +42,18 @@ struct StepCollectiveTime {
   TimeNs transfer_ns = 0;
   TimeNs allreduce_transfer_ns = 0;
   int64_t allreduce_bytes = 0;
-  double busbw_gbps = 0;  // bytes-weighted over the step's collectives
-  double efficiency = 0;  // busbw_gbps against the link bandwidth (0 without one)
+  double busbw_gbytes_per_s = 0;  // bytes-weighted over the step's collectives
+  double efficiency = 0;          // busbw_gbytes_per_s against the link bandwidth (0 without one)
   int64_t other_bytes =
       0;  // bytes of the step's collectives that are not AllReduce (AllToAll, ...)
 };
 
 struct BandwidthReport {
-  double link_gbps = 0;
+  double link_gbytes_per_s = 0;
+  // Over the collectives that moved data (statistics.h's Median): the one figure every view
+  // gives for "the bus bandwidth" of a capture.
+  double median_busbw_gbytes_per_s = 0;
+  double median_efficiency = 0;  // 0 without a link bandwidth
   std::vector<CollectiveBandwidth> collectives;
   std::vector<StepCollectiveTime> steps;
   // Expected vs measured gradient AllReduce per step (when params and link are given).

@@ -148,7 +148,8 @@ void ExposedCommunication(const OverviewReport& o, const SummaryReport& s,
 
 void AllReduceEfficiency(const SummaryReport& s, const OverviewOptions& opt,
                          std::vector<Recommendation>& out) {
-  if (s.link_gbps <= 0 || s.collectives == 0 || s.median_efficiency >= opt.allreduce_efficiency)
+  if (s.link_gbytes_per_s <= 0 || s.collectives == 0 ||
+      s.median_efficiency >= opt.allreduce_efficiency)
     return;
   const double step = static_cast<double>(s.step_p50_ns);
   const double at_stake =
@@ -157,16 +158,16 @@ void AllReduceEfficiency(const SummaryReport& s, const OverviewOptions& opt,
   out.push_back(
       {.rule = "allreduce_efficiency",
        .title = fmt::format(
-           "AllReduce reaches {} of the link ({:.1f} of {:.0f} Gbit/s bus bandwidth, median)",
-           Pct(s.median_efficiency), s.median_busbw_gbps, s.link_gbps),
+           "AllReduce reaches {} of the link ({:.1f} of {:.0f} GB/s bus bandwidth, median)",
+           Pct(s.median_efficiency), s.median_busbw_gbytes_per_s, s.link_gbytes_per_s),
        .advice = "Check which algorithm and protocol NCCL picks (NCCL_DEBUG=INFO, NCCL_ALGO, "
                  "NCCL_PROTO), that it "
                  "uses NVLink and InfiniBand/RoCE rather than sockets, and the message sizes "
                  "(small buckets cannot "
                  "fill the link)",
        .step_share = std::min(1.0, at_stake),
-       .evidence = {{"median_busbw_gbps", s.median_busbw_gbps},
-                    {"link_gbps", s.link_gbps},
+       .evidence = {{"median_busbw_gbytes_per_s", s.median_busbw_gbytes_per_s},
+                    {"link_gbytes_per_s", s.link_gbytes_per_s},
                     {"median_efficiency", s.median_efficiency}}});
 }
 
@@ -272,8 +273,8 @@ OverviewReport ComputeOverview(const SummaryReport& summary,
                           : 0;
   o.exposed_communication_share = summary.exposed_communication_share;
   o.overlap_pct = summary.overlap_pct;
-  o.median_busbw_gbps = summary.median_busbw_gbps;
-  o.link_gbps = summary.link_gbps;
+  o.median_busbw_gbytes_per_s = summary.median_busbw_gbytes_per_s;
+  o.link_gbytes_per_s = summary.link_gbytes_per_s;
   o.median_efficiency = summary.median_efficiency;
   o.straggler_count = summary.straggler_count;
 

@@ -59,7 +59,7 @@ struct OverviewReport {
   double tensor_core_share = 0;  // of compute-kernel time
   double fp32_gemm_share = 0;    // of kernel time: FP32 GEMMs on CUDA cores of TF32 GPUs
   double exposed_communication_share = 0, overlap_pct = 0;  // the median worker's (summary.h)
-  double median_busbw_gbps = 0, link_gbps = 0, median_efficiency = 0;
+  double median_busbw_gbytes_per_s = 0, link_gbytes_per_s = 0, median_efficiency = 0;
   size_t straggler_count = 0;
   std::vector<Recommendation> recommendations;  // most at stake first
 };

@@ -120,14 +120,9 @@ SummaryReport Summarize(const common::CaptureView& capture,
   s.step_time_loss_ns = stragglers.step_time_loss_ns;
 
   s.collectives = bandwidth.collectives.size();
-  s.link_gbps = bandwidth.link_gbps;
-  std::vector<double> busbw, efficiency;
-  for (const CollectiveBandwidth& c : bandwidth.collectives) {
-    if (c.busbw_gbps > 0) busbw.push_back(c.busbw_gbps);
-    if (c.efficiency > 0) efficiency.push_back(c.efficiency);
-  }
-  s.median_busbw_gbps = Median(std::move(busbw));
-  s.median_efficiency = Median(std::move(efficiency));
+  s.link_gbytes_per_s = bandwidth.link_gbytes_per_s;
+  s.median_busbw_gbytes_per_s = bandwidth.median_busbw_gbytes_per_s;
+  s.median_efficiency = bandwidth.median_efficiency;
   s.measured_allreduce_ns = bandwidth.measured_allreduce_ns;
   s.expected_allreduce_ns = bandwidth.expected_allreduce_ns;
   s.warnings = warnings;

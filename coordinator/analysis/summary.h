@@ -46,8 +46,8 @@ struct SummaryReport {
   std::vector<Straggler> stragglers;  // the first five, as ranked
   std::optional<TimeNs> step_time_loss_ns;
   size_t collectives = 0;
-  double median_busbw_gbps = 0;
-  double link_gbps = 0;
+  double median_busbw_gbytes_per_s = 0;
+  double link_gbytes_per_s = 0;
   double median_efficiency = 0;  // 0 without a link bandwidth
   TimeNs measured_allreduce_ns = 0;
   std::optional<TimeNs> expected_allreduce_ns;

@@ -37,10 +37,16 @@ bool ParseNumber(const std::string& text, T* out) {
 // Query parameters of the analysis routes: the same names as `podscope analyze` options.
 absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* request) {
   static const std::map<std::string, int> kKnown = {
-      {"window", 0},          {"clocks", 0},       {"link_gbps", 0},   {"params", 0},
-      {"bytes_per_param", 0}, {"step_pattern", 0}, {"top", 0},         {"format", 0},
-      {"ranks", 0},           {"steps", 0},        {"allow_mixed", 0}, {"detail", 0}};
+      {"window", 0}, {"clocks", 0},          {"link_gbytes_per_s", 0},
+      {"params", 0}, {"bytes_per_param", 0}, {"step_pattern", 0},
+      {"top", 0},    {"format", 0},          {"ranks", 0},
+      {"steps", 0},  {"allow_mixed", 0},     {"detail", 0}};
   for (const auto& [key, value] : r.query) {
+    if (key == "link_gbps") {  // the name it had, in Gbit/s, before bandwidth had one unit
+      return absl::InvalidArgumentError(
+          "link_gbps (Gbit/s) is now link_gbytes_per_s, in GB/s like every bandwidth podscope "
+          "reports: a 400 Gbit/s link is 50");
+    }
     if (!kKnown.count(key))
       return absl::InvalidArgumentError(common::StrCat("unknown query parameter \"", key, "\""));
     if (value.size() > 1024)
@@ -59,10 +65,10 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
   } else if (clocks != "auto") {
     return absl::InvalidArgumentError("clocks must be auto, aligned or unaligned");
   }
-  if (r.query.count("link_gbps")) {
-    absl::StatusOr<double> gbps = common::ParseDouble(r.Query("link_gbps"));
-    if (!gbps.ok()) return absl::InvalidArgumentError("link_gbps must be a finite number");
-    request->bandwidth.link_gbps = *gbps;
+  if (r.query.count("link_gbytes_per_s")) {
+    absl::StatusOr<double> link = common::ParseDouble(r.Query("link_gbytes_per_s"));
+    if (!link.ok()) return absl::InvalidArgumentError("link_gbytes_per_s must be a finite number");
+    request->bandwidth.link_gbytes_per_s = *link;
   }
   if (r.query.count("params") && !ParseNumber(r.Query("params"), &request->bandwidth.params)) {
     return absl::InvalidArgumentError("params must be an integer");
@@ -102,10 +108,11 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
 std::string CacheKey(std::string_view report, uint64_t generation,
                      const analysis::AnalysisRequest& request, std::string_view format) {
   return fmt::format(
-      "{}@{}|window={}|clocks={}|link_gbps={:.17g}|params={}|bytes_per_param={}|top={}|format={}|"
+      "{}@{}|window={}|clocks={}|link_gbytes_per_s={:.17g}|params={}|bytes_per_param={}|top={}|"
+      "format={}|"
       "ranks={}|steps={}-{}|allow_mixed={}|workers_only={}|step_pattern={}",
       report, generation, request.window == analysis::WindowMode::kHta ? "hta" : "steps",
-      static_cast<int>(request.communication.clocks), request.bandwidth.link_gbps,
+      static_cast<int>(request.communication.clocks), request.bandwidth.link_gbytes_per_s,
       request.bandwidth.params, request.bandwidth.bytes_per_param, request.top_kernels, format,
       fmt::join(request.ranks, ","), request.first_step, request.last_step, request.allow_mixed,
       request.workers_only, request.steps.marker_pattern);

@@ -138,13 +138,14 @@ void AppendJobGauges(const std::map<std::string, watch::WindowStats>& windows, s
     common::StrAppend(out, "podscope_watch_job_exposed_communication_ratio{training_job=\"",
                       PromLabelValue(job), "\"} ", fmt::format("{:.6f}", *share), "\n");
   }
-  Family(out, "podscope_watch_job_allreduce_busbw_gbps", "gauge",
-         "AllReduce bus bandwidth over the window, bytes-weighted, GB/s.");
+  Family(out, "podscope_watch_job_allreduce_busbw_bytes_per_second", "gauge",
+         "AllReduce bus bandwidth over the window, bytes-weighted, in bytes per second "
+         "(Prometheus's base unit; podscope's reports say GB/s).");
   for (const auto& [job, w] : windows) {
     if (w.allreduce_bytes <= 0) continue;
-    common::StrAppend(out, "podscope_watch_job_allreduce_busbw_gbps{training_job=\"",
-                      PromLabelValue(job), "\"} ", fmt::format("{:.3f}", w.allreduce_busbw_gbps),
-                      "\n");
+    common::StrAppend(out, "podscope_watch_job_allreduce_busbw_bytes_per_second{training_job=\"",
+                      PromLabelValue(job), "\"} ",
+                      fmt::format("{:.0f}", w.allreduce_busbw_gbytes_per_s * 1e9), "\n");
   }
 }
 

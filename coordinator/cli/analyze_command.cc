@@ -33,7 +33,9 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
       ->capture_default_str();
   cmd->add_option("--step-pattern", o.step_pattern,
                   "Regex for step marker annotations (group 1: step number)");
-  cmd->add_option("--link-gbps", o.link_gbps, "Link bandwidth in Gbit/s, for AllReduce efficiency")
+  cmd->add_option("--link-gbytes-per-s", o.link_gbytes_per_s,
+                  "Link bandwidth in GB/s (1e9 bytes/s, as bus bandwidth is given), for AllReduce "
+                  "efficiency")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--params", o.params, "Model parameter count, for the expected AllReduce time")
       ->check(CLI::NonNegativeNumber);
@@ -87,7 +89,7 @@ int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
   request.communication.clocks = o.clocks == "aligned"     ? analysis::ClockTrust::kAligned
                                  : o.clocks == "unaligned" ? analysis::ClockTrust::kUnaligned
                                                            : analysis::ClockTrust::kAuto;
-  request.bandwidth = {o.link_gbps, o.params, o.bytes_per_param};
+  request.bandwidth = {o.link_gbytes_per_s, o.params, o.bytes_per_param};
   request.top_kernels = o.top;
   request.top_workers = o.top;
   if (!o.ranks.empty()) {

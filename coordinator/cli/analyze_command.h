@@ -15,7 +15,7 @@ struct AnalyzeCommandOptions {
   std::string window = "steps";
   std::string clocks = "auto";
   std::string step_pattern;
-  double link_gbps = 0;
+  double link_gbytes_per_s = 0;
   int64_t params = 0;
   int32_t bytes_per_param = 4;
   bool allow_mixed = false;

@@ -118,7 +118,9 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
       ->check(CLI::IsMember({"auto", "aligned", "unaligned"}))
       ->capture_default_str();
   c.report->add_option("--step-pattern", o.step_pattern, "Regex for step marker annotations");
-  c.report->add_option("--link-gbps", o.link_gbps, "Link bandwidth in Gbit/s")
+  c.report
+      ->add_option("--link-gbytes-per-s", o.link_gbytes_per_s,
+                   "Link bandwidth in GB/s (1e9 bytes/s), for AllReduce efficiency")
       ->check(CLI::NonNegativeNumber);
   c.report
       ->add_option("--top", o.top,
@@ -305,7 +307,7 @@ int RunReportCommand(const OnlineOptions& o) {
   std::string query =
       common::StrCat("?format=", o.format, "&window=", o.window, "&clocks=", o.clocks);
   if (!o.step_pattern.empty()) query += "&step_pattern=" + UrlEncode(o.step_pattern);
-  if (o.link_gbps > 0) query += common::StrCat("&link_gbps=", o.link_gbps);
+  if (o.link_gbytes_per_s > 0) query += common::StrCat("&link_gbytes_per_s=", o.link_gbytes_per_s);
   if (o.top >= 0) query += common::StrCat("&top=", o.top);
   if (!o.ranks.empty()) query += "&ranks=" + UrlEncode(o.ranks);
   if (!o.steps.empty()) query += "&steps=" + UrlEncode(o.steps);

@@ -47,7 +47,8 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateCommandOptions& o) {
       ->capture_default_str();
   cmd->add_option("--params", w.params, "Model parameters (gradient AllReduce size)")
       ->capture_default_str();
-  cmd->add_option("--link-gbps", w.link_gbps, "Per-rank bus bandwidth, Gbit/s")
+  cmd->add_option("--link-gbytes-per-s", w.link_gbytes_per_s,
+                  "Per-rank bus bandwidth, GB/s (1e9 bytes/s)")
       ->capture_default_str();
   cmd->add_option("--forward-kernels", w.forward_kernels, "Forward kernels per step")
       ->capture_default_str();

@@ -215,10 +215,10 @@ void Summary(JsonWriter& w, const SummaryReport& s) {
     w.Raw(",\"reason\":").String(g.reason).Char('}');
   }
   w.Raw("],\"allreduce\":{\"collectives\":").Uint(s.collectives);
-  w.Raw(",\"median_busbw_gbps\":")
-      .Fixed(s.median_busbw_gbps, 3)
-      .Raw(",\"link_gbps\":")
-      .Fixed(s.link_gbps, 3);
+  w.Raw(",\"median_busbw_gbytes_per_s\":")
+      .Fixed(s.median_busbw_gbytes_per_s, 3)
+      .Raw(",\"link_gbytes_per_s\":")
+      .Fixed(s.link_gbytes_per_s, 3);
   w.Raw(",\"median_efficiency\":").Fixed(s.median_efficiency, 4);
   w.Raw(",\"measured_allreduce_ns\":")
       .Int(s.measured_allreduce_ns)
@@ -297,7 +297,9 @@ void Stragglers(JsonWriter& w, const StragglerReport& r) {
 }
 
 void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
-  w.Raw("{\"link_gbps\":").Double(r.link_gbps).Raw(",\"expected_allreduce_ns\":");
+  w.Raw("{\"link_gbytes_per_s\":").Double(r.link_gbytes_per_s);
+  w.Raw(",\"median_busbw_gbytes_per_s\":").Fixed(r.median_busbw_gbytes_per_s, 3);
+  w.Raw(",\"median_efficiency\":").Fixed(r.median_efficiency, 4).Raw(",\"expected_allreduce_ns\":");
   if (r.expected_allreduce_ns) {
     w.Int(*r.expected_allreduce_ns);
   } else {
@@ -315,8 +317,8 @@ void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
         .Int(s.allreduce_transfer_ns)
         .Raw(",\"other_bytes\":")
         .Int(s.other_bytes);
-    w.Raw(",\"busbw_gbps\":")
-        .Fixed(s.busbw_gbps, 3)
+    w.Raw(",\"busbw_gbytes_per_s\":")
+        .Fixed(s.busbw_gbytes_per_s, 3)
         .Raw(",\"efficiency\":")
         .Fixed(s.efficiency, 4)
         .Char('}');
@@ -332,9 +334,12 @@ void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
         .Int(c.bytes)
         .Raw(",\"nranks\":")
         .Int(c.nranks);
-    w.Raw(",\"transfer_ns\":").Int(c.transfer_ns).Raw(",\"algbw_gbps\":").Fixed(c.algbw_gbps, 3);
-    w.Raw(",\"busbw_gbps\":")
-        .Fixed(c.busbw_gbps, 3)
+    w.Raw(",\"transfer_ns\":")
+        .Int(c.transfer_ns)
+        .Raw(",\"algbw_gbytes_per_s\":")
+        .Fixed(c.algbw_gbytes_per_s, 3);
+    w.Raw(",\"busbw_gbytes_per_s\":")
+        .Fixed(c.busbw_gbytes_per_s, 3)
         .Raw(",\"efficiency\":")
         .Fixed(c.efficiency, 4)
         .Char('}');
@@ -589,10 +594,10 @@ void Overview(JsonWriter& w, const OverviewReport& o) {
   w.Raw("},\"communication\":{\"exposed_share\":").Fixed(o.exposed_communication_share, 4);
   w.Raw(",\"overlap_pct\":")
       .Fixed(o.overlap_pct, 2)
-      .Raw(",\"median_busbw_gbps\":")
-      .Fixed(o.median_busbw_gbps, 2);
-  w.Raw(",\"link_gbps\":")
-      .Fixed(o.link_gbps, 2)
+      .Raw(",\"median_busbw_gbytes_per_s\":")
+      .Fixed(o.median_busbw_gbytes_per_s, 2);
+  w.Raw(",\"link_gbytes_per_s\":")
+      .Fixed(o.link_gbytes_per_s, 2)
       .Raw(",\"median_efficiency\":")
       .Fixed(o.median_efficiency, 4);
   w.Raw("},\"straggler_count\":").Uint(o.straggler_count).Raw(",\"recommendations\":[");

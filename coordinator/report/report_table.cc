@@ -251,12 +251,12 @@ void Summary(std::string& out, const SummaryReport& s) {
     }
   }
   out += fmt::format("allreduce: {} collectives, median bus bandwidth {:.1f} GB/s", s.collectives,
-                     s.median_busbw_gbps);
-  if (s.link_gbps > 0) {
-    out +=
-        fmt::format(", {:.0f}% of the {:.0f} Gbit/s link", 100 * s.median_efficiency, s.link_gbps);
+                     s.median_busbw_gbytes_per_s);
+  if (s.link_gbytes_per_s > 0) {
+    out += fmt::format(", {:.0f}% of the {:.0f} GB/s link", 100 * s.median_efficiency,
+                       s.link_gbytes_per_s);
   } else {
-    out += " (--link-gbps for efficiency)";
+    out += " (--link-gbytes-per-s for efficiency)";
   }
   out += fmt::format("; {:.3f} ms of AllReduce per step", Ms(s.measured_allreduce_ns));
   if (s.expected_allreduce_ns)
@@ -271,29 +271,29 @@ void Summary(std::string& out, const SummaryReport& s) {
 }
 
 void Bandwidth(std::string& out, const BandwidthReport& r, const StepNumbers& numbers) {
-  // Bytes in MB (1e6) throughout; bus bandwidth in GB/s (1e9 bytes/s); the link in Gbit/s.
+  // Bytes in MB (1e6) throughout; bandwidth, the bus's and the link's, in GB/s (1e9 bytes/s).
   out +=
       "== allreduce: collective time and bandwidth per step (MB = 1e6 bytes; busbw in GB/s, "
       "bytes-weighted)\n";
-  const bool link = r.link_gbps > 0;
+  const bool link = r.link_gbytes_per_s > 0;
   out += fmt::format("{:>7} {:>12} {:>12} {:>14} {:>12} {:>10} {:>11}\n", "step", "allreduce_MB",
                      "allreduce_ms", "other_MB", "all_coll_ms", "busbw_GB/s",
                      link ? "efficiency%" : "");
   for (const StepCollectiveTime& s : r.steps) {
     out += fmt::format("{:>7} {:>12.1f} {:>12.3f} {:>14.1f} {:>12.3f} {:>10.2f} {:>11}\n",
                        numbers(s.step), s.allreduce_bytes / 1e6, Ms(s.allreduce_transfer_ns),
-                       s.other_bytes / 1e6, Ms(s.transfer_ns), s.busbw_gbps,
+                       s.other_bytes / 1e6, Ms(s.transfer_ns), s.busbw_gbytes_per_s,
                        link ? fmt::format("{:.1f}", 100 * s.efficiency) : "");
   }
-  if (!link) out += "(efficiency: give the link bandwidth with --link-gbps)\n";
+  if (!link) out += "(efficiency: give the link bandwidth with --link-gbytes-per-s)\n";
   // Every AllReduce counts: data-parallel gradients and tensor-parallel activations alike.
   out += fmt::format(
       "measured AllReduce transfer per step (median over steps, every AllReduce): {:.3f} ms\n",
       Ms(r.measured_allreduce_ns));
   if (r.expected_allreduce_ns) {
     out += fmt::format(
-        "expected gradient AllReduce at {:.0f} Gbit/s (--params x --bytes-per-param): {:.3f} ms\n",
-        r.link_gbps, Ms(*r.expected_allreduce_ns));
+        "expected gradient AllReduce at {:.0f} GB/s (--params x --bytes-per-param): {:.3f} ms\n",
+        r.link_gbytes_per_s, Ms(*r.expected_allreduce_ns));
   }
 }
 
@@ -467,10 +467,11 @@ void Overview(std::string& out, const OverviewReport& o) {
   out += fmt::format(
       "communication (median worker): {:.1f}% of the step exposed, {:.1f}% hidden; AllReduce bus "
       "bandwidth "
-      "{:.1f} Gbit/s{}; {} straggler(s)\n",
-      100 * o.exposed_communication_share, o.overlap_pct, o.median_busbw_gbps,
-      o.link_gbps > 0 ? fmt::format(" ({:.1f}% of {:.0f})", 100 * o.median_efficiency, o.link_gbps)
-                      : "",
+      "{:.1f} GB/s{}; {} straggler(s)\n",
+      100 * o.exposed_communication_share, o.overlap_pct, o.median_busbw_gbytes_per_s,
+      o.link_gbytes_per_s > 0
+          ? fmt::format(" ({:.1f}% of {:.0f})", 100 * o.median_efficiency, o.link_gbytes_per_s)
+          : "",
       o.straggler_count);
   if (o.recommendations.empty()) {
     out += "recommendations: none (no rule's threshold is crossed)\n";

@@ -40,9 +40,15 @@ std::initializer_list<std::string_view> KeysOf(AlertKind kind) {
       "max_slowdown", "min_baseline_steps"};
   static const std::initializer_list<std::string_view> kExposed = {
       "name", "kind", "enabled", "job", "hysteresis", "capture_evidence", "max_exposed_share"};
-  static const std::initializer_list<std::string_view> kAllReduce = {
-      "name",      "kind",          "enabled", "job", "hysteresis", "capture_evidence",
-      "link_gbps", "min_efficiency"};
+  static const std::initializer_list<std::string_view> kAllReduce = {"name",
+                                                                     "kind",
+                                                                     "enabled",
+                                                                     "job",
+                                                                     "hysteresis",
+                                                                     "capture_evidence",
+                                                                     "link_gbytes_per_s",
+                                                                     "min_efficiency",
+                                                                     "link_gbps"};
   switch (kind) {
     case AlertKind::kStraggler:
       return kStraggler;
@@ -110,7 +116,14 @@ AlertRule ParseRule(const boost::json::value& v, size_t index) {
   s.Number("max_slowdown", &r.max_slowdown, 0.001, 100);
   s.Integer("min_baseline_steps", &r.min_baseline_steps, 1, 100'000);
   s.Number("max_exposed_share", &r.max_exposed_share, 0, 1);
-  s.Number("link_gbps", &r.link_gbps, 0, 1e6);
+  s.Number("link_gbytes_per_s", &r.link_gbytes_per_s, 0, 1e6);
+  if (s.Raw("link_gbps") != nullptr) {  // its old name, in Gbit/s: stored rules still say it
+    if (s.Raw("link_gbytes_per_s") != nullptr)
+      throw s.Bad("link_gbps", "give link_gbytes_per_s alone (link_gbps is its old name, Gbit/s)");
+    double gbit_per_s = 0;
+    s.Number("link_gbps", &gbit_per_s, 0, 8e6);
+    r.link_gbytes_per_s = gbit_per_s / 8;
+  }
   s.Number("min_efficiency", &r.min_efficiency, 0, 1);
   s.Seconds("hang_after_s", &r.hang_after_ns, 0.1, 86'400);
   return r;
@@ -143,7 +156,7 @@ boost::json::object RuleToJson(const AlertRule& r) {
       o["max_exposed_share"] = r.max_exposed_share;
       break;
     case AlertKind::kAllReduceEfficiency:
-      o["link_gbps"] = r.link_gbps;
+      o["link_gbytes_per_s"] = r.link_gbytes_per_s;
       o["min_efficiency"] = r.min_efficiency;
       break;
   }

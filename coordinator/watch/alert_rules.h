@@ -50,7 +50,7 @@ struct AlertRule {
   // exposed communication tail
   double max_exposed_share = 0.25;
   // allreduce_efficiency: bytes-weighted AllReduce bus bandwidth against the link (off without one)
-  double link_gbps = 0;
+  double link_gbytes_per_s = 0;
   double min_efficiency = 0.5;
   // hang: ranks missing from a collective others entered, for longer than this
   TimeNs hang_after_ns = 60'000'000'000;

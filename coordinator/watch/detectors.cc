@@ -120,20 +120,20 @@ std::vector<Finding> FindExposedCommunication(const WindowStats& w, const AlertR
 }
 
 std::vector<Finding> FindAllReduceInefficiency(const WindowStats& w, const AlertRule& rule) {
-  if (rule.link_gbps <= 0 || w.allreduce_bytes <= 0) return {};
-  // busbw is in GB/s, the link in Gbit/s.
-  const double efficiency = w.allreduce_busbw_gbps * 8 / rule.link_gbps;
+  if (rule.link_gbytes_per_s <= 0 || w.allreduce_bytes <= 0) return {};
+  const double efficiency = w.allreduce_busbw_gbytes_per_s / rule.link_gbytes_per_s;  // GB/s both
   if (efficiency >= rule.min_efficiency) return {};
   Finding f;
   f.kind = AlertKind::kAllReduceEfficiency;
   f.subject = "job";
   f.steps = WindowSteps(w);
-  f.evidence = {{"busbw_gbps", w.allreduce_busbw_gbps, ""},
+  f.evidence = {{"busbw_gbytes_per_s", w.allreduce_busbw_gbytes_per_s, ""},
                 {"efficiency", efficiency, ""},
-                {"link_gbps", rule.link_gbps, ""}};
+                {"link_gbytes_per_s", rule.link_gbytes_per_s, ""}};
   f.message = fmt::format(
-      "AllReduce bus bandwidth {:.1f} GB/s is {} of the {:.0f} Gbit/s link over steps {}-{}",
-      w.allreduce_busbw_gbps, Percent(efficiency), rule.link_gbps, w.first_step, w.last_step);
+      "AllReduce bus bandwidth {:.1f} GB/s is {} of the {:.0f} GB/s link over steps {}-{}",
+      w.allreduce_busbw_gbytes_per_s, Percent(efficiency), rule.link_gbytes_per_s, w.first_step,
+      w.last_step);
   return {std::move(f)};
 }
 

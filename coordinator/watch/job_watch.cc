@@ -342,9 +342,9 @@ WindowStats JobWatch::Window() const {
     }
     w.step_time_ns.push_back(record.median_step_ns);
     w.allreduce_bytes += record.allreduce_bytes;
-    w.allreduce_busbw_gbps += record.allreduce_busbw_bytes;
+    w.allreduce_busbw_gbytes_per_s += record.allreduce_busbw_bytes;
   }
-  if (w.allreduce_bytes > 0) w.allreduce_busbw_gbps /= w.allreduce_bytes;
+  if (w.allreduce_bytes > 0) w.allreduce_busbw_gbytes_per_s /= w.allreduce_bytes;
   std::vector<size_t> order;
   for (size_t i = 0; i < by_index.size(); ++i) {
     if (by_index[i].steps > 0 || by_index[i].collectives > 0) order.push_back(i);

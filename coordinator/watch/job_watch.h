@@ -75,7 +75,7 @@ struct WindowStats {
   std::vector<TimeNs> step_time_ns;           // per settled step in the window: median over ranks
   std::vector<TimeNs> baseline_step_time_ns;  // the same for the steps before the window
   double allreduce_bytes = 0;                 // AllReduce bytes in the window
-  double allreduce_busbw_gbps = 0;            // bytes-weighted bus bandwidth, GB/s
+  double allreduce_busbw_gbytes_per_s = 0;    // bytes-weighted bus bandwidth, GB/s
 };
 
 // Where the ranks of one communicator stand (for hangs).

@@ -76,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (pattern.ok()) (void)pattern->Find(request.path);
     } else if (key == "job") {
       (void)podscope::storage::ValidateJobName(value);
-    } else if (key == "link_gbps") {
+    } else if (key == "link_gbytes_per_s") {
       absl::StatusOr<double> v = podscope::common::ParseDouble(value);
       if (v.ok() && !std::isfinite(*v)) __builtin_trap();
     } else if (key == "limit" || key == "rank") {
@@ -97,7 +97,8 @@ std::vector<std::string> Seeds(const std::vector<std::string>&) {
   return {
       "GET "
       "/v1/captures/cap-1/"
-      "steps?window=hta&step_pattern=%5E(ProfilerStep%23)(%5Cd%2B)%24&link_gbps=400 HTTP/1.1\r\n"
+      "steps?window=hta&step_pattern=%5E(ProfilerStep%23)(%5Cd%2B)%24&link_gbytes_per_s=400 "
+      "HTTP/1.1\r\n"
       "Host: x\r\n\r\n",
       "POST /v1/captures HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
       "56\r\n\r\n"

@@ -390,8 +390,13 @@ TEST_F(HardeningTest, MalformedRequestsAndSmallInputsGetClearAnswers) {
     EXPECT_NE(r.body.find(detail), std::string::npos) << r.body;
   };
   ASSERT_EQ(Import("good", 0).status, 201);
-  expect(HttpCall(port_, "GET", "/v1/captures/good/allreduce?link_gbps=nan"), 400, "finite");
-  expect(HttpCall(port_, "GET", "/v1/captures/good/allreduce?link_gbps=inf"), 400, "finite");
+  expect(HttpCall(port_, "GET", "/v1/captures/good/allreduce?link_gbytes_per_s=nan"), 400,
+         "finite");
+  expect(HttpCall(port_, "GET", "/v1/captures/good/allreduce?link_gbytes_per_s=inf"), 400,
+         "finite");
+  // The old name, in Gbit/s: refused, saying what it became, not read in the wrong unit.
+  expect(HttpCall(port_, "GET", "/v1/captures/good/allreduce?link_gbps=400"), 400,
+         "link_gbps (Gbit/s) is now link_gbytes_per_s, in GB/s");
   expect(HttpCall(port_, "POST", "/v1/captures", R"({"job": "a", "job": "b", "duration_ms": 100})",
                   "application/json"),
          400, "appears twice in one object");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "sim/workload_model.h"
 #include "storage/rocksdb_trace_store.h"
@@ -208,6 +209,40 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   EXPECT_EQ(heat.at("rows"), json::value(8));
   EXPECT_GT(heat.at("colours").as_int64(), 8) << heat;
   EXPECT_GT(heat.at("red").as_int64(), 0) << heat;
+
+  // One bandwidth, one unit: the AllReduce panel, REST and the CLI give the same median bus
+  // bandwidth and efficiency against a 50 GB/s link, each in GB/s.
+  absl::StatusOr<std::string> link_field = browser_->Find("#link-gbytes-per-s");
+  ASSERT_TRUE(link_field.ok()) << link_field.status();
+  ASSERT_TRUE(browser_->Type(*link_field, "50").ok());
+  absl::StatusOr<std::string> draw = browser_->Find("#link-gbytes-per-s + button");
+  ASSERT_TRUE(draw.ok()) << draw.status();
+  ASSERT_TRUE(browser_->Click(*draw).ok());
+  ASSERT_TRUE(browser_->WaitFor(
+      "(document.querySelector('#allreduce-readout') || {textContent: ''}).textContent"
+      ".includes('of the 50 GB/s link')",
+      30'000))
+      << Text("#allreduce-readout");
+  const std::string readout = Text("#allreduce-readout");
+  const HttpResult allreduce =
+      HttpCall(http_port_, "GET", "/v1/captures/" + id + "/allreduce?link_gbytes_per_s=50");
+  ASSERT_EQ(allreduce.status, 200) << allreduce.body;
+  const json::object rest = json::parse(allreduce.body).as_object();
+  const double busbw = rest.at("median_busbw_gbytes_per_s").to_number<double>();
+  const double efficiency = rest.at("median_efficiency").to_number<double>();
+  ASSERT_GT(busbw, 0) << allreduce.body;
+  ASSERT_GT(efficiency, 0) << allreduce.body;
+  // Each view rounds the same figure (REST to 3 decimals, the page and the table to 1).
+  const std::regex said(R"(median bus bandwidth ([0-9.]+) GB/s, ([0-9]+)% of the 50 GB/s link)");
+  const auto [cli, cli_code] = Cli("report " + id + " --report summary --link-gbytes-per-s 50");
+  ASSERT_EQ(cli_code, 0) << cli;
+  EXPECT_EQ(cli.find("Gbit"), std::string::npos) << cli;
+  for (const std::string& view : {readout, cli}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(view, m, said)) << view;
+    EXPECT_NEAR(std::stod(m[1].str()), busbw, 0.0505) << view << " vs " << allreduce.body;
+    EXPECT_NEAR(std::stod(m[2].str()), 100 * efficiency, 0.505) << view;
+  }
 
   // Keyboard: the pod chart's cursor starts on the straggler; the right arrow moves to rank 6.
   absl::StatusOr<std::string> canvas = browser_->Find(pod);

@@ -188,38 +188,39 @@ function waitChart(r, flagged) {
 
 function allReducePanel(base) {
   const holder = h("div");
-  const link = h("input", {type: "number", min: 0, step: "any", id: "link-gbps", placeholder: "e.g. 400", size: 8});
+  const link = h("input", {type: "number", min: 0, step: "any", id: "link-gbytes-per-s", placeholder: "e.g. 50", size: 8});
   const apply = h("button", {type: "submit", class: "secondary"}, "Draw");
   const form = h("form", {class: "row", onsubmit: (e) => { e.preventDefault(); show(); }},
-    h("label", {for: "link-gbps"}, "Link bandwidth (GB/s)"), link, apply);
+    h("label", {for: "link-gbytes-per-s"}, "Link bandwidth (GB/s, 1e9 bytes/s)"), link, apply);
   let shown = 0;
   async function show() {
     const mine = ++shown;
     put(holder, h("p", {class: "progress"}, h("progress"), "loading…"));
     try {
-      const q = link.value && Number(link.value) > 0 ? `?link_gbps=${Number(link.value)}` : "";
+      const q = link.value && Number(link.value) > 0 ? `?link_gbytes_per_s=${Number(link.value)}` : "";
       const r = await api.get(`${base}/allreduce${q}`, "the AllReduce report");
       if (mine !== shown) return;
       const ops = new Map();
       for (const c of r.collectives) {
         if (!ops.has(c.op)) ops.set(c.op, []);
-        ops.get(c.op).push([c.bytes, c.busbw_gbps]);
+        ops.get(c.op).push([c.bytes, c.busbw_gbytes_per_s]);
       }
       const colors = ["#1a56b0", "#e08a2c", "#5a9e5a", "#8a62b5", "#c4452f", "#555"];
       const kMaxPoints = 20000;  // per operation: beyond that the dots only overlap
       const cut = [...ops.values()].some((p) => p.length > kMaxPoints);
       const series = [...ops].map(([op, points], i) => ({label: op, color: colors[i % colors.length], points: points.slice(0, kMaxPoints),
         marker: i % 2 ? "square" : "circle"}));
-      const measured = r.collectives.map((c) => c.busbw_gbps).sort((a, b) => a - b);
-      put(holder, 
-        h("p", {class: "muted"}, `${count(r.collectives.length)} collectives; median bus bandwidth ${measured.length ? measured[Math.floor(measured.length / 2)].toFixed(1) : "–"} GB/s` +
-          (r.link_gbps > 0 ? ` against a ${r.link_gbps} GB/s link` : "; enter the link bandwidth to draw the link line and see efficiency") +
+      // The capture's median as every view gives it (the report's, not one of the page's own).
+      const median = r.median_busbw_gbytes_per_s > 0 ? `${r.median_busbw_gbytes_per_s.toFixed(1)} GB/s` : "— (no collective moved data)";
+      put(holder,
+        h("p", {class: "muted", id: "allreduce-readout"}, `${count(r.collectives.length)} collectives; median bus bandwidth ${median}` +
+          (r.link_gbytes_per_s > 0 ? (r.median_efficiency > 0 ? `, ${(100 * r.median_efficiency).toFixed(0)}%` : "") + ` of the ${r.link_gbytes_per_s} GB/s link` : "; enter the link bandwidth to draw the link line and see efficiency") +
           `. Measured AllReduce per step ${ns(r.measured_allreduce_ns)}` +
           (r.expected_allreduce_ns !== null && r.expected_allreduce_ns !== undefined ? `, expected ${ns(r.expected_allreduce_ns)}` : "") + "." +
           (cut ? ` The chart shows the first ${count(kMaxPoints)} collectives of each operation.` : "")),
         series.length ? xyChart({series, kind: "dots", logX: true, title: "Bus bandwidth against message size",
           xLabel: "message size (bytes, log scale)", yLabel: "GB/s", xFormat: bytes, yFormat: (v) => v.toFixed(0),
-          hLines: r.link_gbps > 0 ? [{y: r.link_gbps, label: `link ${r.link_gbps} GB/s`}] : []})
+          hLines: r.link_gbytes_per_s > 0 ? [{y: r.link_gbytes_per_s, label: `link ${r.link_gbytes_per_s} GB/s`}] : []})
           : h("p", {}, "No collectives in this capture."));
       performance.mark("podscope:loaded:AllReduce bandwidth");
     } catch (e) {

@@ -19,7 +19,7 @@ TEST(CollectiveBandwidthTest, BusBandwidthFactors) {
 TEST(CollectiveBandwidthTest, HandComputedAllReduce) {
   // 2 ranks, one 1 GB AllReduce in step 3. Rank 0 starts at 0, rank 1 at 10 ms; both end at
   // 110 ms, so each transfers for 100 ms: algbw = 1e9 B / 0.1 s = 10 GB/s, busbw = 10 GB/s
-  // (factor 2*(2-1)/2 = 1). Link 200 Gbit/s = 25 GB/s -> efficiency 0.4.
+  // (factor 2*(2-1)/2 = 1). Link 25 GB/s -> efficiency 0.4.
   common::Capture capture;
   for (int r = 0; r < 2; ++r) {
     const TimeNs start = r * 10'000'000;
@@ -34,13 +34,13 @@ TEST(CollectiveBandwidthTest, HandComputedAllReduce) {
   const CommunicationReport comm = ComputeCommunication(view, {.clocks = ClockTrust::kAligned});
   const BandwidthReport r =
       ComputeBandwidth(view, FindAllSteps(view), comm,
-                       {.link_gbps = 200, .params = 250'000'000, .bytes_per_param = 4});
+                       {.link_gbytes_per_s = 25, .params = 250'000'000, .bytes_per_param = 4});
   ASSERT_EQ(r.collectives.size(), 1u);
   const CollectiveBandwidth& c = r.collectives[0];
   EXPECT_EQ(c.step, 3);
   EXPECT_EQ(c.transfer_ns, 100'000'000);
-  EXPECT_DOUBLE_EQ(c.algbw_gbps, 10.0);
-  EXPECT_DOUBLE_EQ(c.busbw_gbps, 10.0);
+  EXPECT_DOUBLE_EQ(c.algbw_gbytes_per_s, 10.0);
+  EXPECT_DOUBLE_EQ(c.busbw_gbytes_per_s, 10.0);
   EXPECT_DOUBLE_EQ(c.efficiency, 0.4);
   ASSERT_EQ(r.steps.size(), 1u);
   EXPECT_EQ(r.steps[0].allreduce_bytes, 1'000'000'000);

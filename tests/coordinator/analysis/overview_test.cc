@@ -134,9 +134,9 @@ TEST(OverviewTest, CommunicationTheLinkAndAStragglerEachNeedTheirNumbers) {
   in.summary.exposed_communication_share = 0.3;
   in.summary.exposed_communication_ns = 300;
   in.summary.overlap_pct = 25;
-  in.summary.link_gbps = 400;
+  in.summary.link_gbytes_per_s = 400;
   in.summary.collectives = 10;
-  in.summary.median_busbw_gbps = 160;
+  in.summary.median_busbw_gbytes_per_s = 160;
   in.summary.median_efficiency = 0.4;
   in.summary.measured_allreduce_ns = 400;
   Straggler g;
@@ -154,7 +154,7 @@ TEST(OverviewTest, CommunicationTheLinkAndAStragglerEachNeedTheirNumbers) {
   // The link: 400 of 1000 ns in AllReduce at 40% of the link puts 0.4 x 0.6 at stake.
   EXPECT_EQ(o.recommendations[1].rule, "allreduce_efficiency");
   EXPECT_DOUBLE_EQ(o.recommendations[1].step_share, 0.4 * 0.6);
-  EXPECT_NE(o.recommendations[1].title.find("40.0% of the link (160.0 of 400 Gbit/s"),
+  EXPECT_NE(o.recommendations[1].title.find("40.0% of the link (160.0 of 400 GB/s"),
             std::string::npos)
       << o.recommendations[1].title;
   // The straggler costs what its loss says, not its caused delay.

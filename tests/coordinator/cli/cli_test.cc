@@ -312,7 +312,7 @@ TEST(CliAnalyzeTest, PrintedFiguresFollowFromTheirColumns) {
   }
   EXPECT_EQ(rows, 8);  // 8 ranks, one step each
   const RunResult bandwidth =
-      RunCli("analyze --report allreduce --link-gbps 200 " + KinetoFixture("dlrm_8rank"));
+      RunCli("analyze --report allreduce --link-gbytes-per-s 200 " + KinetoFixture("dlrm_8rank"));
   EXPECT_NE(bandwidth.output.find("efficiency%"), std::string::npos) << bandwidth.output;
   EXPECT_NE(bandwidth.output.find("allreduce_MB"), std::string::npos) << bandwidth.output;
   EXPECT_EQ(bandwidth.output.find("gradient AllReduce per step"), std::string::npos)

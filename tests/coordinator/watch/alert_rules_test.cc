@@ -49,7 +49,7 @@ TEST(AlertRulesTest, ParsesAHandWrittenRuleSet) {
       {"name": "slow-rank", "kind": "straggler", "min_share_of_step_time": 0.01,
        "hysteresis": {"fire_after": 2, "of_windows": 4, "resolve_after": 10}},
       {"name": "stuck", "kind": "hang", "hang_after_s": 5, "job": "llama"},
-      {"name": "links", "kind": "allreduce_efficiency", "link_gbps": 400, "enabled": false}
+      {"name": "links", "kind": "allreduce_efficiency", "link_gbytes_per_s": 400, "enabled": false}
     ]})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->window_steps, 30);
@@ -63,7 +63,18 @@ TEST(AlertRulesTest, ParsesAHandWrittenRuleSet) {
   EXPECT_EQ(r->rules[1].hysteresis.fire_after, 1) << "a hang rule fires on first sight by default";
   EXPECT_EQ(r->rules[1].job, "llama");
   EXPECT_FALSE(r->rules[2].enabled);
-  EXPECT_DOUBLE_EQ(r->rules[2].link_gbps, 400);
+  EXPECT_DOUBLE_EQ(r->rules[2].link_gbytes_per_s, 400);
+}
+
+TEST(AlertRulesTest, TheLinkIsInGigabytesAndItsOldNameInGigabitsIsRead) {
+  absl::StatusOr<RuleSet> old = ParseRules(
+      R"({"rules": [{"name": "links", "kind": "allreduce_efficiency", "link_gbps": 400}]})");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_DOUBLE_EQ(old->rules[0].link_gbytes_per_s, 50) << "400 Gbit/s";
+  EXPECT_THAT(RulesToJson(*old), HasSubstr("\"link_gbytes_per_s\":50,"));
+  EXPECT_THAT(ErrorOf(R"({"rules": [{"name": "l", "kind": "allreduce_efficiency", "link_gbps": 400,
+                             "link_gbytes_per_s": 50}]})"),
+              HasSubstr("give link_gbytes_per_s alone"));
 }
 
 TEST(AlertRulesTest, ErrorsNameTheKey) {

@@ -139,14 +139,15 @@ TEST(DetectorsTest, ExposedCommunicationOfTheMedianRank) {
 TEST(DetectorsTest, AllReduceEfficiencyNeedsALink) {
   WindowStats w;
   w.allreduce_bytes = 1e9;
-  w.allreduce_busbw_gbps = 40;  // 320 Gbit/s
+  w.allreduce_busbw_gbytes_per_s = 40;
   AlertRule rule = RuleOf(AlertKind::kAllReduceEfficiency);
   EXPECT_TRUE(FindAllReduceInefficiency(w, rule).empty()) << "no link bandwidth configured";
-  rule.link_gbps = 800;
+  rule.link_gbytes_per_s = 100;
   const std::vector<Finding> found = FindAllReduceInefficiency(w, rule);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_DOUBLE_EQ(EvidenceOf(found[0], "efficiency"), 0.4);
-  w.allreduce_busbw_gbps = 50;  // exactly half the link
+  EXPECT_THAT(found[0].message, HasSubstr("bus bandwidth 40.0 GB/s is 40.0% of the 100 GB/s link"));
+  w.allreduce_busbw_gbytes_per_s = 50;  // exactly half the link
   EXPECT_TRUE(FindAllReduceInefficiency(w, rule).empty());
 }
 

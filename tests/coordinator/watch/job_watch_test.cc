@@ -174,7 +174,7 @@ TEST(JobWatchTest, AllReduceBusBandwidthFromTheMedianTransfer) {
   for (int32_t r = 0; r < 2; ++r) ASSERT_TRUE(w.Add(Step(r, 1, 20, 40, {}, 2)).ok());
   const WindowStats s = w.Settle().front();
   EXPECT_DOUBLE_EQ(s.allreduce_bytes, 1e9);
-  EXPECT_NEAR(s.allreduce_busbw_gbps, 100.0, 1e-9);
+  EXPECT_NEAR(s.allreduce_busbw_gbytes_per_s, 100.0, 1e-9);
   EXPECT_EQ(RankOf(s, 1).caused_delay_ns, 5 * kMs);
   EXPECT_EQ(RankOf(s, 0).exposed_comm_ns, 15 * kMs)
       << "the step's last collective, wait and transfer";
