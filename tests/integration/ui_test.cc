@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <tuple>
 
 #include "sim/workload_model.h"
 #include "storage/rocksdb_trace_store.h"
@@ -122,7 +123,8 @@ class UiTest : public LiveClusterTest {
 // narrow screen; no console error anywhere.
 TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryChart) {
   StartCoordinator();
-  StartAgent("a", "ranks=0-3,world=8,job=ui,seed=7,straggler=5:1.3,clock-offset-ms=20");
+  StartAgent("a",
+             "ranks=0-3,world=8,job=ui,seed=7,straggler=5:1.3,clock-offset-ms=20,drift-ppm=30");
   StartAgent("b", "ranks=4-7,world=8,job=ui,seed=7,straggler=5:1.3,clock-offset-ms=-15");
   WaitForAgents(2);
   const std::string id = StartCapture(R"({"job": "ui", "duration_ms": 1500})");
@@ -254,6 +256,45 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   ExpectNoConsoleErrors("capture page");
   Shot("capture-page-1280x800");
   FullPageShot("capture-page-full");
+
+  // The workers page says each agent's clock as it is: a is 20 ms ahead and 30 ppm fast (plus
+  // what 30 ppm adds since it started), b 15 ms behind; the correction is the opposite.
+  Open("#/workers", TestSecurity::Get().read_token);
+  auto agent_row = [](const std::string& agent) {
+    return "[...document.querySelectorAll('tr')].map(r => [...r.cells].map(c => c.textContent))"
+           ".filter(c => c[0] === '" +
+           agent + "')[0]";
+  };
+  ASSERT_TRUE(browser_->WaitFor(agent_row("a") + " && " + agent_row("b"), 30'000))
+      << Js("return document.body.innerText;");
+  const std::regex clock_cell(R"(^([0-9.]+) ms (ahead|behind)$)");
+  const std::regex drift_cell(R"(^([0-9.]+) ppm (fast|slow)$)");
+  for (const auto& [agent, ms, side] : {std::tuple{"a", 20.0, "ahead"}, {"b", 15.0, "behind"}}) {
+    const json::value cells = Js("return " + agent_row(agent) + ";");
+    ASSERT_TRUE(cells.is_array()) << cells;
+    const std::string row = json::serialize(cells);
+    std::smatch m;
+    std::string offset(cells.as_array()[4].as_string());
+    ASSERT_TRUE(std::regex_match(offset, m, clock_cell)) << row;
+    EXPECT_EQ(m[2].str(), side) << row;
+    EXPECT_NEAR(std::stod(m[1].str()), ms, 3.0) << row;
+    // A drift fitted over seconds is too rough for its figure to be checked here; its form is,
+    // and its sign exactly, below.
+    std::string drift(cells.as_array()[5].as_string());
+    EXPECT_TRUE(std::regex_match(drift, m, drift_cell)) << row;
+    const std::string correction(cells.as_array()[6].as_string());
+    EXPECT_EQ(correction.rfind("\u2212", 0) == 0, std::string(side) == "ahead")
+        << "the correction is the opposite of the clock: " << row;
+  }
+  Shot("workers-page-1280x800");
+  // The page's own reading of a model: 20 ms ahead and 30 ppm fast is a correction of -20 ms and
+  // -30 ppm.
+  EXPECT_EQ(Js("return import('/ui/format.js').then(m => m.agentClock({offset_ns: -20e6, "
+               "drift_ppb: -30000}));"),
+            (json::object{{"offset", "20.00 ms ahead"}, {"drift", "30.00 ppm fast"}}));
+  EXPECT_EQ(Js("return import('/ui/format.js').then(m => m.agentClock({offset_ns: 15e6, "
+               "drift_ppb: 2500}));"),
+            (json::object{{"offset", "15.00 ms behind"}, {"drift", "2.50 ppm slow"}}));
 
   // A narrow screen: nothing wider than the screen but the charts, which scroll in their panels.
   ASSERT_TRUE(browser_->SetWindowSize(390, 844).ok());

@@ -54,6 +54,19 @@ export function ms(value) {
   return value.toFixed(Math.abs(value) >= 100 ? 1 : 2) + " ms";
 }
 
+// An agent's clock against the coordinator's, from its clock model. The model holds the
+// correction added to the agent's times (aligned = local + offset + drift over time), so an agent
+// 20 ms ahead and 30 ppm fast has offset_ns -20e6 and drift_ppb -30000: the clock itself is the
+// opposite of the correction.
+export function agentClock(clock) {
+  if (!clock) return {offset: "–", drift: "–"};
+  const ahead = -clock.offset_ns, fast = -clock.drift_ppb / 1000;
+  return {
+    offset: ahead === 0 ? "0 ns" : `${ns(Math.abs(ahead))} ${ahead > 0 ? "ahead" : "behind"}`,
+    drift: fast === 0 ? "0.00 ppm" : `${Math.abs(fast).toFixed(2)} ppm ${fast > 0 ? "fast" : "slow"}`,
+  };
+}
+
 export function pct(fraction) {
   if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return "–";
   return (100 * fraction).toFixed(1) + "%";

@@ -2,7 +2,7 @@
 // bandwidth, top kernels, clock bounds, and the Perfetto trace. Stragglers are marked in every
 // chart. Each panel loads on its own, with progress, so one slow analysis holds up nothing else.
 import * as api from "./api.js";
-import {h, clear, put, ns, pct, count, bytes, when, table} from "./format.js";
+import {h, clear, put, ns, pct, count, bytes, when, table, agentClock} from "./format.js";
 import {CATEGORIES, columnChart, heatMap, xyChart} from "./charts.js";
 import {panel, errorBox, every} from "./widgets.js";
 import {stateBadge} from "./page_captures.js";
@@ -298,7 +298,7 @@ function kernelTable(r) {
 function clockChart(record, flagged) {
   const workers = record.workers.map((w) => ({label: `rank ${w.rank}`, highlight: flagged.has(w.rank),
     values: {bound: w.clock ? w.clock.error_bound_ns : 0},
-    note: w.clock ? `${w.clock.source}, offset ${ns(Math.abs(w.clock.offset_ns))}, drift ${(w.clock.drift_ppb / 1000).toFixed(2)} ppm` : "no clock model"}));
+    note: w.clock ? `${w.clock.source}: its clock ${agentClock(w.clock).offset}, ${agentClock(w.clock).drift}` : "no clock model"}));
   const bounds = record.workers.map((w) => (w.clock ? w.clock.error_bound_ns : 0));
   return [h("p", {class: "muted"}, `Largest bound ±${ns(Math.max(0, ...bounds))}: differences smaller than that between workers are not real.`),
     columnChart({workers, title: "Clock error bound per worker", height: 160, series: [{key: "bound", label: "error bound", color: "#8a62b5", pattern: "solid"}]})];

@@ -1,6 +1,6 @@
 // Live pages: agents and workers, a job's watch view, and alerts.
 import * as api from "./api.js";
-import {h, clear, put, ns, ms, pct, count, rankList, table, when} from "./format.js";
+import {h, clear, put, ns, ms, pct, count, rankList, table, when, agentClock} from "./format.js";
 import {xyChart, STRAGGLER_COLOR} from "./charts.js";
 import {panel, every, errorBox, status} from "./widgets.js";
 
@@ -90,8 +90,9 @@ export function workersPage(main) {
           {label: "host", value: (a) => a.host},
           {label: "health", value: (a) => healthBadge(a.health)},
           {label: "workers", num: true, value: (a) => a.workers},
-          {label: "clock offset", num: true, value: (a) => a.clock ? ns(Math.abs(a.clock.offset_ns)) + (a.clock.offset_ns < 0 ? " behind" : " ahead") : "–"},
-          {label: "drift", num: true, value: (a) => a.clock ? `${(a.clock.drift_ppb / 1000).toFixed(2)} ppm` : "–"},
+          {label: "its clock", num: true, value: (a) => agentClock(a.clock).offset},
+          {label: "drift", num: true, value: (a) => agentClock(a.clock).drift},
+          {label: "correction", num: true, value: (a) => a.clock ? ns(a.clock.offset_ns) : "–"},
           {label: "bound", num: true, value: (a) => a.clock ? "±" + ns(a.clock.error_bound_ns) : "–"},
           {label: "jobs: ranks", value: (a) => [...(agentJobs.get(a.agent_id) || new Map())].map(([j, r]) => `${j}: ${rankList(r)}`).join("; ")},
           {label: "last seen", num: true, value: (a) => `${(a.last_seen_ms_ago / 1000).toFixed(1)} s ago`},
