@@ -40,10 +40,12 @@ struct AnalysisRequest {
   StragglerOptions stragglers;
   size_t top_kernels = 20;  // kernels and operators kept per list
   int64_t first_step = -1, last_step = -1;
-  // The long tables (steps, overlap, pod): only these ranks (empty: all), worst workers (longest
-  // mean step) first, at most top_workers of them (0: all).
+  // The long tables (steps, overlap, pod): only these ranks (empty: all), worst workers (most own
+  // time per step: the step less its wait for other ranks) first, at most top_workers of them
+  // (0: all).
   std::vector<int32_t> ranks;
   size_t top_workers = 20;
+  bool wide_names = false;   // tables: kernel and operator names whole, not cut to their column
   bool allow_mixed = false;  // analyse inputs that are not one job (job_check.h) all the same
   // JSON only: one entry per worker and nothing per step or per collective (pod: the worker x
   // step matrix without the rows; overlap: each worker's totals; communication: no collectives;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/capture.h"
@@ -38,10 +39,12 @@ struct StepBreakdown {
     return compute_ns + overlap_ns + communication_ns + memcpy_ns + idle_input_ns + idle_launch_ns +
            idle_host_ns + idle_other_ns;
   }
-  // Share of communication-kernel time hidden behind computation, in percent.
-  double OverlapPercent() const {
+  // Share of communication-kernel time hidden behind computation, in percent; none without
+  // communication kernels.
+  std::optional<double> OverlapPercent() const {
     const TimeNs comm = overlap_ns + communication_ns;
-    return comm > 0 ? 100.0 * static_cast<double>(overlap_ns) / static_cast<double>(comm) : 0.0;
+    if (comm <= 0) return std::nullopt;
+    return 100.0 * static_cast<double>(overlap_ns) / static_cast<double>(comm);
   }
 };
 

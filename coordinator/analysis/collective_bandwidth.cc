@@ -75,8 +75,8 @@ BandwidthReport ComputeBandwidth(const common::CaptureView& capture,
     if (c.busbw_gbytes_per_s > 0) busbw.push_back(c.busbw_gbytes_per_s);
     if (c.efficiency > 0) efficiency.push_back(c.efficiency);
   }
-  report.median_busbw_gbytes_per_s = Median(std::move(busbw));
-  report.median_efficiency = Median(std::move(efficiency));
+  if (!busbw.empty()) report.median_busbw_gbytes_per_s = Median(std::move(busbw));
+  if (!efficiency.empty()) report.median_efficiency = Median(std::move(efficiency));
   std::vector<TimeNs> allreduce_per_step;
   for (auto& [step, st] : by_step) {
     if (st.bytes > 0) st.busbw_gbytes_per_s = busbw_weight[step] / static_cast<double>(st.bytes);

@@ -52,8 +52,8 @@ struct BandwidthReport {
   double link_gbytes_per_s = 0;
   // Over the collectives that moved data (statistics.h's Median): the one figure every view
   // gives for "the bus bandwidth" of a capture.
-  double median_busbw_gbytes_per_s = 0;
-  double median_efficiency = 0;  // 0 without a link bandwidth
+  std::optional<double> median_busbw_gbytes_per_s;  // none when no collective moved data
+  std::optional<double> median_efficiency;          // none without a link bandwidth too
   std::vector<CollectiveBandwidth> collectives;
   std::vector<StepCollectiveTime> steps;
   // Expected vs measured gradient AllReduce per step (when params and link are given).

@@ -133,7 +133,7 @@ void ExposedCommunication(const OverviewReport& o, const SummaryReport& s,
            "Communication not hidden behind computation: {} of the median worker's step ({} per "
            "step; {:.1f}% of its communication hidden)",
            Pct(s.exposed_communication_share),
-           MsText(static_cast<double>(s.exposed_communication_ns)), s.overlap_pct),
+           MsText(static_cast<double>(s.exposed_communication_ns)), s.overlap_pct.value_or(0)),
        .advice = "Start collectives earlier in the backward pass: smaller gradient buckets (DDP "
                  "bucket_cap_mb), "
                  "FSDP/ZeRO prefetching, and no work that serialises the communication stream; "
@@ -141,34 +141,34 @@ void ExposedCommunication(const OverviewReport& o, const SummaryReport& s,
                  "waiting, a straggler (below) is the cause, not the network",
        .step_share = s.exposed_communication_share,
        .evidence = {{"exposed_communication_share", s.exposed_communication_share},
-                    {"overlap_pct", s.overlap_pct},
+                    {"overlap_pct", s.overlap_pct.value_or(0)},
                     {"comm_wait_share", o.breakdown.Share(o.breakdown.comm_wait_ns)},
                     {"comm_transfer_share", o.breakdown.Share(o.breakdown.comm_transfer_ns)}}});
 }
 
 void AllReduceEfficiency(const SummaryReport& s, const OverviewOptions& opt,
                          std::vector<Recommendation>& out) {
-  if (s.link_gbytes_per_s <= 0 || s.collectives == 0 ||
-      s.median_efficiency >= opt.allreduce_efficiency)
+  if (s.link_gbytes_per_s <= 0 || !s.median_efficiency || !s.median_busbw_gbytes_per_s ||
+      *s.median_efficiency >= opt.allreduce_efficiency)
     return;
+  const double efficiency = *s.median_efficiency;
   const double step = static_cast<double>(s.step_p50_ns);
   const double at_stake =
-      step > 0 ? static_cast<double>(s.measured_allreduce_ns) / step * (1 - s.median_efficiency)
-               : 0;
+      step > 0 ? static_cast<double>(s.measured_allreduce_ns) / step * (1 - efficiency) : 0;
   out.push_back(
       {.rule = "allreduce_efficiency",
        .title = fmt::format(
            "AllReduce reaches {} of the link ({:.1f} of {:.0f} GB/s bus bandwidth, median)",
-           Pct(s.median_efficiency), s.median_busbw_gbytes_per_s, s.link_gbytes_per_s),
+           Pct(efficiency), *s.median_busbw_gbytes_per_s, s.link_gbytes_per_s),
        .advice = "Check which algorithm and protocol NCCL picks (NCCL_DEBUG=INFO, NCCL_ALGO, "
                  "NCCL_PROTO), that it "
                  "uses NVLink and InfiniBand/RoCE rather than sockets, and the message sizes "
                  "(small buckets cannot "
                  "fill the link)",
        .step_share = std::min(1.0, at_stake),
-       .evidence = {{"median_busbw_gbytes_per_s", s.median_busbw_gbytes_per_s},
+       .evidence = {{"median_busbw_gbytes_per_s", *s.median_busbw_gbytes_per_s},
                     {"link_gbytes_per_s", s.link_gbytes_per_s},
-                    {"median_efficiency", s.median_efficiency}}});
+                    {"median_efficiency", efficiency}}});
 }
 
 // FP32 matrix multiplies on the CUDA cores of GPUs whose Tensor Cores run TF32: PyTorch leaves

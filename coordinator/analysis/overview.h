@@ -56,10 +56,12 @@ struct OverviewReport {
   TimeNs step_p50_ns = 0, step_max_ns = 0;
   PodBreakdown breakdown;
   GpuPod gpu;
-  double tensor_core_share = 0;  // of compute-kernel time
-  double fp32_gemm_share = 0;    // of kernel time: FP32 GEMMs on CUDA cores of TF32 GPUs
-  double exposed_communication_share = 0, overlap_pct = 0;  // the median worker's (summary.h)
-  double median_busbw_gbytes_per_s = 0, link_gbytes_per_s = 0, median_efficiency = 0;
+  double tensor_core_share = 0;            // of compute-kernel time
+  double fp32_gemm_share = 0;              // of kernel time: FP32 GEMMs on CUDA cores of TF32 GPUs
+  double exposed_communication_share = 0;  // the median worker's (summary.h)
+  std::optional<double> overlap_pct;       // none without communication kernels
+  std::optional<double> median_busbw_gbytes_per_s, median_efficiency;
+  double link_gbytes_per_s = 0;  // 0: not given
   size_t straggler_count = 0;
   std::vector<Recommendation> recommendations;  // most at stake first
 };

@@ -110,8 +110,9 @@ SummaryReport Summarize(const common::CaptureView& capture,
     s.exposed_communication_share =
         m.span_ns > 0 ? static_cast<double>(s.exposed_communication_ns) / m.span_ns : 0;
     const TimeNs communication = m.overlap_ns + s.exposed_communication_ns;
-    s.overlap_pct =
-        communication > 0 ? 100.0 * static_cast<double>(m.overlap_ns) / communication : 0;
+    if (communication > 0)
+      s.overlap_pct =
+          100.0 * static_cast<double>(m.overlap_ns) / static_cast<double>(communication);
   }
 
   s.straggler_count = stragglers.stragglers.size();

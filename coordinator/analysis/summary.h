@@ -41,14 +41,14 @@ struct SummaryReport {
   // of the step; the share of its communication-kernel time that was hidden.
   TimeNs exposed_communication_ns = 0;
   double exposed_communication_share = 0;
-  double overlap_pct = 0;
+  std::optional<double> overlap_pct;  // none without communication kernels
   size_t straggler_count = 0;
   std::vector<Straggler> stragglers;  // the first five, as ranked
   std::optional<TimeNs> step_time_loss_ns;
   size_t collectives = 0;
-  double median_busbw_gbytes_per_s = 0;
-  double link_gbytes_per_s = 0;
-  double median_efficiency = 0;  // 0 without a link bandwidth
+  std::optional<double> median_busbw_gbytes_per_s;  // collective_bandwidth.h
+  double link_gbytes_per_s = 0;                     // 0: not given
+  std::optional<double> median_efficiency;
   TimeNs measured_allreduce_ns = 0;
   std::optional<TimeNs> expected_allreduce_ns;
   std::vector<std::string> warnings;

@@ -40,7 +40,8 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
       {"window", 0}, {"clocks", 0},          {"link_gbytes_per_s", 0},
       {"params", 0}, {"bytes_per_param", 0}, {"step_pattern", 0},
       {"top", 0},    {"format", 0},          {"ranks", 0},
-      {"steps", 0},  {"allow_mixed", 0},     {"detail", 0}};
+      {"steps", 0},  {"allow_mixed", 0},     {"detail", 0},
+      {"wide", 0}};
   for (const auto& [key, value] : r.query) {
     if (key == "link_gbps") {  // the name it had, in Gbit/s, before bandwidth had one unit
       return absl::InvalidArgumentError(
@@ -91,6 +92,10 @@ absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* r
   if (mixed != "true" && mixed != "false")
     return absl::InvalidArgumentError("allow_mixed must be true or false");
   request->allow_mixed = mixed == "true";
+  const std::string wide = r.Query("wide", "false");
+  if (wide != "true" && wide != "false")
+    return absl::InvalidArgumentError("wide must be true or false");
+  request->wide_names = wide == "true";
   request->steps.marker_pattern = r.Query("step_pattern");
   const std::string detail = r.Query("detail", "full");
   if (detail != "full" && detail != "workers")
@@ -110,12 +115,12 @@ std::string CacheKey(std::string_view report, uint64_t generation,
   return fmt::format(
       "{}@{}|window={}|clocks={}|link_gbytes_per_s={:.17g}|params={}|bytes_per_param={}|top={}|"
       "format={}|"
-      "ranks={}|steps={}-{}|allow_mixed={}|workers_only={}|step_pattern={}",
+      "ranks={}|steps={}-{}|allow_mixed={}|workers_only={}|wide={}|step_pattern={}",
       report, generation, request.window == analysis::WindowMode::kHta ? "hta" : "steps",
       static_cast<int>(request.communication.clocks), request.bandwidth.link_gbytes_per_s,
       request.bandwidth.params, request.bandwidth.bytes_per_param, request.top_kernels, format,
       fmt::join(request.ranks, ","), request.first_step, request.last_step, request.allow_mixed,
-      request.workers_only, request.steps.marker_pattern);
+      request.workers_only, request.wide_names, request.steps.marker_pattern);
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
                   "Steps, overlap and pod tables: only these ranks, e.g. 0-3,7");
   cmd->add_option("--steps", o.steps,
                   "Steps, overlap and pod tables: only these steps, N or FIRST-LAST");
+  cmd->add_flag("--wide", o.wide, "Tables: kernel and operator names whole");
   cmd->add_flag("--allow-mixed", o.allow_mixed,
                 "Analyse inputs that are not one job (several jobs, world sizes that disagree, a "
                 "rank twice)");
@@ -92,6 +93,7 @@ int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
   request.bandwidth = {o.link_gbytes_per_s, o.params, o.bytes_per_param};
   request.top_kernels = o.top;
   request.top_workers = o.top;
+  request.wide_names = o.wide;
   if (!o.ranks.empty()) {
     absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
     if (!ranks.ok()) {

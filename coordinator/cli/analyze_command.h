@@ -19,6 +19,7 @@ struct AnalyzeCommandOptions {
   int64_t params = 0;
   int32_t bytes_per_param = 4;
   bool allow_mixed = false;
+  bool wide = false;
   std::string ranks, steps;  // table filters: "0-3,7" and "A-B" or "N"
   size_t top = 20;
 };

@@ -130,6 +130,7 @@ OnlineCommands AddOnlineCommands(CLI::App& app, OnlineOptions& o) {
   c.report->add_option("--steps", o.steps, "Long tables: only these steps, N or FIRST-LAST");
   c.report->add_flag("--allow-mixed", o.allow_mixed,
                      "Analyse a capture that is not one job all the same");
+  c.report->add_flag("--wide", o.wide, "Tables: kernel and operator names whole");
   c.report->add_option("--params", o.params, "Model parameter count")
       ->check(CLI::NonNegativeNumber);
   c.report->add_option("--bytes-per-param", o.bytes_per_param, "Gradient bytes per parameter")
@@ -312,6 +313,7 @@ int RunReportCommand(const OnlineOptions& o) {
   if (!o.ranks.empty()) query += "&ranks=" + UrlEncode(o.ranks);
   if (!o.steps.empty()) query += "&steps=" + UrlEncode(o.steps);
   if (o.allow_mixed) query += "&allow_mixed=true";
+  if (o.wide) query += "&wide=true";
   if (o.params > 0)
     query += common::StrCat("&params=", o.params, "&bytes_per_param=", o.bytes_per_param);
   // JSON is one document: several reports nest under their names, as `analyze` writes them.

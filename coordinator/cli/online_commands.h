@@ -29,6 +29,7 @@ struct OnlineOptions {
   std::string ranks, steps;  // the long tables' filters, as analyze's
   int64_t top = -1;          // -1: the server's default (20)
   bool allow_mixed = false;
+  bool wide = false;
   double link_gbytes_per_s = 0;
   int64_t params = 0;
   int32_t bytes_per_param = 4;

@@ -10,6 +10,21 @@ namespace {
 using common::JsonWriter;
 using namespace analysis;
 
+// An unknown figure is null, never 0.
+void OptionalFixed(JsonWriter& w, const std::optional<double>& v, int decimals) {
+  if (v) {
+    w.Fixed(*v, decimals);
+  } else {
+    w.Raw("null");
+  }
+}
+
+// A link bandwidth is given or not (0): null when not.
+std::optional<double> GivenLink(double link_gbytes_per_s) {
+  if (link_gbytes_per_s > 0) return link_gbytes_per_s;
+  return std::nullopt;
+}
+
 void BreakdownFields(JsonWriter& w, const StepBreakdown& s) {
   w.Key("span_ns").Int(s.span_ns).Char(',').Key("compute_ns").Int(s.compute_ns);
   w.Char(',')
@@ -97,7 +112,9 @@ void Overlap(JsonWriter& w, const std::vector<WorkerBreakdown>& b, bool workers_
           .Int(st.communication_ns)
           .Raw(",\"overlap_ns\":")
           .Int(st.overlap_ns);
-      w.Raw(",\"overlap_pct\":").Fixed(st.OverlapPercent(), 2).Char('}');
+      w.Raw(",\"overlap_pct\":");
+      OptionalFixed(w, st.OverlapPercent(), 2);
+      w.Char('}');
     }
     if (workers_only) {
       w.Raw(",\"step_count\":")
@@ -108,7 +125,9 @@ void Overlap(JsonWriter& w, const std::vector<WorkerBreakdown>& b, bool workers_
     } else {
       w.Char(']');
     }
-    w.Raw(",\"overlap_pct\":").Fixed(comm > 0 ? 100.0 * overlap / comm : 0.0, 2).Char('}');
+    w.Raw(",\"overlap_pct\":");
+    OptionalFixed(w, comm > 0 ? std::optional<double>(100.0 * overlap / comm) : std::nullopt, 2);
+    w.Char('}');
   }
   w.Raw("]}");
 }
@@ -202,7 +221,8 @@ void Summary(JsonWriter& w, const SummaryReport& s) {
   w.Raw(",\"worst_is_straggler\":").Bool(s.worst_is_straggler);
   w.Raw(",\"exposed_communication_ns\":").Int(s.exposed_communication_ns);
   w.Raw(",\"exposed_communication_share\":").Fixed(s.exposed_communication_share, 4);
-  w.Raw(",\"overlap_pct\":").Fixed(s.overlap_pct, 2);
+  w.Raw(",\"overlap_pct\":");
+  OptionalFixed(w, s.overlap_pct, 2);
   w.Raw(",\"straggler_count\":").Uint(s.straggler_count).Raw(",\"step_time_loss_ns\":");
   OptionalInt(w, s.step_time_loss_ns);
   w.Raw(",\"stragglers\":[");
@@ -215,11 +235,12 @@ void Summary(JsonWriter& w, const SummaryReport& s) {
     w.Raw(",\"reason\":").String(g.reason).Char('}');
   }
   w.Raw("],\"allreduce\":{\"collectives\":").Uint(s.collectives);
-  w.Raw(",\"median_busbw_gbytes_per_s\":")
-      .Fixed(s.median_busbw_gbytes_per_s, 3)
-      .Raw(",\"link_gbytes_per_s\":")
-      .Fixed(s.link_gbytes_per_s, 3);
-  w.Raw(",\"median_efficiency\":").Fixed(s.median_efficiency, 4);
+  w.Raw(",\"median_busbw_gbytes_per_s\":");
+  OptionalFixed(w, s.median_busbw_gbytes_per_s, 3);
+  w.Raw(",\"link_gbytes_per_s\":");
+  OptionalFixed(w, GivenLink(s.link_gbytes_per_s), 3);
+  w.Raw(",\"median_efficiency\":");
+  OptionalFixed(w, s.median_efficiency, 4);
   w.Raw(",\"measured_allreduce_ns\":")
       .Int(s.measured_allreduce_ns)
       .Raw(",\"expected_allreduce_ns\":");
@@ -297,9 +318,18 @@ void Stragglers(JsonWriter& w, const StragglerReport& r) {
 }
 
 void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
-  w.Raw("{\"link_gbytes_per_s\":").Double(r.link_gbytes_per_s);
-  w.Raw(",\"median_busbw_gbytes_per_s\":").Fixed(r.median_busbw_gbytes_per_s, 3);
-  w.Raw(",\"median_efficiency\":").Fixed(r.median_efficiency, 4).Raw(",\"expected_allreduce_ns\":");
+  const bool link = r.link_gbytes_per_s > 0;
+  w.Raw("{\"link_gbytes_per_s\":");
+  if (link) {
+    w.Double(r.link_gbytes_per_s);
+  } else {
+    w.Raw("null");
+  }
+  w.Raw(",\"median_busbw_gbytes_per_s\":");
+  OptionalFixed(w, r.median_busbw_gbytes_per_s, 3);
+  w.Raw(",\"median_efficiency\":");
+  OptionalFixed(w, r.median_efficiency, 4);
+  w.Raw(",\"expected_allreduce_ns\":");
   if (r.expected_allreduce_ns) {
     w.Int(*r.expected_allreduce_ns);
   } else {
@@ -317,11 +347,11 @@ void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
         .Int(s.allreduce_transfer_ns)
         .Raw(",\"other_bytes\":")
         .Int(s.other_bytes);
-    w.Raw(",\"busbw_gbytes_per_s\":")
-        .Fixed(s.busbw_gbytes_per_s, 3)
-        .Raw(",\"efficiency\":")
-        .Fixed(s.efficiency, 4)
-        .Char('}');
+    w.Raw(",\"busbw_gbytes_per_s\":");
+    OptionalFixed(w, s.bytes > 0 ? std::optional(s.busbw_gbytes_per_s) : std::nullopt, 3);
+    w.Raw(",\"efficiency\":");
+    OptionalFixed(w, link && s.bytes > 0 ? std::optional(s.efficiency) : std::nullopt, 4);
+    w.Char('}');
   }
   w.Raw("],\"collectives\":[");
   for (size_t i = 0; i < r.collectives.size(); ++i) {
@@ -334,15 +364,15 @@ void Bandwidth(JsonWriter& w, const BandwidthReport& r) {
         .Int(c.bytes)
         .Raw(",\"nranks\":")
         .Int(c.nranks);
-    w.Raw(",\"transfer_ns\":")
-        .Int(c.transfer_ns)
-        .Raw(",\"algbw_gbytes_per_s\":")
-        .Fixed(c.algbw_gbytes_per_s, 3);
-    w.Raw(",\"busbw_gbytes_per_s\":")
-        .Fixed(c.busbw_gbytes_per_s, 3)
-        .Raw(",\"efficiency\":")
-        .Fixed(c.efficiency, 4)
-        .Char('}');
+    // A collective that took no measurable time has no bandwidth.
+    const bool timed = c.transfer_ns > 0;
+    w.Raw(",\"transfer_ns\":").Int(c.transfer_ns).Raw(",\"algbw_gbytes_per_s\":");
+    OptionalFixed(w, timed ? std::optional(c.algbw_gbytes_per_s) : std::nullopt, 3);
+    w.Raw(",\"busbw_gbytes_per_s\":");
+    OptionalFixed(w, timed ? std::optional(c.busbw_gbytes_per_s) : std::nullopt, 3);
+    w.Raw(",\"efficiency\":");
+    OptionalFixed(w, timed && link ? std::optional(c.efficiency) : std::nullopt, 4);
+    w.Char('}');
   }
   w.Raw("]}");
 }
@@ -592,14 +622,14 @@ void Overview(JsonWriter& w, const OverviewReport& o) {
   w.Raw(",\"tensor_core_share\":").Fixed(o.tensor_core_share, 4);
   w.Raw(",\"fp32_gemm_share\":").Fixed(o.fp32_gemm_share, 4);
   w.Raw("},\"communication\":{\"exposed_share\":").Fixed(o.exposed_communication_share, 4);
-  w.Raw(",\"overlap_pct\":")
-      .Fixed(o.overlap_pct, 2)
-      .Raw(",\"median_busbw_gbytes_per_s\":")
-      .Fixed(o.median_busbw_gbytes_per_s, 2);
-  w.Raw(",\"link_gbytes_per_s\":")
-      .Fixed(o.link_gbytes_per_s, 2)
-      .Raw(",\"median_efficiency\":")
-      .Fixed(o.median_efficiency, 4);
+  w.Raw(",\"overlap_pct\":");
+  OptionalFixed(w, o.overlap_pct, 2);
+  w.Raw(",\"median_busbw_gbytes_per_s\":");
+  OptionalFixed(w, o.median_busbw_gbytes_per_s, 3);
+  w.Raw(",\"link_gbytes_per_s\":");
+  OptionalFixed(w, GivenLink(o.link_gbytes_per_s), 3);
+  w.Raw(",\"median_efficiency\":");
+  OptionalFixed(w, o.median_efficiency, 4);
   w.Raw("},\"straggler_count\":").Uint(o.straggler_count).Raw(",\"recommendations\":[");
   for (size_t i = 0; i < o.recommendations.size(); ++i) {
     const Recommendation& r = o.recommendations[i];

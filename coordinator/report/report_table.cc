@@ -1,7 +1,9 @@
 #include "coordinator/report/report_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -14,9 +16,77 @@ using namespace analysis;
 
 double Ms(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
 
+// An unknown figure is "—" in a table, never 0: `format` is fmt's, for one double.
+std::string Known(const std::optional<double>& v, std::string_view format) {
+  return v ? fmt::format(fmt::runtime(format), *v) : "—";
+}
+std::string KnownPercent(const std::optional<double>& share, std::string_view format) {
+  return share ? fmt::format(fmt::runtime(format), 100 * *share) : "—";
+}
+
 std::string Truncate(std::string_view s, size_t n) {
   return s.size() <= n ? std::string(s) : std::string(s.substr(0, n - 3)) + "...";
 }
+
+}  // namespace
+
+std::vector<std::string> ShortNames(const std::vector<std::string_view>& names, size_t width) {
+  // What every C++ kernel name repeats says nothing: a leading "void " and anonymous namespaces.
+  std::vector<std::string> plain;
+  for (std::string_view name : names) {
+    std::string s(name.starts_with("void ") ? name.substr(5) : name);
+    for (size_t at; (at = s.find("(anonymous namespace)::")) != std::string::npos;) s.erase(at, 23);
+    plain.push_back(std::move(s));
+  }
+  std::vector<std::string> out;
+  for (const std::string& s : plain) out.push_back(Truncate(s, width));
+  // Names cut to the same text keep a window from where they first differ: a head, then the
+  // part around the first difference (a template argument, say) instead of what they share.
+  std::map<std::string, std::vector<size_t>> same;
+  for (size_t i = 0; i < out.size(); ++i) same[out[i]].push_back(i);
+  auto shared_prefix = [](const std::string& a, const std::string& b) {
+    size_t k = 0;
+    while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+    return k;
+  };
+  for (const auto& [text, group] : same) {
+    if (group.size() < 2) continue;
+    // The head all of them share, then for each name the window where it parts from the one
+    // most like it.
+    size_t group_common = plain[group[0]].size();
+    for (size_t i : group)
+      group_common = std::min(group_common, shared_prefix(plain[group[0]], plain[i]));
+    const size_t head = std::min<size_t>(width / 3, group_common);
+    for (size_t i : group) {
+      const std::string& s = plain[i];
+      if (s.size() <= width) continue;
+      size_t common = 0;
+      for (size_t j : group)
+        if (j != i) common = std::max(common, shared_prefix(s, plain[j]));
+      common = std::min(common, s.size());
+      const size_t room = width - head - 3;
+      // From the start of the identifier where they part ("TensorListMetadata<2>", not "2>"),
+      // or a little before the difference when that identifier is too long to show it.
+      size_t from = std::max(head, common);
+      while (from > head && (std::isalnum(static_cast<unsigned char>(s[from - 1])) ||
+                             s[from - 1] == '_' || s[from - 1] == '<'))
+        --from;
+      if (common - from + 8 > room) from = std::max(head, common - std::min<size_t>(common, 8));
+      std::string window = s.substr(from, room);
+      if (from + room < s.size()) window = window.substr(0, room - 3) + "...";
+      out[i] = s.substr(0, head) + "..." + window;
+    }
+  }
+  // Whatever is still the same is numbered.
+  std::map<std::string, int> seen;
+  for (std::string& s : out) {
+    const int n = ++seen[s];
+    if (n > 1) s = Truncate(s, width - 3 - std::to_string(n).size()) + " #" + std::to_string(n);
+  }
+  return out;
+}
+
+namespace {
 
 // Live captures number steps from the job's own counter (11 digits and more): the tables show
 // them relative to the capture's first step, which a line above the table names.
@@ -50,15 +120,20 @@ bool RankShown(const AnalysisRequest& request, int32_t rank) {
          std::find(request.ranks.begin(), request.ranks.end(), rank) != request.ranks.end();
 }
 
-// The workers a long table shows: those asked for, worst (longest mean step) first, at most
-// request.top_workers; `hidden` counts the others.
+// A worker's own time in a step: its step time less what it spent waiting for the other ranks
+// in collectives. In synchronous training every rank's step takes as long as the slowest one's,
+// so step time ranks nothing; the rank the others wait for has the most time of its own.
+TimeNs OwnTime(const StepBreakdown& s) { return s.span_ns - s.comm_wait_ns; }
+
+// The workers a long table shows: those asked for, worst (most own time per step, mean) first, at
+// most request.top_workers; `hidden` counts the others.
 std::vector<const WorkerBreakdown*> Shown(const std::vector<WorkerBreakdown>& b,
                                           const AnalysisRequest& request, size_t* hidden) {
   std::vector<std::pair<TimeNs, const WorkerBreakdown*>> ranked;
   for (const WorkerBreakdown& w : b) {
     if (!RankShown(request, w.rank)) continue;
     TimeNs total = 0;
-    for (const StepBreakdown& s : w.steps) total += s.span_ns;
+    for (const StepBreakdown& s : w.steps) total += OwnTime(s);
     ranked.emplace_back(w.steps.empty() ? 0 : total / static_cast<TimeNs>(w.steps.size()), &w);
   }
   std::stable_sort(ranked.begin(), ranked.end(),
@@ -126,9 +201,9 @@ void Overlap(std::string& out, const std::vector<WorkerBreakdown>& all,
     for (const StepBreakdown& s : w->steps) {
       if (!StepShown(s.step, request)) continue;
       out +=
-          fmt::format("{:>5} {:>7} {:>12.3f} {:>14.3f} {:>9.3f} {:>13.3f} {:>9.2f}\n", w->rank,
+          fmt::format("{:>5} {:>7} {:>12.3f} {:>14.3f} {:>9.3f} {:>13.3f} {:>9}\n", w->rank,
                       numbers(s.step), Ms(s.compute_ns), Ms(s.communication_ns), Ms(s.overlap_ns),
-                      Ms(s.overlap_ns + s.communication_ns), s.OverlapPercent());
+                      Ms(s.overlap_ns + s.communication_ns), Known(s.OverlapPercent(), "{:.2f}"));
     }
   }
   MoreWorkers(out, hidden);
@@ -214,17 +289,19 @@ void Summary(std::string& out, const SummaryReport& s) {
                   s.job.empty() ? "(unnamed)" : s.job, s.ranks, s.ranks == 1 ? "" : "s",
                   s.hosts > 0 ? fmt::format(" on {} host{}", s.hosts, s.hosts == 1 ? "" : "s") : "",
                   s.steps, s.steps == 1 ? "" : "s", s.first_step, s.last_step, s.step_source);
+  // One median on this screen, the step time's p50; the rows are workers' means, and the total
+  // is a sum (docs/analyses.md: "median worker").
   out += fmt::format(
       "step time (ms): min {:.3f}  p50 {:.3f}  p90 {:.3f}  max {:.3f} over every worker and step; "
-      "{:.3f} ms of steps on the median worker\n",
+      "{:.3f} ms in all on the median worker\n",
       Ms(s.step_min_ns), Ms(s.step_p50_ns), Ms(s.step_p90_ns), Ms(s.step_max_ns),
       Ms(s.window_step_time_ns));
-  out += fmt::format("per step (ms)             {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}\n",
+  out += fmt::format("mean per step (ms)        {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}\n",
                      "span", "compute", "overlap", "comm_wait", "comm_xfer", "memcpy", "idle",
                      "before");
   for (const auto& [label, p] :
        {std::pair<const char*, const WorkerProfile*>{"median worker", &s.median_worker},
-        {s.worst_is_straggler ? "top straggler" : "longest step", &s.worst_worker}}) {
+        {s.worst_is_straggler ? "top straggler" : "slowest worker", &s.worst_worker}}) {
     out += fmt::format(
         "{:<14} rank {:<5}  {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.3f} {:>8.3f} "
         "{:>8.3f}\n",
@@ -232,9 +309,11 @@ void Summary(std::string& out, const SummaryReport& s) {
         Ms(p->comm_transfer_ns), Ms(p->memcpy_ns), Ms(p->idle_ns), Ms(p->before_ns));
   }
   out += fmt::format(
-      "exposed communication: {:.3f} ms per step on the median worker ({:.1f}% of its step); "
-      "{:.1f}% of its communication hidden behind computation\n",
-      Ms(s.exposed_communication_ns), 100 * s.exposed_communication_share, s.overlap_pct);
+      "exposed communication: {:.3f} ms per step on the median worker ({:.1f}% of its step); {}\n",
+      Ms(s.exposed_communication_ns), 100 * s.exposed_communication_share,
+      s.overlap_pct
+          ? fmt::format("{:.1f}% of its communication hidden behind computation", *s.overlap_pct)
+          : "no communication kernels to hide");
   if (s.straggler_count == 0) {
     out += "stragglers: none\n";
   } else {
@@ -250,18 +329,22 @@ void Summary(std::string& out, const SummaryReport& s) {
                          s.straggler_count - s.stragglers.size());
     }
   }
-  out += fmt::format("allreduce: {} collectives, median bus bandwidth {:.1f} GB/s", s.collectives,
-                     s.median_busbw_gbytes_per_s);
-  if (s.link_gbytes_per_s > 0) {
-    out += fmt::format(", {:.0f}% of the {:.0f} GB/s link", 100 * s.median_efficiency,
-                       s.link_gbytes_per_s);
+  if (s.collectives == 0) {
+    out += "collectives: none\n";
   } else {
-    out += " (--link-gbytes-per-s for efficiency)";
+    out += fmt::format("collectives: {}, median bus bandwidth {}", s.collectives,
+                       Known(s.median_busbw_gbytes_per_s, "{:.1f} GB/s"));
+    if (s.link_gbytes_per_s > 0) {
+      out += fmt::format(", {} of the {:.0f} GB/s link",
+                         KnownPercent(s.median_efficiency, "{:.0f}%"), s.link_gbytes_per_s);
+    } else {
+      out += " (--link-gbytes-per-s for efficiency)";
+    }
+    out += fmt::format("; {:.3f} ms of AllReduce per step", Ms(s.measured_allreduce_ns));
+    if (s.expected_allreduce_ns)
+      out += fmt::format(" (expected {:.3f} ms)", Ms(*s.expected_allreduce_ns));
+    out += "\n";
   }
-  out += fmt::format("; {:.3f} ms of AllReduce per step", Ms(s.measured_allreduce_ns));
-  if (s.expected_allreduce_ns)
-    out += fmt::format(" (expected {:.3f} ms)", Ms(*s.expected_allreduce_ns));
-  out += "\n";
   out += fmt::format("warnings: {}\n",
                      s.warnings.empty() ? "none" : fmt::format("{} (above)", s.warnings.size()));
   out +=
@@ -280,10 +363,14 @@ void Bandwidth(std::string& out, const BandwidthReport& r, const StepNumbers& nu
                      "allreduce_ms", "other_MB", "all_coll_ms", "busbw_GB/s",
                      link ? "efficiency%" : "");
   for (const StepCollectiveTime& s : r.steps) {
-    out += fmt::format("{:>7} {:>12.1f} {:>12.3f} {:>14.1f} {:>12.3f} {:>10.2f} {:>11}\n",
+    const bool moved = s.bytes > 0;
+    out += fmt::format("{:>7} {:>12.1f} {:>12.3f} {:>14.1f} {:>12.3f} {:>10} {:>11}\n",
                        numbers(s.step), s.allreduce_bytes / 1e6, Ms(s.allreduce_transfer_ns),
-                       s.other_bytes / 1e6, Ms(s.transfer_ns), s.busbw_gbytes_per_s,
-                       link ? fmt::format("{:.1f}", 100 * s.efficiency) : "");
+                       s.other_bytes / 1e6, Ms(s.transfer_ns),
+                       moved ? fmt::format("{:.2f}", s.busbw_gbytes_per_s) : "—",
+                       !link   ? ""
+                       : moved ? fmt::format("{:.1f}", 100 * s.efficiency)
+                               : "—");
   }
   if (!link) out += "(efficiency: give the link bandwidth with --link-gbytes-per-s)\n";
   // Every AllReduce counts: data-parallel gradients and tensor-parallel activations alike.
@@ -299,29 +386,32 @@ void Bandwidth(std::string& out, const BandwidthReport& r, const StepNumbers& nu
 
 void Pod(std::string& out, const PodView& v, const AnalysisRequest& request,
          const StepNumbers& numbers) {
-  out += "== pod: step time per worker (ms), deviation from the median worker, worst first\n";
+  out +=
+      "== pod: step time per worker (ms), deviation from the median worker; worst first by own "
+      "time (the step less its wait for other ranks: the rank the others wait for has the most)\n";
   for (const PodStep& s : v.steps) {
     out += fmt::format("step {} (median {:.3f} ms)\n", numbers(s.step), Ms(s.median_step_ns));
     // The steps report's categories: compute and communication alone, overlap apart.
-    out += fmt::format("{:>7} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "rank", "step",
-                       "dev%", "compute", "overlap", "comm", "memcpy", "idle");
+    out += fmt::format("{:>7} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "rank",
+                       "own", "step", "dev%", "compute", "overlap", "comm", "memcpy", "idle");
     std::vector<const PodRow*> rows;
     for (const PodRow& r : s.rows) {
       if (RankShown(request, r.rank)) {
         rows.push_back(&r);
       }
     }
-    std::stable_sort(rows.begin(), rows.end(),
-                     [](const PodRow* a, const PodRow* b) { return a->step_ns > b->step_ns; });
+    std::stable_sort(rows.begin(), rows.end(), [](const PodRow* a, const PodRow* b) {
+      return OwnTime(a->breakdown) > OwnTime(b->breakdown);
+    });
     const size_t keep =
         request.top_workers == 0 ? rows.size() : std::min(rows.size(), request.top_workers);
     for (size_t i = 0; i < keep; ++i) {
       const PodRow& r = *rows[i];
       const StepBreakdown& b = r.breakdown;
       out += fmt::format(
-          "{:>7} {:>10.3f} {:>+8.2f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n", r.rank,
-          Ms(r.step_ns), r.deviation_pct, Ms(b.compute_ns), Ms(b.overlap_ns),
-          Ms(b.communication_ns), Ms(b.memcpy_ns),
+          "{:>7} {:>10.3f} {:>10.3f} {:>+8.2f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n",
+          r.rank, Ms(OwnTime(b)), Ms(r.step_ns), r.deviation_pct, Ms(b.compute_ns),
+          Ms(b.overlap_ns), Ms(b.communication_ns), Ms(b.memcpy_ns),
           Ms(b.idle_input_ns + b.idle_launch_ns + b.idle_host_ns + b.idle_other_ns));
     }
     MoreWorkers(out, rows.size() - keep);
@@ -333,21 +423,34 @@ std::string Percent(const std::optional<double>& v) {
   return v ? fmt::format("{:.1f}", 100 * *v) : "-";
 }
 
-void Kernels(std::string& out, const KernelReport& r) {
+// The names of a list, as its table shows them.
+template <typename T, typename NameOf>
+std::vector<std::string> ColumnNames(const std::vector<T>& rows, NameOf name_of, size_t width,
+                                     bool wide) {
+  std::vector<std::string_view> names;
+  for (const T& row : rows) names.push_back(name_of(row));
+  if (wide) return {names.begin(), names.end()};
+  return ShortNames(names, width);
+}
+
+void Kernels(std::string& out, const KernelReport& r, bool wide) {
+  const std::vector<std::string> names = ColumnNames(
+      r.pod, [](const KernelStats& k) -> std::string_view { return k.name; }, 48, wide);
   out +=
       "== kernels: top kernels pod-wide (blk/SM: blocks per SM; occ%: Est. Achieved Occupancy; TC: "
       "Tensor Cores, f32: an FP32 GEMM on CUDA cores)\n";
   out += fmt::format("{:<48} {:>6} {:>8} {:>10} {:>10} {:>7} {:>7} {:>5} {:>3}\n", "name", "class",
                      "count", "total_ms", "mean_us", "share%", "blk/SM", "occ%", "TC");
-  for (const KernelStats& k : r.pod) {
-    out += fmt::format("{:<48} {:>6} {:>8} {:>10.3f} {:>10.1f} {:>7.2f} {:>7} {:>5} {:>3}\n",
-                       Truncate(k.name, 48), k.kernel_class.substr(0, 6), k.count, Ms(k.total_ns),
-                       k.mean_ns() / 1e3, 100 * k.share,
-                       k.blocks_per_sm ? fmt::format("{:.2f}", *k.blocks_per_sm) : "-",
-                       Percent(k.achieved_occupancy),
-                       k.tensor_core                      ? "yes"
-                       : k.math == "fp32_gemm_cuda_cores" ? "f32"
-                                                          : "no");
+  for (size_t i = 0; i < r.pod.size(); ++i) {
+    const KernelStats& k = r.pod[i];
+    out +=
+        fmt::format("{:<48} {:>6} {:>8} {:>10.3f} {:>10.1f} {:>7.2f} {:>7} {:>5} {:>3}\n", names[i],
+                    k.kernel_class.substr(0, 6), k.count, Ms(k.total_ns), k.mean_ns() / 1e3,
+                    100 * k.share, k.blocks_per_sm ? fmt::format("{:.2f}", *k.blocks_per_sm) : "-",
+                    Percent(k.achieved_occupancy),
+                    k.tensor_core                      ? "yes"
+                    : k.math == "fp32_gemm_cuda_cores" ? "f32"
+                                                       : "no");
   }
   out += fmt::format("compute-kernel time on Tensor Cores: {:.1f}% ({:.3f} of {:.3f} ms)\n",
                      100 * r.tensor_cores.share(), Ms(r.tensor_cores.tensor_core_ns),
@@ -399,22 +502,25 @@ void Gpu(std::string& out, const GpuReport& r, const AnalysisRequest& request) {
   }
 }
 
-void Operators(std::string& out, const OperatorReport& r) {
+void Operators(std::string& out, const OperatorReport& r, bool wide) {
+  const std::vector<std::string> names = ColumnNames(
+      r.pod, [](const PodOperator& p) -> std::string_view { return p.stats.name; }, 40, wide);
   out +=
       "== operators: pod-wide, by device self time (host self: less child operators and CUDA "
       "calls)\n";
   out += fmt::format("{:<40} {:>8} {:>11} {:>11} {:>12} {:>11}  {}\n", "name", "calls", "host_ms",
                      "host_self", "device_ms", "dev_self", "costliest ranks (device ms)");
-  for (const PodOperator& p : r.pod) {
+  for (size_t i = 0; i < r.pod.size(); ++i) {
+    const PodOperator& p = r.pod[i];
     std::string costliest;
     for (const OperatorCost& c : p.costliest) {
       costliest += fmt::format("{}{} ({:.3f})", costliest.empty() ? "" : ", ", c.rank,
                                Ms(c.device_total_ns));
     }
     const OperatorStats& s = p.stats;
-    out += fmt::format("{:<40} {:>8} {:>11.3f} {:>11.3f} {:>12.3f} {:>11.3f}  {}\n",
-                       Truncate(s.name, 40), s.calls, Ms(s.host_total_ns), Ms(s.host_self_ns),
-                       Ms(s.device_total_ns), Ms(s.device_self_ns), costliest);
+    out += fmt::format("{:<40} {:>8} {:>11.3f} {:>11.3f} {:>12.3f} {:>11.3f}  {}\n", names[i],
+                       s.calls, Ms(s.host_total_ns), Ms(s.host_self_ns), Ms(s.device_total_ns),
+                       Ms(s.device_self_ns), costliest);
   }
 }
 
@@ -464,15 +570,20 @@ void Overview(std::string& out, const OverviewReport& o) {
       "time\n",
       Percent(o.gpu.median_gpu_utilization), Percent(o.gpu.median_sm_efficiency),
       Percent(o.gpu.median_achieved_occupancy), 100 * o.tensor_core_share, 100 * o.fp32_gemm_share);
-  out += fmt::format(
-      "communication (median worker): {:.1f}% of the step exposed, {:.1f}% hidden; AllReduce bus "
-      "bandwidth "
-      "{:.1f} GB/s{}; {} straggler(s)\n",
-      100 * o.exposed_communication_share, o.overlap_pct, o.median_busbw_gbytes_per_s,
-      o.link_gbytes_per_s > 0
-          ? fmt::format(" ({:.1f}% of {:.0f})", 100 * o.median_efficiency, o.link_gbytes_per_s)
-          : "",
-      o.straggler_count);
+  if (!o.overlap_pct && !o.median_busbw_gbytes_per_s) {
+    out += fmt::format("communication: none; {} straggler(s)\n", o.straggler_count);
+  } else {
+    out += fmt::format(
+        "communication (median worker): {:.1f}% of the step exposed, {} hidden; median bus "
+        "bandwidth {}{}; {} straggler(s)\n",
+        100 * o.exposed_communication_share, Known(o.overlap_pct, "{:.1f}%"),
+        Known(o.median_busbw_gbytes_per_s, "{:.1f} GB/s"),
+        o.link_gbytes_per_s > 0
+            ? fmt::format(" ({} of the {:.0f} GB/s link)",
+                          KnownPercent(o.median_efficiency, "{:.1f}%"), o.link_gbytes_per_s)
+            : "",
+        o.straggler_count);
+  }
   if (o.recommendations.empty()) {
     out += "recommendations: none (no rule's threshold is crossed)\n";
     return;
@@ -556,10 +667,10 @@ std::string RenderTables(const common::CaptureView& capture, const AnalysisReque
     if (name == "stragglers") Stragglers(out, *results.stragglers);
     if (name == "allreduce") Bandwidth(out, *results.bandwidth, numbers);
     if (name == "pod") Pod(out, *results.pod, request, numbers);
-    if (name == "kernels") Kernels(out, *results.kernels);
+    if (name == "kernels") Kernels(out, *results.kernels, request.wide_names);
     if (name == "gpu") Gpu(out, *results.gpu, request);
     if (name == "overview") Overview(out, *results.overview);
-    if (name == "operators") Operators(out, *results.operators);
+    if (name == "operators") Operators(out, *results.operators, request.wide_names);
     if (name == "memory") Memory(out, *results.memory);
     if (name == "input") Input(out, *results.input, request);
     if (name == "temporal") Temporal(out, *results.temporal);

@@ -26,6 +26,8 @@ std::string AlertName(AlertKind kind) {
       return "PodscopeExposedCommunication";
     case AlertKind::kAllReduceEfficiency:
       return "PodscopeAllReduceEfficiency";
+    case AlertKind::kRanksNotReporting:
+      return "PodscopeRanksNotReporting";
   }
   return "Podscope";
 }

@@ -13,8 +13,9 @@ namespace {
 
 using common::ConfigSection;
 
-constexpr AlertKind kKinds[] = {AlertKind::kStraggler, AlertKind::kHang, AlertKind::kRegression,
-                                AlertKind::kExposedCommunication, AlertKind::kAllReduceEfficiency};
+constexpr AlertKind kKinds[] = {AlertKind::kStraggler,           AlertKind::kHang,
+                                AlertKind::kRegression,          AlertKind::kExposedCommunication,
+                                AlertKind::kAllReduceEfficiency, AlertKind::kRanksNotReporting};
 
 // A hang is already persistent by its threshold: it fires on the first evaluation that sees it
 // and resolves as soon as the missing ranks move.
@@ -49,7 +50,11 @@ std::initializer_list<std::string_view> KeysOf(AlertKind kind) {
                                                                      "link_gbytes_per_s",
                                                                      "min_efficiency",
                                                                      "link_gbps"};
+  static const std::initializer_list<std::string_view> kNotReporting = {
+      "name", "kind", "enabled", "job", "hysteresis", "capture_evidence"};
   switch (kind) {
+    case AlertKind::kRanksNotReporting:
+      return kNotReporting;
     case AlertKind::kStraggler:
       return kStraggler;
     case AlertKind::kHang:
@@ -71,7 +76,7 @@ AlertKind KindFromName(std::string_view name, const std::string& where) {
   throw std::invalid_argument(
       where + ".kind: \"" + std::string(name.substr(0, 64)) +
       "\" is not one of straggler, hang, regression, exposed_communication, "
-      "allreduce_efficiency");
+      "allreduce_efficiency, ranks_not_reporting");
 }
 
 AlertRule ParseRule(const boost::json::value& v, size_t index) {
@@ -85,6 +90,8 @@ AlertRule ParseRule(const boost::json::value& v, size_t index) {
   r.kind =
       KindFromName(std::string_view(kind->get_string().data(), kind->get_string().size()), where);
   if (r.kind == AlertKind::kHang) r.hysteresis = kHangHysteresis;
+  // Ranks that stopped reporting have nothing to capture: no evidence capture unless asked.
+  if (r.kind == AlertKind::kRanksNotReporting) r.capture_evidence = false;
   const ConfigSection s(o, where, KeysOf(r.kind));
   if (!s.Has("name")) throw s.Bad("name", "missing (a string)");
   s.String("name", &r.name, 64);
@@ -159,6 +166,8 @@ boost::json::object RuleToJson(const AlertRule& r) {
       o["link_gbytes_per_s"] = r.link_gbytes_per_s;
       o["min_efficiency"] = r.min_efficiency;
       break;
+    case AlertKind::kRanksNotReporting:
+      break;
   }
   return o;
 }
@@ -177,6 +186,8 @@ std::string_view AlertKindName(AlertKind kind) {
       return "exposed_communication";
     case AlertKind::kAllReduceEfficiency:
       return "allreduce_efficiency";
+    case AlertKind::kRanksNotReporting:
+      return "ranks_not_reporting";
   }
   return "straggler";
 }
@@ -188,6 +199,7 @@ RuleSet DefaultRules() {
     r.kind = kind;
     r.name = std::string(AlertKindName(kind));
     if (kind == AlertKind::kHang) r.hysteresis = kHangHysteresis;
+    if (kind == AlertKind::kRanksNotReporting) r.capture_evidence = false;
     set.rules.push_back(std::move(r));
   }
   return set;

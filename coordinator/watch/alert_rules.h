@@ -19,7 +19,8 @@ enum class AlertKind : uint8_t {
   kHang,
   kRegression,
   kExposedCommunication,
-  kAllReduceEfficiency
+  kAllReduceEfficiency,
+  kRanksNotReporting,  // ranks the job had that report no more steps (their process or agent gone)
 };
 std::string_view AlertKindName(AlertKind kind);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "common/ranges.h"
 #include "common/str_util.h"
 #include "coordinator/analysis/statistics.h"
 #include "coordinator/analysis/stragglers.h"
@@ -201,6 +202,24 @@ std::vector<Finding> FindHangs(const std::vector<CommunicatorProgress>& progress
   return out;
 }
 
+std::vector<Finding> FindRanksNotReporting(const WindowStats& w) {
+  if (w.missing_ranks.empty()) return {};
+  Finding f;
+  f.kind = AlertKind::kRanksNotReporting;
+  f.subject = "job";
+  f.ranks = w.missing_ranks;
+  f.steps = {w.last_step};
+  f.evidence = {{"ranks_missing", static_cast<double>(w.missing_ranks.size()), ""},
+                {"since_step", static_cast<double>(w.missing_since_step), ""}};
+  f.message = fmt::format(
+      "{} of the job's ranks ({}) reported no step since step {} (the others are at step {}): "
+      "their processes, or the agents that serve them{}, stopped; the other alerts wait for them",
+      w.missing_ranks.size(), common::FormatRankList(w.missing_ranks), w.missing_since_step,
+      w.last_step,
+      w.missing_agents.empty() ? "" : fmt::format(" ({})", fmt::join(w.missing_agents, ", ")));
+  return {std::move(f)};
+}
+
 std::vector<Finding> Detect(const WindowStats& window, const AlertRule& rule) {
   switch (rule.kind) {
     case AlertKind::kStraggler:
@@ -211,6 +230,8 @@ std::vector<Finding> Detect(const WindowStats& window, const AlertRule& rule) {
       return FindExposedCommunication(window, rule);
     case AlertKind::kAllReduceEfficiency:
       return FindAllReduceInefficiency(window, rule);
+    case AlertKind::kRanksNotReporting:
+      return FindRanksNotReporting(window);
     case AlertKind::kHang:
       return {};
   }

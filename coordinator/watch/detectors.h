@@ -45,6 +45,8 @@ std::vector<Finding> FindExposedCommunication(const WindowStats& window, const A
 
 // Bytes-weighted AllReduce bus bandwidth against the rule's link bandwidth (none without one).
 std::vector<Finding> FindAllReduceInefficiency(const WindowStats& window, const AlertRule& rule);
+// Ranks the job had that report no more steps (WindowStats::missing_ranks), with their agents.
+std::vector<Finding> FindRanksNotReporting(const WindowStats& window);
 
 // Communicators where some ranks entered sequence s and others have not, for longer than the
 // rule's threshold at `now` (coordinator clock): names the missing ranks, the collective and

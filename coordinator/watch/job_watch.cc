@@ -324,7 +324,14 @@ WindowStats JobWatch::Window() const {
   WindowStats w;
   w.first_step = window_.front().first;
   w.last_step = window_.back().first;
-  w.full = window_.size() >= static_cast<size_t>(limits_.window_steps);
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    const int64_t newest = rank_newest_[i];
+    if (newest < 0 || newest > w.last_step - kMissingAfterSteps) continue;
+    w.missing_ranks.push_back(ranks_[i]);
+    w.missing_since_step = std::max(w.missing_since_step, newest);
+  }
+  std::sort(w.missing_ranks.begin(), w.missing_ranks.end());
+  w.full = window_.size() >= static_cast<size_t>(limits_.window_steps) && w.missing_ranks.empty();
   std::vector<RankWindow> by_index(ranks_.size());
   for (const auto& [step, record] : window_) {
     for (size_t i = 0; i < record.cells.size(); ++i) {

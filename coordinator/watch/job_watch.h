@@ -29,6 +29,9 @@ struct WatchMemory {
   uint64_t refused = 0;  // records dropped at a job's bound or this one
 };
 
+// Settled steps a rank may miss before it counts as not reporting.
+inline constexpr int64_t kMissingAfterSteps = 3;
+
 struct WatchLimits {
   int32_t window_steps = 20;
   int32_t baseline_steps = 100;
@@ -66,10 +69,16 @@ struct WindowStats {
   int64_t first_step = 0;
   int64_t last_step = 0;  // the step that just settled
   // The window holds window_steps settled steps (at a job's start, or after a restart, it
-  // fills up first: the detectors wait for a full one).
+  // fills up first) and every rank that reported is still reporting: the detectors wait for a
+  // full one, so that a lost agent neither fires nor resolves what its ranks took part in.
   bool full = false;
-  std::vector<RankWindow> ranks;   // by rank
-  std::vector<std::string> hosts;  // parallel to ranks ("" when unknown)
+  // Ranks that reported steps before but none of the last kMissingAfterSteps settled ones, nor
+  // any later: their process or agent stopped. Until the job restarts (step numbers go back).
+  std::vector<int32_t> missing_ranks;
+  int64_t missing_since_step = -1;          // the newest step any of them reported
+  std::vector<std::string> missing_agents;  // the agents that served them (the engine fills it)
+  std::vector<RankWindow> ranks;            // by rank
+  std::vector<std::string> hosts;           // parallel to ranks ("" when unknown)
   TimeNs total_caused_delay_ns = 0;
   TimeNs window_step_time_ns = 0;             // median over ranks of their summed step time
   std::vector<TimeNs> step_time_ns;           // per settled step in the window: median over ranks

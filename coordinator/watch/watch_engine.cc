@@ -55,6 +55,7 @@ std::vector<AlertEvent> WatchEngine::ForgetJob(const std::string& job, TimeNs no
   jobs_.erase(job);
   latest_.erase(job);
   hosts_.erase(job);
+  agents_.erase(job);
   last_data_ns_.erase(job);
   return tracker_.DropJob(job, now);
 }
@@ -104,6 +105,16 @@ void WatchEngine::SetHost(const std::string& job, int32_t rank, std::string host
   w->SetHost(rank, std::move(host));
 }
 
+void WatchEngine::NoteAgent(const std::string& job, int32_t rank, const std::string& agent) {
+  auto& ranks = agents_[job];
+  auto it = ranks.find(rank);
+  if (it != ranks.end()) {
+    if (it->second != agent) it->second = agent;
+  } else if (ranks.size() < limits_.job.max_ranks) {
+    ranks.emplace(rank, agent);
+  }
+}
+
 void WatchEngine::AddHosts(const std::string& job, Finding* f) const {
   auto it = hosts_.find(job);
   std::set<std::string> seen;
@@ -126,8 +137,19 @@ std::vector<AlertEvent> WatchEngine::Evaluate(TimeNs now) {
   };
   for (auto& [name, job] : jobs_) {
     for (WindowStats& window : job->Settle(now)) {
-      // Over the last N steps, not fewer: a job's first steps are too few to judge.
-      for (const AlertRule& rule : window.full ? rules_.rules : std::vector<AlertRule>{}) {
+      if (auto agents = agents_.find(name); agents != agents_.end()) {
+        std::set<std::string> seen;
+        for (int32_t rank : window.missing_ranks) {
+          auto agent = agents->second.find(rank);
+          if (agent != agents->second.end() && seen.insert(agent->second).second)
+            window.missing_agents.push_back(agent->second);
+        }
+      }
+      for (const AlertRule& rule : rules_.rules) {
+        // Ranks that stopped reporting are judged on every window. The other rules judge full
+        // windows only: over the last N steps, not fewer (a job's first steps are too few), and
+        // with every rank there (a lost agent must not fire or resolve what its ranks were in).
+        if (!window.full && rule.kind != AlertKind::kRanksNotReporting) continue;
         if (rule.kind != AlertKind::kHang && Applies(rule, name)) {
           std::vector<Finding> findings = Detect(window, rule);
           for (Finding& f : findings) f.window_last_step = window.last_step;

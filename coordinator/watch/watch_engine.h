@@ -43,6 +43,8 @@ class WatchEngine {
   absl::Status Add(const std::string& job, const common::StepSummary& summary);
   absl::Status Add(const std::string& job, const common::RankProgress& progress);
   void SetHost(const std::string& job, int32_t rank, std::string host);
+  // The agent that sends `rank`'s steps: named when the rank stops reporting.
+  void NoteAgent(const std::string& job, int32_t rank, const std::string& agent);
   // Forgets `job` (its window, hosts and alerts, which resolve now): another shard owns it.
   std::vector<AlertEvent> ForgetJob(const std::string& job, TimeNs now);
 
@@ -85,7 +87,8 @@ class WatchEngine {
   std::map<std::string, TimeNs> last_data_ns_;
   std::vector<std::string> forgotten_;
   std::map<std::string, WindowStats> latest_;
-  std::map<std::string, std::map<int32_t, std::string>> hosts_;  // job -> rank -> host
+  std::map<std::string, std::map<int32_t, std::string>> hosts_;   // job -> rank -> host
+  std::map<std::string, std::map<int32_t, std::string>> agents_;  // job -> rank -> agent
   AlertTracker tracker_;
 };
 

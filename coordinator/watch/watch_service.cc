@@ -157,6 +157,7 @@ void WatchService::Ingest(const std::string& agent_id, const common::DecodedWatc
     }
     if (s.ok()) {
       ++counters_.steps;
+      engine_.NoteAgent(job, step.rank, agent_id);
       continue;
     }
     ++counters_.refused_steps;

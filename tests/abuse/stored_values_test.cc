@@ -196,7 +196,7 @@ TEST_F(StoredValuesTest, ADamagedStoredRecordIsSetAsideAndTheCoordinatorStarts) 
 
   const HttpResult rules_now = HttpCall(port_, "GET", "/v1/alerts/rules");
   simdjson::dom::element r = Json(parser, rules_now.body);
-  EXPECT_EQ(r["rules"].get_array().size(), 5u) << rules_now.body;
+  EXPECT_EQ(r["rules"].get_array().size(), 6u) << rules_now.body;
   ASSERT_EQ(r["set_aside"].get_array().size(), 1u) << rules_now.body;
   EXPECT_EQ(r["set_aside"].at(0)["id"].get_string().value(), "broken");
   EXPECT_NE(std::string(r["set_aside"].at(0)["error"].get_string().value())

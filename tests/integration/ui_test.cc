@@ -246,6 +246,18 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
     EXPECT_NEAR(std::stod(m[2].str()), 100 * efficiency, 0.505) << view;
   }
 
+  // The heat map's scale runs from the median up, with a floor: under 1% of noise stays pale, a
+  // 30% straggler is darkest; the legend says what the colours mean, in time.
+  EXPECT_EQ(Js("return import('/ui/charts.js').then(m => { const n = m.heatScale([[116.61e6, "
+               "117.62e6], [117.0e6, 116.9e6]]); const s = m.heatScale([[116.61e6, 117.0e6], "
+               "[117.62e6, 152.1e6]]); return [n.t(117.62e6) < 0.1, s.t(117.62e6) < 0.1, "
+               "s.t(152.1e6), s.t(116.61e6)]; });"),
+            (json::array{true, true, 1, 0}));
+  EXPECT_TRUE(browser_->WaitFor(
+      "/step time: median [0-9.]+ ms or less/.test(document.querySelector('.scale').textContent)",
+      10'000))
+      << Text(".scale");
+
   // Keyboard: the pod chart's cursor starts on the straggler; the right arrow moves to rank 6.
   absl::StatusOr<std::string> canvas = browser_->Find(pod);
   ASSERT_TRUE(canvas.ok()) << canvas.status();
@@ -268,7 +280,7 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   ASSERT_TRUE(browser_->WaitFor(agent_row("a") + " && " + agent_row("b"), 30'000))
       << Js("return document.body.innerText;");
   const std::regex clock_cell(R"(^([0-9.]+) ms (ahead|behind)$)");
-  const std::regex drift_cell(R"(^([0-9.]+) ppm (fast|slow)$)");
+  const std::regex drift_cell(R"(^([0-9.]+) ppm( fast| slow)?$)");
   for (const auto& [agent, ms, side] : {std::tuple{"a", 20.0, "ahead"}, {"b", 15.0, "behind"}}) {
     const json::value cells = Js("return " + agent_row(agent) + ";");
     ASSERT_TRUE(cells.is_array()) << cells;
@@ -305,7 +317,23 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   EXPECT_EQ(Js("return document.documentElement.scrollWidth <= window.innerWidth + 1;"),
             json::value(true))
       << Js("return [document.documentElement.scrollWidth, window.innerWidth];");
-  Shot("capture-page-narrow");
+  // Tables wrap sensibly: words whole (a table wider than the screen scrolls in its frame),
+  // kernel names at a readable width, no row a column of single characters.
+  ASSERT_TRUE(browser_->WaitFor(
+      "document.querySelectorAll('td.name').length > 0 && document.querySelector('tr.straggler')",
+      60'000));
+  const json::value rows =
+      Js("return {tallest: Math.max(...[...document.querySelectorAll('tr')].map(r => "
+         "r.getBoundingClientRect().height)), narrowest_name: Math.min(...[...document."
+         "querySelectorAll('td.name')].map(c => c.getBoundingClientRect().width)), straggler: "
+         "document.querySelector('tr.straggler').getBoundingClientRect().height, cells: "
+         "[...document.querySelector('tr.straggler').cells].map(c => [c.textContent.slice(0, 30), "
+         "Math.round(c.getBoundingClientRect().width)])};");
+  EXPECT_LE(rows.at("tallest").to_number<double>(), 200) << rows;
+  EXPECT_LE(rows.at("straggler").to_number<double>(), 120) << rows;
+  EXPECT_GE(rows.at("narrowest_name").to_number<double>(), 100) << rows;
+  Shot("capture-page-390x844");
+  FullPageShot("capture-page-narrow-full", 390);
   ExpectNoConsoleErrors("capture page, narrow");
 }
 
@@ -447,7 +475,7 @@ TEST_F(UiTest, TheRulesAndSchedulesFormsChangeWhatTheCoordinatorKeeps) {
         << e;
   }
   save("delete r.rules[0].min_share_of_caused_delai; r.rules[1].enabled = false;");
-  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('Saved 5 rules')", 10'000))
+  ASSERT_TRUE(browser_->WaitFor("document.body.textContent.includes('Saved 6 rules')", 10'000))
       << Js("return document.body.innerText;");
   EXPECT_NE(HttpCall(http_port_, "GET", "/v1/alerts/rules")
                 .body.find(R"("name":"hang","kind":"hang","enabled":false)"),
@@ -498,6 +526,34 @@ TEST_F(UiTest, TheRulesAndSchedulesFormsChangeWhatTheCoordinatorKeeps) {
 
 // The files: served with the CSP and caching headers, revalidated by ETag; an unknown file is a
 // 404 problem. No token is needed for them, and they hold no data.
+// An imported capture: its ranks keep their own clocks, so the clock bounds are unknown, said in
+// words, not drawn as bounds of 0 with axes of zeros.
+TEST_F(UiTest, AnImportedCaptureSaysItsClockBoundsAreUnknown) {
+  StartCoordinator();
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string file = "sampled_rank-" + std::to_string(rank) + ".json.gz";
+    std::ifstream in(KinetoFixture("trace_filter/" + file), std::ios::binary);
+    const std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(gz.empty()) << file;
+    const HttpResult imported =
+        HttpCall(http_port_, "POST", "/v1/captures:import?job=tf&capture=imp&name=" + file, gz,
+                 "application/gzip");
+    ASSERT_EQ(imported.status, 201) << imported.body;
+  }
+  ASSERT_NO_FATAL_FAILURE(OpenBrowser());
+  Open("#/capture/imp", TestSecurity::Get().read_token);
+  const std::string clock_figure =
+      "[...document.querySelectorAll('figure')].find(f => f.querySelector('figcaption') && "
+      "f.querySelector('figcaption').textContent === 'Clock error bound per worker')";
+  ASSERT_TRUE(browser_->WaitFor(clock_figure, 60'000)) << Js("return document.body.innerText;");
+  EXPECT_EQ(Js("return " + clock_figure + ".querySelector('canvas') === null;"), json::value(true));
+  EXPECT_NE(Js("return " + clock_figure + ".textContent;").as_string().find("Unknown: "),
+            json::string::npos);
+  EXPECT_EQ(Js("return document.body.textContent.includes('Largest bound');"), json::value(false));
+  ExpectNoConsoleErrors("imported capture");
+  FullPageShot("capture-page-imported");
+}
+
 TEST_F(UiTest, TheFilesCarryTheirSecurityHeadersAndRevalidate) {
   StartCoordinator();
   const HttpResult page = HttpCallWithToken(http_port_, "", "GET", "/");

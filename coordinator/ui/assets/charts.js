@@ -69,10 +69,18 @@ function niceMax(value) {
   return 10 * p;
 }
 
+// A chart with nothing to draw: its title and why, in words (never axes of zeros).
+export function emptyChart(title, why) {
+  performance.mark(`podscope:drawn:${title}`);  // what there is to show is shown, as a chart's draw
+  return h("figure", {class: "chart empty"}, h("figcaption", {}, title), h("p", {class: "muted unknown"}, why));
+}
+
 // Stacked columns, one per worker: {workers: [{label, values: {key: v}, highlight, note}],
 // series: [{key, label, color, pattern}], format(v), title}. Thousands of workers: one pixel
 // (or more) per column; wider than the page, it scrolls.
-export function columnChart({workers, series, format = ns, title, height = 260, onPick}) {
+export function columnChart({workers, series, format = ns, title, height = 260, onPick, empty}) {
+  const everyTotal = workers.map((w) => series.reduce((sum, s) => sum + Math.max(0, w.values[s.key] || 0), 0));
+  if (!(Math.max(0, ...everyTotal) > 0)) return emptyChart(title, empty || "Every value is zero: nothing to draw.");
   const readout = h("p", {class: "readout", "aria-live": "polite"});
   const canvas = h("canvas", {tabindex: 0, role: "img", "aria-label": `${title}: ${workers.length} workers. Arrow keys move between workers.`});
   const scroller = h("div", {class: "chart-scroll"}, canvas);
@@ -183,6 +191,19 @@ export function rampColor(t) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
+// The heat map's colour scale: a step's time against the median step, from the median (palest)
+// to `top` above it (darkest), `top` at least 10%. A min-to-max scale gave 1% of noise full
+// contrast; against the median with that floor, noise stays pale and a straggler stands out.
+export function heatScale(values) {
+  const finite = [];
+  for (const row of values) for (const v of row) if (v >= 0) finite.push(v);
+  finite.sort((a, b) => a - b);
+  const median = finite.length ? finite[Math.floor((finite.length - 1) / 2)] : 0;
+  const max = finite.length ? finite[finite.length - 1] : 0;
+  const top = median > 0 ? Math.max(0.10, max / median - 1) : 0.10;
+  return {median, top, t: (v) => (median > 0 ? Math.min(1, Math.max(0, (v / median - 1) / top)) : 0)};
+}
+
 // The worker x step heat map of step times: {ranks, steps, values[rank row][step col] (-1:
 // missing), highlight: Set of ranks}. More ranks than pixel rows: each row is a group of ranks
 // showing its longest step (a straggler never averages away). Drag across rows to zoom in.
@@ -200,12 +221,7 @@ export function heatMap({ranks, steps, values, highlight = new Set(), title = "S
   let geometry = null;
   let drag = null;
   let drawn = false;
-  const finite = [];
-  for (const row of values) for (const v of row) if (v >= 0) finite.push(v);
-  finite.sort((a, b) => a - b);
-  const vmin = finite.length ? finite[Math.floor(finite.length * 0.01)] : 0;
-  const vmax = finite.length ? finite[finite.length - 1] : 1;
-  const t = (v) => (vmax > vmin ? (v - vmin) / (vmax - vmin) : 0.5);
+  const {median, top, t} = heatScale(values);
 
   // Shows ranks [a, b), moved inside the range when it sticks out (it keeps its width).
   function zoom(a, b) {
@@ -276,7 +292,8 @@ export function heatMap({ranks, steps, values, highlight = new Set(), title = "S
     const bar = h("canvas", {width: 160, height: 10, "aria-hidden": "true"});
     const ctx = bar.getContext("2d");
     for (let x = 0; x < 160; ++x) { ctx.fillStyle = rampColor(x / 159); ctx.fillRect(x, 0, 1, 10); }
-    scale.append(ns(vmin), " ", bar, " ", ns(vmax), " (grey: no step)");
+    scale.append(`step time: median ${ns(median)} or less `, bar,
+      ` +${(100 * top).toFixed(top < 0.1 ? 1 : 0)}% (${ns(median * (1 + top))}) or more; grey: no step`);
   }
 
   function describe() {

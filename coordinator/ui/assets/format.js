@@ -88,6 +88,13 @@ export function when(ns_since_epoch) {
   return new Date(ns_since_epoch / 1e6).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
 }
 
+// A kernel or operator name in `width` characters: what every C++ name repeats ("void ",
+// anonymous namespaces) dropped, then cut.
+export function shortName(name, width) {
+  const plain = name.replace(/^void /, "").replaceAll("(anonymous namespace)::", "");
+  return plain.length > width ? plain.slice(0, width - 1) + "…" : plain;
+}
+
 // Ranks as ranges: [0,1,2,5] -> "0-2, 5".
 export function rankList(ranks) {
   const sorted = [...ranks].sort((a, b) => a - b);
@@ -101,12 +108,13 @@ export function rankList(ranks) {
   return parts.join(", ");
 }
 
-// A sortable, scrollable table: columns [{label, value: row => text|Node, num: bool}].
+// A sortable, scrollable table: columns [{label, value: row => text|Node, num: bool, name: bool}]
+// (name: a long name that may wrap anywhere, at a readable width).
 export function table(columns, rows, options = {}) {
   const head = h("tr", {}, columns.map((c) => h("th", {scope: "col", class: c.num ? "num" : null}, c.label)));
   const body = h("tbody", {}, rows.map((row) => {
     const tr = h("tr", {class: options.rowClass ? options.rowClass(row) : null},
-      columns.map((c) => h("td", {class: c.num ? "num" : null}, c.value(row))));
+      columns.map((c) => h("td", {class: c.num ? "num" : c.name ? "name" : null}, c.value(row))));
     return tr;
   }));
   return h("div", {class: "table-wrap", tabindex: 0, role: "region", "aria-label": options.label || "table"},

@@ -2,8 +2,8 @@
 // bandwidth, top kernels, clock bounds, and the Perfetto trace. Stragglers are marked in every
 // chart. Each panel loads on its own, with progress, so one slow analysis holds up nothing else.
 import * as api from "./api.js";
-import {h, clear, put, ns, pct, count, bytes, when, table, agentClock} from "./format.js";
-import {CATEGORIES, columnChart, heatMap, xyChart} from "./charts.js";
+import {h, clear, put, ns, pct, count, bytes, when, table, agentClock, shortName} from "./format.js";
+import {CATEGORIES, columnChart, emptyChart, heatMap, xyChart} from "./charts.js";
 import {panel, errorBox, every} from "./widgets.js";
 import {stateBadge} from "./page_captures.js";
 
@@ -120,8 +120,10 @@ function stragglerReport(r) {
       {label: "where its time went", value: (s) => s.category},
       {label: "why", value: (s) => s.reason === "caused_delay" ? "held the others up" : s.reason === "compute_outlier" ? `compute outlier (z ${s.compute_z})` : s.reason},
       {label: "clock bound", num: true, value: (s) => "±" + ns(s.clock_error_bound_ns)},
+      // One line per name, shortened (whole in its tooltip): three wrapped kernel names made the
+      // row taller than a phone's screen.
       {label: "evidence", value: (s) => s.evidence && s.evidence.top ? s.evidence.top.slice(0, 3).map((k) =>
-        h("div", {}, `${k.name.slice(0, 80)}${k.name.length > 80 ? "…" : ""}: ${ns(k.worker_ns)} vs median ${ns(k.median_ns)}`)) : ""},
+        h("div", {class: "nowrap", title: k.name}, `${shortName(k.name, 48)}: ${ns(k.worker_ns)} vs median ${ns(k.median_ns)}`)) : ""},
     ], r.stragglers, {label: "stragglers", rowClass: () => "straggler"}));
   }
   lines.push(h("p", {class: "muted"}, `Clocks: ${r.aligned ? "aligned" : "not aligned"} (${r.clock_basis}), error bound ±${ns(r.clock_error_bound_ns)}.`));
@@ -167,9 +169,11 @@ function podView(base, steps, flagged) {
 function overlapChart(r, flagged) {
   const workers = r.workers.map((w) => ({label: `rank ${w.rank}`, highlight: flagged.has(w.rank),
     values: {computation_ns: w.computation_ns, overlap_ns: w.overlap_ns, communication_ns: w.communication_ns},
-    note: `${w.overlap_pct}% of communication hidden over ${w.step_count} steps`}));
-  const hidden = r.workers.map((w) => w.overlap_pct).sort((a, b) => a - b);
-  return [h("p", {class: "muted"}, `Median share of communication hidden behind computation: ${hidden.length ? hidden[Math.floor(hidden.length / 2)] : 0}%.`),
+    note: w.overlap_pct === null ? `no communication kernels over ${w.step_count} steps` : `${w.overlap_pct}% of communication hidden over ${w.step_count} steps`}));
+  // Unknown where a worker ran no communication kernels (null): left out, never taken as 0.
+  const hidden = r.workers.map((w) => w.overlap_pct).filter((p) => p !== null).sort((a, b) => a - b);
+  return [h("p", {class: "muted"}, hidden.length ? `Median share of communication hidden behind computation: ${hidden[Math.floor(hidden.length / 2)]}%.`
+      : "No worker ran communication kernels: there is no communication to hide."),
     columnChart({workers, title: "Per worker, over the window", height: 200, series: [
       {key: "computation_ns", label: "computation only", color: "#3b6fb6", pattern: "solid"},
       {key: "overlap_ns", label: "overlap", color: "#7fb3e6", pattern: "diagonal"},
@@ -283,7 +287,7 @@ function kernelTable(r) {
   return [h("p", {class: "muted"}, `Compute-kernel time on Tensor Cores: ${pct(tc.share)} (${ns(tc.tensor_core_ns)} of ${ns(tc.compute_ns)})` +
     (tc.fp32_gemm_ns > 0 ? `; FP32 GEMMs on CUDA cores of GPUs with TF32 Tensor Cores: ${pct(fp32)} of kernel time.` : ".")),
     table([
-    {label: "kernel", value: (k) => h("span", {title: k.name}, k.name.length > 100 ? k.name.slice(0, 100) + "…" : k.name)},
+    {label: "kernel", name: true, value: (k) => h("span", {title: k.name}, k.name.length > 100 ? k.name.slice(0, 100) + "…" : k.name)},
     {label: "class", value: (k) => k.class},
     {label: "count", num: true, value: (k) => count(k.count)},
     {label: "total", num: true, value: (k) => ns(k.total_ns)},
@@ -296,6 +300,9 @@ function kernelTable(r) {
 }
 
 function clockChart(record, flagged) {
+  // Imported traces keep their own clocks: no model, so no bound is known (not a bound of 0).
+  if (!record.workers.some((w) => w.clock && w.clock.source !== "none"))
+    return [emptyChart("Clock error bound per worker", "Unknown: these traces were not captured by podscope's agents, so each rank keeps its own clock and no bound between them is known. Compare arrivals across ranks with care.")];
   const workers = record.workers.map((w) => ({label: `rank ${w.rank}`, highlight: flagged.has(w.rank),
     values: {bound: w.clock ? w.clock.error_bound_ns : 0},
     note: w.clock ? `${w.clock.source}: its clock ${agentClock(w.clock).offset}, ${agentClock(w.clock).drift}` : "no clock model"}));

@@ -1,7 +1,7 @@
 // Live pages: agents and workers, a job's watch view, and alerts.
 import * as api from "./api.js";
 import {h, clear, put, ns, ms, pct, count, rankList, table, when, agentClock} from "./format.js";
-import {xyChart, STRAGGLER_COLOR} from "./charts.js";
+import {xyChart, emptyChart, STRAGGLER_COLOR} from "./charts.js";
 import {panel, every, errorBox, status} from "./widgets.js";
 
 // A sharded coordinator's replicas that did not answer: the list lacks what they hold.
@@ -145,7 +145,7 @@ export function watchPage(main, job) {
     const flagged = new Set(firing.alerts.flatMap((a) => a.ranks || []));
     put(alerts, firing.alerts.length ? firing.alerts.map(alertCard) : h("p", {class: "muted"}, "None."));
     put(facts, h("dl", {class: "facts"},
-      h("dt", {}, "steps"), h("dd", {}, `${window.first_step} – ${window.last_step}${window.full ? "" : " (window filling)"}`),
+      h("dt", {}, "steps"), h("dd", {}, `${window.first_step} – ${window.last_step}${window.missing_ranks && window.missing_ranks.length ? ` (ranks ${rankList(window.missing_ranks)} not reporting: alerts wait for them)` : window.full ? "" : " (window filling)"}`),
       h("dt", {}, "job step time"), h("dd", {}, ms(window.step_time_ms)),
       h("dt", {}, "ranks"), h("dd", {}, count(window.ranks.length))));
     // The ranks worth a line: those that caused delay, most first, and the flagged ones.
@@ -159,12 +159,14 @@ export function watchPage(main, job) {
       h("section", {class: "panel"}, xyChart({title: "Job step time over time", xLabel: "seconds since this page opened",
         yLabel: "ms", yFormat: (v) => v.toFixed(0), xFormat: (v) => v.toFixed(0),
         series: [{label: "median step time", color: "#1a56b0", points: history.map((s) => [s.t, s.step_time_ms])}]})),
-      h("section", {class: "panel"}, xyChart({title: "Caused delay in the window, per rank", xLabel: "seconds since this page opened",
-        yLabel: "ms", yFormat: (v) => v.toFixed(0), xFormat: (v) => v.toFixed(0),
-        series: worst.length ? line("caused_delay_ms") : [{label: "no rank caused delay", color: "#999", points: history.map((s) => [s.t, 0])}]})),
-      h("section", {class: "panel"}, xyChart({title: "Lag behind the median arrival, per rank", xLabel: "seconds since this page opened",
+      // With no rank to draw, a sentence: a chart of zeros would draw axes of "0 ms" ticks.
+      h("section", {class: "panel"}, worst.length ? xyChart({title: "Caused delay in the window, per rank", xLabel: "seconds since this page opened",
+        yLabel: "ms", yFormat: (v) => v.toFixed(0), xFormat: (v) => v.toFixed(0), series: line("caused_delay_ms")})
+        : emptyChart("Caused delay in the window, per rank", "No rank caused delay in this window: every rank arrived with the others.")),
+      h("section", {class: "panel"}, worst.length ? xyChart({title: "Lag behind the median arrival, per rank", xLabel: "seconds since this page opened",
         yLabel: "", yFormat: (v) => (Math.abs(v) < 1 ? (v * 1000).toFixed(0) + " µs" : v.toFixed(1) + " ms"), xFormat: (v) => v.toFixed(0),
-        series: worst.length ? line("lag_ms") : [{label: "no rank lags", color: "#999", points: history.map((s) => [s.t, 0])}]})));
+        series: line("lag_ms")})
+        : emptyChart("Lag behind the median arrival, per rank", "No rank lags the others in this window.")));
     const rows = [...window.ranks].sort((a, b) => b.caused_delay_ms - a.caused_delay_ms || a.rank - b.rank);
     put(ranksTable, table([
       {label: "rank", value: (r) => r.rank},

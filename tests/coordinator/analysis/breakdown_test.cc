@@ -50,7 +50,7 @@ TEST(BreakdownTest, HandComputedPartition) {
   EXPECT_EQ(s.idle_host_ns, 7980 - 7500);
   EXPECT_EQ(s.idle_other_ns, 450 + 10);
   EXPECT_EQ(s.Sum(), s.span_ns);
-  EXPECT_DOUBLE_EQ(s.OverlapPercent(), 100.0 * 1000 / 3000);
+  EXPECT_DOUBLE_EQ(s.OverlapPercent().value_or(-1), 100.0 * 1000 / 3000);
 }
 
 // The device idle between two steps' spans is the second step's `before`, split by what the

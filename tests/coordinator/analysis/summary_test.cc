@@ -39,7 +39,7 @@ TEST(SummaryTest, HandComputedFigures) {
   EXPECT_EQ(s.median_worker.overlap_ns, 50);
   EXPECT_EQ(s.exposed_communication_ns, 100);
   EXPECT_DOUBLE_EQ(s.exposed_communication_share, 0.5);
-  EXPECT_DOUBLE_EQ(s.overlap_pct, 100.0 * 50 / 150);
+  EXPECT_DOUBLE_EQ(s.overlap_pct.value_or(-1), 100.0 * 50 / 150);
   EXPECT_EQ(s.worst_worker.rank, 2);  // no straggler: the longest mean step
   EXPECT_FALSE(s.worst_is_straggler);
   EXPECT_EQ(s.warnings, std::vector<std::string>{"a warning"});

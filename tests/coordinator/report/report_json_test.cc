@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/analysis/analysis_run.h"
+#include "coordinator/report/report_table.h"
 #include "tests/coordinator/analysis/hand_trace.h"
 
 namespace podscope::coordinator {
@@ -36,6 +37,63 @@ std::string Render(const common::Capture& capture, const std::string& report, bo
   request.workers_only = workers_only;
   EXPECT_TRUE(analysis::ValidateRequest(&request).ok());
   return RenderJson(view, request, analysis::RunAnalyses(view, request));
+}
+
+// Two ranks that only compute: no communication kernels, no collectives, no link given.
+common::Capture ComputeOnly() {
+  common::Capture capture;
+  for (int r = 0; r < 2; ++r) {
+    HandTrace t(r, 2);
+    for (int i = 0; i < 2; ++i) {
+      const common::TimeNs base = i * 1'000'000;
+      t.Step(i, base, base + 1'000'000).Kernel(base, base + 600'000, "gemm", base);
+    }
+    capture.workers.push_back(t.Build());
+  }
+  return capture;
+}
+
+std::string RenderTable(const common::Capture& capture, const std::string& report) {
+  const common::CaptureView view(capture);
+  analysis::AnalysisRequest request;
+  request.reports = {report};
+  EXPECT_TRUE(analysis::ValidateRequest(&request).ok());
+  return RenderTables(view, request, analysis::RunAnalyses(view, request));
+}
+
+// What does not apply is unknown: null in JSON and "—" or words in tables, never 0.
+TEST(ReportJsonTest, WhatDoesNotApplyIsNullNotZero) {
+  const common::Capture capture = ComputeOnly();
+  const std::string summary = Render(capture, "summary", false);
+  EXPECT_NE(summary.find(R"("overlap_pct":null)"), std::string::npos) << summary;
+  EXPECT_NE(
+      summary.find(
+          R"("allreduce":{"collectives":0,"median_busbw_gbytes_per_s":null,"link_gbytes_per_s":null,"median_efficiency":null,)"),
+      std::string::npos)
+      << summary;
+  const std::string overview = Render(capture, "overview", false);
+  EXPECT_NE(
+      overview.find(
+          R"("overlap_pct":null,"median_busbw_gbytes_per_s":null,"link_gbytes_per_s":null,"median_efficiency":null})"),
+      std::string::npos)
+      << overview;
+  const std::string overlap = Render(capture, "overlap", false);
+  EXPECT_NE(overlap.find(R"("overlap_ns":0,"overlap_pct":null})"), std::string::npos) << overlap;
+  EXPECT_EQ(overlap.find(R"("overlap_pct":0)"), std::string::npos) << overlap;
+  const std::string allreduce = Render(capture, "allreduce", false);
+  EXPECT_NE(allreduce.find(R"({"link_gbytes_per_s":null,"median_busbw_gbytes_per_s":null,)"),
+            std::string::npos)
+      << allreduce;
+
+  const std::string table = RenderTable(capture, "summary");
+  EXPECT_NE(table.find("no communication kernels to hide"), std::string::npos) << table;
+  EXPECT_NE(table.find("collectives: none"), std::string::npos) << table;
+  EXPECT_EQ(table.find("0.0% of its communication hidden"), std::string::npos) << table;
+  EXPECT_EQ(table.find("0.0 GB/s"), std::string::npos) << table;
+  const std::string overview_table = RenderTable(capture, "overview");
+  EXPECT_NE(overview_table.find("communication: none"), std::string::npos) << overview_table;
+  const std::string overlap_table = RenderTable(capture, "overlap");
+  EXPECT_NE(overlap_table.find("        —\n"), std::string::npos) << overlap_table;
 }
 
 // detail=workers (what the web UI loads for 1024 workers): one entry per worker, nothing per step

@@ -20,7 +20,10 @@ std::string ErrorOf(std::string_view json) {
 
 TEST(AlertRulesTest, DefaultsHaveOneRuleOfEachKindAndRoundTrip) {
   const RuleSet d = DefaultRules();
-  ASSERT_EQ(d.rules.size(), 5u);
+  ASSERT_EQ(d.rules.size(), 6u);
+  EXPECT_EQ(d.rules[5].kind, AlertKind::kRanksNotReporting);
+  EXPECT_EQ(d.rules[5].name, "ranks_not_reporting");
+  EXPECT_FALSE(d.rules[5].capture_evidence) << "nothing to capture of ranks that are gone";
   EXPECT_EQ(d.window_steps, 20);
   EXPECT_EQ(d.rules[0].name, "straggler");
   EXPECT_EQ(d.rules[1].kind, AlertKind::kHang);

@@ -80,6 +80,55 @@ TEST(WatchEngineTest, AStragglerFiresNamingItsRankAndResolvesAfterItStops) {
       << "a window, the resolve hysteresis and the settle lag";
 }
 
+// Half a job's ranks stop reporting (their agent was killed) while rank 5 is still slow: the
+// straggler alert stays firing (windows without every rank judge nothing), and a ranks-not-
+// reporting alert names the missing ranks and their agent. Before, the window shrank to the ranks
+// left, rank 5's caused delay fell to 0 and the alert resolved.
+TEST(WatchEngineTest, RanksThatStopReportingFireTheirOwnAlertAndResolveNothing) {
+  WorkloadOptions o = Job(16, 200, 3);
+  const std::vector<TimeNs> starts = StepStarts(o);
+  o.slowdowns.push_back({5, 1.2, SlowdownKind::kCompute, starts[0], starts[199]});
+  SummaryModel model(o);
+  WatchEngine engine(DefaultRules());
+  for (int32_t r = 0; r < 16; ++r) engine.SetHost("job", r, "node-" + std::to_string(r / 8));
+  std::vector<Seen> seen;
+  std::vector<common::StepSummary> step;
+  while (model.Next(&step)) {
+    const int64_t number = step[0].step;
+    for (const common::StepSummary& s : step) {
+      if (number >= 100 && s.rank >= 8) continue;  // node-1's agent is gone from step 100
+      EXPECT_TRUE(engine.Add("job", s).ok());
+      engine.NoteAgent("job", s.rank, s.rank < 8 ? "agent-0" : "agent-1");
+    }
+    step.clear();
+    for (AlertEvent& e : engine.Evaluate(model.now())) seen.push_back({std::move(e), number});
+  }
+  const Seen* straggler = nullptr;
+  const Seen* missing = nullptr;
+  for (const Seen& s : seen) {
+    if (s.event.alert.kind == AlertKind::kStraggler) {
+      EXPECT_EQ(s.event.transition, Transition::kFired)
+          << s.event.alert.finding.message << " at step " << s.newest_step;
+      straggler = &s;
+    }
+    if (s.event.alert.kind == AlertKind::kRanksNotReporting) missing = &s;
+  }
+  ASSERT_NE(straggler, nullptr) << "the straggler fired before the agent went";
+  EXPECT_LT(straggler->newest_step, 100);
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->event.transition, Transition::kFired);
+  EXPECT_GE(missing->newest_step, 100);
+  // Steps wait for every rank up to settle_after (5 s), then settle without the missing ones.
+  EXPECT_LE(starts[missing->newest_step] - starts[100], 5 * kSecond + 2 * kSecond)
+      << "within the settle time and the hysteresis of the ranks' last step";
+  EXPECT_EQ(missing->event.alert.ranks, (std::vector<int32_t>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(missing->event.alert.hosts, std::vector<std::string>{"node-1"});
+  EXPECT_THAT(missing->event.alert.finding.message, HasSubstr("ranks (8-15) reported no step"));
+  EXPECT_THAT(missing->event.alert.finding.message, HasSubstr("(agent-1)"));
+  EXPECT_FALSE(engine.latest().at("job").full);
+  EXPECT_EQ(engine.latest().at("job").missing_ranks.size(), 8u);
+}
+
 TEST(WatchEngineTest, ACleanJobFiresNothing) {
   SummaryModel model(Job(32, 600, 11));
   WatchEngine engine(DefaultRules());
