@@ -10,6 +10,7 @@
 #include <regex>
 #include <tuple>
 
+#include "common/parse_number.h"
 #include "sim/workload_model.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/browser.h"
@@ -242,8 +243,9 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
   for (const std::string& view : {readout, cli}) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(view, m, said)) << view;
-    EXPECT_NEAR(std::stod(m[1].str()), busbw, 0.0505) << view << " vs " << allreduce.body;
-    EXPECT_NEAR(std::stod(m[2].str()), 100 * efficiency, 0.505) << view;
+    EXPECT_NEAR(common::ParseDouble(m[1].str()).value_or(-1), busbw, 0.0505)
+        << view << " vs " << allreduce.body;
+    EXPECT_NEAR(common::ParseDouble(m[2].str()).value_or(-1), 100 * efficiency, 0.505) << view;
   }
 
   // The heat map's scale runs from the median up, with a floor: under 1% of noise stays pale, a
@@ -289,7 +291,7 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
     std::string offset(cells.as_array()[4].as_string());
     ASSERT_TRUE(std::regex_match(offset, m, clock_cell)) << row;
     EXPECT_EQ(m[2].str(), side) << row;
-    EXPECT_NEAR(std::stod(m[1].str()), ms, 3.0) << row;
+    EXPECT_NEAR(common::ParseDouble(m[1].str()).value_or(-1), ms, 3.0) << row;
     // A drift fitted over seconds is too rough for its figure to be checked here; its form is,
     // and its sign exactly, below.
     std::string drift(cells.as_array()[5].as_string());
