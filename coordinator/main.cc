@@ -583,8 +583,8 @@ int main(int argc, char** argv) {
       MakeScheduleRunner(**store, scheduler, membership, id_suffix);
   if (!schedules.ok()) return Fail(schedules.status(), 1);
   (*schedules)->Start();
-  SchedulesApi schedules_api(**schedules, [&registry](const std::string& job) {
-    return registry.SelectTargets(job, {}).ok();
+  SchedulesApi schedules_api(**schedules, [&registry](const ScheduleSpec& spec) {
+    return registry.SelectTargets(spec.job, spec.ranks).ok();
   });
   schedules_api.Register(router);
   WatchApi watch_api(watch_service);

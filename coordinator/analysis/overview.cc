@@ -158,7 +158,8 @@ void AllReduceEfficiency(const SummaryReport& s, const OverviewOptions& opt,
   out.push_back(
       {.rule = "allreduce_efficiency",
        .title = fmt::format(
-           "AllReduce reaches {} of the link ({:.1f} of {:.0f} GB/s bus bandwidth, median)",
+           "Collectives reach {} of the link ({:.1f} of {:.0f} GB/s bus bandwidth, median over "
+           "collectives)",
            Pct(efficiency), *s.median_busbw_gbytes_per_s, s.link_gbytes_per_s),
        .advice = "Check which algorithm and protocol NCCL picks (NCCL_DEBUG=INFO, NCCL_ALGO, "
                  "NCCL_PROTO), that it "

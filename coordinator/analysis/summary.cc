@@ -66,16 +66,21 @@ SummaryReport Summarize(const common::CaptureView& capture,
   std::vector<TimeNs> spans;
   std::map<std::string, size_t> sources;
   std::vector<std::pair<TimeNs, size_t>> mean_span;  // (mean step span, worker), workers with steps
+  // (mean own time: span less the wait for other ranks, worker): in synchronous training every
+  // rank's step lasts as long as the slowest's, so the slowest worker is the one with the most.
+  std::vector<std::pair<TimeNs, size_t>> mean_own;
   for (size_t w = 0; w < breakdown.size(); ++w) {
     ++sources[std::string(StepSourceName(breakdown[w].step_source))];
     if (breakdown[w].steps.empty()) continue;
-    TimeNs total = 0;
+    TimeNs total = 0, own = 0;
     for (const StepBreakdown& b : breakdown[w].steps) {
       numbers.insert(b.step);
       spans.push_back(b.span_ns);
       total += b.span_ns;
+      own += b.span_ns - b.comm_wait_ns;
     }
     mean_span.emplace_back(total / static_cast<TimeNs>(breakdown[w].steps.size()), w);
+    mean_own.emplace_back(own / static_cast<TimeNs>(breakdown[w].steps.size()), w);
   }
   if (!sources.empty()) {
     s.step_source =
@@ -97,7 +102,8 @@ SummaryReport Summarize(const common::CaptureView& capture,
   if (!mean_span.empty()) {
     std::sort(mean_span.begin(), mean_span.end());
     const size_t median = mean_span[(mean_span.size() - 1) / 2].second;
-    size_t worst = mean_span.back().second;
+    std::stable_sort(mean_own.begin(), mean_own.end());
+    size_t worst = mean_own.back().second;
     if (!stragglers.stragglers.empty() && stragglers.stragglers[0].worker < breakdown.size()) {
       worst = stragglers.stragglers[0].worker;
       s.worst_is_straggler = true;

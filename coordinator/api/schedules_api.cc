@@ -35,11 +35,12 @@ HttpResponse SchedulesApi::Create(HttpRequest& r) {
                                  std::string(added.status().message()));
   }
   std::string body = ScheduleToJson(*added);
-  if (!job_served_(added->spec.job)) {
+  if (!job_served_(added->spec)) {
     body.pop_back();  // the object's closing brace
     common::JsonWriter warning;
     warning.Char(',').Key("warning").String(
         common::StrCat("no connected agent serves job ", added->spec.job,
+                       added->spec.ranks.empty() ? "" : " with every rank asked for",
                        " now: its captures fail until one does (see podscope workers)"));
     body += warning.buffer();
     body += '}';

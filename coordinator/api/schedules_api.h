@@ -12,9 +12,9 @@ namespace podscope::coordinator {
 
 class SchedulesApi {
  public:
-  // `job_served`: whether a connected agent serves the job now. A schedule for a job none does is
-  // still taken (jobs come and go), with a warning in the answer.
-  using JobServed = std::function<bool(const std::string& job)>;
+  // `job_served`: whether connected agents serve the spec's job, and every rank it names, now. A
+  // schedule they do not is still taken (jobs come and go), with a warning in the answer.
+  using JobServed = std::function<bool(const ScheduleSpec& spec)>;
   SchedulesApi(ScheduleRunner& runner, JobServed job_served)
       : runner_(runner), job_served_(std::move(job_served)) {}
   void Register(Router& router);

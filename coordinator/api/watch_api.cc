@@ -82,9 +82,12 @@ HttpResponse WatchApi::JobWindow(HttpRequest& r) {
   out.Char(',').Key("first_step").Int(w.first_step);
   out.Char(',').Key("last_step").Int(w.last_step);
   out.Char(',').Key("full").Bool(w.full);
-  out.Char(',').Key("missing_ranks").Char('[');
-  for (size_t i = 0; i < w.missing_ranks.size(); ++i) out.Raw(i ? "," : "").Int(w.missing_ranks[i]);
-  out.Char(']');
+  for (const auto& [key, ranks] :
+       {std::pair{"absent_ranks", &w.absent_ranks}, std::pair{"missing_ranks", &w.missing_ranks}}) {
+    out.Char(',').Key(key).Char('[');
+    for (size_t i = 0; i < ranks->size(); ++i) out.Raw(i ? "," : "").Int((*ranks)[i]);
+    out.Char(']');
+  }
   out.Char(',')
       .Key("step_time_ms")
       .Double(w.step_time_ns.empty() ? 0 : static_cast<double>(w.step_time_ns.back()) / 1e6);

@@ -116,7 +116,10 @@ std::string AlertNotifier::AlertmanagerBody(const std::vector<Alert>& alerts) co
     out.Char(',').Key("rule").String(a.rule);
     out.Char(',').Key("kind").String(AlertKindName(a.kind));
     out.Char(',').Key("subject").String(a.subject);
-    out.Char(',').Key("severity").String(a.kind == AlertKind::kHang ? "critical" : "warning");
+    out.Char(',')
+        .Key("severity")
+        .String(a.kind == AlertKind::kHang || a.kind == AlertKind::kRanksNotReporting ? "critical"
+                                                                                      : "warning");
     out.Char(',').Key("source").String("podscope");
     out.Char('}').Char(',').Key("annotations").Char('{');
     out.Key("summary").String(a.finding.message);

@@ -69,6 +69,8 @@ int64_t JobWatch::RankIndex(int32_t rank) {
   ranks_.push_back(rank);
   hosts_.emplace_back();
   rank_newest_.push_back(-1);
+  rank_absent_since_.push_back(INT64_MIN);
+  rank_retired_.push_back(false);
   return index;
 }
 
@@ -150,6 +152,8 @@ absl::Status JobWatch::Add(const common::StepSummary& s) {
   }
   if (last != nullptr) cell->exposed_ns = last->end_ns - last->start_ns;
   rank_newest_[r] = std::max(rank_newest_[r], s.step);
+  rank_absent_since_[r] = INT64_MIN;  // reporting (again)
+  rank_retired_[r] = false;
   newest_step_ = std::max(newest_step_, s.step);
   for (const common::CollectiveArrival& a : s.collectives) {
     AddArrival(a, r, s.step);
@@ -295,7 +299,8 @@ std::vector<WindowStats> JobWatch::Settle(TimeNs now) {
   while (!unsettled_.empty()) {
     const int64_t step = unsettled_.begin()->first;
     bool everyone_past = true;
-    for (int64_t newest : rank_newest_) everyone_past = everyone_past && newest > step;
+    for (size_t i = 0; i < rank_newest_.size(); ++i)
+      everyone_past = everyone_past && (rank_newest_[i] > step || rank_retired_[i]);
     const TimeNs end = unsettled_.begin()->second.newest_end_ns;
     const bool overdue =
         now != INT64_MIN && end != INT64_MIN && now - end >= limits_.settle_after_ns;
@@ -315,23 +320,33 @@ std::vector<WindowStats> JobWatch::Settle(TimeNs now) {
       window_.pop_front();
     }
     EvictPendingBefore(window_.front().first);
-    out.push_back(Window());
+    out.push_back(Window(now));
   }
   return out;
 }
 
-WindowStats JobWatch::Window() const {
+WindowStats JobWatch::Window(TimeNs now) {
   WindowStats w;
   w.first_step = window_.front().first;
   w.last_step = window_.back().first;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     const int64_t newest = rank_newest_[i];
-    if (newest < 0 || newest > w.last_step - kMissingAfterSteps) continue;
+    if (newest < 0 || newest > w.last_step - kMissingAfterSteps || rank_retired_[i]) continue;
+    // Absent. Without a clock (Settle() without a time) it counts as not reporting at once.
+    if (rank_absent_since_[i] == INT64_MIN) rank_absent_since_[i] = now;
+    const TimeNs absent_for = now == INT64_MIN ? INT64_MAX : now - rank_absent_since_[i];
+    if (now != INT64_MIN && absent_for >= kRetireAbsentAfterNs) {
+      rank_retired_[i] = true;
+      continue;
+    }
+    w.absent_ranks.push_back(ranks_[i]);
+    if (absent_for < kNotReportingAfterNs) continue;
     w.missing_ranks.push_back(ranks_[i]);
     w.missing_since_step = std::max(w.missing_since_step, newest);
   }
+  std::sort(w.absent_ranks.begin(), w.absent_ranks.end());
   std::sort(w.missing_ranks.begin(), w.missing_ranks.end());
-  w.full = window_.size() >= static_cast<size_t>(limits_.window_steps) && w.missing_ranks.empty();
+  w.full = window_.size() >= static_cast<size_t>(limits_.window_steps) && w.absent_ranks.empty();
   std::vector<RankWindow> by_index(ranks_.size());
   for (const auto& [step, record] : window_) {
     for (size_t i = 0; i < record.cells.size(); ++i) {
@@ -393,6 +408,8 @@ void JobWatch::Reset() {
   ranks_.clear();
   hosts_.clear();
   rank_newest_.clear();
+  rank_absent_since_.clear();
+  rank_retired_.clear();
   rank_index_.clear();
   unsettled_.clear();
   window_.clear();

@@ -29,8 +29,15 @@ struct WatchMemory {
   uint64_t refused = 0;  // records dropped at a job's bound or this one
 };
 
-// Settled steps a rank may miss before it counts as not reporting.
+// Settled steps a rank may miss before it counts as absent (the window is then not full).
 inline constexpr int64_t kMissingAfterSteps = 3;
+// How long, on the coordinator's clock, an absent rank stays absent before it counts as not
+// reporting (the alert): past one probe flush and the settle time, so that the steps a rank loses
+// when its job ends or its agent reconnects raise nothing.
+inline constexpr TimeNs kNotReportingAfterNs = 15'000'000'000;
+// An absent rank is retired after this long: the job goes on without it (an elastic job that
+// shrank), its windows are judged again, and the not-reporting alert resolves.
+inline constexpr TimeNs kRetireAbsentAfterNs = 600'000'000'000;
 
 struct WatchLimits {
   int32_t window_steps = 20;
@@ -73,7 +80,9 @@ struct WindowStats {
   // full one, so that a lost agent neither fires nor resolves what its ranks took part in.
   bool full = false;
   // Ranks that reported steps before but none of the last kMissingAfterSteps settled ones, nor
-  // any later: their process or agent stopped. Until the job restarts (step numbers go back).
+  // any later (absent: the window is not full), for kNotReportingAfterNs or more: their process
+  // or agent stopped. Retired after kRetireAbsentAfterNs, or when the job restarts.
+  std::vector<int32_t> absent_ranks;
   std::vector<int32_t> missing_ranks;
   int64_t missing_since_step = -1;          // the newest step any of them reported
   std::vector<std::string> missing_agents;  // the agents that served them (the engine fills it)
@@ -175,7 +184,7 @@ class JobWatch {
   void Resolve(const PendingCollective& c);
   void UpdateProgress(const common::RankProgress& p);
   void EvictPendingBefore(int64_t step);
-  WindowStats Window() const;
+  WindowStats Window(TimeNs now);
   void Reset();
   // Whether `more` bytes fit the job's bound and the shared one; counts a refusal.
   bool Fits(size_t more);
@@ -191,6 +200,10 @@ class JobWatch {
   std::vector<int32_t> ranks_;        // by index
   std::vector<std::string> hosts_;    // by index
   std::vector<int64_t> rank_newest_;  // newest step each rank reported
+  // When each rank was first seen absent (coordinator clock; INT64_MIN: not absent), and whether
+  // it was retired (not expected any more).
+  std::vector<TimeNs> rank_absent_since_;
+  std::vector<bool> rank_retired_;
   absl::flat_hash_map<int32_t, uint32_t> rank_index_;
   std::map<int64_t, StepRecord> unsettled_;            // by step
   std::deque<std::pair<int64_t, StepRecord>> window_;  // settled, oldest first

@@ -13,10 +13,28 @@ bool SameRule(const AlertRule& a, const AlertRule& b) {
   return RulesToJson({.rules = {a}}) == RulesToJson({.rules = {b}});
 }
 
+// Windows missing ranks judge nothing else, so the rule that says so is always there: a rule set
+// without one (stored before it existed, or written without it) gets the default, which a rule
+// of that kind with "enabled": false turns off.
+RuleSet WithNotReportingRule(RuleSet rules) {
+  for (const AlertRule& r : rules.rules) {
+    if (r.kind == AlertKind::kRanksNotReporting) return rules;
+  }
+  for (const AlertRule& r : DefaultRules().rules) {
+    if (r.kind != AlertKind::kRanksNotReporting) continue;
+    AlertRule added = r;
+    for (const AlertRule& other : rules.rules) {
+      if (other.name == added.name) added.name += " (built in)";
+    }
+    rules.rules.push_back(std::move(added));
+  }
+  return rules;
+}
+
 }  // namespace
 
 WatchEngine::WatchEngine(RuleSet rules, EngineLimits limits)
-    : rules_(std::move(rules)),
+    : rules_(WithNotReportingRule(std::move(rules))),
       limits_(limits),
       memory_{.limit = limits.max_total_bytes},
       tracker_(limits.tracker) {
@@ -24,7 +42,8 @@ WatchEngine::WatchEngine(RuleSet rules, EngineLimits limits)
   limits_.job.baseline_steps = rules_.baseline_steps;
 }
 
-std::vector<AlertEvent> WatchEngine::SetRules(RuleSet rules, TimeNs now) {
+std::vector<AlertEvent> WatchEngine::SetRules(RuleSet set, TimeNs now) {
+  RuleSet rules = WithNotReportingRule(std::move(set));
   std::vector<AlertEvent> events;
   for (const AlertRule& old : rules_.rules) {
     bool kept = false;

@@ -200,8 +200,10 @@ TEST_F(WatchTest, AKilledAgentFiresRanksNotReportingAndResolvesNothing) {
     still_firing = still_firing || a["id"].get_string().value() == straggler_id;
   EXPECT_TRUE(still_firing) << HttpCall(http_port_, "GET", "/v1/alerts").body;
   const HttpResult watch = HttpCall(http_port_, "GET", "/v1/watch/jobs/lost");
-  EXPECT_NE(watch.body.find(R"("full":false,"missing_ranks":[8,9,10,11,12,13,14,15])"),
-            std::string::npos)
+  EXPECT_NE(
+      watch.body.find(
+          R"("full":false,"absent_ranks":[8,9,10,11,12,13,14,15],"missing_ranks":[8,9,10,11,12,13,14,15])"),
+      std::string::npos)
       << watch.body;
 }
 

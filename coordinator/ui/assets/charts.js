@@ -199,7 +199,9 @@ export function heatScale(values) {
   for (const row of values) for (const v of row) if (v >= 0) finite.push(v);
   finite.sort((a, b) => a - b);
   const median = finite.length ? finite[Math.floor((finite.length - 1) / 2)] : 0;
-  const max = finite.length ? finite[finite.length - 1] : 0;
+  // The 99th percentile, not the maximum: one warm-up step at 20 times the median must not make
+  // a 30% straggler pale. Longer steps are darkest.
+  const max = finite.length ? finite[Math.min(finite.length - 1, Math.floor(finite.length * 0.99))] : 0;
   const top = median > 0 ? Math.max(0.10, max / median - 1) : 0.10;
   return {median, top, t: (v) => (median > 0 ? Math.min(1, Math.max(0, (v / median - 1) / top)) : 0)};
 }
@@ -293,7 +295,7 @@ export function heatMap({ranks, steps, values, highlight = new Set(), title = "S
     const ctx = bar.getContext("2d");
     for (let x = 0; x < 160; ++x) { ctx.fillStyle = rampColor(x / 159); ctx.fillRect(x, 0, 1, 10); }
     scale.append(`step time: median ${ns(median)} or less `, bar,
-      ` +${(100 * top).toFixed(top < 0.1 ? 1 : 0)}% (${ns(median * (1 + top))}) or more; grey: no step`);
+      ` +${(100 * top).toFixed(0)}% (${ns(median * (1 + top))}) or more; grey: no step`);
   }
 
   function describe() {

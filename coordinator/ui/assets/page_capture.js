@@ -207,7 +207,7 @@ function allReducePanel(base) {
       const ops = new Map();
       for (const c of r.collectives) {
         if (!ops.has(c.op)) ops.set(c.op, []);
-        ops.get(c.op).push([c.bytes, c.busbw_gbytes_per_s]);
+        if (c.busbw_gbytes_per_s !== null) ops.get(c.op).push([c.bytes, c.busbw_gbytes_per_s]);  // unknown: not drawn at 0
       }
       const colors = ["#1a56b0", "#e08a2c", "#5a9e5a", "#8a62b5", "#c4452f", "#555"];
       const kMaxPoints = 20000;  // per operation: beyond that the dots only overlap

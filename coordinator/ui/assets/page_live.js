@@ -145,7 +145,7 @@ export function watchPage(main, job) {
     const flagged = new Set(firing.alerts.flatMap((a) => a.ranks || []));
     put(alerts, firing.alerts.length ? firing.alerts.map(alertCard) : h("p", {class: "muted"}, "None."));
     put(facts, h("dl", {class: "facts"},
-      h("dt", {}, "steps"), h("dd", {}, `${window.first_step} – ${window.last_step}${window.missing_ranks && window.missing_ranks.length ? ` (ranks ${rankList(window.missing_ranks)} not reporting: alerts wait for them)` : window.full ? "" : " (window filling)"}`),
+      h("dt", {}, "steps"), h("dd", {}, `${window.first_step} – ${window.last_step}${window.absent_ranks && window.absent_ranks.length ? ` (ranks ${rankList(window.absent_ranks)} not reporting: the other alerts wait for them)` : window.full ? "" : " (window filling)"}`),
       h("dt", {}, "job step time"), h("dd", {}, ms(window.step_time_ms)),
       h("dt", {}, "ranks"), h("dd", {}, count(window.ranks.length))));
     // The ranks worth a line: those that caused delay, most first, and the flagged ones.

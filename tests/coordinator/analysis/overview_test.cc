@@ -154,8 +154,9 @@ TEST(OverviewTest, CommunicationTheLinkAndAStragglerEachNeedTheirNumbers) {
   // The link: 400 of 1000 ns in AllReduce at 40% of the link puts 0.4 x 0.6 at stake.
   EXPECT_EQ(o.recommendations[1].rule, "allreduce_efficiency");
   EXPECT_DOUBLE_EQ(o.recommendations[1].step_share, 0.4 * 0.6);
-  EXPECT_NE(o.recommendations[1].title.find("40.0% of the link (160.0 of 400 GB/s"),
-            std::string::npos)
+  EXPECT_NE(
+      o.recommendations[1].title.find("Collectives reach 40.0% of the link (160.0 of 400 GB/s"),
+      std::string::npos)
       << o.recommendations[1].title;
   // The straggler costs what its loss says, not its caused delay.
   EXPECT_EQ(o.recommendations[2].rule, "straggler");

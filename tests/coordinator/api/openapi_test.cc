@@ -39,7 +39,7 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   watch_api.Register(router);
   auto schedules = ScheduleRunner::Create(**store, now, {});
   ASSERT_TRUE(schedules.ok());
-  SchedulesApi schedules_api(**schedules, [](const std::string&) { return true; });
+  SchedulesApi schedules_api(**schedules, [](const ScheduleSpec&) { return true; });
   schedules_api.Register(router);
   RegisterUi(router);
   std::set<std::string> registered;

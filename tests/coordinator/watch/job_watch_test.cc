@@ -77,6 +77,41 @@ TEST(JobWatchTest, ASilentRankDoesNotHoldTheWindowBack) {
   EXPECT_EQ(settled.back().last_step, 3);
 }
 
+// A rank that stops: absent once it misses 3 settled steps (the window is not full), not
+// reporting after 15 s of that, and retired after 10 minutes (the job goes on without it: its
+// windows are full again). Steps are 10 s apart on the coordinator's clock.
+TEST(JobWatchTest, ARankThatStopsIsAbsentThenNotReportingThenRetired) {
+  WatchLimits limits;
+  limits.window_steps = 2;
+  JobWatch w(limits);
+  constexpr TimeNs kStepMs = 10'000;
+  std::vector<WindowStats> windows;
+  for (int64_t step = 0; step < 80; ++step) {
+    for (int32_t r = 0; r < 2; ++r) {
+      if (r == 1 && step > 4) continue;  // rank 1 stops after step 4
+      ASSERT_TRUE(w.Add(Step(r, step, step * kStepMs, step * kStepMs + 9'000, {})).ok());
+    }
+    for (WindowStats& s : w.Settle(step * kStepMs * kMs + 9'000 * kMs + limits.settle_after_ns))
+      windows.push_back(std::move(s));
+  }
+  auto at = [&](int64_t step) -> const WindowStats& {
+    for (const WindowStats& s : windows)
+      if (s.last_step == step) return s;
+    ADD_FAILURE() << "step " << step << " never settled";
+    return windows.front();
+  };
+  EXPECT_TRUE(at(6).full) << "a step or two behind is not absent";
+  EXPECT_THAT(at(8).absent_ranks, ElementsAre(1));
+  EXPECT_FALSE(at(8).full);
+  EXPECT_TRUE(at(8).missing_ranks.empty()) << "absent for under 15 s";
+  EXPECT_THAT(at(10).missing_ranks, ElementsAre(1));
+  EXPECT_EQ(at(10).missing_since_step, 4);
+  EXPECT_THAT(at(60).absent_ranks, ElementsAre(1)) << "under 10 minutes";
+  EXPECT_TRUE(at(75).absent_ranks.empty()) << "retired after 10 minutes";
+  EXPECT_TRUE(at(75).missing_ranks.empty());
+  EXPECT_TRUE(at(75).full);
+}
+
 TEST(JobWatchTest, TheWindowSlidesAndFeedsTheBaseline) {
   WatchLimits limits;
   limits.window_steps = 2;

@@ -85,9 +85,9 @@ TEST(WatchEngineTest, AStragglerFiresNamingItsRankAndResolvesAfterItStops) {
 // reporting alert names the missing ranks and their agent. Before, the window shrank to the ranks
 // left, rank 5's caused delay fell to 0 and the alert resolved.
 TEST(WatchEngineTest, RanksThatStopReportingFireTheirOwnAlertAndResolveNothing) {
-  WorkloadOptions o = Job(16, 200, 3);
+  WorkloadOptions o = Job(16, 400, 3);
   const std::vector<TimeNs> starts = StepStarts(o);
-  o.slowdowns.push_back({5, 1.2, SlowdownKind::kCompute, starts[0], starts[199]});
+  o.slowdowns.push_back({5, 1.2, SlowdownKind::kCompute, starts[0], starts[399]});
   SummaryModel model(o);
   WatchEngine engine(DefaultRules());
   for (int32_t r = 0; r < 16; ++r) engine.SetHost("job", r, "node-" + std::to_string(r / 8));
@@ -118,9 +118,10 @@ TEST(WatchEngineTest, RanksThatStopReportingFireTheirOwnAlertAndResolveNothing) 
   ASSERT_NE(missing, nullptr);
   EXPECT_EQ(missing->event.transition, Transition::kFired);
   EXPECT_GE(missing->newest_step, 100);
-  // Steps wait for every rank up to settle_after (5 s), then settle without the missing ones.
-  EXPECT_LE(starts[missing->newest_step] - starts[100], 5 * kSecond + 2 * kSecond)
-      << "within the settle time and the hysteresis of the ranks' last step";
+  // Steps wait for every rank up to settle_after (5 s) and settle without it; 15 s after that
+  // the ranks count as not reporting; then the hysteresis.
+  EXPECT_LE(starts[missing->newest_step] - starts[100], (5 + 15 + 2) * kSecond)
+      << "within the settle time, the 15 s and the hysteresis of the ranks' last step";
   EXPECT_EQ(missing->event.alert.ranks, (std::vector<int32_t>{8, 9, 10, 11, 12, 13, 14, 15}));
   EXPECT_EQ(missing->event.alert.hosts, std::vector<std::string>{"node-1"});
   EXPECT_THAT(missing->event.alert.finding.message, HasSubstr("ranks (8-15) reported no step"));
