@@ -132,6 +132,17 @@ void Overlap(JsonWriter& w, const std::vector<WorkerBreakdown>& b, bool workers_
   w.Raw("]}");
 }
 
+// The capture's bus bandwidth fields, as the summary and the overview give them.
+void BandwidthFields(JsonWriter& w, const std::optional<double>& median_busbw, double link,
+                     const std::optional<double>& median_efficiency) {
+  w.Raw(",\"median_busbw_gbytes_per_s\":");
+  OptionalFixed(w, median_busbw, 3);
+  w.Raw(",\"link_gbytes_per_s\":");
+  OptionalFixed(w, GivenLink(link), 3);
+  w.Raw(",\"median_efficiency\":");
+  OptionalFixed(w, median_efficiency, 4);
+}
+
 void OptionalInt(JsonWriter& w, const std::optional<TimeNs>& v) {
   if (v.has_value()) {
     w.Int(*v);
@@ -235,12 +246,7 @@ void Summary(JsonWriter& w, const SummaryReport& s) {
     w.Raw(",\"reason\":").String(g.reason).Char('}');
   }
   w.Raw("],\"allreduce\":{\"collectives\":").Uint(s.collectives);
-  w.Raw(",\"median_busbw_gbytes_per_s\":");
-  OptionalFixed(w, s.median_busbw_gbytes_per_s, 3);
-  w.Raw(",\"link_gbytes_per_s\":");
-  OptionalFixed(w, GivenLink(s.link_gbytes_per_s), 3);
-  w.Raw(",\"median_efficiency\":");
-  OptionalFixed(w, s.median_efficiency, 4);
+  BandwidthFields(w, s.median_busbw_gbytes_per_s, s.link_gbytes_per_s, s.median_efficiency);
   w.Raw(",\"measured_allreduce_ns\":")
       .Int(s.measured_allreduce_ns)
       .Raw(",\"expected_allreduce_ns\":");
@@ -624,12 +630,7 @@ void Overview(JsonWriter& w, const OverviewReport& o) {
   w.Raw("},\"communication\":{\"exposed_share\":").Fixed(o.exposed_communication_share, 4);
   w.Raw(",\"overlap_pct\":");
   OptionalFixed(w, o.overlap_pct, 2);
-  w.Raw(",\"median_busbw_gbytes_per_s\":");
-  OptionalFixed(w, o.median_busbw_gbytes_per_s, 3);
-  w.Raw(",\"link_gbytes_per_s\":");
-  OptionalFixed(w, GivenLink(o.link_gbytes_per_s), 3);
-  w.Raw(",\"median_efficiency\":");
-  OptionalFixed(w, o.median_efficiency, 4);
+  BandwidthFields(w, o.median_busbw_gbytes_per_s, o.link_gbytes_per_s, o.median_efficiency);
   w.Raw("},\"straggler_count\":").Uint(o.straggler_count).Raw(",\"recommendations\":[");
   for (size_t i = 0; i < o.recommendations.size(); ++i) {
     const Recommendation& r = o.recommendations[i];

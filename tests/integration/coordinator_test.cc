@@ -335,16 +335,22 @@ TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
   EXPECT_EQ(RunSplit(CoordinatorBinary(), "--no-such-flag", dir_).exit_code, 2);
   EXPECT_EQ(RunSplit(AgentBinary(), "--no-such-flag", dir_).exit_code, 2);
 
+  // A loopback socket on a port of the kernel's choosing, and that port as HOST:PORT.
+  auto bound_loopback = [](int* fd) {
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    EXPECT_EQ(bind(*fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    getsockname(*fd, reinterpret_cast<sockaddr*>(&address), &length);
+    return "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  };
+
   // A port another process listens on, for either listener: said in words, once.
-  const int holder = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in held{};
-  held.sin_family = AF_INET;
-  held.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t held_length = sizeof(held);
-  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&held), sizeof(held)), 0);
+  int holder = -1;
+  const std::string taken = bound_loopback(&holder);
   ASSERT_EQ(listen(holder, 1), 0);
-  getsockname(holder, reinterpret_cast<sockaddr*>(&held), &held_length);
-  const std::string taken = "127.0.0.1:" + std::to_string(ntohs(held.sin_port));
   for (const auto& [flag, other] : {std::pair{"--grpc", "--http"}, std::pair{"--http", "--grpc"}}) {
     const CliRun busy =
         RunSplit(CoordinatorBinary(),
@@ -359,14 +365,8 @@ TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
   close(holder);
 
   // A port nobody listens on: bound, then closed.
-  const int probe = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
-  const std::string dead = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  int probe = -1;
+  const std::string dead = bound_loopback(&probe);
   close(probe);
   Daemon agent(
       AgentBinary(),
