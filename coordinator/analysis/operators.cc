@@ -44,7 +44,7 @@ void SortTop(std::vector<OperatorStats>& list, size_t limit) {
 }
 
 // Every operator of one worker, aggregated by name (all of them: the pod sums need them).
-std::vector<OperatorStats> ForWorker(const common::WorkerTrace& t) {
+std::vector<OperatorStats> OperatorsOf(const common::WorkerTrace& t) {
   const absl::flat_hash_map<int64_t, TimeNs> device = DeviceTimeByCorrelation(t);
   std::map<int64_t, std::vector<Item>> threads;
   const common::HostSpanTable& h = t.host_spans;
@@ -143,7 +143,7 @@ OperatorReport ComputeOperators(const common::CaptureView& capture, size_t limit
 }
 
 WorkerOperatorStats ComputeWorkerOperators(const common::WorkerTrace& trace) {
-  return {trace.info.rank, ForWorker(trace)};
+  return {trace.info.rank, OperatorsOf(trace)};
 }
 
 OperatorReport FinishOperators(std::vector<WorkerOperatorStats> all, size_t limit) {
@@ -159,6 +159,7 @@ OperatorReport FinishOperators(std::vector<WorkerOperatorStats> all, size_t limi
       p.stats.host_self_ns += s.host_self_ns;
       p.stats.device_total_ns += s.device_total_ns;
       p.stats.device_self_ns += s.device_self_ns;
+      report.device_self_ns += s.device_self_ns;
       p.costliest.push_back({rank, s.device_total_ns, s.host_total_ns});
     }
     WorkerOperators worker{rank, std::move(all[w].operators)};

@@ -124,25 +124,108 @@ void InputBound(const InputReport& input, std::vector<Recommendation>& out) {
        .ranks = input.input_bound});
 }
 
+// What hides or shortens exposed communication, by what the collectives are for.
+std::string CommunicationAdvice(ParallelismKind kind) {
+  switch (kind) {
+    case ParallelismKind::kDataParallel:
+      return "Start gradient reductions earlier in the backward pass: smaller DDP buckets "
+             "(bucket_cap_mb), gradient_as_bucket_view=True, and no work that serialises the "
+             "communication stream; or reduce less often, accumulating gradients over "
+             "micro-batches under no_sync()";
+    case ParallelismKind::kShardedDataParallel:
+      return "Prefetch the parameter AllGathers: FSDP forward_prefetch=True and "
+             "backward_prefetch=BACKWARD_PRE (ZeRO-3: overlap_comm and a larger prefetch bucket), "
+             "and larger wrapping units so fewer, larger collectives run";
+    case ParallelismKind::kTensorParallel:
+      return "Tensor-parallel collectives sit on every layer's critical path, forward and "
+             "backward, and cannot hide behind gradient computation: keep the tensor-parallel "
+             "group inside one NVLink domain, overlap them with the layer's GEMMs (sequence "
+             "parallelism with Megatron's --tp-comm-overlap, Transformer Engine), or use a "
+             "smaller tensor-parallel size with more pipeline or data parallelism";
+    case ParallelismKind::kPipelineParallel:
+      return "Pipeline transfers and bubbles: more micro-batches per step, an interleaved "
+             "schedule (virtual pipeline stages), and stages of equal cost";
+    case ParallelismKind::kAllToAll:
+      return "All-to-all exchanges (expert or embedding parallelism): balance the tokens or "
+             "lookups per rank, overlap the exchange with computation, and keep the group inside "
+             "one node where it fits";
+    case ParallelismKind::kUnknown:
+      break;
+  }
+  return "Overlap the collectives with computation (for gradient reduction: smaller DDP buckets, "
+         "FSDP/ZeRO prefetching), and keep the busiest communicator inside one NVLink domain";
+}
+
+// The collectives' kind for titles: "mostly tensor-parallel collectives (pg:0, 8 ranks)".
+std::string KindPhrase(const ParallelismReport* p) {
+  if (p == nullptr || p->communicators.empty()) return "";
+  const CommunicatorUse* top = nullptr;
+  for (const CommunicatorUse& c : p->communicators) {
+    if (c.kind == p->dominant) {
+      top = &c;
+      break;
+    }
+  }
+  if (top == nullptr) return "";
+  return fmt::format("; {} {} collectives ({}, {} ranks: {})",
+                     p->dominant_share >= 0.999 ? "all" : "mostly",
+                     ParallelismKindWords(p->dominant), top->communicator, top->size, top->reason);
+}
+
+// Exposed communication splits into waiting for the last rank to arrive and transferring. Only
+// the transfer is at stake for overlap or a faster link; the waiting is a straggler's doing
+// (Stragglers, CollectiveWaiting).
 void ExposedCommunication(const OverviewReport& o, const SummaryReport& s,
-                          const OverviewOptions& opt, std::vector<Recommendation>& out) {
+                          const ParallelismReport* parallelism, const OverviewOptions& opt,
+                          std::vector<Recommendation>& out) {
   if (s.exposed_communication_share <= opt.exposed_communication) return;
+  const PodBreakdown& b = o.breakdown;
+  const double wait = b.Share(b.comm_wait_ns), transfer = b.Share(b.comm_transfer_ns);
+  const ParallelismKind kind = parallelism ? parallelism->dominant : ParallelismKind::kUnknown;
+  std::string advice = CommunicationAdvice(kind);
+  if (wait > transfer) {
+    advice = fmt::format(
+        "Most of it is waiting for the last rank to arrive, which no collective setting "
+        "shortens: {}. For the transfer itself: {}",
+        s.stragglers.empty() ? "find why the ranks arrive apart (collective_waiting)"
+                             : "fix the straggler first (straggler)",
+        advice);
+  }
   out.push_back(
       {.rule = "exposed_communication",
        .title = fmt::format(
            "Communication not hidden behind computation: {} of the median worker's step ({} per "
-           "step; {:.1f}% of its communication hidden)",
+           "step; {} of its communication hidden); {} waiting, {} transferring{}",
            Pct(s.exposed_communication_share),
-           MsText(static_cast<double>(s.exposed_communication_ns)), s.overlap_pct.value_or(0)),
-       .advice = "Start collectives earlier in the backward pass: smaller gradient buckets (DDP "
-                 "bucket_cap_mb), "
-                 "FSDP/ZeRO prefetching, and no work that serialises the communication stream; "
-                 "when most of it is "
-                 "waiting, a straggler (below) is the cause, not the network",
-       .step_share = s.exposed_communication_share,
+           MsText(static_cast<double>(s.exposed_communication_ns)),
+           s.overlap_pct ? fmt::format("{:.1f}%", *s.overlap_pct) : "none", Pct(wait),
+           Pct(transfer), KindPhrase(parallelism)),
+       .advice = std::move(advice),
+       .step_share = std::min(transfer, s.exposed_communication_share),
        .evidence = {{"exposed_communication_share", s.exposed_communication_share},
                     {"overlap_pct", s.overlap_pct.value_or(0)},
-                    {"comm_wait_share", o.breakdown.Share(o.breakdown.comm_wait_ns)},
+                    {"comm_wait_share", wait},
+                    {"comm_transfer_share", transfer},
+                    {"dominant_kind_share", parallelism ? parallelism->dominant_share : 0}}});
+}
+
+// Ranks waiting in collectives for others to arrive, with no straggler to name: the late rank
+// changes from step to step (load imbalance, host jitter).
+void CollectiveWaiting(const OverviewReport& o, const SummaryReport& s, const OverviewOptions& opt,
+                       std::vector<Recommendation>& out) {
+  const double wait = o.breakdown.Share(o.breakdown.comm_wait_ns);
+  if (wait < opt.collective_waiting || !s.stragglers.empty()) return;
+  out.push_back(
+      {.rule = "collective_waiting",
+       .title = fmt::format("Ranks wait {} of the step time in collectives for others to arrive, "
+                            "and no one rank is consistently last",
+                            Pct(wait)),
+       .advice = "The late rank changes from step to step: uneven work per rank (variable "
+                 "sequence lengths or batch contents: pack or bucket them), host jitter (pin "
+                 "the training processes, keep other work off those hosts), or data loading that "
+                 "stalls now and then; the stragglers report lists who arrives last how often",
+       .step_share = wait,
+       .evidence = {{"comm_wait_share", wait},
                     {"comm_transfer_share", o.breakdown.Share(o.breakdown.comm_transfer_ns)}}});
 }
 
@@ -192,6 +275,36 @@ void Fp32GemmOnCudaCores(const OverviewReport& o, const KernelReport& kernels,
                     {"tensor_core_share", o.tensor_core_share},
                     {"fp32_gemm_ns", static_cast<double>(kernels.tensor_cores.fp32_gemm_ns)}},
        .subject = kernels.hottest_fp32_gemm});
+}
+
+// Kernels aten::copy_ launched: under autocast, every step casts the FP32 weights again for
+// each matmul; elsewhere, .to(), .float() and .contiguous() in the model's forward.
+void CastCopies(const OverviewReport& o, const OperatorReport* operators,
+                const OverviewOptions& opt, std::vector<Recommendation>& out) {
+  if (!o.cast_copy_share || *o.cast_copy_share < opt.cast_copy_share) return;
+  const PodOperator* copy = nullptr;
+  for (const PodOperator& p : operators->pod) {
+    if (p.stats.name == "aten::copy_") copy = &p;
+  }
+  const double busy = o.gpu.median_gpu_utilization.value_or(1);
+  const double steps = static_cast<double>(std::max<size_t>(1, o.steps * o.workers));
+  out.push_back(
+      {.rule = "cast_copies",
+       .title = fmt::format(
+           "aten::copy_ (dtype casts and copies) takes {} of device time: {} of {}",
+           Pct(*o.cast_copy_share), MsText(static_cast<double>(copy->stats.device_self_ns)),
+           MsText(static_cast<double>(operators->device_self_ns))),
+       .advice = "Under autocast each step casts the FP32 weights to bf16/fp16 again: keep "
+                 "weights in bf16 where the optimizer allows (FSDP MixedPrecision(param_dtype="
+                 "torch.bfloat16), or a bf16 model with FP32 master weights), run a step's "
+                 "micro-batches inside one autocast region so its cast cache is reused, and take "
+                 ".to()/.float()/.contiguous() calls out of the model's forward",
+       .step_share = *o.cast_copy_share * busy,
+       .evidence = {{"copy_device_ns", static_cast<double>(copy->stats.device_self_ns)},
+                    {"device_ns", static_cast<double>(operators->device_self_ns)},
+                    {"cast_copy_share", *o.cast_copy_share},
+                    {"calls_per_step", static_cast<double>(copy->stats.calls) / steps}},
+       .subject = "aten::copy_"});
 }
 
 void LowOccupancyKernels(const OverviewReport& o, const KernelReport& kernels,
@@ -258,7 +371,8 @@ void Stragglers(const SummaryReport& s, const OverviewOptions& opt,
 OverviewReport ComputeOverview(const SummaryReport& summary,
                                const std::vector<WorkerBreakdown>& breakdown, const GpuReport& gpu,
                                const KernelReport& kernels, const InputReport& input,
-                               const OverviewOptions& options) {
+                               const ParallelismReport* parallelism,
+                               const OperatorReport* operators, const OverviewOptions& options) {
   OverviewReport o;
   o.workers = summary.ranks;
   o.steps = summary.steps;
@@ -278,14 +392,25 @@ OverviewReport ComputeOverview(const SummaryReport& summary,
   o.link_gbytes_per_s = summary.link_gbytes_per_s;
   o.median_efficiency = summary.median_efficiency;
   o.straggler_count = summary.straggler_count;
+  if (parallelism != nullptr) o.parallelism = *parallelism;
+  if (operators != nullptr && operators->device_self_ns > 0) {
+    TimeNs copy_ns = 0;
+    for (const PodOperator& p : operators->pod) {
+      if (p.stats.name == "aten::copy_") copy_ns = p.stats.device_self_ns;
+    }
+    o.cast_copy_share =
+        static_cast<double>(copy_ns) / static_cast<double>(operators->device_self_ns);
+  }
 
   std::vector<Recommendation>& r = o.recommendations;
   LowUtilization(o, options, r);
   LaunchBound(o, gpu, options, r);
   InputBound(input, r);
-  ExposedCommunication(o, summary, options, r);
+  ExposedCommunication(o, summary, parallelism, options, r);
+  CollectiveWaiting(o, summary, options, r);
   AllReduceEfficiency(summary, options, r);
   Fp32GemmOnCudaCores(o, kernels, options, r);
+  CastCopies(o, operators, options, r);
   LowOccupancyKernels(o, kernels, options, r);
   Stragglers(summary, options, r);
   std::stable_sort(r.begin(), r.end(), [](const Recommendation& a, const Recommendation& b) {

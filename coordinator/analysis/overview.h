@@ -11,6 +11,8 @@
 
 #include "coordinator/analysis/gpu_efficiency.h"
 #include "coordinator/analysis/input_pipeline.h"
+#include "coordinator/analysis/operators.h"
+#include "coordinator/analysis/parallelism.h"
 #include "coordinator/analysis/summary.h"
 #include "coordinator/analysis/top_kernels.h"
 
@@ -25,15 +27,19 @@ struct OverviewOptions {
   double low_occupancy = 0.15;         // Est. Achieved Occupancy, kernels not on Tensor Cores
   double fp32_gemm_share = 0.05;       // of kernel time, in FP32 GEMMs on CUDA cores
   double straggler_share = 0.01;       // a straggler's loss (else its caused delay) over step time
+  double collective_waiting = 0.10;    // ranks waiting in collectives, over step time
+  double cast_copy_share = 0.05;       // of device time, in kernels aten::copy_ launched
 };
 
 struct Recommendation {
-  std::string rule;       // low_gpu_utilization, launch_bound, input_bound, exposed_communication,
-                          // allreduce_efficiency, fp32_gemm_on_cuda_cores, low_occupancy_kernel,
-                          // straggler
-  std::string title;      // what was found, with its number
-  std::string advice;     // what to try
-  double step_share = 0;  // the share of step time at stake; ranks the list
+  std::string rule;    // low_gpu_utilization, launch_bound, input_bound, exposed_communication,
+                       // collective_waiting, allreduce_efficiency, fp32_gemm_on_cuda_cores,
+                       // cast_copies, low_occupancy_kernel, straggler
+  std::string title;   // what was found, with its number
+  std::string advice;  // what to try
+  // The share of step time at stake: what fixing the finding could give back at most, as a
+  // fraction of the step time, the same way for every rule (docs/analyses.md). Ranks the list.
+  double step_share = 0;
   std::vector<std::pair<std::string, double>> evidence;  // the figures behind it
   std::vector<int32_t> ranks;  // the workers concerned; empty: the pod as a whole
   std::string subject;         // the kernel, for low_occupancy_kernel and fp32_gemm_on_cuda_cores
@@ -63,13 +69,17 @@ struct OverviewReport {
   std::optional<double> median_busbw_gbytes_per_s, median_efficiency;
   double link_gbytes_per_s = 0;  // 0: not given
   size_t straggler_count = 0;
+  ParallelismReport parallelism;          // what the communicators are for (parallelism.h)
+  std::optional<double> cast_copy_share;  // of device time, in aten::copy_; none without operators
   std::vector<Recommendation> recommendations;  // most at stake first
 };
 
-// Pure.
+// Pure. `parallelism` and `operators` may be null: no communicator kinds, no copy rule.
 OverviewReport ComputeOverview(const SummaryReport& summary,
                                const std::vector<WorkerBreakdown>& breakdown, const GpuReport& gpu,
                                const KernelReport& kernels, const InputReport& input,
+                               const ParallelismReport* parallelism = nullptr,
+                               const OperatorReport* operators = nullptr,
                                const OverviewOptions& options = {});
 
 }  // namespace podscope::coordinator::analysis

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "coordinator/analysis/statistics.h"
+
 namespace podscope::coordinator::analysis {
 
 PodView ComputePodView(const std::vector<WorkerBreakdown>& breakdown, int64_t first_step,
@@ -36,9 +38,7 @@ PodView ComputePodView(const std::vector<WorkerBreakdown>& breakdown, int64_t fi
     std::vector<TimeNs> times;
     for (const PodRow& r : step.rows) times.push_back(r.step_ns);
     if (times.empty()) continue;
-    std::sort(times.begin(), times.end());
-    const size_t n = times.size();
-    step.median_step_ns = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+    step.median_step_ns = Median(std::move(times));
     for (PodRow& r : step.rows) {
       r.deviation_ns = r.step_ns - step.median_step_ns;
       r.deviation_pct = step.median_step_ns > 0 ? 100.0 * static_cast<double>(r.deviation_ns) /

@@ -95,7 +95,7 @@ SummaryReport Summarize(const common::CaptureView& capture,
   }
   std::sort(spans.begin(), spans.end());
   s.step_min_ns = spans.empty() ? 0 : spans.front();
-  s.step_p50_ns = Quantile(spans, 0.5);
+  s.step_p50_ns = Median(spans);
   s.step_p90_ns = Quantile(spans, 0.9);
   s.step_max_ns = spans.empty() ? 0 : spans.back();
   s.window_step_time_ns = stragglers.window_step_time_ns;

@@ -627,11 +627,34 @@ void Overview(JsonWriter& w, const OverviewReport& o) {
   GpuPodFields(w, o.gpu);
   w.Raw(",\"tensor_core_share\":").Fixed(o.tensor_core_share, 4);
   w.Raw(",\"fp32_gemm_share\":").Fixed(o.fp32_gemm_share, 4);
+  w.Raw(",\"cast_copy_share\":");
+  OptionalFixed(w, o.cast_copy_share, 4);
   w.Raw("},\"communication\":{\"exposed_share\":").Fixed(o.exposed_communication_share, 4);
   w.Raw(",\"overlap_pct\":");
   OptionalFixed(w, o.overlap_pct, 2);
   BandwidthFields(w, o.median_busbw_gbytes_per_s, o.link_gbytes_per_s, o.median_efficiency);
-  w.Raw("},\"straggler_count\":").Uint(o.straggler_count).Raw(",\"recommendations\":[");
+  const ParallelismReport& p = o.parallelism;
+  if (p.communicators.empty()) {
+    w.Raw(",\"dominant_kind\":null,\"dominant_kind_share\":null");
+  } else {
+    w.Raw(",\"dominant_kind\":").String(ParallelismKindName(p.dominant));
+    w.Raw(",\"dominant_kind_share\":").Fixed(p.dominant_share, 4);
+  }
+  w.Raw(",\"communicators\":[");
+  for (size_t i = 0; i < p.communicators.size(); ++i) {
+    const CommunicatorUse& c = p.communicators[i];
+    w.Raw(i ? "," : "").Raw("{\"communicator\":").String(c.communicator);
+    w.Raw(",\"description\":").String(c.description).Raw(",\"size\":").Int(c.size);
+    w.Raw(",\"kind\":").String(ParallelismKindName(c.kind)).Raw(",\"reason\":").String(c.reason);
+    w.Raw(",\"calls\":").Uint(c.calls).Raw(",\"calls_per_step\":").Fixed(c.CallsPerStep(), 2);
+    w.Raw(",\"bytes\":").Int(c.bytes).Raw(",\"kernel_ns\":").Int(c.kernel_ns);
+    w.Raw(",\"forward_calls\":").Uint(c.forward_calls);
+    w.Raw(",\"backward_calls\":").Uint(c.backward_calls);
+    w.Raw(",\"unknown_pass_calls\":").Uint(c.unknown_pass_calls).Raw(",\"members\":[");
+    for (size_t k = 0; k < c.members.size(); ++k) w.Raw(k ? "," : "").Int(c.members[k]);
+    w.Raw("]}");
+  }
+  w.Raw("]},\"straggler_count\":").Uint(o.straggler_count).Raw(",\"recommendations\":[");
   for (size_t i = 0; i < o.recommendations.size(); ++i) {
     const Recommendation& r = o.recommendations[i];
     w.Raw(i ? "," : "").Raw("{\"rule\":").String(r.rule).Raw(",\"title\":").String(r.title);

@@ -584,6 +584,15 @@ void Overview(std::string& out, const OverviewReport& o) {
             : "",
         o.straggler_count);
   }
+  for (const CommunicatorUse& c : o.parallelism.communicators) {
+    out += fmt::format("  {} ({} ranks{}): {}, {:.1f} calls per step; {}\n", c.communicator, c.size,
+                       c.description.empty() ? "" : ", " + c.description,
+                       ParallelismKindWords(c.kind), c.CallsPerStep(), c.reason);
+  }
+  if (o.cast_copy_share > 0) {
+    out += fmt::format("aten::copy_ (casts and copies): {:.1f}% of device time\n",
+                       100 * *o.cast_copy_share);
+  }
   if (o.recommendations.empty()) {
     out += "recommendations: none (no rule's threshold is crossed)\n";
     return;
@@ -593,7 +602,10 @@ void Overview(std::string& out, const OverviewReport& o) {
     const Recommendation& r = o.recommendations[i];
     out += fmt::format("{:>2}. {} [{}; {:.1f}% of step time at stake]\n", i + 1, r.title, r.rule,
                        100 * r.step_share);
-    if (!r.subject.empty()) out += fmt::format("    kernel: {}\n", Truncate(r.subject, 100));
+    if (!r.subject.empty()) {
+      out += fmt::format("    {}: {}\n", r.rule == "cast_copies" ? "operator" : "kernel",
+                         Truncate(r.subject, 100));
+    }
     out += fmt::format("    try: {}\n", r.advice);
     std::string evidence;
     for (const auto& [name, value] : r.evidence)

@@ -194,6 +194,12 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
       << Text("ol.recommendations");
   EXPECT_EQ(Js("return document.querySelector('main section.panel h2').textContent;"),
             json::value("Overview"));
+  // What its collectives are for: the simulated job reduces gradients from the backward pass on.
+  EXPECT_TRUE(browser_->WaitFor(
+      "/Communicator \\S+ \\(8 ranks\\): data parallel, [\\d.]+ calls per step; reductions only "
+      "from the backward pass on\\./.test(document.body.textContent)",
+      10'000))
+      << Js("return document.body.innerText;");
 
   // The heat map renders: 8 rows by the capture's steps, in more than one colour, rank 5 marked.
   ASSERT_TRUE(browser_->WaitFor(
@@ -259,6 +265,14 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
       "/step time: median [0-9.]+ ms or less/.test(document.querySelector('.scale').textContent)",
       10'000))
       << Text(".scale");
+  // One median of step time on the page: the legend's is the overview's (docs/analyses.md).
+  const json::value medians =
+      Js("const said = (re) => (document.body.textContent.match(re) || [])[1]; return "
+         "[said(/step time median ([0-9.]+ [a-zµ]+)/), said(/step time: median ([0-9.]+ [a-zµ]+) "
+         "or less/)];");
+  ASSERT_TRUE(medians.is_array()) << medians;
+  EXPECT_TRUE(medians.as_array()[0].is_string()) << medians;
+  EXPECT_EQ(medians.as_array()[0], medians.as_array()[1]);
 
   // Keyboard: the pod chart's cursor starts on the straggler; the right arrow moves to rank 6.
   absl::StatusOr<std::string> canvas = browser_->Find(pod);

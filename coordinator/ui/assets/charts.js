@@ -2,7 +2,7 @@
 // per-worker bars), SVG for the small ones. Every chart is a focusable element: arrow keys move
 // a cursor, and a text readout beside it says what is under the cursor, so no value is carried by
 // colour alone. The breakdown categories keep one colour and one pattern on every page.
-import {h, clear, ns} from "./format.js";
+import {h, clear, ns, median as medianOf} from "./format.js";
 
 // The step partition, bottom to top. Patterns tell categories apart without colour.
 export const CATEGORIES = [
@@ -198,7 +198,7 @@ export function heatScale(values) {
   const finite = [];
   for (const row of values) for (const v of row) if (v >= 0) finite.push(v);
   finite.sort((a, b) => a - b);
-  const median = finite.length ? finite[Math.floor((finite.length - 1) / 2)] : 0;
+  const median = medianOf(finite);
   // The 99th percentile, not the maximum: one warm-up step at 20 times the median must not make
   // a 30% straggler pale. Longer steps are darkest.
   const max = finite.length ? finite[Math.min(finite.length - 1, Math.floor(finite.length * 0.99))] : 0;

@@ -95,6 +95,15 @@ export function shortName(name, width) {
   return plain.length > width ? plain.slice(0, width - 1) + "…" : plain;
 }
 
+// The median as every report gives it (docs/analyses.md, "Medians"): the middle value, or the
+// mean of the two middle values for an even count; 0 for none.
+export function median(values) {
+  if (!values.length) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
 // Ranks as ranges: [0,1,2,5] -> "0-2, 5".
 export function rankList(ranks) {
   const sorted = [...ranks].sort((a, b) => a - b);

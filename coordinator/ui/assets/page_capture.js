@@ -2,7 +2,7 @@
 // bandwidth, top kernels, clock bounds, and the Perfetto trace. Stragglers are marked in every
 // chart. Each panel loads on its own, with progress, so one slow analysis holds up nothing else.
 import * as api from "./api.js";
-import {h, clear, put, ns, pct, count, bytes, when, table, agentClock, shortName} from "./format.js";
+import {h, clear, put, ns, pct, count, bytes, when, table, agentClock, shortName, median} from "./format.js";
 import {CATEGORIES, columnChart, emptyChart, heatMap, xyChart} from "./charts.js";
 import {panel, errorBox, every} from "./widgets.js";
 import {stateBadge} from "./page_captures.js";
@@ -171,8 +171,8 @@ function overlapChart(r, flagged) {
     values: {computation_ns: w.computation_ns, overlap_ns: w.overlap_ns, communication_ns: w.communication_ns},
     note: w.overlap_pct === null ? `no communication kernels over ${w.step_count} steps` : `${w.overlap_pct}% of communication hidden over ${w.step_count} steps`}));
   // Unknown where a worker ran no communication kernels (null): left out, never taken as 0.
-  const hidden = r.workers.map((w) => w.overlap_pct).filter((p) => p !== null).sort((a, b) => a - b);
-  return [h("p", {class: "muted"}, hidden.length ? `Median share of communication hidden behind computation: ${hidden[Math.floor(hidden.length / 2)]}%.`
+  const hidden = r.workers.map((w) => w.overlap_pct).filter((p) => p !== null);
+  return [h("p", {class: "muted"}, hidden.length ? `Median over workers of the share of communication hidden behind computation: ${median(hidden).toFixed(1)}%.`
       : "No worker ran communication kernels: there is no communication to hide."),
     columnChart({workers, title: "Per worker, over the window", height: 200, series: [
       {key: "computation_ns", label: "computation only", color: "#3b6fb6", pattern: "solid"},
@@ -248,11 +248,14 @@ function overviewPanel(o) {
     `GPU utilization ${fraction(o.gpu.median_gpu_utilization)}, Est. SM Efficiency ${fraction(o.gpu.median_sm_efficiency)}, ` +
       `Est. Achieved Occupancy ${fraction(o.gpu.median_achieved_occupancy)} (medians); Tensor Cores run ${pct(o.gpu.tensor_core_share)} ` +
       `of compute-kernel time, FP32 GEMMs on CUDA cores ${pct(o.gpu.fp32_gemm_share)} of kernel time. Communication exposed ${pct(o.communication.exposed_share)} of the median worker's step.`,
+    ...o.communication.communicators.map((c) =>
+      `Communicator ${c.communicator} (${count(c.size)} ranks${c.description ? ", " + c.description : ""}): ` +
+      `${c.kind.replaceAll("_", " ")}, ${c.calls_per_step} calls per step; ${c.reason}.`),
   ];
   const recommendations = o.recommendations.length
     ? h("ol", {class: "recommendations"}, ...o.recommendations.map((r) => h("li", {},
         h("strong", {}, r.title), ` — ${pct(r.step_share)} of step time at stake.`,
-        r.subject ? h("div", {class: "muted"}, `kernel: ${r.subject}`) : null,
+        r.subject ? h("div", {class: "muted"}, `${r.rule === "cast_copies" ? "operator" : "kernel"}: ${r.subject}`) : null,
         h("div", {}, `Try: ${r.advice}.`),
         h("div", {class: "muted"}, "Evidence: " + Object.entries(r.evidence).map(([k, v]) => `${k} = ${Number(v).toPrecision(4)}`).join(", ") +
           (r.ranks.length ? `; ranks ${r.ranks.join(", ")}` : "")))))

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "coordinator/analysis/analysis_run.h"
 #include "tests/coordinator/analysis/hand_trace.h"
 
@@ -148,25 +150,33 @@ TEST(OverviewTest, CommunicationTheLinkAndAStragglerEachNeedTheirNumbers) {
   in.summary.stragglers = {g};
   const OverviewReport o = ComputeOverview(in.summary, in.breakdown, in.gpu, in.kernels, in.input);
   ASSERT_EQ(o.recommendations.size(), 3u);
-  EXPECT_EQ(o.recommendations[0].rule, "exposed_communication");
-  EXPECT_DOUBLE_EQ(o.recommendations[0].step_share, 0.3);
-  EXPECT_DOUBLE_EQ(Evidence(o.recommendations[0], "comm_wait_share"), 0.06);
   // The link: 400 of 1000 ns in AllReduce at 40% of the link puts 0.4 x 0.6 at stake.
-  EXPECT_EQ(o.recommendations[1].rule, "allreduce_efficiency");
-  EXPECT_DOUBLE_EQ(o.recommendations[1].step_share, 0.4 * 0.6);
+  EXPECT_EQ(o.recommendations[0].rule, "allreduce_efficiency");
+  EXPECT_DOUBLE_EQ(o.recommendations[0].step_share, 0.4 * 0.6);
   EXPECT_NE(
-      o.recommendations[1].title.find("Collectives reach 40.0% of the link (160.0 of 400 GB/s"),
+      o.recommendations[0].title.find("Collectives reach 40.0% of the link (160.0 of 400 GB/s"),
+      std::string::npos)
+      << o.recommendations[0].title;
+  // The straggler costs what its loss says, not its caused delay.
+  EXPECT_EQ(o.recommendations[1].rule, "straggler");
+  EXPECT_DOUBLE_EQ(o.recommendations[1].step_share, 0.2);
+  EXPECT_EQ(o.recommendations[1].ranks, (std::vector<int32_t>{5}));
+  EXPECT_NE(
+      o.recommendations[1].title.find("Rank 5 (node-1) straggles: its extra time is in idle_input"),
       std::string::npos)
       << o.recommendations[1].title;
-  // The straggler costs what its loss says, not its caused delay.
-  EXPECT_EQ(o.recommendations[2].rule, "straggler");
-  EXPECT_DOUBLE_EQ(o.recommendations[2].step_share, 0.2);
-  EXPECT_EQ(o.recommendations[2].ranks, (std::vector<int32_t>{5}));
-  EXPECT_NE(
-      o.recommendations[2].title.find("Rank 5 (node-1) straggles: its extra time is in idle_input"),
-      std::string::npos)
+  EXPECT_NE(o.recommendations[1].advice.find("dataloader"), std::string::npos);
+  // 30% exposed, but of the step 6% is waiting for the straggler and 4% transferring: only the
+  // transfer is at stake for overlap or the link, and the advice sends the reader to the
+  // straggler first.
+  EXPECT_EQ(o.recommendations[2].rule, "exposed_communication");
+  EXPECT_DOUBLE_EQ(o.recommendations[2].step_share, 0.04);
+  EXPECT_DOUBLE_EQ(Evidence(o.recommendations[2], "comm_wait_share"), 0.06);
+  EXPECT_NE(o.recommendations[2].title.find("6.0% waiting, 4.0% transferring"), std::string::npos)
       << o.recommendations[2].title;
-  EXPECT_NE(o.recommendations[2].advice.find("dataloader"), std::string::npos);
+  EXPECT_TRUE(o.recommendations[2].advice.starts_with("Most of it is waiting"))
+      << o.recommendations[2].advice;
+  EXPECT_NE(o.recommendations[2].advice.find("fix the straggler first"), std::string::npos);
 
   // A straggler that cost under 1% of the step time is left to the stragglers report.
   in.summary.stragglers[0].step_time_loss_ns = 9;
@@ -234,6 +244,202 @@ TEST(OverviewTest, Fp32GemmsOnATensorCoreGpuComeFirstAndLibraryKernelsGetNoTileA
   const AnalysisResults volta = RunAnalyses(common::CaptureView(capture), request);
   EXPECT_EQ(volta.overview->fp32_gemm_share, 0);
   EXPECT_EQ(Find(*volta.overview, "fp32_gemm_on_cuda_cores"), nullptr);
+}
+
+// A tensor-parallel job built like a Megatron-LM trace: 8 ranks in one communicator (described
+// only as default_pg), each layer's GEMM followed by an AllReduce of its output, 4 in the forward
+// pass and 4 in the backward, for 4 steps. Ranks 0 and 6 are host-bound: before launching a
+// layer's GEMM their host runs Python for 400 us (ranks 0 on even layers, 6 on odd ones, 100 us on
+// the others), so the other six wait for them at every AllReduce. With
+// `forward_collectives` false every AllReduce is called from the backward pass on, as gradient
+// buckets are.
+common::Capture TensorParallelJob(bool forward_collectives) {
+  constexpr int kRanks = 8, kCollectives = 8, kSteps = 4;
+  constexpr TimeNs kUs = 1'000;
+  std::vector<podscope::testing::HandTrace> traces;
+  for (int r = 0; r < kRanks; ++r) traces.emplace_back(r, kRanks);
+  TimeNs t = 0;
+  int64_t sequence = 0;
+  for (int step = 1; step <= kSteps; ++step) {
+    const TimeNs step_start = t;
+    t += 50 * kUs;
+    for (int k = 0; k < kCollectives; ++k) {
+      const bool backward = !forward_collectives || k >= kCollectives / 2;
+      TimeNs arrival[kRanks];
+      TimeNs last = 0;
+      for (int r = 0; r < kRanks; ++r) {
+        const TimeNs host_ns = r == 0   ? (k % 2 == 0 ? 400 : 100) * kUs
+                               : r == 6 ? (k % 2 == 1 ? 400 : 100) * kUs
+                                        : 0;
+        podscope::testing::HandTrace& h = traces[r];
+        if (host_ns > 0) h.Span(t, t + host_ns, "aten::_local_scalar_dense");
+        const TimeNs launch = t + host_ns;
+        h.Span(launch, launch + 20 * kUs,
+               backward ? "autograd::engine::evaluate_function: LinearWithGradAccumulation"
+                          "AndAsyncCommunicationBackward"
+                        : "aten::linear",
+               common::HostSpanCategory::kOp, backward ? 2 : 1);
+        h.Kernel(launch + 10 * kUs, launch + 310 * kUs,
+                 "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_"
+                 "tensor16x8x16_kernel",
+                 launch);
+        arrival[r] = launch + 310 * kUs;
+        last = std::max(last, arrival[r]);
+      }
+      const TimeNs end = last + 100 * kUs;
+      for (int r = 0; r < kRanks; ++r) {
+        const TimeNs enqueue = arrival[r] - 290 * kUs;  // right after the GEMM's launch
+        traces[r]
+            .Span(enqueue, enqueue + 15 * kUs, "nccl:all_reduce", common::HostSpanCategory::kOp,
+                  backward ? 2 : 1)
+            .Kernel(arrival[r], end, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", enqueue + 5 * kUs,
+                    20)
+            .Collective("pg:0", common::CollectiveOp::kAllReduce, sequence, 64 << 20, kRanks,
+                        enqueue);
+      }
+      ++sequence;
+      t = end;
+    }
+    t += 50 * kUs;
+    for (int r = 0; r < kRanks; ++r) traces[r].Step(step, step_start, t);
+  }
+  common::Capture capture;
+  for (int r = 0; r < kRanks; ++r) {
+    common::WorkerTrace trace = traces[r].Build();
+    trace.info.host = "node-0";
+    trace.info.process_groups.push_back({"0", "default_pg", {0, 1, 2, 3, 4, 5, 6, 7}});
+    capture.workers.push_back(std::move(trace));
+  }
+  return capture;
+}
+
+// Waiting dominates the exposed communication, so the host-bound ranks lead, and what is said
+// about the transfer fits tensor parallelism: no gradient buckets.
+TEST(OverviewTest, ATensorParallelJobWithHostBoundRanksLeadsWithTheStragglers) {
+  const common::Capture capture = TensorParallelJob(true);
+  AnalysisRequest request{.reports = {"overview"}};
+  ASSERT_TRUE(ValidateRequest(&request).ok());
+  const AnalysisResults results = RunAnalyses(common::CaptureView(capture), request);
+  ASSERT_TRUE(results.overview.has_value());
+  const OverviewReport& o = *results.overview;
+  ASSERT_EQ(o.parallelism.communicators.size(), 1u);
+  const CommunicatorUse& tp = o.parallelism.communicators[0];
+  EXPECT_EQ(tp.kind, ParallelismKind::kTensorParallel);
+  EXPECT_EQ(tp.description, "default_pg");
+  EXPECT_EQ(tp.size, 8);
+  EXPECT_EQ(tp.members.size(), 8u);
+  EXPECT_DOUBLE_EQ(tp.CallsPerStep(), 8);
+  EXPECT_EQ(tp.forward_calls, 8u * 4 * 4);
+  EXPECT_EQ(tp.backward_calls, 8u * 4 * 4);
+
+  ASSERT_GE(o.recommendations.size(), 3u);
+  EXPECT_EQ(o.recommendations[0].rule, "straggler") << o.recommendations[0].title;
+  EXPECT_EQ(o.recommendations[1].rule, "straggler") << o.recommendations[1].title;
+  std::vector<int32_t> named = {o.recommendations[0].ranks.at(0), o.recommendations[1].ranks.at(0)};
+  std::sort(named.begin(), named.end());
+  EXPECT_EQ(named, (std::vector<int32_t>{0, 6}));
+  const Recommendation* exposed = Find(o, "exposed_communication");
+  ASSERT_NE(exposed, nullptr);
+  EXPECT_LT(exposed->step_share, o.recommendations[1].step_share);
+  EXPECT_GT(Evidence(*exposed, "comm_wait_share"), Evidence(*exposed, "comm_transfer_share"));
+  EXPECT_DOUBLE_EQ(exposed->step_share, Evidence(*exposed, "comm_transfer_share"));
+  EXPECT_NE(exposed->title.find("all tensor-parallel collectives (pg:0, 8 ranks"),
+            std::string::npos)
+      << exposed->title;
+  EXPECT_NE(exposed->advice.find("fix the straggler first"), std::string::npos);
+  EXPECT_NE(exposed->advice.find("Tensor-parallel collectives"), std::string::npos);
+  EXPECT_EQ(exposed->advice.find("bucket"), std::string::npos) << exposed->advice;
+  EXPECT_EQ(Find(o, "collective_waiting"), nullptr);  // the stragglers explain the waiting
+  for (size_t i = 1; i < o.recommendations.size(); ++i)
+    EXPECT_GE(o.recommendations[i - 1].step_share, o.recommendations[i].step_share);
+
+  // The same job read one worker at a time says the same.
+  const common::CaptureView view(capture);
+  common::ViewWorkers source(view);
+  common::Capture tables;
+  absl::StatusOr<AnalysisResults> streamed = RunAnalysesByWorker(source, request, &tables);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  ASSERT_EQ(streamed->overview->recommendations.size(), o.recommendations.size());
+  for (size_t i = 0; i < o.recommendations.size(); ++i) {
+    EXPECT_EQ(streamed->overview->recommendations[i].title, o.recommendations[i].title);
+    EXPECT_DOUBLE_EQ(streamed->overview->recommendations[i].step_share,
+                     o.recommendations[i].step_share);
+  }
+  EXPECT_EQ(streamed->overview->parallelism.dominant, ParallelismKind::kTensorParallel);
+}
+
+// The same collectives called from the backward pass on are gradient reduction: the advice is
+// about buckets.
+TEST(OverviewTest, GradientReductionGetsBucketAdvice) {
+  const common::Capture capture = TensorParallelJob(false);
+  AnalysisRequest request{.reports = {"overview"}};
+  ASSERT_TRUE(ValidateRequest(&request).ok());
+  const AnalysisResults results = RunAnalyses(common::CaptureView(capture), request);
+  const OverviewReport& o = *results.overview;
+  EXPECT_EQ(o.parallelism.dominant, ParallelismKind::kDataParallel);
+  const Recommendation* exposed = Find(o, "exposed_communication");
+  ASSERT_NE(exposed, nullptr);
+  EXPECT_NE(exposed->advice.find("bucket_cap_mb"), std::string::npos) << exposed->advice;
+  EXPECT_NE(exposed->title.find("all data-parallel collectives"), std::string::npos)
+      << exposed->title;
+}
+
+// bf16 autocast on an H200: each step, autocast casts the FP32 weights again (aten::to ->
+// aten::copy_ -> a copy kernel) before the matmul. The casts take 1'400 of every 10'000 ns of
+// device time: the copy rule names them with their share; at 400 it stays quiet.
+TEST(OverviewTest, AutocastCastsTakingAShareOfDeviceTimeAreNamed) {
+  const auto job = [](TimeNs copy_ns) {
+    podscope::testing::HandTrace t(0, 1);
+    for (int step = 0; step < 3; ++step) {
+      const TimeNs at = step * 10'000;
+      t.Step(step + 1, at, at + 10'000)
+          .Span(at + 5, at + 60, "aten::to")
+          .Span(at + 8, at + 50, "aten::copy_")
+          .Kernel(at + 20, at + 20 + copy_ns,
+                  "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_"
+                  "cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const>",
+                  at + 10)
+          .Span(at + 70, at + 120, "aten::mm")
+          .Kernel(at + 20 + copy_ns, at + 10'000,
+                  "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+                  "execute_segment_k_off_kernel__5x_cublas",
+                  at + 80);
+    }
+    common::Capture capture;
+    capture.workers.push_back(t.Build());
+    return capture;
+  };
+  AnalysisRequest request{.reports = {"overview"}};
+  ASSERT_TRUE(ValidateRequest(&request).ok());
+  const common::Capture casts = job(1'400);
+  const AnalysisResults results = RunAnalyses(common::CaptureView(casts), request);
+  const OverviewReport& o = *results.overview;
+  ASSERT_TRUE(o.cast_copy_share.has_value());
+  EXPECT_NEAR(*o.cast_copy_share, 1'400.0 / 9'980.0, 1e-12);
+  const Recommendation* copy = Find(o, "cast_copies");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->subject, "aten::copy_");
+  EXPECT_NEAR(copy->step_share, *o.cast_copy_share * *o.gpu.median_gpu_utilization, 1e-12);
+  EXPECT_DOUBLE_EQ(Evidence(*copy, "copy_device_ns"), 3 * 1'400);
+  EXPECT_DOUBLE_EQ(Evidence(*copy, "device_ns"), 3 * 9'980);
+  EXPECT_DOUBLE_EQ(Evidence(*copy, "calls_per_step"), 1);
+  EXPECT_NE(copy->title.find("14.0% of device time: 0.004 ms of 0.030 ms"), std::string::npos)
+      << copy->title;
+  EXPECT_NE(copy->advice.find("autocast"), std::string::npos);
+
+  // The same through the streamed path.
+  const common::CaptureView view(casts);
+  common::ViewWorkers source(view);
+  common::Capture tables;
+  absl::StatusOr<AnalysisResults> streamed = RunAnalysesByWorker(source, request, &tables);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  ASSERT_NE(Find(*streamed->overview, "cast_copies"), nullptr);
+  EXPECT_DOUBLE_EQ(*streamed->overview->cast_copy_share, *o.cast_copy_share);
+
+  const common::Capture few = job(400);
+  const AnalysisResults quiet = RunAnalyses(common::CaptureView(few), request);
+  EXPECT_NEAR(*quiet.overview->cast_copy_share, 400.0 / 9'980.0, 1e-12);
+  EXPECT_EQ(Find(*quiet.overview, "cast_copies"), nullptr);
 }
 
 }  // namespace

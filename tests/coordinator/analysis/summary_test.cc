@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "coordinator/analysis/pod_view.h"
 #include "tests/coordinator/analysis/hand_trace.h"
 
 namespace podscope::coordinator::analysis {
@@ -43,6 +44,26 @@ TEST(SummaryTest, HandComputedFigures) {
   EXPECT_EQ(s.worst_worker.rank, 2);  // no straggler: the longest mean step
   EXPECT_FALSE(s.worst_is_straggler);
   EXPECT_EQ(s.warnings, std::vector<std::string>{"a warning"});
+}
+
+// Four workers with step spans 100, 200, 300 and 1000 ns: the step-time median is the mean of the
+// two middle spans, in the summary and in the pod view alike (one definition: statistics.h), not
+// one of them (nearest rank gave 300, the lower middle 200).
+TEST(SummaryTest, AnEvenCountsMedianIsTheMeanOfTheTwoMiddleValuesEverywhere) {
+  common::Capture capture;
+  const TimeNs ends[] = {200, 300, 400, 1100};
+  for (int r = 0; r < 4; ++r) {
+    capture.workers.push_back(
+        HandTrace(r, 4).Step(1, 0, 2000).Kernel(100, ends[r], "gemm", 50).Build());
+  }
+  const common::CaptureView view(capture);
+  const std::vector<WorkerSteps> steps = FindAllSteps(view);
+  const std::vector<WorkerBreakdown> breakdown = ComputeBreakdown(view, steps, nullptr);
+  const SummaryReport s = Summarize(view, breakdown, StragglerReport{}, BandwidthReport{}, {});
+  EXPECT_EQ(s.step_p50_ns, 250);
+  const PodView pod = ComputePodView(breakdown, -1, -1);
+  ASSERT_EQ(pod.steps.size(), 1u);
+  EXPECT_EQ(pod.steps[0].median_step_ns, 250);
 }
 
 }  // namespace

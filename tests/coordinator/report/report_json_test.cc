@@ -72,9 +72,10 @@ TEST(ReportJsonTest, WhatDoesNotApplyIsNullNotZero) {
       std::string::npos)
       << summary;
   const std::string overview = Render(capture, "overview", false);
+  EXPECT_NE(overview.find(R"("cast_copy_share":null)"), std::string::npos) << overview;
   EXPECT_NE(
       overview.find(
-          R"("overlap_pct":null,"median_busbw_gbytes_per_s":null,"link_gbytes_per_s":null,"median_efficiency":null})"),
+          R"("overlap_pct":null,"median_busbw_gbytes_per_s":null,"link_gbytes_per_s":null,"median_efficiency":null,"dominant_kind":null,"dominant_kind_share":null,"communicators":[]})"),
       std::string::npos)
       << overview;
   const std::string overlap = Render(capture, "overlap", false);
