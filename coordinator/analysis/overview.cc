@@ -185,8 +185,8 @@ void ExposedCommunication(const OverviewReport& o, const SummaryReport& s,
   std::string advice = CommunicationAdvice(kind);
   if (wait > transfer) {
     advice = fmt::format(
-        "Most of it is waiting for the last rank to arrive, which no collective setting "
-        "shortens: {}. For the transfer itself: {}",
+        "More of it is waiting for the last rank to arrive than transferring, and no "
+        "collective setting shortens waiting: {}. For the transfer itself: {}",
         s.stragglers.empty() ? "find why the ranks arrive apart (collective_waiting)"
                              : "fix the straggler first (straggler)",
         advice);

@@ -155,7 +155,7 @@ function podView(base, steps, flagged) {
       const workers = s.rows.map((row) => ({label: `rank ${row.rank}`, values: row, highlight: flagged.has(row.rank),
         note: `step ${ns(row.step_ns)} (${row.deviation_pct >= 0 ? "+" : ""}${row.deviation_pct}% vs median)`}));
       put(holder, 
-        h("p", {class: "muted"}, `Median step ${ns(s.median_step_ns)} over ${count(s.rows.length)} workers. ` +
+        h("p", {class: "muted"}, `This step's median over its ${count(s.rows.length)} workers: ${ns(s.median_step_ns)}. ` +
           "Each column partitions one worker's step; ▲ marks a straggler."),
         columnChart({workers, series: CATEGORIES, title: `Step ${step}: where each worker's time went`}));
     } catch (e) {

@@ -174,7 +174,7 @@ TEST(OverviewTest, CommunicationTheLinkAndAStragglerEachNeedTheirNumbers) {
   EXPECT_DOUBLE_EQ(Evidence(o.recommendations[2], "comm_wait_share"), 0.06);
   EXPECT_NE(o.recommendations[2].title.find("6.0% waiting, 4.0% transferring"), std::string::npos)
       << o.recommendations[2].title;
-  EXPECT_TRUE(o.recommendations[2].advice.starts_with("Most of it is waiting"))
+  EXPECT_TRUE(o.recommendations[2].advice.starts_with("More of it is waiting"))
       << o.recommendations[2].advice;
   EXPECT_NE(o.recommendations[2].advice.find("fix the straggler first"), std::string::npos);
 
