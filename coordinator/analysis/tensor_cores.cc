@@ -1,5 +1,6 @@
 #include "coordinator/analysis/tensor_cores.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -37,6 +38,27 @@ bool HasMmaShape(std::string_view name) {
 // written tf32.
 bool HasFp32Operands(std::string_view name) {
   return Has(name, "f32f32_f32f32") && !Has(name, "tf32");
+}
+
+// A precision code with an MMA shape before "gemm" (cuBLAS's names before xmma): a type letter
+// (h, s, i, d, c, z), the shape's digits, and gemm, or tf32gemm for TF32.
+bool HasMmaShapeCode(std::string_view name) {
+  constexpr std::string_view kShapes[] = {"884",   "1684",  "1688",  "8816",
+                                          "16816", "16832", "16864", "168256"};
+  for (size_t i = 1; i < name.size(); ++i) {
+    if (!IsDigit(name[i]) || IsDigit(name[i - 1])) continue;
+    size_t j = i;
+    while (j < name.size() && IsDigit(name[j])) ++j;
+    const std::string_view shape = name.substr(i, j - i);
+    const std::string_view rest = name.substr(j);
+    const bool type_letter = std::string_view("hsidcz").find(name[i - 1]) != std::string_view::npos;
+    const bool known =
+        std::find(std::begin(kShapes), std::end(kShapes), shape) != std::end(kShapes);
+    if (type_letter && known && (rest.starts_with("gemm") || rest.starts_with("tf32gemm")))
+      return true;
+    i = j;
+  }
+  return false;
 }
 
 bool IsGemm(std::string_view name) {
@@ -104,7 +126,11 @@ const std::array kRules = {
           "cuBLASLt's GEMMs for Hopper and Blackwell (nvjet_hsh_..., nvjet_tst_..., "
           "nvjet_sss_tf32_...), all built on MMA"},
          nullptr},
-    Rule{{"hmma", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"hmma", KernelMath::kTensorCores,
+          "cuDNN's xmma kernels name their MMA traits: void xmma_cudnn::gemm::kernel<"
+          "xmma_cudnn::implicit_gemm::wgrad_indexed::Kernel_traits<xmma_cudnn::Ampere_hmma_fp32_"
+          "traits, ...> > (a convolution's weight gradient, fp16 on an Ampere GPU)"},
+         nullptr},
     Rule{{"flash_fwd", KernelMath::kTensorCores,
           "FlashAttention, whose every kernel is built on MMA instructions"},
          nullptr},
@@ -114,9 +140,6 @@ const std::array kRules = {
     Rule{{"FlashAttn", KernelMath::kTensorCores,
           "FlashAttention 3's kernels (flash::FlashAttnFwdSm90, ...)"},
          nullptr},
-    Rule{
-        {"imma", KernelMath::kTensorCores, "integer MMA (IMMA) in cuBLASLt's and TensorRT's names"},
-        [](std::string_view n) { return Has(n, "imma"); }},
     // The PyTorch profiler's precision codes and cuDNN families, Volta to Ampere.
     Rule{{"h884", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
     Rule{{"s884", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
@@ -124,22 +147,15 @@ const std::array kRules = {
     Rule{{"s1688", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
     Rule{{"i8816", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
     Rule{{"16816", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"c1688", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
     Rule{{"dgrad_1x1_stride_2x2", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"first_layer_wgrad_kernel", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"conv1x1", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"conv2d_c1_k1", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"direct_group", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    // xmma_implicit_gemm, xmma_warp_specialized_implicit_gemm, xmma_gemm, xmma_sparse_gemm,
-    // xmma_sparse_conv: reached only by names without an FP32 marker above.
-    Rule{{"xmma_", KernelMath::kTensorCores, kPyTorchSource},
-         [](std::string_view n) {
-           for (std::string_view p : {"xmma_implicit_gemm", "xmma_warp_specialized_implicit_gemm",
-                                      "xmma_gemm", "xmma_sparse_gemm", "xmma_sparse_conv"}) {
-             if (Has(n, p)) return true;
-           }
-           return false;
-         }},
+    // The same precision codes with the MMA shapes the list lacks: Ampere's TF32 (1684),
+    // INT8 (16832), sparse (16832, 16864) and FP64 (884) kernels.
+    Rule{{"<mma shape>gemm", KernelMath::kTensorCores,
+          "cuBLAS's kernels before xmma put the MMA shape before gemm: "
+          "ampere_fp32_s1684tf32gemm_fp32_128x128_ldg4_nt_v1, "
+          "ampere_int32_i16832gemm_int8_128x128_ldg16_stages_64x3_nt_v1, "
+          "ampere_fp16_s16832gemm_sp_fp16_128x128_ldg8_relu_f2f_stages_64x3_nt_v1"},
+         HasMmaShapeCode},
 };
 
 std::array<KernelMathRule, kRules.size()> RuleInfos() {

@@ -2,9 +2,10 @@
 // cores, and among the latter the FP32 matrix multiplies that TF32 or bf16 would move to Tensor
 // Cores. Kernel names carry their math: cuBLAS and cuDNN name the instruction (`ffma`,
 // `tensor16x8x16`), CUTLASS its opcode class (`simt`, `tensorop`), older libraries a precision
-// code (`sgemm`, `h884gemm`). Precision markers are read first, so an FP32 kernel is never taken
-// for a Tensor Core one because it also matches a family pattern such as `xmma_gemm`. Each rule
-// and where it comes from: KernelMathRules(), and docs/gpu-efficiency.md.
+// code (`sgemm`, `h884gemm`). Precision markers are read first, and a family name alone
+// (`xmma_gemm`, which the PyTorch profiler counts as Tensor Cores) decides nothing, so an FP32
+// kernel is never taken for a Tensor Core one. Every rule is tested on real kernel names. Each
+// rule and where it comes from: KernelMathRules(), and docs/gpu-efficiency.md.
 #pragma once
 
 #include <cstdint>
