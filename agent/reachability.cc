@@ -9,17 +9,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/host_port.h"
 #include "common/str_util.h"
 
 namespace podscope::agent {
 
 std::string WhyUnreachable(const std::string& target, int timeout_ms, bool tls) {
-  const size_t colon = target.rfind(':');
-  if (colon == std::string::npos) return common::StrCat("\"", target, "\" is not HOST:PORT");
-  std::string host = target.substr(0, colon);
-  const std::string port = target.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
+  const absl::StatusOr<common::HostPort> parsed = common::ParseHostPort(target);
+  if (!parsed.ok()) return std::string(parsed.status().message());
+  const std::string& host = parsed->host;
+  const std::string port = std::to_string(parsed->port);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;

@@ -23,6 +23,7 @@
 #include "agent/agent.h"
 #include "agent/collectors/simulated_ranks.h"
 #include "bench/jitter_proxy.h"
+#include "common/host_port.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
 #include "coordinator/http/http_client.h"
@@ -430,11 +431,14 @@ int main(int argc, char** argv) {
   std::unique_ptr<podscope::bench::JitterProxy> proxy;
   std::string target = o.grpc;
   if (o.jitter_ms > 0 || o.delay_ms > 0) {
-    const size_t colon = o.grpc.rfind(':');
+    const absl::StatusOr<podscope::common::HostPort> grpc = podscope::common::ParseHostPort(o.grpc);
+    if (!grpc.ok()) {
+      std::fprintf(stderr, "--grpc: %s\n", std::string(grpc.status().message()).c_str());
+      return 2;
+    }
     proxy = std::make_unique<podscope::bench::JitterProxy>(
-        o.grpc.substr(0, colon),
-        static_cast<uint16_t>(podscope::common::ParseInt(o.grpc.substr(colon + 1)).value()),
-        static_cast<int64_t>(o.delay_ms * 1e6), static_cast<int64_t>(o.jitter_ms * 1e6), o.seed);
+        grpc->host, grpc->port, static_cast<int64_t>(o.delay_ms * 1e6),
+        static_cast<int64_t>(o.jitter_ms * 1e6), o.seed);
     target = "127.0.0.1:" + std::to_string(proxy->port());
     std::printf(
         "network: through a proxy adding %.3f ms + uniform(0, %.3f ms) per chunk and direction\n",

@@ -17,6 +17,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/escaping.h"
 #include "absl/synchronization/mutex.h"
+#include "common/host_port.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
 #include "common/time_source.h"
@@ -50,19 +51,6 @@ using podscope::coordinator::CoordinatorSettings;
 using Settings = CoordinatorSettings;
 
 int64_t NowNs() { return podscope::common::RealTime().Now(); }
-
-bool SplitHostPort(const std::string& text, std::string* host, uint16_t* port) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos) return false;
-  *host = text.substr(0, colon);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']')
-    *host = host->substr(1, host->size() - 2);
-  const absl::StatusOr<int64_t> p =
-      podscope::common::ParseInt(std::string_view(text).substr(colon + 1));
-  if (!p.ok() || *p < 0 || *p > 65535) return false;
-  *port = static_cast<uint16_t>(*p);
-  return !host->empty();
-}
 
 // `podscope-coordinator hash-token --role ROLE --name NAME`: reads a token on stdin, prints
 // the line for the token file. The token itself is never printed nor stored.
@@ -433,16 +421,23 @@ int main(int argc, char** argv) {
   settings.agents.require_certificate_identity = !settings.insecure;
   absl::StatusOr<std::unique_ptr<TokenAuthorizer>> authorizer = LoadAuthorizer(settings);
   if (!authorizer.ok()) return Fail(authorizer.status(), 2);
-  std::string host, grpc_host;
-  uint16_t port = 0, grpc_port = 0;
-  if (!SplitHostPort(settings.http, &host, &port)) {
-    spdlog::error("--http must be HOST:PORT, got \"{}\"", settings.http);
-    return 2;
-  }
-  if (!SplitHostPort(settings.grpc, &grpc_host, &grpc_port)) {
-    spdlog::error("--grpc must be HOST:PORT, got \"{}\"", settings.grpc);
-    return 2;
-  }
+  const podscope::common::HostPortRules listen{.allow_port_zero = true};
+  const absl::StatusOr<podscope::common::HostPort> http_address =
+      podscope::common::ParseHostPort(settings.http, listen);
+  if (!http_address.ok())
+    return Fail(absl::InvalidArgumentError(
+                    podscope::common::StrCat("--http: ", http_address.status().message())),
+                2);
+  const absl::StatusOr<podscope::common::HostPort> grpc_address =
+      podscope::common::ParseHostPort(settings.grpc, listen);
+  if (!grpc_address.ok())
+    return Fail(absl::InvalidArgumentError(
+                    podscope::common::StrCat("--grpc: ", grpc_address.status().message())),
+                2);
+  const std::string& host = http_address->host;
+  const uint16_t port = http_address->port;
+  const std::string& grpc_host = grpc_address->host;
+  const uint16_t grpc_port = grpc_address->port;
   absl::StatusOr<std::unique_ptr<ShardMembership>> shards = ShardMembership::Open(settings.shards);
   if (!shards.ok()) return Fail(shards.status(), 2);
   // Everything above has been checked: the config's keys, the TLS files (CheckTlsChoice reads

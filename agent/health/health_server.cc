@@ -5,6 +5,7 @@
 #include <boost/beast/http.hpp>
 #include <thread>
 
+#include "common/host_port.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
 
@@ -91,22 +92,18 @@ asio::awaitable<void> AcceptLoop(HealthServer::State& state) {
 
 absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& address,
                                                                   ReadyCheck ready) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos)
-    return absl::InvalidArgumentError(common::StrCat("health: \"", address, "\" is not HOST:PORT"));
-  absl::StatusOr<int64_t> port = common::ParseInt(std::string_view(address).substr(colon + 1));
-  if (!port.ok() || *port < 0 || *port > 65535) {
-    return absl::InvalidArgumentError(
-        common::StrCat("health: \"", address, "\" has no valid port"));
-  }
+  const absl::StatusOr<common::HostPort> parsed =
+      common::ParseHostPort(address, {.allow_port_zero = true});
+  if (!parsed.ok())
+    return absl::InvalidArgumentError(common::StrCat("health: ", parsed.status().message()));
   auto state = std::make_unique<State>();
   state->ready = std::move(ready);
   beast::error_code ec;
-  const asio::ip::address ip = asio::ip::make_address(address.substr(0, colon), ec);
+  const asio::ip::address ip = asio::ip::make_address(parsed->host, ec);
   if (ec)
     return absl::InvalidArgumentError(
-        common::StrCat("health: \"", address.substr(0, colon), "\" is not an IP address"));
-  const tcp::endpoint endpoint(ip, static_cast<uint16_t>(*port));
+        common::StrCat("health: \"", parsed->host, "\" is not an IP address"));
+  const tcp::endpoint endpoint(ip, parsed->port);
   state->acceptor.open(endpoint.protocol(), ec);
   if (!ec) state->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) state->acceptor.bind(endpoint, ec);

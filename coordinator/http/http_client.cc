@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/client_connection.h"
+#include "common/host_port.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
 #include "coordinator/http/http_types.h"
@@ -36,17 +37,14 @@ absl::StatusOr<ServerAddress> ParseServerUrl(const std::string& url) {
     while (address.base_path.ends_with('/')) address.base_path.pop_back();
     rest = rest.substr(0, slash);
   }
-  const size_t colon = rest.rfind(':');
-  address.host = colon == std::string::npos ? rest : rest.substr(0, colon);
-  if (colon != std::string::npos) {
-    const absl::StatusOr<int64_t> port = common::ParseInt(std::string_view(rest).substr(colon + 1));
-    if (!port.ok() || *port <= 0 || *port > 65535) {
-      return absl::InvalidArgumentError(common::StrCat("--server ", url, ": bad port"));
-    }
-    address.port = static_cast<uint16_t>(*port);
+  const absl::StatusOr<common::HostPort> authority =
+      common::ParseHostPort(rest, {.default_port = address.port});
+  if (!authority.ok()) {
+    return absl::InvalidArgumentError(
+        common::StrCat("--server ", url, ": ", authority.status().message()));
   }
-  if (address.host.empty())
-    return absl::InvalidArgumentError(common::StrCat("--server ", url, ": no host"));
+  address.host = authority->host;
+  address.port = authority->port;
   return address;
 }
 
@@ -291,7 +289,8 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
                        server.ca_file.empty() ? " (a private CA? give --ca-cert FILE)" : ""));
   }
   std::ostringstream head;
-  head << method << " " << target << " HTTP/1.1\r\nHost: " << server.host << ":" << server.port
+  head << method << " " << target
+       << " HTTP/1.1\r\nHost: " << common::JoinHostPort(server.host, server.port)
        << "\r\nUser-Agent: " << server.user_agent << "\r\nConnection: close\r\n";
   if (!server.token.empty()) head << "Authorization: Bearer " << server.token << "\r\n";
   if (!content_type.empty()) head << "Content-Type: " << content_type << "\r\n";
@@ -314,8 +313,9 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
       ReceiveResponse(*connection, server.max_response_bytes, method, server.body_sink);
   const std::string& raw = received.raw;
   if (const absl::Status& stopped = connection->stopped(); !stopped.ok()) {
-    return absl::Status(stopped.code(),
-                        common::StrCat(server.host, ":", server.port, ": ", stopped.message()));
+    return absl::Status(
+        stopped.code(),
+        common::StrCat(common::JoinHostPort(server.host, server.port), ": ", stopped.message()));
   }
   const size_t header_end = raw.find("\r\n\r\n");
   if (raw.size() < 12 || header_end == std::string::npos || !raw.starts_with("HTTP/1.")) {
@@ -323,20 +323,20 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
     // version 3.x) or closes without a word.
     const bool tls_record = raw.size() >= 2 && (raw[0] == 0x15 || raw[0] == 0x16) && raw[1] == 0x03;
     if (!server.tls && (tls_record || raw.empty())) {
-      return absl::UnavailableError(
-          common::StrCat(server.host, ":", server.port,
-                         tls_record ? " answered in TLS, not plain HTTP"
-                                    : " closed the connection without an HTTP answer",
-                         ": if it serves HTTPS, use https://", server.host, ":", server.port));
+      return absl::UnavailableError(common::StrCat(
+          common::JoinHostPort(server.host, server.port),
+          tls_record ? " answered in TLS, not plain HTTP"
+                     : " closed the connection without an HTTP answer",
+          ": if it serves HTTPS, use https://", common::JoinHostPort(server.host, server.port)));
     }
-    return absl::UnavailableError(
-        common::StrCat("no valid HTTP response from ", server.host, ":", server.port));
+    return absl::UnavailableError(common::StrCat("no valid HTTP response from ",
+                                                 common::JoinHostPort(server.host, server.port)));
   }
   HttpClientResponse response;
   const absl::StatusOr<int64_t> status = common::ParseInt(std::string_view(raw).substr(9, 3));
   if (!status.ok())
-    return absl::UnavailableError(
-        common::StrCat("no valid HTTP status from ", server.host, ":", server.port));
+    return absl::UnavailableError(common::StrCat("no valid HTTP status from ",
+                                                 common::JoinHostPort(server.host, server.port)));
   response.status = static_cast<int>(*status);
   std::istringstream lines(raw.substr(0, header_end));
   std::string line;
@@ -354,7 +354,7 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
     if (!received.body_status.ok()) return received.body_status;
     if (!received.body_complete) {
       return absl::DataLossError(
-          common::StrCat("the response from ", server.host, ":", server.port,
+          common::StrCat("the response from ", common::JoinHostPort(server.host, server.port),
                          " was cut short (the server failed while sending it)"));
     }
     return response;
@@ -367,7 +367,7 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
     std::string body;
     if (!DecodeChunkedBody(response.body, &body)) {
       return absl::DataLossError(
-          common::StrCat("the response from ", server.host, ":", server.port,
+          common::StrCat("the response from ", common::JoinHostPort(server.host, server.port),
                          " was cut short (the server failed while sending it)"));
     }
     response.body = std::move(body);
@@ -376,9 +376,9 @@ absl::StatusOr<HttpClientResponse> HttpRequestOnce(const ServerAddress& server,
              method != "HEAD") {
     const absl::StatusOr<int64_t> n = common::ParseInt(length->second);
     if (n.ok() && static_cast<uint64_t>(*n) > response.body.size()) {
-      return absl::DataLossError(common::StrCat("the response from ", server.host, ":", server.port,
-                                                " was cut short (", response.body.size(), " of ",
-                                                *n, " bytes)"));
+      return absl::DataLossError(
+          common::StrCat("the response from ", common::JoinHostPort(server.host, server.port),
+                         " was cut short (", response.body.size(), " of ", *n, " bytes)"));
     }
   }
   return response;

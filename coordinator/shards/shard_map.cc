@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/host_port.h"
 #include "common/json_config.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
@@ -40,13 +41,6 @@ bool ValidName(std::string_view name) {
   });
 }
 
-bool ValidHostPort(std::string_view text) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || text.size() > 512) return false;
-  const absl::StatusOr<int64_t> port = common::ParseInt(text.substr(colon + 1));
-  return port.ok() && *port > 0 && *port <= 65535;
-}
-
 bool ValidRestUrl(std::string_view url) {
   std::string_view rest;
   if (url.starts_with("https://")) {
@@ -56,7 +50,7 @@ bool ValidRestUrl(std::string_view url) {
   } else {
     return false;
   }
-  return rest.find('/') == std::string_view::npos && ValidHostPort(rest);
+  return rest.find('/') == std::string_view::npos && common::ParseHostPort(rest).ok();
 }
 
 }  // namespace
@@ -97,9 +91,9 @@ absl::StatusOr<ShardMap> ShardMap::Make(std::vector<ShardMember> members, std::s
       return absl::InvalidArgumentError(common::StrCat("shards: member ", m.name, ": rest \"",
                                                        m.rest, "\" is not http[s]://HOST:PORT"));
     }
-    if (!ValidHostPort(m.grpc)) {
+    if (absl::StatusOr<common::HostPort> grpc = common::ParseHostPort(m.grpc); !grpc.ok()) {
       return absl::InvalidArgumentError(
-          common::StrCat("shards: member ", m.name, ": grpc \"", m.grpc, "\" is not HOST:PORT"));
+          common::StrCat("shards: member ", m.name, ": grpc ", grpc.status().message()));
     }
   }
   // Ids carry their shard's tag: two members must not share one (about one chance in 10^7 for

@@ -78,6 +78,31 @@ class OneShotServer {
 // A response with a Content-Length is complete once that many bytes came: the client does not
 // wait for the server to close (chromedriver answers "Connection: close" and then waits for the
 // client to go; every WebDriver call took the read timeout before).
+// --server, webhooks and shard members are URLs read by one HOST:PORT parser
+// (common/host_port.h): the scheme's port when none is given, IPv6 in brackets.
+TEST(HttpClientTest, ServerUrlsTakeTheSchemesPortAndIpv6InBrackets) {
+  absl::StatusOr<ServerAddress> plain = ParseServerUrl("http://node-0");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->host, "node-0");
+  EXPECT_EQ(plain->port, 80);
+  EXPECT_FALSE(plain->tls);
+  absl::StatusOr<ServerAddress> v6 = ParseServerUrl("https://[::1]:8443/base/");
+  ASSERT_TRUE(v6.ok()) << v6.status();
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, 8443);
+  EXPECT_TRUE(v6->tls);
+  EXPECT_EQ(v6->base_path, "/base");
+  EXPECT_EQ(ParseServerUrl("https://[::1]")->port, 443);
+  EXPECT_EQ(ParseServerUrl("http://host:0").status().message(),
+            "--server http://host:0: \"host:0\" has no valid port: the port is a number from 1 "
+            "to 65535");
+  EXPECT_EQ(ParseServerUrl("https://::1:8443").status().message(),
+            "--server https://::1:8443: \"::1:8443\" is an IPv6 address without brackets: write "
+            "[ADDRESS]:PORT");
+  EXPECT_FALSE(ParseServerUrl("https://").ok());
+  EXPECT_FALSE(ParseServerUrl("https://user@host:8443").ok());
+}
+
 TEST(HttpClientTest, AResponseEndsAtItsContentLengthWithoutWaitingForTheServerToClose) {
   OneShotServer server("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
   absl::StatusOr<HttpClientResponse> r = HttpRequestTo(
