@@ -402,12 +402,16 @@ void ComputePhase(const WorkloadOptions& o, int32_t r, RankState& s, RankWriter&
                    static_cast<double>(o.backward_ns) / o.backward_kernels, 132u * (1 + i % 2));
     }
     s.bucket_ready[b] = s.compute;
-    // DDP launches the bucket's AllReduce from a record_param_comms op.
+    // DDP launches the bucket's AllReduce from a record_param_comms op, in the autograd hook
+    // of the bucket's last gradient: inside that parameter's AccumulateGrad.
     const TimeNs op_start = s.host;
     s.bucket_correlation[b] =
         wr.Runtime(op_start + 1'000, op_start + 1'000 + launch, "cudaLaunchKernel", true);
     s.host = op_start + 2'000 + launch;
-    wr.HostSpan(op_start, s.host, "record_param_comms", HostSpanCategory::kOp);
+    wr.HostSpan(op_start, s.host,
+                "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                HostSpanCategory::kOp);
+    wr.HostSpan(op_start + 100, s.host - 100, "record_param_comms", HostSpanCategory::kOp);
     s.bucket_launch[b] = op_start + 1'000;
   }
 }

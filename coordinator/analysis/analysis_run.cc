@@ -5,6 +5,7 @@
 
 #include "common/step_pattern.h"
 #include "common/str_util.h"
+#include "coordinator/analysis/parallel_for.h"
 
 namespace podscope::coordinator::analysis {
 
@@ -98,11 +99,15 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
   }
   if (Wants(request, "operators"))
     results.operators = ComputeOperators(capture, request.top_kernels);
-  // The overview's copy rule reads one operator's time, listed or not.
-  std::optional<OperatorReport> all_operators;
-  if (overview) all_operators = ComputeOperators(capture, 0);
   std::optional<ParallelismReport> parallelism;
-  if (overview) parallelism = ComputeParallelism(capture, steps);
+  CastCopies casts;
+  if (overview) {
+    parallelism = ComputeParallelism(capture, steps);
+    std::vector<CastCopies> each(capture.size());
+    ParallelFor(capture.size(),
+                [&](size_t w) { each[w] = ComputeWorkerCastCopies(capture.worker(w)); });
+    for (const CastCopies& c : each) casts += c;
+  }
   if (Wants(request, "memory")) results.memory = ComputeMemory(capture);
   if (Wants(request, "input") || overview)
     results.input = ComputeInputPipeline(capture, *results.breakdown);
@@ -115,9 +120,8 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
                                 *results.bandwidth, results.warnings);
   }
   if (overview) {
-    results.overview =
-        ComputeOverview(*results.summary, *results.breakdown, *results.gpu, *results.kernels,
-                        *results.input, &*parallelism, &*all_operators);
+    results.overview = ComputeOverview(*results.summary, *results.breakdown, *results.gpu,
+                                       *results.kernels, *results.input, &*parallelism, &casts);
   }
   return results;
 }
@@ -161,9 +165,9 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
   const bool overview = needs.overview, summary = needs.summary, need_breakdown = needs.breakdown,
              need_comm = needs.communication, need_steps = needs.steps;
   const bool kernels = Wants(request, "kernels") || overview,
-             gpu = Wants(request, "gpu") || overview,
-             operators = Wants(request, "operators") || overview, memory = Wants(request, "memory"),
-             temporal = Wants(request, "temporal"), input = Wants(request, "input") || overview,
+             gpu = Wants(request, "gpu") || overview, operators = Wants(request, "operators"),
+             memory = Wants(request, "memory"), temporal = Wants(request, "temporal"),
+             input = Wants(request, "input") || overview,
              stragglers = Wants(request, "stragglers") || summary,
              bandwidth = Wants(request, "allreduce") || summary;
   const TemporalOptions temporal_options{.window = request.window, .steps = request.steps};
@@ -176,6 +180,7 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
   std::vector<std::optional<WorkerMemory>> memories;
   std::vector<WorkerSteps> steps;
   std::vector<std::vector<CommunicatorUse>> communicators;
+  CastCopies casts;
   AnalysisResults results;
   if (temporal) results.temporal.emplace().window = request.window;
   tables->workers.clear();
@@ -187,7 +192,10 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
       gpus.push_back(ComputeWorkerGpu(trace, worker_steps, request.first_step, request.last_step));
     }
     if (operators) operator_stats.push_back(ComputeWorkerOperators(trace));
-    if (overview) communicators.push_back(ComputeWorkerCommunicators(trace, worker_steps));
+    if (overview) {
+      communicators.push_back(ComputeWorkerCommunicators(trace, worker_steps));
+      casts += ComputeWorkerCastCopies(trace);
+    }
     if (memory) memories.push_back(ComputeWorkerMemory(trace));
     if (temporal) {
       results.temporal->workers.push_back(ComputeWorkerTemporal(
@@ -266,16 +274,8 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
   }
   if (kernels) results.kernels = kernel_fold.Finish();
   if (gpu) results.gpu = FinishGpu(std::move(gpus));
-  // The overview's copy rule reads one operator's time, listed or not.
-  std::optional<OperatorReport> all_operators;
-  if (overview && Wants(request, "operators")) {
-    results.operators = FinishOperators(operator_stats, request.top_kernels);
-    all_operators = FinishOperators(std::move(operator_stats), 0);
-  } else if (overview) {
-    all_operators = FinishOperators(std::move(operator_stats), 0);
-  } else if (operators) {
+  if (operators)
     results.operators = FinishOperators(std::move(operator_stats), request.top_kernels);
-  }
   if (memory) results.memory = FinishMemory(std::move(memories));
   if (summary) {
     results.summary = Summarize(view, *results.breakdown, *results.stragglers, *results.bandwidth,
@@ -283,9 +283,8 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
   }
   if (overview) {
     const ParallelismReport parallelism = FinishParallelism(std::move(communicators));
-    results.overview =
-        ComputeOverview(*results.summary, *results.breakdown, *results.gpu, *results.kernels,
-                        *results.input, &parallelism, &*all_operators);
+    results.overview = ComputeOverview(*results.summary, *results.breakdown, *results.gpu,
+                                       *results.kernels, *results.input, &parallelism, &casts);
   }
   return results;
 }

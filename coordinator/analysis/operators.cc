@@ -159,7 +159,6 @@ OperatorReport FinishOperators(std::vector<WorkerOperatorStats> all, size_t limi
       p.stats.host_self_ns += s.host_self_ns;
       p.stats.device_total_ns += s.device_total_ns;
       p.stats.device_self_ns += s.device_self_ns;
-      report.device_self_ns += s.device_self_ns;
       p.costliest.push_back({rank, s.device_total_ns, s.host_total_ns});
     }
     WorkerOperators worker{rank, std::move(all[w].operators)};

@@ -40,9 +40,6 @@ struct PodOperator {
 struct OperatorReport {
   std::vector<WorkerOperators> workers;  // by rank
   std::vector<PodOperator> pod;
-  // Every operator's device self time, the listed and the rest: the device time operators
-  // launched, what an operator's share is of.
-  TimeNs device_self_ns = 0;
 };
 
 // Whether host span `row` is an operator: op, annotation (not a step marker), input, optimizer.

@@ -51,6 +51,18 @@ std::string StragglerAdvice(const std::string& category) {
          "delayed";
 }
 
+// The stragglers the overview names: those whose loss (else caused delay) is at least
+// straggler_share of the step time. Advice that points at "the straggler" points at these.
+std::vector<const Straggler*> NamedStragglers(const SummaryReport& s, const OverviewOptions& opt) {
+  std::vector<const Straggler*> out;
+  const double window = static_cast<double>(s.window_step_time_ns);
+  for (const Straggler& g : s.stragglers) {
+    const double loss = static_cast<double>(g.step_time_loss_ns.value_or(g.caused_delay_ns));
+    if (window > 0 && loss / window >= opt.straggler_share) out.push_back(&g);
+  }
+  return out;
+}
+
 void LowUtilization(const OverviewReport& o, const OverviewOptions& opt,
                     std::vector<Recommendation>& out) {
   if (!o.gpu.median_gpu_utilization || *o.gpu.median_gpu_utilization >= opt.low_utilization) return;
@@ -187,21 +199,21 @@ void ExposedCommunication(const OverviewReport& o, const SummaryReport& s,
     advice = fmt::format(
         "More of it is waiting for the last rank to arrive than transferring, and no "
         "collective setting shortens waiting: {}. For the transfer itself: {}",
-        s.stragglers.empty() ? "find why the ranks arrive apart (collective_waiting)"
-                             : "fix the straggler first (straggler)",
+        NamedStragglers(s, opt).empty() ? "find why the ranks arrive apart (collective_waiting)"
+                                        : "fix the straggler first (straggler)",
         advice);
   }
   out.push_back(
       {.rule = "exposed_communication",
        .title = fmt::format(
-           "Communication not hidden behind computation: {} of the median worker's step ({} per "
-           "step; {} of its communication hidden); {} waiting, {} transferring{}",
-           Pct(s.exposed_communication_share),
-           MsText(static_cast<double>(s.exposed_communication_ns)),
-           s.overlap_pct ? fmt::format("{:.1f}%", *s.overlap_pct) : "none", Pct(wait),
-           Pct(transfer), KindPhrase(parallelism)),
+           "Communication not hidden behind computation: {} of the pod's step time, {} waiting "
+           "and {} transferring ({} on the median worker, {} of whose communication is "
+           "hidden){}",
+           Pct(wait + transfer), Pct(wait), Pct(transfer), Pct(s.exposed_communication_share),
+           s.overlap_pct ? fmt::format("{:.1f}%", *s.overlap_pct) : "none",
+           KindPhrase(parallelism)),
        .advice = std::move(advice),
-       .step_share = std::min(transfer, s.exposed_communication_share),
+       .step_share = transfer,
        .evidence = {{"exposed_communication_share", s.exposed_communication_share},
                     {"overlap_pct", s.overlap_pct.value_or(0)},
                     {"comm_wait_share", wait},
@@ -214,7 +226,7 @@ void ExposedCommunication(const OverviewReport& o, const SummaryReport& s,
 void CollectiveWaiting(const OverviewReport& o, const SummaryReport& s, const OverviewOptions& opt,
                        std::vector<Recommendation>& out) {
   const double wait = o.breakdown.Share(o.breakdown.comm_wait_ns);
-  if (wait < opt.collective_waiting || !s.stragglers.empty()) return;
+  if (wait < opt.collective_waiting || !NamedStragglers(s, opt).empty()) return;
   out.push_back(
       {.rule = "collective_waiting",
        .title = fmt::format("Ranks wait {} of the step time in collectives for others to arrive, "
@@ -277,34 +289,30 @@ void Fp32GemmOnCudaCores(const OverviewReport& o, const KernelReport& kernels,
        .subject = kernels.hottest_fp32_gemm});
 }
 
-// Kernels aten::copy_ launched: under autocast, every step casts the FP32 weights again for
-// each matmul; elsewhere, .to(), .float() and .contiguous() in the model's forward.
-void CastCopies(const OverviewReport& o, const OperatorReport* operators,
-                const OverviewOptions& opt, std::vector<Recommendation>& out) {
+// Dtype casts (cast_copies.h): under autocast, every step casts the FP32 weights again for each
+// matmul; elsewhere, .to(dtype) and .float() in the model's forward.
+void CastCopyRule(const OverviewReport& o, const CastCopies* casts, const OverviewOptions& opt,
+                  std::vector<Recommendation>& out) {
   if (!o.cast_copy_share || *o.cast_copy_share < opt.cast_copy_share) return;
-  const PodOperator* copy = nullptr;
-  for (const PodOperator& p : operators->pod) {
-    if (p.stats.name == "aten::copy_") copy = &p;
-  }
   const double busy = o.gpu.median_gpu_utilization.value_or(1);
   const double steps = static_cast<double>(std::max<size_t>(1, o.steps * o.workers));
   out.push_back(
       {.rule = "cast_copies",
-       .title = fmt::format(
-           "aten::copy_ (dtype casts and copies) takes {} of device time: {} of {}",
-           Pct(*o.cast_copy_share), MsText(static_cast<double>(copy->stats.device_self_ns)),
-           MsText(static_cast<double>(operators->device_self_ns))),
+       .title =
+           fmt::format("Dtype casts (aten::_to_copy) take {} of kernel time: {} of {}",
+                       Pct(*o.cast_copy_share), MsText(static_cast<double>(casts->cast_kernel_ns)),
+                       MsText(static_cast<double>(casts->kernel_ns))),
        .advice = "Under autocast each step casts the FP32 weights to bf16/fp16 again: keep "
                  "weights in bf16 where the optimizer allows (FSDP MixedPrecision(param_dtype="
                  "torch.bfloat16), or a bf16 model with FP32 master weights), run a step's "
                  "micro-batches inside one autocast region so its cast cache is reused, and take "
-                 ".to()/.float()/.contiguous() calls out of the model's forward",
+                 ".to(dtype)/.float() calls out of the model's forward",
        .step_share = *o.cast_copy_share * busy,
-       .evidence = {{"copy_device_ns", static_cast<double>(copy->stats.device_self_ns)},
-                    {"device_ns", static_cast<double>(operators->device_self_ns)},
+       .evidence = {{"cast_kernel_ns", static_cast<double>(casts->cast_kernel_ns)},
+                    {"kernel_ns", static_cast<double>(casts->kernel_ns)},
                     {"cast_copy_share", *o.cast_copy_share},
-                    {"calls_per_step", static_cast<double>(copy->stats.calls) / steps}},
-       .subject = "aten::copy_"});
+                    {"casts_per_step", static_cast<double>(casts->casts) / steps}},
+       .subject = "aten::_to_copy"});
 }
 
 void LowOccupancyKernels(const OverviewReport& o, const KernelReport& kernels,
@@ -345,11 +353,10 @@ void LowOccupancyKernels(const OverviewReport& o, const KernelReport& kernels,
 
 void Stragglers(const SummaryReport& s, const OverviewOptions& opt,
                 std::vector<Recommendation>& out) {
-  for (const Straggler& g : s.stragglers) {
-    const double window = static_cast<double>(s.window_step_time_ns);
+  const double window = static_cast<double>(s.window_step_time_ns);
+  for (const Straggler* named : NamedStragglers(s, opt)) {
+    const Straggler& g = *named;
     const double loss = static_cast<double>(g.step_time_loss_ns.value_or(g.caused_delay_ns));
-    if (window <= 0 || loss / window < opt.straggler_share)
-      continue;  // named by the stragglers report, costing little
     out.push_back(
         {.rule = "straggler",
          .title =
@@ -358,7 +365,7 @@ void Stragglers(const SummaryReport& s, const OverviewOptions& opt,
                          g.step_time_loss_ns ? "cost the job" : "caused waiting of", MsText(loss),
                          MsText(window)),
          .advice = StragglerAdvice(g.category),
-         .step_share = window > 0 ? std::min(1.0, loss / window) : 0,
+         .step_share = std::min(1.0, loss / window),
          .evidence = {{"step_time_loss_ns", static_cast<double>(g.step_time_loss_ns.value_or(-1))},
                       {"caused_delay_ns", static_cast<double>(g.caused_delay_ns)},
                       {"last_arriver_share", g.last_arriver_share}},
@@ -371,8 +378,8 @@ void Stragglers(const SummaryReport& s, const OverviewOptions& opt,
 OverviewReport ComputeOverview(const SummaryReport& summary,
                                const std::vector<WorkerBreakdown>& breakdown, const GpuReport& gpu,
                                const KernelReport& kernels, const InputReport& input,
-                               const ParallelismReport* parallelism,
-                               const OperatorReport* operators, const OverviewOptions& options) {
+                               const ParallelismReport* parallelism, const CastCopies* casts,
+                               const OverviewOptions& options) {
   OverviewReport o;
   o.workers = summary.ranks;
   o.steps = summary.steps;
@@ -393,15 +400,8 @@ OverviewReport ComputeOverview(const SummaryReport& summary,
   o.median_efficiency = summary.median_efficiency;
   o.straggler_count = summary.straggler_count;
   if (parallelism != nullptr) o.parallelism = *parallelism;
-  if (operators != nullptr && operators->device_self_ns > 0) {
-    TimeNs copy_ns = 0;
-    for (const PodOperator& p : operators->pod) {
-      if (p.stats.name == "aten::copy_") copy_ns = p.stats.device_self_ns;
-    }
-    o.cast_copy_share =
-        static_cast<double>(copy_ns) / static_cast<double>(operators->device_self_ns);
-  }
-
+  if (casts != nullptr && casts->operators > 0 && casts->kernel_ns > 0)
+    o.cast_copy_share = casts->share();
   std::vector<Recommendation>& r = o.recommendations;
   LowUtilization(o, options, r);
   LaunchBound(o, gpu, options, r);
@@ -410,7 +410,7 @@ OverviewReport ComputeOverview(const SummaryReport& summary,
   CollectiveWaiting(o, summary, options, r);
   AllReduceEfficiency(summary, options, r);
   Fp32GemmOnCudaCores(o, kernels, options, r);
-  CastCopies(o, operators, options, r);
+  CastCopyRule(o, casts, options, r);
   LowOccupancyKernels(o, kernels, options, r);
   Stragglers(summary, options, r);
   std::stable_sort(r.begin(), r.end(), [](const Recommendation& a, const Recommendation& b) {

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/analysis/cast_copies.h"
 #include "coordinator/analysis/gpu_efficiency.h"
 #include "coordinator/analysis/input_pipeline.h"
-#include "coordinator/analysis/operators.h"
 #include "coordinator/analysis/parallelism.h"
 #include "coordinator/analysis/summary.h"
 #include "coordinator/analysis/top_kernels.h"
@@ -28,7 +28,7 @@ struct OverviewOptions {
   double fp32_gemm_share = 0.05;       // of kernel time, in FP32 GEMMs on CUDA cores
   double straggler_share = 0.01;       // a straggler's loss (else its caused delay) over step time
   double collective_waiting = 0.10;    // ranks waiting in collectives, over step time
-  double cast_copy_share = 0.05;       // of device time, in kernels aten::copy_ launched
+  double cast_copy_share = 0.05;       // of kernel time, in dtype casts (cast_copies.h)
 };
 
 struct Recommendation {
@@ -42,7 +42,8 @@ struct Recommendation {
   double step_share = 0;
   std::vector<std::pair<std::string, double>> evidence;  // the figures behind it
   std::vector<int32_t> ranks;  // the workers concerned; empty: the pod as a whole
-  std::string subject;         // the kernel, for low_occupancy_kernel and fp32_gemm_on_cuda_cores
+  std::string subject;         // the kernel (low_occupancy_kernel, fp32_gemm_on_cuda_cores) or the
+                               // operator (cast_copies)
 };
 
 // The pod's step time by category: sums over every worker and step, as shares of the step time
@@ -69,17 +70,18 @@ struct OverviewReport {
   std::optional<double> median_busbw_gbytes_per_s, median_efficiency;
   double link_gbytes_per_s = 0;  // 0: not given
   size_t straggler_count = 0;
-  ParallelismReport parallelism;          // what the communicators are for (parallelism.h)
-  std::optional<double> cast_copy_share;  // of device time, in aten::copy_; none without operators
+  ParallelismReport parallelism;  // what the communicators are for (parallelism.h)
+  // Of kernel time, in dtype casts (cast_copies.h); none for a trace without host operators.
+  std::optional<double> cast_copy_share;
   std::vector<Recommendation> recommendations;  // most at stake first
 };
 
-// Pure. `parallelism` and `operators` may be null: no communicator kinds, no copy rule.
+// Pure. `parallelism` and `casts` may be null: no communicator kinds, no cast rule.
 OverviewReport ComputeOverview(const SummaryReport& summary,
                                const std::vector<WorkerBreakdown>& breakdown, const GpuReport& gpu,
                                const KernelReport& kernels, const InputReport& input,
                                const ParallelismReport* parallelism = nullptr,
-                               const OperatorReport* operators = nullptr,
+                               const CastCopies* casts = nullptr,
                                const OverviewOptions& options = {});
 
 }  // namespace podscope::coordinator::analysis

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <tuple>
 
 #include "coordinator/analysis/parallel_for.h"
 #include "fmt/format.h"
@@ -34,22 +35,83 @@ int32_t StepAt(const std::vector<StepSpan>& steps, TimeNs t) {
   return t < it->host.end ? static_cast<int32_t>(it - steps.begin()) : -1;
 }
 
-// Each step's first backward operator's start (INT64_MAX: none in that step).
-std::vector<TimeNs> BackwardStarts(const common::WorkerTrace& trace, const WorkerSteps& steps) {
-  std::vector<TimeNs> first(steps.steps.size(), INT64_MAX);
-  if (steps.steps.empty()) return first;
-  const common::HostSpanTable& spans = trace.host_spans;
-  // Whether each name is a backward operator's, decided once per name.
-  std::vector<int8_t> backward(trace.strings.size(), -1);
-  for (size_t i = 0; i < spans.size(); ++i) {
-    const common::NameId id = spans.name[i];
-    if (id >= backward.size()) continue;
-    if (backward[id] < 0) backward[id] = IsBackwardName(trace.strings.Get(id)) ? 1 : 0;
-    if (backward[id] == 0) continue;
-    const int32_t s = StepAt(steps.steps, spans.start[i]);
-    if (s >= 0) first[s] = std::min(first[s], spans.start[i]);
+// Where a worker's backward operators are: per step, the first one's start and the last one's
+// end, and every backward span, to tell a call inside one.
+class BackwardPass {
+ public:
+  BackwardPass(const common::WorkerTrace& trace, const WorkerSteps& steps)
+      : steps_(steps.steps),
+        first_(steps.steps.size(), INT64_MAX),
+        last_end_(steps.steps.size(), INT64_MIN) {
+    if (steps_.empty()) return;
+    const common::HostSpanTable& h = trace.host_spans;
+    // Whether each name is a backward operator's, decided once per name.
+    std::vector<int8_t> backward(trace.strings.size(), -1);
+    for (size_t i = 0; i < h.size(); ++i) {
+      const common::NameId id = h.name[i];
+      if (id >= backward.size()) continue;
+      if (backward[id] < 0) backward[id] = IsBackwardName(trace.strings.Get(id)) ? 1 : 0;
+      if (backward[id] == 0) continue;
+      spans_.push_back({h.start[i], h.end[i]});
+      const int32_t s = StepAt(steps_, h.start[i]);
+      if (s < 0) continue;
+      first_[s] = std::min(first_[s], h.start[i]);
+      last_end_[s] = std::max(last_end_[s], h.end[i]);
+    }
+    std::sort(spans_.begin(), spans_.end(),
+              [](const Interval& a, const Interval& b) { return a.start < b.start; });
+    reach_.resize(spans_.size());
+    TimeNs reach = INT64_MIN;
+    for (size_t i = 0; i < spans_.size(); ++i) reach_[i] = reach = std::max(reach, spans_[i].end);
   }
-  return first;
+
+  enum class Pass : uint8_t { kUnknown, kForward, kBackward };
+
+  Pass At(TimeNs t) const {
+    const int32_t s = StepAt(steps_, t);
+    if (s < 0 || first_[s] == INT64_MAX) return Pass::kUnknown;
+    if (Inside(t) || t >= last_end_[s]) return Pass::kBackward;
+    return Pass::kForward;
+  }
+
+ private:
+  // Whether a backward span holds `t`: the latest span starting at or before it, or one before
+  // that reaching past it.
+  bool Inside(TimeNs t) const {
+    auto it = std::upper_bound(spans_.begin(), spans_.end(), t,
+                               [](TimeNs v, const Interval& a) { return v < a.start; });
+    if (it == spans_.begin()) return false;
+    return reach_[static_cast<size_t>(it - spans_.begin()) - 1] > t;
+  }
+
+  const std::vector<StepSpan>& steps_;
+  std::vector<TimeNs> first_, last_end_;
+  std::vector<Interval> spans_;  // by start
+  std::vector<TimeNs> reach_;    // the latest end among spans_[0..i]
+};
+
+// The union of a worker's compute kernels, in one pass over its kernels (sorted by start).
+IntervalSet ComputeKernels(const common::KernelTable& k) {
+  IntervalSet out;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (k.kernel_class[i] != common::KernelClass::kCompute || k.end[i] <= k.start[i]) continue;
+    if (!out.empty() && k.start[i] <= out.back().end) {
+      out.back().end = std::max(out.back().end, k.end[i]);
+    } else {
+      out.push_back({k.start[i], k.end[i]});
+    }
+  }
+  return out;
+}
+
+// How much of [start, end) no interval of `set` covers.
+TimeNs Uncovered(const IntervalSet& set, TimeNs start, TimeNs end) {
+  TimeNs covered = 0;
+  auto it = std::upper_bound(set.begin(), set.end(), start,
+                             [](TimeNs v, const Interval& a) { return v < a.end; });
+  for (; it != set.end() && it->start < end; ++it)
+    covered += std::min(end, it->end) - std::max(start, it->start);
+  return end - start - covered;
 }
 
 std::string Upper(std::string_view s) {
@@ -60,13 +122,15 @@ std::string Upper(std::string_view s) {
 
 // The kind a process group's description names, or kUnknown. Megatron-LM describes its groups
 // as TENSOR_MODEL_PARALLEL_GROUP, PIPELINE_MODEL_PARALLEL_GROUP, DATA_PARALLEL_GROUP,
-// EXPERT_MODEL_PARALLEL_GROUP; others use tp/pp/dp/ep in names such as "tp_group".
+// EXPERT_MODEL_PARALLEL_GROUP, CONTEXT_PARALLEL_GROUP; others use tp/pp/dp/ep/cp in names such
+// as "tp_group".
 ParallelismKind KindFromDescription(std::string_view description) {
   const std::string upper = Upper(description);
   bool tp = upper.find("TENSOR") != std::string::npos;
   bool pp = upper.find("PIPELINE") != std::string::npos;
   bool ep = upper.find("EXPERT") != std::string::npos || upper.find("MOE") != std::string::npos;
   bool dp = upper.find("DATA_PARALLEL") != std::string::npos;
+  bool cp = upper.find("CONTEXT") != std::string::npos;
   for (size_t at = 0; at <= upper.size();) {
     const size_t end = std::min(upper.find_first_of("_-. :/", at), upper.size());
     const std::string_view token = std::string_view(upper).substr(at, end - at);
@@ -74,10 +138,12 @@ ParallelismKind KindFromDescription(std::string_view description) {
     pp |= token == "PP";
     ep |= token == "EP";
     dp |= token == "DP";
+    cp |= token == "CP";
     at = end + 1;
   }
   // A group named for two kinds (Megatron's "expert tensor parallel") is decided by its calls.
-  if (tp + pp + ep + dp != 1) return ParallelismKind::kUnknown;
+  if (tp + pp + ep + dp + cp != 1) return ParallelismKind::kUnknown;
+  if (cp) return ParallelismKind::kContextParallel;
   if (tp) return ParallelismKind::kTensorParallel;
   if (pp) return ParallelismKind::kPipelineParallel;
   if (ep) return ParallelismKind::kAllToAll;
@@ -121,16 +187,19 @@ void ClassifyByCalls(CommunicatorUse& u) {
                            MiB(u.forward_reduce_bytes), MiB(u.reduce_bytes));
     return;
   }
-  if (u.forward_gather_bytes > 0 && u.reduce_bytes > 0) {
+  // FSDP gathers every parameter in the forward pass and reduce-scatters every gradient in the
+  // backward: forward gathers of the order of the reduce-scatters. An AllGather of features
+  // (SyncBatchNorm, a contrastive loss) beside an AllReduce of gradients is far from that.
+  if (u.reduce_scatter_bytes > 0 && u.forward_gather_bytes * 4 >= u.reduce_scatter_bytes) {
     u.kind = ParallelismKind::kShardedDataParallel;
-    u.reason = fmt::format(
-        "AllGathers in the forward pass ({}), reductions only from the backward pass on",
-        MiB(u.forward_gather_bytes));
+    u.reason =
+        fmt::format("AllGathers in the forward pass ({}), reductions only in the backward pass",
+                    MiB(u.forward_gather_bytes));
     return;
   }
   if (u.reduce_bytes > 0) {
     u.kind = ParallelismKind::kDataParallel;
-    u.reason = "reductions only from the backward pass on";
+    u.reason = "reductions only in the backward pass";
     return;
   }
   u.kind = ParallelismKind::kUnknown;
@@ -146,7 +215,8 @@ void Classify(CommunicatorUse& u) {
   u.kind = named;
   u.reason = fmt::format("its process group is described as \"{}\"", u.description);
   // A data-parallel group that gathers parameters in the forward pass shards them.
-  if (named == ParallelismKind::kDataParallel && u.forward_gather_bytes > 0) {
+  if (named == ParallelismKind::kDataParallel && u.reduce_scatter_bytes > 0 &&
+      u.forward_gather_bytes * 4 >= u.reduce_scatter_bytes) {
     u.kind = ParallelismKind::kShardedDataParallel;
     u.reason += fmt::format(", and it gathers {} in the forward pass", MiB(u.forward_gather_bytes));
   }
@@ -166,6 +236,8 @@ std::string_view ParallelismKindName(ParallelismKind kind) {
       return "pipeline_parallel";
     case ParallelismKind::kAllToAll:
       return "all_to_all";
+    case ParallelismKind::kContextParallel:
+      return "context_parallel";
     case ParallelismKind::kUnknown:
       break;
   }
@@ -184,6 +256,8 @@ std::string_view ParallelismKindWords(ParallelismKind kind) {
       return "pipeline-parallel";
     case ParallelismKind::kAllToAll:
       return "all-to-all";
+    case ParallelismKind::kContextParallel:
+      return "context-parallel";
     case ParallelismKind::kUnknown:
       break;
   }
@@ -194,7 +268,8 @@ std::vector<CommunicatorUse> ComputeWorkerCommunicators(const common::WorkerTrac
                                                         const WorkerSteps& steps) {
   const common::CollectiveTable& c = trace.collectives;
   if (c.size() == 0) return {};
-  const std::vector<TimeNs> backward = BackwardStarts(trace, steps);
+  const BackwardPass passes(trace, steps);
+  const IntervalSet compute = ComputeKernels(trace.kernels);
   std::map<common::NameId, CommunicatorUse> by_name;
   for (size_t i = 0; i < c.size(); ++i) {
     CommunicatorUse& u = by_name[c.communicator[i]];
@@ -212,16 +287,24 @@ std::vector<CommunicatorUse> ComputeWorkerCommunicators(const common::WorkerTrac
     u.size = std::max(u.size, c.nranks[i]);
     ++u.calls;
     u.bytes += c.bytes[i];
-    u.kernel_ns += std::max<TimeNs>(0, c.kernel_end[i] - c.kernel_start[i]);
+    if (c.kernel_end[i] > c.kernel_start[i]) {
+      u.kernel_ns += c.kernel_end[i] - c.kernel_start[i];
+      u.exposed_ns += Uncovered(compute, c.kernel_start[i], c.kernel_end[i]);
+    }
     const auto op = static_cast<size_t>(c.op[i]);
     if (op < u.calls_by_op.size()) ++u.calls_by_op[op];
-    const int32_t s = StepAt(steps.steps, c.enqueue[i]);
-    const bool known = s >= 0 && backward[s] != INT64_MAX;
-    const bool forward = known && c.enqueue[i] < backward[s];
-    (known ? (forward ? u.forward_calls : u.backward_calls) : u.unknown_pass_calls) += 1;
+    // An enqueue equal to the kernel's start is the device's time, taken where the trace linked
+    // no launch: it cannot be compared with the host's operators.
+    const BackwardPass::Pass pass =
+        c.enqueue[i] == c.kernel_start[i] ? BackwardPass::Pass::kUnknown : passes.At(c.enqueue[i]);
+    const bool forward = pass == BackwardPass::Pass::kForward;
+    (pass == BackwardPass::Pass::kUnknown ? u.unknown_pass_calls
+     : forward                            ? u.forward_calls
+                                          : u.backward_calls) += 1;
     if (IsReduction(c.op[i])) {
       u.reduce_bytes += c.bytes[i];
       if (forward) u.forward_reduce_bytes += c.bytes[i];
+      if (c.op[i] == CollectiveOp::kReduceScatter) u.reduce_scatter_bytes += c.bytes[i];
     } else if (c.op[i] == CollectiveOp::kAllGather) {
       u.gather_bytes += c.bytes[i];
       if (forward) u.forward_gather_bytes += c.bytes[i];
@@ -249,6 +332,7 @@ ParallelismReport FinishParallelism(std::vector<std::vector<CommunicatorUse>> wo
       p.calls += u.calls;
       p.bytes += u.bytes;
       p.kernel_ns += u.kernel_ns;
+      p.exposed_ns += u.exposed_ns;
       p.member_steps += u.member_steps;
       for (size_t op = 0; op < p.calls_by_op.size(); ++op) p.calls_by_op[op] += u.calls_by_op[op];
       p.forward_calls += u.forward_calls;
@@ -258,24 +342,27 @@ ParallelismReport FinishParallelism(std::vector<std::vector<CommunicatorUse>> wo
       p.forward_reduce_bytes += u.forward_reduce_bytes;
       p.gather_bytes += u.gather_bytes;
       p.forward_gather_bytes += u.forward_gather_bytes;
+      p.reduce_scatter_bytes += u.reduce_scatter_bytes;
     }
   }
   ParallelismReport report;
-  std::map<ParallelismKind, TimeNs> time_by_kind;
+  std::map<ParallelismKind, TimeNs> exposed_by_kind;
   TimeNs total = 0;
   for (auto& [name, use] : pod) {
     std::sort(use.members.begin(), use.members.end());
     use.members.erase(std::unique(use.members.begin(), use.members.end()), use.members.end());
     Classify(use);
-    time_by_kind[use.kind] += use.kernel_ns;
-    total += use.kernel_ns;
+    exposed_by_kind[use.kind] += use.exposed_ns;
+    total += use.exposed_ns;
     report.communicators.push_back(std::move(use));
   }
-  std::stable_sort(
-      report.communicators.begin(), report.communicators.end(),
-      [](const CommunicatorUse& a, const CommunicatorUse& b) { return a.kernel_ns > b.kernel_ns; });
+  std::stable_sort(report.communicators.begin(), report.communicators.end(),
+                   [](const CommunicatorUse& a, const CommunicatorUse& b) {
+                     return a.exposed_ns != b.exposed_ns ? a.exposed_ns > b.exposed_ns
+                                                         : a.kernel_ns > b.kernel_ns;
+                   });
   TimeNs most = -1;
-  for (const auto& [kind, ns] : time_by_kind) {
+  for (const auto& [kind, ns] : exposed_by_kind) {
     if (ns > most) {
       most = ns;
       report.dominant = kind;
@@ -283,6 +370,28 @@ ParallelismReport FinishParallelism(std::vector<std::vector<CommunicatorUse>> wo
   }
   report.dominant_share =
       total > 0 ? static_cast<double>(most) / static_cast<double>(total) : (pod.empty() ? 0 : 1);
+  // Groups, in the order of their largest communicator.
+  std::map<std::tuple<ParallelismKind, std::string, int32_t>, size_t> group_of;
+  for (const CommunicatorUse& c : report.communicators) {
+    auto [it, added] = group_of.try_emplace({c.kind, c.description, c.size}, report.groups.size());
+    if (added) {
+      report.groups.push_back({.kind = c.kind,
+                               .description = c.description,
+                               .size = c.size,
+                               .example = c.communicator,
+                               .reason = c.reason});
+    }
+    CommunicatorGroup& g = report.groups[it->second];
+    ++g.communicators;
+    g.calls += c.calls;
+    g.member_steps += c.member_steps;
+    g.kernel_ns += c.kernel_ns;
+    g.exposed_ns += c.exposed_ns;
+  }
+  std::stable_sort(report.groups.begin(), report.groups.end(),
+                   [](const CommunicatorGroup& a, const CommunicatorGroup& b) {
+                     return a.exposed_ns > b.exposed_ns;
+                   });
   return report;
 }
 

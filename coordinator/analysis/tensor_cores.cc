@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <span>
 
 namespace podscope::coordinator::analysis {
 namespace {
@@ -40,26 +41,44 @@ bool HasFp32Operands(std::string_view name) {
   return Has(name, "f32f32_f32f32") && !Has(name, "tf32");
 }
 
-// A precision code with an MMA shape before "gemm" (cuBLAS's names before xmma): a type letter
-// (h, s, i, d, c, z), the shape's digits, and gemm, or tf32gemm for TF32.
-bool HasMmaShapeCode(std::string_view name) {
-  constexpr std::string_view kShapes[] = {"884",   "1684",  "1688",  "8816",
-                                          "16816", "16832", "16864", "168256"};
+bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+// A precision code of cuBLAS's and cuDNN's kernels before xmma: a word that starts with a type
+// letter (h, s, i, d, c, z), then an MMA shape's digits, then what the kernel is (gemm,
+// tf32gemm, cudnn, fprop, dgrad, wgrad): volta_h884gemm_..., turing_fp16_s1688cudnn_...,
+// ampere_int32_i16832gemm_... Numbers in other names (fusion_16816, a loop's index) are not.
+bool HasPrecisionCode(std::string_view name, std::string_view letters,
+                      std::span<const std::string_view> shapes) {
   for (size_t i = 1; i < name.size(); ++i) {
     if (!IsDigit(name[i]) || IsDigit(name[i - 1])) continue;
     size_t j = i;
     while (j < name.size() && IsDigit(name[j])) ++j;
-    const std::string_view shape = name.substr(i, j - i);
-    const std::string_view rest = name.substr(j);
-    const bool type_letter = std::string_view("hsidcz").find(name[i - 1]) != std::string_view::npos;
+    const bool word_start = i < 2 || !IsAlnum(name[i - 2]);
+    const bool type_letter = letters.find(name[i - 1]) != std::string_view::npos;
     const bool known =
-        std::find(std::begin(kShapes), std::end(kShapes), shape) != std::end(kShapes);
-    if (type_letter && known && (rest.starts_with("gemm") || rest.starts_with("tf32gemm")))
-      return true;
+        std::find(shapes.begin(), shapes.end(), name.substr(i, j - i)) != shapes.end();
+    const std::string_view rest = name.substr(j);
+    const bool what = rest.starts_with("gemm") || rest.starts_with("tf32gemm") ||
+                      rest.starts_with("cudnn") || rest.starts_with("fprop") ||
+                      rest.starts_with("dgrad") || rest.starts_with("wgrad");
+    if (word_start && type_letter && known && what) return true;
     i = j;
   }
   return false;
 }
+
+constexpr std::string_view kAllShapes[] = {"884",   "1684",  "1688",  "8816",
+                                           "16816", "16832", "16864", "168256"};
+
+template <const char* kLetters, const std::string_view& kShape>
+bool Code(std::string_view name) {
+  return HasPrecisionCode(name, kLetters, std::span<const std::string_view>(&kShape, 1));
+}
+
+constexpr char kH[] = "h", kS[] = "s", kI[] = "i", kAny[] = "hsidcz";
+constexpr std::string_view k884 = "884", k1688 = "1688", k8816 = "8816", k16816 = "16816";
+
+bool HasMmaShapeCode(std::string_view name) { return HasPrecisionCode(name, kAny, kAllShapes); }
 
 bool IsGemm(std::string_view name) {
   if (!Has(name, "gemm")) return false;
@@ -141,15 +160,15 @@ const std::array kRules = {
           "FlashAttention 3's kernels (flash::FlashAttnFwdSm90, ...)"},
          nullptr},
     // The PyTorch profiler's precision codes and cuDNN families, Volta to Ampere.
-    Rule{{"h884", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"s884", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"h1688", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"s1688", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"i8816", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    Rule{{"16816", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
+    Rule{{"h884", KernelMath::kTensorCores, kPyTorchSource}, Code<kH, k884>},
+    Rule{{"s884", KernelMath::kTensorCores, kPyTorchSource}, Code<kS, k884>},
+    Rule{{"h1688", KernelMath::kTensorCores, kPyTorchSource}, Code<kH, k1688>},
+    Rule{{"s1688", KernelMath::kTensorCores, kPyTorchSource}, Code<kS, k1688>},
+    Rule{{"i8816", KernelMath::kTensorCores, kPyTorchSource}, Code<kI, k8816>},
+    Rule{{"16816", KernelMath::kTensorCores, kPyTorchSource}, Code<kAny, k16816>},
     Rule{{"dgrad_1x1_stride_2x2", KernelMath::kTensorCores, kPyTorchSource}, nullptr},
-    // The same precision codes with the MMA shapes the list lacks: Ampere's TF32 (1684),
-    // INT8 (16832), sparse (16832, 16864) and FP64 (884) kernels.
+    // The same precision codes with the MMA shapes the list lacks: Ampere's TF32 (1684), INT8
+    // (16832) and sparse (16832, 16864) kernels.
     Rule{{"<mma shape>gemm", KernelMath::kTensorCores,
           "cuBLAS's kernels before xmma put the MMA shape before gemm: "
           "ampere_fp32_s1684tf32gemm_fp32_128x128_ldg4_nt_v1, "

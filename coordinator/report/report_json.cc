@@ -648,11 +648,21 @@ void Overview(JsonWriter& w, const OverviewReport& o) {
     w.Raw(",\"kind\":").String(ParallelismKindName(c.kind)).Raw(",\"reason\":").String(c.reason);
     w.Raw(",\"calls\":").Uint(c.calls).Raw(",\"calls_per_step\":").Fixed(c.CallsPerStep(), 2);
     w.Raw(",\"bytes\":").Int(c.bytes).Raw(",\"kernel_ns\":").Int(c.kernel_ns);
+    w.Raw(",\"exposed_ns\":").Int(c.exposed_ns);
     w.Raw(",\"forward_calls\":").Uint(c.forward_calls);
     w.Raw(",\"backward_calls\":").Uint(c.backward_calls);
     w.Raw(",\"unknown_pass_calls\":").Uint(c.unknown_pass_calls).Raw(",\"members\":[");
     for (size_t k = 0; k < c.members.size(); ++k) w.Raw(k ? "," : "").Int(c.members[k]);
     w.Raw("]}");
+  }
+  w.Raw("],\"communicator_groups\":[");
+  for (size_t i = 0; i < p.groups.size(); ++i) {
+    const CommunicatorGroup& g = p.groups[i];
+    w.Raw(i ? "," : "").Raw("{\"kind\":").String(ParallelismKindName(g.kind));
+    w.Raw(",\"description\":").String(g.description).Raw(",\"size\":").Int(g.size);
+    w.Raw(",\"communicators\":").Uint(g.communicators).Raw(",\"example\":").String(g.example);
+    w.Raw(",\"reason\":").String(g.reason).Raw(",\"calls_per_step\":").Fixed(g.CallsPerStep(), 2);
+    w.Raw(",\"kernel_ns\":").Int(g.kernel_ns).Raw(",\"exposed_ns\":").Int(g.exposed_ns).Char('}');
   }
   w.Raw("]},\"straggler_count\":").Uint(o.straggler_count).Raw(",\"recommendations\":[");
   for (size_t i = 0; i < o.recommendations.size(); ++i) {

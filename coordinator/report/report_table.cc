@@ -584,13 +584,16 @@ void Overview(std::string& out, const OverviewReport& o) {
             : "",
         o.straggler_count);
   }
-  for (const CommunicatorUse& c : o.parallelism.communicators) {
-    out += fmt::format("  {} ({} ranks{}): {}, {:.1f} calls per step; {}\n", c.communicator, c.size,
-                       c.description.empty() ? "" : ", " + c.description,
-                       ParallelismKindWords(c.kind), c.CallsPerStep(), c.reason);
+  for (const CommunicatorGroup& g : o.parallelism.groups) {
+    out += fmt::format("  {} ({} ranks{}): {}, {:.1f} calls per step; {}\n",
+                       g.communicators > 1
+                           ? fmt::format("{} communicators like {}", g.communicators, g.example)
+                           : g.example,
+                       g.size, g.description.empty() ? "" : ", " + g.description,
+                       ParallelismKindWords(g.kind), g.CallsPerStep(), g.reason);
   }
   if (o.cast_copy_share > 0) {
-    out += fmt::format("aten::copy_ (casts and copies): {:.1f}% of device time\n",
+    out += fmt::format("dtype casts (aten::_to_copy): {:.1f}% of kernel time\n",
                        100 * *o.cast_copy_share);
   }
   if (o.recommendations.empty()) {

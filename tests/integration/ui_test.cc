@@ -194,10 +194,10 @@ TEST_F(UiTest, TheCapturePageShowsAColumnPerWorkerAndMarksTheStragglerInEveryCha
       << Text("ol.recommendations");
   EXPECT_EQ(Js("return document.querySelector('main section.panel h2').textContent;"),
             json::value("Overview"));
-  // What its collectives are for: the simulated job reduces gradients from the backward pass on.
+  // What its collectives are for: the simulated job reduces gradients in the backward pass.
   EXPECT_TRUE(browser_->WaitFor(
       "/Communicator \\S+ \\(8 ranks\\): data parallel, [\\d.]+ calls per step; reductions only "
-      "from the backward pass on\\./.test(document.body.textContent)",
+      "in the backward pass\\./.test(document.body.textContent)",
       10'000))
       << Js("return document.body.innerText;");
 

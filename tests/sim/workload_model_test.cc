@@ -74,7 +74,7 @@ TEST(WorkloadModelTest, TheDensePresetIsAsDenseAsARealRank) {
   const double dense = events_per_second("dense");
   const double sparse = events_per_second("default");
   EXPECT_GE(dense, 200'000) << "dense";
-  EXPECT_LE(dense, 300'000) << "dense";
+  EXPECT_LE(dense, 320'000) << "dense";  // within 1.4 times a real rank
   EXPECT_GE(dense / sparse, 30) << dense << " vs " << sparse;
   WorkloadOptions o;
   o.steps = 4;

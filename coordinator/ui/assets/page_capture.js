@@ -248,9 +248,10 @@ function overviewPanel(o) {
     `GPU utilization ${fraction(o.gpu.median_gpu_utilization)}, Est. SM Efficiency ${fraction(o.gpu.median_sm_efficiency)}, ` +
       `Est. Achieved Occupancy ${fraction(o.gpu.median_achieved_occupancy)} (medians); Tensor Cores run ${pct(o.gpu.tensor_core_share)} ` +
       `of compute-kernel time, FP32 GEMMs on CUDA cores ${pct(o.gpu.fp32_gemm_share)} of kernel time. Communication exposed ${pct(o.communication.exposed_share)} of the median worker's step.`,
-    ...o.communication.communicators.map((c) =>
-      `Communicator ${c.communicator} (${count(c.size)} ranks${c.description ? ", " + c.description : ""}): ` +
-      `${c.kind.replaceAll("_", " ")}, ${c.calls_per_step} calls per step; ${c.reason}.`),
+    ...o.communication.communicator_groups.map((g) =>
+      `${g.communicators > 1 ? `${count(g.communicators)} communicators like ${g.example}` : `Communicator ${g.example}`} ` +
+      `(${count(g.size)} ranks${g.description ? ", " + g.description : ""}): ` +
+      `${g.kind.replaceAll("_", " ")}, ${g.calls_per_step} calls per step; ${g.reason}.`),
   ];
   const recommendations = o.recommendations.length
     ? h("ol", {class: "recommendations"}, ...o.recommendations.map((r) => h("li", {},

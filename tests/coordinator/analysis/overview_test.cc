@@ -172,17 +172,32 @@ TEST(OverviewTest, CommunicationTheLinkAndAStragglerEachNeedTheirNumbers) {
   EXPECT_EQ(o.recommendations[2].rule, "exposed_communication");
   EXPECT_DOUBLE_EQ(o.recommendations[2].step_share, 0.04);
   EXPECT_DOUBLE_EQ(Evidence(o.recommendations[2], "comm_wait_share"), 0.06);
-  EXPECT_NE(o.recommendations[2].title.find("6.0% waiting, 4.0% transferring"), std::string::npos)
+  EXPECT_NE(o.recommendations[2].title.find(
+                "10.0% of the pod's step time, 6.0% waiting and 4.0% transferring (30.0% on the "
+                "median worker, 25.0% of whose communication is hidden)"),
+            std::string::npos)
       << o.recommendations[2].title;
   EXPECT_TRUE(o.recommendations[2].advice.starts_with("More of it is waiting"))
       << o.recommendations[2].advice;
   EXPECT_NE(o.recommendations[2].advice.find("fix the straggler first"), std::string::npos);
 
-  // A straggler that cost under 1% of the step time is left to the stragglers report.
+  // A straggler that cost under 1% of the step time is left to the stragglers report, and the
+  // advice does not send the reader to a straggler the list does not name.
   in.summary.stragglers[0].step_time_loss_ns = 9;
-  EXPECT_EQ(ComputeOverview(in.summary, in.breakdown, in.gpu, in.kernels, in.input)
-                .recommendations.size(),
-            2u);
+  const OverviewReport small =
+      ComputeOverview(in.summary, in.breakdown, in.gpu, in.kernels, in.input);
+  EXPECT_EQ(small.recommendations.size(), 2u);
+  ASSERT_NE(Find(small, "exposed_communication"), nullptr);
+  EXPECT_EQ(Find(small, "exposed_communication")->advice.find("fix the straggler"),
+            std::string::npos);
+  EXPECT_NE(Find(small, "exposed_communication")->advice.find("find why the ranks arrive apart"),
+            std::string::npos);
+  // With 30% of the step waiting and that straggler alone, the waiting is named on its own.
+  std::vector<WorkerBreakdown> waiting = in.breakdown;
+  waiting[0].steps[0].comm_wait_ns = 300;
+  EXPECT_NE(Find(ComputeOverview(in.summary, waiting, in.gpu, in.kernels, in.input),
+                 "collective_waiting"),
+            nullptr);
 
   // Nothing crosses a threshold: no recommendation at all.
   in.summary.exposed_communication_share = 0.05;
@@ -274,7 +289,8 @@ common::Capture TensorParallelJob(bool forward_collectives) {
         podscope::testing::HandTrace& h = traces[r];
         if (host_ns > 0) h.Span(t, t + host_ns, "aten::_local_scalar_dense");
         const TimeNs launch = t + host_ns;
-        h.Span(launch, launch + 20 * kUs,
+        // The layer's operator, which launches its GEMM and then enqueues its AllReduce.
+        h.Span(launch, launch + 40 * kUs,
                backward ? "autograd::engine::evaluate_function: LinearWithGradAccumulation"
                           "AndAsyncCommunicationBackward"
                         : "aten::linear",
@@ -385,25 +401,36 @@ TEST(OverviewTest, GradientReductionGetsBucketAdvice) {
 }
 
 // bf16 autocast on an H200: each step, autocast casts the FP32 weights again (aten::to ->
-// aten::copy_ -> a copy kernel) before the matmul. The casts take 1'400 of every 10'000 ns of
-// device time: the copy rule names them with their share; at 400 it stays quiet.
-TEST(OverviewTest, AutocastCastsTakingAShareOfDeviceTimeAreNamed) {
-  const auto job = [](TimeNs copy_ns) {
+// aten::_to_copy -> aten::copy_ -> a copy kernel) before the matmul. The casts take 1'400 of every
+// 9'980 ns of kernel time: the cast rule names them with their share; at 400 it stays quiet.
+// Copies that are not casts count for nothing: DDP's copy of gradients into its bucket (an
+// aten::copy_ of its own) and the batch's host-to-device copy (a memcpy).
+TEST(OverviewTest, AutocastCastsTakingAShareOfKernelTimeAreNamed) {
+  const auto job = [](TimeNs cast_ns) {
     podscope::testing::HandTrace t(0, 1);
     for (int step = 0; step < 3; ++step) {
       const TimeNs at = step * 10'000;
       t.Step(step + 1, at, at + 10'000)
-          .Span(at + 5, at + 60, "aten::to")
+          .Span(at + 2, at + 65, "aten::to")
+          .Span(at + 5, at + 60, "aten::_to_copy")
           .Span(at + 8, at + 50, "aten::copy_")
-          .Kernel(at + 20, at + 20 + copy_ns,
+          .Kernel(at + 20, at + 20 + cast_ns,
                   "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_"
                   "cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const>",
                   at + 10)
+          .Span(at + 66, at + 69, "aten::_to_copy")
+          .Span(at + 67, at + 69, "aten::copy_")
+          .Memcpy(at + 70, at + 90, common::MemcpyKind::kHostToDevice, at + 68)
           .Span(at + 70, at + 120, "aten::mm")
-          .Kernel(at + 20 + copy_ns, at + 10'000,
+          .Kernel(at + 20 + cast_ns, at + 9'000,
                   "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
                   "execute_segment_k_off_kernel__5x_cublas",
-                  at + 80);
+                  at + 80)
+          .Span(at + 130, at + 140, "aten::copy_")
+          .Kernel(at + 9'000, at + 10'000,
+                  "void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_"
+                  "kernel_cuda(at::TensorIteratorBase&)::{lambda()#1}::operator()() const>",
+                  at + 135);
     }
     common::Capture capture;
     capture.workers.push_back(t.Build());
@@ -416,16 +443,16 @@ TEST(OverviewTest, AutocastCastsTakingAShareOfDeviceTimeAreNamed) {
   const OverviewReport& o = *results.overview;
   ASSERT_TRUE(o.cast_copy_share.has_value());
   EXPECT_NEAR(*o.cast_copy_share, 1'400.0 / 9'980.0, 1e-12);
-  const Recommendation* copy = Find(o, "cast_copies");
-  ASSERT_NE(copy, nullptr);
-  EXPECT_EQ(copy->subject, "aten::copy_");
-  EXPECT_NEAR(copy->step_share, *o.cast_copy_share * *o.gpu.median_gpu_utilization, 1e-12);
-  EXPECT_DOUBLE_EQ(Evidence(*copy, "copy_device_ns"), 3 * 1'400);
-  EXPECT_DOUBLE_EQ(Evidence(*copy, "device_ns"), 3 * 9'980);
-  EXPECT_DOUBLE_EQ(Evidence(*copy, "calls_per_step"), 1);
-  EXPECT_NE(copy->title.find("14.0% of device time: 0.004 ms of 0.030 ms"), std::string::npos)
-      << copy->title;
-  EXPECT_NE(copy->advice.find("autocast"), std::string::npos);
+  const Recommendation* cast = Find(o, "cast_copies");
+  ASSERT_NE(cast, nullptr);
+  EXPECT_EQ(cast->subject, "aten::_to_copy");
+  EXPECT_NEAR(cast->step_share, *o.cast_copy_share * *o.gpu.median_gpu_utilization, 1e-12);
+  EXPECT_DOUBLE_EQ(Evidence(*cast, "cast_kernel_ns"), 3 * 1'400);
+  EXPECT_DOUBLE_EQ(Evidence(*cast, "kernel_ns"), 3 * 9'980);
+  EXPECT_DOUBLE_EQ(Evidence(*cast, "casts_per_step"), 1);
+  EXPECT_NE(cast->title.find("14.0% of kernel time: 0.004 ms of 0.030 ms"), std::string::npos)
+      << cast->title;
+  EXPECT_NE(cast->advice.find("autocast"), std::string::npos);
 
   // The same through the streamed path.
   const common::CaptureView view(casts);
@@ -440,6 +467,11 @@ TEST(OverviewTest, AutocastCastsTakingAShareOfDeviceTimeAreNamed) {
   const AnalysisResults quiet = RunAnalyses(common::CaptureView(few), request);
   EXPECT_NEAR(*quiet.overview->cast_copy_share, 400.0 / 9'980.0, 1e-12);
   EXPECT_EQ(Find(*quiet.overview, "cast_copies"), nullptr);
+
+  // A trace without host operators: the casts cannot be seen, so their share is unknown.
+  common::Capture bare;
+  bare.workers.push_back(podscope::testing::HandTrace(0, 1).Kernel(0, 100, "gemm").Build());
+  EXPECT_FALSE(RunAnalyses(common::CaptureView(bare), request).overview->cast_copy_share);
 }
 
 }  // namespace

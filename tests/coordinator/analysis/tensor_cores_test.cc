@@ -109,6 +109,13 @@ const Case kCases[] = {
     {"void cudnn::detail::dgrad_1x1_stride_2x2_kernel<...>", KernelMath::kTensorCores,
      "dgrad_1x1_stride_2x2"},
     {"turing_h1688gemm_128x128_ldg8_nt", KernelMath::kTensorCores, "h1688"},
+    {"volta_fp16_s884cudnn_fp16_128x128_ldg8_splitK_relu_f2f_exp_small_nhwc_tn_v1",
+     KernelMath::kTensorCores, "s884"},
+    {"volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc2nchw_tn_v1",
+     KernelMath::kTensorCores, "s884"},
+    // cuDNN's Volta convolution under autocast, as PyTorch's AMP documentation lists it.
+    {"Volta_hmma_implicit_gemm_fprop_fp32_nhwc_128x128x64x1_1x3x3x0x1", KernelMath::kTensorCores,
+     "hmma"},
     {"ampere_h1688gemm_128x128_ldg8_stages_32x1_tn", KernelMath::kTensorCores, "h1688"},
     {"ampere_bf16_s1688gemm_bf16_128x128_ldg8_f2f_nt_v1", KernelMath::kTensorCores, "s1688"},
     {"ampere_h16816gemm_256x128_ldg8_stages_64x3_nt_v1", KernelMath::kTensorCores, "16816"},
@@ -167,6 +174,10 @@ const Case kCases[] = {
     {"VOLTA_H884GEMM", KernelMath::kCudaCores, ""},  // case matters, as in the profiler
     {"void tensor_parallel_reduce_kernel<8>(float*, int)", KernelMath::kCudaCores, ""},
     {"void my_tensor2d_copy_kernel(float*)", KernelMath::kCudaCores, ""},  // no MxNxK
+    // Numbers that are not a precision code: XLA's and Inductor's numbered kernels.
+    {"fusion_16816", KernelMath::kCudaCores, ""},
+    {"loop_fusion_168160", KernelMath::kCudaCores, ""},
+    {"triton_poi_fused_add_16816_gemm_0", KernelMath::kCudaCores, ""},
 };
 
 TEST(TensorCoresTest, EveryNameIsDecidedByItsRule) {

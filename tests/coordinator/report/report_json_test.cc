@@ -75,7 +75,7 @@ TEST(ReportJsonTest, WhatDoesNotApplyIsNullNotZero) {
   EXPECT_NE(overview.find(R"("cast_copy_share":null)"), std::string::npos) << overview;
   EXPECT_NE(
       overview.find(
-          R"("overlap_pct":null,"median_busbw_gbytes_per_s":null,"link_gbytes_per_s":null,"median_efficiency":null,"dominant_kind":null,"dominant_kind_share":null,"communicators":[]})"),
+          R"("overlap_pct":null,"median_busbw_gbytes_per_s":null,"link_gbytes_per_s":null,"median_efficiency":null,"dominant_kind":null,"dominant_kind_share":null,"communicators":[],"communicator_groups":[]})"),
       std::string::npos)
       << overview;
   const std::string overlap = Render(capture, "overlap", false);
