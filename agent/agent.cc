@@ -268,8 +268,8 @@ void Agent::ConnectionLoop() {
 }
 
 // Waits for the channel to the coordinator to connect, saying at once when it cannot and why
-// (a wrong port used to show nothing for 25 s), then every 30 s while it still cannot. False
-// when the agent is stopping.
+// (gRPC alone would show nothing for 25 s on a wrong port), then every 30 s while it still
+// cannot. False when the agent is stopping.
 bool Agent::WaitForCoordinator() {
   std::chrono::steady_clock::time_point last_said{};
   bool said = false;

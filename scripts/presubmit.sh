@@ -7,14 +7,17 @@
 #            common::ParseInt / ParseDouble); no std::mutex or std::condition_variable
 #            (absl::Mutex with ABSL_GUARDED_BY); no sleep in tests outside tests/wait_for.h
 #            unless the line says why it is not a timing assertion ("not a timing assertion")
+#   history  code, tests and docs say what is true now: no "issue N", no document outside the
+#            repository ("DESIGN §"), no history ("used to", "before the fix", "fixed since",
+#            "this sitting"), and dates (YYYY-MM-DD) only in the rows of figures tables
 #   tidy     clang-tidy's naming checks (.clang-tidy) over every source, from build/'s
 #            compile_commands.json
-# Usage: scripts/presubmit.sh [format|layers|banned|tidy]...   (all four by default)
+# Usage: scripts/presubmit.sh [format|layers|banned|history|tidy]...   (all five by default)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 checks=("$@")
-[ ${#checks[@]} -eq 0 ] && checks=(format layers banned tidy)
+[ ${#checks[@]} -eq 0 ] && checks=(format layers banned history tidy)
 failed=()
 
 say() { printf '\033[1m==> presubmit: %s\033[0m\n' "$*" >&2; }
@@ -39,7 +42,7 @@ banned_rule() {
   local pattern="$1" why="$2"
   shift 2
   local hits
-  hits=$(git grep -nE "$pattern" -- "$@" || true)
+  hits=$(git grep --untracked -nE "$pattern" -- "$@" || true)
   if [ -n "$hits" ]; then
     echo "$hits" | sed "s|\$|   <- $why|"
     return 1
@@ -78,6 +81,23 @@ check_banned() {
     fi
   done < <(git grep -nE '(sleep_for|usleep|nanosleep|SleepFor)\(' -- 'tests/*.cc' 'tests/*.h' ':!:tests/wait_for.h' \
              ':!:tests/integration/fake_training.cc' ':!:tests/agent/probe/probe_load_test.c' || true)
+  return $rc
+}
+
+check_history() {
+  local rc=0
+  # Text a person reads: code, tests, scripts, docs, configs. Trace fixtures and generated
+  # files hold dates that are data.
+  local text=('*.cc' '*.h' '*.c' '*.js' '*.css' '*.html' '*.md' '*.sh' '*.py' '*.go' '*.yaml'
+    '*.yml' '*.cmake' 'CMakeLists.txt' '*.proto' '*.service' ':!:*.pb.*' ':!:scripts/presubmit.sh')
+  banned_rule '(\b[Ii]ssue #?[0-9]+|DESIGN §|\b([Uu]sed to (be|show|say|take|run|have)|[Bb]efore the fix|[Ff]ixed since|[Tt]his sitting|[Ll]ast sitting|[Ee]arlier sitting))' \
+    "say what is true now; history belongs in git (commit messages), not in the tree" "${text[@]}" || rc=1
+  local hits
+  hits=$(git grep --untracked -nE '\b20[0-9]{2}-[0-9]{2}-[0-9]{2}\b' -- "${text[@]}" | grep -vE '^[^:]+:[0-9]+:\|' || true)
+  if [ -n "$hits" ]; then
+    echo "$hits" | sed 's|$|   <- a date belongs in a figures table row, beside the commit measured|'
+    rc=1
+  fi
   return $rc
 }
 

@@ -23,7 +23,7 @@ podscope_install_deps
 podscope_install_test_deps
 if $checks; then
   # Format, include layers and banned calls need no build: they fail first.
-  bash "$PODSCOPE_ROOT/scripts/presubmit.sh" format layers banned
+  bash "$PODSCOPE_ROOT/scripts/presubmit.sh" format layers banned history
 fi
 podscope_build
 

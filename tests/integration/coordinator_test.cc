@@ -321,7 +321,7 @@ TEST_F(CoordinatorTest, UsageErrorsExitTwo) {
 
 // Daemons that say what is wrong: a second coordinator on a data directory in use
 // says so in words, on stderr, and exits 1; bad flags exit 2; an agent pointed at a dead port
-// says so at once (it used to be silent for 25 s).
+// says so at once (gRPC alone is silent for 25 s).
 TEST_F(CoordinatorTest, DaemonsSayWhatIsWrong) {
   StartDaemon();
   const CliRun second = RunSplit(

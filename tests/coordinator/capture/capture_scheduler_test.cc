@@ -332,7 +332,8 @@ TEST_F(CaptureSchedulerTest, HappyPathEndsCompleteWithFrozenClocks) {
 
 // The loop's thread may first run after a capture was started and time moved past its start
 // (a loaded machine): its first look must see both at once. Starting the loop last makes that
-// order certain; before the fix it slept a tick past the moved time, which never came.
+// order certain: a loop that did not look would sleep a tick past the moved time, which never
+// comes.
 TEST_F(CaptureSchedulerTest, WhatChangedBeforeTheLoopFirstRanIsLookedAtAtOnce) {
   MakeScheduler();
   Connect("a", {0}, 0);
@@ -348,8 +349,8 @@ TEST_F(CaptureSchedulerTest, WhatChangedBeforeTheLoopFirstRanIsLookedAtAtOnce) {
 }
 
 // A change made while the loop has released its lock to write a record (here the last chunk,
-// which completes the capture) wakes the loop again at once. Before the fix the loop took it as
-// seen when it next waited, and with time standing still the capture never completed.
+// which completes the capture) wakes the loop again at once. A loop that took it as seen when it
+// next waited would, with time standing still, never complete the capture.
 TEST_F(CaptureSchedulerTest, AChangeWhileTheLoopWritesARecordWakesItAgain) {
   HeldStore held(*store_);
   scheduler_ = std::make_unique<CaptureScheduler>(held, registry_, aligner_, options_, time_);
