@@ -14,6 +14,7 @@
 #include "agent/reachability.h"
 #include "common/protocol_version.h"
 #include "common/str_util.h"
+#include "podscope/version.h"
 #include "spdlog/spdlog.h"
 
 namespace podscope::agent {
@@ -29,8 +30,6 @@ std::string MachineHostName() {
   if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown-host";
   return name;
 }
-
-constexpr const char* kVersion = "0.1.0";
 
 }  // namespace
 
@@ -337,7 +336,7 @@ v1::AgentHello Agent::Hello() {
   hello.set_agent_id(options_.agent_id);
   hello.set_instance_id(instance_id_);
   hello.set_host(options_.host);
-  hello.set_version(kVersion);
+  hello.set_version(podscope::kVersion);
   AddWorkers(hello.mutable_workers());
   absl::MutexLock lock(&mu_);
   for (const auto& [id, run] : captures_) *hello.add_captures() = run->Status();

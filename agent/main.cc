@@ -14,6 +14,7 @@
 #include "agent/sharded_agent.h"
 #include "common/str_util.h"
 #include "common/unix_socket.h"
+#include "podscope/version.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -31,7 +32,7 @@ struct CommandLine {
 };
 
 void AddFlags(CLI::App& app, CommandLine& c) {
-  app.set_version_flag("--version", "podscope-agent 0.1.0");
+  app.set_version_flag("--version", std::string("podscope-agent ") + podscope::kVersion);
   app.add_option("--config", c.config_path,
                  "JSON config file (coordinator, agent_id, host, simulate, limits)");
   app.add_option("--coordinator", c.coordinator,

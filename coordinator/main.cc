@@ -39,6 +39,7 @@
 #include "coordinator/http/http_server.h"
 #include "coordinator/shards/shard_router.h"
 #include "coordinator/ui/ui_routes.h"
+#include "podscope/version.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "storage/retention.h"
@@ -85,7 +86,7 @@ struct CommandLine {
 };
 
 void AddFlags(CLI::App& app, CommandLine& c) {
-  app.set_version_flag("--version", "podscope-coordinator 0.1.0");
+  app.set_version_flag("--version", std::string("podscope-coordinator ") + podscope::kVersion);
   app.add_option("--config", c.config_path,
                  "JSON config file (listen addresses, data dir, limits, retention)");
   app.add_option("--http", c.http,

@@ -16,6 +16,7 @@
 #include "coordinator/cli/online_commands.h"
 #include "coordinator/cli/simulate_command.h"
 #include "coordinator/cli/watch_commands.h"
+#include "podscope/version.h"
 
 namespace {
 
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 16 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{"podscope: distributed profiler for multi-GPU, multi-node training"};
-  app.set_version_flag("--version", "podscope 0.1.0");
+  app.set_version_flag("--version", std::string("podscope ") + podscope::kVersion);
   app.require_subcommand(1);
 
   podscope::coordinator::AnalyzeCommandOptions analyze;

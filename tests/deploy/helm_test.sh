@@ -13,6 +13,18 @@ for dir in github.com/Masterminds/sprig gopkg.in/yaml.v3 github.com/xeipuuv/gojs
     exit 1
   }
 done
+# The chart's appVersion is podscope's: the one in the project() line of CMakeLists.txt, which the
+# binaries' --version print (the binaries must say it too).
+version="$(sed -n 's/^project(podscope VERSION \([0-9.]*\).*/\1/p' "$HERE/../../CMakeLists.txt")"
+chart="$(sed -n 's/^appVersion: "\(.*\)"$/\1/p' "$HERE/../../helm/podscope/Chart.yaml")"
+[ -n "$version" ] && [ "$chart" = "$version" ] || {
+  echo "FAIL: helm/podscope/Chart.yaml appVersion \"$chart\" is not CMakeLists.txt's version \"$version\"" >&2
+  exit 1
+}
+for binary in "$1" "$2"; do
+  said="$("$binary" --version)"
+  [ "${said##* }" = "$version" ] || { echo "FAIL: $binary --version says \"$said\", not $version" >&2; exit 1; }
+done
 cd "$HERE/helm"
 # GOPATH mode: Debian installs Go libraries as sources under /usr/share/gocode, not as modules;
 # nothing is downloaded.

@@ -8,6 +8,7 @@
 set -euo pipefail
 BUILD="$(cd "${1:?build dir}" && pwd)"
 SOURCE="$(cd "${2:?source dir}" && pwd)"
+PROJECT_VERSION="$(sed -n 's/^project(podscope VERSION \([0-9.]*\).*/\1/p' "$SOURCE/CMakeLists.txt")"
 MIRROR="${PODSCOPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 BASE_IMAGE=localhost/podscope-debootstrap:bookworm
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -60,7 +61,7 @@ for component in coordinator agent; do
   [[ "$config" == *'"/usr/bin/podscope","health"'* ]] || fail "podscope/$component has no HEALTHCHECK running podscope health: $config"
   version="$("${RUN[@]}" --rm --network none --no-healthcheck "localhost/podscope/$component:test" --version 2>"$WORK/run.log")" \
     || fail "podscope/$component does not start: $version $(cat "$WORK/run.log")"
-  [[ "$version" == "podscope-$component 0.1.0"* ]] || fail "podscope/$component --version: $version"
+  [[ "$version" == "podscope-$component $PROJECT_VERSION"* ]] || fail "podscope/$component --version: $version (CMakeLists.txt: $PROJECT_VERSION)"
   echo "podscope/$component: $(podman image inspect "localhost/podscope/$component:test" --format '{{.Size}}') bytes, user 65532, HEALTHCHECK, starts"
 done
 if [ -f "$WORK/context/image-root/usr/lib/podscope/libpodscope_probe.so" ]; then
