@@ -16,7 +16,7 @@ struct Capture {
 };
 
 // Non-owning, read-only view over some workers of a capture, ordered by rank. The analysis
-// engine (coordinator/analysis) works on this and nothing else; it must not outlive the
+// engine (analysis/) works on this and nothing else; it must not outlive the
 // traces it points to.
 class CaptureView {
  public:

@@ -10,6 +10,6 @@
 // daemons' exit-time check as a whole.
 //
 // Our own OpenSSL objects are still checked: the code that makes them (common/tls_files.cc,
-// common/client_connection.cc, coordinator/agents/agent_certificates.cc) runs in unit-test
+// common/client_connection.cc, coordinator/control/agent_certificates.cc) runs in unit-test
 // processes, which this file is not linked into, and there a lost certificate or context fails.
 extern "C" const char* __lsan_default_suppressions() { return "leak:libcrypto.so\n"; }

@@ -17,7 +17,7 @@ struct DeviceInfo {
   std::string name;
   int64_t total_memory_bytes = 0;
   int32_t compute_major = 0, compute_minor = 0, sm_count = 0;
-  // The limits occupancy is computed from (coordinator/analysis/occupancy.h); 0 when the source
+  // The limits occupancy is computed from (analysis/occupancy.h); 0 when the source
   // does not say, and then the compute capability's are used.
   int32_t max_threads_per_sm = 0, max_threads_per_block = 0, registers_per_sm = 0,
           registers_per_block = 0;

@@ -9,11 +9,11 @@
 
 #include "absl/status/status.h"
 #include "common/tls_files.h"
-#include "coordinator/agents/agent_service.h"
-#include "coordinator/agents/grpc_connection_gate.h"
 #include "coordinator/api/rest_api.h"
 #include "coordinator/capture/capture_scheduler.h"
 #include "coordinator/clock/clock_keeper.h"
+#include "coordinator/control/agent_service.h"
+#include "coordinator/control/grpc_connection_gate.h"
 #include "coordinator/http/http_server.h"
 #include "coordinator/shards/shard_membership.h"
 #include "coordinator/watch/alert_notifier.h"

@@ -2,7 +2,9 @@
 # Presubmit checks (run by scripts/test.sh in CI, or by hand before a commit):
 #   format   clang-format leaves every C and C++ file as it is (.clang-format)
 #   layers   common/ includes nothing of agent/, coordinator/, storage/ or sim/; sim/ and
-#            storage/ include neither daemon; coordinator/ includes nothing of agent/
+#            storage/ include neither daemon; coordinator/ includes nothing of agent/;
+#            analysis/ includes common/ only; the control plane's folders include downward only;
+#            no loop of folders including each other
 #   banned   no std::sto*, atoi/atol/atof or strto* outside common/parse_number.cc (use
 #            common::ParseInt / ParseDouble); no std::mutex or std::condition_variable
 #            (absl::Mutex with ABSL_GUARDED_BY); no sleep in tests outside tests/wait_for.h
@@ -54,11 +56,44 @@ layer_rule() { banned_rule "^#include \"($2)/" "$3" "$1"; }
 
 check_layers() {
   local rc=0
-  layer_rule common 'agent|coordinator|storage|sim' "common/ is the bottom layer: it includes no other folder" || rc=1
-  layer_rule sim 'agent|coordinator|storage' "sim/ (the workload model) depends on common/ only" || rc=1
-  layer_rule storage 'agent|coordinator' "storage/ depends on common/ only" || rc=1
+  layer_rule common 'agent|analysis|coordinator|storage|sim' "common/ is the bottom layer: it includes no other folder" || rc=1
+  layer_rule sim 'agent|analysis|coordinator|storage' "sim/ (the workload model) depends on common/ only" || rc=1
+  layer_rule storage 'agent|analysis|coordinator' "storage/ depends on common/ only" || rc=1
   layer_rule coordinator 'agent' "the coordinator does not include the agent" || rc=1
+  layer_rule analysis 'agent|coordinator|storage|sim|cli|http' \
+    "the analysis engine and its renderers are pure: they include common/ only" || rc=1
+  # The control plane, bottom up: agents/ (the registry), clock/, capture/, control/ (gRPC).
+  layer_rule coordinator/agents 'coordinator/(clock|capture|control|api|watch|shards|ui|cli)' \
+    "the agent registry is the bottom of the control plane" || rc=1
+  layer_rule coordinator/clock 'coordinator/(capture|control|api|watch|shards|ui|cli)' \
+    "clocks sit below captures and the gRPC service" || rc=1
+  layer_rule coordinator/capture 'coordinator/(control|api|watch|shards|ui|cli)' \
+    "captures sit below the gRPC service and the REST API" || rc=1
+  no_folder_cycles || rc=1
   return $rc
+}
+
+# No two folders include each other, directly or around a loop: the include graph between
+# folders (a file's folder, two levels deep: coordinator/capture, common/kineto) sorts
+# topologically. tsort names the folders of a loop. A folder and its subfolders count as one.
+no_folder_cycles() {
+  local edges loop
+  edges=$(git grep --untracked -nE '^#include "[a-z_]+/' -- '*.cc' '*.h' ':!:tests/*' ':!:bench/*' |
+    sed -E 's|^([^:]+):[0-9]+:#include "([^"]+)".*|\1 \2|' |
+    while read -r from to; do
+      from=$(dirname "$from" | cut -d/ -f1-2)
+      to=$(dirname "$to" | cut -d/ -f1-2)
+      # A folder and its own subfolders are one unit (agent/ wires the collectors of
+      # agent/collectors/, which implement agent/collector.h).
+      case "$from/" in "$to"/*) continue ;; esac
+      case "$to/" in "$from"/*) continue ;; esac
+      [ "$to" != "." ] && echo "$from $to"
+    done | sort -u)
+  loop=$(echo "$edges" | tsort 2>&1 >/dev/null || true)
+  if [ -n "$loop" ]; then
+    echo "folders include each other in a loop: $(echo "$loop" | sed -n 's/^tsort: \([a-z]\)/\1/p' | tr '\n' ' ')"
+    return 1
+  fi
 }
 
 check_banned() {
@@ -111,15 +146,15 @@ check_tidy() {
   # which includes them: clang-tidy parses the batch once and reports in each file it includes.
   local files unity
   unity="$(cd "$(dirname "$db")" && pwd)/unity"
-  files=$(git ls-files -- 'agent/*.cc' 'common/*.cc' 'coordinator/*.cc' 'storage/*.cc' 'sim/*.cc' |
+  files=$(git ls-files -- 'agent/*.cc' 'analysis/*.cc' 'common/*.cc' 'coordinator/*.cc' 'storage/*.cc' 'sim/*.cc' |
     while IFS= read -r f; do grep -q "\"file\": \"$PWD/$f\"" "$db" && echo "$f"; done
-    grep -oE "\"file\": \"$unity/(agent|common|coordinator|storage|sim)/[^\"]+\"" "$db" |
+    grep -oE "\"file\": \"$unity/(agent|analysis|common|coordinator|storage|sim)/[^\"]+\"" "$db" |
       sed -E 's/^"file": "(.*)"$/\1/' || true)
   # Only the naming checks: the rest of .clang-tidy is advice for editors, not a gate.
   local out
   out=$(echo "$files" | xargs -P "$(nproc)" -n 8 clang-tidy -p "$(dirname "$db")" --quiet \
     --checks='-*,readability-identifier-naming' --warnings-as-errors='*' \
-    --header-filter='^'"$PWD"'/(agent|common|coordinator|storage|sim)/' 2>/dev/null |
+    --header-filter='^'"$PWD"'/(agent|analysis|common|coordinator|storage|sim)/' 2>/dev/null |
     grep -E '(error|warning):' | sort -u || true)
   if [ -n "$out" ]; then
     echo "$out"

@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <map>
 
+#include "analysis/analysis_run.h"
+#include "analysis/report/report_json.h"
+#include "analysis/report/report_table.h"
 #include "common/capture_filter.h"
 #include "common/chrome/chrome_exporter.h"
 #include "common/file_io.h"
@@ -13,11 +16,8 @@
 #include "common/ranges.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
-#include "coordinator/analysis/analysis_run.h"
 #include "coordinator/api/capture_json.h"
 #include "coordinator/api/status_response.h"
-#include "coordinator/report/report_json.h"
-#include "coordinator/report/report_table.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 

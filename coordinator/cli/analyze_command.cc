@@ -2,11 +2,11 @@
 
 #include <cstdio>
 
+#include "analysis/analysis_run.h"
+#include "analysis/report/report_json.h"
+#include "analysis/report/report_table.h"
 #include "common/ranges.h"
-#include "coordinator/analysis/analysis_run.h"
 #include "coordinator/cli/load_inputs.h"
-#include "coordinator/report/report_json.h"
-#include "coordinator/report/report_table.h"
 
 namespace podscope::coordinator {
 

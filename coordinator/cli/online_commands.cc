@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "analysis/analysis_run.h"
 #include "common/file_io.h"
 #include "common/str_util.h"
 #include "common/trace_files.h"
-#include "coordinator/analysis/analysis_run.h"
 #include "coordinator/cli/cli_util.h"
 #include "coordinator/cli/terminal_progress.h"
 #include "coordinator/http/http_client.h"

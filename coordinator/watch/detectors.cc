@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <climits>
 
+#include "analysis/statistics.h"
+#include "analysis/stragglers.h"
 #include "common/ranges.h"
 #include "common/str_util.h"
-#include "coordinator/analysis/statistics.h"
-#include "coordinator/analysis/stragglers.h"
 
 namespace podscope::coordinator::watch {
 namespace {

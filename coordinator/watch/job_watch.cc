@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "analysis/collective_bandwidth.h"
+#include "analysis/statistics.h"
 #include "common/str_util.h"
-#include "coordinator/analysis/collective_bandwidth.h"
-#include "coordinator/analysis/statistics.h"
 
 namespace podscope::coordinator::watch {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "agent/collectors/simulated_ranks.h"
-#include "coordinator/agents/agent_service.h"
+#include "coordinator/control/agent_service.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/test_paths.h"
 #include "tests/wait_for.h"

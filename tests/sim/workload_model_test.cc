@@ -6,19 +6,19 @@
 
 #include <cmath>
 
+#include "analysis/analysis_run.h"
+#include "analysis/step_replay.h"
 #include "common/chrome/chrome_exporter.h"
 #include "common/file_io.h"
 #include "common/kineto/kineto_importer.h"
-#include "coordinator/analysis/analysis_run.h"
-#include "coordinator/analysis/step_replay.h"
 #include "tests/common/sample_trace.h"
 #include "tests/sanitizers.h"
 
 namespace podscope::sim {
 namespace {
 
-using coordinator::analysis::AnalysisRequest;
-using coordinator::analysis::AnalysisResults;
+using analysis::AnalysisRequest;
+using analysis::AnalysisResults;
 
 // Applies the perfect clock models, as an agent's clock sync would.
 void AlignClocks(Workload& job) {
@@ -29,8 +29,8 @@ void AlignClocks(Workload& job) {
 AnalysisResults Analyze(const Workload& job, std::vector<std::string> reports) {
   AnalysisRequest request;
   request.reports = std::move(reports);
-  EXPECT_TRUE(coordinator::analysis::ValidateRequest(&request).ok());
-  return coordinator::analysis::RunAnalyses(common::CaptureView(job.capture), request);
+  EXPECT_TRUE(analysis::ValidateRequest(&request).ok());
+  return analysis::RunAnalyses(common::CaptureView(job.capture), request);
 }
 
 WorkloadOptions Small(int32_t ranks, uint64_t seed) {
@@ -285,16 +285,16 @@ TEST(StepTimeLossTest, CleanJobsLoseNothingToTheirLastArriver) {
       Workload job = SimulateJob(Small(ranks, seed));
       AlignClocks(job);
       const common::CaptureView view(job.capture);
-      const auto comm = coordinator::analysis::ComputeCommunication(view);
-      const auto steps = coordinator::analysis::FindAllSteps(view);
-      const auto report = coordinator::analysis::FindStragglers(
-          view, steps, comm, coordinator::analysis::ComputeBreakdown(view, steps, &comm));
+      const auto comm = analysis::ComputeCommunication(view);
+      const auto steps = analysis::FindAllSteps(view);
+      const auto report = analysis::FindStragglers(view, steps, comm,
+                                                   analysis::ComputeBreakdown(view, steps, &comm));
       uint32_t worst = 0;
       for (uint32_t w = 0; w < report.workers.size(); ++w) {
         if (report.workers[w].caused_delay_ns > report.workers[worst].caused_delay_ns) worst = w;
       }
-      const coordinator::analysis::StepReplay replay(view, steps, comm);
-      const absl::StatusOr<coordinator::analysis::StepTimeLoss> loss = replay.LossOf({worst});
+      const analysis::StepReplay replay(view, steps, comm);
+      const absl::StatusOr<analysis::StepTimeLoss> loss = replay.LossOf({worst});
       ASSERT_TRUE(loss.ok()) << loss.status();
       EXPECT_LE(std::abs(static_cast<double>(loss->loss_ns)),
                 0.005 * static_cast<double>(report.window_step_time_ns))

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analysis_run.h"
+#include "analysis/report/report_json.h"
+#include "analysis/report/report_table.h"
 #include "common/capture_filter.h"
 #include "common/chrome/chrome_exporter.h"
 #include "common/trace_files.h"
 #include "common/trace_slice.h"
-#include "coordinator/analysis/analysis_run.h"
-#include "coordinator/report/report_json.h"
-#include "coordinator/report/report_table.h"
 #include "sim/workload_model.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/common/sample_trace.h"
@@ -159,13 +159,13 @@ TEST_F(StreamedExportTest, ReportsReadWorkerByWorkerEqualTheWholeCapturesByteFor
   }
   ASSERT_TRUE(store_->PutCapture(record).ok());
 
-  using coordinator::analysis::AnalysisRequest;
+  using analysis::AnalysisRequest;
   std::vector<AnalysisRequest> requests;
-  for (std::string_view report : coordinator::analysis::kReportNames)
+  for (std::string_view report : analysis::kReportNames)
     requests.push_back({.reports = {std::string(report)}});
   requests.push_back({.reports = {"all"}});
   requests.push_back({.reports = {"temporal", "gpu", "pod", "steps"},
-                      .window = coordinator::analysis::WindowMode::kHta,
+                      .window = analysis::WindowMode::kHta,
                       .top_kernels = 3,
                       .first_step = 2,
                       .last_step = 4,
@@ -178,13 +178,13 @@ TEST_F(StreamedExportTest, ReportsReadWorkerByWorkerEqualTheWholeCapturesByteFor
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     const common::CaptureView whole(*loaded);
     for (AnalysisRequest request : requests) {
-      ASSERT_TRUE(coordinator::analysis::ValidateRequest(&request).ok());
+      ASSERT_TRUE(analysis::ValidateRequest(&request).ok());
       SCOPED_TRACE(std::string(id) + " " + request.reports[0]);
       absl::StatusOr<StoredWorkers> stored = StoredWorkers::Open(*store_, id);
       ASSERT_TRUE(stored.ok());
       common::Capture described;
-      absl::StatusOr<coordinator::analysis::AnalysisResults> streamed =
-          coordinator::analysis::RunAnalysesByWorker(*stored, request, &described);
+      absl::StatusOr<analysis::AnalysisResults> streamed =
+          analysis::RunAnalysesByWorker(*stored, request, &described);
       ASSERT_TRUE(streamed.ok()) << streamed.status();
       // What the cross-worker reports gathered: each worker's collectives and host samples alone.
       ASSERT_EQ(described.workers.size(), loaded->workers.size());
@@ -194,17 +194,15 @@ TEST_F(StreamedExportTest, ReportsReadWorkerByWorkerEqualTheWholeCapturesByteFor
         EXPECT_EQ(counts.collectives, loaded->workers[w].collectives.size());
       }
       const common::CaptureView by_worker(described);
-      const coordinator::analysis::AnalysisResults in_memory =
-          coordinator::analysis::RunAnalyses(whole, request);
-      const std::string json = coordinator::RenderJson(by_worker, request, *streamed);
-      EXPECT_TRUE(json == coordinator::RenderJson(whole, request, in_memory))
-          << json.substr(0, 500);
-      EXPECT_TRUE(coordinator::RenderTables(by_worker, request, *streamed) ==
-                  coordinator::RenderTables(whole, request, in_memory));
+      const analysis::AnalysisResults in_memory = analysis::RunAnalyses(whole, request);
+      const std::string json = analysis::RenderJson(by_worker, request, *streamed);
+      EXPECT_TRUE(json == analysis::RenderJson(whole, request, in_memory)) << json.substr(0, 500);
+      EXPECT_TRUE(analysis::RenderTables(by_worker, request, *streamed) ==
+                  analysis::RenderTables(whole, request, in_memory));
       EXPECT_GT(json.size(), 40u);
       if (streamed->memory) memory_workers += streamed->memory->workers.size();
       if (streamed->stragglers) {
-        for (const coordinator::analysis::Straggler& s : streamed->stragglers->stragglers)
+        for (const analysis::Straggler& s : streamed->stragglers->stragglers)
           stragglers_costed += s.step_time_loss_ns.has_value() && !s.evidence.top.empty();
       }
     }
@@ -239,23 +237,23 @@ TEST_F(StreamedExportTest, WorkersThatChangeBetweenPassesOrAreNotOneJobAreRefuse
   for (common::WorkerTrace& w : fewer.workers) {
     w.collectives = common::CollectiveTable();
   }
-  coordinator::analysis::AnalysisRequest request{.reports = {"steps"}};
-  ASSERT_TRUE(coordinator::analysis::ValidateRequest(&request).ok());
+  analysis::AnalysisRequest request{.reports = {"steps"}};
+  ASSERT_TRUE(analysis::ValidateRequest(&request).ok());
   common::Capture tables;
   ChangingWorkers changing(job_, fewer);
-  absl::StatusOr<coordinator::analysis::AnalysisResults> results =
-      coordinator::analysis::RunAnalysesByWorker(changing, request, &tables);
+  absl::StatusOr<analysis::AnalysisResults> results =
+      analysis::RunAnalysesByWorker(changing, request, &tables);
   EXPECT_EQ(results.status().code(), absl::StatusCode::kUnavailable) << results.status();
 
   common::Capture two_jobs = job_;
   two_jobs.workers[3].info.job = "other";
   ChangingWorkers mixed(two_jobs, two_jobs);
-  results = coordinator::analysis::RunAnalysesByWorker(mixed, request, &tables);
+  results = analysis::RunAnalysesByWorker(mixed, request, &tables);
   EXPECT_EQ(results.status().code(), absl::StatusCode::kFailedPrecondition) << results.status();
   EXPECT_NE(results.status().message().find("not one job"), std::string::npos);
   request.allow_mixed = true;
   ChangingWorkers insisted(two_jobs, two_jobs);
-  EXPECT_TRUE(coordinator::analysis::RunAnalysesByWorker(insisted, request, &tables).ok());
+  EXPECT_TRUE(analysis::RunAnalysesByWorker(insisted, request, &tables).ok());
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 
 #include <set>
 
+#include "analysis/analysis_run.h"
 #include "common/time_source.h"
-#include "coordinator/analysis/analysis_run.h"
 #include "coordinator/api/live_api.h"
 #include "coordinator/api/rest_api.h"
 #include "coordinator/api/schedules_api.h"

@@ -3,8 +3,8 @@
 // (common::SummarizeSteps) and watched online, give every rank the same caused delay.
 #include <gtest/gtest.h>
 
+#include "analysis/analysis_run.h"
 #include "common/watch_summary.h"
-#include "coordinator/analysis/analysis_run.h"
 #include "coordinator/watch/detectors.h"
 #include "coordinator/watch/job_watch.h"
 #include "sim/workload_model.h"
