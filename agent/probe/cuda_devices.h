@@ -1,6 +1,6 @@
 // The limits of the GPUs a training process uses, read from the CUDA driver the process already
 // loaded (cuDeviceGetAttribute), as Kineto reads cudaGetDeviceProperties: what occupancy and SM
-// efficiency are computed from (coordinator/analysis/occupancy.h). The probe links nothing of
+// efficiency are computed from (analysis/occupancy.h). The probe links nothing of
 // CUDA's; it finds the driver's entry points in the process, or does without.
 #pragma once
 
