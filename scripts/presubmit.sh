@@ -103,6 +103,10 @@ check_banned() {
     "parse numbers with common::ParseInt / common::ParseDouble (common/parse_number.h)" "${code[@]}" || rc=1
   banned_rule '(std::(mutex|recursive_mutex|shared_mutex|timed_mutex|condition_variable(_any)?)\b|std::(lock_guard|unique_lock|scoped_lock)<)' \
     "use absl::Mutex with ABSL_GUARDED_BY (the clang build checks the annotations)" "${code[@]}" || rc=1
+  # A route says what it is by name: {.method = ..., .heavy = true, .access = ...}, never a row
+  # of positional flags.
+  banned_rule 'Add\(\{"[A-Z]+",' "name a route's fields (.method, .pattern, .handler, .heavy, .access)" \
+    'coordinator/*.cc' || rc=1
   # A sleep in a test is kept only where its statement (this line, or the one before or after
   # it) says why it is not a timing assertion.
   local hit file line

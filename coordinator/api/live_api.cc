@@ -38,11 +38,18 @@ void LiveApi::Register(Router& router) {
   auto bind = [this](HttpResponse (LiveApi::*method)(HttpRequest&)) {
     return [this, method](HttpRequest& r) { return (this->*method)(r); };
   };
-  router.Add({"GET", "/v1/workers", bind(&LiveApi::ListWorkers), false, false, Access::kRead});
-  router.Add(
-      {"POST", "/v1/captures", bind(&LiveApi::StartCapture), false, false, Access::kCapture});
-  router.Add({"POST", "/v1/captures/{id}:cancel", bind(&LiveApi::CancelCapture), false, false,
-              Access::kCapture});
+  router.Add({.method = "GET",
+              .pattern = "/v1/workers",
+              .handler = bind(&LiveApi::ListWorkers),
+              .access = Access::kRead});
+  router.Add({.method = "POST",
+              .pattern = "/v1/captures",
+              .handler = bind(&LiveApi::StartCapture),
+              .access = Access::kCapture});
+  router.Add({.method = "POST",
+              .pattern = "/v1/captures/{id}:cancel",
+              .handler = bind(&LiveApi::CancelCapture),
+              .access = Access::kCapture});
 }
 
 namespace {

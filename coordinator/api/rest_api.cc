@@ -176,21 +176,50 @@ void RestApi::Register(Router& router) {
     return [this, method](HttpRequest& r) { return (this->*method)(r); };
   };
   // Probes stay open; /metrics needs read unless the daemon's config opens it (Router::SetAccess).
-  router.Add({"GET", "/healthz", bind(&RestApi::Health), false, false, Access::kOpen});
-  router.Add({"GET", "/readyz", bind(&RestApi::Ready), false, false, Access::kOpen});
-  router.Add({"GET", "/metrics", bind(&RestApi::Metrics), false, false, Access::kRead});
-  router.Add({"GET", "/v1/openapi.json", bind(&RestApi::OpenApi), false, false, Access::kRead});
-  router.Add({"GET", "/v1/captures", bind(&RestApi::ListCaptures), false, false, Access::kRead});
-  router.Add({"POST", "/v1/captures:import", bind(&RestApi::Import), /*heavy=*/true,
-              /*streamed_upload=*/true, Access::kAdmin});
-  router.Add({"GET", "/v1/captures/{id}", bind(&RestApi::GetCapture), false, false, Access::kRead});
-  router.Add(
-      {"DELETE", "/v1/captures/{id}", bind(&RestApi::DeleteCapture), false, false, Access::kAdmin});
+  router.Add({.method = "GET",
+              .pattern = "/healthz",
+              .handler = bind(&RestApi::Health),
+              .access = Access::kOpen});
+  router.Add({.method = "GET",
+              .pattern = "/readyz",
+              .handler = bind(&RestApi::Ready),
+              .access = Access::kOpen});
+  router.Add({.method = "GET",
+              .pattern = "/metrics",
+              .handler = bind(&RestApi::Metrics),
+              .access = Access::kRead});
+  router.Add({.method = "GET",
+              .pattern = "/v1/openapi.json",
+              .handler = bind(&RestApi::OpenApi),
+              .access = Access::kRead});
+  router.Add({.method = "GET",
+              .pattern = "/v1/captures",
+              .handler = bind(&RestApi::ListCaptures),
+              .access = Access::kRead});
+  router.Add({.method = "POST",
+              .pattern = "/v1/captures:import",
+              .handler = bind(&RestApi::Import),
+              .heavy = true,
+              .streamed_upload = true,
+              .access = Access::kAdmin});
+  router.Add({.method = "GET",
+              .pattern = "/v1/captures/{id}",
+              .handler = bind(&RestApi::GetCapture),
+              .access = Access::kRead});
+  router.Add({.method = "DELETE",
+              .pattern = "/v1/captures/{id}",
+              .handler = bind(&RestApi::DeleteCapture),
+              .access = Access::kAdmin});
   // Streamed on the stream pool.
-  router.Add(
-      {"GET", "/v1/captures/{id}/trace", bind(&RestApi::Trace), false, false, Access::kRead});
-  router.Add({"GET", "/v1/captures/{id}/{report}", bind(&RestApi::Report), /*heavy=*/true, false,
-              Access::kRead});
+  router.Add({.method = "GET",
+              .pattern = "/v1/captures/{id}/trace",
+              .handler = bind(&RestApi::Trace),
+              .access = Access::kRead});
+  router.Add({.method = "GET",
+              .pattern = "/v1/captures/{id}/{report}",
+              .handler = bind(&RestApi::Report),
+              .heavy = true,
+              .access = Access::kRead});
 }
 
 absl::Status RestApi::RecoverInterruptedImports() {

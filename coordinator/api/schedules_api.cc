@@ -9,12 +9,22 @@ void SchedulesApi::Register(Router& router) {
   auto bind = [this](HttpResponse (SchedulesApi::*method)(HttpRequest&)) {
     return [this, method](HttpRequest& r) { return (this->*method)(r); };
   };
-  router.Add(
-      {"POST", "/v1/schedules", bind(&SchedulesApi::Create), false, false, Access::kCapture});
-  router.Add({"GET", "/v1/schedules", bind(&SchedulesApi::List), false, false, Access::kRead});
-  router.Add({"GET", "/v1/schedules/{id}", bind(&SchedulesApi::Get), false, false, Access::kRead});
-  router.Add({"DELETE", "/v1/schedules/{id}", bind(&SchedulesApi::Delete), false, false,
-              Access::kCapture});
+  router.Add({.method = "POST",
+              .pattern = "/v1/schedules",
+              .handler = bind(&SchedulesApi::Create),
+              .access = Access::kCapture});
+  router.Add({.method = "GET",
+              .pattern = "/v1/schedules",
+              .handler = bind(&SchedulesApi::List),
+              .access = Access::kRead});
+  router.Add({.method = "GET",
+              .pattern = "/v1/schedules/{id}",
+              .handler = bind(&SchedulesApi::Get),
+              .access = Access::kRead});
+  router.Add({.method = "DELETE",
+              .pattern = "/v1/schedules/{id}",
+              .handler = bind(&SchedulesApi::Delete),
+              .access = Access::kCapture});
 }
 
 // POST /v1/schedules {"job", "every_s", "duration_ms", "ranks"?}: 201 with the schedule, and a

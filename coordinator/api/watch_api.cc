@@ -12,11 +12,22 @@ void WatchApi::Register(Router& router) {
   auto bind = [this](HttpResponse (WatchApi::*method)(HttpRequest&)) {
     return [this, method](HttpRequest& r) { return (this->*method)(r); };
   };
-  router.Add({"GET", "/v1/alerts", bind(&WatchApi::ListAlerts), false, false, Access::kRead});
-  router.Add({"GET", "/v1/alerts/rules", bind(&WatchApi::GetRules), false, false, Access::kRead});
-  router.Add({"PUT", "/v1/alerts/rules", bind(&WatchApi::PutRules), false, false, Access::kAdmin});
-  router.Add(
-      {"GET", "/v1/watch/jobs/{job}", bind(&WatchApi::JobWindow), false, false, Access::kRead});
+  router.Add({.method = "GET",
+              .pattern = "/v1/alerts",
+              .handler = bind(&WatchApi::ListAlerts),
+              .access = Access::kRead});
+  router.Add({.method = "GET",
+              .pattern = "/v1/alerts/rules",
+              .handler = bind(&WatchApi::GetRules),
+              .access = Access::kRead});
+  router.Add({.method = "PUT",
+              .pattern = "/v1/alerts/rules",
+              .handler = bind(&WatchApi::PutRules),
+              .access = Access::kAdmin});
+  router.Add({.method = "GET",
+              .pattern = "/v1/watch/jobs/{job}",
+              .handler = bind(&WatchApi::JobWindow),
+              .access = Access::kRead});
 }
 
 // GET /v1/alerts[?state=firing|resolved][&job=J]: firing alerts (newest first), then resolved ones.

@@ -55,10 +55,14 @@ const std::vector<std::pair<std::string, std::string>>& UiSecurityHeaders() {
 }
 
 void RegisterUi(Router& router) {
-  router.Add({"GET", "/", [](HttpRequest& r) { return Serve(r, "index.html"); }, false, false,
-              Access::kOpen});
-  router.Add({"GET", "/ui/{file}", [](HttpRequest& r) { return Serve(r, r.params["file"]); }, false,
-              false, Access::kOpen});
+  router.Add({.method = "GET",
+              .pattern = "/",
+              .handler = [](HttpRequest& r) { return Serve(r, "index.html"); },
+              .access = Access::kOpen});
+  router.Add({.method = "GET",
+              .pattern = "/ui/{file}",
+              .handler = [](HttpRequest& r) { return Serve(r, r.params["file"]); },
+              .access = Access::kOpen});
 }
 
 }  // namespace podscope::coordinator

@@ -62,8 +62,10 @@ TEST(HttpServerTest, HeavyHandlersRunOnTheHeavyPoolAndLightOnesAreAnsweredMeanwh
                 r.body = ThreadName();
                 return r;
               }});
-  router.Add(
-      {"GET", "/heavy", [&handlers](HttpRequest&) { return handlers.Heavy(); }, /*heavy=*/true});
+  router.Add({.method = "GET",
+              .pattern = "/heavy",
+              .handler = [&handlers](HttpRequest&) { return handlers.Heavy(); },
+              .heavy = true});
   HttpServer server(router, {.io_threads = 2, .heavy_threads = 2});
   absl::StatusOr<uint16_t> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok()) << port.status();
