@@ -12,6 +12,7 @@
 #include "agent/collectors/simulated_ranks.h"
 #include "agent/health/health_server.h"
 #include "agent/sharded_agent.h"
+#include "common/status_format.h"
 #include "common/str_util.h"
 #include "common/unix_socket.h"
 #include "podscope/version.h"
@@ -184,7 +185,7 @@ int WaitForStop(const sigset_t& signals, const podscope::agent::ShardedAgent& ag
 
 // Logs `s` and returns the exit code: 2, a wrong command line or config.
 int Fail(const absl::Status& s) {
-  spdlog::error("{}", std::string(s.message()));
+  spdlog::error("{}", s);
   return 2;
 }
 

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "common/cancellation.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::common {
@@ -116,7 +117,7 @@ absl::StatusOr<ClientConnection> ClientConnection::Connect(const std::string& ho
   if (c.fd_ < 0)
     return absl::UnavailableError(
         StrCat("cannot connect to ", host, ":", port, ": ", std::strerror(error)));
-  if (absl::Status s = c.StartTls(host, port, tls); !s.ok()) return s;
+  RETURN_IF_ERROR(c.StartTls(host, port, tls));
   return c;
 }
 
@@ -127,7 +128,7 @@ absl::StatusOr<ClientConnection> ClientConnection::Adopt(int fd, const std::stri
   c.fd_ = fd;
   c.timeout_ms_ = std::max(1, timeout_seconds) * 1000;
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  if (absl::Status s = c.StartTls(host, port, tls); !s.ok()) return s;
+  RETURN_IF_ERROR(c.StartTls(host, port, tls));
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::common {
@@ -22,11 +23,11 @@ absl::Status Walk(simdjson::dom::element element, size_t depth, size_t max_depth
         return absl::InvalidArgumentError(
             StrCat("key \"", field.key, "\" appears twice in one object"));
       }
-      if (absl::Status s = Walk(field.value, depth + 1, max_depth); !s.ok()) return s;
+      RETURN_IF_ERROR(Walk(field.value, depth + 1, max_depth));
     }
   } else if (element.get(array) == simdjson::SUCCESS) {
     for (simdjson::dom::element item : array) {
-      if (absl::Status s = Walk(item, depth + 1, max_depth); !s.ok()) return s;
+      RETURN_IF_ERROR(Walk(item, depth + 1, max_depth));
     }
   }
   return absl::OkStatus();

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::common {
@@ -94,14 +95,14 @@ void WorkerTrace::SortByTime() {
 }
 
 absl::Status WorkerTrace::Validate() const {
-  if (absl::Status s = CheckColumnLengths(kernels, "kernels"); !s.ok()) return s;
-  if (absl::Status s = CheckColumnLengths(memcpys, "memcpys"); !s.ok()) return s;
-  if (absl::Status s = CheckColumnLengths(runtime_calls, "runtime_calls"); !s.ok()) return s;
-  if (absl::Status s = CheckColumnLengths(host_spans, "host_spans"); !s.ok()) return s;
-  if (absl::Status s = CheckColumnLengths(collectives, "collectives"); !s.ok()) return s;
-  if (absl::Status s = CheckColumnLengths(steps, "steps"); !s.ok()) return s;
-  if (absl::Status s = CheckColumnLengths(host_samples, "host_samples"); !s.ok()) return s;
-  if (absl::Status s = CheckColumnLengths(memory_events, "memory_events"); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckColumnLengths(kernels, "kernels"));
+  RETURN_IF_ERROR(CheckColumnLengths(memcpys, "memcpys"));
+  RETURN_IF_ERROR(CheckColumnLengths(runtime_calls, "runtime_calls"));
+  RETURN_IF_ERROR(CheckColumnLengths(host_spans, "host_spans"));
+  RETURN_IF_ERROR(CheckColumnLengths(collectives, "collectives"));
+  RETURN_IF_ERROR(CheckColumnLengths(steps, "steps"));
+  RETURN_IF_ERROR(CheckColumnLengths(host_samples, "host_samples"));
+  RETURN_IF_ERROR(CheckColumnLengths(memory_events, "memory_events"));
   const std::pair<const std::vector<NameId>*, std::string_view> name_columns[] = {
       {&kernels.name, "kernels"},
       {&memcpys.name, "memcpys"},
@@ -113,11 +114,11 @@ absl::Status WorkerTrace::Validate() const {
       {&collectives.protocol, "collectives.protocol"},
   };
   for (const auto& [column, what] : name_columns) {
-    if (absl::Status s = CheckNames(*column, strings, what); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckNames(*column, strings, what));
   }
   if (absl::Status s = CheckEnum(kernels.kernel_class, kKernelClassCount, "kernels.class"); !s.ok())
     return s;
-  if (absl::Status s = CheckEnum(memcpys.kind, kMemcpyKindCount, "memcpys.kind"); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckEnum(memcpys.kind, kMemcpyKindCount, "memcpys.kind"));
   if (absl::Status s = CheckEnum(runtime_calls.api_kind, kApiKindCount, "runtime_calls.api_kind");
       !s.ok())
     return s;

@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/host_port.h"
 #include "common/parse_number.h"
+#include "common/status_format.h"
 #include "common/str_util.h"
 #include "common/time_source.h"
 #include "common/tls_files.h"
@@ -63,12 +64,12 @@ int HashToken(const std::string& role_text, const std::string& name) {
   while (!token.empty() && (token.back() == '\r' || token.back() == '\n')) token.pop_back();
   absl::StatusOr<podscope::coordinator::Access> role = podscope::coordinator::ParseRole(role_text);
   if (!role.ok()) {
-    spdlog::error("--role: {}", std::string(role.status().message()));
+    spdlog::error("--role: {}", role.status());
     return 2;
   }
   absl::StatusOr<std::string> line = podscope::coordinator::HashTokenLine(name, *role, token);
   if (!line.ok()) {
-    spdlog::error("{}", std::string(line.status().message()));
+    spdlog::error("{}", line.status());
     return 2;
   }
   std::cout << *line << "\n";
@@ -350,7 +351,7 @@ class RetentionLoop {
       auto result = podscope::storage::EnforceRetention(store, settings.retention, NowNs(),
                                                         &capture_mutations);
       if (!result.ok())
-        spdlog::warn("retention: {}", std::string(result.status().message()));
+        spdlog::warn("retention: {}", result.status());
       else if (!result->deleted.empty())
         spdlog::info("retention deleted {} captures", result->deleted.size());
     }
@@ -377,7 +378,7 @@ int WaitForStop(const sigset_t& signals, const Settings& settings,
       if (s.ok())
         spdlog::info("SIGHUP: certificate, key and CA re-read");
       else
-        spdlog::error("SIGHUP: keeping the old certificates: {}", std::string(s.message()));
+        spdlog::error("SIGHUP: keeping the old certificates: {}", s);
     }
     if (authorizer != nullptr) {
       absl::StatusOr<podscope::coordinator::TokenStore> tokens =
@@ -386,7 +387,7 @@ int WaitForStop(const sigset_t& signals, const Settings& settings,
         spdlog::info("SIGHUP: {} bearer tokens from {}", tokens->size(), settings.auth_tokens);
         authorizer->Replace(std::move(*tokens));
       } else {
-        spdlog::error("SIGHUP: keeping the old tokens: {}", std::string(tokens.status().message()));
+        spdlog::error("SIGHUP: keeping the old tokens: {}", tokens.status());
       }
     }
   }
@@ -395,7 +396,7 @@ int WaitForStop(const sigset_t& signals, const Settings& settings,
 
 // Logs `s` and returns the exit code: 1 a runtime failure, 2 a wrong command line or config.
 int Fail(const absl::Status& s, int code) {
-  spdlog::error("{}", std::string(s.message()));
+  spdlog::error("{}", s);
   return code;
 }
 
@@ -456,7 +457,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(settings.data_dir, ec);
   auto store = podscope::storage::RocksDbTraceStore::Open({.path = settings.data_dir});
   if (!store.ok()) {
-    spdlog::error("cannot open the store: {}", std::string(store.status().message()));
+    spdlog::error("cannot open the store: {}", store.status());
     return 1;
   }
   settings.http_limits.upload_dir = EmptyUploadDir(settings);
@@ -470,7 +471,7 @@ int main(int argc, char** argv) {
   settings.scheduler.id_suffix = id_suffix;
   api.set_id_suffix(id_suffix);
   if (absl::Status s = api.RecoverInterruptedImports(); !s.ok()) {
-    spdlog::error("recovering interrupted imports: {}", std::string(s.message()));
+    spdlog::error("recovering interrupted imports: {}", s);
     return 1;
   }
   // That listed every record: those that do not decode are kept, skipped, and said here once.
@@ -486,7 +487,7 @@ int main(int argc, char** argv) {
     }
   }
   if (absl::Status s = api.LoadCacheIndex(); !s.ok()) {
-    spdlog::error("indexing cached analyses: {}", std::string(s.message()));
+    spdlog::error("indexing cached analyses: {}", s);
     return 1;
   }
   // The live capture path: agents connect over gRPC, captures are started over REST.
@@ -497,7 +498,7 @@ int main(int argc, char** argv) {
   ClockAligner aligner;
   CaptureScheduler scheduler(**store, registry, aligner, settings.scheduler);
   if (absl::Status s = scheduler.Recover(); !s.ok()) {
-    spdlog::error("recovering live captures: {}", std::string(s.message()));
+    spdlog::error("recovering live captures: {}", s);
     return 1;
   }
   scheduler.Start();
@@ -546,7 +547,7 @@ int main(int argc, char** argv) {
       [&grpc_gate](const std::string& peer) { grpc_gate.Authenticated(peer); });
   absl::StatusOr<uint16_t> grpc_bound = grpc_gate.Listen(grpc_host, grpc_port);
   if (!grpc_bound.ok()) {
-    spdlog::error("{}", std::string(grpc_bound.status().message()));
+    spdlog::error("{}", grpc_bound.status());
     return 1;
   }
   std::unique_ptr<grpc::Server> grpc_server = BuildAgentServer(builder, agent_service, settings);

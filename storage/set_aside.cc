@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "common/json_writer.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::storage {
@@ -97,7 +98,7 @@ absl::StatusOr<std::vector<SetAsideRecord>> SetAside(TraceStore& store, std::str
     all->erase(all->begin());
     json = SetAsideToJson(*all);
   }
-  if (absl::Status s = store.PutSetting(CompanionName(setting), json); !s.ok()) return s;
+  RETURN_IF_ERROR(store.PutSetting(CompanionName(setting), json));
   return all;
 }
 

@@ -7,6 +7,7 @@
 #include <list>
 
 #include "common/parse_number.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "common/trace_slice.h"
 
@@ -193,7 +194,7 @@ absl::StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view text) {
         !s.ok())
       return s;
   }
-  if (absl::Status s = FinishSimulationSpec(world_given, &spec); !s.ok()) return s;
+  RETURN_IF_ERROR(FinishSimulationSpec(world_given, &spec));
   return spec;
 }
 

@@ -14,6 +14,7 @@
 #include "common/parse_number.h"
 #include "common/perfetto/perfetto_exporter.h"
 #include "common/ranges.h"
+#include "common/status_format.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
 #include "coordinator/api/capture_json.h"
@@ -162,11 +163,11 @@ absl::Status RestApi::LoadCacheIndex() {
 
 absl::Status RestApi::DropCached(const std::vector<AnalysisCacheIndex::Entry>& entries) {
   for (const AnalysisCacheIndex::Entry& e : entries) {
-    if (absl::Status s = store_.DeleteAnalysis(e.capture_id, e.key); !s.ok()) return s;
+    RETURN_IF_ERROR(store_.DeleteAnalysis(e.capture_id, e.key));
     absl::StatusOr<CaptureRecord> owner = store_.GetCapture(e.capture_id);
     if (!owner.ok()) continue;  // deleted with its capture already
     owner->stored_bytes -= std::min(owner->stored_bytes, e.bytes);
-    if (absl::Status s = store_.PutCapture(*owner); !s.ok()) return s;
+    RETURN_IF_ERROR(store_.PutCapture(*owner));
   }
   return absl::OkStatus();
 }
@@ -232,7 +233,7 @@ absl::Status RestApi::RecoverInterruptedImports() {
     r.state = CaptureState::kFailed;
     r.error = "import interrupted (coordinator restarted)";
     r.updated_ns = time_.Now();
-    if (absl::Status s = store_.PutCapture(r); !s.ok()) return s;
+    RETURN_IF_ERROR(store_.PutCapture(r));
   }
   return absl::OkStatus();
 }
@@ -593,7 +594,7 @@ HttpResponse RestApi::Report(HttpRequest& r) {
       now->stored_bytes += body.size();
       (void)store_.PutCapture(*now);
       if (absl::Status s = DropCached(cache_.Insert(id, cache_key, body.size())); !s.ok()) {
-        spdlog::warn("analysis cache: {}", std::string(s.message()));
+        spdlog::warn("analysis cache: {}", s);
       }
     }
   }
@@ -684,7 +685,7 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
         format == "perfetto" ? common::WritePerfettoTrace(workers, options, sink)
                              : common::WriteChromeTrace(workers, options, sink);
     if (!stats.ok()) {
-      spdlog::warn("export of capture {} cut short: {}", id, std::string(stats.status().message()));
+      spdlog::warn("export of capture {} cut short: {}", id, stats.status());
       return stats.status();
     }
     return gz ? gz->Finish() : absl::OkStatus();

@@ -4,6 +4,7 @@
 
 #include "absl/strings/cord.h"
 #include "common/kineto/kineto_importer.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "common/trace_slice.h"
 
@@ -48,10 +49,10 @@ absl::StatusOr<common::ImportResult> CaptureImporter::Parse(const ImportSpec& sp
 }
 
 absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
-  if (absl::Status s = storage::ValidateJobName(spec.job); !s.ok()) return s;
+  RETURN_IF_ERROR(storage::ValidateJobName(spec.job));
   std::string id = spec.capture_id;
   if (id.empty()) id = common::StrCat("imp-", time_.Now() / 1000, "-", next_id_++, id_suffix_);
-  if (absl::Status s = storage::ValidateCaptureId(id); !s.ok()) return s;
+  RETURN_IF_ERROR(storage::ValidateCaptureId(id));
   // Whether the client is adding ranks to a capture that exists now: if it is deleted while
   // this file is parsed, the ranks are not added to a new capture of the same name.
   absl::StatusOr<CaptureRecord> before = store_.GetCapture(id);
@@ -98,14 +99,14 @@ absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
   }
   // Analyses of the capture as it was are stale from now on: drop them, and their bytes.
   if (existing.ok()) {
-    if (absl::Status s = forget_cached_(id); !s.ok()) return s;
+    RETURN_IF_ERROR(forget_cached_(id));
     if (absl::StatusOr<CaptureRecord> again = store_.GetCapture(id); again.ok())
       record.stored_bytes = again->stored_bytes;
   }
   // Marked importing before its events land: after a crash it is marked failed.
   record.state = CaptureState::kImporting;
   record.updated_ns = time_.Now();
-  if (absl::Status s = store_.PutCapture(record); !s.ok()) return s;
+  RETURN_IF_ERROR(store_.PutCapture(record));
   for (common::WorkerTrace& w : imported->workers) {
     w.info.source = spec.name;
     const auto index = static_cast<uint32_t>(record.workers.size());
@@ -129,7 +130,7 @@ absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
   record.state = CaptureState::kComplete;
   record.updated_ns = time_.Now();
   ++record.generation;  // cached analyses of the previous generation no longer apply
-  if (absl::Status s = store_.PutCapture(record); !s.ok()) return s;
+  RETURN_IF_ERROR(store_.PutCapture(record));
   return record;
 }
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/chunk_codec.h"
+#include "common/status_format.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
 #include "coordinator/clock/capture_clocks.h"
@@ -50,7 +51,7 @@ void CaptureScheduler::Stop() {
   absl::MutexLock lock(&mu_);
   for (auto& [id, c] : live_) {
     if (absl::Status s = store_.PutCapture(c->record); !s.ok()) {
-      spdlog::error("capture {}: saving its state at shutdown: {}", id, std::string(s.message()));
+      spdlog::error("capture {}: saving its state at shutdown: {}", id, s);
     }
   }
 }
@@ -183,7 +184,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   PlaceWorkers(*selection, spec.job, *c);
 
   // Durable before any agent hears of it, so a restart never meets chunks of an unknown capture.
-  if (absl::Status s = store_.PutCapture(r); !s.ok()) return s;
+  RETURN_IF_ERROR(store_.PutCapture(r));
 
   // Size the clock bursts around the window to what this coordinator can serve: within a third
   // of the lead before it, and over the same spread after it.
@@ -535,7 +536,7 @@ void CaptureScheduler::Loop() {
     mu_.Unlock();
     for (const CaptureRecord& r : to_flush) {
       if (absl::Status s = store_.PutCapture(r); !s.ok()) {
-        spdlog::error("capture {}: saving progress: {}", r.id, std::string(s.message()));
+        spdlog::error("capture {}: saving progress: {}", r.id, s);
       }
     }
     for (CaptureRecord& r : finished) {
@@ -576,7 +577,7 @@ void CaptureScheduler::DropUnfinishedWorkers(CaptureRecord& record) {
 
 void CaptureScheduler::Store(const CaptureRecord& record) {
   if (absl::Status s = store_.PutCapture(record); !s.ok()) {
-    spdlog::error("capture {}: saving its final record: {}", record.id, std::string(s.message()));
+    spdlog::error("capture {}: saving its final record: {}", record.id, s);
   }
   absl::MutexLock lock(&mu_);
   if (recent_.size() >= kRecent && !recent_.count(record.id)) recent_.erase(recent_.begin());

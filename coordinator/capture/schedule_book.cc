@@ -9,6 +9,7 @@
 #include "common/json_config.h"
 #include "common/json_writer.h"
 #include "common/ranges.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "fmt/format.h"
 #include "storage/trace_store.h"
@@ -110,7 +111,7 @@ absl::StatusOr<ScheduleSpec> ParseScheduleSpec(std::string_view json,
   } catch (const std::invalid_argument& e) {
     return absl::InvalidArgumentError(e.what());
   }
-  if (absl::Status s = CheckSpec(spec, limits); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckSpec(spec, limits));
   return spec;
 }
 
@@ -130,7 +131,7 @@ absl::StatusOr<Schedule> ScheduleBook::Add(ScheduleSpec spec, TimeNs now) {
   // Each rank once, in order: as the stored ranges read back.
   std::sort(spec.ranks.begin(), spec.ranks.end());
   spec.ranks.erase(std::unique(spec.ranks.begin(), spec.ranks.end()), spec.ranks.end());
-  if (absl::Status s = CheckSpec(spec, limits_); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckSpec(spec, limits_));
   if (schedules_.size() >= limits_.max_schedules) {
     return absl::ResourceExhaustedError(
         common::StrCat("at most ", limits_.max_schedules, " schedules; delete one first"));

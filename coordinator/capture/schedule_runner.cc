@@ -1,5 +1,7 @@
 #include "coordinator/capture/schedule_runner.h"
 
+#include "common/status_format.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -76,7 +78,7 @@ absl::Status ScheduleRunner::Remove(const std::string& id) {
   // Stored first: memory changes only once the store has.
   ScheduleBook next = book_;
   if (!next.Remove(id)) return absl::NotFoundError(common::StrCat("no schedule ", id));
-  if (absl::Status s = store_.PutSetting(kSchedulesSetting, next.ToJson()); !s.ok()) return s;
+  RETURN_IF_ERROR(store_.PutSetting(kSchedulesSetting, next.ToJson()));
   book_ = std::move(next);
   spdlog::info("schedule {} deleted", id);
   return absl::OkStatus();
@@ -119,8 +121,7 @@ void ScheduleRunner::Tick() {
     }
   }
   absl::MutexLock lock(&mu_);
-  if (absl::Status s = Persist(); !s.ok())
-    spdlog::warn("schedules: not stored: {}", std::string(s.message()));
+  if (absl::Status s = Persist(); !s.ok()) spdlog::warn("schedules: not stored: {}", s);
 }
 
 void ScheduleRunner::Start() {

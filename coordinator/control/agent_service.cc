@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/protocol_version.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -221,7 +222,7 @@ class ControlSession : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coor
       if (!m.has_hello())
         return absl::InvalidArgumentError(
             "the first message on the control stream must be a hello");
-      if (absl::Status s = ValidateHello(m.hello(), service_.options_); !s.ok()) return s;
+      RETURN_IF_ERROR(ValidateHello(m.hello(), service_.options_));
       if (absl::Status s =
               CheckIdentity(service_.options_, certificate_identity_, m.hello().agent_id());
           !s.ok()) {

@@ -14,6 +14,7 @@
 #include "common/client_connection.h"
 #include "common/host_port.h"
 #include "common/parse_number.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "coordinator/http/http_types.h"
 
@@ -129,7 +130,7 @@ class ChunkedDecoder {
     while (!data.empty() && state_ != State::kDone) {
       if (state_ == State::kData) {
         const size_t n = std::min<uint64_t>(remaining_, data.size());
-        if (absl::Status s = sink_(data.substr(0, n)); !s.ok()) return s;
+        RETURN_IF_ERROR(sink_(data.substr(0, n)));
         data.remove_prefix(n);
         remaining_ -= n;
         if (remaining_ == 0) state_ = State::kDataEnd;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/json_writer.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "coordinator/watch/alert_json.h"
 #include "spdlog/spdlog.h"
@@ -68,13 +69,13 @@ absl::StatusOr<std::unique_ptr<AlertNotifier>> AlertNotifier::Create(
     return absl::OkStatus();
   };
   for (const std::string& url : n->options_.alertmanagers) {
-    if (absl::Status s = add(url, true); !s.ok()) return s;
+    RETURN_IF_ERROR(add(url, true));
   }
   for (const std::string& url : n->options_.webhooks) {
-    if (absl::Status s = add(url, false); !s.ok()) return s;
+    RETURN_IF_ERROR(add(url, false));
   }
   for (const std::string& url : n->options_.slack_webhooks) {
-    if (absl::Status s = add(url, false, true); !s.ok()) return s;
+    RETURN_IF_ERROR(add(url, false, true));
   }
   return n;
 }

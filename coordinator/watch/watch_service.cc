@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -327,7 +328,7 @@ absl::Status WatchService::SetRules(std::string_view json) {
         common::StrCat("these rules would not read back as they are after a restart",
                        back.ok() ? "" : common::StrCat(": ", back.status().message())));
   }
-  if (absl::Status s = store_.PutSetting(kRulesSetting, text); !s.ok()) return s;
+  RETURN_IF_ERROR(store_.PutSetting(kRulesSetting, text));
   std::vector<AlertEvent> events;
   std::vector<std::function<void(const AlertEvent&)>> listeners;
   {
