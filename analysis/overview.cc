@@ -157,6 +157,11 @@ std::string CommunicationAdvice(ParallelismKind kind) {
     case ParallelismKind::kPipelineParallel:
       return "Pipeline transfers and bubbles: more micro-batches per step, an interleaved "
              "schedule (virtual pipeline stages), and stages of equal cost";
+    case ParallelismKind::kContextParallel:
+      return "Context-parallel attention passes keys and values around its ring every layer: "
+             "overlap the exchange with the attention computation (ring or all-to-all "
+             "attention in Transformer Engine), and keep the context-parallel group inside one "
+             "NVLink domain";
     case ParallelismKind::kAllToAll:
       return "All-to-all exchanges (expert or embedding parallelism): balance the tokens or "
              "lookups per rank, overlap the exchange with computation, and keep the group inside "
