@@ -222,9 +222,11 @@ class ProbeCollectorTest : public ::testing::Test {
 };
 
 TEST_F(ProbeCollectorTest, ARegisteredProbeIsAWorkerAndDeliversItsWindow) {
+  // Declared before the agent, so that it outlives the agent's server thread: the probe's
+  // disconnect at the end of the test reaches the callback on that thread.
+  std::atomic<int> changes{0};
   std::unique_ptr<ProbeCollector> agent = StartAgent();
   ASSERT_NE(agent, nullptr);
-  std::atomic<int> changes{0};
   agent->SetWorkersChangedCallback([&] { ++changes; });
   auto probe = StartProbe(/*rank=*/9);
   ASSERT_TRUE(WaitFor([&] { return agent->Workers().size() == 1; }));
