@@ -52,8 +52,6 @@ namespace {
 using podscope::coordinator::CoordinatorSettings;
 using Settings = CoordinatorSettings;
 
-int64_t NowNs() { return podscope::common::RealTime().Now(); }
-
 // `podscope-coordinator hash-token --role ROLE --name NAME`: reads a token on stdin, prints
 // the line for the token file. The token itself is never printed nor stored.
 int HashToken(const std::string& role_text, const std::string& name) {
@@ -297,7 +295,7 @@ absl::StatusOr<std::unique_ptr<podscope::coordinator::ScheduleRunner>> MakeSched
   podscope::coordinator::ScheduleLimits schedule_limits;
   schedule_limits.id_suffix = id_suffix;
   return podscope::coordinator::ScheduleRunner::Create(
-      store, NowNs,
+      store, podscope::common::RealTime(),
       {.start = [&scheduler, &shards](const podscope::coordinator::ScheduleSpec& spec)
            -> absl::StatusOr<std::string> {
          // Sharded: a schedule stays with the shard that took it; once its job has moved to
@@ -348,8 +346,8 @@ class RetentionLoop {
         absl::MutexLock lock(&mu_);
         if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), interval)) return;
       }
-      auto result = podscope::storage::EnforceRetention(store, settings.retention, NowNs(),
-                                                        &capture_mutations);
+      auto result = podscope::storage::EnforceRetention(
+          store, settings.retention, podscope::common::RealTime().Now(), &capture_mutations);
       if (!result.ok())
         spdlog::warn("retention: {}", result.status());
       else if (!result->deleted.empty())
@@ -494,7 +492,7 @@ int main(int argc, char** argv) {
   AgentRegistry registry(
       {.heartbeat_interval_ns = int64_t{settings.agents.heartbeat_interval_ms} * 1'000'000,
        .forget_after_ns = int64_t{settings.agents.forget_disconnected_after_ms} * 1'000'000},
-      NowNs);
+      podscope::common::RealTime());
   ClockAligner aligner;
   CaptureScheduler scheduler(**store, registry, aligner, settings.scheduler);
   if (absl::Status s = scheduler.Recover(); !s.ok()) {
@@ -521,7 +519,8 @@ int main(int argc, char** argv) {
         return capture->id;
       });
   watch_service.Start();
-  AgentService agent_service(registry, aligner, scheduler, settings.agents, NowNs);
+  AgentService agent_service(registry, aligner, scheduler, settings.agents,
+                             podscope::common::RealTime());
   ShardMembership& membership = **shards;
   RouteWatchIngest(agent_service, watch_service, membership);
   if (!settings.shards.members_file.empty())
@@ -562,7 +561,7 @@ int main(int argc, char** argv) {
 
   Router router;
   api.Register(router);
-  LiveApi live_api(registry, aligner, scheduler, NowNs);
+  LiveApi live_api(registry, aligner, scheduler, podscope::common::RealTime());
   live_api.Register(router);
   // Alert transitions out to Alertmanager and webhooks, each on its own thread.
   absl::StatusOr<std::unique_ptr<watch::AlertNotifier>> notifier =

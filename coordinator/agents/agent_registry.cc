@@ -19,8 +19,8 @@ std::string_view AgentHealthName(AgentHealth health) {
   return "unknown";
 }
 
-AgentRegistry::AgentRegistry(AgentRegistryOptions options, std::function<TimeNs()> now)
-    : options_(options), now_(std::move(now)) {}
+AgentRegistry::AgentRegistry(AgentRegistryOptions options, const common::TimeSource& time)
+    : options_(options), time_(time) {}
 
 AgentHealth AgentRegistry::HealthOf(const Entry& e, TimeNs now) const {
   if (!e.info.connected) return AgentHealth::kDisconnected;
@@ -54,7 +54,7 @@ absl::StatusOr<bool> AgentRegistry::Connected(const v1::AgentHello& hello, std::
   bool new_instance = false;
   {
     absl::MutexLock lock(&mu_);
-    const TimeNs now = now_();
+    const TimeNs now = time_.Now();
     ForgetOld(now);
     auto it = agents_.find(hello.agent_id());
     if (it == agents_.end()) {
@@ -97,14 +97,15 @@ bool AgentRegistry::IsCurrent(const std::string& agent_id, const AgentControlStr
 
 void AgentRegistry::Seen(const std::string& agent_id) {
   absl::MutexLock lock(&mu_);
-  if (auto it = agents_.find(agent_id); it != agents_.end()) it->second.info.last_seen_ns = now_();
+  if (auto it = agents_.find(agent_id); it != agents_.end())
+    it->second.info.last_seen_ns = time_.Now();
 }
 
 void AgentRegistry::WorkersChanged(const std::string& agent_id, const v1::WorkersChanged& workers) {
   absl::MutexLock lock(&mu_);
   if (auto it = agents_.find(agent_id); it != agents_.end()) {
     it->second.info.workers.assign(workers.workers().begin(), workers.workers().end());
-    it->second.info.last_seen_ns = now_();
+    it->second.info.last_seen_ns = time_.Now();
   }
 }
 
@@ -114,7 +115,7 @@ void AgentRegistry::Disconnected(const std::string& agent_id, const AgentControl
   if (it == agents_.end() || it->second.link.get() != link) return;
   it->second.link.reset();
   it->second.info.connected = false;
-  it->second.info.last_seen_ns = now_();
+  it->second.info.last_seen_ns = time_.Now();
 }
 
 bool AgentRegistry::Send(const std::string& agent_id, const v1::CoordinatorMessage& message) {
@@ -136,7 +137,7 @@ bool AgentRegistry::IsConnected(const std::string& agent_id) const {
 
 std::vector<AgentSnapshot> AgentRegistry::Snapshot() const {
   absl::MutexLock lock(&mu_);
-  const TimeNs now = now_();
+  const TimeNs now = time_.Now();
   std::vector<AgentSnapshot> out;
   out.reserve(agents_.size());
   for (const auto& [id, e] : agents_) {

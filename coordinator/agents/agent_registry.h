@@ -14,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/time_source.h"
 #include "common/time_types.h"
 #include "podscope/v1/agent.pb.h"
 
@@ -73,7 +74,7 @@ struct AgentRegistryOptions {
 
 class AgentRegistry {
  public:
-  AgentRegistry(AgentRegistryOptions options, std::function<TimeNs()> now);
+  AgentRegistry(AgentRegistryOptions options, const common::TimeSource& time);
 
   // A new session from `hello`. An older session of the same agent process (same instance_id)
   // is closed; a live session of another process with the same agent_id refuses this one
@@ -118,7 +119,7 @@ class AgentRegistry {
   void ForgetOld(TimeNs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AgentRegistryOptions options_;
-  const std::function<TimeNs()> now_;
+  const common::TimeSource& time_;
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> agents_ ABSL_GUARDED_BY(mu_);
 };

@@ -120,7 +120,7 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
     if (!n.ok() || *n < 1 || *n > 10000) return BadRequest("limit must be an integer in 1..10000");
     limit = static_cast<size_t>(*n);
   }
-  const TimeNs now = now_();
+  const TimeNs now = time_.Now();
   std::vector<AgentSnapshot> agents = registry_.Snapshot();
   auto serves = [&job](const v1::WorkerDescriptor& d) { return job.empty() || d.job() == job; };
   // With a job, only the agents serving it (an agent without workers serves no job).

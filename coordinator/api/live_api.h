@@ -3,6 +3,7 @@
 // RestApi.
 #pragma once
 
+#include "common/time_source.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/capture/capture_scheduler.h"
 #include "coordinator/clock/clock_aligner.h"
@@ -13,8 +14,8 @@ namespace podscope::coordinator {
 class LiveApi {
  public:
   LiveApi(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler,
-          std::function<TimeNs()> now)
-      : registry_(registry), aligner_(aligner), scheduler_(scheduler), now_(std::move(now)) {}
+          const common::TimeSource& time)
+      : registry_(registry), aligner_(aligner), scheduler_(scheduler), time_(time) {}
 
   void Register(Router& router);
 
@@ -26,7 +27,7 @@ class LiveApi {
   AgentRegistry& registry_;
   ClockAligner& aligner_;
   CaptureScheduler& scheduler_;
-  std::function<TimeNs()> now_;
+  const common::TimeSource& time_;
 };
 
 }  // namespace podscope::coordinator

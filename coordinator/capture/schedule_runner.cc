@@ -7,16 +7,15 @@
 
 namespace podscope::coordinator {
 
-absl::StatusOr<std::unique_ptr<ScheduleRunner>> ScheduleRunner::Create(storage::TraceStore& store,
-                                                                       std::function<TimeNs()> now,
-                                                                       ScheduleHooks hooks,
-                                                                       ScheduleLimits limits) {
+absl::StatusOr<std::unique_ptr<ScheduleRunner>> ScheduleRunner::Create(
+    storage::TraceStore& store, const common::TimeSource& time, ScheduleHooks hooks,
+    ScheduleLimits limits) {
   absl::StatusOr<std::optional<std::string>> stored = store.GetSetting(kSchedulesSetting);
   if (!stored.ok()) return stored.status();
   ScheduleBook::Loaded loaded{ScheduleBook(limits), {}};
   if (stored->has_value()) loaded = ScheduleBook::FromJson(**stored, limits);
   for (storage::SetAsideRecord& r : loaded.set_aside) {
-    r.set_aside_ns = now();
+    r.set_aside_ns = time.Now();
     spdlog::error("stored schedule {}: {}: set aside (GET /v1/schedules lists it); the others run",
                   r.id.empty() ? "book" : r.id, r.error);
   }
@@ -31,14 +30,14 @@ absl::StatusOr<std::unique_ptr<ScheduleRunner>> ScheduleRunner::Create(storage::
     }
   }
   return std::unique_ptr<ScheduleRunner>(new ScheduleRunner(
-      store, std::move(now), std::move(hooks), std::move(loaded.book), std::move(*set_aside)));
+      store, time, std::move(hooks), std::move(loaded.book), std::move(*set_aside)));
 }
 
-ScheduleRunner::ScheduleRunner(storage::TraceStore& store, std::function<TimeNs()> now,
+ScheduleRunner::ScheduleRunner(storage::TraceStore& store, const common::TimeSource& time,
                                ScheduleHooks hooks, ScheduleBook book,
                                std::vector<storage::SetAsideRecord> set_aside)
     : store_(store),
-      now_(std::move(now)),
+      time_(time),
       hooks_(std::move(hooks)),
       set_aside_(std::move(set_aside)),
       book_(std::move(book)) {}
@@ -51,7 +50,7 @@ absl::Status ScheduleRunner::Persist() {
 
 absl::StatusOr<Schedule> ScheduleRunner::Add(ScheduleSpec spec) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Schedule> added = book_.Add(std::move(spec), now_());
+  absl::StatusOr<Schedule> added = book_.Add(std::move(spec), time_.Now());
   if (!added.ok()) return added.status();
   // What a restart will read is what the caller is told of, or the caller is told why not.
   const std::string text = book_.ToJson();
@@ -99,7 +98,7 @@ void ScheduleRunner::Tick() {
   std::vector<std::pair<std::string, ScheduleSpec>> due;
   {
     absl::MutexLock lock(&mu_);
-    for (const std::string& id : book_.Due(now_())) due.emplace_back(id, book_.Find(id)->spec);
+    for (const std::string& id : book_.Due(time_.Now())) due.emplace_back(id, book_.Find(id)->spec);
   }
   if (due.empty()) return;
   // The scheduler has locks of its own: asked outside ours.
@@ -108,7 +107,7 @@ void ScheduleRunner::Tick() {
     absl::StatusOr<std::string> capture =
         busy ? absl::StatusOr<std::string>("") : hooks_.start(spec);
     absl::MutexLock lock(&mu_);
-    const TimeNs now = now_();
+    const TimeNs now = time_.Now();
     if (busy) {
       book_.Deferred(id, now);
     } else if (capture.ok()) {

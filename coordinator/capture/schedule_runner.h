@@ -11,6 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/time_source.h"
 #include "coordinator/capture/schedule_book.h"
 #include "storage/trace_store.h"
 
@@ -28,7 +29,7 @@ class ScheduleRunner {
   // Loads the stored schedules. One that does not read back is set aside (storage/set_aside.h):
   // logged, kept under the setting's companion, listed by SetAside(); the rest run.
   static absl::StatusOr<std::unique_ptr<ScheduleRunner>> Create(storage::TraceStore& store,
-                                                                std::function<TimeNs()> now,
+                                                                const common::TimeSource& time,
                                                                 ScheduleHooks hooks,
                                                                 ScheduleLimits limits = {});
   ~ScheduleRunner();
@@ -48,12 +49,12 @@ class ScheduleRunner {
   void Stop();
 
  private:
-  ScheduleRunner(storage::TraceStore& store, std::function<TimeNs()> now, ScheduleHooks hooks,
+  ScheduleRunner(storage::TraceStore& store, const common::TimeSource& time, ScheduleHooks hooks,
                  ScheduleBook book, std::vector<storage::SetAsideRecord> set_aside);
   absl::Status Persist() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   storage::TraceStore& store_;
-  const std::function<TimeNs()> now_;
+  const common::TimeSource& time_;
   const ScheduleHooks hooks_;
   const std::vector<storage::SetAsideRecord> set_aside_;
   mutable absl::Mutex mu_;

@@ -494,12 +494,12 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
 
 AgentService::AgentService(AgentRegistry& registry, ClockAligner& aligner,
                            CaptureScheduler& scheduler, AgentServiceOptions options,
-                           std::function<TimeNs()> now)
+                           const common::TimeSource& time)
     : registry_(registry),
       aligner_(aligner),
       scheduler_(scheduler),
       options_(std::move(options)),
-      now_(std::move(now)) {}
+      time_(time) {}
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* AgentService::Connect(
     grpc::CallbackServerContext* context) {
@@ -511,9 +511,9 @@ grpc::ServerUnaryReactor* AgentService::SyncClock(grpc::CallbackServerContext* c
                                                   const v1::SyncClockRequest*,
                                                   v1::SyncClockResponse* response) {
   // t2 as early and t3 as late as this handler can take them; the gap between is subtracted.
-  response->set_t2_ns(now_());
+  response->set_t2_ns(time_.Now());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  response->set_t3_ns(now_());
+  response->set_t3_ns(time_.Now());
   reactor->Finish(grpc::Status::OK);
   // Not observed: nothing may come before t2, and an agent's control stream (observed) opens
   // its connection first.

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "common/time_source.h"
 #include "common/watch_wire.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/capture/capture_scheduler.h"
@@ -69,7 +70,7 @@ struct WatchStreamCounters {
 class AgentService final : public v1::AgentService::CallbackService {
  public:
   AgentService(AgentRegistry& registry, ClockAligner& aligner, CaptureScheduler& scheduler,
-               AgentServiceOptions options, std::function<TimeNs()> now);
+               AgentServiceOptions options, const common::TimeSource& time);
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -111,7 +112,7 @@ class AgentService final : public v1::AgentService::CallbackService {
   ClockAligner& aligner_;
   CaptureScheduler& scheduler_;
   const AgentServiceOptions options_;
-  const std::function<TimeNs()> now_;
+  const common::TimeSource& time_;
   WatchIngest watch_ingest_;
   ShardOwnersFn shard_owners_;
   WatchStreamCounters watch_counters_;

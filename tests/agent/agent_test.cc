@@ -29,9 +29,8 @@ class AgentTest : public ::testing::Test {
     store_ = *std::move(store);
     scheduler_ = std::make_unique<coordinator::CaptureScheduler>(*store_, registry_, aligner_,
                                                                  coordinator::SchedulerOptions{});
-    service_ = std::make_unique<coordinator::AgentService>(registry_, aligner_, *scheduler_,
-                                                           coordinator::AgentServiceOptions{},
-                                                           [] { return common::HostNowNs(); });
+    service_ = std::make_unique<coordinator::AgentService>(
+        registry_, aligner_, *scheduler_, coordinator::AgentServiceOptions{}, common::RealTime());
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(service_.get());
@@ -63,7 +62,7 @@ class AgentTest : public ::testing::Test {
 
   podscope::testing::ScratchDir dir_;
   std::unique_ptr<storage::RocksDbTraceStore> store_;
-  coordinator::AgentRegistry registry_{{}, [] { return common::HostNowNs(); }};
+  coordinator::AgentRegistry registry_{{}, common::RealTime()};
   coordinator::ClockAligner aligner_;
   std::unique_ptr<coordinator::CaptureScheduler> scheduler_;
   std::unique_ptr<coordinator::AgentService> service_;

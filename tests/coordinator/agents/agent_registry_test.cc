@@ -52,7 +52,7 @@ class AgentRegistrySessionTest : public ::testing::Test {
                            .stale_after_heartbeats = 3,
                            .forget_after_ns = 60 * kSecond,
                            .max_agents = 3},
-                          [this] { return time_.Now(); }};
+                          time_};
 };
 
 TEST_F(AgentRegistrySessionTest, AReconnectOfTheSameProcessReplacesItsOldSession) {

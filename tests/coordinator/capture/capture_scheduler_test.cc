@@ -142,7 +142,7 @@ class HeldStore : public storage::TraceStore {
 
 class CaptureSchedulerTest : public ::testing::Test {
  protected:
-  CaptureSchedulerTest() : registry_({}, [this] { return time_.Now(); }) {
+  CaptureSchedulerTest() : registry_({}, time_) {
     auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("db")});
     EXPECT_TRUE(store.ok());
     store_ = *std::move(store);
@@ -571,8 +571,8 @@ TEST_F(CaptureSchedulerTest, RestartResumesLiveCaptures) {
 }
 
 TEST(AgentRegistryTest, TargetsHealthAndReplacedSessions) {
-  std::atomic<TimeNs> now{kStart};
-  AgentRegistry registry({.heartbeat_interval_ns = 1'000'000'000}, [&now] { return now.load(); });
+  common::SimulatedTimeSource now(kStart);
+  AgentRegistry registry({.heartbeat_interval_ns = 1'000'000'000}, now);
   auto hello = [](const std::string& id, std::vector<std::pair<std::string, int32_t>> workers,
                   const std::string& instance = "i1") {
     v1::AgentHello h;
@@ -600,7 +600,7 @@ TEST(AgentRegistryTest, TargetsHealthAndReplacedSessions) {
   EXPECT_EQ(registry.SelectTargets("none", {}).status().code(), absl::StatusCode::kNotFound);
 
   // Silent for three heartbeats: stale. A reconnect replaces (and closes) the old session.
-  now = kStart + 3'500'000'000;
+  now.AdvanceTo(kStart + 3'500'000'000);
   EXPECT_EQ(registry.Snapshot()[0].health, AgentHealth::kStale);
   auto second = std::make_shared<FakeLink>();
   ASSERT_TRUE(registry.Connected(hello("a", {{"j", 0}}), "p", second).ok());
@@ -620,8 +620,8 @@ TEST(AgentRegistryTest, TargetsHealthAndReplacedSessions) {
 // given silently to the first. Now the impostor is refused, naming both peers, and a rank two
 // agents claim is a conflict that neither is given.
 TEST(AgentRegistryTest, ADuplicateLiveIdIsRefusedAndContestedRanksGoToNobody) {
-  std::atomic<TimeNs> now{kStart};
-  AgentRegistry registry({.heartbeat_interval_ns = 1'000'000'000}, [&now] { return now.load(); });
+  common::SimulatedTimeSource now(kStart);
+  AgentRegistry registry({.heartbeat_interval_ns = 1'000'000'000}, now);
   auto hello = [](const std::string& id, const std::string& instance, const std::string& host,
                   std::vector<int32_t> ranks) {
     v1::AgentHello h;

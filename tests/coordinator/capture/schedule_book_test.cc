@@ -128,7 +128,7 @@ TEST(ScheduleBookTest, RanksAreRangesAndEachScheduleFitsItsShareOfTheStore) {
 struct RunnerFixture {
   podscope::testing::ScratchDir dir;
   std::unique_ptr<storage::RocksDbTraceStore> store;
-  TimeNs now = 1'000 * kS;
+  common::SimulatedTimeSource time{1'000 * kS};
   std::set<std::string> busy;
   std::vector<std::string> started;  // jobs
   std::unique_ptr<ScheduleRunner> runner;
@@ -139,7 +139,7 @@ struct RunnerFixture {
     store.reset();
     store = std::move(*storage::RocksDbTraceStore::Open({.path = dir.File("db")}));
     absl::StatusOr<std::unique_ptr<ScheduleRunner>> r = ScheduleRunner::Create(
-        *store, [this] { return now; },
+        *store, time,
         {.start = [this](const ScheduleSpec& spec) -> absl::StatusOr<std::string> {
            started.push_back(spec.job);
            busy.insert(spec.job);  // running until the test says it ended
@@ -158,24 +158,24 @@ TEST(ScheduleRunnerTest, NeverOverlapsARunningCaptureOfTheJob) {
   absl::StatusOr<Schedule> s = f.runner->Add(Every(40 * kS));
   ASSERT_TRUE(s.ok());
   f.busy.insert("llama");  // say, an evidence capture
-  f.now = s->next_ns;
+  f.time.AdvanceTo(s->next_ns);
   f.runner->Tick();
   EXPECT_TRUE(f.started.empty());
   EXPECT_EQ(f.runner->Get(s->id)->deferred, 1u);
-  EXPECT_EQ(f.runner->Get(s->id)->next_ns, f.now + 10 * kS);
+  EXPECT_EQ(f.runner->Get(s->id)->next_ns, f.time.Now() + 10 * kS);
   f.busy.clear();
-  f.now += 10 * kS;
+  f.time.AdvanceBy(10 * kS);
   f.runner->Tick();
   ASSERT_EQ(f.started, std::vector<std::string>{"llama"});
   EXPECT_EQ(f.runner->Get(s->id)->last_capture_id, "cap-1");
   // Its own capture still running when the next run is due: deferred again, never a second one.
-  f.now = f.runner->Get(s->id)->next_ns;
+  f.time.AdvanceTo(f.runner->Get(s->id)->next_ns);
   f.runner->Tick();
   EXPECT_EQ(f.started.size(), 1u);
   EXPECT_EQ(f.runner->Get(s->id)->deferred, 2u);
   // Another job's schedule is not held up.
   ASSERT_TRUE(f.runner->Add(Every(40 * kS, "bert")).ok());
-  f.now += 60 * kS;
+  f.time.AdvanceBy(60 * kS);
   f.runner->Tick();
   EXPECT_EQ(f.started, (std::vector<std::string>{"llama", "bert"}));
 }
@@ -185,7 +185,7 @@ TEST(ScheduleRunnerTest, SchedulesAndTheirProgressSurviveARestart) {
   absl::StatusOr<Schedule> kept = f.runner->Add(Every(60 * kS));
   absl::StatusOr<Schedule> gone = f.runner->Add(Every(60 * kS, "bert"));
   ASSERT_TRUE(kept.ok() && gone.ok());
-  f.now = std::max(kept->next_ns, gone->next_ns);
+  f.time.AdvanceTo(std::max(kept->next_ns, gone->next_ns));
   f.runner->Tick();
   ASSERT_EQ(f.started.size(), 2u);
   ASSERT_TRUE(f.runner->Remove(gone->id).ok());
@@ -287,15 +287,15 @@ TEST(ScheduleRunnerTest, AStartSetsAsideWhatDoesNotReadBackAndKeepsIt) {
   ASSERT_EQ(f.runner->List().size(), 1u);
   ASSERT_EQ(f.runner->SetAside().size(), 1u);
   EXPECT_EQ(f.runner->SetAside()[0].id, "sch-000050");
-  EXPECT_EQ(f.runner->SetAside()[0].set_aside_ns, f.now);
+  EXPECT_EQ(f.runner->SetAside()[0].set_aside_ns, f.time.Now());
   const std::string stored_again = **f.store->GetSetting(kSchedulesSetting);
   EXPECT_EQ(stored_again.find("sch-000050"), std::string::npos) << stored_again;
   EXPECT_NE(stored_again.find(kept->id), std::string::npos) << stored_again;
-  f.now += kS;
+  f.time.AdvanceBy(kS);
   f.Open();  // nothing new to set aside; what was is still listed
   ASSERT_EQ(f.runner->SetAside().size(), 1u);
-  EXPECT_EQ(f.runner->SetAside()[0].set_aside_ns, f.now - kS);
-  f.now = f.runner->List()[0].next_ns;
+  EXPECT_EQ(f.runner->SetAside()[0].set_aside_ns, f.time.Now() - kS);
+  f.time.AdvanceTo(f.runner->List()[0].next_ns);
   f.runner->Tick();
   EXPECT_EQ(f.started, std::vector<std::string>{"llama"});
 }

@@ -25,7 +25,7 @@ class CountingLink : public AgentControlStream {
 
 class ClockKeeperTest : public ::testing::Test {
  protected:
-  ClockKeeperTest() : registry_({}, [this] { return time_.Now(); }) {}
+  ClockKeeperTest() : registry_({}, time_) {}
 
   std::shared_ptr<CountingLink> Connect(const std::string& id) {
     v1::AgentHello hello;

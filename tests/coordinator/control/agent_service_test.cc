@@ -31,7 +31,7 @@ class AgentServiceTest : public ::testing::Test {
         registry_, aligner_, *scheduler_,
         AgentServiceOptions{
             .coordinator_id = "c-test", .heartbeat_interval_ms = 1234, .max_workers_per_agent = 2},
-        [] { return common::HostNowNs(); });
+        common::RealTime());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -62,7 +62,7 @@ class AgentServiceTest : public ::testing::Test {
 
   podscope::testing::ScratchDir dir_;
   std::unique_ptr<storage::RocksDbTraceStore> store_;
-  AgentRegistry registry_{{}, [] { return common::HostNowNs(); }};
+  AgentRegistry registry_{{}, common::RealTime()};
   ClockAligner aligner_;
   std::unique_ptr<CaptureScheduler> scheduler_;
   std::unique_ptr<AgentService> service_;
