@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "common/str_util.h"
 #include "fmt/format.h"
 
 namespace podscope::analysis {
@@ -571,18 +572,19 @@ void Overview(std::string& out, const OverviewReport& o) {
       Percent(o.gpu.median_gpu_utilization), Percent(o.gpu.median_sm_efficiency),
       Percent(o.gpu.median_achieved_occupancy), 100 * o.tensor_core_share, 100 * o.fp32_gemm_share);
   if (!o.overlap_pct && !o.median_busbw_gbytes_per_s) {
-    out += fmt::format("communication: none; {} straggler(s)\n", o.straggler_count);
+    out +=
+        fmt::format("communication: none; {}\n", common::Counted(o.straggler_count, "straggler"));
   } else {
     out += fmt::format(
         "communication (median worker): {:.1f}% of the step exposed, {} hidden; median bus "
-        "bandwidth {}{}; {} straggler(s)\n",
+        "bandwidth {}{}; {}\n",
         100 * o.exposed_communication_share, Known(o.overlap_pct, "{:.1f}%"),
         Known(o.median_busbw_gbytes_per_s, "{:.1f} GB/s"),
         o.link_gbytes_per_s > 0
             ? fmt::format(" ({} of the {:.0f} GB/s link)",
                           KnownPercent(o.median_efficiency, "{:.1f}%"), o.link_gbytes_per_s)
             : "",
-        o.straggler_count);
+        common::Counted(o.straggler_count, "straggler"));
   }
   for (const CommunicatorGroup& g : o.parallelism.groups) {
     out += fmt::format("  {} ({} ranks{}): {}, {:.1f} calls per step; {}\n",

@@ -117,6 +117,13 @@ TEST(ReportTableTest, ThePodTableAndTheLongTablesPutTheStragglerFirst) {
   ASSERT_NE(steps_table, std::string::npos);
   const size_t first_row = table.find('\n', table.find('\n', steps_table) + 1) + 1;
   EXPECT_EQ(table.substr(first_row, 6), "    5 ") << table.substr(steps_table, 600);
+
+  // The overview counts in words: "1 straggler", not "1 straggler(s)".
+  request.reports = {"overview"};
+  ASSERT_TRUE(analysis::ValidateRequest(&request).ok());
+  const std::string overview = RenderTables(view, request, analysis::RunAnalyses(view, request));
+  EXPECT_NE(overview.find("; 1 straggler\n"), std::string::npos) << overview;
+  EXPECT_EQ(overview.find("(s)"), std::string::npos) << overview;
 }
 
 // Live captures number steps from the job's own counter (11 digits); the tables show
