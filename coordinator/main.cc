@@ -18,7 +18,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/synchronization/mutex.h"
 #include "common/host_port.h"
-#include "common/parse_number.h"
 #include "common/status_format.h"
 #include "common/str_util.h"
 #include "common/time_source.h"

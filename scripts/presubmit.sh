@@ -10,7 +10,7 @@
 #            (absl::Mutex with ABSL_GUARDED_BY); no sleep in tests outside tests/wait_for.h
 #            unless the line says why it is not a timing assertion ("not a timing assertion")
 #   history  code, tests and docs say what is true now: no "issue N", no document outside the
-#            repository ("DESIGN §"), no history ("used to", "before the fix", "fixed since",
+#            repository (section references to a brief kept beside it), no history ("used to", "before the fix", "fixed since",
 #            "this sitting"), and dates (YYYY-MM-DD) only in the rows of figures tables
 #   tidy     clang-tidy's naming checks (.clang-tidy) over every source, from build/'s
 #            compile_commands.json
@@ -129,7 +129,7 @@ check_history() {
   # files hold dates that are data.
   local text=('*.cc' '*.h' '*.c' '*.js' '*.css' '*.html' '*.md' '*.sh' '*.py' '*.go' '*.yaml'
     '*.yml' '*.cmake' 'CMakeLists.txt' '*.proto' '*.service' ':!:*.pb.*' ':!:scripts/presubmit.sh')
-  banned_rule '(\b[Ii]ssue #?[0-9]+|DESIGN §|\b([Uu]sed to (be|show|say|take|run|have)|[Bb]efore the fix|[Ff]ixed since|[Tt]his sitting|[Ll]ast sitting|[Ee]arlier sitting))' \
+  banned_rule '(\b[Ii]ssue #?[0-9]+|D[E]SIGN §|\b([Uu]sed to (be|show|say|take|run|have)|[Bb]efore the fix|[Ff]ixed since|[Tt]his sitting|[Ll]ast sitting|[Ee]arlier sitting))' \
     "say what is true now; history belongs in git (commit messages), not in the tree" "${text[@]}" || rc=1
   local hits
   hits=$(git grep --untracked -nE '\b20[0-9]{2}-[0-9]{2}-[0-9]{2}\b' -- "${text[@]}" | grep -vE '^[^:]+:[0-9]+:\|' || true)

@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "common/host_port.h"
-#include "common/parse_number.h"
 #include "common/str_util.h"
 
 namespace podscope::agent {

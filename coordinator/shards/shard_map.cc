@@ -6,7 +6,6 @@
 
 #include "common/host_port.h"
 #include "common/json_config.h"
-#include "common/parse_number.h"
 #include "common/str_util.h"
 
 namespace podscope::coordinator {
