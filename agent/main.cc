@@ -12,6 +12,7 @@
 #include "agent/collectors/simulated_ranks.h"
 #include "agent/health/health_server.h"
 #include "agent/sharded_agent.h"
+#include "common/daemon_process.h"
 #include "common/status_format.h"
 #include "common/str_util.h"
 #include "common/unix_socket.h"
@@ -219,11 +220,7 @@ int main(int argc, char** argv) {
   }
   // Blocked before any thread exists (collectors start theirs), so that SIGTERM reaches the
   // sigtimedwait below instead of killing the process from some other thread.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = podscope::common::BlockSignals({SIGINT, SIGTERM});
 
   auto collectors =
       podscope::agent::MakeCollectors(MakeCollectorConfig(settings, command_line, *clock));

@@ -26,7 +26,7 @@
 #include "common/host_port.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
-#include "coordinator/http/http_client.h"
+#include "http/http_client.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -161,11 +161,10 @@ std::vector<std::unique_ptr<podscope::agent::Agent>> StartSwarm(
 
 // The agents' clock error bounds in microseconds, from GET /v1/workers; `healthy_only` counts
 // only healthy agents. Empty when the coordinator did not answer.
-std::optional<std::vector<double>> ClockBoundsUs(const podscope::coordinator::ServerAddress& server,
+std::optional<std::vector<double>> ClockBoundsUs(const podscope::http::ServerAddress& server,
                                                  const std::string& job, bool healthy_only) {
   simdjson::dom::parser parser;
-  auto r =
-      podscope::coordinator::HttpRequestTo(server, "GET", "/v1/workers?limit=10000&job=" + job);
+  auto r = podscope::http::HttpRequestTo(server, "GET", "/v1/workers?limit=10000&job=" + job);
   simdjson::dom::element doc;
   if (!r.ok() || r->status != 200 || parser.parse(r->body).get(doc) != simdjson::SUCCESS)
     return std::nullopt;
@@ -180,7 +179,7 @@ std::optional<std::vector<double>> ClockBoundsUs(const podscope::coordinator::Se
 
 // Until every agent (of every swarm process) is connected and has a clock model: their clock
 // error bounds (us) then; nothing after 5 minutes.
-std::optional<std::vector<double>> WaitConnected(const podscope::coordinator::ServerAddress& server,
+std::optional<std::vector<double>> WaitConnected(const podscope::http::ServerAddress& server,
                                                  const SwarmOptions& o,
                                                  Steady::time_point connect_start) {
   std::vector<double> bounds;
@@ -208,7 +207,7 @@ std::optional<std::vector<double>> WaitConnected(const podscope::coordinator::Se
 // asks for better ones, a few agents at a time. Until the bounds stop improving (at most a
 // minute), the coordinator is not idle yet; then the keeper's first rounds (it backs off per
 // agent: 2, 4, 8, ... 60 s) are left to pass, since idle is what follows them.
-void SettleClocks(const podscope::coordinator::ServerAddress& server, const SwarmOptions& o,
+void SettleClocks(const podscope::http::ServerAddress& server, const SwarmOptions& o,
                   const std::vector<double>& first) {
   const auto settle_start = Steady::now();
   double best_p99 = Percentile(first, 0.99), p50 = Percentile(first, 0.5);
@@ -246,13 +245,13 @@ struct CaptureRun {
   uint64_t peak_rss = 0;
 };
 
-std::optional<CaptureRun> RunCapture(const podscope::coordinator::ServerAddress& server,
+std::optional<CaptureRun> RunCapture(const podscope::http::ServerAddress& server,
                                      const SwarmOptions& o) {
   CaptureRun run;
   const bool sample = o.coordinator_pid > 0;
   if (sample) run.before = SampleProcess(o.coordinator_pid);
   const auto capture_start = Steady::now();
-  auto posted = podscope::coordinator::HttpRequestTo(
+  auto posted = podscope::http::HttpRequestTo(
       server, "POST", "/v1/captures",
       podscope::common::StrCat("{\"job\":\"", o.job, "\",\"duration_ms\":", o.duration_ms, "}"),
       "application/json");
@@ -268,7 +267,7 @@ std::optional<CaptureRun> RunCapture(const podscope::coordinator::ServerAddress&
                ? std::string(doc["id"].get_string().value())
                : "";
   while (true) {
-    auto r = podscope::coordinator::HttpRequestTo(server, "GET", "/v1/captures/" + run.id);
+    auto r = podscope::http::HttpRequestTo(server, "GET", "/v1/captures/" + run.id);
     if (r.ok() && r->status == 200 && parser.parse(r->body).get(doc) == simdjson::SUCCESS) {
       run.state = std::string(doc["state"].get_string().value());
       run.body = r->body;
@@ -423,7 +422,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   if (o.serve_only) pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto server = podscope::coordinator::ParseServerUrl(o.server_url);
+  auto server = podscope::http::ParseServerUrl(o.server_url);
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n", std::string(server.status().message()).c_str());
     return 2;

@@ -29,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 
 start_coordinator() {
-  "$BIN/coordinator/podscope-coordinator" --insecure --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
+  "$BIN/bin/podscope-coordinator" --insecure --http 127.0.0.1:0 --grpc 127.0.0.1:0 \
     --data-dir "$RUN/store" >"$RUN/coordinator.log" 2>&1 &
   COORDINATOR=$!
   for _ in $(seq 1 200); do grep -q 'listening on http' "$RUN/coordinator.log" && break; sleep 0.05; done
@@ -67,7 +67,7 @@ phase() {
   report "$name"
 }
 get() { curl -sf -o /dev/null "$HTTP$1" || { echo "GET $1 failed" >&2; exit 1; }; }
-import_job() { "$BIN/coordinator/podscope" import "$1" --job pod --capture pod --server "$HTTP"; }
+import_job() { "$BIN/bin/podscope" import "$1" --job pod --capture pod --server "$HTTP"; }
 # Every report once (a distinct `top` keeps them out of the other phase's cache).
 all_reports() {
   for report in summary overview steps pod overlap communication stragglers allreduce kernels gpu \
@@ -86,7 +86,7 @@ for spec in "${RANKS[@]}"; do
   [ "$spec" != "$n" ] && steps="${spec#*:}"
   dir="$TRACES/dense-$n-$steps"
   if [ ! -d "$dir" ]; then
-    "$BIN/coordinator/podscope" simulate --preset dense --ranks "$n" --steps "$steps" --seed 1 \
+    "$BIN/bin/podscope" simulate --preset dense --ranks "$n" --steps "$steps" --seed 1 \
       -o "$dir.partial" >/dev/null
     mv "$dir.partial" "$dir"
   fi

@@ -33,7 +33,7 @@ if [ -z "${SCALE_COORDINATOR_CONFIG:-}" ]; then
 fi
 # --insecure: the swarm's thousands of agents share one process and one address; this measures the
 # control plane, not TLS handshakes (the demo and the tests run with TLS on).
-"$BIN/coordinator/podscope-coordinator" --insecure --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN/store" \
+"$BIN/bin/podscope-coordinator" --insecure --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN/store" \
   --config "$SCALE_COORDINATOR_CONFIG" >"$RUN/coordinator.log" 2>&1 &
 COORDINATOR=$!
 PIDS+=($COORDINATOR)

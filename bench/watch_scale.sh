@@ -24,7 +24,7 @@ trap cleanup EXIT
 
 echo '{"agents": {"max_connections_per_client": 100000, "max_unauthenticated_per_client": 100000, "max_unauthenticated_connections": 100000}}' >"$RUN/coordinator.json"
 # --insecure: many agents in few processes from one address; this measures the watch, not TLS.
-"$BIN/coordinator/podscope-coordinator" --insecure --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN/store" \
+"$BIN/bin/podscope-coordinator" --insecure --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN/store" \
   --config "$RUN/coordinator.json" >"$RUN/coordinator.log" 2>&1 &
 COORDINATOR=$!
 PIDS+=($COORDINATOR)

@@ -1,6 +1,7 @@
 #include "coordinator/coordinator_config.h"
 
 #include "common/json_config.h"
+#include "coordinator/shards/shard_map.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -253,6 +254,14 @@ absl::Status LoadCoordinatorConfig(const std::string& path, CoordinatorSettings*
     return absl::InvalidArgumentError("config " + path + ": " + std::string(status.message()));
   }
   return absl::OkStatus();
+}
+
+void DeriveCoordinatorSettings(CoordinatorSettings* s) {
+  s->scheduler.max_events_per_worker = s->api_limits.max_events_per_worker;
+  s->scheduler.max_workers_per_capture = s->api_limits.max_ranks_per_capture;
+  s->agents.require_certificate_identity = !s->insecure;
+  s->scheduler.id_suffix = s->shards.members_file.empty() ? "" : "-" + ShardTag(s->shards.self);
+  s->http_limits.upload_dir = s->data_dir + "/uploads";
 }
 
 }  // namespace podscope::coordinator

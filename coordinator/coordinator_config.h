@@ -14,10 +14,10 @@
 #include "coordinator/clock/clock_keeper.h"
 #include "coordinator/control/agent_service.h"
 #include "coordinator/control/grpc_connection_gate.h"
-#include "coordinator/http/http_server.h"
 #include "coordinator/shards/shard_membership.h"
 #include "coordinator/watch/alert_notifier.h"
 #include "coordinator/watch/watch_service.h"
+#include "http/http_server.h"
 #include "storage/retention.h"
 
 namespace podscope::coordinator {
@@ -34,7 +34,7 @@ struct CoordinatorSettings {
   AgentServiceOptions agents;
   GrpcGateOptions grpc_gate;
   ClockKeeperOptions clock_keeper;
-  HttpLimits http_limits;
+  http::HttpLimits http_limits;
   ApiLimits api_limits;
   storage::RetentionPolicy retention;
   int retention_interval_seconds = 300;
@@ -48,5 +48,13 @@ struct CoordinatorSettings {
 absl::Status ApplyCoordinatorConfig(const boost::json::object& root, CoordinatorSettings* s);
 // Reads, parses and applies the config file at `path`.
 absl::Status LoadCoordinatorConfig(const std::string& path, CoordinatorSettings* s);
+// Sets what follows from other settings, once the config file and the flags are applied:
+//   - a live capture's bounds are the API's (api_limits.max_events_per_worker and
+//     max_ranks_per_capture);
+//   - with TLS, an agent's certificate must name it (agents.require_certificate_identity);
+//   - sharded, capture ids end with "-" and this shard's tag, so that no two shards ever make
+//     the same one (scheduler.id_suffix);
+//   - uploads stream to data_dir/uploads (http_limits.upload_dir).
+void DeriveCoordinatorSettings(CoordinatorSettings* s);
 
 }  // namespace podscope::coordinator

@@ -15,7 +15,7 @@ for bench in podscope_import_bench podscope_chunk_bench podscope_store_bench pod
     --benchmark_report_aggregates_only=true | grep -E "median|^Benchmark|^---"
 done
 
-PODSCOPE="$PODSCOPE_BUILD_DIR/coordinator/podscope"
+PODSCOPE="$PODSCOPE_BUILD_DIR/bin/podscope"
 JOB_DIR="$(mktemp -d)"
 trap 'rm -rf "$JOB_DIR"' EXIT
 podscope_log "end to end: simulate 32 ranks x 152 steps, then analyze --report all"

@@ -48,10 +48,10 @@ CERTS="$RUN_DIR/certs"
 podscope_log "making a development CA, certificates and a token (scripts/dev-certs.sh, hash-token)"
 "$PODSCOPE_ROOT/scripts/dev-certs.sh" "$CERTS" --agent node-0 --agent node-1 --agent node-2 --agent node-3
 openssl rand -hex 32 >"$CERTS/token"
-"$BIN/coordinator/podscope-coordinator" hash-token --role admin --name demo <"$CERTS/token" >"$CERTS/tokens"
+"$BIN/bin/podscope-coordinator" hash-token --role admin --name demo <"$CERTS/token" >"$CERTS/tokens"
 
 podscope_log "starting podscope-coordinator (store in $RUN_DIR/store; HTTPS, agents over mutual TLS, tokens)"
-"$BIN/coordinator/podscope-coordinator" --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN_DIR/store" \
+"$BIN/bin/podscope-coordinator" --http 127.0.0.1:0 --grpc 127.0.0.1:0 --data-dir "$RUN_DIR/store" \
   --tls-cert "$CERTS/coordinator.pem" --tls-key "$CERTS/coordinator.key" --tls-ca "$CERTS/ca.pem" \
   --auth-tokens "$CERTS/tokens" >"$RUN_DIR/coordinator.log" 2>&1 &
 PIDS+=($!)
@@ -59,13 +59,13 @@ GRPC_PORT="$(wait_for_log "$RUN_DIR/coordinator.log" 'agents on grpc://[0-9.]+:(
 HTTP_PORT="$(wait_for_log "$RUN_DIR/coordinator.log" 'listening on https://[0-9.]+:([0-9]+)')"
 SERVER="https://127.0.0.1:$HTTP_PORT"
 # The CLI's credentials: the CA the coordinator's certificate chains to, and the token.
-PODSCOPE=("$BIN/coordinator/podscope" --ca-cert "$CERTS/ca.pem" --token-file "$CERTS/token")
+PODSCOPE=("$BIN/bin/podscope" --ca-cert "$CERTS/ca.pem" --token-file "$CERTS/token")
 
 podscope_log "starting 4 agents x 8 simulated ranks (job demo, rank 13 computes 30% slower, clocks skewed by up to 50 ms)"
 OFFSETS=(35 -50 12 -20)
 DRIFTS=(40 -25 10 -60)
 for a in 0 1 2 3; do
-  "$BIN/agent/podscope-agent" --coordinator "127.0.0.1:$GRPC_PORT" --host "node-$a" \
+  "$BIN/bin/podscope-agent" --coordinator "127.0.0.1:$GRPC_PORT" --host "node-$a" \
     --tls-cert "$CERTS/agent-node-$a.pem" --tls-key "$CERTS/agent-node-$a.key" --tls-ca "$CERTS/ca.pem" \
     --simulate "ranks=$((a * 8))-$((a * 8 + 7)),world=32,job=demo,seed=7,straggler=13:1.3,clock-offset-ms=${OFFSETS[$a]},drift-ppm=${DRIFTS[$a]}" \
     >"$RUN_DIR/agent-$a.log" 2>&1 &
@@ -96,11 +96,11 @@ echo
 
 if [ -d "$DATA_DIR/kineto" ]; then
   podscope_log "offline: the shared 8-rank DLRM Kineto traces, inspected and merged"
-  "$BIN/coordinator/podscope" inspect "$DATA_DIR/kineto/dlrm_8rank"
-  "$BIN/coordinator/podscope" export "$DATA_DIR/kineto/dlrm_8rank" -o "$OUT_DIR/dlrm_8rank.merged.json.gz"
+  "$BIN/bin/podscope" inspect "$DATA_DIR/kineto/dlrm_8rank"
+  "$BIN/bin/podscope" export "$DATA_DIR/kineto/dlrm_8rank" -o "$OUT_DIR/dlrm_8rank.merged.json.gz"
   echo
   podscope_log "offline: podscope analyze trace_filter --window hta (HTA-compatible temporal summary)"
-  "$BIN/coordinator/podscope" analyze "$DATA_DIR/kineto/trace_filter" --window hta --report temporal
+  "$BIN/bin/podscope" analyze "$DATA_DIR/kineto/trace_filter" --window hta --report temporal
   echo
 fi
 

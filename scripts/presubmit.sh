@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Presubmit checks (run by scripts/test.sh in CI, or by hand before a commit):
 #   format   clang-format leaves every C and C++ file as it is (.clang-format)
-#   layers   common/ includes nothing of agent/, coordinator/, storage/ or sim/; sim/ and
-#            storage/ include neither daemon; coordinator/ includes nothing of agent/;
-#            analysis/ includes common/ only; the control plane's folders include downward only;
-#            no loop of folders including each other
+#   layers   common/ includes no other folder; sim/, storage/ and http/ include common/ only
+#            (and themselves); analysis/ includes common/ only; cli/ includes no daemon folder;
+#            the agent and the coordinator include neither each other nor cli/; the control
+#            plane's folders include downward only; no loop of folders including each other
 #   banned   no std::sto*, atoi/atol/atof or strto* outside common/parse_number.cc (use
 #            common::ParseInt / ParseDouble); no std::mutex or std::condition_variable
 #            (absl::Mutex with ABSL_GUARDED_BY); no sleep in tests outside tests/wait_for.h
@@ -56,18 +56,24 @@ layer_rule() { banned_rule "^#include \"($2)/" "$3" "$1"; }
 
 check_layers() {
   local rc=0
-  layer_rule common 'agent|analysis|coordinator|storage|sim' "common/ is the bottom layer: it includes no other folder" || rc=1
-  layer_rule sim 'agent|analysis|coordinator|storage' "sim/ (the workload model) depends on common/ only" || rc=1
-  layer_rule storage 'agent|analysis|coordinator' "storage/ depends on common/ only" || rc=1
-  layer_rule coordinator 'agent' "the coordinator does not include the agent" || rc=1
+  layer_rule common 'agent|analysis|cli|coordinator|http|storage|sim' "common/ is the bottom layer: it includes no other folder" || rc=1
+  layer_rule sim 'agent|analysis|cli|coordinator|http|storage' "sim/ (the workload model) depends on common/ only" || rc=1
+  layer_rule storage 'agent|analysis|cli|coordinator|http|sim' "storage/ depends on common/ only" || rc=1
+  layer_rule http 'agent|analysis|cli|coordinator|storage|sim' \
+    "http/ (server, client, routing) is shared by both daemons and the CLI: it depends on common/ only" || rc=1
   layer_rule analysis 'agent|coordinator|storage|sim|cli|http' \
     "the analysis engine and its renderers are pure: they include common/ only" || rc=1
+  layer_rule cli 'agent|coordinator|storage' \
+    "the podscope command links no daemon part: it reaches the coordinator over REST" || rc=1
+  layer_rule coordinator 'agent|cli' "the coordinator includes neither the agent nor the CLI" || rc=1
+  layer_rule agent 'coordinator|cli|analysis|storage' \
+    "the agent includes neither the coordinator, the CLI, the analysis engine nor the store" || rc=1
   # The control plane, bottom up: agents/ (the registry), clock/, capture/, control/ (gRPC).
-  layer_rule coordinator/agents 'coordinator/(clock|capture|control|api|watch|shards|ui|cli)' \
+  layer_rule coordinator/agents 'coordinator/(clock|capture|control|api|watch|shards|ui)' \
     "the agent registry is the bottom of the control plane" || rc=1
-  layer_rule coordinator/clock 'coordinator/(capture|control|api|watch|shards|ui|cli)' \
+  layer_rule coordinator/clock 'coordinator/(capture|control|api|watch|shards|ui)' \
     "clocks sit below captures and the gRPC service" || rc=1
-  layer_rule coordinator/capture 'coordinator/(control|api|watch|shards|ui|cli)' \
+  layer_rule coordinator/capture 'coordinator/(control|api|watch|shards|ui)' \
     "captures sit below the gRPC service and the REST API" || rc=1
   no_folder_cycles || rc=1
   return $rc
@@ -106,7 +112,7 @@ check_banned() {
   # A route says what it is by name: {.method = ..., .heavy = true, .access = ...}, never a row
   # of positional flags.
   banned_rule 'Add\(\{"[A-Z]+",' "name a route's fields (.method, .pattern, .handler, .heavy, .access)" \
-    'coordinator/*.cc' || rc=1
+    'agent/*.cc' 'coordinator/*.cc' 'http/*.cc' || rc=1
   # A sleep in a test is kept only where its statement (this line, or the one before or after
   # it) says why it is not a timing assertion.
   local hit file line
@@ -150,15 +156,15 @@ check_tidy() {
   # which includes them: clang-tidy parses the batch once and reports in each file it includes.
   local files unity
   unity="$(cd "$(dirname "$db")" && pwd)/unity"
-  files=$(git ls-files -- 'agent/*.cc' 'analysis/*.cc' 'common/*.cc' 'coordinator/*.cc' 'storage/*.cc' 'sim/*.cc' |
+  files=$(git ls-files -- 'agent/*.cc' 'analysis/*.cc' 'cli/*.cc' 'common/*.cc' 'coordinator/*.cc' 'http/*.cc' 'storage/*.cc' 'sim/*.cc' |
     while IFS= read -r f; do grep -q "\"file\": \"$PWD/$f\"" "$db" && echo "$f"; done
-    grep -oE "\"file\": \"$unity/(agent|analysis|common|coordinator|storage|sim)/[^\"]+\"" "$db" |
+    grep -oE "\"file\": \"$unity/(agent|analysis|cli|common|coordinator|http|storage|sim)/[^\"]+\"" "$db" |
       sed -E 's/^"file": "(.*)"$/\1/' || true)
   # Only the naming checks: the rest of .clang-tidy is advice for editors, not a gate.
   local out
   out=$(echo "$files" | xargs -P "$(nproc)" -n 8 clang-tidy -p "$(dirname "$db")" --quiet \
     --checks='-*,readability-identifier-naming' --warnings-as-errors='*' \
-    --header-filter='^'"$PWD"'/(agent|analysis|common|coordinator|storage|sim)/' 2>/dev/null |
+    --header-filter='^'"$PWD"'/(agent|analysis|cli|common|coordinator|http|storage|sim)/' 2>/dev/null |
     grep -E '(error|warning):' | sort -u || true)
   if [ -n "$out" ]; then
     echo "$out"

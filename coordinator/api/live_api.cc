@@ -14,8 +14,8 @@ namespace podscope::coordinator {
 
 namespace {
 
-HttpResponse BadRequest(std::string_view detail) {
-  return HttpResponse::Problem(400, "Bad Request", detail);
+http::HttpResponse BadRequest(std::string_view detail) {
+  return http::HttpResponse::Problem(400, "Bad Request", detail);
 }
 
 // A JSON number that must be a non-negative integer (ints and integral doubles accepted).
@@ -34,22 +34,22 @@ bool NonNegativeInteger(const boost::json::value& v, int64_t* out) {
 
 }  // namespace
 
-void LiveApi::Register(Router& router) {
-  auto bind = [this](HttpResponse (LiveApi::*method)(HttpRequest&)) {
-    return [this, method](HttpRequest& r) { return (this->*method)(r); };
+void LiveApi::Register(http::Router& router) {
+  auto bind = [this](http::HttpResponse (LiveApi::*method)(http::HttpRequest&)) {
+    return [this, method](http::HttpRequest& r) { return (this->*method)(r); };
   };
   router.Add({.method = "GET",
               .pattern = "/v1/workers",
               .handler = bind(&LiveApi::ListWorkers),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "POST",
               .pattern = "/v1/captures",
               .handler = bind(&LiveApi::StartCapture),
-              .access = Access::kCapture});
+              .access = http::Access::kCapture});
   router.Add({.method = "POST",
               .pattern = "/v1/captures/{id}:cancel",
               .handler = bind(&LiveApi::CancelCapture),
-              .access = Access::kCapture});
+              .access = http::Access::kCapture});
 }
 
 namespace {
@@ -111,7 +111,7 @@ void WriteWorker(const v1::WorkerDescriptor& d, const AgentSnapshot& a, common::
 // GET /v1/workers[?job=J][&limit=N][&after=AGENT]: agents (by id) with health and clock, and
 // their workers, a page at a time. A page holds whole agents, up to `limit` workers (an agent
 // without workers counts as one); `next` is the cursor of the following page.
-HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
+http::HttpResponse LiveApi::ListWorkers(http::HttpRequest& r) {
   const std::string job = r.Query("job");
   const std::string after = r.Query("after");
   size_t limit = 1000;
@@ -182,11 +182,11 @@ HttpResponse LiveApi::ListWorkers(HttpRequest& r) {
       .Uint(page_workers);
   if (!next.empty()) w.Raw(",\"next\":").String(next);
   w.Raw("}\n");
-  return HttpResponse::Json(200, std::move(w.buffer()));
+  return http::HttpResponse::Json(200, std::move(w.buffer()));
 }
 
 // POST /v1/captures {"job", "ranks"?, "duration_ms", "delay_ms"?, "limits"?: {...}} -> 202.
-HttpResponse LiveApi::StartCapture(HttpRequest& r) {
+http::HttpResponse LiveApi::StartCapture(http::HttpRequest& r) {
   if (absl::Status s = common::CheckUniqueJsonKeys(r.body, 8); !s.ok()) {
     return BadRequest(common::StrCat("the body must be a JSON object: ", s.message()));
   }
@@ -242,25 +242,25 @@ HttpResponse LiveApi::StartCapture(HttpRequest& r) {
   absl::StatusOr<storage::CaptureRecord> record = scheduler_.StartCapture(spec);
   if (!record.ok()) {
     if (record.status().code() == absl::StatusCode::kResourceExhausted) {
-      return HttpResponse::Problem(429, "Too Many Requests",
-                                   std::string(record.status().message()));
+      return http::HttpResponse::Problem(429, "Too Many Requests",
+                                         std::string(record.status().message()));
     }
     return FromStatus(record.status());
   }
   common::JsonWriter w;
   WriteCaptureJson(w, *record);
   w.Char('\n');
-  HttpResponse response = HttpResponse::Json(202, std::move(w.buffer()));
+  http::HttpResponse response = http::HttpResponse::Json(202, std::move(w.buffer()));
   response.headers.emplace_back("Location", common::StrCat("/v1/captures/", record->id));
   return response;
 }
 
 // POST /v1/captures/{id}:cancel[?reason=...]
-HttpResponse LiveApi::CancelCapture(HttpRequest& r) {
+http::HttpResponse LiveApi::CancelCapture(http::HttpRequest& r) {
   std::string reason = r.Query("reason", "cancelled through the REST API");
   if (reason.size() > 1024) return BadRequest("reason is too long");
   if (absl::Status s = scheduler_.Cancel(r.params["id"], reason); !s.ok()) return FromStatus(s);
-  HttpResponse response = HttpResponse::Json(
+  http::HttpResponse response = http::HttpResponse::Json(
       202, common::StrCat("{\"id\":\"", r.params["id"], "\",\"state\":\"cancelled\"}\n"));
   return response;
 }

@@ -7,7 +7,7 @@
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/capture/capture_scheduler.h"
 #include "coordinator/clock/clock_aligner.h"
-#include "coordinator/http/http_types.h"
+#include "http/http_types.h"
 
 namespace podscope::coordinator {
 
@@ -17,12 +17,12 @@ class LiveApi {
           const common::TimeSource& time)
       : registry_(registry), aligner_(aligner), scheduler_(scheduler), time_(time) {}
 
-  void Register(Router& router);
+  void Register(http::Router& router);
 
  private:
-  HttpResponse ListWorkers(HttpRequest& request);
-  HttpResponse StartCapture(HttpRequest& request);
-  HttpResponse CancelCapture(HttpRequest& request);
+  http::HttpResponse ListWorkers(http::HttpRequest& request);
+  http::HttpResponse StartCapture(http::HttpRequest& request);
+  http::HttpResponse CancelCapture(http::HttpRequest& request);
 
   AgentRegistry& registry_;
   ClockAligner& aligner_;

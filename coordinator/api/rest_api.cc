@@ -36,7 +36,7 @@ bool ParseNumber(const std::string& text, T* out) {
 }
 
 // Query parameters of the analysis routes: the same names as `podscope analyze` options.
-absl::Status RequestFromQuery(const HttpRequest& r, analysis::AnalysisRequest* request) {
+absl::Status RequestFromQuery(const http::HttpRequest& r, analysis::AnalysisRequest* request) {
   static const std::map<std::string, int> kKnown = {
       {"window", 0}, {"clocks", 0},          {"link_gbytes_per_s", 0},
       {"params", 0}, {"bytes_per_param", 0}, {"step_pattern", 0},
@@ -172,55 +172,55 @@ absl::Status RestApi::DropCached(const std::vector<AnalysisCacheIndex::Entry>& e
   return absl::OkStatus();
 }
 
-void RestApi::Register(Router& router) {
-  auto bind = [this](HttpResponse (RestApi::*method)(HttpRequest&)) {
-    return [this, method](HttpRequest& r) { return (this->*method)(r); };
+void RestApi::Register(http::Router& router) {
+  auto bind = [this](http::HttpResponse (RestApi::*method)(http::HttpRequest&)) {
+    return [this, method](http::HttpRequest& r) { return (this->*method)(r); };
   };
   // Probes stay open; /metrics needs read unless the daemon's config opens it (Router::SetAccess).
   router.Add({.method = "GET",
               .pattern = "/healthz",
               .handler = bind(&RestApi::Health),
-              .access = Access::kOpen});
+              .access = http::Access::kOpen});
   router.Add({.method = "GET",
               .pattern = "/readyz",
               .handler = bind(&RestApi::Ready),
-              .access = Access::kOpen});
+              .access = http::Access::kOpen});
   router.Add({.method = "GET",
               .pattern = "/metrics",
               .handler = bind(&RestApi::Metrics),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "GET",
               .pattern = "/v1/openapi.json",
               .handler = bind(&RestApi::OpenApi),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "GET",
               .pattern = "/v1/captures",
               .handler = bind(&RestApi::ListCaptures),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "POST",
               .pattern = "/v1/captures:import",
               .handler = bind(&RestApi::Import),
               .heavy = true,
               .streamed_upload = true,
-              .access = Access::kAdmin});
+              .access = http::Access::kAdmin});
   router.Add({.method = "GET",
               .pattern = "/v1/captures/{id}",
               .handler = bind(&RestApi::GetCapture),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "DELETE",
               .pattern = "/v1/captures/{id}",
               .handler = bind(&RestApi::DeleteCapture),
-              .access = Access::kAdmin});
+              .access = http::Access::kAdmin});
   // Streamed on the stream pool.
   router.Add({.method = "GET",
               .pattern = "/v1/captures/{id}/trace",
               .handler = bind(&RestApi::Trace),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "GET",
               .pattern = "/v1/captures/{id}/{report}",
               .handler = bind(&RestApi::Report),
               .heavy = true,
-              .access = Access::kRead});
+              .access = http::Access::kRead});
 }
 
 absl::Status RestApi::RecoverInterruptedImports() {
@@ -238,18 +238,19 @@ absl::Status RestApi::RecoverInterruptedImports() {
   return absl::OkStatus();
 }
 
-HttpResponse RestApi::Health(HttpRequest&) {
-  return HttpResponse::Json(200, "{\"status\":\"ok\"}\n");
+http::HttpResponse RestApi::Health(http::HttpRequest&) {
+  return http::HttpResponse::Json(200, "{\"status\":\"ok\"}\n");
 }
 
-HttpResponse RestApi::Ready(HttpRequest&) {
+http::HttpResponse RestApi::Ready(http::HttpRequest&) {
   absl::StatusOr<std::vector<CaptureRecord>> probe = store_.ListCaptures({.limit = 1});
   if (!probe.ok())
-    return HttpResponse::Problem(503, "Service Unavailable", std::string(probe.status().message()));
-  return HttpResponse::Json(200, "{\"status\":\"ready\"}\n");
+    return http::HttpResponse::Problem(503, "Service Unavailable",
+                                       std::string(probe.status().message()));
+  return http::HttpResponse::Json(200, "{\"status\":\"ready\"}\n");
 }
 
-HttpResponse RestApi::Metrics(HttpRequest&) {
+http::HttpResponse RestApi::Metrics(http::HttpRequest&) {
   std::string out;
   if (counters_ != nullptr) {
     common::StrAppend(
@@ -338,28 +339,28 @@ HttpResponse RestApi::Metrics(HttpRequest&) {
   common::StrAppend(&out, "# HELP podscope_store_event_bytes Encoded event bytes in the store.\n",
                     "# TYPE podscope_store_event_bytes gauge\npodscope_store_event_bytes ", stored,
                     "\n");
-  HttpResponse r = HttpResponse::Json(200, std::move(out));
+  http::HttpResponse r = http::HttpResponse::Json(200, std::move(out));
   r.content_type = "text/plain; version=0.0.4";
   return r;
 }
 
-HttpResponse RestApi::OpenApi(HttpRequest&) {
-  return HttpResponse::Json(200, std::string(OpenApiDocument()));
+http::HttpResponse RestApi::OpenApi(http::HttpRequest&) {
+  return http::HttpResponse::Json(200, std::string(OpenApiDocument()));
 }
 
-HttpResponse RestApi::ListCaptures(HttpRequest& r) {
+http::HttpResponse RestApi::ListCaptures(http::HttpRequest& r) {
   storage::CaptureFilter filter;
   filter.job = r.Query("job");
   filter.after_id = r.Query("after");
   if (r.query.count("state")) {
     filter.state = storage::CaptureStateFromName(r.Query("state"));
     if (!filter.state)
-      return HttpResponse::Problem(400, "Bad Request",
-                                   common::StrCat("unknown state \"", r.Query("state"), "\""));
+      return http::HttpResponse::Problem(
+          400, "Bad Request", common::StrCat("unknown state \"", r.Query("state"), "\""));
   }
   if (r.query.count("limit") &&
       (!ParseNumber(r.Query("limit"), &filter.limit) || filter.limit == 0 || filter.limit > 1000)) {
-    return HttpResponse::Problem(400, "Bad Request", "limit must be an integer in 1..1000");
+    return http::HttpResponse::Problem(400, "Bad Request", "limit must be an integer in 1..1000");
   }
   const size_t wanted = filter.limit;
   filter.limit = wanted + 1;  // one more tells whether there is a next page
@@ -367,17 +368,17 @@ HttpResponse RestApi::ListCaptures(HttpRequest& r) {
   if (!records.ok()) return FromStatus(records.status());
   const bool more = records->size() > wanted;
   if (more) records->resize(wanted);
-  return HttpResponse::Json(200, CaptureListJson(*records, more));
+  return http::HttpResponse::Json(200, CaptureListJson(*records, more));
 }
 
-HttpResponse RestApi::GetCapture(HttpRequest& r) {
+http::HttpResponse RestApi::GetCapture(http::HttpRequest& r) {
   // A capture still running is answered from the scheduler's memory, which is ahead of the store.
   if (live_lookup_) {
     if (std::optional<CaptureRecord> live = live_lookup_(r.params["id"])) {
       common::JsonWriter w;
       WriteCaptureJson(w, *live);
       w.Char('\n');
-      return HttpResponse::Json(200, std::move(w.buffer()));
+      return http::HttpResponse::Json(200, std::move(w.buffer()));
     }
   }
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(r.params["id"]);
@@ -385,17 +386,17 @@ HttpResponse RestApi::GetCapture(HttpRequest& r) {
   common::JsonWriter w;
   WriteCaptureJson(w, *record);
   w.Char('\n');
-  return HttpResponse::Json(200, std::move(w.buffer()));
+  return http::HttpResponse::Json(200, std::move(w.buffer()));
 }
 
-HttpResponse RestApi::DeleteCapture(HttpRequest& r) {
+http::HttpResponse RestApi::DeleteCapture(http::HttpRequest& r) {
   const std::string id = r.params["id"];
   if (absl::Status s = storage::ValidateCaptureId(id); !s.ok()) return FromStatus(s);
   absl::MutexLock lock(&mutations_);
   // A capture still running belongs to the scheduler: it would write the record back.
   if (live_lookup_) {
     if (std::optional<CaptureRecord> live = live_lookup_(id)) {
-      return HttpResponse::Problem(
+      return http::HttpResponse::Problem(
           409, "Conflict",
           common::StrCat("capture ", id, " is ", storage::CaptureStateName(live->state),
                          "; cancel it first (POST /v1/captures/", id, ":cancel)"));
@@ -414,19 +415,19 @@ HttpResponse RestApi::DeleteCapture(HttpRequest& r) {
     spdlog::info("deleted capture {} (job '{}', {} workers, {} events) for {}", id, record->job,
                  record->workers.size(), record->events, r.peer);
   }
-  HttpResponse response;
+  http::HttpResponse response;
   response.status = 204;
   return response;
 }
 
 // POST /v1/captures:import?job=J[&capture=ID][&rank=N][&name=FILE]: the body is one trace file
 // (Kineto JSON or a podscope export, gzip or not). Repeat with the same capture id to add ranks.
-HttpResponse RestApi::Import(HttpRequest& r) {
+http::HttpResponse RestApi::Import(http::HttpRequest& r) {
   // None of these is a type a cross-site form or a no-CORS fetch may send, and neither is none.
   const std::string content_type = r.Header("content-type");
   if (content_type != "application/json" && content_type != "application/gzip" &&
       content_type != "application/octet-stream" && content_type != "application/x-gzip") {
-    return HttpResponse::Problem(
+    return http::HttpResponse::Problem(
         415, "Unsupported Media Type",
         common::StrCat("send the trace file as application/json, application/gzip or "
                        "application/octet-stream, not ",
@@ -435,15 +436,16 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   std::string name = r.Query("name", "upload.json");
   if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos || name == "." ||
       name == ".." || name.size() > 255) {
-    return HttpResponse::Problem(400, "Bad Request", "name must be a plain file name (no path)");
+    return http::HttpResponse::Problem(400, "Bad Request",
+                                       "name must be a plain file name (no path)");
   }
   int32_t rank = -1;
   if (r.query.count("rank") && (!ParseNumber(r.Query("rank"), &rank) || rank < 0)) {
-    return HttpResponse::Problem(400, "Bad Request", "rank must be a non-negative integer");
+    return http::HttpResponse::Problem(400, "Bad Request", "rank must be a non-negative integer");
   }
   int32_t index = -1;
   if (r.query.count("index") && (!ParseNumber(r.Query("index"), &index) || index < 0)) {
-    return HttpResponse::Problem(400, "Bad Request", "index must be a non-negative integer");
+    return http::HttpResponse::Problem(400, "Bad Request", "index must be a non-negative integer");
   }
   absl::StatusOr<CaptureRecord> imported = importer_.Import({.capture_id = r.Query("capture"),
                                                              .job = r.Query("job", "imported"),
@@ -454,11 +456,12 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   if (!imported.ok()) {
     const absl::Status& s = imported.status();
     if (s.GetPayload(kTraceFileErrorPayload).has_value()) {
-      return HttpResponse::Problem(s.code() == absl::StatusCode::kResourceExhausted ? 413 : 400,
-                                   "Invalid trace file", std::string(s.message()));
+      return http::HttpResponse::Problem(
+          s.code() == absl::StatusCode::kResourceExhausted ? 413 : 400, "Invalid trace file",
+          std::string(s.message()));
     }
     if (s.code() == absl::StatusCode::kAlreadyExists) {
-      return HttpResponse::Problem(409, "Conflict", std::string(s.message()));
+      return http::HttpResponse::Problem(409, "Conflict", std::string(s.message()));
     }
     return FromStatus(s);
   }
@@ -467,14 +470,14 @@ HttpResponse RestApi::Import(HttpRequest& r) {
   common::JsonWriter w;
   WriteCaptureJson(w, record);
   w.Char('\n');
-  HttpResponse response = HttpResponse::Json(201, std::move(w.buffer()));
+  http::HttpResponse response = http::HttpResponse::Json(201, std::move(w.buffer()));
   response.headers.emplace_back("Location", common::StrCat("/v1/captures/", id));
   return response;
 }
 
 // A capture whose trace is not there yet (or will never be) answers 409 saying which, rather than
 // an analysis or an export of nothing that looks like a clean result.
-std::optional<HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) const {
+std::optional<http::HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) const {
   CaptureRecord record = stored;
   if (live_lookup_) {
     if (std::optional<CaptureRecord> live = live_lookup_(stored.id)) record = *std::move(live);
@@ -485,7 +488,7 @@ std::optional<HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) 
     case CaptureState::kCapturing:
     case CaptureState::kUploading:
     case CaptureState::kImporting:
-      return HttpResponse::Problem(
+      return http::HttpResponse::Problem(
           409, "Conflict",
           common::StrCat(
               "capture ", record.id, " is still ", CaptureStateName(record.state),
@@ -498,7 +501,7 @@ std::optional<HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) 
       break;
   }
   if (record.events == 0) {
-    return HttpResponse::Problem(
+    return http::HttpResponse::Problem(
         409, "Conflict",
         common::StrCat("capture ", record.id, " (", CaptureStateName(record.state),
                        ") holds no events", record.error.empty() ? "" : ": ", record.error));
@@ -512,16 +515,18 @@ std::optional<HttpResponse> RestApi::NotAnalysable(const CaptureRecord& stored) 
 constexpr uint64_t kAnalysisBytesPerEvent = 160;
 constexpr uint64_t kTableBytesPerEvent = 6;
 
-HttpResponse RestApi::Report(HttpRequest& r) {
+http::HttpResponse RestApi::Report(http::HttpRequest& r) {
   const std::string report = r.params["report"];
   if (std::find(std::begin(analysis::kReportNames), std::end(analysis::kReportNames), report) ==
       std::end(analysis::kReportNames)) {
-    return HttpResponse::Problem(404, "Not Found", common::StrCat("no report \"", report, "\""));
+    return http::HttpResponse::Problem(404, "Not Found",
+                                       common::StrCat("no report \"", report, "\""));
   }
   const std::string id = r.params["id"];
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
   if (!record.ok()) return FromStatus(record.status());
-  if (std::optional<HttpResponse> refused = NotAnalysable(*record)) return *std::move(refused);
+  if (std::optional<http::HttpResponse> refused = NotAnalysable(*record))
+    return *std::move(refused);
   analysis::AnalysisRequest request;
   request.reports = {report};
   if (absl::Status s = RequestFromQuery(r, &request); !s.ok()) return FromStatus(s);
@@ -530,7 +535,7 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   const std::string cache_key =
       CacheKey(report, record->generation, request, table ? "table" : "json");
   auto respond = [table](std::string body, const char* cache) {
-    HttpResponse response = HttpResponse::Json(200, std::move(body));
+    http::HttpResponse response = http::HttpResponse::Json(200, std::move(body));
     if (table) response.content_type = "text/plain; charset=utf-8";
     response.headers.emplace_back("X-Podscope-Cache", cache);
     return response;
@@ -549,8 +554,8 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   absl::StatusOr<MemoryBudget::Grant> grant = budget_.Acquire(
       kAnalysisBytesPerEvent * largest_worker + kTableBytesPerEvent * record->events);
   if (!grant.ok()) {
-    HttpResponse busy =
-        HttpResponse::Problem(503, "Service Unavailable", std::string(grant.status().message()));
+    http::HttpResponse busy = http::HttpResponse::Problem(503, "Service Unavailable",
+                                                          std::string(grant.status().message()));
     busy.headers.emplace_back("Retry-After", "5");
     return busy;
   }
@@ -562,11 +567,11 @@ HttpResponse RestApi::Report(HttpRequest& r) {
   // Ranks of different jobs or worlds make cross-rank reports meaningless (`podscope analyze`
   // refuses them too); allow_mixed=true insists.
   if (!streamed.ok() && streamed.status().code() == absl::StatusCode::kFailedPrecondition) {
-    return HttpResponse::Problem(
+    return http::HttpResponse::Problem(
         409, "Conflict", common::StrCat("capture ", id, " is ", streamed.status().message()));
   }
   if (!streamed.ok()) {
-    HttpResponse failed = FromStatus(streamed.status());
+    http::HttpResponse failed = FromStatus(streamed.status());
     // The capture changed between the passes over its workers: asking again reads it afresh.
     if (streamed.status().code() == absl::StatusCode::kUnavailable)
       failed.headers.emplace_back("Retry-After", "1");
@@ -584,8 +589,8 @@ HttpResponse RestApi::Report(HttpRequest& r) {
     absl::StatusOr<CaptureRecord> now = store_.GetCapture(id);
     // Deleted while it was read: what was read may be part of it.
     if (!now.ok() && now.status().code() == absl::StatusCode::kNotFound) {
-      return HttpResponse::Problem(404, "Not Found",
-                                   common::StrCat("capture ", id, " was deleted while analysed"));
+      return http::HttpResponse::Problem(
+          404, "Not Found", common::StrCat("capture ", id, " was deleted while analysed"));
     }
     // A capture deleted and made again under the same id starts its generations again.
     if (now.ok() && now->generation == record->generation &&
@@ -605,21 +610,22 @@ HttpResponse RestApi::Report(HttpRequest& r) {
 // on the server's stream threads a piece at a time, never held whole): the merged Chrome JSON,
 // Perfetto's protobuf (format=perfetto), or one rank as Kineto writes it (format=kineto, for HTA
 // and the PyTorch profiler's viewer: one request per rank).
-HttpResponse RestApi::Trace(HttpRequest& r) {
+http::HttpResponse RestApi::Trace(http::HttpRequest& r) {
   const std::string id = r.params["id"];
   const std::string gzip_text = r.Query("gzip", "false");
   if (gzip_text != "true" && gzip_text != "false" && gzip_text != "1" && gzip_text != "0") {
-    return HttpResponse::Problem(400, "Bad Request", "gzip must be true, false, 1 or 0");
+    return http::HttpResponse::Problem(400, "Bad Request", "gzip must be true, false, 1 or 0");
   }
   const bool compress = gzip_text == "1" || gzip_text == "true";
   const std::string format = r.Query("format", "json");
   if (format != "json" && format != "perfetto" && format != "kineto") {
-    return HttpResponse::Problem(400, "Bad Request", "format must be json, perfetto or kineto");
+    return http::HttpResponse::Problem(400, "Bad Request",
+                                       "format must be json, perfetto or kineto");
   }
   for (const auto& [key, value] : r.query) {
     if (key != "gzip" && key != "ranks" && key != "steps" && key != "window" && key != "format") {
-      return HttpResponse::Problem(400, "Bad Request",
-                                   common::StrCat("unknown query parameter \"", key, "\""));
+      return http::HttpResponse::Problem(400, "Bad Request",
+                                         common::StrCat("unknown query parameter \"", key, "\""));
     }
   }
   // The filters of `podscope export`: checked before the 200, applied while streaming.
@@ -627,13 +633,14 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
   absl::StatusOr<common::EventFilter> filter = common::EventFilter::Parse(spec);
   if (!filter.ok()) return FromStatus(filter.status());
   if (format == "kineto" && filter->ranks().size() != 1) {
-    return HttpResponse::Problem(
+    return http::HttpResponse::Problem(
         400, "Bad Request",
         "format=kineto is one rank's trace, as Kineto writes one file per rank: give ranks=N");
   }
   absl::StatusOr<CaptureRecord> record = store_.GetCapture(id);
   if (!record.ok()) return FromStatus(record.status());
-  if (std::optional<HttpResponse> refused = NotAnalysable(*record)) return *std::move(refused);
+  if (std::optional<http::HttpResponse> refused = NotAnalysable(*record))
+    return *std::move(refused);
   if (!filter->ranks().empty()) {
     // A rank whose worker failed before it sent anything (a conflict, a lost agent) has no
     // events to export.
@@ -641,11 +648,11 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
         record->workers.begin(), record->workers.end(),
         [&](const storage::WorkerRecord& w) { return filter->KeepsRank(w.rank) && w.events > 0; });
     if (!any)
-      return HttpResponse::Problem(
+      return http::HttpResponse::Problem(
           404, "Not Found",
           common::StrCat("capture ", id, " holds no events of ranks ", spec.ranks));
   }
-  HttpResponse response = HttpResponse::Json(200, "");
+  http::HttpResponse response = http::HttpResponse::Json(200, "");
   std::string filename = id;
   if (format == "perfetto") {
     response.content_type = "application/octet-stream";
@@ -661,7 +668,7 @@ HttpResponse RestApi::Trace(HttpRequest& r) {
   response.headers.emplace_back("Content-Disposition",
                                 common::StrCat("attachment; filename=\"", filename, "\""));
   response.stream = [this, id, format, compress, window_start_ns = record->window_start_ns,
-                     filter = *std::move(filter)](const BodyWriter& write) -> absl::Status {
+                     filter = *std::move(filter)](const http::BodyWriter& write) -> absl::Status {
     // One worker at a time from the store: the export never holds the capture.
     absl::StatusOr<storage::StoredWorkers> stored = storage::StoredWorkers::Open(store_, id);
     if (!stored.ok()) return stored.status();

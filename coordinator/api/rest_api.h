@@ -15,8 +15,8 @@
 #include "coordinator/api/analysis_cache.h"
 #include "coordinator/api/memory_budget.h"
 #include "coordinator/capture/capture_importer.h"
-#include "coordinator/http/http_server.h"
-#include "coordinator/http/http_types.h"
+#include "http/http_server.h"
+#include "http/http_types.h"
 #include "storage/trace_store.h"
 
 namespace podscope::coordinator {
@@ -51,7 +51,7 @@ class RestApi {
           absl::Mutex& mutations);
 
   // Adds every route to `router`.
-  void Register(Router& router);
+  void Register(http::Router& router);
   // What heavy reports take their memory from (tests hold it to see a report wait or refused).
   MemoryBudget& memory_budget() { return budget_; }
   // Answers GET /v1/captures/{id} for captures still running (set by the daemon when it runs
@@ -63,7 +63,7 @@ class RestApi {
     live_lookup_ = std::move(lookup);
   }
   // Counters for /metrics (may be set after Register).
-  void set_http_counters(const HttpCounters* counters) { counters_ = counters; }
+  void set_http_counters(const http::HttpCounters* counters) { counters_ = counters; }
   // Another part of the daemon's /metrics (Prometheus text appended to the answer); set before
   // serving.
   void add_metrics_source(std::function<void(std::string*)> source) {
@@ -75,22 +75,22 @@ class RestApi {
   absl::Status LoadCacheIndex();
 
  private:
-  HttpResponse Health(HttpRequest& request);
-  HttpResponse Ready(HttpRequest& request);
-  HttpResponse Metrics(HttpRequest& request);
-  HttpResponse OpenApi(HttpRequest& request);
-  HttpResponse ListCaptures(HttpRequest& request);
-  HttpResponse GetCapture(HttpRequest& request);
-  HttpResponse DeleteCapture(HttpRequest& request);
-  HttpResponse Import(HttpRequest& request);
-  HttpResponse Report(HttpRequest& request);
-  HttpResponse Trace(HttpRequest& request);
-  std::optional<HttpResponse> NotAnalysable(const storage::CaptureRecord& record) const;
+  http::HttpResponse Health(http::HttpRequest& request);
+  http::HttpResponse Ready(http::HttpRequest& request);
+  http::HttpResponse Metrics(http::HttpRequest& request);
+  http::HttpResponse OpenApi(http::HttpRequest& request);
+  http::HttpResponse ListCaptures(http::HttpRequest& request);
+  http::HttpResponse GetCapture(http::HttpRequest& request);
+  http::HttpResponse DeleteCapture(http::HttpRequest& request);
+  http::HttpResponse Import(http::HttpRequest& request);
+  http::HttpResponse Report(http::HttpRequest& request);
+  http::HttpResponse Trace(http::HttpRequest& request);
+  std::optional<http::HttpResponse> NotAnalysable(const storage::CaptureRecord& record) const;
 
   storage::TraceStore& store_;
   ApiLimits limits_;
   const common::TimeSource& time_;
-  const HttpCounters* counters_ = nullptr;
+  const http::HttpCounters* counters_ = nullptr;
   std::vector<std::function<void(std::string*)>> metrics_sources_;
   std::function<std::optional<storage::CaptureRecord>(const std::string&)> live_lookup_;
   absl::Mutex& mutations_;

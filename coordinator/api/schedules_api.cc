@@ -5,44 +5,44 @@
 
 namespace podscope::coordinator {
 
-void SchedulesApi::Register(Router& router) {
-  auto bind = [this](HttpResponse (SchedulesApi::*method)(HttpRequest&)) {
-    return [this, method](HttpRequest& r) { return (this->*method)(r); };
+void SchedulesApi::Register(http::Router& router) {
+  auto bind = [this](http::HttpResponse (SchedulesApi::*method)(http::HttpRequest&)) {
+    return [this, method](http::HttpRequest& r) { return (this->*method)(r); };
   };
   router.Add({.method = "POST",
               .pattern = "/v1/schedules",
               .handler = bind(&SchedulesApi::Create),
-              .access = Access::kCapture});
+              .access = http::Access::kCapture});
   router.Add({.method = "GET",
               .pattern = "/v1/schedules",
               .handler = bind(&SchedulesApi::List),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "GET",
               .pattern = "/v1/schedules/{id}",
               .handler = bind(&SchedulesApi::Get),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "DELETE",
               .pattern = "/v1/schedules/{id}",
               .handler = bind(&SchedulesApi::Delete),
-              .access = Access::kCapture});
+              .access = http::Access::kCapture});
 }
 
 // POST /v1/schedules {"job", "every_s", "duration_ms", "ranks"?}: 201 with the schedule, and a
 // "warning" when no connected agent serves the job.
-HttpResponse SchedulesApi::Create(HttpRequest& r) {
+http::HttpResponse SchedulesApi::Create(http::HttpRequest& r) {
   absl::StatusOr<ScheduleSpec> spec = ParseScheduleSpec(r.body);
   if (!spec.ok())
-    return HttpResponse::Problem(400, "Bad Request", std::string(spec.status().message()));
+    return http::HttpResponse::Problem(400, "Bad Request", std::string(spec.status().message()));
   absl::StatusOr<Schedule> added = runner_.Add(std::move(*spec));
   if (!added.ok()) {
     if (added.status().code() == absl::StatusCode::kResourceExhausted) {
-      return HttpResponse::Problem(409, "Conflict", std::string(added.status().message()));
+      return http::HttpResponse::Problem(409, "Conflict", std::string(added.status().message()));
     }
     if (added.status().code() == absl::StatusCode::kInvalidArgument) {
-      return HttpResponse::Problem(400, "Bad Request", std::string(added.status().message()));
+      return http::HttpResponse::Problem(400, "Bad Request", std::string(added.status().message()));
     }
-    return HttpResponse::Problem(500, "Internal Server Error",
-                                 std::string(added.status().message()));
+    return http::HttpResponse::Problem(500, "Internal Server Error",
+                                       std::string(added.status().message()));
   }
   std::string body = ScheduleToJson(*added);
   if (!job_served_(added->spec)) {
@@ -55,12 +55,12 @@ HttpResponse SchedulesApi::Create(HttpRequest& r) {
     body += warning.buffer();
     body += '}';
   }
-  HttpResponse response = HttpResponse::Json(201, body + "\n");
+  http::HttpResponse response = http::HttpResponse::Json(201, body + "\n");
   response.headers.emplace_back("Location", common::StrCat("/v1/schedules/", added->id));
   return response;
 }
 
-HttpResponse SchedulesApi::List(HttpRequest&) {
+http::HttpResponse SchedulesApi::List(http::HttpRequest&) {
   std::string out = "{\"schedules\":[";
   bool first = true;
   for (const Schedule& s : runner_.List()) {
@@ -72,23 +72,25 @@ HttpResponse SchedulesApi::List(HttpRequest&) {
   out += "],\"set_aside\":";
   out += storage::SetAsideToJson(runner_.SetAside());
   out += "}\n";
-  return HttpResponse::Json(200, std::move(out));
+  return http::HttpResponse::Json(200, std::move(out));
 }
 
-HttpResponse SchedulesApi::Get(HttpRequest& r) {
+http::HttpResponse SchedulesApi::Get(http::HttpRequest& r) {
   const std::optional<Schedule> s = runner_.Get(r.params["id"]);
   if (!s)
-    return HttpResponse::Problem(404, "Not Found", common::StrCat("no schedule ", r.params["id"]));
-  return HttpResponse::Json(200, ScheduleToJson(*s) + "\n");
+    return http::HttpResponse::Problem(404, "Not Found",
+                                       common::StrCat("no schedule ", r.params["id"]));
+  return http::HttpResponse::Json(200, ScheduleToJson(*s) + "\n");
 }
 
 // DELETE /v1/schedules/{id}: no more captures; one already started runs to its end.
-HttpResponse SchedulesApi::Delete(HttpRequest& r) {
+http::HttpResponse SchedulesApi::Delete(http::HttpRequest& r) {
   const absl::Status s = runner_.Remove(r.params["id"]);
   if (s.code() == absl::StatusCode::kNotFound)
-    return HttpResponse::Problem(404, "Not Found", std::string(s.message()));
-  if (!s.ok()) return HttpResponse::Problem(500, "Internal Server Error", std::string(s.message()));
-  HttpResponse response;
+    return http::HttpResponse::Problem(404, "Not Found", std::string(s.message()));
+  if (!s.ok())
+    return http::HttpResponse::Problem(500, "Internal Server Error", std::string(s.message()));
+  http::HttpResponse response;
   response.status = 204;
   return response;
 }

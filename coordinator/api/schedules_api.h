@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "coordinator/capture/schedule_runner.h"
-#include "coordinator/http/http_types.h"
+#include "http/http_types.h"
 
 namespace podscope::coordinator {
 
@@ -17,13 +17,13 @@ class SchedulesApi {
   using JobServed = std::function<bool(const ScheduleSpec& spec)>;
   SchedulesApi(ScheduleRunner& runner, JobServed job_served)
       : runner_(runner), job_served_(std::move(job_served)) {}
-  void Register(Router& router);
+  void Register(http::Router& router);
 
  private:
-  HttpResponse Create(HttpRequest& request);
-  HttpResponse List(HttpRequest& request);
-  HttpResponse Get(HttpRequest& request);
-  HttpResponse Delete(HttpRequest& request);
+  http::HttpResponse Create(http::HttpRequest& request);
+  http::HttpResponse List(http::HttpRequest& request);
+  http::HttpResponse Get(http::HttpRequest& request);
+  http::HttpResponse Delete(http::HttpRequest& request);
 
   ScheduleRunner& runner_;
   const JobServed job_served_;

@@ -4,21 +4,21 @@
 
 namespace podscope::coordinator {
 
-HttpResponse FromStatus(const absl::Status& s) {
+http::HttpResponse FromStatus(const absl::Status& s) {
   const std::string detail(s.message());
   switch (s.code()) {
     case absl::StatusCode::kNotFound:
-      return HttpResponse::Problem(404, "Not Found", detail);
+      return http::HttpResponse::Problem(404, "Not Found", detail);
     case absl::StatusCode::kInvalidArgument:
-      return HttpResponse::Problem(400, "Bad Request", detail);
+      return http::HttpResponse::Problem(400, "Bad Request", detail);
     case absl::StatusCode::kResourceExhausted:
-      return HttpResponse::Problem(413, "Payload Too Large", detail);
+      return http::HttpResponse::Problem(413, "Payload Too Large", detail);
     case absl::StatusCode::kFailedPrecondition:
-      return HttpResponse::Problem(409, "Conflict", detail);
+      return http::HttpResponse::Problem(409, "Conflict", detail);
     case absl::StatusCode::kUnavailable:
-      return HttpResponse::Problem(503, "Service Unavailable", detail);
+      return http::HttpResponse::Problem(503, "Service Unavailable", detail);
     default:
-      return HttpResponse::Problem(500, "Internal Server Error", detail);
+      return http::HttpResponse::Problem(500, "Internal Server Error", detail);
   }
 }
 

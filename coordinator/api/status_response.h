@@ -2,10 +2,10 @@
 #pragma once
 
 #include "absl/status/status.h"
-#include "coordinator/http/http_types.h"
+#include "http/http_types.h"
 
 namespace podscope::coordinator {
 
-HttpResponse FromStatus(const absl::Status& s);
+http::HttpResponse FromStatus(const absl::Status& s);
 
 }  // namespace podscope::coordinator

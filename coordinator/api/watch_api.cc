@@ -8,33 +8,33 @@
 
 namespace podscope::coordinator {
 
-void WatchApi::Register(Router& router) {
-  auto bind = [this](HttpResponse (WatchApi::*method)(HttpRequest&)) {
-    return [this, method](HttpRequest& r) { return (this->*method)(r); };
+void WatchApi::Register(http::Router& router) {
+  auto bind = [this](http::HttpResponse (WatchApi::*method)(http::HttpRequest&)) {
+    return [this, method](http::HttpRequest& r) { return (this->*method)(r); };
   };
   router.Add({.method = "GET",
               .pattern = "/v1/alerts",
               .handler = bind(&WatchApi::ListAlerts),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "GET",
               .pattern = "/v1/alerts/rules",
               .handler = bind(&WatchApi::GetRules),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
   router.Add({.method = "PUT",
               .pattern = "/v1/alerts/rules",
               .handler = bind(&WatchApi::PutRules),
-              .access = Access::kAdmin});
+              .access = http::Access::kAdmin});
   router.Add({.method = "GET",
               .pattern = "/v1/watch/jobs/{job}",
               .handler = bind(&WatchApi::JobWindow),
-              .access = Access::kRead});
+              .access = http::Access::kRead});
 }
 
 // GET /v1/alerts[?state=firing|resolved][&job=J]: firing alerts (newest first), then resolved ones.
-HttpResponse WatchApi::ListAlerts(HttpRequest& r) {
+http::HttpResponse WatchApi::ListAlerts(http::HttpRequest& r) {
   const std::string state = r.Query("state");
   if (!state.empty() && state != "firing" && state != "resolved") {
-    return HttpResponse::Problem(400, "Bad Request", "state must be firing or resolved");
+    return http::HttpResponse::Problem(400, "Bad Request", "state must be firing or resolved");
   }
   const std::string job = r.Query("job");
   common::JsonWriter out;
@@ -48,33 +48,34 @@ HttpResponse WatchApi::ListAlerts(HttpRequest& r) {
     watch::WriteAlertJson(out, a);
   }
   out.Char(']').Char('}');
-  return HttpResponse::Json(200, std::move(out.buffer()));
+  return http::HttpResponse::Json(200, std::move(out.buffer()));
 }
 
-HttpResponse WatchApi::GetRules(HttpRequest&) {
-  return HttpResponse::Json(200, watch_.RulesJson());
+http::HttpResponse WatchApi::GetRules(http::HttpRequest&) {
+  return http::HttpResponse::Json(200, watch_.RulesJson());
 }
 
 // PUT /v1/alerts/rules: the whole rule set. Checked before anything changes; stored, then applied.
-HttpResponse WatchApi::PutRules(HttpRequest& r) {
+http::HttpResponse WatchApi::PutRules(http::HttpRequest& r) {
   if (absl::Status s = watch_.SetRules(r.body); !s.ok()) {
     if (s.code() == absl::StatusCode::kInvalidArgument)
-      return HttpResponse::Problem(400, "Bad Request", std::string(s.message()));
-    return HttpResponse::Problem(500, "Internal Server Error", std::string(s.message()));
+      return http::HttpResponse::Problem(400, "Bad Request", std::string(s.message()));
+    return http::HttpResponse::Problem(500, "Internal Server Error", std::string(s.message()));
   }
-  return HttpResponse::Json(200, watch_.RulesJson());
+  return http::HttpResponse::Json(200, watch_.RulesJson());
 }
 
 // GET /v1/watch/jobs/{job}: the job's latest window, per rank: steps, mean step time, lag (its
 // mean step time over the median rank's), caused delay and last-arriver share.
-HttpResponse WatchApi::JobWindow(HttpRequest& r) {
+http::HttpResponse WatchApi::JobWindow(http::HttpRequest& r) {
   const std::string& job = r.params["job"];
   const std::map<std::string, watch::WindowStats> windows = watch_.Windows();
   const auto it = windows.find(job);
   if (it == windows.end()) {
-    return HttpResponse::Problem(404, "Not Found",
-                                 common::StrCat("no watch data for job ", job,
-                                                " yet (agents stream it once its ranks run)"));
+    return http::HttpResponse::Problem(
+        404, "Not Found",
+        common::StrCat("no watch data for job ", job,
+                       " yet (agents stream it once its ranks run)"));
   }
   const watch::WindowStats& w = it->second;
   std::vector<double> means;
@@ -123,7 +124,7 @@ HttpResponse WatchApi::JobWindow(HttpRequest& r) {
     out.Char('}');
   }
   out.Char(']').Char('}');
-  return HttpResponse::Json(200, std::move(out.buffer()));
+  return http::HttpResponse::Json(200, std::move(out.buffer()));
 }
 
 }  // namespace podscope::coordinator

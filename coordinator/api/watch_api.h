@@ -1,8 +1,8 @@
 // The REST routes of watching (docs/gpu-efficiency.md): alerts, and the alert rules.
 #pragma once
 
-#include "coordinator/http/http_types.h"
 #include "coordinator/watch/watch_service.h"
+#include "http/http_types.h"
 
 namespace podscope::coordinator {
 
@@ -10,13 +10,13 @@ class WatchApi {
  public:
   explicit WatchApi(watch::WatchService& watch) : watch_(watch) {}
 
-  void Register(Router& router);
+  void Register(http::Router& router);
 
  private:
-  HttpResponse ListAlerts(HttpRequest& request);
-  HttpResponse GetRules(HttpRequest& request);
-  HttpResponse PutRules(HttpRequest& request);
-  HttpResponse JobWindow(HttpRequest& request);
+  http::HttpResponse ListAlerts(http::HttpRequest& request);
+  http::HttpResponse GetRules(http::HttpRequest& request);
+  http::HttpResponse PutRules(http::HttpRequest& request);
+  http::HttpResponse JobWindow(http::HttpRequest& request);
 
   watch::WatchService& watch_;
 };

@@ -16,8 +16,8 @@ bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   return true;
 }
 
-HttpResponse Unauthorized(std::string_view detail, bool invalid_token) {
-  HttpResponse r = HttpResponse::Problem(401, "Unauthorized", detail);
+http::HttpResponse Unauthorized(std::string_view detail, bool invalid_token) {
+  http::HttpResponse r = http::HttpResponse::Problem(401, "Unauthorized", detail);
   r.headers.emplace_back("WWW-Authenticate",
                          invalid_token ? "Bearer realm=\"podscope\", error=\"invalid_token\""
                                        : "Bearer realm=\"podscope\"");
@@ -35,8 +35,9 @@ void TokenAuthorizer::Replace(TokenStore store) {
   store_ = std::move(fresh);
 }
 
-std::optional<HttpResponse> TokenAuthorizer::Check(HttpRequest& request, Access access) {
-  if (access == Access::kOpen) return std::nullopt;
+std::optional<http::HttpResponse> TokenAuthorizer::Check(http::HttpRequest& request,
+                                                         http::Access access) {
+  if (access == http::Access::kOpen) return std::nullopt;
   const std::string header = request.Header("authorization");
   if (header.empty()) {
     ++missing_;
@@ -64,11 +65,13 @@ std::optional<HttpResponse> TokenAuthorizer::Check(HttpRequest& request, Access 
   if (static_cast<int>(who->role) < static_cast<int>(access)) {
     ++forbidden_;
     log_.Warn("auth: {} {} {}: token \"{}\" has role {}, the route needs {}", request.peer,
-              request.method, request.path, who->name, AccessName(who->role), AccessName(access));
-    return HttpResponse::Problem(
+              request.method, request.path, who->name, http::AccessName(who->role),
+              http::AccessName(access));
+    return http::HttpResponse::Problem(
         403, "Forbidden",
-        common::StrCat("token \"", who->name, "\" has role ", AccessName(who->role), "; ",
-                       request.method, " ", request.path, " needs role ", AccessName(access)));
+        common::StrCat("token \"", who->name, "\" has role ", http::AccessName(who->role), "; ",
+                       request.method, " ", request.path, " needs role ",
+                       http::AccessName(access)));
   }
   request.principal = who->name;
   return std::nullopt;

@@ -12,17 +12,17 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/auth/token_store.h"
-#include "coordinator/http/http_types.h"
-#include "coordinator/http/rate_limited_log.h"
+#include "http/http_types.h"
+#include "http/rate_limited_log.h"
 
 namespace podscope::coordinator {
 
 // Thread-safe.
-class TokenAuthorizer final : public Authorizer {
+class TokenAuthorizer final : public http::Authorizer {
  public:
   explicit TokenAuthorizer(TokenStore store);
 
-  std::optional<HttpResponse> Check(HttpRequest& request, Access access) override;
+  std::optional<http::HttpResponse> Check(http::HttpRequest& request, http::Access access) override;
   // Replaces the tokens (SIGHUP); requests already checked keep their answer.
   void Replace(TokenStore store);
   // Prometheus text: podscope_auth_failures_total{reason} and the number of tokens.
@@ -32,7 +32,7 @@ class TokenAuthorizer final : public Authorizer {
   mutable absl::Mutex mu_;
   std::shared_ptr<const TokenStore> store_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> missing_{0}, invalid_{0}, forbidden_{0};
-  RateLimitedLog log_{"auth"};
+  http::RateLimitedLog log_{"auth"};
 };
 
 }  // namespace podscope::coordinator

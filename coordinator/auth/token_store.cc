@@ -62,22 +62,22 @@ bool ValidName(std::string_view name) {
 
 }  // namespace
 
-absl::StatusOr<Access> ParseRole(std::string_view text) {
-  if (text == "read") return Access::kRead;
-  if (text == "capture") return Access::kCapture;
-  if (text == "admin") return Access::kAdmin;
+absl::StatusOr<http::Access> ParseRole(std::string_view text) {
+  if (text == "read") return http::Access::kRead;
+  if (text == "capture") return http::Access::kCapture;
+  if (text == "admin") return http::Access::kAdmin;
   return absl::InvalidArgumentError(
       common::StrCat("role \"", text, "\" is not one of read, capture, admin"));
 }
 
-absl::StatusOr<std::string> HashTokenLine(std::string_view name, Access role,
+absl::StatusOr<std::string> HashTokenLine(std::string_view name, http::Access role,
                                           std::string_view token) {
   if (!ValidName(name)) {
     return absl::InvalidArgumentError(common::StrCat("a token's name is 1-", kMaxTokenNameBytes,
                                                      " letters, digits or -_.@; got \"", name,
                                                      "\""));
   }
-  if (role == Access::kOpen)
+  if (role == http::Access::kOpen)
     return absl::InvalidArgumentError("a token's role is read, capture or admin");
   if (token.size() < kMinTokenBytes || token.size() > kMaxTokenBytes) {
     return absl::InvalidArgumentError(
@@ -94,7 +94,7 @@ absl::StatusOr<std::string> HashTokenLine(std::string_view name, Access role,
   if (RAND_bytes(salt, sizeof(salt)) != 1)
     return absl::InternalError("no random bytes for the salt");
   const std::string salt_bytes(reinterpret_cast<const char*>(salt), sizeof(salt));
-  return common::StrCat(name, " ", AccessName(role), " ", kScheme, "$", Hex(salt_bytes), "$",
+  return common::StrCat(name, " ", http::AccessName(role), " ", kScheme, "$", Hex(salt_bytes), "$",
                         Hex(Sha256(salt_bytes, token)));
 }
 
@@ -116,7 +116,7 @@ absl::StatusOr<TokenStore> TokenStore::Parse(std::string_view text) {
       return fail("expected NAME ROLE sha256$SALT$HASH (from podscope-coordinator hash-token)");
     if (!ValidName(fields[0]))
       return fail(common::StrCat("bad name \"", fields[0].substr(0, 80), "\""));
-    absl::StatusOr<Access> role = ParseRole(fields[1]);
+    absl::StatusOr<http::Access> role = ParseRole(fields[1]);
     if (!role.ok()) return fail(std::string(role.status().message()));
     const std::vector<std::string_view> hash = common::Split(fields[2], '$');
     Entry entry{.identity = {std::string(fields[0]), *role}};

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "coordinator/http/http_types.h"
+#include "http/http_types.h"
 
 namespace podscope::coordinator {
 
@@ -22,14 +22,14 @@ inline constexpr size_t kMaxTokenFileBytes = 4 << 20;
 
 struct TokenIdentity {
   std::string name;  // who the token belongs to, for logs (never the token)
-  Access role = Access::kRead;
+  http::Access role = http::Access::kRead;
 };
 
 // "read", "capture", "admin" -> the role; an error naming the choices otherwise.
-absl::StatusOr<Access> ParseRole(std::string_view text);
+absl::StatusOr<http::Access> ParseRole(std::string_view text);
 
 // The file line for `token` under `name` with `role`, with a fresh random salt.
-absl::StatusOr<std::string> HashTokenLine(std::string_view name, Access role,
+absl::StatusOr<std::string> HashTokenLine(std::string_view name, http::Access role,
                                           std::string_view token);
 
 // Immutable once loaded; shared by the I/O threads.

@@ -144,6 +144,12 @@ void PlaceWorkers(const TargetSelection& selection, const std::string& job, Live
 
 }  // namespace
 
+absl::StatusOr<std::string> CaptureScheduler::StartBackgroundCapture(CaptureSpec spec) {
+  spec.delay_ns = kBackgroundCaptureLeadNs;
+  ASSIGN_OR_RETURN(const CaptureRecord capture, StartCapture(spec));
+  return capture.id;
+}
+
 absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& spec) {
   RETURN_IF_ERROR(Validate(spec));
   absl::StatusOr<TargetSelection> selection = registry_.SelectTargets(spec.job, spec.ranks);

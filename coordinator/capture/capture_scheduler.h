@@ -71,6 +71,9 @@ struct CaptureSpec {
   uint64_t max_upload_bytes = 0;
 };
 
+// How far ahead a background capture starts (StartBackgroundCapture).
+inline constexpr int64_t kBackgroundCaptureLeadNs = 1'000'000'000;
+
 class CaptureScheduler {
  public:
   CaptureScheduler(storage::TraceStore& store, AgentRegistry& registry, ClockAligner& aligner,
@@ -85,6 +88,11 @@ class CaptureScheduler {
   // InvalidArgument for a bad spec, NotFound when no connected agent serves it,
   // ResourceExhausted when too many captures are live.
   absl::StatusOr<storage::CaptureRecord> StartCapture(const CaptureSpec& spec);
+  // A capture nobody waits on (an alert's evidence, a schedule's run): it starts
+  // kBackgroundCaptureLeadNs from now, later than the minimum lead, so that a busy agent still
+  // acknowledges it in time (a second costs such a capture nothing). `spec.delay_ns` is
+  // ignored. Returns its id; errors as StartCapture's.
+  absl::StatusOr<std::string> StartBackgroundCapture(CaptureSpec spec);
   // NotFound for an unknown capture, FailedPrecondition for one already finished.
   absl::Status Cancel(const std::string& capture_id, const std::string& reason);
 

@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/tls_files.h"
-#include "coordinator/http/rate_limited_log.h"
+#include "http/rate_limited_log.h"
 
 typedef struct x509_store_st X509_STORE;
 
@@ -42,7 +42,7 @@ class AgentCertificates {
   X509_STORE* store_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::map<std::string, uint64_t> refused_
       ABSL_GUARDED_BY(mu_);  // by reason (a handful of OpenSSL's)
-  RateLimitedLog log_{"grpc tls"};
+  http::RateLimitedLog log_{"grpc tls"};
 };
 
 // The agents' port's credentials: this coordinator's certificate and key (re-read from their

@@ -16,7 +16,7 @@
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/capture/capture_scheduler.h"
 #include "coordinator/clock/clock_aligner.h"
-#include "coordinator/http/rate_limited_log.h"
+#include "http/rate_limited_log.h"
 #include "podscope/v1/agent.grpc.pb.h"
 
 namespace podscope::coordinator {
@@ -116,7 +116,8 @@ class AgentService final : public v1::AgentService::CallbackService {
   WatchIngest watch_ingest_;
   ShardOwnersFn shard_owners_;
   WatchStreamCounters watch_counters_;
-  RateLimitedLog watch_log_{"watch"};  // shared by all streams: many streams cannot flood the log
+  http::RateLimitedLog watch_log_{
+      "watch"};  // shared by all streams: many streams cannot flood the log
 };
 
 }  // namespace podscope::coordinator

@@ -126,13 +126,13 @@ void GrpcConnectionGate::AcceptLoop() {
     }
     absl::MutexLock lock(&mu_);
     Release(fd);  // a descriptor number gRPC closed and the kernel gave back
-    ConnectionLimits::Admission admission =
+    http::ConnectionLimits::Admission admission =
         limits_.TryAdmit(address, [this, fd]() ABSL_NO_THREAD_SAFETY_ANALYSIS { Evict(fd); });
-    const ConnectionLimits::Verdict verdict = admission.verdict;
+    const http::ConnectionLimits::Verdict verdict = admission.verdict;
     if (admission.evict) admission.evict();  // under mu_, as Evict needs
-    if (verdict != ConnectionLimits::Verdict::kAdmitted) {
+    if (verdict != http::ConnectionLimits::Verdict::kAdmitted) {
       // Counted before the close, so that a client that saw its connection closed sees the count.
-      const bool server_full = verdict == ConnectionLimits::Verdict::kServerFull;
+      const bool server_full = verdict == http::ConnectionLimits::Verdict::kServerFull;
       ++(server_full ? refused_server_full_ : refused_client_full_);
       close(fd);
       log_.Warn(

@@ -24,8 +24,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "coordinator/http/connection_limits.h"
-#include "coordinator/http/rate_limited_log.h"
+#include "http/connection_limits.h"
+#include "http/rate_limited_log.h"
 
 namespace grpc::experimental {
 class ExternalConnectionAcceptor;
@@ -84,13 +84,13 @@ class GrpcConnectionGate {
 
   const GrpcGateOptions options_;
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
-  ConnectionLimits limits_;
+  http::ConnectionLimits limits_;
   int listen_fd_ = -1;
   int reserve_fd_ = -1;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> refused_server_full_{0}, refused_client_full_{0},
       refused_no_descriptors_{0}, evicted_{0};
-  RateLimitedLog log_{"grpc"};
+  http::RateLimitedLog log_{"grpc"};
   std::thread thread_;
   absl::Mutex mu_;
   absl::flat_hash_map<int, Handed> handed_ ABSL_GUARDED_BY(mu_);        // by descriptor

@@ -27,8 +27,8 @@ std::string EncodePath(std::string_view path) {
   return out;
 }
 
-HttpResponse FromPeer(const HttpClientResponse& answer, const ShardMember& peer) {
-  HttpResponse out;
+http::HttpResponse FromPeer(const http::HttpClientResponse& answer, const ShardMember& peer) {
+  http::HttpResponse out;
   out.status = answer.status;
   const auto type = answer.headers.find("content-type");
   out.content_type = type == answer.headers.end() ? "application/json" : type->second;
@@ -124,11 +124,12 @@ std::string MergePage(std::vector<boost::json::object>& answers, std::string_vie
   return next;
 }
 
-std::string RequestTarget(const HttpRequest& r) {
+std::string RequestTarget(const http::HttpRequest& r) {
   std::string target = EncodePath(r.path);
   char separator = '?';
   for (const auto& [key, value] : r.query) {
-    common::StrAppend(&target, std::string(1, separator), UrlEncode(key), "=", UrlEncode(value));
+    common::StrAppend(&target, std::string(1, separator), http::UrlEncode(key), "=",
+                      http::UrlEncode(value));
     separator = '&';
   }
   return target;
@@ -158,21 +159,21 @@ std::vector<ShardRouteRule> ShardRouter::ApiRules() {
   };
 }
 
-std::vector<ShardRouteRule> ShardRouter::Install(Router& router,
+std::vector<ShardRouteRule> ShardRouter::Install(http::Router& router,
                                                  const std::vector<ShardRouteRule>& rules) {
   std::vector<ShardRouteRule> unmatched;
   for (const ShardRouteRule& rule : rules) {
     bool found = false;
-    for (Route& route : router.mutable_routes()) {
+    for (http::Route& route : router.mutable_routes()) {
       if (route.method != rule.method || route.pattern != rule.pattern) continue;
       found = true;
-      HttpHandler local = std::move(route.handler);
-      route.handler = [this, rule, local](HttpRequest& r) { return Handle(rule, local, r); };
+      http::HttpHandler local = std::move(route.handler);
+      route.handler = [this, rule, local](http::HttpRequest& r) { return Handle(rule, local, r); };
       // It may wait on peers: off the I/O threads (an analysis stays on the heavy pool), unless
       // this replica answers it itself.
       if (!route.heavy) {
         route.forwarded = true;
-        route.local_answer = [this, rule, local](HttpRequest& r) {
+        route.local_answer = [this, rule, local](http::HttpRequest& r) {
           return AnswerHere(rule, local, r);
         };
       }
@@ -182,10 +183,10 @@ std::vector<ShardRouteRule> ShardRouter::Install(Router& router,
   return unmatched;
 }
 
-HttpResponse ShardRouter::Handle(const ShardRouteRule& rule, const HttpHandler& local,
-                                 HttpRequest& r) {
+http::HttpResponse ShardRouter::Handle(const ShardRouteRule& rule, const http::HttpHandler& local,
+                                       http::HttpRequest& r) {
   // A heavy route (no local_answer) asks here too; a light one was answered here already.
-  if (std::optional<HttpResponse> here = AnswerHere(rule, local, r)) return *std::move(here);
+  if (std::optional<http::HttpResponse> here = AnswerHere(rule, local, r)) return *std::move(here);
   const std::shared_ptr<const ShardMap> map = membership_.current();
   switch (rule.policy) {
     case ShardPolicy::kJobInBody:
@@ -205,8 +206,9 @@ HttpResponse ShardRouter::Handle(const ShardRouteRule& rule, const HttpHandler& 
   return local(r);
 }
 
-std::optional<HttpResponse> ShardRouter::AnswerHere(const ShardRouteRule& rule,
-                                                    const HttpHandler& local, HttpRequest& r) {
+std::optional<http::HttpResponse> ShardRouter::AnswerHere(const ShardRouteRule& rule,
+                                                          const http::HttpHandler& local,
+                                                          http::HttpRequest& r) {
   const std::shared_ptr<const ShardMap> map = membership_.current();
   if (!map->sharded() || !r.Header(kShardForwardedHeader).empty()) return local(r);
   switch (rule.policy) {
@@ -218,7 +220,7 @@ std::optional<HttpResponse> ShardRouter::AnswerHere(const ShardRouteRule& rule,
       return std::nullopt;
     }
     case ShardPolicy::kFindHolder: {
-      HttpResponse here = local(r);
+      http::HttpResponse here = local(r);
       const ShardMember* maker = map->MakerOf(r.params["id"]);
       if (here.status != 404 || (maker != nullptr && maker->name == map->self().name)) return here;
       return std::nullopt;
@@ -230,12 +232,12 @@ std::optional<HttpResponse> ShardRouter::AnswerHere(const ShardRouteRule& rule,
   return std::nullopt;
 }
 
-absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to,
-                                                     const std::string& method,
-                                                     const std::string& target,
-                                                     const HttpRequest& r, const std::string& body,
-                                                     CallKind kind) {
-  absl::StatusOr<ServerAddress> address = ParseServerUrl(to.rest);
+absl::StatusOr<http::HttpClientResponse> ShardRouter::Call(const ShardMember& to,
+                                                           const std::string& method,
+                                                           const std::string& target,
+                                                           const http::HttpRequest& r,
+                                                           const std::string& body, CallKind kind) {
+  absl::StatusOr<http::ServerAddress> address = http::ParseServerUrl(to.rest);
   if (!address.ok()) return address.status();
   const ShardOptions& options = membership_.options();
   {
@@ -271,7 +273,8 @@ absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to,
   if (const std::string auth = r.Header("authorization"); !auth.empty())
     address->headers.emplace_back("Authorization", auth);
   const std::string type = r.Header("content-type");
-  absl::StatusOr<HttpClientResponse> answer = HttpRequestTo(*address, method, target, body, type);
+  absl::StatusOr<http::HttpClientResponse> answer =
+      http::HttpRequestTo(*address, method, target, body, type);
   {
     absl::MutexLock lock(&mu_);
     PeerState& peer = peers_[to.name];
@@ -293,23 +296,23 @@ absl::StatusOr<HttpClientResponse> ShardRouter::Call(const ShardMember& to,
   return answer;
 }
 
-HttpResponse ShardRouter::Forward(const ShardMember& to, const HttpRequest& r,
-                                  std::string_view why) {
+http::HttpResponse ShardRouter::Forward(const ShardMember& to, const http::HttpRequest& r,
+                                        std::string_view why) {
   {
     absl::MutexLock lock(&mu_);
     ++forwarded_[membership_.options().redirect ? "redirect" : "proxy"];
   }
   if (membership_.options().redirect) {
-    HttpResponse redirect =
-        HttpResponse::Json(307, common::StrCat("{\"shard\":\"", to.name, "\"}\n"));
+    http::HttpResponse redirect =
+        http::HttpResponse::Json(307, common::StrCat("{\"shard\":\"", to.name, "\"}\n"));
     redirect.headers.emplace_back("Location", to.rest + RequestTarget(r));
     redirect.headers.emplace_back("X-Podscope-Shard", to.name);
     return redirect;
   }
-  absl::StatusOr<HttpClientResponse> answer =
+  absl::StatusOr<http::HttpClientResponse> answer =
       Call(to, r.method, RequestTarget(r), r, r.body, CallKind::kProxy);
   if (!answer.ok()) {
-    return HttpResponse::Problem(
+    return http::HttpResponse::Problem(
         502, "Bad Gateway",
         common::StrCat(why, ", which did not answer (", to.rest, "): ", answer.status().message()));
   }
@@ -333,10 +336,10 @@ std::string ShardRouter::KnownHolder(const std::string& id) {
   return it == holders_.end() ? "" : it->second;
 }
 
-HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule, const HttpHandler& local,
-                                     HttpRequest& r) {
+http::HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule,
+                                           const http::HttpHandler& local, http::HttpRequest& r) {
   const std::string id = r.params["id"];
-  HttpResponse here = local(r);
+  http::HttpResponse here = local(r);
   if (here.status != 404) return here;
   // Not here. An id with its maker's tag can only be there (a capture stays where it was
   // made): that shard alone is asked, and one made here and gone is a 404 without asking.
@@ -356,7 +359,8 @@ HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule, const HttpHandl
   std::vector<std::string> unreachable;
   const std::string locate = rule.locate_prefix + EncodePath(id);
   for (const ShardMember& peer : peers) {
-    absl::StatusOr<HttpClientResponse> answer = Call(peer, "GET", locate, r, "", CallKind::kLookup);
+    absl::StatusOr<http::HttpClientResponse> answer =
+        Call(peer, "GET", locate, r, "", CallKind::kLookup);
     if (!answer.ok()) {
       unreachable.push_back(common::StrCat(peer.name, " (", answer.status().message(), ")"));
       continue;
@@ -379,16 +383,16 @@ HttpResponse ShardRouter::FindHolder(const ShardRouteRule& rule, const HttpHandl
     std::string names;
     for (const std::string& u : unreachable)
       common::StrAppend(&names, names.empty() ? "" : "; ", u);
-    return HttpResponse::Problem(
+    return http::HttpResponse::Problem(
         503, "Service Unavailable",
         common::StrCat(id, " is not on this shard, and these shards did not answer: ", names));
   }
   return here;
 }
 
-HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& local,
-                                 HttpRequest& r) {
-  HttpResponse here = local(r);
+http::HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const http::HttpHandler& local,
+                                       http::HttpRequest& r) {
+  http::HttpResponse here = local(r);
   if (here.status != 200) return here;
   std::vector<boost::json::object> answers;
   std::optional<boost::json::object> mine = ParseObject(here.body);
@@ -398,7 +402,8 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
   const std::shared_ptr<const ShardMap> map = membership_.current();
   const std::string target = RequestTarget(r);
   for (const ShardMember& peer : map->peers()) {
-    absl::StatusOr<HttpClientResponse> answer = Call(peer, "GET", target, r, "", CallKind::kLookup);
+    absl::StatusOr<http::HttpClientResponse> answer =
+        Call(peer, "GET", target, r, "", CallKind::kLookup);
     std::optional<boost::json::object> doc;
     if (answer.ok() && answer->status == 200) doc = ParseObject(answer->body);
     if (!doc) {
@@ -500,20 +505,20 @@ HttpResponse ShardRouter::Gather(const ShardRouteRule& rule, const HttpHandler& 
   }
   out["shards"] = map->members().size();
   if (!unreachable.empty()) out["unreachable_shards"] = std::move(unreachable);
-  return HttpResponse::Json(200, common::JsonText(out) + "\n");
+  return http::HttpResponse::Json(200, common::JsonText(out) + "\n");
 }
 
-HttpResponse ShardRouter::Broadcast(const HttpHandler& local, HttpRequest& r) {
-  HttpResponse here = local(r);
+http::HttpResponse ShardRouter::Broadcast(const http::HttpHandler& local, http::HttpRequest& r) {
+  http::HttpResponse here = local(r);
   if (here.status / 100 != 2) return here;
   std::string failed;
   for (const ShardMember& peer : membership_.current()->peers()) {
-    absl::StatusOr<HttpClientResponse> answer =
+    absl::StatusOr<http::HttpClientResponse> answer =
         Call(peer, r.method, RequestTarget(r), r, r.body, CallKind::kLookup);
     if (!answer.ok() || answer->status / 100 != 2) {
       common::StrAppend(
           &failed, failed.empty() ? "" : "; ", peer.name, " (",
-          answer.ok() ? ProblemDetail(*answer) : std::string(answer.status().message()), ")");
+          answer.ok() ? http::ProblemDetail(*answer) : std::string(answer.status().message()), ")");
     }
   }
   {
@@ -521,7 +526,7 @@ HttpResponse ShardRouter::Broadcast(const HttpHandler& local, HttpRequest& r) {
     ++forwarded_["broadcast"];
   }
   if (!failed.empty()) {
-    return HttpResponse::Problem(
+    return http::HttpResponse::Problem(
         502, "Bad Gateway",
         common::StrCat("applied on this shard, but not on: ", failed, "; send it again"));
   }

@@ -27,9 +27,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/time_source.h"
-#include "coordinator/http/http_client.h"
-#include "coordinator/http/http_types.h"
 #include "coordinator/shards/shard_membership.h"
+#include "http/http_client.h"
+#include "http/http_types.h"
 
 namespace podscope::coordinator {
 
@@ -65,7 +65,8 @@ class ShardRouter {
   static std::vector<ShardRouteRule> ApiRules();
   // Wraps the routes `rules` names; call once every route is registered. Returns the rules
   // that matched no route (a mismatch between the rules and the API is a bug to report).
-  std::vector<ShardRouteRule> Install(Router& router, const std::vector<ShardRouteRule>& rules);
+  std::vector<ShardRouteRule> Install(http::Router& router,
+                                      const std::vector<ShardRouteRule>& rules);
 
   // Prometheus text: podscope_shard_forwarded_total{policy}, podscope_shard_peer_errors_total,
   // podscope_shard_peer_calls_refused_total{reason}.
@@ -75,20 +76,26 @@ class ShardRouter {
   enum class CallKind { kLookup, kProxy };
   // Calls `to` (any thread), within its limits; an error without calling when it has
   // max_calls_per_peer calls in flight, or failed to answer less than peer_retry_after_ms ago.
-  absl::StatusOr<HttpClientResponse> Call(const ShardMember& to, const std::string& method,
-                                          const std::string& target, const HttpRequest& r,
-                                          const std::string& body, CallKind kind);
+  absl::StatusOr<http::HttpClientResponse> Call(const ShardMember& to, const std::string& method,
+                                                const std::string& target,
+                                                const http::HttpRequest& r, const std::string& body,
+                                                CallKind kind);
 
  private:
-  HttpResponse Handle(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
+  http::HttpResponse Handle(const ShardRouteRule& rule, const http::HttpHandler& local,
+                            http::HttpRequest& r);
   // The answer when this replica needs no peer for `r`; nullopt otherwise.
-  std::optional<HttpResponse> AnswerHere(const ShardRouteRule& rule, const HttpHandler& local,
-                                         HttpRequest& r);
+  std::optional<http::HttpResponse> AnswerHere(const ShardRouteRule& rule,
+                                               const http::HttpHandler& local,
+                                               http::HttpRequest& r);
   // Sends `r` on to `to`: a proxied answer, or a redirect.
-  HttpResponse Forward(const ShardMember& to, const HttpRequest& r, std::string_view why);
-  HttpResponse FindHolder(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
-  HttpResponse Gather(const ShardRouteRule& rule, const HttpHandler& local, HttpRequest& r);
-  HttpResponse Broadcast(const HttpHandler& local, HttpRequest& r);
+  http::HttpResponse Forward(const ShardMember& to, const http::HttpRequest& r,
+                             std::string_view why);
+  http::HttpResponse FindHolder(const ShardRouteRule& rule, const http::HttpHandler& local,
+                                http::HttpRequest& r);
+  http::HttpResponse Gather(const ShardRouteRule& rule, const http::HttpHandler& local,
+                            http::HttpRequest& r);
+  http::HttpResponse Broadcast(const http::HttpHandler& local, http::HttpRequest& r);
   void RememberHolder(const std::string& id, const std::string& member);
   std::string KnownHolder(const std::string& id);
 
@@ -113,7 +120,7 @@ class ShardRouter {
 };
 
 // The request target (path and query, percent-encoded) of `r`, as a peer is sent it.
-std::string RequestTarget(const HttpRequest& r);
+std::string RequestTarget(const http::HttpRequest& r);
 
 // One page of a list paged by `id_key` after a cursor (`cursor_key`), gathered from every
 // replica's answer: the union of their pages is complete only up to the smallest cursor any

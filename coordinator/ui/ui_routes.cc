@@ -15,15 +15,15 @@ const UiAsset* FindAsset(std::string_view name) {
   return nullptr;
 }
 
-HttpResponse Serve(const HttpRequest& request, std::string_view name) {
+http::HttpResponse Serve(const http::HttpRequest& request, std::string_view name) {
   const UiAsset* asset = FindAsset(name);
   if (asset == nullptr) {
-    HttpResponse missing = HttpResponse::Problem(
+    http::HttpResponse missing = http::HttpResponse::Problem(
         404, "Not Found", common::StrCat("the web UI has no file \"", name, "\""));
     missing.headers = UiSecurityHeaders();
     return missing;
   }
-  HttpResponse response;
+  http::HttpResponse response;
   response.headers = UiSecurityHeaders();
   // Revalidated on every load (a coordinator upgraded in place serves new files at once); an
   // unchanged file costs a 304 without a body.
@@ -54,15 +54,15 @@ const std::vector<std::pair<std::string, std::string>>& UiSecurityHeaders() {
   return kHeaders;
 }
 
-void RegisterUi(Router& router) {
+void RegisterUi(http::Router& router) {
   router.Add({.method = "GET",
               .pattern = "/",
-              .handler = [](HttpRequest& r) { return Serve(r, "index.html"); },
-              .access = Access::kOpen});
+              .handler = [](http::HttpRequest& r) { return Serve(r, "index.html"); },
+              .access = http::Access::kOpen});
   router.Add({.method = "GET",
               .pattern = "/ui/{file}",
-              .handler = [](HttpRequest& r) { return Serve(r, r.params["file"]); },
-              .access = Access::kOpen});
+              .handler = [](http::HttpRequest& r) { return Serve(r, r.params["file"]); },
+              .access = http::Access::kOpen});
 }
 
 }  // namespace podscope::coordinator

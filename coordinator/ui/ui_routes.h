@@ -5,12 +5,12 @@
 // trace's kernel or job name shown on a page can never run as script.
 #pragma once
 
-#include "coordinator/http/http_types.h"
+#include "http/http_types.h"
 
 namespace podscope::coordinator {
 
 // Adds GET / and GET /ui/{file} to `router`.
-void RegisterUi(Router& router);
+void RegisterUi(http::Router& router);
 
 // The headers every UI answer carries (CSP, no sniffing, no framing, no referrer).
 const std::vector<std::pair<std::string, std::string>>& UiSecurityHeaders();

@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<AlertNotifier>> AlertNotifier::Create(
     NotifierOptions options, std::function<std::vector<Alert>()> firing) {
   std::unique_ptr<AlertNotifier> n(new AlertNotifier(std::move(options), std::move(firing)));
   auto add = [&](const std::string& url, bool alertmanager, bool slack = false) -> absl::Status {
-    absl::StatusOr<ServerAddress> address = ParseServerUrl(url);
+    absl::StatusOr<http::ServerAddress> address = http::ParseServerUrl(url);
     if (!address.ok()) {
       return absl::InvalidArgumentError(common::StrCat(alertmanager ? "notify.alertmanagers: "
                                                        : slack      ? "notify.slack_webhooks: "
@@ -192,10 +192,10 @@ absl::Status AlertNotifier::Post(const Destination& d, const std::string& body) 
   const std::string target = d.alertmanager
                                  ? d.address.base_path + "/api/v2/alerts"
                                  : (d.address.base_path.empty() ? "/" : d.address.base_path);
-  absl::StatusOr<HttpClientResponse> r =
-      HttpRequestTo(d.address, "POST", target, body, "application/json");
+  absl::StatusOr<http::HttpClientResponse> r =
+      http::HttpRequestTo(d.address, "POST", target, body, "application/json");
   if (!r.ok()) return r.status();
-  if (r->status < 200 || r->status > 299) return absl::UnavailableError(ProblemDetail(*r));
+  if (r->status < 200 || r->status > 299) return absl::UnavailableError(http::ProblemDetail(*r));
   return absl::OkStatus();
 }
 

@@ -18,9 +18,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/cancellation.h"
-#include "coordinator/http/http_client.h"
-#include "coordinator/http/rate_limited_log.h"
 #include "coordinator/watch/alert_tracker.h"
+#include "http/http_client.h"
+#include "http/rate_limited_log.h"
 
 namespace podscope::coordinator::watch {
 
@@ -73,7 +73,7 @@ class AlertNotifier {
     std::string url;
     bool alertmanager = false;
     bool slack = false;
-    ServerAddress address;
+    http::ServerAddress address;
     mutable absl::Mutex mu;
     std::deque<Delivery> queue ABSL_GUARDED_BY(mu);
     DestinationCounters counters ABSL_GUARDED_BY(mu);
@@ -91,7 +91,7 @@ class AlertNotifier {
   std::vector<std::unique_ptr<Destination>> destinations_;
   absl::Mutex stop_mu_;
   bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
-  RateLimitedLog log_{"notify"};
+  http::RateLimitedLog log_{"notify"};
 };
 
 }  // namespace podscope::coordinator::watch

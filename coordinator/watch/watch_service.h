@@ -15,8 +15,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/time_source.h"
 #include "common/watch_wire.h"
-#include "coordinator/http/rate_limited_log.h"
 #include "coordinator/watch/watch_engine.h"
+#include "http/rate_limited_log.h"
 #include "storage/set_aside.h"
 #include "storage/trace_store.h"
 
@@ -139,7 +139,7 @@ class WatchService {
   absl::Mutex run_mu_;
   bool stopping_ ABSL_GUARDED_BY(run_mu_) = false;
   std::thread thread_;
-  RateLimitedLog refused_log_{"watch"};  // a flood of bad summaries cannot flood the log
+  http::RateLimitedLog refused_log_{"watch"};  // a flood of bad summaries cannot flood the log
 };
 
 inline constexpr std::string_view kRulesSetting = "alert_rules";

@@ -20,6 +20,7 @@
 #include "common/file_io.h"
 #include "common/parse_number.h"
 #include "common/str_util.h"
+#include "http/http_client.h"
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
 #include "tests/integration/raw_client.h"
@@ -239,10 +240,11 @@ TEST_F(AbuseTest, ConcurrentLargeImportsAndAnalyses) {
                 .status,
             201);
         EXPECT_EQ(HttpCall(port_, "GET", "/v1/captures/" + id + "/stragglers").status, 200);
-        EXPECT_EQ(HttpCall(port_, "GET",
-                           "/v1/captures/" + id + "/steps?step_pattern=" + UrlEncode("(a|b)*c"))
-                      .status,
-                  200);
+        EXPECT_EQ(
+            HttpCall(port_, "GET",
+                     "/v1/captures/" + id + "/steps?step_pattern=" + http::UrlEncode("(a|b)*c"))
+                .status,
+            200);
       }));
     }
     for (auto& c : clients) c.get();

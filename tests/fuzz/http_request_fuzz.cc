@@ -10,21 +10,18 @@
 #include "common/json_keys.h"
 #include "common/parse_number.h"
 #include "common/step_pattern.h"
-#include "coordinator/http/http_types.h"
+#include "http/http_types.h"
 #include "storage/trace_store.h"
 #include "tests/fuzz/fuzz_seeds.h"
 
 namespace {
 
 namespace beast = boost::beast;
-namespace http = beast::http;
-using podscope::coordinator::HttpRequest;
-using podscope::coordinator::HttpResponse;
-using podscope::coordinator::Router;
+namespace beast_http = beast::http;
 
-const Router& ApiRoutes() {
-  static const Router* router = [] {
-    auto* r = new Router();
+const podscope::http::Router& ApiRoutes() {
+  static const podscope::http::Router* router = [] {
+    auto* r = new podscope::http::Router();
     for (const auto& [method, pattern] :
          std::vector<std::pair<const char*, const char*>>{{"GET", "/healthz"},
                                                           {"GET", "/readyz"},
@@ -39,7 +36,9 @@ const Router& ApiRoutes() {
                                                           {"GET", "/v1/workers"},
                                                           {"POST", "/v1/captures"},
                                                           {"POST", "/v1/captures/{id}:cancel"}}) {
-      r->Add({method, pattern, [](HttpRequest&) { return HttpResponse::Json(200, "{}"); }});
+      r->Add({method, pattern, [](podscope::http::HttpRequest&) {
+                return podscope::http::HttpResponse::Json(200, "{}");
+              }});
     }
     return r;
   }();
@@ -49,7 +48,7 @@ const Router& ApiRoutes() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  http::request_parser<http::string_body> parser;
+  beast_http::request_parser<beast_http::string_body> parser;
   parser.header_limit(16 << 10);
   parser.body_limit(1 << 20);
   parser.eager(true);
@@ -57,16 +56,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   parser.put(boost::asio::buffer(data, size), ec);
   if (ec || !parser.is_header_done()) return 0;
   const auto& message = parser.get();
-  HttpRequest request;
+  podscope::http::HttpRequest request;
   request.method = std::string(message.method_string());
   const std::string_view target(message.target().data(), message.target().size());
   const size_t q = target.find('?');
-  if (!podscope::coordinator::PercentDecode(target.substr(0, q), &request.path)) return 0;
+  if (!podscope::http::PercentDecode(target.substr(0, q), &request.path)) return 0;
   if (q != std::string_view::npos &&
-      !podscope::coordinator::ParseQuery(target.substr(q + 1), &request.query))
+      !podscope::http::ParseQuery(target.substr(q + 1), &request.query))
     return 0;
   bool path_known = false;
-  const podscope::coordinator::Route* route =
+  const podscope::http::Route* route =
       ApiRoutes().Match(request.method, request.path, &request.params, &path_known);
   if (route != nullptr && !path_known) __builtin_trap();
   for (const auto& [key, value] : request.query) {
@@ -86,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (parser.is_done()) {
     (void)podscope::common::CheckUniqueJsonKeys(message.body(), 8);
     std::string dechunked;
-    (void)podscope::coordinator::DecodeChunkedBody(message.body(), &dechunked);
+    (void)podscope::http::DecodeChunkedBody(message.body(), &dechunked);
   }
   return 0;
 }

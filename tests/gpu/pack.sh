@@ -15,8 +15,8 @@ BUILD="${1:-$ROOT/build}"
 KIT="${2:-$ROOT/gpu-kit}"
 LIMIT_BYTES=$((64 << 20))
 
-binaries=("$BUILD/coordinator/podscope-coordinator" "$BUILD/agent/podscope-agent"
-          "$BUILD/coordinator/podscope" "$BUILD/agent/libpodscope_probe.so")
+binaries=("$BUILD/bin/podscope-coordinator" "$BUILD/bin/podscope-agent"
+          "$BUILD/bin/podscope" "$BUILD/lib/libpodscope_probe.so")
 for b in "${binaries[@]}"; do
   [ -f "$b" ] || { echo "pack: no $b: build first (the README's command, with the CUDA toolkit for the probe)" >&2; exit 1; }
 done
@@ -32,8 +32,8 @@ provided() {
 
 rm -rf "$KIT"
 mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/tests/gpu"
-cp "$BUILD/coordinator/podscope-coordinator" "$BUILD/agent/podscope-agent" "$BUILD/coordinator/podscope" "$KIT/bin/"
-cp "$BUILD/agent/libpodscope_probe.so" "$ROOT/agent/probe/python/podscope_step.py" "$KIT/lib/"
+cp "$BUILD/bin/podscope-coordinator" "$BUILD/bin/podscope-agent" "$BUILD/bin/podscope" "$KIT/bin/"
+cp "$BUILD/lib/libpodscope_probe.so" "$ROOT/agent/probe/python/podscope_step.py" "$KIT/lib/"
 declare -A copied=()
 for b in "${binaries[@]}"; do
   # "libfoo.so.1 => /usr/lib/x86_64-linux-gnu/libfoo.so.1 (0x...)"; a library ldd cannot find

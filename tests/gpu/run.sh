@@ -35,9 +35,9 @@ else
   source "$ROOT/scripts/build_env.sh"
   podscope_install_deps
   podscope_build
-  COORDINATOR="$PODSCOPE_BUILD_DIR/coordinator/podscope-coordinator"
-  AGENT="$PODSCOPE_BUILD_DIR/agent/podscope-agent"
-  PROBE="$PODSCOPE_BUILD_DIR/agent/libpodscope_probe.so"
+  COORDINATOR="$PODSCOPE_BUILD_DIR/bin/podscope-coordinator"
+  AGENT="$PODSCOPE_BUILD_DIR/bin/podscope-agent"
+  PROBE="$PODSCOPE_BUILD_DIR/lib/libpodscope_probe.so"
   KIT_LIBS="${LD_LIBRARY_PATH:-}"
 fi
 [ -f "$PROBE" ] || { echo "no $PROBE: was the CUDA toolkit found by CMake?"; exit 1; }

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "common/parse_number.h"
-#include "coordinator/http/http_client.h"
+#include "http/http_client.h"
 #include "tests/integration/live_cluster_fixture.h"
 #include "tests/integration/webhook_receiver.h"
 #include "tests/test_paths.h"
@@ -289,9 +289,9 @@ TEST_F(AlertingTest, EveryDashboardQueryNamesAnExportedSeriesAndRunsInPrometheus
     if (query.rfind("label_values(", 0) == 0) continue;  // Grafana's, not PromQL
     // Not HttpCall: it half-closes after the request, and Prometheus cancels a query whose
     // client it sees leave.
-    absl::StatusOr<coordinator::HttpClientResponse> answer = coordinator::HttpRequestTo(
-        {.host = "127.0.0.1", .port = static_cast<uint16_t>(prometheus_port)}, "GET",
-        "/api/v1/query?query=" + coordinator::UrlEncode(query));
+    absl::StatusOr<http::HttpClientResponse> answer =
+        http::HttpRequestTo({.host = "127.0.0.1", .port = static_cast<uint16_t>(prometheus_port)},
+                            "GET", "/api/v1/query?query=" + http::UrlEncode(query));
     ASSERT_TRUE(answer.ok()) << answer.status();
     EXPECT_EQ(answer->status, 200) << query << ": " << answer->body;
     EXPECT_NE(answer->body.find("\"status\":\"success\""), std::string::npos)

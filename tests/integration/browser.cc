@@ -9,7 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "common/str_util.h"
-#include "coordinator/http/http_client.h"
+#include "http/http_client.h"
 #include "tests/wait_for.h"
 
 namespace podscope::testing {
@@ -97,14 +97,14 @@ Browser::~Browser() {
 absl::StatusOr<json::value> Browser::Call(const std::string& method, const std::string& path,
                                           const json::value& body) {
   // Not HttpCall: it half-closes after the request, and chromedriver drops a client it sees leave.
-  absl::StatusOr<coordinator::HttpClientResponse> answer = coordinator::HttpRequestTo(
+  absl::StatusOr<http::HttpClientResponse> answer = http::HttpRequestTo(
       {.host = "127.0.0.1", .port = static_cast<uint16_t>(port_), .timeout_seconds = 300}, method,
       path, body.is_null() ? "" : json::serialize(body), body.is_null() ? "" : "application/json");
   if (!answer.ok()) {
     return absl::UnavailableError(common::StrCat("chromedriver did not answer ", method, " ", path,
                                                  ": ", answer.status().ToString()));
   }
-  const coordinator::HttpClientResponse& r = *answer;
+  const http::HttpClientResponse& r = *answer;
   boost::system::error_code ec;
   json::value parsed = json::parse(r.body, ec);
   if (ec || !parsed.is_object())

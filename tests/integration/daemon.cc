@@ -23,8 +23,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/client_connection.h"
 #include "common/parse_number.h"
-#include "coordinator/http/http_types.h"
 #include "gtest/gtest.h"
+#include "http/http_types.h"
 #include "tests/integration/test_security.h"
 #include "tests/wait_for.h"
 
@@ -184,7 +184,7 @@ HttpResult HttpCallWithToken(int port, const std::string& token, const std::stri
   result.body = raw.substr(header_end + 4);
   if (result.headers["transfer-encoding"] == "chunked") {
     std::string body;
-    result.complete = coordinator::DecodeChunkedBody(result.body, &body);
+    result.complete = http::DecodeChunkedBody(result.body, &body);
     result.body = std::move(body);
   }
   return result;

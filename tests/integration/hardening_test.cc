@@ -23,6 +23,7 @@
 
 #include "common/file_io.h"
 #include "common/parse_number.h"
+#include "http/http_client.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
@@ -64,14 +65,15 @@ TEST_F(HardeningTest, StepPatternsCannotCrashOrStallTheCoordinator) {
   ASSERT_EQ(imported.status, 201) << imported.body;
 
   const HttpResult overflow =
-      HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode("(a|b)*c"));
+      HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + http::UrlEncode("(a|b)*c"));
   EXPECT_EQ(overflow.status, 200) << overflow.body;
-  const HttpResult backtrack =
-      HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode("^(a|a)*$"));
+  const HttpResult backtrack = HttpCall(
+      port_, "GET", "/v1/captures/names/steps?step_pattern=" + http::UrlEncode("^(a|a)*$"));
   EXPECT_EQ(backtrack.status, 200) << backtrack.body;
   // The pattern still finds steps, numbered by its last group of digits.
-  const HttpResult steps = HttpCall(
-      port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode(R"(train_step_(\d+))"));
+  const HttpResult steps =
+      HttpCall(port_, "GET",
+               "/v1/captures/names/steps?step_pattern=" + http::UrlEncode(R"(train_step_(\d+))"));
   ASSERT_EQ(steps.status, 200) << steps.body;
   EXPECT_NE(steps.body.find("\"step_source\":\"pattern\""), std::string::npos) << steps.body;
   EXPECT_NE(steps.body.find("\"step\":7,"), std::string::npos) << steps.body;
@@ -79,7 +81,7 @@ TEST_F(HardeningTest, StepPatternsCannotCrashOrStallTheCoordinator) {
 
   auto expect_400 = [&](const std::string& pattern, const std::string& detail) {
     HttpResult r =
-        HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + UrlEncode(pattern));
+        HttpCall(port_, "GET", "/v1/captures/names/steps?step_pattern=" + http::UrlEncode(pattern));
     EXPECT_EQ(r.status, 400) << pattern << ": " << r.body;
     EXPECT_EQ(r.headers["content-type"], "application/problem+json");
     EXPECT_NE(r.body.find(detail), std::string::npos) << r.body;
@@ -456,11 +458,11 @@ TEST_F(HardeningTest, TheAnalysisCacheIsNormalisedBoundedAndCounted) {
             "hit");
   // Forty distinct patterns: far more than the bound holds.
   for (int i = 0; i < 40; ++i) {
-    ASSERT_EQ(
-        HttpCall(port_, "GET",
-                 "/v1/captures/c/steps?step_pattern=" + UrlEncode("^x" + std::to_string(i) + "$"))
-            .status,
-        200);
+    ASSERT_EQ(HttpCall(port_, "GET",
+                       "/v1/captures/c/steps?step_pattern=" +
+                           http::UrlEncode("^x" + std::to_string(i) + "$"))
+                  .status,
+              200);
   }
   ASSERT_EQ(daemon_->Terminate(), 0);
   auto store = storage::RocksDbTraceStore::Open({.path = dir_.File("store")});

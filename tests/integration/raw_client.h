@@ -29,19 +29,6 @@
 
 namespace podscope::testing {
 
-inline std::string UrlEncode(const std::string& text) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += {'%', kHex[c >> 4], kHex[c & 15]};
-    }
-  }
-  return out;
-}
-
 // A TCP connection to 127.0.0.1:port from `source` (another loopback address, 127.0.0.2, is
 // another client as far as per-client limits go). -1 on failure.
 inline int ConnectFrom(const char* source, int port, int receive_buffer = 0) {

@@ -146,8 +146,7 @@ TEST_F(SecurityTest, TokensAreReloadedOnSighupAndMetricsCanBeOpened) {
   EXPECT_EQ(HttpCallWithToken(port_, "", "GET", "/v1/captures").status, 401);
   const std::string fresh = "rotated-token-0123456789abcdef";
   std::ofstream(tokens) << "# rotated\n"
-                        << *coordinator::HashTokenLine("ops", coordinator::Access::kRead, fresh)
-                        << "\n";
+                        << *coordinator::HashTokenLine("ops", http::Access::kRead, fresh) << "\n";
   daemon_->Signal(SIGHUP);
   ASSERT_NE(daemon_->WaitForLog("SIGHUP: 1 bearer tokens"), "") << daemon_->Log();
   EXPECT_NE(daemon_->WaitForLog("SIGHUP: certificate, key and CA re-read"), "");

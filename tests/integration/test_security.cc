@@ -29,9 +29,9 @@ TestSecurity::TestSecurity() {
   std::ofstream tokens(tokens_file());
   tokens << "# test tokens, one per role\n";
   for (const auto& [name, role, token] :
-       {std::tuple{"reader", coordinator::Access::kRead, read_token},
-        std::tuple{"capturer", coordinator::Access::kCapture, capture_token},
-        std::tuple{"admin", coordinator::Access::kAdmin, admin_token}}) {
+       {std::tuple{"reader", http::Access::kRead, read_token},
+        std::tuple{"capturer", http::Access::kCapture, capture_token},
+        std::tuple{"admin", http::Access::kAdmin, admin_token}}) {
     tokens << coordinator::HashTokenLine(name, role, token).value() << "\n";
   }
 }

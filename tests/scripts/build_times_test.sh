@@ -16,7 +16,7 @@ mkdir -p "$dir/b"
 {
   printf '# ninja log v5\n'
   printf '0\t5000\t1\tcommon/CMakeFiles/podscope_common.dir/capture.cc.o\ta\n'
-  printf '100\t9000\t1\tcoordinator/CMakeFiles/podscope_http.dir/http/http_server.cc.o\tb\n'
+  printf '100\t9000\t1\thttp/CMakeFiles/podscope_http.dir/http_server.cc.o\tb\n'
   printf '0\t1000\t1\tcommon/CMakeFiles/podscope_common.dir/capture.cc.o\ta\n'
   printf '0\t2000\t1\tgenerated/podscope/v1/trace.pb.cc\tc\n'
   printf '0\t2000\t1\tgenerated/podscope/v1/trace.pb.h\tc\n'
@@ -24,7 +24,7 @@ mkdir -p "$dir/b"
   printf '2000\t4000\t1\tcommon/CMakeFiles/podscope_proto.dir/__/generated/podscope/v1/trace.pb.cc.o\td\n'
   printf '4000\t4500\t1\tbench/CMakeFiles/podscope_chunk_bench.dir/chunk_codec_benchmark.cc.o\ti\n'
   printf '3500\t4700\t1\ttests/podscope_kineto_fuzz\tg\n'
-  printf '1000\t31000\t1\ttests/CMakeFiles/podscope_api_tests.dir/coordinator/http/http_server_test.cc.o\te\n'
+  printf '1000\t31000\t1\ttests/CMakeFiles/podscope_api_tests.dir/http/http_server_test.cc.o\te\n'
   printf '31000\t33000\t1\ttests/podscope_api_tests\th\n'
 } >"$dir/b/.ninja_log"
 
@@ -40,7 +40,7 @@ bench             0.5        0.0
 fuzz              2.0        1.2
 
 slowest translation units (s, target):
-    30.0  tests/coordinator/http/http_server_test.cc  (podscope_api_tests)
+    30.0  tests/http/http_server_test.cc  (podscope_api_tests)
      2.0  generated/podscope/v1/trace.pb.cc  (podscope_proto)
      2.0  tests/fuzz/kineto_importer_fuzz.cc  (podscope_kineto_fuzz)
 

@@ -82,10 +82,10 @@ TEST(MemoryBudgetTest, AReportWaitsForTheBudgetAndTheNextBeyondTheQueueIs503) {
   auto report = [&](const std::string& name) { return fixture.Get("/v1/captures/c/" + name); };
 
   std::optional<MemoryBudget::Grant> everything(*api.memory_budget().Acquire(64 << 20));
-  std::optional<HttpResponse> waited;
+  std::optional<http::HttpResponse> waited;
   std::thread first([&] { waited = report("steps"); });
   ASSERT_TRUE(podscope::testing::WaitFor([&] { return api.memory_budget().waiting() == 1; }));
-  const HttpResponse busy = report("summary");
+  const http::HttpResponse busy = report("summary");
   EXPECT_EQ(busy.status, 503) << busy.body;
   EXPECT_NE(busy.body.find("memory budget (64 MiB)"), std::string::npos) << busy.body;
   bool retry_after = false;

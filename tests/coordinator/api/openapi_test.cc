@@ -25,7 +25,7 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   absl::Mutex mutations;
   common::SimulatedTimeSource time(0);
   RestApi api(**store, {}, time, mutations);
-  Router router;
+  http::Router router;
   api.Register(router);
   AgentRegistry registry({}, time);
   ClockAligner aligner;
@@ -42,10 +42,10 @@ TEST(OpenApiTest, DocumentMatchesTheRegisteredRoutes) {
   schedules_api.Register(router);
   RegisterUi(router);
   std::set<std::string> registered;
-  for (const Route& r : router.routes()) {
+  for (const http::Route& r : router.routes()) {
     std::string method = r.method;
     for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    registered.insert(method + " " + r.pattern + " " + std::string(AccessName(r.access)));
+    registered.insert(method + " " + r.pattern + " " + std::string(http::AccessName(r.access)));
   }
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -85,23 +85,23 @@ TEST(OpenApiTest, TheReportParameterListsEveryReport) {
 }
 
 TEST(OpenApiTest, OnlyTheProbesAndTheUisFilesAreOpenAndAnUnclassifiedRouteIsAdminOnly) {
-  EXPECT_EQ(Route{}.access, Access::kAdmin);
+  EXPECT_EQ(http::Route{}.access, http::Access::kAdmin);
   podscope::testing::ScratchDir dir;
   auto store = storage::RocksDbTraceStore::Open({.path = dir.File("db")});
   ASSERT_TRUE(store.ok());
   absl::Mutex mutations;
   common::SimulatedTimeSource time(0);
   RestApi api(**store, {}, time, mutations);
-  Router router;
+  http::Router router;
   api.Register(router);
   RegisterUi(router);
   std::set<std::string> open;
-  for (const Route& r : router.routes()) {
-    if (r.access == Access::kOpen) open.insert(r.pattern);
+  for (const http::Route& r : router.routes()) {
+    if (r.access == http::Access::kOpen) open.insert(r.pattern);
   }
   EXPECT_EQ(open, (std::set<std::string>{"/healthz", "/readyz", "/", "/ui/{file}"}));
-  EXPECT_TRUE(router.SetAccess("GET", "/metrics", Access::kOpen));
-  EXPECT_FALSE(router.SetAccess("GET", "/no-such-route", Access::kOpen));
+  EXPECT_TRUE(router.SetAccess("GET", "/metrics", http::Access::kOpen));
+  EXPECT_FALSE(router.SetAccess("GET", "/no-such-route", http::Access::kOpen));
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 
 #include "common/time_source.h"
 #include "coordinator/api/rest_api.h"
-#include "coordinator/http/http_types.h"
+#include "http/http_types.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/common/sample_trace.h"
 #include "tests/test_paths.h"
@@ -41,14 +41,13 @@ class RestApiFixture {
   }
   void Put(const storage::CaptureRecord& record) { EXPECT_TRUE(store_->PutCapture(record).ok()); }
 
-  coordinator::HttpResponse Get(const std::string& path,
-                                std::map<std::string, std::string> query = {}) {
+  http::HttpResponse Get(const std::string& path, std::map<std::string, std::string> query = {}) {
     std::map<std::string, std::string> params;
     bool path_matched = false;
-    const coordinator::Route* route = router_.Match("GET", path, &params, &path_matched);
+    const http::Route* route = router_.Match("GET", path, &params, &path_matched);
     EXPECT_NE(route, nullptr) << path;
-    if (route == nullptr) return coordinator::HttpResponse::Problem(404, "Not Found", path);
-    coordinator::HttpRequest r;
+    if (route == nullptr) return http::HttpResponse::Problem(404, "Not Found", path);
+    http::HttpRequest r;
     r.method = "GET";
     r.path = path;
     r.params = std::move(params);
@@ -64,7 +63,7 @@ class RestApiFixture {
   common::SimulatedTimeSource time_{0};
   absl::Mutex mutations_;
   coordinator::RestApi api_;
-  coordinator::Router router_;
+  http::Router router_;
 };
 
 }  // namespace podscope::testing

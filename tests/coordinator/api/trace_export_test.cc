@@ -20,13 +20,13 @@ TEST(TraceExportTest, ARankWithoutEventsIsNotFoundBeforeAnyBody) {
     return fixture.Get("/v1/captures/c/trace", std::move(query));
   };
   for (const char* format : {"json", "perfetto", "kineto"}) {
-    const HttpResponse missing = get({{"format", format}, {"ranks", "1"}});
+    const http::HttpResponse missing = get({{"format", format}, {"ranks", "1"}});
     EXPECT_EQ(missing.status, 404) << format;
     EXPECT_NE(missing.body.find("capture c holds no events of ranks 1"), std::string::npos)
         << missing.body;
     EXPECT_FALSE(missing.stream) << format;
   }
-  const HttpResponse twice = get({{"format", "kineto"}, {"ranks", "0,0"}});
+  const http::HttpResponse twice = get({{"format", "kineto"}, {"ranks", "0,0"}});
   EXPECT_EQ(twice.status, 200) << twice.body;
   EXPECT_TRUE(twice.stream);
   EXPECT_EQ(get({{"format", "kineto"}, {"ranks", "0-1"}}).status, 400);

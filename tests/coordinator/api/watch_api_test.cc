@@ -22,7 +22,7 @@ struct Fixture {
   std::unique_ptr<storage::RocksDbTraceStore> store;
   common::SimulatedTimeSource time{0};
   std::unique_ptr<watch::WatchService> service;
-  Router router;
+  http::Router router;
   std::unique_ptr<WatchApi> api;
 
   Fixture() { Open(); }
@@ -31,18 +31,18 @@ struct Fixture {
     store.reset();
     store = std::move(*storage::RocksDbTraceStore::Open({.path = dir.File("db")}));
     service = std::move(*watch::WatchService::Create(*store, time));
-    router = Router();
+    router = http::Router();
     api = std::make_unique<WatchApi>(*service);
     api->Register(router);
   }
-  HttpResponse Call(const std::string& method, const std::string& path, std::string body = "",
-                    std::map<std::string, std::string> query = {}) {
+  http::HttpResponse Call(const std::string& method, const std::string& path, std::string body = "",
+                          std::map<std::string, std::string> query = {}) {
     std::map<std::string, std::string> params;
     bool path_matched = false;
-    const Route* route = router.Match(method, path, &params, &path_matched);
+    const http::Route* route = router.Match(method, path, &params, &path_matched);
     EXPECT_NE(route, nullptr) << method << " " << path;
-    if (route == nullptr) return HttpResponse::Problem(404, "Not Found", path);
-    HttpRequest r;
+    if (route == nullptr) return http::HttpResponse::Problem(404, "Not Found", path);
+    http::HttpRequest r;
     r.method = method;
     r.path = path;
     r.body = std::move(body);
@@ -73,7 +73,7 @@ TEST(WatchApiTest, AStragglerShowsUpAsAFiringAlertWithItsEvidence) {
   sim::SummaryModel model(o);
   f.service->SetHost("llama", 6, "node-0");
   f.Watch(model, "llama");
-  const HttpResponse r = f.Call("GET", "/v1/alerts");
+  const http::HttpResponse r = f.Call("GET", "/v1/alerts");
   ASSERT_EQ(r.status, 200);
   simdjson::dom::parser parser;
   simdjson::dom::element doc = parser.parse(r.body);
@@ -194,7 +194,7 @@ TEST(WatchApiTest, MetricsOfA1024RankJobAreBoundedAndNameTheStraggler) {
 
 TEST(WatchApiTest, RulesAreCheckedStoredAndSurviveARestart) {
   Fixture f;
-  const HttpResponse bad =
+  const http::HttpResponse bad =
       f.Call("PUT", "/v1/alerts/rules",
              R"({"rules":[{"name":"s","kind":"straggler","min_share_of_step_tme":0.1}]})");
   EXPECT_EQ(bad.status, 400);
@@ -203,13 +203,13 @@ TEST(WatchApiTest, RulesAreCheckedStoredAndSurviveARestart) {
   EXPECT_THAT(f.Call("GET", "/v1/alerts/rules").body, HasSubstr("\"name\":\"hang\""))
       << "the defaults, unchanged";
 
-  const HttpResponse good =
+  const http::HttpResponse good =
       f.Call("PUT", "/v1/alerts/rules",
              R"({"window_steps": 12, "rules":[{"name":"stuck","kind":"hang","hang_after_s":5}]})");
   ASSERT_EQ(good.status, 200) << good.body;
   EXPECT_THAT(good.body, HasSubstr("\"window_steps\":12"));
   f.Open();  // a restart of the coordinator on the same store
-  const HttpResponse after = f.Call("GET", "/v1/alerts/rules");
+  const http::HttpResponse after = f.Call("GET", "/v1/alerts/rules");
   EXPECT_THAT(after.body, HasSubstr("\"name\":\"stuck\""));
   EXPECT_THAT(after.body, HasSubstr("\"hang_after_s\":5"));
   EXPECT_THAT(after.body, ::testing::Not(HasSubstr("\"name\":\"straggler\"")));
@@ -217,11 +217,11 @@ TEST(WatchApiTest, RulesAreCheckedStoredAndSurviveARestart) {
 
 TEST(WatchApiTest, RoutesCarryTheirRoles) {
   Fixture f;
-  std::map<std::string, Access> roles;
-  for (const Route& r : f.router.routes()) roles[r.method + " " + r.pattern] = r.access;
-  EXPECT_EQ(roles.at("GET /v1/alerts"), Access::kRead);
-  EXPECT_EQ(roles.at("GET /v1/alerts/rules"), Access::kRead);
-  EXPECT_EQ(roles.at("PUT /v1/alerts/rules"), Access::kAdmin);
+  std::map<std::string, http::Access> roles;
+  for (const http::Route& r : f.router.routes()) roles[r.method + " " + r.pattern] = r.access;
+  EXPECT_EQ(roles.at("GET /v1/alerts"), http::Access::kRead);
+  EXPECT_EQ(roles.at("GET /v1/alerts/rules"), http::Access::kRead);
+  EXPECT_EQ(roles.at("PUT /v1/alerts/rules"), http::Access::kAdmin);
 }
 
 }  // namespace

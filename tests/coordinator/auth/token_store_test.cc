@@ -12,15 +12,15 @@ namespace {
 constexpr char kReadToken[] = "read-token-0123456789";
 constexpr char kAdminToken[] = "admin-token-0123456789";
 
-std::string Line(std::string_view name, Access role, std::string_view token) {
+std::string Line(std::string_view name, http::Access role, std::string_view token) {
   absl::StatusOr<std::string> line = HashTokenLine(name, role, token);
   EXPECT_TRUE(line.ok()) << line.status();
   return line.value_or("");
 }
 
 TEST(TokenStoreTest, HashTokenLinesAreFoundByTheirTokenOnly) {
-  const std::string read = Line("alice", Access::kRead, kReadToken);
-  const std::string admin = Line("root", Access::kAdmin, kAdminToken);
+  const std::string read = Line("alice", http::Access::kRead, kReadToken);
+  const std::string admin = Line("root", http::Access::kAdmin, kAdminToken);
   EXPECT_EQ(read.find(kReadToken), std::string::npos) << "the token itself is in its line";
   EXPECT_TRUE(read.starts_with("alice read sha256$")) << read;
   absl::StatusOr<TokenStore> store =
@@ -29,27 +29,27 @@ TEST(TokenStoreTest, HashTokenLinesAreFoundByTheirTokenOnly) {
   EXPECT_EQ(store->size(), 2u);
   ASSERT_TRUE(store->Find(kReadToken).has_value());
   EXPECT_EQ(store->Find(kReadToken)->name, "alice");
-  EXPECT_EQ(store->Find(kReadToken)->role, Access::kRead);
-  EXPECT_EQ(store->Find(kAdminToken)->role, Access::kAdmin);
+  EXPECT_EQ(store->Find(kReadToken)->role, http::Access::kRead);
+  EXPECT_EQ(store->Find(kAdminToken)->role, http::Access::kAdmin);
   EXPECT_FALSE(store->Find("read-token-012345678").has_value());  // one byte short
   EXPECT_FALSE(store->Find("").has_value());
   // The same token hashed twice gives two lines (a fresh salt each time).
-  EXPECT_NE(Line("alice", Access::kRead, kReadToken), read);
+  EXPECT_NE(Line("alice", http::Access::kRead, kReadToken), read);
 }
 
 TEST(TokenStoreTest, HashTokenRefusesWeakTokensAndBadNames) {
-  EXPECT_FALSE(HashTokenLine("alice", Access::kRead, "short").ok());
-  EXPECT_FALSE(HashTokenLine("alice", Access::kRead, "has a space in it, 0123456789").ok());
-  EXPECT_FALSE(HashTokenLine("al ice", Access::kRead, kReadToken).ok());
-  EXPECT_FALSE(HashTokenLine("", Access::kRead, kReadToken).ok());
-  EXPECT_FALSE(HashTokenLine("alice", Access::kOpen, kReadToken).ok());
-  EXPECT_EQ(ParseRole("capture").value(), Access::kCapture);
+  EXPECT_FALSE(HashTokenLine("alice", http::Access::kRead, "short").ok());
+  EXPECT_FALSE(HashTokenLine("alice", http::Access::kRead, "has a space in it, 0123456789").ok());
+  EXPECT_FALSE(HashTokenLine("al ice", http::Access::kRead, kReadToken).ok());
+  EXPECT_FALSE(HashTokenLine("", http::Access::kRead, kReadToken).ok());
+  EXPECT_FALSE(HashTokenLine("alice", http::Access::kOpen, kReadToken).ok());
+  EXPECT_EQ(ParseRole("capture").value(), http::Access::kCapture);
   EXPECT_EQ(ParseRole("root").status().message(),
             "role \"root\" is not one of read, capture, admin");
 }
 
 TEST(TokenStoreTest, ABrokenFileNamesTheLine) {
-  const std::string good = Line("alice", Access::kRead, kReadToken);
+  const std::string good = Line("alice", http::Access::kRead, kReadToken);
   auto error = [](const std::string& text) {
     return std::string(TokenStore::Parse(text).status().message());
   };
@@ -67,29 +67,30 @@ TEST(TokenStoreTest, ABrokenFileNamesTheLine) {
 }
 
 TEST(TokenAuthorizerTest, AnswersEachCaseWithItsStatusAndCountsIt) {
-  absl::StatusOr<TokenStore> store = TokenStore::Parse(
-      Line("alice", Access::kRead, kReadToken) + "\n" + Line("root", Access::kAdmin, kAdminToken));
+  absl::StatusOr<TokenStore> store =
+      TokenStore::Parse(Line("alice", http::Access::kRead, kReadToken) + "\n" +
+                        Line("root", http::Access::kAdmin, kAdminToken));
   ASSERT_TRUE(store.ok());
   TokenAuthorizer authorizer(std::move(*store));
-  HttpRequest request{.method = "DELETE", .path = "/v1/captures/x"};
-  EXPECT_FALSE(authorizer.Check(request, Access::kOpen).has_value());
-  std::optional<HttpResponse> refusal = authorizer.Check(request, Access::kAdmin);
+  http::HttpRequest request{.method = "DELETE", .path = "/v1/captures/x"};
+  EXPECT_FALSE(authorizer.Check(request, http::Access::kOpen).has_value());
+  std::optional<http::HttpResponse> refusal = authorizer.Check(request, http::Access::kAdmin);
   ASSERT_TRUE(refusal.has_value());
   EXPECT_EQ(refusal->status, 401);
   EXPECT_EQ(refusal->content_type, "application/problem+json");
   request.headers["authorization"] = std::string("Bearer ") + kReadToken;
-  refusal = authorizer.Check(request, Access::kAdmin);
+  refusal = authorizer.Check(request, http::Access::kAdmin);
   ASSERT_TRUE(refusal.has_value());
   EXPECT_EQ(refusal->status, 403);
   EXPECT_EQ(refusal->body.find(kReadToken), std::string::npos);
-  EXPECT_FALSE(authorizer.Check(request, Access::kRead).has_value());
+  EXPECT_FALSE(authorizer.Check(request, http::Access::kRead).has_value());
   request.headers["authorization"] =
       std::string("bearer ") + kAdminToken;  // the scheme is case-insensitive
-  EXPECT_FALSE(authorizer.Check(request, Access::kAdmin).has_value());
+  EXPECT_FALSE(authorizer.Check(request, http::Access::kAdmin).has_value());
   request.headers["authorization"] = std::string("Basic ") + kAdminToken;
-  EXPECT_EQ(authorizer.Check(request, Access::kRead)->status, 401);
+  EXPECT_EQ(authorizer.Check(request, http::Access::kRead)->status, 401);
   request.headers["authorization"] = "Bearer nobody-holds-this-token";
-  EXPECT_EQ(authorizer.Check(request, Access::kRead)->status, 401);
+  EXPECT_EQ(authorizer.Check(request, http::Access::kRead)->status, 401);
   std::string metrics;
   authorizer.AppendMetrics(&metrics);
   EXPECT_NE(metrics.find("podscope_auth_failures_total{reason=\"missing_token\"} 1\n"),
@@ -102,9 +103,10 @@ TEST(TokenAuthorizerTest, AnswersEachCaseWithItsStatusAndCountsIt) {
             std::string::npos)
       << metrics;
   // A new file replaces the old tokens at once.
-  authorizer.Replace(*TokenStore::Parse(Line("carol", Access::kCapture, "carol-token-0123456789")));
+  authorizer.Replace(
+      *TokenStore::Parse(Line("carol", http::Access::kCapture, "carol-token-0123456789")));
   request.headers["authorization"] = std::string("Bearer ") + kAdminToken;
-  EXPECT_EQ(authorizer.Check(request, Access::kRead)->status, 401);
+  EXPECT_EQ(authorizer.Check(request, http::Access::kRead)->status, 401);
 }
 
 }  // namespace

@@ -285,6 +285,24 @@ TEST_F(CaptureSchedulerTest, BadSpecsAndUnknownJobsAreRefused) {
       << missing;
 }
 
+// Evidence and scheduled captures start a second later than one somebody waits on, with the
+// ranks asked for; a refusal is StartCapture's.
+TEST_F(CaptureSchedulerTest, ABackgroundCaptureStartsASecondLater) {
+  MakeScheduler();
+  Connect("a", {0, 1}, 0);
+  absl::StatusOr<std::string> id = scheduler_->StartBackgroundCapture(
+      {.job = "j", .ranks = {1}, .duration_ns = 2'000'000'000, .delay_ns = 123});
+  ASSERT_TRUE(id.ok()) << id.status();
+  const absl::StatusOr<storage::CaptureRecord> r = store_->GetCapture(*id);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->window_start_ns,
+            kStart + kBackgroundCaptureLeadNs + options_.min_lead_ns + options_.lead_per_agent_ns);
+  ASSERT_EQ(r->workers.size(), 1u);
+  EXPECT_EQ(r->workers[0].rank, 1);
+  EXPECT_EQ(scheduler_->StartBackgroundCapture({.job = "other", .duration_ns = 1}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST_F(CaptureSchedulerTest, HappyPathEndsCompleteWithFrozenClocks) {
   MakeScheduler();
   scheduler_->Start();

@@ -65,7 +65,7 @@ TEST(ShardRouterTest, AnAgentListedByTwoReplicasIsListedOnceAsConnected) {
 }
 
 TEST(ShardRouterTest, ARequestGoesOnWithItsPathAndQueryEncoded) {
-  HttpRequest r;
+  http::HttpRequest r;
   r.path = "/v1/captures/cap 1/steps";
   r.query = {{"window", "hta"}, {"ranks", "0-3,7"}};
   EXPECT_EQ(RequestTarget(r), "/v1/captures/cap%201/steps?ranks=0-3%2C7&window=hta");
@@ -101,15 +101,15 @@ TEST(ShardRouterTest, APeerThatFailedToAnswerIsNotAskedAgainForAWhile) {
   common::SimulatedTimeSource time(1'000'000'000);
   ShardRouter router(**membership, "", time);
   const ShardMember b = (*membership)->current()->peers().at(0);
-  const HttpRequest request;
+  const http::HttpRequest request;
 
-  absl::StatusOr<HttpClientResponse> first =
+  absl::StatusOr<http::HttpClientResponse> first =
       router.Call(b, "GET", "/v1/captures/x", request, "", ShardRouter::CallKind::kLookup);
   ASSERT_FALSE(first.ok());
   EXPECT_EQ(first.status().code(), absl::StatusCode::kDeadlineExceeded) << first.status();
   // Within the 5 s: refused without a call, saying why and for how long.
   time.AdvanceBy(1'000'000'000);
-  absl::StatusOr<HttpClientResponse> quiet =
+  absl::StatusOr<http::HttpClientResponse> quiet =
       router.Call(b, "GET", "/v1/captures/x", request, "", ShardRouter::CallKind::kLookup);
   ASSERT_FALSE(quiet.ok());
   EXPECT_EQ(quiet.status().code(), absl::StatusCode::kUnavailable);
@@ -124,7 +124,7 @@ TEST(ShardRouterTest, APeerThatFailedToAnswerIsNotAskedAgainForAWhile) {
       << metrics;
   // After it, asked again (and it still does not answer).
   time.AdvanceBy(4'000'000'001);
-  absl::StatusOr<HttpClientResponse> again =
+  absl::StatusOr<http::HttpClientResponse> again =
       router.Call(b, "GET", "/v1/captures/x", request, "", ShardRouter::CallKind::kLookup);
   EXPECT_EQ(again.status().code(), absl::StatusCode::kDeadlineExceeded) << again.status();
   close(hung);

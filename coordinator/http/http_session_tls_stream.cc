@@ -1,9 +1,0 @@
-// A TLS session's streamed responses (Session::WriteStreamed of http_session_impl.h over
-// beast::ssl_stream).
-#include "coordinator/http/http_session_impl.h"
-
-namespace podscope::coordinator::http_session {
-
-template asio::awaitable<bool> Session<TlsStream>::WriteStreamed(HttpResponse&, unsigned, bool);
-
-}  // namespace podscope::coordinator::http_session
