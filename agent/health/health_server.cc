@@ -1,93 +1,60 @@
 #include "agent/health/health_server.h"
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <thread>
+#include <utility>
 
 #include "common/host_port.h"
 #include "common/str_util.h"
 
 namespace podscope::agent {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-
-struct HealthServer::State {
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
-  ReadyCheck ready;
-  uint16_t port = 0;
-  int sessions = 0;  // only touched on the server's thread
-  std::thread thread;
-};
-
 namespace {
 
-constexpr int kMaxSessions = 16;
+// Health checks come from the kubelet or a container runtime on the node: a handful of
+// connections, short headers, no bodies, and nothing to wait for.
+http::HttpLimits HealthLimits() {
+  http::HttpLimits limits;
+  limits.max_body_bytes = 0;
+  limits.max_upload_bytes = 0;
+  limits.max_header_bytes = 8 << 10;
+  limits.max_connections = 16;
+  limits.max_connections_per_client = 16;
+  limits.max_unauthenticated_connections = 16;
+  limits.max_unauthenticated_per_client = 16;
+  limits.max_connections_per_token = 16;
+  limits.idle_timeout_seconds = 2;
+  limits.header_timeout_seconds = 2;
+  limits.progress_interval_seconds = 2;
+  limits.io_threads = 1;
+  limits.heavy_threads = 1;
+  limits.stream_threads = 1;
+  limits.forward_threads = 1;
+  return limits;
+}
 
-http::response<http::string_body> Answer(const http::request<http::empty_body>& request,
-                                         HealthServer::ReadyCheck& ready) {
-  http::response<http::string_body> response;
-  response.version(11);
-  response.set(http::field::content_type, "text/plain");
-  response.set(http::field::connection, "close");
-  std::string why;
-  if (request.method() != http::verb::get && request.method() != http::verb::head) {
-    response.result(http::status::method_not_allowed);
-    response.body() = "GET only\n";
-  } else if (request.target() == "/healthz") {
-    response.result(http::status::ok);
-    response.body() = "ok\n";
-  } else if (request.target() == "/readyz") {
-    const bool ok = ready(&why);
-    response.result(ok ? http::status::ok : http::status::service_unavailable);
-    response.body() = ok ? "ready\n" : why + "\n";
-  } else {
-    response.result(http::status::not_found);
-    response.body() = "/healthz or /readyz\n";
-  }
-  response.prepare_payload();
+http::HttpResponse PlainText(int status, std::string body) {
+  http::HttpResponse response;
+  response.status = status;
+  response.content_type = "text/plain";
+  response.body = std::move(body);
   return response;
 }
 
-// One connection: a request within 2 s, the answer within 2 s more. Asynchronous, because
-// Beast's timers bound only asynchronous operations: a client that connects and sends nothing is
-// dropped when its time is up, and meanwhile the others are served.
-asio::awaitable<void> Serve(HealthServer::State& state, tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
-  stream.expires_after(std::chrono::seconds(2));
-  beast::flat_buffer buffer(8192);
-  http::request_parser<http::empty_body> parser;
-  parser.header_limit(8192);
-  parser.body_limit(0);
-  auto [read_ec, read_bytes] =
-      co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-  if (!read_ec) {
-    http::response<http::string_body> response = Answer(parser.get(), state.ready);
-    stream.expires_after(std::chrono::seconds(2));
-    co_await http::async_write(stream, response, asio::as_tuple(asio::use_awaitable));
-  }
-  beast::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-  --state.sessions;
-}
-
-asio::awaitable<void> AcceptLoop(HealthServer::State& state) {
-  while (true) {
-    auto [ec, socket] = co_await state.acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
-    if (ec == asio::error::operation_aborted || !state.acceptor.is_open()) co_return;
-    if (ec) continue;
-    // At most kMaxSessions at once (each lives 4 s at most): past that, closed at once.
-    if (state.sessions >= kMaxSessions) continue;
-    ++state.sessions;
-    asio::co_spawn(state.io, Serve(state, std::move(socket)), asio::detached);
-  }
-}
-
 }  // namespace
+
+HealthServer::HealthServer(ReadyCheck ready) : ready_(std::move(ready)) {
+  router_.Add({.method = "GET",
+               .pattern = "/healthz",
+               .handler = [](http::HttpRequest&) { return PlainText(200, "ok\n"); },
+               .access = http::Access::kOpen});
+  router_.Add({.method = "GET",
+               .pattern = "/readyz",
+               .handler =
+                   [this](http::HttpRequest&) {
+                     std::string why;
+                     if (ready_(&why)) return PlainText(200, "ready\n");
+                     return PlainText(503, why + "\n");
+                   },
+               .access = http::Access::kOpen});
+}
 
 absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& address,
                                                                   ReadyCheck ready) {
@@ -95,39 +62,17 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::str
       common::ParseHostPort(address, {.allow_port_zero = true});
   if (!parsed.ok())
     return absl::InvalidArgumentError(common::StrCat("health: ", parsed.status().message()));
-  auto state = std::make_unique<State>();
-  state->ready = std::move(ready);
-  beast::error_code ec;
-  const asio::ip::address ip = asio::ip::make_address(parsed->host, ec);
-  if (ec)
-    return absl::InvalidArgumentError(
-        common::StrCat("health: \"", parsed->host, "\" is not an IP address"));
-  const tcp::endpoint endpoint(ip, parsed->port);
-  state->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) state->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) state->acceptor.bind(endpoint, ec);
-  if (!ec) state->acceptor.listen(16, ec);
-  if (ec)
-    return absl::UnavailableError(
-        common::StrCat("health: cannot listen on ", address, ": ", ec.message()));
-  state->port = state->acceptor.local_endpoint().port();
-  asio::co_spawn(state->io, AcceptLoop(*state), asio::detached);
-  State* s = state.get();
-  state->thread = std::thread([s] { s->io.run(); });
-  return std::unique_ptr<HealthServer>(new HealthServer(std::move(state)));
+  std::unique_ptr<HealthServer> health(new HealthServer(std::move(ready)));
+  health->server_ = std::make_unique<http::HttpServer>(health->router_, HealthLimits());
+  const absl::StatusOr<uint16_t> port = health->server_->Start(parsed->host, parsed->port);
+  if (!port.ok())
+    return absl::Status(port.status().code(), common::StrCat("health: ", port.status().message()));
+  health->port_ = *port;
+  return health;
 }
-
-HealthServer::HealthServer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 HealthServer::~HealthServer() {
-  asio::post(state_->io, [s = state_.get()] {
-    beast::error_code ec;
-    s->acceptor.close(ec);
-  });
-  state_->io.stop();
-  if (state_->thread.joinable()) state_->thread.join();
+  if (server_ != nullptr) server_->Stop(/*grace_seconds=*/1);
 }
-
-uint16_t HealthServer::port() const { return state_->port; }
 
 }  // namespace podscope::agent

@@ -23,8 +23,9 @@ std::string Exchange(uint16_t port, const std::string& request) {
   return answer;
 }
 
+// As the kubelet's prober asks: one request, and the connection closed after its answer.
 std::string Get(uint16_t port, const std::string& path) {
-  return Exchange(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  return Exchange(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 }
 
 TEST(HealthServerTest, LiveAlwaysReadyOnlyWhenConnectedAndNothingElse) {
@@ -43,13 +44,17 @@ TEST(HealthServerTest, LiveAlwaysReadyOnlyWhenConnectedAndNothingElse) {
   ready = true;
   EXPECT_EQ(Get(port, "/readyz").rfind("HTTP/1.1 200", 0), 0u);
   EXPECT_EQ(Get(port, "/v1/captures").rfind("HTTP/1.1 404", 0), 0u);
-  EXPECT_EQ(Exchange(port, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+  EXPECT_EQ(Exchange(port,
+                     "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: "
+                     "close\r\n\r\n")
                 .rfind("HTTP/1.1 405", 0),
             0u);
-  // Garbage, or headers past 8 KiB, get no answer; the server goes on serving.
-  EXPECT_EQ(Exchange(port, "\x16\x03\x01 not http\r\n\r\n"), "");
-  EXPECT_EQ(Exchange(port, "GET /healthz HTTP/1.1\r\nX: " + std::string(10'000, 'a') + "\r\n\r\n"),
-            "");
+  // Garbage gets a 400 and headers past 8 KiB a 431, and the connection is closed; the server
+  // goes on serving.
+  EXPECT_EQ(Exchange(port, "\x16\x03\x01 not http\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(Exchange(port, "GET /healthz HTTP/1.1\r\nX: " + std::string(10'000, 'a') + "\r\n\r\n")
+                .rfind("HTTP/1.1 431", 0),
+            0u);
   EXPECT_EQ(Get(port, "/healthz").rfind("HTTP/1.1 200", 0), 0u);
 }
 
