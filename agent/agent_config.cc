@@ -1,6 +1,7 @@
 #include "agent/agent_config.h"
 
 #include "common/json_config.h"
+#include "common/status_macros.h"
 
 namespace podscope::agent {
 
@@ -74,9 +75,8 @@ absl::Status ApplyAgentConfig(const boost::json::object& root, AgentSettings* s)
 }
 
 absl::Status LoadAgentConfig(const std::string& path, AgentSettings* s) {
-  absl::StatusOr<boost::json::object> root = common::ReadJsonConfig(path);
-  if (!root.ok()) return root.status();
-  if (absl::Status status = ApplyAgentConfig(*root, s); !status.ok()) {
+  ASSIGN_OR_RETURN(boost::json::object root, common::ReadJsonConfig(path));
+  if (absl::Status status = ApplyAgentConfig(root, s); !status.ok()) {
     return absl::InvalidArgumentError("config " + path + ": " + std::string(status.message()));
   }
   return absl::OkStatus();

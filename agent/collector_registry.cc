@@ -3,6 +3,7 @@
 #include "agent/collectors/probe_collector.h"
 #include "agent/collectors/simulated_ranks.h"
 #include "agent/host/gpu_reader.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -11,10 +12,9 @@ namespace podscope::agent {
 namespace {
 
 absl::StatusOr<std::unique_ptr<Collector>> MakeSimulated(const CollectorConfig& config) {
-  absl::StatusOr<SimulationSpec> spec = ParseSimulationSpec(config.simulate);
-  if (!spec.ok()) return spec.status();
+  ASSIGN_OR_RETURN(SimulationSpec spec, ParseSimulationSpec(config.simulate));
   return std::unique_ptr<Collector>(
-      new SimulatedRanksCollector(*std::move(spec), config.host, *config.clock));
+      new SimulatedRanksCollector(std::move(spec), config.host, *config.clock));
 }
 
 absl::StatusOr<std::unique_ptr<Collector>> MakeProbes(const CollectorConfig& config) {
@@ -35,10 +35,9 @@ absl::StatusOr<std::unique_ptr<Collector>> MakeProbes(const CollectorConfig& con
   options.server.allowed_uids.assign(config.probe_allowed_uids.begin(),
                                      config.probe_allowed_uids.end());
   auto sampler = std::make_unique<host::HostSampler>(sampling, std::move(gpus));
-  absl::StatusOr<std::unique_ptr<ProbeCollector>> probes =
-      ProbeCollector::Start(options, *config.clock, std::move(sampler));
-  if (!probes.ok()) return probes.status();
-  return std::unique_ptr<Collector>(*std::move(probes));
+  ASSIGN_OR_RETURN(std::unique_ptr<ProbeCollector> probes,
+                   ProbeCollector::Start(options, *config.clock, std::move(sampler)));
+  return std::unique_ptr<Collector>(std::move(probes));
 }
 
 constexpr CollectorKind kKinds[] = {

@@ -14,6 +14,7 @@
 #include "agent/sharded_agent.h"
 #include "common/daemon_process.h"
 #include "common/status_format.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "common/unix_socket.h"
 #include "podscope/version.h"
@@ -130,11 +131,10 @@ absl::Status ResolveIdentity(Settings* settings) {
 // to do.
 absl::StatusOr<podscope::agent::AgentClock> MakeClock(const Settings& settings) {
   if (settings.simulate.empty()) return podscope::agent::AgentClock();
-  absl::StatusOr<podscope::agent::SimulationSpec> spec =
-      podscope::agent::ParseSimulationSpec(settings.simulate);
-  if (!spec.ok()) return spec.status();
-  podscope::agent::AgentClock clock(static_cast<int64_t>(spec->clock_offset_ms * 1e6),
-                                    spec->drift_ppm, podscope::agent::HostNowNs());
+  ASSIGN_OR_RETURN(podscope::agent::SimulationSpec spec,
+                   podscope::agent::ParseSimulationSpec(settings.simulate));
+  podscope::agent::AgentClock clock(static_cast<int64_t>(spec.clock_offset_ms * 1e6),
+                                    spec.drift_ppm, podscope::agent::HostNowNs());
   // Tests compare the coordinator's fitted model against this exact skew.
   spdlog::info("simulated clock skew: offset_ns={} drift_ppb={} reference_ns={}",
                clock.skew().offset_ns, clock.skew().drift_ppb, clock.skew().reference_ns);

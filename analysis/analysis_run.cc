@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "analysis/parallel_for.h"
+#include "common/status_macros.h"
 #include "common/step_pattern.h"
 #include "common/str_util.h"
 
@@ -184,7 +185,7 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
   AnalysisResults results;
   if (temporal) results.temporal.emplace().window = request.window;
   tables->workers.clear();
-  absl::Status read = workers.ForEachWorker([&](const common::WorkerTrace& trace) {
+  RETURN_IF_ERROR(workers.ForEachWorker([&](const common::WorkerTrace& trace) {
     tables->workers.push_back(Tables(trace));
     WorkerSteps worker_steps = need_steps ? FindSteps(trace, request.steps) : WorkerSteps();
     if (kernels) kernel_fold.Add(trace);
@@ -208,8 +209,7 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
       steps.push_back(std::move(worker_steps));
     }
     return absl::OkStatus();
-  });
-  if (!read.ok()) return read;
+  }));
   const common::CaptureView view(*tables);
   const size_t n = view.size();
   // The per-worker results are in the order the source gave; the view's must be the same.
@@ -233,14 +233,13 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
   if (need_breakdown) {
     std::vector<WorkerBreakdown> breakdown;
     std::vector<WorkerInput> inputs;
-    read = workers.ForEachWorker([&](const common::WorkerTrace& trace) {
+    RETURN_IF_ERROR(workers.ForEachWorker([&](const common::WorkerTrace& trace) {
       const size_t w = breakdown.size();
       if (!Same(view, w, trace)) return Changed();
       breakdown.push_back(ComputeWorkerBreakdown(trace, steps[w], &results.communication->wait[w]));
       if (input) inputs.push_back(ComputeWorkerInput(trace, breakdown.back()));
       return absl::OkStatus();
-    });
-    if (!read.ok()) return read;
+    }));
     if (breakdown.size() != n) return Changed();
     results.breakdown = std::move(breakdown);
     if (input) results.input = FinishInput(std::move(inputs));
@@ -257,14 +256,13 @@ absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& worker
   if (stragglers && !results.stragglers->stragglers.empty()) {
     std::vector<WorkerNameTimes> names;
     StepReplay replay(*results.communication);
-    read = workers.ForEachWorker([&](const common::WorkerTrace& trace) {
+    RETURN_IF_ERROR(workers.ForEachWorker([&](const common::WorkerTrace& trace) {
       const size_t w = names.size();
       if (!Same(view, w, trace)) return Changed();
       names.push_back(TimeByNameFor(trace, steps[w], *results.stragglers));
       replay.AddWorker(trace, FindSteps(trace, request.steps));
       return absl::OkStatus();
-    });
-    if (!read.ok()) return read;
+    }));
     if (names.size() != n) return Changed();
     AddNamedExcess(names, &*results.stragglers);
     AddStepTimeLoss(replay, &*results.stragglers);

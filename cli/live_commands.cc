@@ -14,6 +14,7 @@
 #include "cli/terminal_progress.h"
 #include "common/parse_number.h"
 #include "common/ranges.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "http/http_client.h"
 
@@ -147,10 +148,9 @@ absl::StatusOr<std::string> CaptureRequestBody(const LiveOptions& o, int64_t dur
   std::string body = common::StrCat("{\"job\":\"", o.job, "\",\"duration_ms\":", duration_ms,
                                     ",\"delay_ms\":", delay_ms);
   if (!o.ranks.empty()) {
-    absl::StatusOr<std::vector<int32_t>> ranks = common::ParseRankList(o.ranks);
-    if (!ranks.ok()) return ranks.status();
+    ASSIGN_OR_RETURN(std::vector<int32_t> ranks, common::ParseRankList(o.ranks));
     body += ",\"ranks\":[";
-    for (size_t i = 0; i < ranks->size(); ++i) common::StrAppend(&body, i ? "," : "", (*ranks)[i]);
+    for (size_t i = 0; i < ranks.size(); ++i) common::StrAppend(&body, i ? "," : "", (ranks)[i]);
     body += "]";
   }
   if (o.max_events_per_worker > 0)
@@ -174,12 +174,11 @@ absl::StatusOr<std::string> FollowCapture(const http::ServerAddress& server, con
   std::string last_line, state;
   simdjson::dom::parser parser;
   while (true) {
-    absl::StatusOr<http::HttpClientResponse> s =
-        http::HttpRequestTo(server, "GET", "/v1/captures/" + http::UrlEncode(id));
-    if (!s.ok()) return s.status();
-    if (s->status != 200) return absl::UnavailableError(http::ProblemDetail(*s));
+    ASSIGN_OR_RETURN(http::HttpClientResponse s,
+                     http::HttpRequestTo(server, "GET", "/v1/captures/" + http::UrlEncode(id)));
+    if (s.status != 200) return absl::UnavailableError(http::ProblemDetail(s));
     simdjson::dom::element c;
-    if (parser.parse(s->body).get(c) != simdjson::SUCCESS)
+    if (parser.parse(s.body).get(c) != simdjson::SUCCESS)
       return absl::DataLossError("unreadable answer");
     state = Str(c["state"]);
     std::map<std::string, int> by_state;
@@ -218,17 +217,17 @@ absl::StatusOr<std::string> FollowCapture(const http::ServerAddress& server, con
 // where to look next.
 absl::Status PrintOutcome(const http::ServerAddress& server, const std::string& id,
                           const OnlineOptions& online, const LiveOptions& o) {
-  absl::StatusOr<http::HttpClientResponse> rep = http::HttpRequestTo(
-      server, "GET", common::StrCat("/v1/captures/", http::UrlEncode(id), "/summary?format=table"));
-  if (!rep.ok()) return rep.status();
-  if (rep->status != 200) return absl::UnavailableError(http::ProblemDetail(*rep));
+  ASSIGN_OR_RETURN(http::HttpClientResponse rep,
+                   http::HttpRequestTo(server, "GET",
+                                       common::StrCat("/v1/captures/", http::UrlEncode(id),
+                                                      "/summary?format=table")));
+  if (rep.status != 200) return absl::UnavailableError(http::ProblemDetail(rep));
   std::printf("\n");
-  std::fwrite(rep->body.data(), 1, rep->body.size(), stdout);
+  std::fwrite(rep.body.data(), 1, rep.body.size(), stdout);
   if (!o.trace_path.empty()) {
-    absl::StatusOr<uint64_t> bytes = DownloadTrace(server, id, o.trace_path);
-    if (!bytes.ok()) return bytes.status();
+    ASSIGN_OR_RETURN(uint64_t bytes, DownloadTrace(server, id, o.trace_path));
     std::printf("\nmerged trace (aligned clocks, one process per rank): %s (%s)\n",
-                o.trace_path.c_str(), HumanBytes(*bytes).c_str());
+                o.trace_path.c_str(), HumanBytes(bytes).c_str());
   }
   std::printf("\nmore: podscope --server %s report %s --report stragglers --report pod (or all)\n",
               online.server.c_str(), id.c_str());

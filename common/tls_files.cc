@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/file_io.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::common {
@@ -53,17 +54,15 @@ absl::Status CheckTlsChoice(const TlsFiles& files, bool insecure, std::string_vi
                files.cert.empty() ? "--tls-cert " : "", files.key.empty() ? "--tls-key " : "",
                files.ca.empty() ? "--tls-ca" : ""));
   }
-  absl::StatusOr<std::string> cert = ReadPemFile(files.cert, "--tls-cert");
-  if (!cert.ok()) return cert.status();
-  auto cert_bio = MemoryBio(*cert);
+  ASSIGN_OR_RETURN(std::string cert, ReadPemFile(files.cert, "--tls-cert"));
+  auto cert_bio = MemoryBio(cert);
   std::unique_ptr<X509, X509Free> leaf(
       PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
   if (leaf == nullptr)
     return absl::InvalidArgumentError(
         StrCat("--tls-cert ", files.cert, " holds no PEM certificate"));
-  absl::StatusOr<std::string> key = ReadPemFile(files.key, "--tls-key");
-  if (!key.ok()) return key.status();
-  auto key_bio = MemoryBio(*key);
+  ASSIGN_OR_RETURN(std::string key, ReadPemFile(files.key, "--tls-key"));
+  auto key_bio = MemoryBio(key);
   std::unique_ptr<EVP_PKEY, KeyFree> private_key(
       PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   if (private_key == nullptr)
@@ -72,9 +71,8 @@ absl::Status CheckTlsChoice(const TlsFiles& files, bool insecure, std::string_vi
     return absl::InvalidArgumentError(
         StrCat("--tls-key ", files.key, " is not the key of the certificate in ", files.cert));
   }
-  absl::StatusOr<std::string> ca = ReadPemFile(files.ca, "--tls-ca");
-  if (!ca.ok()) return ca.status();
-  auto ca_bio = MemoryBio(*ca);
+  ASSIGN_OR_RETURN(std::string ca, ReadPemFile(files.ca, "--tls-ca"));
+  auto ca_bio = MemoryBio(ca);
   std::unique_ptr<X509, X509Free> root(PEM_read_bio_X509(ca_bio.get(), nullptr, nullptr, nullptr));
   if (root == nullptr)
     return absl::InvalidArgumentError(StrCat("--tls-ca ", files.ca, " holds no PEM certificate"));

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::common {
@@ -46,8 +47,7 @@ UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
 }
 
 absl::StatusOr<UniqueFd> ListenUnix(const std::string& path, mode_t mode, int backlog) {
-  absl::StatusOr<sockaddr_un> address = AddressOf(path);
-  if (!address.ok()) return address.status();
+  ASSIGN_OR_RETURN(sockaddr_un address, AddressOf(path));
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
@@ -62,7 +62,7 @@ absl::StatusOr<UniqueFd> ListenUnix(const std::string& path, mode_t mode, int ba
   }
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Errno("socket for", path);
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0)
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0)
     return Errno("binding", path);
   if (::chmod(path.c_str(), mode & ~static_cast<mode_t>(S_IRWXO)) != 0) return Errno("chmod", path);
   if (::listen(fd.get(), backlog) != 0) return Errno("listening on", path);
@@ -70,11 +70,10 @@ absl::StatusOr<UniqueFd> ListenUnix(const std::string& path, mode_t mode, int ba
 }
 
 absl::StatusOr<UniqueFd> ConnectUnix(const std::string& path) {
-  absl::StatusOr<sockaddr_un> address = AddressOf(path);
-  if (!address.ok()) return address.status();
+  ASSIGN_OR_RETURN(sockaddr_un address, AddressOf(path));
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Errno("socket for", path);
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0) {
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
     return Errno("connecting to", path);
   }
   return fd;

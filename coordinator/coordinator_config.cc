@@ -1,6 +1,7 @@
 #include "coordinator/coordinator_config.h"
 
 #include "common/json_config.h"
+#include "common/status_macros.h"
 #include "coordinator/shards/shard_map.h"
 
 namespace podscope::coordinator {
@@ -248,9 +249,8 @@ absl::Status ApplyCoordinatorConfig(const boost::json::object& root, Coordinator
 }
 
 absl::Status LoadCoordinatorConfig(const std::string& path, CoordinatorSettings* s) {
-  absl::StatusOr<boost::json::object> root = common::ReadJsonConfig(path);
-  if (!root.ok()) return root.status();
-  if (absl::Status status = ApplyCoordinatorConfig(*root, s); !status.ok()) {
+  ASSIGN_OR_RETURN(boost::json::object root, common::ReadJsonConfig(path));
+  if (absl::Status status = ApplyCoordinatorConfig(root, s); !status.ok()) {
     return absl::InvalidArgumentError("config " + path + ": " + std::string(status.message()));
   }
   return absl::OkStatus();

@@ -73,17 +73,16 @@ absl::StatusOr<ServerAddress> RedirectTarget(const ServerAddress& from, const st
                                                  "\", not an absolute http(s) URL"));
   }
   const size_t path_at = location.find('/', location.find("://") + 3);
-  absl::StatusOr<ServerAddress> to = ParseServerUrl(location.substr(0, path_at));
-  if (!to.ok()) return to.status();
-  if (from.tls && !to->tls) {
+  ASSIGN_OR_RETURN(ServerAddress to, ParseServerUrl(location.substr(0, path_at)));
+  if (from.tls && !to.tls) {
     return absl::UnavailableError(
         common::StrCat("refusing a redirect from https to ", location.substr(0, 200)));
   }
   *target = path_at == std::string::npos ? "/" : location.substr(path_at);
   ServerAddress next = from;
-  next.host = to->host;
-  next.port = to->port;
-  next.tls = to->tls;
+  next.host = to.host;
+  next.port = to.port;
+  next.tls = to.tls;
   next.base_path.clear();
   return next;
 }
@@ -111,10 +110,9 @@ absl::StatusOr<HttpClientResponse> HttpRequestTo(const ServerAddress& server,
       return absl::UnavailableError(
           common::StrCat("more than 3 redirects for ", method, " ", target));
     std::string next_target;
-    absl::StatusOr<ServerAddress> next =
-        RedirectTarget(at, response->headers["location"], &next_target);
-    if (!next.ok()) return next.status();
-    at = *std::move(next);
+    ASSIGN_OR_RETURN(ServerAddress next,
+                     RedirectTarget(at, response->headers["location"], &next_target));
+    at = std::move(next);
     response = HttpRequestOnce(at, method, next_target, body, content_type, progress);
   }
   return response;

@@ -491,23 +491,21 @@ absl::StatusOr<std::string> SettingKey(std::string_view name) {
 }  // namespace
 
 absl::Status RocksDbTraceStore::PutSetting(std::string_view name, std::string_view value) {
-  absl::StatusOr<std::string> key = SettingKey(name);
-  if (!key.ok()) return key.status();
+  ASSIGN_OR_RETURN(std::string key, SettingKey(name));
   if (value.size() > kMaxSettingBytes) {
     return absl::InvalidArgumentError(
         common::StrCat("setting ", name, " is larger than ", kMaxSettingBytes, " bytes"));
   }
   rocksdb::WriteBatch batch;
-  ROCKSDB_CALL(batch.Put(handles_[kDefault], *key, rocksdb::Slice(value.data(), value.size())));
+  ROCKSDB_CALL(batch.Put(handles_[kDefault], key, rocksdb::Slice(value.data(), value.size())));
   ROCKSDB_CALL(Commit(*db_, Synced(), batch));
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<std::string>> RocksDbTraceStore::GetSetting(std::string_view name) {
-  absl::StatusOr<std::string> key = SettingKey(name);
-  if (!key.ok()) return key.status();
+  ASSIGN_OR_RETURN(std::string key, SettingKey(name));
   std::string value;
-  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kDefault], *key, &value);
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kDefault], key, &value);
   if (s.IsNotFound()) return std::optional<std::string>();
   ROCKSDB_CALL(s);
   return std::optional<std::string>(std::move(value));

@@ -316,16 +316,15 @@ absl::StatusOr<std::vector<common::WorkerTrace>> SimulatedRanksCollector::TakeRe
   // Events are handed over once they have ended on true time; what is generated here is held
   // outside the lock (only the capture's own run takes a rank's events).
   const TimeNs now_host = clock_.ToHost(clock_.Now());
-  absl::StatusOr<Recording> rec = Find(capture_id, rank);
-  if (!rec.ok()) return rec.status();
-  if (rec->actual_start == 0 || rec->actual_stop != 0) return std::vector<common::WorkerTrace>();
-  const TimeNs begin = clock_.ToHost(rec->actual_start);
+  ASSIGN_OR_RETURN(Recording rec, Find(capture_id, rank));
+  if (rec.actual_start == 0 || rec.actual_stop != 0) return std::vector<common::WorkerTrace>();
+  const TimeNs begin = clock_.ToHost(rec.actual_start);
   const Recording::Taken taken =
-      rec->taken.count(rank) ? rec->taken.at(rank) : Recording::Taken{begin - 1, 0};
+      rec.taken.count(rank) ? rec.taken.at(rank) : Recording::Taken{begin - 1, 0};
   if (now_host <= taken.until) return std::vector<common::WorkerTrace>();
   std::vector<common::WorkerTrace> pieces = EventsEndedBetween(rank, begin, taken.until, now_host);
   const uint64_t events = taken.events + EventsIn(pieces);
-  const uint64_t limit = rec->window.max_events_per_worker;
+  const uint64_t limit = rec.window.max_events_per_worker;
   if (limit > 0 && events > limit) return absl::ResourceExhaustedError(OverLimit(events, limit));
   absl::MutexLock lock(&mu_);
   if (auto it = recordings_.find(capture_id); it != recordings_.end())
@@ -335,21 +334,20 @@ absl::StatusOr<std::vector<common::WorkerTrace>> SimulatedRanksCollector::TakeRe
 
 absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view capture_id,
                                                                int32_t rank) {
-  absl::StatusOr<Recording> rec = Find(capture_id, rank);
-  if (!rec.ok()) return rec.status();
-  if (rec->actual_stop == 0) return absl::FailedPreconditionError("drained before it stopped");
+  ASSIGN_OR_RETURN(Recording rec, Find(capture_id, rank));
+  if (rec.actual_stop == 0) return absl::FailedPreconditionError("drained before it stopped");
   CollectedWorker out;
   out.rank = rank;
-  out.actual_start_ns = rec->actual_start;
-  out.actual_stop_ns = rec->actual_stop;
+  out.actual_start_ns = rec.actual_start;
+  out.actual_stop_ns = rec.actual_stop;
   // The window on true (host) time; the job's timeline lives there. What TakeRecorded handed
   // over is not served again.
-  const TimeNs begin = clock_.ToHost(rec->actual_start);
+  const TimeNs begin = clock_.ToHost(rec.actual_start);
   const Recording::Taken taken =
-      rec->taken.count(rank) ? rec->taken.at(rank) : Recording::Taken{begin - 1, 0};
-  out.pieces = EventsEndedBetween(rank, begin, taken.until, clock_.ToHost(rec->actual_stop));
+      rec.taken.count(rank) ? rec.taken.at(rank) : Recording::Taken{begin - 1, 0};
+  out.pieces = EventsEndedBetween(rank, begin, taken.until, clock_.ToHost(rec.actual_stop));
   const uint64_t events = taken.events + EventsIn(out.pieces);
-  const uint64_t limit = rec->window.max_events_per_worker;
+  const uint64_t limit = rec.window.max_events_per_worker;
   if (limit > 0 && events > limit) {
     out.dropped_events = events - limit;
     out.error = OverLimit(events, limit);

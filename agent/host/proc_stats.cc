@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::agent::host {
@@ -36,9 +37,8 @@ bool NextCounter(std::istringstream& in, uint64_t* out) {
 
 absl::StatusOr<CpuTimes> ReadCpuTimes(const std::string& proc_root) {
   const std::string path = proc_root + "/stat";
-  absl::StatusOr<std::string> text = ReadSmallFile(path);
-  if (!text.ok()) return text.status();
-  return ParseCpuTimes(*text, path);
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  return ParseCpuTimes(text, path);
 }
 
 absl::StatusOr<CpuTimes> ParseCpuTimes(const std::string& text, std::string_view path) {
@@ -69,9 +69,8 @@ absl::StatusOr<CpuTimes> ParseCpuTimes(const std::string& text, std::string_view
 
 absl::StatusOr<int64_t> ReadMemoryUsedBytes(const std::string& proc_root) {
   const std::string path = proc_root + "/meminfo";
-  absl::StatusOr<std::string> text = ReadSmallFile(path);
-  if (!text.ok()) return text.status();
-  return ParseMemoryUsedBytes(*text, path);
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  return ParseMemoryUsedBytes(text, path);
 }
 
 absl::StatusOr<int64_t> ParseMemoryUsedBytes(const std::string& text, std::string_view path) {
@@ -94,9 +93,8 @@ absl::StatusOr<int64_t> ParseMemoryUsedBytes(const std::string& text, std::strin
 
 absl::StatusOr<NetBytes> ReadNetBytes(const std::string& proc_root) {
   const std::string path = proc_root + "/1/net/dev";
-  absl::StatusOr<std::string> text = ReadSmallFile(path);
-  if (!text.ok()) return text.status();
-  return ParseNetBytes(*text, path);
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  return ParseNetBytes(text, path);
 }
 
 absl::StatusOr<NetBytes> ParseNetBytes(const std::string& text, std::string_view path) {
@@ -133,9 +131,8 @@ template <typename Parse>
 auto ReadProcessStat(const std::string& proc_root, int64_t pid, Parse parse)
     -> decltype(parse(std::string(), std::string_view())) {
   const std::string path = common::StrCat(proc_root, "/", pid, "/stat");
-  absl::StatusOr<std::string> text = ReadSmallFile(path);
-  if (!text.ok()) return text.status();
-  return parse(*text, path);
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  return parse(text, path);
 }
 
 // The fields of a stat line from field 3 (state) on. "pid (comm) state ppid ...": comm may hold
@@ -154,9 +151,8 @@ absl::StatusOr<uint64_t> ReadProcessCpuTicks(const std::string& proc_root, int64
 }
 
 absl::StatusOr<uint64_t> ParseProcessCpuTicks(const std::string& text, std::string_view path) {
-  absl::StatusOr<std::istringstream> fields = FieldsAfterComm(text, path);
-  if (!fields.ok()) return fields.status();
-  std::istringstream& in = *fields;
+  ASSIGN_OR_RETURN(std::istringstream fields, FieldsAfterComm(text, path));
+  std::istringstream& in = fields;
   std::string field;
   uint64_t utime = 0, stime = 0;
   // Field 3 (state) is the first after ')'; utime and stime are fields 14 and 15.
@@ -179,9 +175,8 @@ absl::StatusOr<int64_t> ReadParentPid(const std::string& proc_root, int64_t pid)
 }
 
 absl::StatusOr<int64_t> ParseParentPid(const std::string& text, std::string_view path) {
-  absl::StatusOr<std::istringstream> fields = FieldsAfterComm(text, path);
-  if (!fields.ok()) return fields.status();
-  std::istringstream& in = *fields;
+  ASSIGN_OR_RETURN(std::istringstream fields, FieldsAfterComm(text, path));
+  std::istringstream& in = fields;
   std::string state, field;
   if (!(in >> state >> field))
     return absl::DataLossError(common::StrCat(path, ": ends before field 4"));

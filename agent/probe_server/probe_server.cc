@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "common/protocol_version.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -17,12 +18,10 @@ namespace podscope::agent {
 
 absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Listen(ProbeServerOptions options,
                                                                  Listener* listener) {
-  absl::StatusOr<common::UniqueFd> fd =
-      common::ListenUnix(options.socket_path, options.socket_mode);
-  if (!fd.ok()) return fd.status();
-  fcntl(fd->get(), F_SETFL, fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
-  return std::unique_ptr<ProbeServer>(
-      new ProbeServer(std::move(options), *std::move(fd), listener));
+  ASSIGN_OR_RETURN(common::UniqueFd fd,
+                   common::ListenUnix(options.socket_path, options.socket_mode));
+  fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+  return std::unique_ptr<ProbeServer>(new ProbeServer(std::move(options), std::move(fd), listener));
 }
 
 void ProbeServer::Run() {

@@ -5,6 +5,7 @@
 #include <openssl/rand.h>
 
 #include "common/file_io.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::coordinator {
@@ -139,10 +140,9 @@ absl::StatusOr<TokenStore> TokenStore::Parse(std::string_view text) {
 }
 
 absl::StatusOr<TokenStore> TokenStore::Load(const std::string& path) {
-  absl::StatusOr<std::string> text =
-      common::ReadFileMaybeGzip(path, {.max_file_bytes = kMaxTokenFileBytes});
-  if (!text.ok()) return text.status();
-  absl::StatusOr<TokenStore> store = Parse(*text);
+  ASSIGN_OR_RETURN(std::string text,
+                   common::ReadFileMaybeGzip(path, {.max_file_bytes = kMaxTokenFileBytes}));
+  absl::StatusOr<TokenStore> store = Parse(text);
   if (!store.ok())
     return absl::InvalidArgumentError(common::StrCat(path, ": ", store.status().message()));
   return store;

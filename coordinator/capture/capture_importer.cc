@@ -59,8 +59,7 @@ absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
   if (!before.ok() && before.status().code() != absl::StatusCode::kNotFound) return before.status();
 
   // Parse first: a malformed file leaves the store untouched.
-  absl::StatusOr<common::ImportResult> imported = Parse(spec);
-  if (!imported.ok()) return imported.status();
+  ASSIGN_OR_RETURN(common::ImportResult imported, Parse(spec));
 
   absl::MutexLock lock(&mutations_);
   CaptureRecord record;
@@ -82,12 +81,12 @@ absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
   } else {
     return existing.status();
   }
-  if (record.workers.size() + imported->workers.size() > limits_.max_ranks_per_capture) {
+  if (record.workers.size() + imported.workers.size() > limits_.max_ranks_per_capture) {
     return absl::ResourceExhaustedError(
         common::StrCat("a capture holds at most ", limits_.max_ranks_per_capture, " ranks"));
   }
-  for (common::WorkerTrace& w : imported->workers) {
-    if (spec.rank >= 0 && imported->workers.size() == 1) w.info.rank = spec.rank;
+  for (common::WorkerTrace& w : imported.workers) {
+    if (spec.rank >= 0 && imported.workers.size() == 1) w.info.rank = spec.rank;
     if (w.info.rank < 0)
       w.info.rank = spec.index >= 0 ? spec.index : static_cast<int32_t>(record.workers.size());
     for (const storage::WorkerRecord& k : record.workers) {
@@ -107,7 +106,7 @@ absl::StatusOr<CaptureRecord> CaptureImporter::Import(const ImportSpec& spec) {
   record.state = CaptureState::kImporting;
   record.updated_ns = time_.Now();
   RETURN_IF_ERROR(store_.PutCapture(record));
-  for (common::WorkerTrace& w : imported->workers) {
+  for (common::WorkerTrace& w : imported.workers) {
     w.info.source = spec.name;
     const auto index = static_cast<uint32_t>(record.workers.size());
     const uint64_t events = w.Counts().Total();

@@ -62,9 +62,8 @@ absl::Status CaptureScheduler::Recover() {
     storage::CaptureFilter filter;
     filter.state = state;
     filter.limit = 100000;
-    absl::StatusOr<std::vector<CaptureRecord>> records = store_.ListCaptures(filter);
-    if (!records.ok()) return records.status();
-    for (CaptureRecord& r : *records) {
+    ASSIGN_OR_RETURN(std::vector<CaptureRecord> records, store_.ListCaptures(filter));
+    for (CaptureRecord& r : records) {
       auto c = std::make_unique<LiveCapture>();
       c->max_events_per_worker = options_.max_events_per_worker;
       c->max_upload_bytes = options_.max_upload_bytes_per_worker;
@@ -152,10 +151,9 @@ absl::StatusOr<std::string> CaptureScheduler::StartBackgroundCapture(CaptureSpec
 
 absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& spec) {
   RETURN_IF_ERROR(Validate(spec));
-  absl::StatusOr<TargetSelection> selection = registry_.SelectTargets(spec.job, spec.ranks);
-  if (!selection.ok()) return selection.status();
-  const std::vector<CaptureTarget>& targets = selection->targets;
-  size_t worker_count = selection->conflicts.size();
+  ASSIGN_OR_RETURN(TargetSelection selection, registry_.SelectTargets(spec.job, spec.ranks));
+  const std::vector<CaptureTarget>& targets = selection.targets;
+  size_t worker_count = selection.conflicts.size();
   for (const CaptureTarget& t : targets) worker_count += t.workers.size();
   if (worker_count > options_.max_workers_per_capture) {
     return absl::InvalidArgumentError(
@@ -187,7 +185,7 @@ absl::StatusOr<CaptureRecord> CaptureScheduler::StartCapture(const CaptureSpec& 
   r.created_ns = r.updated_ns = now;
   r.window_start_ns = now + spec.delay_ns + lead;
   r.window_duration_ns = spec.duration_ns;
-  PlaceWorkers(*selection, spec.job, *c);
+  PlaceWorkers(selection, spec.job, *c);
 
   // Durable before any agent hears of it, so a restart never meets chunks of an unknown capture.
   RETURN_IF_ERROR(store_.PutCapture(r));
@@ -333,10 +331,9 @@ absl::Status CaptureScheduler::Cancel(const std::string& capture_id, const std::
     absl::MutexLock lock(&mu_);
     auto it = live_.find(capture_id);
     if (it == live_.end()) {
-      absl::StatusOr<CaptureRecord> stored = store_.GetCapture(capture_id);
-      if (!stored.ok()) return stored.status();
-      return absl::FailedPreconditionError(common::StrCat(
-          "capture ", capture_id, " is already ", storage::CaptureStateName(stored->state)));
+      ASSIGN_OR_RETURN(CaptureRecord stored, store_.GetCapture(capture_id));
+      return absl::FailedPreconditionError(common::StrCat("capture ", capture_id, " is already ",
+                                                          storage::CaptureStateName(stored.state)));
     }
     LiveCapture& c = *it->second;
     const std::set<std::string> agents = c.Cancel(reason);
@@ -439,10 +436,9 @@ absl::Status CaptureScheduler::OnChunk(const v1::UploadRequest& chunk) {
 
 absl::Status CaptureScheduler::RecordStoredChunk(LiveCapture& c, const v1::UploadRequest& chunk,
                                                  uint64_t events, uint64_t bytes) {
-  absl::StatusOr<bool> completed = c.ChunkStored(c.by_rank[chunk.rank()], chunk.sequence(),
-                                                 chunk.last(), events, bytes, aligner_);
-  if (!completed.ok()) return completed.status();
-  if (*completed) {
+  ASSIGN_OR_RETURN(bool completed, c.ChunkStored(c.by_rank[chunk.rank()], chunk.sequence(),
+                                                 chunk.last(), events, bytes, aligner_));
+  if (completed) {
     c.UpdateState(time_.Now());
     ++changes_;  // the loop looks at once
   }

@@ -10,10 +10,9 @@ namespace podscope::coordinator {
 absl::StatusOr<std::unique_ptr<ScheduleRunner>> ScheduleRunner::Create(
     storage::TraceStore& store, const common::TimeSource& time, ScheduleHooks hooks,
     ScheduleLimits limits) {
-  absl::StatusOr<std::optional<std::string>> stored = store.GetSetting(kSchedulesSetting);
-  if (!stored.ok()) return stored.status();
+  ASSIGN_OR_RETURN(std::optional<std::string> stored, store.GetSetting(kSchedulesSetting));
   ScheduleBook::Loaded loaded{ScheduleBook(limits), {}};
-  if (stored->has_value()) loaded = ScheduleBook::FromJson(**stored, limits);
+  if (stored.has_value()) loaded = ScheduleBook::FromJson(*stored, limits);
   for (storage::SetAsideRecord& r : loaded.set_aside) {
     r.set_aside_ns = time.Now();
     spdlog::error("stored schedule {}: {}: set aside (GET /v1/schedules lists it); the others run",
@@ -21,16 +20,15 @@ absl::StatusOr<std::unique_ptr<ScheduleRunner>> ScheduleRunner::Create(
   }
   const bool any_new = !loaded.set_aside.empty();
   // Kept before the book is stored again without them: nothing is lost if this start stops here.
-  absl::StatusOr<std::vector<storage::SetAsideRecord>> set_aside =
-      storage::SetAside(store, kSchedulesSetting, std::move(loaded.set_aside));
-  if (!set_aside.ok()) return set_aside.status();
+  ASSIGN_OR_RETURN(std::vector<storage::SetAsideRecord> set_aside,
+                   storage::SetAside(store, kSchedulesSetting, std::move(loaded.set_aside)));
   if (any_new) {
     if (absl::Status s = store.PutSetting(kSchedulesSetting, loaded.book.ToJson()); !s.ok()) {
       return s;
     }
   }
   return std::unique_ptr<ScheduleRunner>(new ScheduleRunner(
-      store, time, std::move(hooks), std::move(loaded.book), std::move(*set_aside)));
+      store, time, std::move(hooks), std::move(loaded.book), std::move(set_aside)));
 }
 
 ScheduleRunner::ScheduleRunner(storage::TraceStore& store, const common::TimeSource& time,
@@ -50,25 +48,24 @@ absl::Status ScheduleRunner::Persist() {
 
 absl::StatusOr<Schedule> ScheduleRunner::Add(ScheduleSpec spec) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Schedule> added = book_.Add(std::move(spec), time_.Now());
-  if (!added.ok()) return added.status();
+  ASSIGN_OR_RETURN(Schedule added, book_.Add(std::move(spec), time_.Now()));
   // What a restart will read is what the caller is told of, or the caller is told why not.
   const std::string text = book_.ToJson();
   const ScheduleBook::Loaded back = ScheduleBook::FromJson(text, book_.limits());
-  const Schedule* read = back.book.Find(added->id);
-  if (read == nullptr || ScheduleToJson(*read) != ScheduleToJson(*added)) {
-    book_.Remove(added->id);
+  const Schedule* read = back.book.Find(added.id);
+  if (read == nullptr || ScheduleToJson(*read) != ScheduleToJson(added)) {
+    book_.Remove(added.id);
     return absl::InvalidArgumentError(common::StrCat(
         "this schedule would not read back as it is after a restart",
         back.set_aside.empty() ? "" : common::StrCat(": ", back.set_aside.front().error)));
   }
   if (absl::Status s = store_.PutSetting(kSchedulesSetting, text); !s.ok()) {
-    book_.Remove(added->id);
+    book_.Remove(added.id);
     return s;
   }
-  spdlog::info("schedule {}: job {} every {:.0f} s for {:.0f} ms", added->id, added->spec.job,
-               static_cast<double>(added->spec.every_ns) / 1e9,
-               static_cast<double>(added->spec.duration_ns) / 1e6);
+  spdlog::info("schedule {}: job {} every {:.0f} s for {:.0f} ms", added.id, added.spec.job,
+               static_cast<double>(added.spec.every_ns) / 1e9,
+               static_cast<double>(added.spec.duration_ns) / 1e6);
   return added;
 }
 

@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
 #include "coordinator/clock/clock_fit.h"
 
 namespace podscope::coordinator {
@@ -31,9 +32,8 @@ class ClockAligner {
   // The agent's current model; FailedPrecondition when it has sent no usable sample yet.
   absl::StatusOr<ClockFit> Fit(std::string_view agent_id) const;
   absl::StatusOr<common::ClockModel> Model(std::string_view agent_id) const {
-    absl::StatusOr<ClockFit> fit = Fit(agent_id);
-    if (!fit.ok()) return fit.status();
-    return fit->model;
+    ASSIGN_OR_RETURN(ClockFit fit, Fit(agent_id));
+    return fit.model;
   }
   size_t SampleCount(std::string_view agent_id) const;
   void Forget(std::string_view agent_id);

@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::coordinator {
@@ -79,9 +80,8 @@ AgentCertificates::~AgentCertificates() {
 }
 
 absl::Status AgentCertificates::Load() {
-  absl::StatusOr<std::string> pem = common::ReadPemFile(ca_file_, "--tls-ca");
-  if (!pem.ok()) return pem.status();
-  std::vector<X509*> roots = ReadChain(*pem);
+  ASSIGN_OR_RETURN(std::string pem, common::ReadPemFile(ca_file_, "--tls-ca"));
+  std::vector<X509*> roots = ReadChain(pem);
   if (roots.empty())
     return absl::InvalidArgumentError(
         common::StrCat("--tls-ca ", ca_file_, " holds no PEM certificate"));

@@ -441,8 +441,7 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
       return absl::FailedPreconditionError(common::StrCat(
           "agent ", agent_id_, " has no control stream: connect before sending watch data"));
     }
-    absl::StatusOr<common::DecodedWatch> data = common::DecodeWatchBatch(batch_);
-    if (!data.ok()) return data.status();
+    ASSIGN_OR_RETURN(common::DecodedWatch data, common::DecodeWatchBatch(batch_));
     ++batches_;
     ++service_.watch_counters_.batches;
     service_.watch_counters_.bytes += batch_.ByteSizeLong();
@@ -470,16 +469,16 @@ class WatchSession : public grpc::ServerReadReactor<v1::WatchBatch> {
       }
       return true;
     };
-    std::erase_if(data->steps, [&](const auto& s) { return !serves(s.first, s.second.rank); });
-    std::erase_if(data->progress, [&](const auto& p) { return !serves(p.first, p.second.rank); });
+    std::erase_if(data.steps, [&](const auto& s) { return !serves(s.first, s.second.rank); });
+    std::erase_if(data.progress, [&](const auto& p) { return !serves(p.first, p.second.rank); });
     if (foreign > 0) {
       service_.watch_counters_.foreign_records += foreign;
       service_.watch_log_.Warn(
           "agent {}: {} watch records for ranks it does not serve were dropped", agent_id_,
           foreign);
     }
-    common::AlignWatch(*model, &*data);
-    service_.watch_ingest_.ingest(agent_id_, *data);
+    common::AlignWatch(*model, &data);
+    service_.watch_ingest_.ingest(agent_id_, data);
     return absl::OkStatus();
   }
 

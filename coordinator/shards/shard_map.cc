@@ -6,6 +6,7 @@
 
 #include "common/host_port.h"
 #include "common/json_config.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::coordinator {
@@ -159,11 +160,10 @@ std::vector<ShardMember> ShardMap::peers() const {
 
 absl::StatusOr<std::vector<ShardMember>> ParseShardMembers(std::string_view json,
                                                            const std::string& origin) {
-  absl::StatusOr<boost::json::object> root = common::ParseJsonConfig(json, origin);
-  if (!root.ok()) return root.status();
+  ASSIGN_OR_RETURN(boost::json::object root, common::ParseJsonConfig(json, origin));
   std::vector<ShardMember> members;
   try {
-    const common::ConfigSection top(*root, "", {"members"});
+    const common::ConfigSection top(root, "", {"members"});
     const boost::json::value* list = top.Raw("members");
     if (list == nullptr || !list->is_array()) throw top.Bad("members", "is not a list of members");
     if (list->get_array().size() > kMaxMembers) {

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -16,9 +17,8 @@ absl::StatusOr<ShardMap> LoadMap(const ShardOptions& options) {
   std::string text((1 << 20) + 1, '\0');  // ParseShardMembers refuses more than 1 MiB
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
-  absl::StatusOr<std::vector<ShardMember>> members = ParseShardMembers(text, options.members_file);
-  if (!members.ok()) return members.status();
-  absl::StatusOr<ShardMap> map = ShardMap::Make(*std::move(members), options.self);
+  ASSIGN_OR_RETURN(std::vector<ShardMember> members, ParseShardMembers(text, options.members_file));
+  absl::StatusOr<ShardMap> map = ShardMap::Make(std::move(members), options.self);
   if (!map.ok())
     return absl::InvalidArgumentError(
         common::StrCat(options.members_file, ": ", map.status().message()));
@@ -37,10 +37,9 @@ absl::StatusOr<std::unique_ptr<ShardMembership>> ShardMembership::Open(ShardOpti
     return absl::InvalidArgumentError(
         "shards.members_file is set, but not this replica's name (--shard-name or shards.self)");
   }
-  absl::StatusOr<ShardMap> map = LoadMap(options);
-  if (!map.ok()) return map.status();
+  ASSIGN_OR_RETURN(ShardMap map, LoadMap(options));
   return std::unique_ptr<ShardMembership>(
-      new ShardMembership(std::move(options), std::make_shared<const ShardMap>(*std::move(map))));
+      new ShardMembership(std::move(options), std::make_shared<const ShardMap>(std::move(map))));
 }
 
 ShardMembership::~ShardMembership() { StopWatching(); }
@@ -61,9 +60,8 @@ std::shared_ptr<const ShardMap> ShardMembership::current() const {
 absl::StatusOr<bool> ShardMembership::Reload() {
   if (options_.members_file.empty()) return false;
   absl::MutexLock reload_lock(&reload_mu_);
-  absl::StatusOr<ShardMap> loaded = LoadMap(options_);
-  if (!loaded.ok()) return loaded.status();
-  auto next = std::make_shared<const ShardMap>(*std::move(loaded));
+  ASSIGN_OR_RETURN(ShardMap loaded, LoadMap(options_));
+  auto next = std::make_shared<const ShardMap>(std::move(loaded));
   std::shared_ptr<const ShardMap> before;
   {
     absl::MutexLock lock(&mu_);

@@ -6,6 +6,7 @@
 
 #include "common/json_text.h"
 #include "common/parse_number.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "spdlog/spdlog.h"
 
@@ -237,8 +238,7 @@ absl::StatusOr<http::HttpClientResponse> ShardRouter::Call(const ShardMember& to
                                                            const std::string& target,
                                                            const http::HttpRequest& r,
                                                            const std::string& body, CallKind kind) {
-  absl::StatusOr<http::ServerAddress> address = http::ParseServerUrl(to.rest);
-  if (!address.ok()) return address.status();
+  ASSIGN_OR_RETURN(http::ServerAddress address, http::ParseServerUrl(to.rest));
   const ShardOptions& options = membership_.options();
   {
     absl::MutexLock lock(&mu_);
@@ -258,23 +258,23 @@ absl::StatusOr<http::HttpClientResponse> ShardRouter::Call(const ShardMember& to
     }
     ++peer.in_flight;
   }
-  address->ca_file = ca_file_;
+  address.ca_file = ca_file_;
   if (kind == CallKind::kLookup) {
-    address->timeout_seconds =
+    address.timeout_seconds =
         static_cast<int>(std::max<int64_t>(1, (options.lookup_timeout_ms + 999) / 1000));
-    address->deadline_ms = static_cast<int>(options.lookup_timeout_ms);
+    address.deadline_ms = static_cast<int>(options.lookup_timeout_ms);
   } else {
-    address->timeout_seconds =
+    address.timeout_seconds =
         static_cast<int>(std::max<int64_t>(1, options.peer_timeout_ms / 1000));
   }
-  address->max_response_bytes = static_cast<size_t>(options.max_proxy_bytes) + 1;
-  address->user_agent = "podscope-coordinator";
-  address->headers.emplace_back("X-Podscope-Shard-Forwarded", membership_.current()->self().name);
+  address.max_response_bytes = static_cast<size_t>(options.max_proxy_bytes) + 1;
+  address.user_agent = "podscope-coordinator";
+  address.headers.emplace_back("X-Podscope-Shard-Forwarded", membership_.current()->self().name);
   if (const std::string auth = r.Header("authorization"); !auth.empty())
-    address->headers.emplace_back("Authorization", auth);
+    address.headers.emplace_back("Authorization", auth);
   const std::string type = r.Header("content-type");
   absl::StatusOr<http::HttpClientResponse> answer =
-      http::HttpRequestTo(*address, method, target, body, type);
+      http::HttpRequestTo(address, method, target, body, type);
   {
     absl::MutexLock lock(&mu_);
     PeerState& peer = peers_[to.name];

@@ -7,6 +7,7 @@
 
 #include "common/json_config.h"
 #include "common/json_text.h"
+#include "common/status_macros.h"
 
 namespace podscope::coordinator::watch {
 namespace {
@@ -206,12 +207,11 @@ RuleSet DefaultRules() {
 }
 
 absl::StatusOr<RuleSet> ParseRules(std::string_view json) {
-  absl::StatusOr<boost::json::object> root = common::ParseJsonConfig(json, "rules", 256 << 10);
-  if (!root.ok()) return root.status();
+  ASSIGN_OR_RETURN(boost::json::object root, common::ParseJsonConfig(json, "rules", 256 << 10));
   RuleSet set;
   try {
     // "set_aside" is GET's list of stored rules a start could not read: read-only, ignored.
-    const ConfigSection s(*root, "",
+    const ConfigSection s(root, "",
                           {"window_steps", "baseline_steps", "evidence", "rules", "set_aside"});
     s.Integer("window_steps", &set.window_steps, 2, 1000);
     s.Integer("baseline_steps", &set.baseline_steps, 1, 100'000);

@@ -65,10 +65,9 @@ StoredRules ParseStoredRules(std::string_view json) {
 absl::StatusOr<std::unique_ptr<WatchService>> WatchService::Create(storage::TraceStore& store,
                                                                    const common::TimeSource& time,
                                                                    WatchServiceOptions options) {
-  absl::StatusOr<std::optional<std::string>> stored = store.GetSetting(kRulesSetting);
-  if (!stored.ok()) return stored.status();
+  ASSIGN_OR_RETURN(std::optional<std::string> stored, store.GetSetting(kRulesSetting));
   StoredRules rules{DefaultRules(), {}};
-  if (stored->has_value()) rules = ParseStoredRules(**stored);
+  if (stored.has_value()) rules = ParseStoredRules(*stored);
   for (storage::SetAsideRecord& r : rules.set_aside) {
     r.set_aside_ns = time.Now();
     spdlog::error("stored alert rule {}: {}: set aside (GET /v1/alerts/rules lists it)",
@@ -76,16 +75,15 @@ absl::StatusOr<std::unique_ptr<WatchService>> WatchService::Create(storage::Trac
   }
   const bool any_new = !rules.set_aside.empty();
   // Kept before the rules are stored again without them: nothing is lost if this start stops.
-  absl::StatusOr<std::vector<storage::SetAsideRecord>> set_aside =
-      storage::SetAside(store, kRulesSetting, std::move(rules.set_aside));
-  if (!set_aside.ok()) return set_aside.status();
+  ASSIGN_OR_RETURN(std::vector<storage::SetAsideRecord> set_aside,
+                   storage::SetAside(store, kRulesSetting, std::move(rules.set_aside)));
   if (any_new) {
     if (absl::Status s = store.PutSetting(kRulesSetting, RulesToJson(rules.rules)); !s.ok()) {
       return s;
     }
   }
   return std::unique_ptr<WatchService>(
-      new WatchService(store, time, std::move(rules.rules), options, std::move(*set_aside)));
+      new WatchService(store, time, std::move(rules.rules), options, std::move(set_aside)));
 }
 
 WatchService::WatchService(storage::TraceStore& store, const common::TimeSource& time,
@@ -317,11 +315,10 @@ std::string WatchService::RulesJson() const {
 }
 
 absl::Status WatchService::SetRules(std::string_view json) {
-  absl::StatusOr<RuleSet> rules = ParseRules(json);
-  if (!rules.ok()) return rules.status();
+  ASSIGN_OR_RETURN(RuleSet rules, ParseRules(json));
   // Stored in the canonical form, so what GET returns is what was stored; and only once that
   // form reads back as the same rules, so that no start-up finds a rule it cannot read.
-  const std::string text = RulesToJson(*rules);
+  const std::string text = RulesToJson(rules);
   absl::StatusOr<RuleSet> back = ParseRules(text);
   if (!back.ok() || RulesToJson(*back) != text) {
     return absl::InvalidArgumentError(
@@ -333,7 +330,7 @@ absl::Status WatchService::SetRules(std::string_view json) {
   std::vector<std::function<void(const AlertEvent&)>> listeners;
   {
     absl::MutexLock lock(&mu_);
-    events = engine_.SetRules(std::move(*rules), time_.Now());
+    events = engine_.SetRules(std::move(rules), time_.Now());
     counters_.alerts_resolved += events.size();
     listeners = listeners_;
   }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/escaping.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 #include "http/http_client.h"
 #include "tests/wait_for.h"
@@ -80,11 +81,10 @@ absl::StatusOr<std::unique_ptr<Browser>> Browser::Start(const BrowserOptions& op
                                {"goog:chromeOptions", chrome_options},
                                {"goog:loggingPrefs", json::object{{"browser", "ALL"}}}};
   json::object request = {{"capabilities", json::object{{"alwaysMatch", capabilities}}}};
-  absl::StatusOr<json::value> session = browser->Call("POST", "/session", request);
-  if (!session.ok()) return session.status();
-  const json::value* id = session->as_object().if_contains("sessionId");
+  ASSIGN_OR_RETURN(json::value session, browser->Call("POST", "/session", request));
+  const json::value* id = session.as_object().if_contains("sessionId");
   if (id == nullptr || !id->is_string())
-    return absl::InternalError("chromedriver gave no session: " + json::serialize(*session));
+    return absl::InternalError("chromedriver gave no session: " + json::serialize(session));
   browser->session_ = std::string(id->as_string());
   return browser;
 }
@@ -138,10 +138,9 @@ bool Browser::WaitFor(const std::string& expression, int timeout_ms) {
 }
 
 absl::StatusOr<std::string> Browser::Find(const std::string& css) {
-  absl::StatusOr<json::value> v = Call("POST", "/session/" + session_ + "/element",
-                                       json::object{{"using", "css selector"}, {"value", css}});
-  if (!v.ok()) return v.status();
-  const json::value* id = v->is_object() ? v->as_object().if_contains(kElementKey) : nullptr;
+  ASSIGN_OR_RETURN(json::value v, Call("POST", "/session/" + session_ + "/element",
+                                       json::object{{"using", "css selector"}, {"value", css}}));
+  const json::value* id = v.is_object() ? v.as_object().if_contains(kElementKey) : nullptr;
   if (id == nullptr || !id->is_string()) return absl::NotFoundError("no element " + css);
   return std::string(id->as_string());
 }
@@ -169,11 +168,10 @@ absl::Status Browser::SetWindowSize(int width, int height) {
 }
 
 absl::Status Browser::Screenshot(const std::string& path) {
-  absl::StatusOr<json::value> v = Call("GET", "/session/" + session_ + "/screenshot", nullptr);
-  if (!v.ok()) return v.status();
-  if (!v->is_string()) return absl::InternalError("no screenshot");
+  ASSIGN_OR_RETURN(json::value v, Call("GET", "/session/" + session_ + "/screenshot", nullptr));
+  if (!v.is_string()) return absl::InternalError("no screenshot");
   std::string png;
-  if (!absl::Base64Unescape(std::string(v->as_string()), &png))
+  if (!absl::Base64Unescape(std::string(v.as_string()), &png))
     return absl::InternalError("screenshot is not base64");
   std::ofstream out(path, std::ios::binary);
   out << png;
@@ -181,12 +179,11 @@ absl::Status Browser::Screenshot(const std::string& path) {
 }
 
 absl::StatusOr<std::vector<std::string>> Browser::ConsoleLog() {
-  absl::StatusOr<json::value> v =
-      Call("POST", "/session/" + session_ + "/se/log", json::object{{"type", "browser"}});
-  if (!v.ok()) return v.status();
+  ASSIGN_OR_RETURN(json::value v, Call("POST", "/session/" + session_ + "/se/log",
+                                       json::object{{"type", "browser"}}));
   std::vector<std::string> out;
-  if (!v->is_array()) return out;
-  for (const json::value& entry : v->as_array()) {
+  if (!v.is_array()) return out;
+  for (const json::value& entry : v.as_array()) {
     const json::object& e = entry.as_object();
     out.push_back(
         common::StrCat(e.contains("level") ? std::string(e.at("level").as_string()) : "", " ",

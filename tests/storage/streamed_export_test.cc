@@ -11,6 +11,7 @@
 #include "analysis/report/report_table.h"
 #include "common/capture_filter.h"
 #include "common/chrome/chrome_exporter.h"
+#include "common/status_macros.h"
 #include "common/trace_files.h"
 #include "common/trace_slice.h"
 #include "sim/workload_model.h"
@@ -25,13 +26,12 @@ using podscope::testing::ScratchDir;
 
 absl::StatusOr<std::string> Export(common::WorkerSource& workers) {
   std::string out;
-  absl::StatusOr<common::ExportStats> stats =
-      common::WriteChromeTrace(workers, {}, [&out](std::string_view piece) {
-        out.append(piece);
-        return absl::OkStatus();
-      });
-  if (!stats.ok()) return stats.status();
-  EXPECT_EQ(stats->bytes, out.size());
+  ASSIGN_OR_RETURN(common::ExportStats stats,
+                   common::WriteChromeTrace(workers, {}, [&out](std::string_view piece) {
+                     out.append(piece);
+                     return absl::OkStatus();
+                   }));
+  EXPECT_EQ(stats.bytes, out.size());
   return out;
 }
 
@@ -79,12 +79,10 @@ class StreamedExportTest : public ::testing::Test {
 
   // Streamed from the store, as the REST API's trace export reads it.
   absl::StatusOr<std::string> Streamed(const common::CaptureFilterSpec& spec) {
-    absl::StatusOr<StoredWorkers> stored = StoredWorkers::Open(*store_, "cap");
-    if (!stored.ok()) return stored.status();
-    absl::StatusOr<common::EventFilter> filter = common::EventFilter::Parse(spec);
-    if (!filter.ok()) return filter.status();
-    stored->KeepRanks(filter->ranks());
-    common::FilteredWorkers workers(*stored, *std::move(filter));
+    ASSIGN_OR_RETURN(StoredWorkers stored, StoredWorkers::Open(*store_, "cap"));
+    ASSIGN_OR_RETURN(common::EventFilter filter, common::EventFilter::Parse(spec));
+    stored.KeepRanks(filter.ranks());
+    common::FilteredWorkers workers(stored, std::move(filter));
     return Export(workers);
   }
 
