@@ -63,35 +63,26 @@ void PrintTable(const common::Capture& capture) {
 
 void PrintJson(const common::Capture& capture) {
   common::JsonWriter out;
-  out.Raw("{\"workers\":[");
-  for (size_t i = 0; i < capture.workers.size(); ++i) {
-    const WorkerTrace& w = capture.workers[i];
+  out.BeginObject().Key("workers").BeginArray();
+  for (const WorkerTrace& w : capture.workers) {
     const common::EventCounts c = w.Counts();
     const auto [lo, hi] = w.TimeRange();
-    if (i > 0) out.Char(',');
-    out.Raw("{\"rank\":").Int(w.info.rank).Raw(",\"world_size\":").Int(w.info.world_size);
-    out.Raw(",\"source\":")
-        .String(w.info.source)
-        .Raw(",\"process_name\":")
-        .String(w.info.process_name);
-    out.Raw(",\"host\":").String(w.info.host);
-    out.Raw(",\"counts\":{\"kernels\":").Uint(c.kernels);
-    out.Raw(",\"communication_kernels\":").Uint(CommunicationKernels(w));
-    out.Raw(",\"memcpys\":").Uint(c.memcpys).Raw(",\"runtime_calls\":").Uint(c.runtime_calls);
-    out.Raw(",\"host_spans\":").Uint(c.host_spans).Raw(",\"collectives\":").Uint(c.collectives);
-    out.Raw(",\"steps\":").Uint(c.steps).Raw(",\"host_samples\":").Uint(c.host_samples);
-    out.Raw(",\"memory_events\":").Uint(c.memory_events).Raw("}");
-    out.Raw(",\"steps\":[");
-    for (size_t s = 0; s < w.steps.size(); ++s) out.Raw(s ? "," : "").Int(w.steps.number[s]);
-    out.Raw("],\"collectives_by_op\":{");
-    bool first = true;
-    for (const auto& [op, n] : CollectivesByOp(w)) {
-      out.Raw(first ? "" : ",").Key(op).Uint(n);
-      first = false;
-    }
-    out.Raw("},\"start_ns\":").Int(lo).Raw(",\"end_ns\":").Int(hi).Raw("}");
+    out.BeginObject().Key("rank").Int(w.info.rank).Key("world_size").Int(w.info.world_size);
+    out.Key("source").String(w.info.source).Key("process_name").String(w.info.process_name);
+    out.Key("host").String(w.info.host);
+    out.Key("counts").BeginObject().Key("kernels").Uint(c.kernels);
+    out.Key("communication_kernels").Uint(CommunicationKernels(w));
+    out.Key("memcpys").Uint(c.memcpys).Key("runtime_calls").Uint(c.runtime_calls);
+    out.Key("host_spans").Uint(c.host_spans).Key("collectives").Uint(c.collectives);
+    out.Key("steps").Uint(c.steps).Key("host_samples").Uint(c.host_samples);
+    out.Key("memory_events").Uint(c.memory_events).EndObject();
+    out.Key("steps").BeginArray();
+    for (size_t s = 0; s < w.steps.size(); ++s) out.Int(w.steps.number[s]);
+    out.EndArray().Key("collectives_by_op").BeginObject();
+    for (const auto& [op, n] : CollectivesByOp(w)) out.Key(op).Uint(n);
+    out.EndObject().Key("start_ns").Int(lo).Key("end_ns").Int(hi).EndObject();
   }
-  out.Raw("]}\n");
+  out.EndArray().EndObject().EndLine();
   std::fwrite(out.buffer().data(), 1, out.size(), stdout);
 }
 

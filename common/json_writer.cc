@@ -2,7 +2,7 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
+#include <system_error>
 
 namespace podscope::common {
 namespace {
@@ -20,13 +20,37 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
 
 }  // namespace
 
-JsonWriter& JsonWriter::String(std::string_view s) {
+void JsonWriter::Flush() {
+  buffer_.append(staging_, staged_);
+  staged_ = 0;
+}
+
+void JsonWriter::PutQuoted(bool key, std::string_view s, std::string_view tail) {
+  char* p = Room(3);
+  p = key ? PutKeySeparator(p) : PutValueSeparator(p);
+  *p++ = '"';
+  Commit(p);
+  size_t plain = 0;
+  while (plain < s.size() && IsPlain(static_cast<unsigned char>(s[plain]))) ++plain;
+  if (plain == s.size()) {
+    Append(s);
+  } else {
+    Flush();
+    AppendEscaped(s, plain);
+  }
+  p = Room(3);
+  *p++ = '"';
+  for (const char c : tail) *p++ = c;
+  Commit(p);
+}
+
+// s, escaped, into buffer_ directly (the staging area is empty); s[0, plain) needs no escaping.
+void JsonWriter::AppendEscaped(std::string_view s, size_t plain) {
   static constexpr char kHex[] = "0123456789abcdef";
-  buffer_.push_back('"');
   size_t run_start = 0;
-  for (size_t i = 0; i < s.size();) {
+  for (size_t i = plain; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+    if (IsPlain(c)) {
       ++i;
       continue;
     }
@@ -65,58 +89,56 @@ JsonWriter& JsonWriter::String(std::string_view s) {
     run_start = i;
   }
   buffer_.append(s.data() + run_start, s.size() - run_start);
-  buffer_.push_back('"');
-  return *this;
-}
-
-JsonWriter& JsonWriter::Key(std::string_view key) {
-  String(key);
-  buffer_.push_back(':');
-  return *this;
 }
 
 JsonWriter& JsonWriter::Int(int64_t v) {
-  char tmp[24];
-  auto [end, ec] = std::to_chars(tmp, tmp + sizeof(tmp), v);
-  buffer_.append(tmp, end);
+  char* p = PutValueSeparator(Room(2 + 20));
+  Commit(std::to_chars(p, p + 20, v).ptr);
   return *this;
 }
 
 JsonWriter& JsonWriter::Uint(uint64_t v) {
-  char tmp[24];
-  auto [end, ec] = std::to_chars(tmp, tmp + sizeof(tmp), v);
-  buffer_.append(tmp, end);
+  char* p = PutValueSeparator(Room(2 + 20));
+  Commit(std::to_chars(p, p + 20, v).ptr);
   return *this;
 }
 
 JsonWriter& JsonWriter::Double(double v) {
-  if (!std::isfinite(v)) return Raw("null");
-  char tmp[32];
-  auto [end, ec] = std::to_chars(tmp, tmp + sizeof(tmp), v);
-  buffer_.append(tmp, end);
+  if (!std::isfinite(v)) return Null();
+  char* p = PutValueSeparator(Room(2 + 32));
+  Commit(std::to_chars(p, p + 32, v).ptr);
   return *this;
 }
 
 JsonWriter& JsonWriter::Fixed(double v, int decimals) {
-  if (!std::isfinite(v)) return Raw("null");
-  char tmp[64];
-  auto [end, ec] = std::to_chars(tmp, tmp + sizeof(tmp), v, std::chars_format::fixed, decimals);
-  buffer_.append(tmp, end);
+  if (!std::isfinite(v)) return Null();
+  // Room for the largest double (309 digits) with the decimals callers ask for.
+  constexpr size_t kLongest = 400;
+  char* p = PutValueSeparator(Room(2 + kLongest));
+  const auto [end, ec] = std::to_chars(p, p + kLongest, v, std::chars_format::fixed, decimals);
+  if (ec != std::errc()) {  // `decimals` beyond any use
+    Commit(p);
+    Append("null");
+    return *this;
+  }
+  Commit(end);
   return *this;
 }
 
 JsonWriter& JsonWriter::MicrosFromNanos(int64_t ns) {
   // Exact decimal formatting; doubles would lose the nanoseconds of epoch timestamps.
-  uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  if (ns < 0) buffer_.push_back('-');
-  Uint(magnitude / 1000);
+  char* p = PutValueSeparator(Room(2 + 1 + 20 + 4));
+  const uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  if (ns < 0) *p++ = '-';
+  p = std::to_chars(p, p + 20, magnitude / 1000).ptr;
   const auto frac = static_cast<unsigned>(magnitude % 1000);
   if (frac != 0) {
-    const char digits[] = {'.', static_cast<char>('0' + frac / 100),
-                           static_cast<char>('0' + frac / 10 % 10),
-                           static_cast<char>('0' + frac % 10)};
-    buffer_.append(digits, sizeof(digits));
+    *p++ = '.';
+    *p++ = static_cast<char>('0' + frac / 100);
+    *p++ = static_cast<char>('0' + frac / 10 % 10);
+    *p++ = static_cast<char>('0' + frac % 10);
   }
+  Commit(p);
   return *this;
 }
 

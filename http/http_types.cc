@@ -49,8 +49,8 @@ HttpResponse HttpResponse::Json(int status, std::string body) {
 
 HttpResponse HttpResponse::Problem(int status, std::string_view title, std::string_view detail) {
   common::JsonWriter w;
-  w.Raw("{\"type\":\"about:blank\",\"title\":").String(title).Raw(",\"status\":").Int(status);
-  w.Raw(",\"detail\":").String(detail).Raw("}\n");
+  w.BeginObject().Key("type").String("about:blank").Key("title").String(title);
+  w.Key("status").Int(status).Key("detail").String(detail).EndObject().EndLine();
   HttpResponse r;
   r.status = status;
   r.content_type = "application/problem+json";

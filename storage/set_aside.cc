@@ -17,17 +17,12 @@ std::string CompanionName(std::string_view setting) {
 
 std::string SetAsideToJson(const std::vector<SetAsideRecord>& records) {
   common::JsonWriter out;
-  out.Char('[');
-  for (size_t i = 0; i < records.size(); ++i) {
-    const SetAsideRecord& r = records[i];
-    if (i > 0) out.Char(',');
-    out.Char('{').Key("id").String(r.id);
-    out.Char(',').Key("error").String(r.error);
-    out.Char(',').Key("record").String(r.record);
-    out.Char(',').Key("set_aside_ns").Int(r.set_aside_ns);
-    out.Char('}');
+  out.BeginArray();
+  for (const SetAsideRecord& r : records) {
+    out.BeginObject().Key("id").String(r.id).Key("error").String(r.error);
+    out.Key("record").String(r.record).Key("set_aside_ns").Int(r.set_aside_ns).EndObject();
   }
-  out.Char(']');
+  out.EndArray();
   return std::move(out.buffer());
 }
 

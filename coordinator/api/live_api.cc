@@ -58,52 +58,29 @@ namespace {
 // before its first sync).
 void WriteAgent(const AgentSnapshot& a, const ClockAligner& aligner, TimeNs now,
                 common::JsonWriter& w) {
-  w.Raw("{\"agent_id\":")
-      .String(a.agent_id)
-      .Raw(",\"host\":")
-      .String(a.host)
-      .Raw(",\"version\":")
-      .String(a.version);
-  w.Raw(",\"peer\":").String(a.peer).Raw(",\"health\":").String(AgentHealthName(a.health));
-  w.Raw(",\"last_seen_ms_ago\":")
-      .Int((now - a.last_seen_ns) / 1'000'000)
-      .Raw(",\"workers\":")
-      .Uint(a.workers.size());
-  w.Raw(",\"clock\":");
+  w.BeginObject().Key("agent_id").String(a.agent_id).Key("host").String(a.host);
+  w.Key("version").String(a.version).Key("peer").String(a.peer);
+  w.Key("health").String(AgentHealthName(a.health));
+  w.Key("last_seen_ms_ago").Int((now - a.last_seen_ns) / 1'000'000);
+  w.Key("workers").Uint(a.workers.size()).Key("clock");
   absl::StatusOr<common::ClockModel> model = aligner.Model(a.agent_id);
   if (model.ok()) {
-    w.Raw("{\"offset_ns\":").Int(model->offset_ns).Raw(",\"drift_ppb\":").Int(model->drift_ppb);
-    w.Raw(",\"error_bound_ns\":")
-        .Int(model->error_bound_ns)
-        .Raw(",\"samples\":")
-        .Uint(aligner.SampleCount(a.agent_id))
-        .Char('}');
+    w.BeginObject().Key("offset_ns").Int(model->offset_ns).Key("drift_ppb").Int(model->drift_ppb);
+    w.Key("error_bound_ns").Int(model->error_bound_ns);
+    w.Key("samples").Uint(aligner.SampleCount(a.agent_id)).EndObject();
   } else {
-    w.Raw("null");
+    w.Null();
   }
-  w.Char('}');
+  w.EndObject();
 }
 
 // One worker of GET /v1/workers, with the agent that serves it.
 void WriteWorker(const v1::WorkerDescriptor& d, const AgentSnapshot& a, common::JsonWriter& w) {
-  w.Raw("{\"job\":")
-      .String(d.job())
-      .Raw(",\"rank\":")
-      .Int(d.rank())
-      .Raw(",\"local_rank\":")
-      .Int(d.local_rank());
-  w.Raw(",\"world_size\":")
-      .Int(d.world_size())
-      .Raw(",\"pid\":")
-      .Int(d.pid())
-      .Raw(",\"host\":")
-      .String(d.host());
-  w.Raw(",\"device\":").String(d.device()).Raw(",\"collector\":").String(d.collector());
-  w.Raw(",\"agent_id\":")
-      .String(a.agent_id)
-      .Raw(",\"health\":")
-      .String(AgentHealthName(a.health))
-      .Char('}');
+  w.BeginObject().Key("job").String(d.job()).Key("rank").Int(d.rank());
+  w.Key("local_rank").Int(d.local_rank()).Key("world_size").Int(d.world_size());
+  w.Key("pid").Int(d.pid()).Key("host").String(d.host()).Key("device").String(d.device());
+  w.Key("collector").String(d.collector()).Key("agent_id").String(a.agent_id);
+  w.Key("health").String(AgentHealthName(a.health)).EndObject();
 }
 
 }  // namespace
@@ -153,35 +130,21 @@ http::HttpResponse LiveApi::ListWorkers(http::HttpRequest& r) {
     cost += std::max<size_t>(mine, 1);
   }
   common::JsonWriter w;
-  w.Raw("{\"agents\":[");
-  bool first = true;
-  for (const AgentSnapshot* a : page) {
-    if (!first) w.Char(',');
-    first = false;
-    WriteAgent(*a, aligner_, now, w);
-  }
-  w.Raw("],\"workers\":[");
-  first = true;
+  w.BeginObject().Key("agents").BeginArray();
+  for (const AgentSnapshot* a : page) WriteAgent(*a, aligner_, now, w);
+  w.EndArray().Key("workers").BeginArray();
   for (const AgentSnapshot* a : page) {
     for (const v1::WorkerDescriptor& d : a->workers) {
-      if (!serves(d)) continue;
-      if (!first) w.Char(',');
-      first = false;
-      WriteWorker(d, *a, w);
+      if (serves(d)) WriteWorker(d, *a, w);
     }
   }
   // Totals over every page: connected agents and their workers; disconnected agents are listed
   // (health "disconnected") until forgotten, never counted.
-  w.Raw("],\"connected_agents\":")
-      .Uint(connected)
-      .Raw(",\"disconnected_agents\":")
-      .Uint(disconnected);
-  w.Raw(",\"connected_workers\":")
-      .Uint(connected_workers)
-      .Raw(",\"worker_count\":")
-      .Uint(page_workers);
-  if (!next.empty()) w.Raw(",\"next\":").String(next);
-  w.Raw("}\n");
+  w.EndArray().Key("connected_agents").Uint(connected);
+  w.Key("disconnected_agents").Uint(disconnected).Key("connected_workers").Uint(connected_workers);
+  w.Key("worker_count").Uint(page_workers);
+  if (!next.empty()) w.Key("next").String(next);
+  w.EndObject().EndLine();
   return http::HttpResponse::Json(200, std::move(w.buffer()));
 }
 
@@ -249,7 +212,7 @@ http::HttpResponse LiveApi::StartCapture(http::HttpRequest& r) {
   }
   common::JsonWriter w;
   WriteCaptureJson(w, *record);
-  w.Char('\n');
+  w.EndLine();
   http::HttpResponse response = http::HttpResponse::Json(202, std::move(w.buffer()));
   response.headers.emplace_back("Location", common::StrCat("/v1/captures/", record->id));
   return response;

@@ -377,7 +377,7 @@ http::HttpResponse RestApi::GetCapture(http::HttpRequest& r) {
     if (std::optional<CaptureRecord> live = live_lookup_(r.params["id"])) {
       common::JsonWriter w;
       WriteCaptureJson(w, *live);
-      w.Char('\n');
+      w.EndLine();
       return http::HttpResponse::Json(200, std::move(w.buffer()));
     }
   }
@@ -385,7 +385,7 @@ http::HttpResponse RestApi::GetCapture(http::HttpRequest& r) {
   if (!record.ok()) return FromStatus(record.status());
   common::JsonWriter w;
   WriteCaptureJson(w, *record);
-  w.Char('\n');
+  w.EndLine();
   return http::HttpResponse::Json(200, std::move(w.buffer()));
 }
 
@@ -469,7 +469,7 @@ http::HttpResponse RestApi::Import(http::HttpRequest& r) {
   const std::string& id = record.id;
   common::JsonWriter w;
   WriteCaptureJson(w, record);
-  w.Char('\n');
+  w.EndLine();
   http::HttpResponse response = http::HttpResponse::Json(201, std::move(w.buffer()));
   response.headers.emplace_back("Location", common::StrCat("/v1/captures/", id));
   return response;

@@ -44,35 +44,26 @@ http::HttpResponse SchedulesApi::Create(http::HttpRequest& r) {
     return http::HttpResponse::Problem(500, "Internal Server Error",
                                        std::string(added.status().message()));
   }
-  std::string body = ScheduleToJson(*added);
+  std::string warning;
   if (!job_served_(added->spec)) {
-    body.pop_back();  // the object's closing brace
-    common::JsonWriter warning;
-    warning.Char(',').Key("warning").String(
-        common::StrCat("no connected agent serves job ", added->spec.job,
-                       added->spec.ranks.empty() ? "" : " with every rank asked for",
-                       " now: its captures fail until one does (see podscope workers)"));
-    body += warning.buffer();
-    body += '}';
+    warning = common::StrCat("no connected agent serves job ", added->spec.job,
+                             added->spec.ranks.empty() ? "" : " with every rank asked for",
+                             " now: its captures fail until one does (see podscope workers)");
   }
-  http::HttpResponse response = http::HttpResponse::Json(201, body + "\n");
+  http::HttpResponse response =
+      http::HttpResponse::Json(201, ScheduleToJson(*added, warning) + "\n");
   response.headers.emplace_back("Location", common::StrCat("/v1/schedules/", added->id));
   return response;
 }
 
 http::HttpResponse SchedulesApi::List(http::HttpRequest&) {
-  std::string out = "{\"schedules\":[";
-  bool first = true;
-  for (const Schedule& s : runner_.List()) {
-    if (!first) out += ',';
-    first = false;
-    out += ScheduleToJson(s);
-  }
+  common::JsonWriter out;
+  out.BeginObject().Key("schedules").BeginArray();
+  for (const Schedule& s : runner_.List()) out.RawValue(ScheduleToJson(s));
   // Stored schedules a start could not read back: kept, not run (storage/set_aside.h).
-  out += "],\"set_aside\":";
-  out += storage::SetAsideToJson(runner_.SetAside());
-  out += "}\n";
-  return http::HttpResponse::Json(200, std::move(out));
+  out.EndArray().Key("set_aside").RawValue(storage::SetAsideToJson(runner_.SetAside()));
+  out.EndObject().EndLine();
+  return http::HttpResponse::Json(200, std::move(out.buffer()));
 }
 
 http::HttpResponse SchedulesApi::Get(http::HttpRequest& r) {

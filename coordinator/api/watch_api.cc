@@ -38,16 +38,13 @@ http::HttpResponse WatchApi::ListAlerts(http::HttpRequest& r) {
   }
   const std::string job = r.Query("job");
   common::JsonWriter out;
-  out.Char('{').Key("alerts").Char('[');
-  bool first = true;
+  out.BeginObject().Key("alerts").BeginArray();
   for (const watch::Alert& a : watch_.Alerts()) {
     if (!state.empty() && watch::AlertStateName(a.state) != state) continue;
     if (!job.empty() && a.job != job) continue;
-    if (!first) out.Char(',');
-    first = false;
     watch::WriteAlertJson(out, a);
   }
-  out.Char(']').Char('}');
+  out.EndArray().EndObject();
   return http::HttpResponse::Json(200, std::move(out.buffer()));
 }
 
@@ -90,40 +87,34 @@ http::HttpResponse WatchApi::JobWindow(http::HttpRequest& r) {
     median = means[means.size() / 2];
   }
   common::JsonWriter out;
-  out.Char('{').Key("job").String(job);
-  out.Char(',').Key("first_step").Int(w.first_step);
-  out.Char(',').Key("last_step").Int(w.last_step);
-  out.Char(',').Key("full").Bool(w.full);
+  out.BeginObject().Key("job").String(job);
+  out.Key("first_step").Int(w.first_step).Key("last_step").Int(w.last_step);
+  out.Key("full").Bool(w.full);
   for (const auto& [key, ranks] :
        {std::pair{"absent_ranks", &w.absent_ranks}, std::pair{"missing_ranks", &w.missing_ranks}}) {
-    out.Char(',').Key(key).Char('[');
-    for (size_t i = 0; i < ranks->size(); ++i) out.Raw(i ? "," : "").Int((*ranks)[i]);
-    out.Char(']');
+    out.Key(key).BeginArray();
+    for (int32_t rank : *ranks) out.Int(rank);
+    out.EndArray();
   }
-  out.Char(',')
-      .Key("step_time_ms")
+  out.Key("step_time_ms")
       .Double(w.step_time_ns.empty() ? 0 : static_cast<double>(w.step_time_ns.back()) / 1e6);
-  out.Char(',').Key("ranks").Char('[');
+  out.Key("ranks").BeginArray();
   for (size_t i = 0; i < w.ranks.size(); ++i) {
     const watch::RankWindow& rank = w.ranks[i];
     const double mean =
         rank.steps > 0 ? static_cast<double>(rank.step_time_ns) / static_cast<double>(rank.steps)
                        : 0;
-    if (i) out.Char(',');
-    out.Char('{').Key("rank").Int(rank.rank);
-    out.Char(',').Key("host").String(i < w.hosts.size() ? w.hosts[i] : "");
-    out.Char(',').Key("steps").Int(rank.steps);
-    out.Char(',').Key("step_time_ms").Double(mean / 1e6);
-    out.Char(',').Key("lag_ms").Double((mean - median) / 1e6);
-    out.Char(',').Key("caused_delay_ms").Double(static_cast<double>(rank.caused_delay_ns) / 1e6);
-    out.Char(',')
-        .Key("last_arriver_share")
+    out.BeginObject().Key("rank").Int(rank.rank);
+    out.Key("host").String(i < w.hosts.size() ? w.hosts[i] : "").Key("steps").Int(rank.steps);
+    out.Key("step_time_ms").Double(mean / 1e6).Key("lag_ms").Double((mean - median) / 1e6);
+    out.Key("caused_delay_ms").Double(static_cast<double>(rank.caused_delay_ns) / 1e6);
+    out.Key("last_arriver_share")
         .Double(rank.collectives > 0 ? static_cast<double>(rank.last_arrivals) /
                                            static_cast<double>(rank.collectives)
                                      : 0);
-    out.Char('}');
+    out.EndObject();
   }
-  out.Char(']').Char('}');
+  out.EndArray().EndObject();
   return http::HttpResponse::Json(200, std::move(out.buffer()));
 }
 

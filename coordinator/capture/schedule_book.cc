@@ -17,7 +17,9 @@
 namespace podscope::coordinator {
 namespace {
 
-void WriteSchedule(common::JsonWriter& out, const Schedule& s, bool stored);
+// stored: the form the book keeps (whole nanoseconds too). warning: a last member, when not empty.
+void WriteSchedule(common::JsonWriter& out, const Schedule& s, bool stored,
+                   std::string_view warning = {});
 
 // Room a schedule's stored form keeps for what its runs add: the last error and capture id.
 constexpr size_t kMaxLastErrorBytes = 512;
@@ -212,30 +214,25 @@ void ScheduleBook::Failed(const std::string& id, TimeNs now, const std::string& 
 
 namespace {
 
-void WriteSchedule(common::JsonWriter& out, const Schedule& s, bool stored) {
-  out.Char('{').Key("id").String(s.id);
-  out.Char(',').Key("job").String(s.spec.job);
-  out.Char(',').Key("every_s").Double(static_cast<double>(s.spec.every_ns) / 1e9);
-  out.Char(',').Key("duration_ms").Double(static_cast<double>(s.spec.duration_ns) / 1e6);
-  if (stored) {
-    out.Char(',').Key("every_ns").Int(s.spec.every_ns);
-    out.Char(',').Key("duration_ns").Int(s.spec.duration_ns);
-  }
-  out.Char(',').Key("ranks").String(common::FormatRankList(s.spec.ranks));
-  out.Char(',').Key("created_ns").Int(s.created_ns);
-  out.Char(',').Key("next_ns").Int(s.next_ns);
-  out.Char(',').Key("last_run_ns").Int(s.last_run_ns);
-  out.Char(',').Key("last_capture_id");
+void WriteSchedule(common::JsonWriter& out, const Schedule& s, bool stored,
+                   std::string_view warning) {
+  out.BeginObject().Key("id").String(s.id).Key("job").String(s.spec.job);
+  out.Key("every_s").Double(static_cast<double>(s.spec.every_ns) / 1e9);
+  out.Key("duration_ms").Double(static_cast<double>(s.spec.duration_ns) / 1e6);
+  if (stored) out.Key("every_ns").Int(s.spec.every_ns).Key("duration_ns").Int(s.spec.duration_ns);
+  out.Key("ranks").String(common::FormatRankList(s.spec.ranks));
+  out.Key("created_ns").Int(s.created_ns).Key("next_ns").Int(s.next_ns);
+  out.Key("last_run_ns").Int(s.last_run_ns).Key("last_capture_id");
   if (s.last_capture_id.empty()) {
-    out.Raw("null");
+    out.Null();
   } else {
     out.String(s.last_capture_id);
   }
-  out.Char(',').Key("last_error").String(s.last_error);
-  out.Char(',').Key("runs").Int(static_cast<int64_t>(s.runs));
-  out.Char(',').Key("deferred").Int(static_cast<int64_t>(s.deferred));
-  out.Char(',').Key("failed").Int(static_cast<int64_t>(s.failed));
-  out.Char('}');
+  out.Key("last_error").String(s.last_error).Key("runs").Int(static_cast<int64_t>(s.runs));
+  out.Key("deferred").Int(static_cast<int64_t>(s.deferred));
+  out.Key("failed").Int(static_cast<int64_t>(s.failed));
+  if (!warning.empty()) out.Key("warning").String(warning);
+  out.EndObject();
 }
 
 // One stored schedule; throws (std::exception) on a field that is missing or of another type.
@@ -282,22 +279,17 @@ Schedule ScheduleFromStored(const boost::json::object& e) {
 
 }  // namespace
 
-std::string ScheduleToJson(const Schedule& s) {
+std::string ScheduleToJson(const Schedule& s, std::string_view warning) {
   common::JsonWriter out;
-  WriteSchedule(out, s, /*stored=*/false);
+  WriteSchedule(out, s, /*stored=*/false, warning);
   return std::move(out.buffer());
 }
 
 std::string ScheduleBook::ToJson() const {
   common::JsonWriter out;
-  out.Char('{').Key("next_id").Uint(next_id_).Char(',').Key("schedules").Char('[');
-  bool first = true;
-  for (const auto& [id, s] : schedules_) {
-    if (!first) out.Char(',');
-    first = false;
-    WriteSchedule(out, s, /*stored=*/true);
-  }
-  out.Char(']').Char('}');
+  out.BeginObject().Key("next_id").Uint(next_id_).Key("schedules").BeginArray();
+  for (const auto& [id, s] : schedules_) WriteSchedule(out, s, /*stored=*/true);
+  out.EndArray().EndObject();
   return std::move(out.buffer());
 }
 

@@ -105,7 +105,8 @@ struct ScheduleBook::Loaded {
   std::vector<storage::SetAsideRecord> set_aside;
 };
 
-// Writes one schedule as GET /v1/schedules lists it.
-std::string ScheduleToJson(const Schedule& s);
+// Writes one schedule as GET /v1/schedules lists it; `warning`, when not empty, is one more member
+// saying why its captures may fail.
+std::string ScheduleToJson(const Schedule& s, std::string_view warning = {});
 
 }  // namespace podscope::coordinator

@@ -3,21 +3,15 @@
 namespace podscope::coordinator::watch {
 
 void WriteAlertJson(common::JsonWriter& out, const Alert& a) {
-  out.Char('{').Key("id").String(a.id);
-  out.Char(',').Key("rule").String(a.rule);
-  out.Char(',').Key("kind").String(AlertKindName(a.kind));
-  out.Char(',').Key("state").String(AlertStateName(a.state));
-  out.Char(',').Key("job").String(a.job);
-  out.Char(',').Key("subject").String(a.subject);
-  out.Char(',').Key("ranks").Char('[');
-  for (size_t i = 0; i < a.ranks.size(); ++i) (i ? out.Char(',') : out).Int(a.ranks[i]);
-  out.Char(']').Char(',').Key("hosts").Char('[');
-  for (size_t i = 0; i < a.hosts.size(); ++i) (i ? out.Char(',') : out).String(a.hosts[i]);
-  out.Char(']').Char(',').Key("evidence").Char('{');
-  bool first = true;
+  out.BeginObject().Key("id").String(a.id).Key("rule").String(a.rule);
+  out.Key("kind").String(AlertKindName(a.kind)).Key("state").String(AlertStateName(a.state));
+  out.Key("job").String(a.job).Key("subject").String(a.subject);
+  out.Key("ranks").BeginArray();
+  for (int32_t rank : a.ranks) out.Int(rank);
+  out.EndArray().Key("hosts").BeginArray();
+  for (const std::string& host : a.hosts) out.String(host);
+  out.EndArray().Key("evidence").BeginObject();
   for (const Evidence& e : a.finding.evidence) {
-    if (!first) out.Char(',');
-    first = false;
     out.Key(e.name);
     if (e.text.empty()) {
       out.Double(e.number);
@@ -26,36 +20,28 @@ void WriteAlertJson(common::JsonWriter& out, const Alert& a) {
     }
   }
   if (!a.finding.steps.empty()) {
-    if (!first) out.Char(',');
-    first = false;
-    out.Key("steps").Char('[');
-    for (size_t i = 0; i < a.finding.steps.size(); ++i)
-      (i ? out.Char(',') : out).Int(a.finding.steps[i]);
-    out.Char(']');
+    out.Key("steps").BeginArray();
+    for (int64_t step : a.finding.steps) out.Int(step);
+    out.EndArray();
   }
   if (!a.finding.last_completed.empty()) {
-    if (!first) out.Char(',');
-    out.Key("last_completed").Char('[');
-    for (size_t i = 0; i < a.finding.last_completed.size(); ++i) {
-      if (i) out.Char(',');
-      out.Char('{').Key("rank").Int(a.finding.last_completed[i].first);
-      out.Char(',').Key("sequence").Int(a.finding.last_completed[i].second).Char('}');
-    }
-    out.Char(']');
+    out.Key("last_completed").BeginArray();
+    for (const auto& [rank, sequence] : a.finding.last_completed)
+      out.BeginObject().Key("rank").Int(rank).Key("sequence").Int(sequence).EndObject();
+    out.EndArray();
   }
-  out.Char('}');
-  out.Char(',').Key("message").String(a.finding.message);
-  out.Char(',').Key("first_seen_ns").Int(a.first_seen_ns);
-  out.Char(',').Key("last_seen_ns").Int(a.last_seen_ns);
-  if (a.fired_at_step >= 0) out.Char(',').Key("fired_at_step").Int(a.fired_at_step);
-  if (a.state == AlertState::kResolved) out.Char(',').Key("resolved_ns").Int(a.resolved_ns);
-  out.Char(',').Key("capture_id");
+  out.EndObject();
+  out.Key("message").String(a.finding.message);
+  out.Key("first_seen_ns").Int(a.first_seen_ns).Key("last_seen_ns").Int(a.last_seen_ns);
+  if (a.fired_at_step >= 0) out.Key("fired_at_step").Int(a.fired_at_step);
+  if (a.state == AlertState::kResolved) out.Key("resolved_ns").Int(a.resolved_ns);
+  out.Key("capture_id");
   if (a.capture_id) {
     out.String(*a.capture_id);
   } else {
-    out.Raw("null");
+    out.Null();
   }
-  out.Char('}');
+  out.EndObject();
 }
 
 std::string AlertToJson(const Alert& alert) {

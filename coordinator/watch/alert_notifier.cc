@@ -105,43 +105,34 @@ void AlertNotifier::Stop() {
 
 std::string AlertNotifier::AlertmanagerBody(const std::vector<Alert>& alerts) const {
   common::JsonWriter out;
-  out.Char('[');
-  for (size_t i = 0; i < alerts.size(); ++i) {
-    const Alert& a = alerts[i];
-    if (i) out.Char(',');
+  out.BeginArray();
+  for (const Alert& a : alerts) {
     // Labels identify the alert to Alertmanager and must not change while it fires: what it is
     // about, not the latest evidence (which goes in the annotations).
-    out.Char('{').Key("labels").Char('{');
-    out.Key("alertname").String(AlertName(a.kind));
-    out.Char(',').Key("training_job").String(a.job);
-    out.Char(',').Key("rule").String(a.rule);
-    out.Char(',').Key("kind").String(AlertKindName(a.kind));
-    out.Char(',').Key("subject").String(a.subject);
-    out.Char(',')
-        .Key("severity")
+    out.BeginObject().Key("labels").BeginObject();
+    out.Key("alertname").String(AlertName(a.kind)).Key("training_job").String(a.job);
+    out.Key("rule").String(a.rule).Key("kind").String(AlertKindName(a.kind));
+    out.Key("subject").String(a.subject);
+    out.Key("severity")
         .String(a.kind == AlertKind::kHang || a.kind == AlertKind::kRanksNotReporting ? "critical"
                                                                                       : "warning");
-    out.Char(',').Key("source").String("podscope");
-    out.Char('}').Char(',').Key("annotations").Char('{');
-    out.Key("summary").String(a.finding.message);
-    out.Char(',').Key("ranks").String(Joined(a.ranks));
+    out.Key("source").String("podscope").EndObject();
+    out.Key("annotations").BeginObject();
+    out.Key("summary").String(a.finding.message).Key("ranks").String(Joined(a.ranks));
     std::string hosts;
     for (size_t h = 0; h < a.hosts.size(); ++h) common::StrAppend(&hosts, h ? "," : "", a.hosts[h]);
-    out.Char(',').Key("hosts").String(hosts);
-    out.Char(',').Key("podscope_alert_id").String(a.id);
-    if (a.capture_id) out.Char(',').Key("evidence_capture").String(*a.capture_id);
-    out.Char('}');
-    out.Char(',').Key("startsAt").String(Rfc3339(a.first_seen_ns));
-    if (a.state == AlertState::kResolved)
-      out.Char(',').Key("endsAt").String(Rfc3339(a.resolved_ns));
+    out.Key("hosts").String(hosts).Key("podscope_alert_id").String(a.id);
+    if (a.capture_id) out.Key("evidence_capture").String(*a.capture_id);
+    out.EndObject();
+    out.Key("startsAt").String(Rfc3339(a.first_seen_ns));
+    if (a.state == AlertState::kResolved) out.Key("endsAt").String(Rfc3339(a.resolved_ns));
     if (!options_.external_url.empty()) {
-      out.Char(',')
-          .Key("generatorURL")
+      out.Key("generatorURL")
           .String(common::StrCat(options_.external_url, "/v1/alerts?job=", a.job));
     }
-    out.Char('}');
+    out.EndObject();
   }
-  out.Char(']');
+  out.EndArray();
   return std::move(out.buffer());
 }
 
@@ -149,11 +140,11 @@ void AlertNotifier::Notify(const AlertEvent& event) {
   std::string webhook_body;
   {
     common::JsonWriter out;
-    out.Char('{').Key("event").String(event.transition == Transition::kFired ? "fired"
-                                                                             : "resolved");
-    out.Char(',').Key("alert");
+    out.BeginObject().Key("event").String(event.transition == Transition::kFired ? "fired"
+                                                                                 : "resolved");
+    out.Key("alert");
     WriteAlertJson(out, event.alert);
-    out.Char('}');
+    out.EndObject();
     webhook_body = std::move(out.buffer());
   }
   const std::string alertmanager_body = AlertmanagerBody({event.alert});
@@ -162,13 +153,13 @@ void AlertNotifier::Notify(const AlertEvent& event) {
   {
     const Alert& a = event.alert;
     common::JsonWriter out;
-    out.Char('{').Key("text").String(common::StrCat(
+    out.BeginObject().Key("text").String(common::StrCat(
         event.transition == Transition::kFired ? ":rotating_light: *firing*"
                                                : ":white_check_mark: *resolved*",
         " podscope ", AlertKindName(a.kind), " in job `", a.job, "` (rule ", a.rule,
         "): ", a.finding.message,
         a.capture_id ? common::StrCat(" Evidence capture: ", *a.capture_id, ".") : std::string()));
-    out.Char('}');
+    out.EndObject();
     slack_body = std::move(out.buffer());
   }
   for (auto& d : destinations_) {
