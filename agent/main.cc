@@ -64,10 +64,10 @@ int WaitForStop(const sigset_t& signals, const podscope::agent::ShardedAgent& ag
   }
 }
 
-// Logs `s` and returns the exit code: 2, a wrong command line or config.
-int Fail(const absl::Status& s) {
+// Logs `s` and returns the exit code: 1 a runtime failure, 2 a wrong command line or config.
+int Fail(const absl::Status& s, int code = 2) {
   spdlog::error("{}", s);
-  return 2;
+  return code;
 }
 
 }  // namespace
@@ -114,17 +114,15 @@ int main(int argc, char** argv) {
   // One control stream per coordinator shard that owns one of this node's jobs (one in all
   // against an unsharded coordinator).
   podscope::agent::ShardedAgent agent(settings.agent, *clock, *std::move(collectors));
-  agent.Start();
+  // Listening first: an address in use fails the start before the agent reaches any coordinator.
   std::unique_ptr<podscope::agent::HealthServer> health_server;
   if (!settings.health.empty()) {
     absl::StatusOr<std::unique_ptr<podscope::agent::HealthServer>> started =
         StartHealth(settings, agent);
-    if (!started.ok()) {
-      agent.Stop();
-      return Fail(started.status());
-    }
+    if (!started.ok()) return Fail(started.status(), 1);
     health_server = *std::move(started);
   }
+  agent.Start();
   // The exact line tests and scripts wait for.
   spdlog::info("podscope-agent {} serving {} workers, coordinator {}", agent.agent_id(), workers,
                settings.agent.coordinator);

@@ -1,6 +1,7 @@
-// The coordinator's HTTP/1.1 server (Boost.Beast): one io_context on a small thread pool for
-// sockets, a separate pool for heavy handlers (analyses) so a long analysis never stalls the
-// API. Every body has a bound; uploads stream to disk.
+// The shared HTTP/1.1 server (Boost.Beast) of the coordinator's REST API and web UI and of the
+// agent's health endpoint: one io_context on a small thread pool for sockets, a separate pool
+// for heavy handlers (analyses) so a long analysis never stalls the API. Every body has a
+// bound; uploads stream to disk.
 #pragma once
 
 #include <atomic>

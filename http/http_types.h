@@ -1,5 +1,6 @@
-// Requests, responses and routing for the coordinator's REST API. No Beast types here: route
-// handlers are plain functions, testable without a socket.
+// Requests, responses and routing for the shared HTTP server (the coordinator's REST API and
+// UI, the agent's health endpoint). No Beast types here: route handlers are plain functions,
+// testable without a socket.
 #pragma once
 
 #include <cstdint>

@@ -10,8 +10,9 @@
 #            (absl::Mutex with ABSL_GUARDED_BY); no sleep in tests outside tests/wait_for.h
 #            unless the line says why it is not a timing assertion ("not a timing assertion")
 #   history  code, tests and docs say what is true now: no "issue N", no document outside the
-#            repository (section references to a brief kept beside it), no history ("used to", "before the fix", "fixed since",
-#            "this sitting"), and dates (YYYY-MM-DD) only in the rows of figures tables
+#            repository (a section sign cites only a standard, "RFC N §M"), no history ("used
+#            to", "before the fix", "fixed since", "this sitting"), and dates (YYYY-MM-DD) only
+#            in the rows of figures tables
 #   tidy     clang-tidy's naming checks (.clang-tidy) over every source, from build/'s
 #            compile_commands.json
 # Usage: scripts/presubmit.sh [format|layers|banned|history|tidy]...   (all five by default)
@@ -65,7 +66,7 @@ check_layers() {
     "the analysis engine and its renderers are pure: they include common/ only" || rc=1
   layer_rule cli 'agent|coordinator|storage' \
     "the podscope command links no daemon part: it reaches the coordinator over REST" || rc=1
-  layer_rule coordinator 'agent|cli' "the coordinator includes neither the agent nor the CLI" || rc=1
+  layer_rule coordinator 'agent|cli|sim' "the coordinator includes neither the agent, the CLI nor the workload model" || rc=1
   layer_rule agent 'coordinator|cli|analysis|storage' \
     "the agent includes neither the coordinator, the CLI, the analysis engine nor the store" || rc=1
   # The control plane, bottom up: agents/ (the registry), clock/, capture/, control/ (gRPC).
@@ -138,6 +139,13 @@ check_history() {
   banned_rule '(\b[Ii]ssue #?[0-9]+|D[E]SIGN §|\b([Uu]sed to (be|show|say|take|run|have)|[Bb]efore the fix|[Ff]ixed since|[Tt]his sitting|[Ll]ast sitting|[Ee]arlier sitting))' \
     "say what is true now; history belongs in git (commit messages), not in the tree" "${text[@]}" || rc=1
   local hits
+  # A section sign cites a document: a standard's ("RFC 9112 §7.1") is one anyone can read; any
+  # other points at a document kept outside the repository.
+  hits=$(git grep --untracked -nE '§ ?[0-9]' -- "${text[@]}" | grep -vE 'RFC [0-9]+ §' || true)
+  if [ -n "$hits" ]; then
+    echo "$hits" | sed 's|$|   <- cite a file in the repository, or a standard by name (RFC N §M)|'
+    rc=1
+  fi
   hits=$(git grep --untracked -nE '\b20[0-9]{2}-[0-9]{2}-[0-9]{2}\b' -- "${text[@]}" | grep -vE '^[^:]+:[0-9]+:\|' || true)
   if [ -n "$hits" ]; then
     echo "$hits" | sed 's|$|   <- a date belongs in a figures table row, beside the commit measured|'

@@ -1,7 +1,7 @@
 // The clocks of one capture's workers (docs/life-of-a-capture.md): the network model frozen over
 // the window when a worker's window is over, then, once every worker is in, the refinement of the
-// models from the collectives the workers share (§4.3). Beside the rest of clock alignment; the
-// capture scheduler calls them.
+// models from the collectives the workers share (docs/live-capture.md, "Clock alignment"). Beside
+// the rest of clock alignment; the capture scheduler calls them.
 #pragma once
 
 #include "common/clock_model.h"
