@@ -2,6 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
+#include "common/host_port.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
 #include "common/unix_socket.h"
@@ -97,6 +102,22 @@ absl::StatusOr<AgentSettings> LoadAgentSettings(const AgentFlags& c) {
   if (!c.log_level.empty()) settings.log_level = c.log_level;
   settings.insecure = settings.insecure || c.insecure;
   RETURN_IF_ERROR(common::CheckTlsChoice(settings.agent.tls, settings.insecure, "podscope-agent"));
+  // spdlog reads an unknown level as "off": the agent would then fail without a word.
+  static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
+                                                 "error", "critical", "off"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), settings.log_level) == std::end(kLevels))
+    return absl::InvalidArgumentError(
+        common::StrCat("log level \"", settings.log_level,
+                       "\" is not one of trace, debug, info, warn, error, critical, off"));
+  if (!settings.health.empty()) {
+    const absl::StatusOr<common::HostPort> health =
+        common::ParseHostPort(settings.health, {.allow_port_zero = true});
+    if (!health.ok())
+      return absl::InvalidArgumentError(common::StrCat("--health: ", health.status().message()));
+    if (!common::IsIpAddress(health->host))
+      return absl::InvalidArgumentError(
+          common::StrCat("--health: \"", health->host, "\" is not an IP address"));
+  }
   RETURN_IF_ERROR(ResolveIdentity(&settings));
   CollectorConfig& collectors = settings.collectors;
   collectors.host = settings.agent.host;

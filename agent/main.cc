@@ -56,6 +56,11 @@ int WaitForStop(const sigset_t& signals, const podscope::agent::ShardedAgent& ag
   timespec tick{1, 0};
   while (true) {
     const int signal_number = sigtimedwait(&signals, nullptr, &tick);
+    if (signal_number == SIGHUP) {
+      // A reload sent to every podscope process must not stop the agents.
+      spdlog::info("SIGHUP: the agent re-reads nothing; restart it to change its settings");
+      continue;
+    }
     if (signal_number > 0) {
       spdlog::info("signal {}: stopping", signal_number);
       return 0;
@@ -86,6 +91,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  // Blocked before anything else (collectors start threads later), so that a signal sent while
+  // the agent starts waits for the sigtimedwait below rather than ending the process.
+  const sigset_t signals = podscope::common::BlockSignals({SIGINT, SIGTERM, SIGHUP});
   absl::StatusOr<Settings> loaded = podscope::agent::LoadAgentSettings(flags);
   if (!loaded.ok()) return Fail(loaded.status());
   Settings& settings = *loaded;
@@ -98,9 +106,6 @@ int main(int argc, char** argv) {
     std::cout << "config OK" << std::endl;
     return 0;
   }
-  // Blocked before any thread exists (collectors start theirs), so that SIGTERM reaches the
-  // sigtimedwait below instead of killing the process from some other thread.
-  const sigset_t signals = podscope::common::BlockSignals({SIGINT, SIGTERM});
 
   settings.collectors.clock = &*clock;
   auto collectors = podscope::agent::MakeCollectors(settings.collectors);

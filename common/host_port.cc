@@ -1,5 +1,7 @@
 #include "common/host_port.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 
 #include "common/parse_number.h"
@@ -65,6 +67,13 @@ absl::StatusOr<HostPort> ParseHostPort(std::string_view text, HostPortRules rule
 std::string JoinHostPort(std::string_view host, uint16_t port) {
   if (host.find(':') != std::string_view::npos) return StrCat("[", host, "]:", port);
   return StrCat(host, ":", port);
+}
+
+bool IsIpAddress(std::string_view host) {
+  const std::string text(host);
+  in6_addr v6;
+  in_addr v4;
+  return inet_pton(AF_INET, text.c_str(), &v4) == 1 || inet_pton(AF_INET6, text.c_str(), &v6) == 1;
 }
 
 }  // namespace podscope::common

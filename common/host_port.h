@@ -29,6 +29,9 @@ struct HostPortRules {
 // address has, more than 512 characters.
 absl::StatusOr<HostPort> ParseHostPort(std::string_view text, HostPortRules rules = {});
 
+// Whether `host` is an IPv4 or IPv6 address (without brackets), not a name.
+bool IsIpAddress(std::string_view host);
+
 // "host:port", with an IPv6 host in brackets: what ParseHostPort reads back.
 std::string JoinHostPort(std::string_view host, uint16_t port);
 

@@ -2,7 +2,9 @@
 
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -94,12 +96,21 @@ absl::StatusOr<std::unique_ptr<TokenAuthorizer>> LoadAuthorizer(
   return std::make_unique<TokenAuthorizer>(std::move(*tokens));
 }
 
-// Uploads in flight when the coordinator last stopped are gone with their agents' streams.
-void EmptyUploadDir(const std::string& upload_dir) {
+// Uploads in flight when the coordinator last stopped are gone with their agents' streams. A
+// folder the daemon cannot write would fail every import later: it fails the start instead.
+absl::Status EmptyUploadDir(const std::string& upload_dir) {
   std::error_code ec;
   std::filesystem::create_directories(upload_dir, ec);
-  for (const auto& stale : std::filesystem::directory_iterator(upload_dir, ec))
-    std::filesystem::remove(stale.path(), ec);
+  if (!ec) {
+    for (const auto& stale : std::filesystem::directory_iterator(upload_dir, ec))
+      std::filesystem::remove(stale.path(), ec);
+  }
+  if (ec || access(upload_dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        common::StrCat("cannot use the upload folder ", upload_dir, ": ",
+                       ec ? ec.message() : std::generic_category().message(errno)));
+  }
+  return absl::OkStatus();
 }
 
 // Listing every record on open skipped those that do not decode: said here once.
@@ -156,6 +167,11 @@ absl::Status Coordinator::CheckConfig() {
     const absl::StatusOr<common::HostPort> parsed = common::ParseHostPort(*address, listen);
     if (!parsed.ok())
       return absl::InvalidArgumentError(common::StrCat(flag, ": ", parsed.status().message()));
+    // The REST server binds an address, not a name (the agents' port resolves one).
+    if (flag == std::string_view("--http") && !common::IsIpAddress(parsed->host)) {
+      return absl::InvalidArgumentError(common::StrCat(
+          flag, ": \"", parsed->host, "\" is not an IP address (0.0.0.0 or :: listens on all)"));
+    }
   }
   ASSIGN_OR_RETURN(authorizer_, LoadAuthorizer(settings_));
   ASSIGN_OR_RETURN(membership_, ShardMembership::Open(settings_.shards));
@@ -205,7 +221,7 @@ absl::Status Coordinator::OpenStore() {
     return absl::Status(store.status().code(),
                         common::StrCat("cannot open the store: ", store.status().message()));
   store_ = *std::move(store);
-  EmptyUploadDir(settings_.http_limits.upload_dir);
+  RETURN_IF_ERROR(EmptyUploadDir(settings_.http_limits.upload_dir));
   api_ = std::make_unique<RestApi>(*store_, settings_.api_limits, time_, capture_mutations_);
   api_->set_id_suffix(settings_.scheduler.id_suffix);
   if (absl::Status s = api_->RecoverInterruptedImports(); !s.ok())
@@ -429,13 +445,16 @@ void Coordinator::AddMetricsSources() {
 
 void Coordinator::ReloadCredentials() {
   if (!settings_.insecure) {
-    absl::Status s =
-        http_server_->EnableTls({.cert_file = settings_.tls.cert, .key_file = settings_.tls.key});
-    if (s.ok()) s = agent_certificates_->Load();
-    if (s.ok())
+    // The CA first: when it is broken nothing changes, and the log says so truly.
+    if (absl::Status ca = agent_certificates_->Load(); !ca.ok()) {
+      spdlog::error("SIGHUP: keeping the old certificate, key and CA: {}", ca);
+    } else if (absl::Status s = http_server_->EnableTls(
+                   {.cert_file = settings_.tls.cert, .key_file = settings_.tls.key});
+               !s.ok()) {
+      spdlog::error("SIGHUP: CA re-read; keeping the old certificate and key: {}", s);
+    } else {
       spdlog::info("SIGHUP: certificate, key and CA re-read");
-    else
-      spdlog::error("SIGHUP: keeping the old certificates: {}", s);
+    }
   }
   if (authorizer_ != nullptr) {
     absl::StatusOr<TokenStore> tokens = TokenStore::Load(settings_.auth_tokens);

@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (flags.hash_token->parsed()) return RunHashToken(flags.hash_role, flags.hash_name);
+  // Blocked before anything else, so that a reload or stop sent while the daemon starts waits
+  // for the sigwait below rather than ending the process.
+  const sigset_t signals = podscope::common::BlockSignals({SIGINT, SIGTERM, SIGHUP});
   absl::StatusOr<CoordinatorSettings> settings = LoadCoordinatorSettings(flags);
   if (!settings.ok()) return Fail(settings.status(), 2);
   absl::StatusOr<std::unique_ptr<Coordinator>> coordinator =
@@ -48,7 +51,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   podscope::common::RaiseDescriptorLimit();
-  const sigset_t signals = podscope::common::BlockSignals({SIGINT, SIGTERM, SIGHUP});
   if (absl::Status s = (*coordinator)->Start(); !s.ok()) return Fail(s, 1);
   int signal_number = 0;
   while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP)

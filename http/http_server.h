@@ -51,6 +51,9 @@ struct HttpLimits {
   int forward_threads =
       8;  // calls waiting on other shards at once (blocked on the network, not a core)
   std::string upload_dir = "/tmp";  // where streamed uploads land (removed after the handler)
+  // false: one request per connection, closed after its answer ("Connection: close"), so that
+  // a client keeping connections alive cannot hold the slots a newcomer needs.
+  bool keep_alive = true;
 };
 
 // The server's certificate chain and key, PEM files.

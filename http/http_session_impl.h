@@ -366,7 +366,7 @@ asio::awaitable<typename Session<Stream>::Outcome> Session<Stream>::Answer(
   HttpRequest request = ToRequest(header_parser.get(), &target_ok);
   request.peer = peer_;
   const unsigned version = header_parser.get().version();
-  const bool keep_alive = header_parser.get().keep_alive();
+  const bool keep_alive = limits_.keep_alive && header_parser.get().keep_alive();
   DeclaredBody declared{.chunked = header_parser.get().chunked()};
   if (const auto length = header_parser.content_length()) declared.content_length = *length;
   const Admission admission =

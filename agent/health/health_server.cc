@@ -15,11 +15,17 @@ http::HttpLimits HealthLimits() {
   limits.max_body_bytes = 0;
   limits.max_upload_bytes = 0;
   limits.max_header_bytes = 8 << 10;
-  limits.max_connections = 16;
-  limits.max_connections_per_client = 16;
-  limits.max_unauthenticated_connections = 16;
-  limits.max_unauthenticated_per_client = 16;
-  limits.max_connections_per_token = 16;
+  // One request per connection, and connections yet to send a request (48 at most, of 64)
+  // give way to a newcomer at once, the oldest first: connections held open or left silent
+  // cannot keep a prober out.
+  limits.max_connections = 64;
+  limits.max_connections_per_client = 64;
+  limits.max_unauthenticated_connections = 48;
+  limits.max_unauthenticated_per_client = 48;
+  limits.max_connections_per_token = 64;
+  limits.keep_alive = false;
+  limits.min_eviction_age_ms = 0;
+  limits.proven_client_seconds = 0;
   limits.idle_timeout_seconds = 2;
   limits.header_timeout_seconds = 2;
   limits.progress_interval_seconds = 2;

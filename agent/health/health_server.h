@@ -3,7 +3,8 @@
 //   GET /healthz  200 while the agent runs
 //   GET /readyz   200 once it is connected to every coordinator it needs, else 503 and why
 // It is the shared HTTP server (http/http_server.h) with two open routes and small bounds: at
-// most 16 connections, 8 KiB of headers, a request within 2 s of connecting and no bodies.
+// most 64 connections, one request each, 8 KiB of headers, a request within 2 s of connecting
+// and no bodies; when full, the connection waiting longest gives way to a newcomer.
 #pragma once
 
 #include <cstdint>

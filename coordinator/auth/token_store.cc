@@ -4,6 +4,8 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <filesystem>
+
 #include "common/file_io.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
@@ -140,11 +142,20 @@ absl::StatusOr<TokenStore> TokenStore::Parse(std::string_view text) {
 }
 
 absl::StatusOr<TokenStore> TokenStore::Load(const std::string& path) {
+  // A pipe or device would block or read as empty; a file of no tokens would lock every caller
+  // out, and on a reload a file caught empty mid-rewrite would too (the old tokens stay then).
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return absl::InvalidArgumentError(common::StrCat(path, ": not a regular file"));
   ASSIGN_OR_RETURN(std::string text,
                    common::ReadFileMaybeGzip(path, {.max_file_bytes = kMaxTokenFileBytes}));
   absl::StatusOr<TokenStore> store = Parse(text);
   if (!store.ok())
     return absl::InvalidArgumentError(common::StrCat(path, ": ", store.status().message()));
+  if (store->size() == 0) {
+    return absl::InvalidArgumentError(common::StrCat(
+        path, ": holds no token (add a line with `podscope-coordinator hash-token`)"));
+  }
   return store;
 }
 

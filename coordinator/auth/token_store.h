@@ -37,6 +37,7 @@ class TokenStore {
  public:
   // Parses a token file's text. Errors name the line: "line 3: role \"root\" is not one of ...".
   static absl::StatusOr<TokenStore> Parse(std::string_view text);
+  // Reads a token file: a regular file of at least one token line.
   static absl::StatusOr<TokenStore> Load(const std::string& path);
 
   // The identity whose token this is, or nullopt. Every entry is hashed and compared in constant

@@ -68,5 +68,12 @@ TEST(HostPortTest, JoinReadsBack) {
   }
 }
 
+TEST(HostPortTest, AnAddressIsToldFromAName) {
+  for (const char* address : {"127.0.0.1", "0.0.0.0", "::", "::1", "fe80::1", "10.1.2.3"})
+    EXPECT_TRUE(IsIpAddress(address)) << address;
+  for (const char* name : {"localhost", "node-0", "256.1.1.1", "1.2.3", "[::1]", "", "10.0.0.1 "})
+    EXPECT_FALSE(IsIpAddress(name)) << name;
+}
+
 }  // namespace
 }  // namespace podscope::common

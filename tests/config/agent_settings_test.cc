@@ -52,6 +52,20 @@ TEST(AgentSettingsTest, BadInputIsRefusedWithItsReason) {
   EXPECT_EQ(key.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(key.message().find("coordinater"), std::string_view::npos) << key;
 
+  AgentFlags loud;
+  loud.insecure = true;
+  loud.log_level = "loud";
+  const absl::Status level = LoadAgentSettings(loud).status();
+  EXPECT_NE(level.message().find("\"loud\" is not one of"), std::string_view::npos) << level;
+
+  for (const char* health : {"nohost", "localhost:0", "127.0.0.1:99999", ":0"}) {
+    AgentFlags bad_health;
+    bad_health.insecure = true;
+    bad_health.health = health;
+    const absl::Status s = LoadAgentSettings(bad_health).status();
+    EXPECT_NE(s.message().find("--health"), std::string_view::npos) << health << ": " << s;
+  }
+
   AgentFlags missing_cert;
   missing_cert.tls = {
       .cert = dir.File("none.pem"), .key = dir.File("none.key"), .ca = dir.File("ca.pem")};

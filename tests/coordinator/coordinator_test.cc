@@ -84,6 +84,19 @@ TEST(CoordinatorTest, AStartThatFailsHalfWayStopsWhatItStarted) {
   EXPECT_TRUE((*next)->Start().ok());
 }
 
+// An upload folder it cannot use would fail every import: the start fails instead, naming it.
+TEST(CoordinatorTest, AnUploadFolderItCannotUseFailsTheStart) {
+  testing::ScratchDir dir;
+  CoordinatorSettings settings = Plain(dir.File("store"));
+  settings.http_limits.upload_dir = dir.Write("uploads-is-a-file", "");
+  absl::StatusOr<std::unique_ptr<Coordinator>> c =
+      Coordinator::Create(settings, common::RealTime());
+  ASSERT_TRUE(c.ok()) << c.status();
+  const absl::Status started = (*c)->Start();
+  EXPECT_NE(started.message().find("cannot use the upload folder"), std::string_view::npos)
+      << started;
+}
+
 TEST(CoordinatorTest, CreateRefusesWhatTheConfigGetsWrong) {
   testing::ScratchDir dir;
   CoordinatorSettings no_tokens = Plain(dir.File("store"));
@@ -97,6 +110,12 @@ TEST(CoordinatorTest, CreateRefusesWhatTheConfigGetsWrong) {
   const absl::Status address = Coordinator::Create(bad_address, common::RealTime()).status();
   EXPECT_EQ(address.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(address.message().find("--http"), std::string_view::npos) << address;
+
+  CoordinatorSettings named = Plain(dir.File("store"));
+  named.http = "localhost:0";  // the REST server binds an address, not a name
+  const absl::Status name = Coordinator::Create(named, common::RealTime()).status();
+  EXPECT_EQ(name.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(name.message().find("not an IP address"), std::string_view::npos) << name;
 
   CoordinatorSettings missing_file = Plain(dir.File("store"));
   missing_file.auth_tokens = dir.File("no-such-tokens");

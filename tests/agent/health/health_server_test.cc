@@ -5,6 +5,7 @@
 #include <atomic>
 #include <boost/asio.hpp>
 #include <string>
+#include <vector>
 
 namespace podscope::agent {
 namespace {
@@ -67,6 +68,27 @@ TEST(HealthServerTest, AClientThatSendsNothingDoesNotHoldItUp) {
   boost::asio::ip::tcp::socket idle(io);
   idle.connect({boost::asio::ip::make_address("127.0.0.1"), (*server)->port()});
   EXPECT_EQ(Get((*server)->port(), "/healthz").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+// A client that keeps its connections alive, or opens more than the server holds and leaves
+// them silent, cannot keep a prober out: every answer closes its connection, and a full server
+// drops the connection waiting longest for the newcomer.
+TEST(HealthServerTest, ConnectionsHeldOpenOrSilentDoNotKeepAProberOut) {
+  absl::StatusOr<std::unique_ptr<HealthServer>> server =
+      HealthServer::Start("127.0.0.1:0", [](std::string*) { return true; });
+  ASSERT_TRUE(server.ok()) << server.status();
+  const uint16_t port = (*server)->port();
+  // Asked to keep the connection alive, the server closes it anyway (Exchange reads to EOF).
+  const std::string kept = Exchange(port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(kept.rfind("HTTP/1.1 200", 0), 0u) << kept;
+  EXPECT_NE(kept.find("Connection: close"), std::string::npos) << kept;
+  boost::asio::io_context io;
+  std::vector<boost::asio::ip::tcp::socket> silent;
+  for (int i = 0; i < 100; ++i) {
+    silent.emplace_back(io).connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  }
+  EXPECT_EQ(Get(port, "/healthz").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(Get(port, "/readyz").rfind("HTTP/1.1 200", 0), 0u);
 }
 
 TEST(HealthServerTest, BadAddressesAreRefused) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/auth/token_authorizer.h"
+#include "tests/test_paths.h"
 
 namespace podscope::coordinator {
 namespace {
@@ -46,6 +47,25 @@ TEST(TokenStoreTest, HashTokenRefusesWeakTokensAndBadNames) {
   EXPECT_EQ(ParseRole("capture").value(), http::Access::kCapture);
   EXPECT_EQ(ParseRole("root").status().message(),
             "role \"root\" is not one of read, capture, admin");
+}
+
+// A file that would lock every caller out, or block the daemon, is refused (on a reload the
+// old tokens stay).
+TEST(TokenStoreTest, AnEmptyFileOrOneThatIsNoFileIsRefused) {
+  testing::ScratchDir dir;
+  const std::string empty = dir.Write("empty", "");
+  const absl::Status none = TokenStore::Load(empty).status();
+  EXPECT_EQ(none.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(none.message().find("holds no token"), std::string_view::npos) << none;
+  EXPECT_FALSE(TokenStore::Load(dir.Write("blank", "\n\n")).ok());
+  for (const std::string& not_a_file : {std::string("/dev/null"), dir.path()}) {
+    const absl::Status s = TokenStore::Load(not_a_file).status();
+    EXPECT_NE(s.message().find("not a regular file"), std::string_view::npos) << s;
+  }
+  absl::StatusOr<TokenStore> one =
+      TokenStore::Load(dir.Write("one", Line("alice", http::Access::kRead, kReadToken) + "\n"));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->size(), 1u);
 }
 
 TEST(TokenStoreTest, ABrokenFileNamesTheLine) {

@@ -544,7 +544,14 @@ func TestDaemonsAcceptTheRenderedConfigs(t *testing.T) {
 		writeCertificate(t, root, "gpu-node-7", "etc/podscope/agent-tls/gpu-node-7.crt", "etc/podscope/agent-tls/gpu-node-7.key")
 		writeCertificate(t, root, "gpu-node-7", "etc/podscope/agent-tls/ca.crt", "etc/podscope/agent-tls/ca.key")
 		writeCertificate(t, root, "podscope-agent-x7k2p", "etc/podscope/agent-tls/tls.crt", "etc/podscope/agent-tls/tls.key")
-		write(root+"/etc/podscope/auth/tokens", "")
+		// A token file holds at least one line (an empty one would lock every caller out).
+		hash := exec.Command(coordinator, "hash-token", "--role", "admin", "--name", "ops")
+		hash.Stdin = strings.NewReader("k3Jq9vX2mPz7Lr4tWn8YbQe5Hs1Uc6Ad\n")
+		line, err := hash.Output()
+		if err != nil {
+			t.Fatalf("hash-token: %v", err)
+		}
+		write(root+"/etc/podscope/auth/tokens", string(line))
 
 		// The args the pods run with, their $(VAR)s expanded as the kubelet does, paths rebased.
 		expand := func(args interface{}, vars map[string]string) []string {
