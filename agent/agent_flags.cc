@@ -55,7 +55,8 @@ void AddAgentFlags(CLI::App& app, AgentFlags& c) {
   app.add_option("--simulate", c.simulate,
                  "serve simulated ranks: "
                  "ranks=0-7,world=32,job=J,seed=S,straggler=RANK:FACTOR[:compute|input|launch],"
-                 "clock-offset-ms=X,drift-ppm=Y,profile=default|light|dense,sim-world=N");
+                 "straggler-at=T0[-T1],hang=RANK@T,clock-offset-ms=X,drift-ppm=Y,"
+                 "profile=default|light|dense,sim-world=N");
   app.add_option("--agent-id", c.agent_id, "this agent's id [HOST-PID]");
   app.add_option("--host", c.host, "host name to report [the machine's]");
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error [info]");

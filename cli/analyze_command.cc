@@ -54,7 +54,7 @@ CLI::App* AddAnalyzeCommand(CLI::App& app, AnalyzeCommandOptions& o) {
   cmd->add_flag("--wide", o.wide, "Tables: kernel and operator names whole");
   cmd->add_flag("--allow-mixed", o.allow_mixed,
                 "Analyse inputs that are not one job (several jobs, world sizes that disagree, a "
-                "rank twice)");
+                "rank outside its world); a rank given twice is refused whatever this says");
   cmd->footer(
       "Steps: each step's device span is partitioned, instant by instant: compute (only "
       "computation kernels),\n"
