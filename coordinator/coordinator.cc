@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -162,16 +163,19 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorSett
 
 absl::Status Coordinator::CheckConfig() {
   const common::HostPortRules listen{.allow_port_zero = true};
-  for (const auto& [flag, address] :
-       {std::pair{"--http", &settings_.http}, std::pair{"--grpc", &settings_.grpc}}) {
-    const absl::StatusOr<common::HostPort> parsed = common::ParseHostPort(*address, listen);
+  for (const auto& [flag, text, address] :
+       {std::tuple{"--http", &settings_.http, &http_address_},
+        std::tuple{"--grpc", &settings_.grpc, &grpc_address_}}) {
+    absl::StatusOr<common::HostPort> parsed = common::ParseHostPort(*text, listen);
     if (!parsed.ok())
       return absl::InvalidArgumentError(common::StrCat(flag, ": ", parsed.status().message()));
-    // The REST server binds an address, not a name (the agents' port resolves one).
-    if (flag == std::string_view("--http") && !common::IsIpAddress(parsed->host)) {
-      return absl::InvalidArgumentError(common::StrCat(
-          flag, ": \"", parsed->host, "\" is not an IP address (0.0.0.0 or :: listens on all)"));
-    }
+    *address = *std::move(parsed);
+  }
+  // The REST server binds an address, not a name (the agents' port resolves one).
+  if (!common::IsIpAddress(http_address_.host)) {
+    return absl::InvalidArgumentError(
+        common::StrCat("--http: \"", http_address_.host,
+                       "\" is not an IP address (0.0.0.0 or :: listens on all)"));
   }
   ASSIGN_OR_RETURN(authorizer_, LoadAuthorizer(settings_));
   ASSIGN_OR_RETURN(membership_, ShardMembership::Open(settings_.shards));
@@ -288,9 +292,7 @@ absl::Status Coordinator::StartAgentServer() {
   // A call that reaches the service proves its connection (handshake and certificate done).
   agent_service_->set_call_observer(
       [this](const std::string& peer) { grpc_gate_->Authenticated(peer); });
-  const absl::StatusOr<common::HostPort> address =
-      common::ParseHostPort(settings_.grpc, {.allow_port_zero = true});
-  ASSIGN_OR_RETURN(grpc_port_, grpc_gate_->Listen(address->host, address->port));
+  ASSIGN_OR_RETURN(grpc_port_, grpc_gate_->Listen(grpc_address_.host, grpc_address_.port));
   grpc_builder_->RegisterService(agent_service_.get());
   BoundAgentServer(*grpc_builder_, settings_.agents);
   grpc_server_ = grpc_builder_->BuildAndStart();
@@ -301,7 +303,7 @@ absl::Status Coordinator::StartAgentServer() {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   });
   // The exact line tests and scripts wait for.
-  spdlog::info("podscope-coordinator agents on grpc://{}:{} ({})", address->host, grpc_port_,
+  spdlog::info("podscope-coordinator agents on grpc://{}:{} ({})", grpc_address_.host, grpc_port_,
                settings_.insecure ? "plaintext" : "mutual TLS");
   return absl::OkStatus();
 }
@@ -413,13 +415,11 @@ absl::Status Coordinator::StartRestServer() {
         http_server_->EnableTls({.cert_file = settings_.tls.cert, .key_file = settings_.tls.key}));
   }
   AddMetricsSources();
-  const absl::StatusOr<common::HostPort> address =
-      common::ParseHostPort(settings_.http, {.allow_port_zero = true});
-  ASSIGN_OR_RETURN(http_port_, http_server_->Start(address->host, address->port));
+  ASSIGN_OR_RETURN(http_port_, http_server_->Start(http_address_.host, http_address_.port));
   Started([this] { http_server_->Stop(/*grace_seconds=*/20); });
   // The exact line tests and scripts wait for.
   spdlog::info("podscope-coordinator listening on {}://{}:{} (store {})",
-               settings_.insecure ? "http" : "https", address->host, http_port_,
+               settings_.insecure ? "http" : "https", http_address_.host, http_port_,
                settings_.data_dir);
   return absl::OkStatus();
 }

@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/host_port.h"
 #include "common/time_source.h"
 #include "coordinator/agents/agent_registry.h"
 #include "coordinator/api/live_api.h"
@@ -96,6 +97,8 @@ class Coordinator {
   std::vector<std::function<void()>> stops_;  // in start order; run backwards
 
   // Checked by Create.
+  common::HostPort http_address_;
+  common::HostPort grpc_address_;
   std::unique_ptr<TokenAuthorizer> authorizer_;  // null without a token file
   std::unique_ptr<ShardMembership> membership_;
   std::unique_ptr<AgentCertificates> agent_certificates_;

@@ -76,18 +76,18 @@ class AgentRegistry {
  public:
   AgentRegistry(AgentRegistryOptions options, const common::TimeSource& time);
 
-  // A new session from `hello`. An older session of the same agent process (same instance_id)
-  // is closed; a live session of another process with the same agent_id refuses this one
-  // (AlreadyExists, naming both peers). Returns true when this session belongs to another
+  // A new control stream from `hello`. An older stream of the same agent process (same
+  // instance_id) is closed; a live stream of another process with the same agent_id refuses
+  // this one (AlreadyExists, naming both peers). Returns true when this stream belongs to another
   // process than the last one known under the id (its clock samples must not be merged with
   // the old ones). ResourceExhausted when the registry is full.
   absl::StatusOr<bool> Connected(const v1::AgentHello& hello, std::string peer,
                                  std::shared_ptr<AgentControlStream> link);
-  // Whether `link` is the agent's current session (messages of a replaced one are ignored).
+  // Whether `link` is the agent's current stream (messages of a replaced one are ignored).
   bool IsCurrent(const std::string& agent_id, const AgentControlStream* link) const;
   void Seen(const std::string& agent_id);
   void WorkersChanged(const std::string& agent_id, const v1::WorkersChanged& workers);
-  // Only when `link` is still the agent's current one (a replaced session ending is ignored).
+  // Only when `link` is still the agent's current one (a replaced stream ending is ignored).
   void Disconnected(const std::string& agent_id, const AgentControlStream* link);
 
   bool Send(const std::string& agent_id, const v1::CoordinatorMessage& message);
