@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "analysis/statistics.h"
 #include "common/status_macros.h"
@@ -118,10 +119,37 @@ void StepReplay::AddWorker(const common::WorkerTrace& t, const WorkerSteps& step
 
   // Dependencies: the stream's previous operation, and the operation on another stream that
   // ended last before this one started, when that one ended later (the stream sat idle for it).
+  // A stream's operations by launch: in a real trace launch order within a stream is its
+  // execution order, so they append to a sorted vector; the few that would not (a launch time
+  // misread, or hostile input) go to an ordered set beside it, so no input costs more than a
+  // logarithm per operation.
+  struct ByLaunch {
+    using Entry = std::pair<TimeNs, int32_t>;  // (launch, op)
+    std::vector<Entry> in_order;
+    absl::btree_set<Entry> out_of_order;
+    void Add(Entry e) {
+      if (in_order.empty() || in_order.back() <= e) {
+        in_order.push_back(e);
+      } else {
+        out_of_order.insert(e);
+      }
+    }
+    // The operation launched last at or before `launch` (ties: the latest added), or -1.
+    int32_t LastAtOrBefore(TimeNs launch) const {
+      const Entry key{launch, INT32_MAX};
+      const Entry* best = nullptr;
+      auto it = std::upper_bound(in_order.begin(), in_order.end(), key);
+      if (it != in_order.begin()) best = &*std::prev(it);
+      auto at = out_of_order.upper_bound(key);
+      if (at != out_of_order.begin() && (best == nullptr || *best < *std::prev(at)))
+        best = &*std::prev(at);
+      return best == nullptr ? -1 : best->second;
+    }
+  };
   struct Stream {
     int64_t key;
     int32_t last;
-    std::vector<std::pair<TimeNs, int32_t>> by_launch;  // (launch, op), in launch order
+    ByLaunch by_launch;
   };
   std::vector<Stream> streams;
   for (const Raw& r : raw) {
@@ -145,10 +173,8 @@ void StepReplay::AddWorker(const common::WorkerTrace& t, const WorkerSteps& step
       // last before it. When its own stream was busy the trace hides that wait, and a replay
       // that moved the stream earlier would start it before its data was ready.
       if (!r.communication) continue;
-      auto it = std::upper_bound(s.by_launch.begin(), s.by_launch.end(),
-                                 std::make_pair(r.launch, INT32_MAX));
-      if (it == s.by_launch.begin()) continue;
-      const int32_t before = std::prev(it)->second;
+      const int32_t before = s.by_launch.LastAtOrBefore(r.launch);
+      if (before < 0) continue;
       if (ops_[before].end <= r.start && ops_[before].end > launched_before) {
         launched_before = ops_[before].end;
         op.launch_pred = before;
@@ -162,11 +188,7 @@ void StepReplay::AddWorker(const common::WorkerTrace& t, const WorkerSteps& step
     } else {
       own->last = index;
     }
-    // Launch order within a stream is its execution order; keep it sorted all the same.
-    auto& by_launch = own->by_launch;
-    by_launch.insert(
-        std::upper_bound(by_launch.begin(), by_launch.end(), std::make_pair(r.launch, index)),
-        {r.launch, index});
+    own->by_launch.Add({r.launch, index});
   }
   if (runs_ == Runs::kMerged) MergeRuns(first);
   worker_begin_.push_back(static_cast<uint32_t>(ops_.size()));

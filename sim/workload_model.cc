@@ -71,8 +71,15 @@ constexpr const char* kNcclKernel =
 // Appends events of one rank in its own clock; keeps the cursors of its host and streams.
 class RankWriter {
  public:
-  RankWriter(WorkerTrace* trace, TimeNs clock_offset, int64_t drift_ppb, TimeNs epoch)
-      : w_(*trace), offset_(clock_offset), drift_ppb_(drift_ppb), epoch_(epoch) {}
+  // A writer that does not `write` only counts correlation ids.
+  RankWriter(WorkerTrace* trace, TimeNs clock_offset, int64_t drift_ppb, TimeNs epoch,
+             int64_t first_correlation, bool write)
+      : write_(write),
+        w_(*trace),
+        offset_(clock_offset),
+        drift_ppb_(drift_ppb),
+        epoch_(epoch),
+        next_correlation_(first_correlation) {}
 
   TimeNs Local(TimeNs t) const {
     return t + offset_ +
@@ -82,6 +89,7 @@ class RankWriter {
 
   void HostSpan(TimeNs start, TimeNs end, std::string_view name, HostSpanCategory category,
                 int64_t step = common::kNoStep) {
+    if (!write_) return;
     common::HostSpanTable& h = w_.host_spans;
     h.start.push_back(Local(start));
     h.end.push_back(Local(end));
@@ -94,6 +102,7 @@ class RankWriter {
 
   int64_t Runtime(TimeNs start, TimeNs end, std::string_view name, bool launches) {
     const int64_t correlation = launches ? next_correlation_++ : -1;
+    if (!write_) return correlation;
     common::RuntimeCallTable& r = w_.runtime_calls;
     r.start.push_back(Local(start));
     r.end.push_back(Local(end));
@@ -107,6 +116,7 @@ class RankWriter {
 
   void Kernel(TimeNs start, TimeNs end, std::string_view name, int32_t stream, int64_t correlation,
               KernelClass kernel_class, uint32_t grid) {
+    if (!write_) return;
     common::KernelTable& k = w_.kernels;
     k.start.push_back(Local(start));
     k.end.push_back(Local(end));
@@ -126,6 +136,7 @@ class RankWriter {
   }
 
   void Memcpy(TimeNs start, TimeNs end, int64_t bytes, int64_t correlation) {
+    if (!write_) return;
     common::MemcpyTable& m = w_.memcpys;
     m.start.push_back(Local(start));
     m.end.push_back(Local(end));
@@ -139,6 +150,7 @@ class RankWriter {
 
   void Collective(int64_t sequence, int64_t bytes, int32_t nranks, TimeNs enqueue, TimeNs start,
                   TimeNs end, int64_t correlation) {
+    if (!write_) return;
     common::CollectiveTable& c = w_.collectives;
     c.communicator.push_back(w_.strings.Intern("pg:0"));
     c.rank.push_back(w_.info.rank);
@@ -158,6 +170,7 @@ class RankWriter {
   }
 
   void Step(int64_t number, TimeNs start, TimeNs end) {
+    if (!write_) return;
     HostSpan(start, end, common::StrCat("ProfilerStep#", number), HostSpanCategory::kAnnotation,
              number);
     common::StepTable& s = w_.steps;
@@ -168,11 +181,12 @@ class RankWriter {
   }
 
  private:
+  const bool write_;
   WorkerTrace& w_;
   TimeNs offset_;
   int64_t drift_ppb_;
   TimeNs epoch_;
-  int64_t next_correlation_ = 1;
+  int64_t next_correlation_;
 };
 
 // One rank's state across steps (true time).
@@ -343,7 +357,8 @@ void InitRanks(const WorkloadOptions& o, Workload* out, std::vector<RankState>* 
     out->true_clocks[r] =
         common::ClockModel{-host_offset[h], -host_drift[h], o.epoch_ns + host_offset[h], 0,
                            common::ClockSource::kNetwork};
-    writers->emplace_back(&w, host_offset[h], host_drift[h], o.epoch_ns);
+    writers->emplace_back(&w, host_offset[h], host_drift[h], o.epoch_ns, o.first_correlation,
+                          r >= o.first_written_rank && r <= o.last_written_rank);
     RankState& s = (*state)[r];
     s.rng.seed(o.seed * 1'000'003ull + static_cast<uint64_t>(r) * 7919ull + 17);
     s.host = o.epoch_ns + static_cast<TimeNs>(std::uniform_int_distribution<int>(0, 20'000)(s.rng));

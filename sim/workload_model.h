@@ -66,9 +66,17 @@ struct WorkloadOptions {
   double clock_offset_ms = 0;
   double drift_ppm = 0;
   TimeNs epoch_ns = 1'700'000'000'000'000'000;
-  // Numbering: step s of this run is first_step + s (collective sequences follow), so runs
-  // simulated back to back continue one another.
+  // Numbering: step s of this run is first_step + s (collective sequences follow), and launch
+  // correlation ids start at first_correlation, so runs simulated back to back continue one
+  // another (a real process's correlation ids never repeat; a trace whose ids did would tie
+  // kernels to other steps' launches).
   int64_t first_step = 0;
+  int64_t first_correlation = 1;
+  // Only ranks in [first_written_rank, last_written_rank] get events; the others are timed alone
+  // (their arrivals still hold collectives), and their workers hold their description only. An
+  // agent serving four ranks of a 64-rank job holds its own ranks' events, not the job's.
+  int32_t first_written_rank = 0;
+  int32_t last_written_rank = INT32_MAX;
 };
 
 // What really happened in one collective (true time).
