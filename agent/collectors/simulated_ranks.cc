@@ -4,8 +4,8 @@
 #include <cmath>
 #include <functional>
 #include <future>
-#include <list>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/parse_number.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
@@ -35,39 +35,45 @@ bool ParseUnixSeconds(std::string_view text, TimeNs* out) {
   return true;
 }
 
-// Process-wide cache of simulated segments: agents of one process (the scale benchmark runs
-// many) and successive captures share them. A few segments only: each holds a whole job. The
-// first caller of a key simulates it; the others wait for that result instead of repeating it.
+// Process-wide index of simulated segments: agents of one process (the scale benchmark runs
+// many) and successive captures share a segment while any of them holds it, and the first caller
+// of a key simulates it while the others wait for that result instead of repeating it. The index
+// keeps no segment alive: the recordings that read one hold it, so an agent between captures
+// holds none.
 class SegmentCache {
  public:
   std::shared_ptr<const sim::Workload> Get(const std::string& key,
                                            const std::function<sim::Workload()>& make) {
-    std::shared_future<std::shared_ptr<const sim::Workload>> future;
+    std::shared_future<std::shared_ptr<const sim::Workload>> pending;
     std::promise<std::shared_ptr<const sim::Workload>> promise;
-    bool mine = false;
     {
       absl::MutexLock lock(&mu_);
-      auto it = std::find_if(entries_.begin(), entries_.end(),
-                             [&key](const auto& e) { return e.first == key; });
-      if (it != entries_.end()) {
-        entries_.splice(entries_.begin(), entries_, it);
-        future = it->second;
+      Entry& entry = entries_[key];
+      if (std::shared_ptr<const sim::Workload> alive = entry.made.lock()) return alive;
+      if (entry.pending.valid()) {
+        pending = entry.pending;
       } else {
-        future = promise.get_future().share();
-        entries_.emplace_front(key, future);
-        while (entries_.size() > kCapacity) entries_.pop_back();
-        mine = true;
+        entry.pending = promise.get_future().share();
       }
     }
-    if (mine) promise.set_value(std::make_shared<const sim::Workload>(make()));
-    return future.get();
+    if (pending.valid()) return pending.get();
+    auto made = std::make_shared<const sim::Workload>(make());
+    promise.set_value(made);
+    absl::MutexLock lock(&mu_);
+    entries_[key] = Entry{.pending = {}, .made = made};
+    absl::erase_if(entries_, [](const auto& e) {
+      return !e.second.pending.valid() && e.second.made.expired();
+    });
+    return made;
   }
 
  private:
-  static constexpr size_t kCapacity = 4;
+  struct Entry {
+    std::shared_future<std::shared_ptr<const sim::Workload>> pending;  // while being simulated
+    std::weak_ptr<const sim::Workload> made;
+  };
   absl::Mutex mu_;
-  std::list<std::pair<std::string, std::shared_future<std::shared_ptr<const sim::Workload>>>>
-      entries_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 
 SegmentCache& Cache() {
@@ -209,8 +215,18 @@ SimulatedRanksCollector::SimulatedRanksCollector(SimulationSpec spec, std::strin
   sim::ApplyPreset(spec_.profile, &base_).IgnoreError();
   const TimeNs nominal_step =
       base_.dataloader_ns + base_.forward_ns + base_.backward_ns + base_.optimizer_ns;
-  steps_per_segment_ = static_cast<int32_t>(kSegmentNs / nominal_step) + 1;
+  if (spec_.profile == "dense") segment_ns_ = kDenseSegmentNs;
+  steps_per_segment_ = static_cast<int32_t>(segment_ns_ / nominal_step) + 1;
   base_.steps = steps_per_segment_;
+  // Events only for the timelines served here: with sim-world, rank r is timeline r mod it.
+  const int32_t first = spec_.first_rank, last = spec_.last_rank;
+  if (last - first + 1 >= base_.ranks || first % base_.ranks > last % base_.ranks) {
+    base_.first_written_rank = 0;
+    base_.last_written_rank = base_.ranks - 1;
+  } else {
+    base_.first_written_rank = first % base_.ranks;
+    base_.last_written_rank = last % base_.ranks;
+  }
 }
 
 std::vector<WorkerIdentity> SimulatedRanksCollector::Workers() const {
@@ -261,15 +277,18 @@ absl::Status SimulatedRanksCollector::Stop(std::string_view capture_id) {
 
 sim::WorkloadOptions SimulatedRanksCollector::SegmentOptions(int64_t k) const {
   sim::WorkloadOptions o = base_;
-  o.epoch_ns = k * kSegmentNs;
+  o.epoch_ns = k * segment_ns_;
   o.first_step = k * steps_per_segment_;
+  // A segment launches well under 2^32 operations (a dense rank about 230 k a second).
+  o.first_correlation = 1 + (k << 32);
   o.seed = spec_.seed * 1'000'003ull + static_cast<uint64_t>(k);
   return o;
 }
 
 std::shared_ptr<const sim::Workload> SimulatedRanksCollector::Segment(int64_t k) const {
   std::string key =
-      common::StrCat(spec_.job, "|", spec_.seed, "|", base_.ranks, "|", spec_.profile, "|", k);
+      common::StrCat(spec_.job, "|", spec_.seed, "|", base_.ranks, "|", spec_.profile, "|",
+                     base_.first_written_rank, "-", base_.last_written_rank, "|", k);
   for (const sim::Slowdown& s : spec_.stragglers) {
     common::StrAppend(&key, "|", s.rank, ":", s.factor, ":", sim::SlowdownKindName(s.kind), ":",
                       s.from_ns, ":", s.until_ns);
@@ -278,7 +297,7 @@ std::shared_ptr<const sim::Workload> SimulatedRanksCollector::Segment(int64_t k)
     sim::Workload w = sim::SimulateJob(SegmentOptions(k));
     // A segment ends where the next begins: steps that would overrun it are not part of it.
     for (common::WorkerTrace& t : w.capture.workers)
-      common::KeepWindow(k * kSegmentNs, (k + 1) * kSegmentNs, &t);
+      common::KeepWindow(k * segment_ns_, (k + 1) * segment_ns_, &t);
     return w;
   });
 }
@@ -322,13 +341,15 @@ absl::StatusOr<std::vector<common::WorkerTrace>> SimulatedRanksCollector::TakeRe
   const Recording::Taken taken =
       rec.taken.count(rank) ? rec.taken.at(rank) : Recording::Taken{begin - 1, 0};
   if (now_host <= taken.until) return std::vector<common::WorkerTrace>();
-  std::vector<common::WorkerTrace> pieces = EventsEndedBetween(rank, begin, taken.until, now_host);
+  std::vector<std::shared_ptr<const sim::Workload>> segments;
+  std::vector<common::WorkerTrace> pieces =
+      EventsEndedBetween(rank, begin, taken.until, now_host, &segments);
   const uint64_t events = taken.events + EventsIn(pieces);
   const uint64_t limit = rec.window.max_events_per_worker;
   if (limit > 0 && events > limit) return absl::ResourceExhaustedError(OverLimit(events, limit));
   absl::MutexLock lock(&mu_);
   if (auto it = recordings_.find(capture_id); it != recordings_.end())
-    it->second.taken[rank] = Recording::Taken{now_host, events};
+    it->second.taken[rank] = Recording::Taken{now_host, events, std::move(segments)};
   return pieces;
 }
 
@@ -355,13 +376,13 @@ absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view 
   return out;
 }
 
-std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsEndedBetween(int32_t rank,
-                                                                             TimeNs begin,
-                                                                             TimeNs after,
-                                                                             TimeNs end) const {
+std::vector<common::WorkerTrace> SimulatedRanksCollector::EventsEndedBetween(
+    int32_t rank, TimeNs begin, TimeNs after, TimeNs end,
+    std::vector<std::shared_ptr<const sim::Workload>>* segments) const {
   std::vector<common::WorkerTrace> pieces;
-  for (int64_t k = std::max(begin, after) / kSegmentNs; k <= end / kSegmentNs; ++k) {
+  for (int64_t k = std::max(begin, after) / segment_ns_; k <= end / segment_ns_; ++k) {
     std::shared_ptr<const sim::Workload> segment = Segment(k);
+    if (segments != nullptr) segments->push_back(segment);
     common::WorkerTrace piece = segment->capture.workers[rank % base_.ranks];
     common::KeepEndedBetween(begin, after, end, &piece);
     piece.info.rank = rank;
@@ -418,8 +439,8 @@ common::StepSummary SimulatedRanksCollector::AsServed(common::StepSummary s, int
 
 void SimulatedRanksCollector::WatchLoop(WatchSink* sink) {
   std::vector<common::StepSummary> steps;
-  for (int64_t k = clock_.host_time().Now() / kSegmentNs;; ++k) {
-    const TimeNs segment_end = (k + 1) * kSegmentNs;
+  for (int64_t k = clock_.host_time().Now() / segment_ns_;; ++k) {
+    const TimeNs segment_end = (k + 1) * segment_ns_;
     sim::SummaryModel model(SegmentOptions(k), spec_.hang);
     while (true) {
       steps.clear();

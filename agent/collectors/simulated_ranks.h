@@ -72,12 +72,18 @@ class SimulatedRanksCollector : public Collector {
     return EventsEndedBetween(rank, begin, begin - 1, end);
   }
   // Of those, the ones that end after `after`: what TakeRecorded serves, as true time passes.
-  std::vector<common::WorkerTrace> EventsEndedBetween(int32_t rank, TimeNs begin, TimeNs after,
-                                                      TimeNs end) const;
+  // The segments read go to `segments` when given: what the caller holds until it reads on.
+  std::vector<common::WorkerTrace> EventsEndedBetween(
+      int32_t rank, TimeNs begin, TimeNs after, TimeNs end,
+      std::vector<std::shared_ptr<const sim::Workload>>* segments = nullptr) const;
 
-  // Segment length of the simulated timeline; segment k starts at k * kSegmentNs (Unix time)
-  // with step k * steps_per_segment().
+  // Segment length of the simulated timeline; segment k starts at k * segment_ns() (Unix time)
+  // with step k * steps_per_segment(). kSegmentNs for every profile but dense, whose segments are
+  // a quarter of it: a segment is simulated whole and held while read, and a second of eight
+  // dense ranks is already 1.8 M events.
   static constexpr TimeNs kSegmentNs = 4'000'000'000;
+  static constexpr TimeNs kDenseSegmentNs = 1'000'000'000;
+  TimeNs segment_ns() const { return segment_ns_; }
   int32_t steps_per_segment() const { return steps_per_segment_; }
 
  private:
@@ -88,6 +94,9 @@ class SimulatedRanksCollector : public Collector {
     struct Taken {
       TimeNs until = 0;
       uint64_t events = 0;
+      // The segments last read for the rank, held so the next read need not simulate them again
+      // (the segment index holds none); they go with the recording.
+      std::vector<std::shared_ptr<const sim::Workload>> segments;
     };
     std::map<int32_t, Taken> taken;
   };
@@ -106,6 +115,7 @@ class SimulatedRanksCollector : public Collector {
   const std::string host_;
   const AgentClock& clock_;
   sim::WorkloadOptions base_;
+  TimeNs segment_ns_ = kSegmentNs;
   int32_t steps_per_segment_ = 0;
   absl::Mutex mu_;
   std::map<std::string, Recording, std::less<>> recordings_ ABSL_GUARDED_BY(mu_);
