@@ -157,11 +157,32 @@ bool Same(const common::CaptureView& view, size_t w, const common::WorkerTrace& 
          view.worker(w).collectives.size() == trace.collectives.size();
 }
 
+// A source whose visits stop, with Cancelled, once `cancel` is raised.
+class CancellableWorkers final : public common::WorkerSource {
+ public:
+  CancellableWorkers(common::WorkerSource& source, const common::Cancellation* cancel)
+      : source_(source), cancel_(cancel) {}
+  absl::Status ForEachWorker(
+      const std::function<absl::Status(const common::WorkerTrace& trace)>& visit) override {
+    return source_.ForEachWorker([&](const common::WorkerTrace& trace) {
+      if (cancel_ != nullptr && cancel_->cancelled())
+        return absl::CancelledError("the analysis was cancelled");
+      return visit(trace);
+    });
+  }
+
+ private:
+  common::WorkerSource& source_;
+  const common::Cancellation* cancel_;
+};
+
 }  // namespace
 
-absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& workers,
+absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& source,
                                                     const AnalysisRequest& request,
-                                                    common::Capture* tables) {
+                                                    common::Capture* tables,
+                                                    const common::Cancellation* cancel) {
+  CancellableWorkers workers(source, cancel);
   const Needs needs = NeedsOf(request);
   const bool overview = needs.overview, summary = needs.summary, need_breakdown = needs.breakdown,
              need_comm = needs.communication, need_steps = needs.steps;

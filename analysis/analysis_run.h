@@ -22,6 +22,7 @@
 #include "analysis/summary.h"
 #include "analysis/temporal.h"
 #include "analysis/top_kernels.h"
+#include "common/cancellation.h"
 #include "common/worker_source.h"
 
 namespace podscope::analysis {
@@ -85,8 +86,11 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
 // gets them, with every worker's description, for the job check and the renderers) and match
 // collectives from them, then a second pass breaks each worker's steps down with its waits, and a
 // third, only when there are stragglers, finds what lies behind them and what they cost.
+// Raising `cancel` ends the work before the next worker (a worker of a real rank is well under a
+// second) with Cancelled.
 absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& workers,
                                                     const AnalysisRequest& request,
-                                                    common::Capture* tables);
+                                                    common::Capture* tables,
+                                                    const common::Cancellation* cancel = nullptr);
 
 }  // namespace podscope::analysis

@@ -11,6 +11,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/online_commands.h"
+#include "cli/report_fetch.h"
 #include "cli/terminal_progress.h"
 #include "common/parse_number.h"
 #include "common/ranges.h"
@@ -216,11 +217,13 @@ absl::StatusOr<std::string> FollowCapture(const http::ServerAddress& server, con
 // What a capture that holds data shows at once: its summary, the merged trace when asked, and
 // where to look next.
 absl::Status PrintOutcome(const http::ServerAddress& server, const std::string& id,
-                          const OnlineOptions& online, const LiveOptions& o) {
-  ASSIGN_OR_RETURN(http::HttpClientResponse rep,
-                   http::HttpRequestTo(server, "GET",
-                                       common::StrCat("/v1/captures/", http::UrlEncode(id),
-                                                      "/summary?format=table")));
+                          const OnlineOptions& online, const LiveOptions& o,
+                          std::chrono::steady_clock::time_point give_up) {
+  ASSIGN_OR_RETURN(
+      http::HttpClientResponse rep,
+      FetchReport(server,
+                  common::StrCat("/v1/captures/", http::UrlEncode(id), "/summary?format=table"),
+                  give_up));
   if (rep.status != 200) return absl::UnavailableError(http::ProblemDetail(rep));
   std::printf("\n");
   std::fwrite(rep.body.data(), 1, rep.body.size(), stdout);
@@ -270,11 +273,19 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
                 o.job.c_str());
     return 0;
   }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(*timeout);
   absl::StatusOr<std::string> state = FollowCapture(*server, id, *timeout, o.timeout);
   if (!state.ok()) return Fail("capture", std::string(state.status().message()));
   if (*state == "complete" || *state == "partial") {
-    if (absl::Status s = PrintOutcome(*server, id, online, o); !s.ok())
-      return Fail("capture", std::string(s.message()));
+    // The capture is stored whatever happens to its summary: that is said, and the exit code
+    // stays the capture's.
+    if (absl::Status s = PrintOutcome(*server, id, online, o, give_up); !s.ok()) {
+      std::fprintf(stderr,
+                   "podscope capture: capture %s is %s (stored), then: %s\n"
+                   "its reports: podscope --server %s report %s\n",
+                   id.c_str(), state->c_str(), std::string(s.message()).c_str(),
+                   online.server.c_str(), id.c_str());
+    }
   }
   return *state == "complete" ? 0 : *state == "partial" ? 3 : 1;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "analysis/analysis_run.h"
 #include "cli/cli_util.h"
+#include "cli/report_fetch.h"
 #include "cli/terminal_progress.h"
 #include "common/file_io.h"
 #include "common/str_util.h"
@@ -320,10 +322,12 @@ int RunReportCommand(const OnlineOptions& o) {
   // JSON is one document: several reports nest under their names, as `analyze` writes them.
   const bool nested = o.format == "json" && reports.size() > 1;
   std::string out = nested ? "{" : "";
+  // A report of a dense capture is computed while its request waits: up to ten minutes each.
   for (size_t i = 0; i < reports.size(); ++i) {
-    absl::StatusOr<http::HttpClientResponse> r = http::HttpRequestTo(
-        *server, "GET",
-        common::StrCat("/v1/captures/", http::UrlEncode(o.report_capture), "/", reports[i], query));
+    absl::StatusOr<http::HttpClientResponse> r = FetchReport(
+        *server,
+        common::StrCat("/v1/captures/", http::UrlEncode(o.report_capture), "/", reports[i], query),
+        std::chrono::steady_clock::now() + std::chrono::minutes(10));
     if (!r.ok()) return Fail("report", std::string(r.status().message()));
     if (r->status != 200) return Fail("report", http::ProblemDetail(*r));
     std::string_view body = r->body;

@@ -416,7 +416,11 @@ absl::Status Coordinator::StartRestServer() {
   }
   AddMetricsSources();
   ASSIGN_OR_RETURN(http_port_, http_server_->Start(http_address_.host, http_address_.port));
-  Started([this] { http_server_->Stop(/*grace_seconds=*/20); });
+  Started([this] {
+    // Reports in progress end now: the grace is for answers that are nearly done.
+    api_->CancelAnalyses();
+    http_server_->Stop(/*grace_seconds=*/20);
+  });
   // The exact line tests and scripts wait for.
   spdlog::info("podscope-coordinator listening on {}://{}:{} (store {})",
                settings_.insecure ? "http" : "https", http_address_.host, http_port_,

@@ -313,6 +313,15 @@ http::HttpResponse RestApi::Metrics(http::HttpRequest&) {
                     "# TYPE podscope_stored_records_unreadable gauge\n",
                     "podscope_stored_records_unreadable{kind=\"capture\"} ", unreadable.size(),
                     "\n");
+  common::StrAppend(&out,
+                    "# HELP podscope_reports_computed_total Reports computed from the store (not "
+                    "answered from the cache or shared).\n",
+                    "# TYPE podscope_reports_computed_total counter\n",
+                    "podscope_reports_computed_total ", reports_computed(), "\n",
+                    "# HELP podscope_reports_shared_total Report answers shared with an "
+                    "identical request that was computing them.\n",
+                    "# TYPE podscope_reports_shared_total counter\n",
+                    "podscope_reports_shared_total ", reports_shared(), "\n");
   for (const auto& source : metrics_sources_) source(&out);
   std::map<CaptureState, uint64_t> by_state;
   uint64_t stored = 0;
@@ -545,14 +554,31 @@ http::HttpResponse RestApi::Report(http::HttpRequest& r) {
     cache_.Touch(id, cache_key);
     return respond(std::move(**cached), "hit");
   }
+  // Identical requests in flight are computed once: the others wait for that answer.
+  SharedWork<http::HttpResponse>::Outcome outcome =
+      reports_in_flight_.Run(common::StrCat(id, '\0', cache_key), [&] {
+        reports_computed_.fetch_add(1, std::memory_order_relaxed);
+        return ComputeReport(*record, request, table, cache_key);
+      });
+  if (outcome.shared) reports_shared_.fetch_add(1, std::memory_order_relaxed);
+  if (outcome.value.status == 200) {
+    outcome.value.headers.emplace_back("X-Podscope-Cache", outcome.shared ? "shared" : "miss");
+  }
+  return std::move(outcome.value);
+}
+
+http::HttpResponse RestApi::ComputeReport(const CaptureRecord& record,
+                                          const analysis::AnalysisRequest& request, bool table,
+                                          const std::string& cache_key) {
+  const std::string& id = record.id;
   // Every report reads the store a worker at a time (analysis_run.h), holding one worker's events
   // and the small tables gathered from all of them: it takes its estimate from the memory budget
   // first, or waits for it.
   uint64_t largest_worker = 0;
-  for (const storage::WorkerRecord& w : record->workers)
+  for (const storage::WorkerRecord& w : record.workers)
     largest_worker = std::max(largest_worker, w.events);
   absl::StatusOr<MemoryBudget::Grant> grant = budget_.Acquire(
-      kAnalysisBytesPerEvent * largest_worker + kTableBytesPerEvent * record->events);
+      kAnalysisBytesPerEvent * largest_worker + kTableBytesPerEvent * record.events);
   if (!grant.ok()) {
     http::HttpResponse busy = http::HttpResponse::Problem(503, "Service Unavailable",
                                                           std::string(grant.status().message()));
@@ -560,10 +586,16 @@ http::HttpResponse RestApi::Report(http::HttpRequest& r) {
     return busy;
   }
   common::Capture capture;
-  absl::StatusOr<storage::StoredWorkers> stored = storage::StoredWorkers::Open(store_, id);
-  if (!stored.ok()) return FromStatus(stored.status());
+  absl::StatusOr<storage::StoredWorkers> stored_workers = storage::StoredWorkers::Open(store_, id);
+  if (!stored_workers.ok()) return FromStatus(stored_workers.status());
   absl::StatusOr<analysis::AnalysisResults> streamed =
-      analysis::RunAnalysesByWorker(*stored, request, &capture);
+      analysis::RunAnalysesByWorker(*stored_workers, request, &capture, &stopping_);
+  if (!streamed.ok() && streamed.status().code() == absl::StatusCode::kCancelled) {
+    http::HttpResponse stopping = http::HttpResponse::Problem(
+        503, "Service Unavailable", "the coordinator is stopping: ask again once it is back");
+    stopping.headers.emplace_back("Retry-After", "5");
+    return stopping;
+  }
   // Ranks of different jobs or worlds make cross-rank reports meaningless (`podscope analyze`
   // refuses them too); allow_mixed=true insists.
   if (!streamed.ok() && streamed.status().code() == absl::StatusCode::kFailedPrecondition) {
@@ -593,9 +625,8 @@ http::HttpResponse RestApi::Report(http::HttpRequest& r) {
           404, "Not Found", common::StrCat("capture ", id, " was deleted while analysed"));
     }
     // A capture deleted and made again under the same id starts its generations again.
-    if (now.ok() && now->generation == record->generation &&
-        now->created_ns == record->created_ns && body.size() <= cache_.max_bytes() &&
-        store_.PutAnalysis(id, cache_key, body).ok()) {
+    if (now.ok() && now->generation == record.generation && now->created_ns == record.created_ns &&
+        body.size() <= cache_.max_bytes() && store_.PutAnalysis(id, cache_key, body).ok()) {
       now->stored_bytes += body.size();
       (void)store_.PutCapture(*now);
       if (absl::Status s = DropCached(cache_.Insert(id, cache_key, body.size())); !s.ok()) {
@@ -603,7 +634,9 @@ http::HttpResponse RestApi::Report(http::HttpRequest& r) {
       }
     }
   }
-  return respond(std::move(body), "miss");
+  http::HttpResponse response = http::HttpResponse::Json(200, std::move(body));
+  if (table) response.content_type = "text/plain; charset=utf-8";
+  return response;
 }
 
 // A capture's trace, streamed from the store one worker at a time at the client's pace (produced

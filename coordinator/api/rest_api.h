@@ -10,10 +10,13 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "analysis/analysis_run.h"
+#include "common/cancellation.h"
 #include "common/kineto/kineto_importer.h"
 #include "common/time_source.h"
 #include "coordinator/api/analysis_cache.h"
 #include "coordinator/api/memory_budget.h"
+#include "coordinator/api/shared_work.h"
 #include "coordinator/capture/capture_importer.h"
 #include "http/http_server.h"
 #include "http/http_types.h"
@@ -73,6 +76,15 @@ class RestApi {
   absl::Status RecoverInterruptedImports();
   // Indexes the analyses the store holds cached (evicting past the bound). Once, at start-up.
   absl::Status LoadCacheIndex();
+  // Ends the reports being computed, before the next worker each reads, and every one asked for
+  // from now on, with 503: the daemon is stopping, and a report is cheaper to ask again than to
+  // wait for past the stop's grace.
+  void CancelAnalyses() { stopping_.Cancel(); }
+  // Reports computed, and answers shared with an identical request computing them.
+  uint64_t reports_computed() const { return reports_computed_.load(); }
+  uint64_t reports_shared() const { return reports_shared_.load(); }
+  // Report requests waiting for an identical one's answer now.
+  size_t reports_waiting() const { return reports_in_flight_.waiting(); }
 
  private:
   http::HttpResponse Health(http::HttpRequest& request);
@@ -84,6 +96,10 @@ class RestApi {
   http::HttpResponse DeleteCapture(http::HttpRequest& request);
   http::HttpResponse Import(http::HttpRequest& request);
   http::HttpResponse Report(http::HttpRequest& request);
+  // A report not in the cache: computed from the store, then cached.
+  http::HttpResponse ComputeReport(const storage::CaptureRecord& record,
+                                   const analysis::AnalysisRequest& request, bool table,
+                                   const std::string& cache_key);
   http::HttpResponse Trace(http::HttpRequest& request);
   std::optional<http::HttpResponse> NotAnalysable(const storage::CaptureRecord& record) const;
 
@@ -100,6 +116,9 @@ class RestApi {
   absl::Status DropCached(const std::vector<AnalysisCacheIndex::Entry>& entries)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutations_);
   CaptureImporter importer_;  // POST /v1/captures:import
+  SharedWork<http::HttpResponse> reports_in_flight_;
+  common::Cancellation stopping_;
+  std::atomic<uint64_t> reports_computed_{0}, reports_shared_{0};
 };
 
 // The OpenAPI 3 document of the API (coordinator/api/openapi.json, embedded at build time).

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -20,6 +22,7 @@
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
 #include "tests/test_paths.h"
+#include "tests/wait_for.h"
 
 namespace podscope::testing {
 namespace {
@@ -516,6 +519,56 @@ TEST_F(CoordinatorTest, Kill9DuringRetentionLeavesWholeCapturesOnly) {
     const size_t keys = (*store)->CountCaptureKeysForTesting(id);
     EXPECT_EQ(has_record, keys > 0) << id << ": record and events must go together";
   }
+}
+
+}  // namespace
+}  // namespace podscope::testing
+
+namespace podscope::testing {
+namespace {
+
+// SIGTERM while reports are being computed and more wait for the heavy threads: the reports end
+// at their next worker with a 503 that says the coordinator is stopping (a report is cheaper to
+// ask again than to wait for), so every client gets an answer rather than a cut connection, and
+// the daemon exits cleanly within its grace. Without the cancellation the reports would run to
+// their end: no 503, and whatever still queued when the grace ran out would be cut.
+TEST_F(CoordinatorTest, SigtermDuringReportsEndsThemWithAnAnswer) {
+  // 8 ranks of 100 dense steps, rank 3 slower: each stragglers report reads every worker up to
+  // three times (about 550 k events).
+  RunCli("simulate --ranks 8 --steps 100 --preset dense --straggler 3:1.2 -o " + dir_.File("job"));
+  StartDaemon();
+  const std::string imported =
+      RunCli(CliServerFlags(port_) + " import " + dir_.File("job") + " --job j --capture c");
+  ASSERT_NE(imported.find("imported 8 files"), std::string::npos) << imported;
+  // Distinct requests (each its own `top`): none shares another's answer or the cache.
+  constexpr int kReports = 24;
+  std::vector<HttpResult> answers(kReports);
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kReports; ++i) {
+    clients.emplace_back([&, i] {
+      answers[i] = HttpCall(port_, "GET", "/v1/captures/c/stragglers?top=" + std::to_string(i + 1));
+      ++answered;
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    return HttpCall(port_, "GET", "/metrics").body.find("podscope_reports_computed_total 0\n") ==
+           std::string::npos;
+  }));
+  ASSERT_LT(answered.load(), kReports) << "every report was answered before the signal";
+  daemon_->Signal(SIGTERM);
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(daemon_->WaitForExit(), 0);
+  int stopped = 0;
+  for (const HttpResult& r : answers) {
+    if (r.status == 503) {
+      EXPECT_NE(r.body.find("the coordinator is stopping"), std::string::npos) << r.body;
+      ++stopped;
+    } else {
+      EXPECT_EQ(r.status, 200) << r.body;
+    }
+  }
+  EXPECT_GE(stopped, 1);
 }
 
 }  // namespace

@@ -1,0 +1,104 @@
+// Report requests that behave: identical ones in flight are computed once and share the answer,
+// and a coordinator that is stopping ends the reports it computes, and refuses new ones, with a
+// 503 that says so. The memory budget, held by the test, keeps a report waiting at a known point.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "coordinator/api/shared_work.h"
+#include "tests/coordinator/api/rest_api_fixture.h"
+#include "tests/wait_for.h"
+
+namespace podscope::coordinator {
+namespace {
+
+using podscope::testing::WaitFor;
+
+TEST(SharedWorkTest, ACallerArrivingWhileTheFirstComputesGetsItsAnswer) {
+  SharedWork<int> work;
+  absl::Notification release;
+  int computed = 0;
+  SharedWork<int>::Outcome first, second;
+  std::thread a([&] {
+    first = work.Run("k", [&] {
+      ++computed;
+      release.WaitForNotification();
+      return 7;
+    });
+  });
+  ASSERT_TRUE(WaitFor([&] { return computed == 1; }));
+  std::thread b([&] { second = work.Run("k", [&] { return ++computed, 8; }); });
+  ASSERT_TRUE(WaitFor([&] { return work.waiting() == 1; }));
+  release.Notify();
+  a.join();
+  b.join();
+  EXPECT_EQ(computed, 1);
+  EXPECT_EQ(first.value, 7);
+  EXPECT_FALSE(first.shared);
+  EXPECT_EQ(second.value, 7);
+  EXPECT_TRUE(second.shared);
+  // Once answered, the key computes afresh; another key never waits for it.
+  EXPECT_EQ(work.Run("k", [] { return 9; }).value, 9);
+  EXPECT_FALSE(work.Run("other", [] { return 1; }).shared);
+  EXPECT_EQ(work.waiting(), 0u);
+}
+
+TEST(ReportRequestsTest, TwoIdenticalRequestsInFlightComputeOnce) {
+  podscope::testing::RestApiFixture fixture;
+  fixture.Put(fixture.SampleRecord("c"));
+  // The whole budget held: the first request waits for it inside its computation.
+  absl::StatusOr<MemoryBudget::Grant> held =
+      fixture.api().memory_budget().Acquire(fixture.api().memory_budget().budget());
+  ASSERT_TRUE(held.ok());
+  std::optional<MemoryBudget::Grant> grant(std::move(*held));
+  http::HttpResponse first, second, other;
+  std::thread a([&] { first = fixture.Get("/v1/captures/c/summary"); });
+  ASSERT_TRUE(WaitFor([&] { return fixture.api().memory_budget().waiting() == 1; }));
+  std::thread b([&] { second = fixture.Get("/v1/captures/c/summary"); });
+  // The identical request waits for the first's answer, not for the budget.
+  ASSERT_TRUE(WaitFor([&] { return fixture.api().reports_waiting() == 1; }));
+  EXPECT_EQ(fixture.api().memory_budget().waiting(), 1u);
+  grant.reset();
+  a.join();
+  b.join();
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(first.body, second.body);
+  EXPECT_EQ(fixture.api().reports_computed(), 1u);
+  EXPECT_EQ(fixture.api().reports_shared(), 1u);
+  // A different report of the same capture is its own computation.
+  other = fixture.Get("/v1/captures/c/summary", {{"format", "table"}});
+  EXPECT_EQ(other.status, 200);
+  EXPECT_EQ(fixture.api().reports_computed(), 2u);
+  // And the same one again comes from the cache.
+  EXPECT_EQ(fixture.Get("/v1/captures/c/summary").body, first.body);
+  EXPECT_EQ(fixture.api().reports_computed(), 2u);
+}
+
+TEST(ReportRequestsTest, AStoppingCoordinatorEndsItsReportsWith503) {
+  podscope::testing::RestApiFixture fixture;
+  fixture.Put(fixture.SampleRecord("c"));
+  absl::StatusOr<MemoryBudget::Grant> held =
+      fixture.api().memory_budget().Acquire(fixture.api().memory_budget().budget());
+  ASSERT_TRUE(held.ok());
+  std::optional<MemoryBudget::Grant> grant(std::move(*held));
+  http::HttpResponse running;
+  std::thread a([&] { running = fixture.Get("/v1/captures/c/stragglers"); });
+  ASSERT_TRUE(WaitFor([&] { return fixture.api().memory_budget().waiting() == 1; }));
+  fixture.api().CancelAnalyses();
+  grant.reset();
+  a.join();
+  EXPECT_EQ(running.status, 503) << running.body;
+  EXPECT_NE(running.body.find("the coordinator is stopping"), std::string::npos) << running.body;
+  const http::HttpResponse later = fixture.Get("/v1/captures/c/summary");
+  EXPECT_EQ(later.status, 503);
+  bool retry_after = false;
+  for (const auto& [name, value] : later.headers) retry_after |= name == "Retry-After";
+  EXPECT_TRUE(retry_after);
+  EXPECT_EQ(fixture.api().reports_computed(), 2u);
+}
+
+}  // namespace
+}  // namespace podscope::coordinator
