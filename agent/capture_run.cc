@@ -1,5 +1,7 @@
 #include "agent/capture_run.h"
 
+#include <malloc.h>
+
 #include <random>
 #include <set>
 
@@ -206,6 +208,14 @@ void CaptureRun::StopCollectors() {
   }
 }
 
+// A capture's events were freed in pieces all over the heap; the allocator keeps such pages for
+// reuse unless told, and a node agent between captures should be back to its idle size.
+void CaptureRun::ReturnFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 void CaptureRun::FinishUploaded() {
   {
     absl::MutexLock lock(&mu_);
@@ -219,6 +229,7 @@ void CaptureRun::FinishUploaded() {
       }
     }
   }
+  ReturnFreedMemory();
   Report();
   absl::MutexLock lock(&mu_);
   finished_ = true;

@@ -77,6 +77,7 @@ class CaptureRun {
 
  private:
   void Run();
+  static void ReturnFreedMemory();
   // Arms each collector for its requested ranks; a collector that refuses fails its ranks.
   void ArmCollectors(TimeNs first_start);
   // A clock-sync burst at a random point early in the lead; false when cancelled first.
