@@ -20,6 +20,7 @@
 
 #include "analysis/analysis_run.h"
 #include "common/chrome/chrome_exporter.h"
+#include "common/heap_reuse.h"
 #include "common/perfetto/perfetto_exporter.h"
 #include "sim/workload_model.h"
 
@@ -153,6 +154,7 @@ void BM_Export(benchmark::State& state, bool perfetto) {
 // Size-major, smallest first: one size's timelines are made once for every benchmark of it, and
 // peak RSS only grows.
 [[maybe_unused]] const bool kRegistered = [] {
+  common::KeepFreedHeapForReuse(512 << 20);  // as the coordinator does
   for (int64_t events : {150'000, 1'500'000, 9'000'000}) {
     std::vector<benchmark::internal::Benchmark*> size;
     for (std::string_view report : analysis::kReportNames) {

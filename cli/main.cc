@@ -1,6 +1,5 @@
 // The podscope command-line tool. Offline subcommands work on trace files; later issues add
 // the online ones that talk to a coordinator (--server).
-#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include "cli/online_commands.h"
 #include "cli/simulate_command.h"
 #include "cli/watch_commands.h"
+#include "common/heap_reuse.h"
 #include "podscope/version.h"
 
 namespace {
@@ -39,11 +39,9 @@ void ReexecWithHugePages(char** argv) {
 
 int main(int argc, char** argv) {
   ReexecWithHugePages(argv);
-  // A batch tool that imports and analyses gigabytes: keep freed memory for reuse instead of
-  // returning it to the kernel, whose page faults cost more than the work (about 40% of an
-  // analysis on the 2-core reference VM). Bounded: memory above 1 GiB is still returned.
-  mallopt(M_MMAP_THRESHOLD, 16 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // A batch tool that imports and analyses gigabytes: freed memory is kept for reuse (about 40%
+  // of an analysis on the 2-core reference VM went to page faults). Above 1 GiB it is returned.
+  podscope::common::KeepFreedHeapForReuse(1 << 30);
   CLI::App app{"podscope: distributed profiler for multi-GPU, multi-node training"};
   app.set_version_flag("--version", std::string("podscope ") + podscope::kVersion);
   app.require_subcommand(1);

@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "common/daemon_process.h"
+#include "common/heap_reuse.h"
 #include "common/status_format.h"
 #include "common/time_source.h"
 #include "coordinator/coordinator.h"
@@ -26,6 +27,8 @@ int Fail(const absl::Status& s, int code) {
 
 int main(int argc, char** argv) {
   using namespace podscope::coordinator;
+  // Reports take tables of tens of megabytes per worker and free them: kept for the next.
+  podscope::common::KeepFreedHeapForReuse(512 << 20);
   // The log, errors included, goes to stderr (stdout carries nothing a daemon's user reads).
   spdlog::set_default_logger(std::make_shared<spdlog::logger>(
       "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
