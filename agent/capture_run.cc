@@ -1,6 +1,8 @@
 #include "agent/capture_run.h"
 
+#if defined(__GLIBC__)
 #include <malloc.h>
+#endif
 
 #include <random>
 #include <set>

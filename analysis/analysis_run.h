@@ -86,9 +86,9 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
 // gets them, with every worker's description, for the job check and the renderers) and match
 // collectives from them, then a second pass breaks each worker's steps down with its waits, and a
 // third, only when there are stragglers, finds what lies behind them and what they cost.
-// Raising `cancel` ends the work before the next worker (a worker of a real rank is well under a
-// second) with Cancelled.
-absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& workers,
+// Raising `cancel` ends the work with Cancelled at the next worker read (a worker of a real rank
+// takes well under a second).
+absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& source,
                                                     const AnalysisRequest& request,
                                                     common::Capture* tables,
                                                     const common::Cancellation* cancel = nullptr);

@@ -215,18 +215,22 @@ absl::StatusOr<std::string> FollowCapture(const http::ServerAddress& server, con
 }
 
 // What a capture that holds data shows at once: its summary, the merged trace when asked, and
-// where to look next.
+// where to look next. The capture is stored whatever happens to its summary, which may take as
+// long as a report does (ten minutes at most): a summary that cannot be had is said, and only a
+// trace asked for and not written is an error.
 absl::Status PrintOutcome(const http::ServerAddress& server, const std::string& id,
-                          const OnlineOptions& online, const LiveOptions& o,
-                          std::chrono::steady_clock::time_point give_up) {
-  ASSIGN_OR_RETURN(
-      http::HttpClientResponse rep,
-      FetchReport(server,
-                  common::StrCat("/v1/captures/", http::UrlEncode(id), "/summary?format=table"),
-                  give_up));
-  if (rep.status != 200) return absl::UnavailableError(http::ProblemDetail(rep));
-  std::printf("\n");
-  std::fwrite(rep.body.data(), 1, rep.body.size(), stdout);
+                          const OnlineOptions& online, const LiveOptions& o) {
+  absl::StatusOr<http::HttpClientResponse> rep = FetchReport(
+      server, common::StrCat("/v1/captures/", http::UrlEncode(id), "/summary?format=table"),
+      std::chrono::steady_clock::now() + std::chrono::minutes(10));
+  if (rep.ok() && rep->status == 200) {
+    std::printf("\n");
+    std::fwrite(rep->body.data(), 1, rep->body.size(), stdout);
+  } else {
+    std::fprintf(
+        stderr, "podscope capture: capture %s is stored, but its summary: %s\n", id.c_str(),
+        rep.ok() ? http::ProblemDetail(*rep).c_str() : std::string(rep.status().message()).c_str());
+  }
   if (!o.trace_path.empty()) {
     ASSIGN_OR_RETURN(uint64_t bytes, DownloadTrace(server, id, o.trace_path));
     std::printf("\nmerged trace (aligned clocks, one process per rank): %s (%s)\n",
@@ -273,19 +277,11 @@ int RunCaptureCommand(const OnlineOptions& online, const LiveOptions& o) {
                 o.job.c_str());
     return 0;
   }
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(*timeout);
   absl::StatusOr<std::string> state = FollowCapture(*server, id, *timeout, o.timeout);
   if (!state.ok()) return Fail("capture", std::string(state.status().message()));
   if (*state == "complete" || *state == "partial") {
-    // The capture is stored whatever happens to its summary: that is said, and the exit code
-    // stays the capture's.
-    if (absl::Status s = PrintOutcome(*server, id, online, o, give_up); !s.ok()) {
-      std::fprintf(stderr,
-                   "podscope capture: capture %s is %s (stored), then: %s\n"
-                   "its reports: podscope --server %s report %s\n",
-                   id.c_str(), state->c_str(), std::string(s.message()).c_str(),
-                   online.server.c_str(), id.c_str());
-    }
+    if (absl::Status s = PrintOutcome(*server, id, online, o); !s.ok())
+      return Fail("capture", std::string(s.message()));
   }
   return *state == "complete" ? 0 : *state == "partial" ? 3 : 1;
 }

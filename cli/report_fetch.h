@@ -1,8 +1,8 @@
 // Asking the coordinator for a report that may take a while: a report of a dense capture is
 // computed while the request waits, so the wait is bounded by the caller's give-up time rather
 // than the client's usual minute without progress, and a 503 with Retry-After (the analyses'
-// memory or queue is full, or the coordinator is restarting) is asked again after the time it
-// names.
+// memory or queue is full, or the coordinator is stopping) is asked again after the time it
+// names. A coordinator that is gone by then is the client's error.
 #pragma once
 
 #include <chrono>

@@ -279,8 +279,9 @@ sim::WorkloadOptions SimulatedRanksCollector::SegmentOptions(int64_t k) const {
   sim::WorkloadOptions o = base_;
   o.epoch_ns = k * segment_ns_;
   o.first_step = k * steps_per_segment_;
-  // A segment launches well under 2^32 operations (a dense rank about 230 k a second).
-  o.first_correlation = 1 + (k << 32);
+  // A segment launches well under 2^32 operations (a dense rank about 230 k a second); ids stay
+  // below 2^52, exact in JSON, and repeat only after 2^20 segments (12 days of dense ones).
+  o.first_correlation = 1 + ((k & ((int64_t{1} << 20) - 1)) << 32);
   o.seed = spec_.seed * 1'000'003ull + static_cast<uint64_t>(k);
   return o;
 }
@@ -366,7 +367,15 @@ absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view 
   const TimeNs begin = clock_.ToHost(rec.actual_start);
   const Recording::Taken taken =
       rec.taken.count(rank) ? rec.taken.at(rank) : Recording::Taken{begin - 1, 0};
-  out.pieces = EventsEndedBetween(rank, begin, taken.until, clock_.ToHost(rec.actual_stop));
+  // The segments read are held with the recording: the next rank's drain reads them too.
+  std::vector<std::shared_ptr<const sim::Workload>> segments;
+  out.pieces =
+      EventsEndedBetween(rank, begin, taken.until, clock_.ToHost(rec.actual_stop), &segments);
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = recordings_.find(capture_id); it != recordings_.end())
+      it->second.drained_segments = std::move(segments);
+  }
   const uint64_t events = taken.events + EventsIn(out.pieces);
   const uint64_t limit = rec.window.max_events_per_worker;
   if (limit > 0 && events > limit) {

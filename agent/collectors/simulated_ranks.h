@@ -99,6 +99,8 @@ class SimulatedRanksCollector : public Collector {
       std::vector<std::shared_ptr<const sim::Workload>> segments;
     };
     std::map<int32_t, Taken> taken;
+    // What the last drain read, held for the drains of the other ranks.
+    std::vector<std::shared_ptr<const sim::Workload>> drained_segments;
   };
   // A copy of the recording of `capture_id`, which must serve `rank`.
   absl::StatusOr<Recording> Find(std::string_view capture_id, int32_t rank);

@@ -314,8 +314,8 @@ http::HttpResponse RestApi::Metrics(http::HttpRequest&) {
                     "podscope_stored_records_unreadable{kind=\"capture\"} ", unreadable.size(),
                     "\n");
   common::StrAppend(&out,
-                    "# HELP podscope_reports_computed_total Reports computed from the store (not "
-                    "answered from the cache or shared).\n",
+                    "# HELP podscope_reports_computed_total Reports computed from the store, "
+                    "whatever their answer (not those from the cache or shared).\n",
                     "# TYPE podscope_reports_computed_total counter\n",
                     "podscope_reports_computed_total ", reports_computed(), "\n",
                     "# HELP podscope_reports_shared_total Report answers shared with an "
@@ -556,7 +556,8 @@ http::HttpResponse RestApi::Report(http::HttpRequest& r) {
   }
   // Identical requests in flight are computed once: the others wait for that answer.
   SharedWork<http::HttpResponse>::Outcome outcome =
-      reports_in_flight_.Run(common::StrCat(id, '\0', cache_key), [&] {
+      // A capture deleted and made again under the same id starts its generations again.
+      reports_in_flight_.Run(common::StrCat(id, '\0', record->created_ns, '\0', cache_key), [&] {
         reports_computed_.fetch_add(1, std::memory_order_relaxed);
         return ComputeReport(*record, request, table, cache_key);
       });

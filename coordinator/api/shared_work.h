@@ -6,9 +6,9 @@
 
 #include <atomic>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -25,6 +25,7 @@ class SharedWork {
     bool shared = false;  // another caller computed it
   };
 
+  // A `compute` that throws ends every caller of that computation with its exception.
   Outcome Run(const std::string& key, const std::function<T()>& compute) {
     std::shared_ptr<Slot> slot;
     bool mine = false;
@@ -41,20 +42,31 @@ class SharedWork {
       waiting_.fetch_add(1);
       absl::MutexLock lock(&slot->mu);
       slot->mu.Await(absl::Condition(
-          +[](Slot* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->value.has_value(); },
-          slot.get()));
+          +[](Slot* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->done; }, slot.get()));
       waiting_.fetch_sub(1);
+      if (slot->error != nullptr) std::rethrow_exception(slot->error);
       return {*slot->value, true};
     }
-    T value = compute();
+    std::shared_ptr<const T> value;
+    std::exception_ptr error;
+    try {
+      value = std::make_shared<const T>(compute());
+    } catch (...) {
+      error = std::current_exception();
+    }
     {
       // Forgotten first: a caller arriving from now on computes afresh (it may see newer data).
       absl::MutexLock lock(&mu_);
       slots_.erase(key);
     }
-    absl::MutexLock lock(&slot->mu);
-    slot->value = value;
-    return {std::move(value), false};
+    {
+      absl::MutexLock lock(&slot->mu);
+      slot->value = value;
+      slot->error = error;
+      slot->done = true;
+    }
+    if (error != nullptr) std::rethrow_exception(error);
+    return {*value, false};
   }
 
   // Callers waiting for another's answer, over every key.
@@ -63,7 +75,9 @@ class SharedWork {
  private:
   struct Slot {
     absl::Mutex mu;
-    std::optional<T> value ABSL_GUARDED_BY(mu);
+    bool done ABSL_GUARDED_BY(mu) = false;
+    std::shared_ptr<const T> value ABSL_GUARDED_BY(mu);  // shared by the waiters, copied once each
+    std::exception_ptr error ABSL_GUARDED_BY(mu);
   };
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);

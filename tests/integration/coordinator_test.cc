@@ -551,13 +551,19 @@ TEST_F(CoordinatorTest, SigtermDuringReportsEndsThemWithAnAnswer) {
       ++answered;
     });
   }
-  ASSERT_TRUE(WaitFor([&] {
-    return HttpCall(port_, "GET", "/metrics").body.find("podscope_reports_computed_total 0\n") ==
-           std::string::npos;
-  }));
-  ASSERT_LT(answered.load(), kReports) << "every report was answered before the signal";
-  daemon_->Signal(SIGTERM);
+  // Every client connected (each request's connection, and the one asking), and a report begun.
+  const bool ready = WaitFor([&] {
+    const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
+    const size_t open = metrics.find("\npodscope_http_open_connections ");
+    return metrics.find("podscope_reports_computed_total 0\n") == std::string::npos &&
+           open != std::string::npos &&
+           std::atoi(metrics.c_str() + open + 32) >= kReports + 1 - answered.load();
+  });
+  const int answered_before = answered.load();
+  if (ready) daemon_->Signal(SIGTERM);
   for (std::thread& t : clients) t.join();
+  ASSERT_TRUE(ready) << "the reports never all started";
+  ASSERT_LT(answered_before, kReports) << "every report was answered before the signal";
   EXPECT_EQ(daemon_->WaitForExit(), 0);
   int stopped = 0;
   for (const HttpResult& r : answers) {

@@ -3,8 +3,11 @@
 // 503 that says so. The memory budget, held by the test, keeps a report waiting at a known point.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "coordinator/api/shared_work.h"
@@ -16,24 +19,34 @@ namespace {
 
 using podscope::testing::WaitFor;
 
+// Joins its threads however the test leaves (a failed ASSERT too).
+struct Joined {
+  std::vector<std::thread> threads;
+  ~Joined() {
+    for (std::thread& t : threads)
+      if (t.joinable()) t.join();
+  }
+};
+
 TEST(SharedWorkTest, ACallerArrivingWhileTheFirstComputesGetsItsAnswer) {
   SharedWork<int> work;
   absl::Notification release;
-  int computed = 0;
+  std::atomic<int> computed{0};
   SharedWork<int>::Outcome first, second;
-  std::thread a([&] {
-    first = work.Run("k", [&] {
-      ++computed;
-      release.WaitForNotification();
-      return 7;
+  {
+    Joined joined;
+    joined.threads.emplace_back([&] {
+      first = work.Run("k", [&] {
+        ++computed;
+        release.WaitForNotification();
+        return 7;
+      });
     });
-  });
-  ASSERT_TRUE(WaitFor([&] { return computed == 1; }));
-  std::thread b([&] { second = work.Run("k", [&] { return ++computed, 8; }); });
-  ASSERT_TRUE(WaitFor([&] { return work.waiting() == 1; }));
-  release.Notify();
-  a.join();
-  b.join();
+    EXPECT_TRUE(WaitFor([&] { return computed == 1; }));
+    joined.threads.emplace_back([&] { second = work.Run("k", [&] { return ++computed, 8; }); });
+    EXPECT_TRUE(WaitFor([&] { return work.waiting() == 1; }));
+    release.Notify();
+  }
   EXPECT_EQ(computed, 1);
   EXPECT_EQ(first.value, 7);
   EXPECT_FALSE(first.shared);
@@ -45,6 +58,45 @@ TEST(SharedWorkTest, ACallerArrivingWhileTheFirstComputesGetsItsAnswer) {
   EXPECT_EQ(work.waiting(), 0u);
 }
 
+TEST(SharedWorkTest, AComputationThatThrowsEndsEveryCallerAndFreesItsKey) {
+  SharedWork<int> work;
+  absl::Notification release;
+  std::atomic<bool> started{false};
+  std::atomic<int> threw{0};
+  {
+    Joined joined;
+    joined.threads.emplace_back([&] {
+      try {
+        work.Run("k", [&]() -> int {
+          started = true;
+          release.WaitForNotification();
+          throw std::runtime_error("out of memory");
+        });
+      } catch (const std::runtime_error&) {
+        ++threw;
+      }
+    });
+    EXPECT_TRUE(WaitFor([&] { return started.load(); }));
+    joined.threads.emplace_back([&] {
+      try {
+        work.Run("k", [] { return 1; });
+      } catch (const std::runtime_error&) {
+        ++threw;
+      }
+    });
+    EXPECT_TRUE(WaitFor([&] { return work.waiting() == 1; }));
+    release.Notify();
+  }
+  EXPECT_EQ(threw, 2);
+  EXPECT_EQ(work.Run("k", [] { return 3; }).value, 3);
+}
+
+std::string CacheHeader(const http::HttpResponse& r) {
+  for (const auto& [name, value] : r.headers)
+    if (name == "X-Podscope-Cache") return value;
+  return "";
+}
+
 TEST(ReportRequestsTest, TwoIdenticalRequestsInFlightComputeOnce) {
   podscope::testing::RestApiFixture fixture;
   fixture.Put(fixture.SampleRecord("c"));
@@ -54,18 +106,21 @@ TEST(ReportRequestsTest, TwoIdenticalRequestsInFlightComputeOnce) {
   ASSERT_TRUE(held.ok());
   std::optional<MemoryBudget::Grant> grant(std::move(*held));
   http::HttpResponse first, second, other;
-  std::thread a([&] { first = fixture.Get("/v1/captures/c/summary"); });
-  ASSERT_TRUE(WaitFor([&] { return fixture.api().memory_budget().waiting() == 1; }));
-  std::thread b([&] { second = fixture.Get("/v1/captures/c/summary"); });
-  // The identical request waits for the first's answer, not for the budget.
-  ASSERT_TRUE(WaitFor([&] { return fixture.api().reports_waiting() == 1; }));
-  EXPECT_EQ(fixture.api().memory_budget().waiting(), 1u);
-  grant.reset();
-  a.join();
-  b.join();
+  {
+    Joined joined;
+    joined.threads.emplace_back([&] { first = fixture.Get("/v1/captures/c/summary"); });
+    EXPECT_TRUE(WaitFor([&] { return fixture.api().memory_budget().waiting() == 1; }));
+    joined.threads.emplace_back([&] { second = fixture.Get("/v1/captures/c/summary"); });
+    // The identical request waits for the first's answer, not for the budget.
+    EXPECT_TRUE(WaitFor([&] { return fixture.api().reports_waiting() == 1; }));
+    EXPECT_EQ(fixture.api().memory_budget().waiting(), 1u);
+    grant.reset();
+  }
   ASSERT_EQ(first.status, 200) << first.body;
   ASSERT_EQ(second.status, 200) << second.body;
   EXPECT_EQ(first.body, second.body);
+  EXPECT_EQ(CacheHeader(first), "miss");
+  EXPECT_EQ(CacheHeader(second), "shared");
   EXPECT_EQ(fixture.api().reports_computed(), 1u);
   EXPECT_EQ(fixture.api().reports_shared(), 1u);
   // A different report of the same capture is its own computation.
@@ -85,11 +140,13 @@ TEST(ReportRequestsTest, AStoppingCoordinatorEndsItsReportsWith503) {
   ASSERT_TRUE(held.ok());
   std::optional<MemoryBudget::Grant> grant(std::move(*held));
   http::HttpResponse running;
-  std::thread a([&] { running = fixture.Get("/v1/captures/c/stragglers"); });
-  ASSERT_TRUE(WaitFor([&] { return fixture.api().memory_budget().waiting() == 1; }));
-  fixture.api().CancelAnalyses();
-  grant.reset();
-  a.join();
+  {
+    Joined joined;
+    joined.threads.emplace_back([&] { running = fixture.Get("/v1/captures/c/stragglers"); });
+    EXPECT_TRUE(WaitFor([&] { return fixture.api().memory_budget().waiting() == 1; }));
+    fixture.api().CancelAnalyses();
+    grant.reset();
+  }
   EXPECT_EQ(running.status, 503) << running.body;
   EXPECT_NE(running.body.find("the coordinator is stopping"), std::string::npos) << running.body;
   const http::HttpResponse later = fixture.Get("/v1/captures/c/summary");
