@@ -348,6 +348,8 @@ absl::StatusOr<std::vector<common::WorkerTrace>> SimulatedRanksCollector::TakeRe
   const uint64_t events = taken.events + EventsIn(pieces);
   const uint64_t limit = rec.window.max_events_per_worker;
   if (limit > 0 && events > limit) return absl::ResourceExhaustedError(OverLimit(events, limit));
+  // The next read starts in the last segment read: only that one is held for it.
+  if (segments.size() > 1) segments.erase(segments.begin(), segments.end() - 1);
   absl::MutexLock lock(&mu_);
   if (auto it = recordings_.find(capture_id); it != recordings_.end())
     it->second.taken[rank] = Recording::Taken{now_host, events, std::move(segments)};
@@ -367,15 +369,7 @@ absl::StatusOr<CollectedWorker> SimulatedRanksCollector::Drain(std::string_view 
   const TimeNs begin = clock_.ToHost(rec.actual_start);
   const Recording::Taken taken =
       rec.taken.count(rank) ? rec.taken.at(rank) : Recording::Taken{begin - 1, 0};
-  // The segments read are held with the recording: the next rank's drain reads them too.
-  std::vector<std::shared_ptr<const sim::Workload>> segments;
-  out.pieces =
-      EventsEndedBetween(rank, begin, taken.until, clock_.ToHost(rec.actual_stop), &segments);
-  {
-    absl::MutexLock lock(&mu_);
-    if (auto it = recordings_.find(capture_id); it != recordings_.end())
-      it->second.drained_segments = std::move(segments);
-  }
+  out.pieces = EventsEndedBetween(rank, begin, taken.until, clock_.ToHost(rec.actual_stop));
   const uint64_t events = taken.events + EventsIn(out.pieces);
   const uint64_t limit = rec.window.max_events_per_worker;
   if (limit > 0 && events > limit) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/file_io.h"
+#include "common/parse_number.h"
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
@@ -554,10 +555,14 @@ TEST_F(CoordinatorTest, SigtermDuringReportsEndsThemWithAnAnswer) {
   // Every client connected (each request's connection, and the one asking), and a report begun.
   const bool ready = WaitFor([&] {
     const std::string metrics = HttpCall(port_, "GET", "/metrics").body;
-    const size_t open = metrics.find("\npodscope_http_open_connections ");
-    return metrics.find("podscope_reports_computed_total 0\n") == std::string::npos &&
-           open != std::string::npos &&
-           std::atoi(metrics.c_str() + open + 32) >= kReports + 1 - answered.load();
+    const std::string gauge = "\npodscope_http_open_connections ";
+    const size_t at = metrics.find(gauge);
+    if (at == std::string::npos) return false;
+    const size_t end = metrics.find('\n', at + gauge.size());
+    const absl::StatusOr<int64_t> open = common::ParseInt(
+        std::string_view(metrics).substr(at + gauge.size(), end - at - gauge.size()));
+    return metrics.find("podscope_reports_computed_total 0\n") == std::string::npos && open.ok() &&
+           *open >= kReports + 1 - answered.load();
   });
   const int answered_before = answered.load();
   if (ready) daemon_->Signal(SIGTERM);
