@@ -57,7 +57,16 @@ class SegmentCache {
       }
     }
     if (pending.valid()) return pending.get();
-    auto made = std::make_shared<const sim::Workload>(make());
+    std::shared_ptr<const sim::Workload> made;
+    try {
+      made = std::make_shared<const sim::Workload>(make());
+    } catch (...) {
+      // Those waiting get the exception; the next caller simulates afresh.
+      promise.set_exception(std::current_exception());
+      absl::MutexLock lock(&mu_);
+      entries_.erase(key);
+      throw;
+    }
     promise.set_value(made);
     absl::MutexLock lock(&mu_);
     entries_[key] = Entry{.pending = {}, .made = made};
