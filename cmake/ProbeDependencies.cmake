@@ -12,13 +12,23 @@
 # any and variant) so the probe's code compiles exactly as it does against the -dev headers,
 # under an inline namespace of its own.
 #
-# The tarballs are fetched once from deb.debian.org (PODSCOPE_DEBIAN_POOL), checked against the
+# The tarballs are fetched once from the Debian mirror apt uses on this machine
+# (scripts/debian_mirror.sh; PODSCOPE_DEBIAN_POOL overrides the pool), checked against the
 # SHA-256 sums of Debian's bookworm source index, and kept in PODSCOPE_SOURCE_CACHE for later
 # builds and clones.
 include(ExternalProject)
 
-set(PODSCOPE_DEBIAN_POOL "http://deb.debian.org/debian/pool/main" CACHE STRING
-    "Where Debian's source packages for the probe's dependencies are fetched from")
+if(NOT PODSCOPE_DEBIAN_POOL)
+  execute_process(COMMAND bash "${PROJECT_SOURCE_DIR}/scripts/debian_mirror.sh"
+                  OUTPUT_VARIABLE podscope_debian_mirror OUTPUT_STRIP_TRAILING_WHITESPACE
+                  RESULT_VARIABLE podscope_mirror_result)
+  if(NOT podscope_mirror_result EQUAL 0)
+    message(FATAL_ERROR "No Debian mirror for the probe's dependencies: apt's sources name none "
+                        "(set PODSCOPE_DEBIAN_MIRROR, or PODSCOPE_DEBIAN_POOL)")
+  endif()
+  set(PODSCOPE_DEBIAN_POOL "${podscope_debian_mirror}/pool/main" CACHE STRING
+      "Where Debian's source packages for the probe's dependencies are fetched from")
+endif()
 if(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
   set(podscope_default_source_cache "$ENV{XDG_CACHE_HOME}/podscope/sources")
 else()

@@ -5,13 +5,14 @@
 # of 2.29-2.36 that Debian 12's C++ runtime and libgcc reach for, so it holds to glibc 2.28
 # (RHEL 8, manylinux_2_28). tests/agent/probe/foreign_root_test.sh loads the probe inside it.
 #
-# Why bullseye: it is the oldest Debian that deb.debian.org still serves (buster, glibc 2.28,
-# went to archive.debian.org), and debootstrap checks what it fetches against Debian's keys.
+# Why bullseye: it is the oldest Debian that Debian's mirrors still serve (buster, glibc 2.28,
+# went to Debian's archive of old releases), and debootstrap checks what it fetches against
+# Debian's keys. It is fetched from the mirror apt uses here (scripts/debian_mirror.sh).
 #
 #   probe_build_root.sh [DIR]   (default ${XDG_CACHE_HOME:-$HOME/.cache}/podscope/roots/bullseye)
 set -euo pipefail
 ROOT="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/podscope/roots/bullseye}"
-MIRROR="${PODSCOPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+MIRROR="$(bash "$(dirname "${BASH_SOURCE[0]}")/debian_mirror.sh")"
 fail() { echo "probe_build_root.sh: $*" >&2; exit 1; }
 
 if [ -f "$ROOT/.podscope-build-root" ]; then

@@ -9,9 +9,9 @@ set -euo pipefail
 BUILD="$(cd "${1:?build dir}" && pwd)"
 SOURCE="$(cd "${2:?source dir}" && pwd)"
 PROJECT_VERSION="$(sed -n 's/^project(podscope VERSION \([0-9.]*\).*/\1/p' "$SOURCE/CMakeLists.txt")"
-MIRROR="${PODSCOPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 BASE_IMAGE=localhost/podscope-debootstrap:bookworm
 fail() { echo "FAIL: $*" >&2; exit 1; }
+MIRROR="$(bash "$SOURCE/scripts/debian_mirror.sh")" || fail "no Debian mirror for debootstrap"
 for tool in buildah podman debootstrap runc; do
   command -v "$tool" >/dev/null || fail "$tool is missing: install Debian's buildah, podman, runc and debootstrap (scripts/test.sh does)"
 done
