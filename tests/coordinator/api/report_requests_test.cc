@@ -97,14 +97,20 @@ std::string CacheHeader(const http::HttpResponse& r) {
   return "";
 }
 
+// The whole memory budget, held by the test: a report then waits for it inside its computation.
+std::optional<MemoryBudget::Grant> HoldWholeBudget(podscope::testing::RestApiFixture& fixture) {
+  absl::StatusOr<MemoryBudget::Grant> held =
+      fixture.api().memory_budget().Acquire(fixture.api().memory_budget().budget());
+  if (!held.ok()) return std::nullopt;
+  return std::optional<MemoryBudget::Grant>(std::move(*held));
+}
+
 TEST(ReportRequestsTest, TwoIdenticalRequestsInFlightComputeOnce) {
   podscope::testing::RestApiFixture fixture;
   fixture.Put(fixture.SampleRecord("c"));
   // The whole budget held: the first request waits for it inside its computation.
-  absl::StatusOr<MemoryBudget::Grant> held =
-      fixture.api().memory_budget().Acquire(fixture.api().memory_budget().budget());
-  ASSERT_TRUE(held.ok());
-  std::optional<MemoryBudget::Grant> grant(std::move(*held));
+  std::optional<MemoryBudget::Grant> grant = HoldWholeBudget(fixture);
+  ASSERT_TRUE(grant.has_value());
   http::HttpResponse first, second, other;
   {
     Joined joined;
@@ -135,10 +141,8 @@ TEST(ReportRequestsTest, TwoIdenticalRequestsInFlightComputeOnce) {
 TEST(ReportRequestsTest, AStoppingCoordinatorEndsItsReportsWith503) {
   podscope::testing::RestApiFixture fixture;
   fixture.Put(fixture.SampleRecord("c"));
-  absl::StatusOr<MemoryBudget::Grant> held =
-      fixture.api().memory_budget().Acquire(fixture.api().memory_budget().budget());
-  ASSERT_TRUE(held.ok());
-  std::optional<MemoryBudget::Grant> grant(std::move(*held));
+  std::optional<MemoryBudget::Grant> grant = HoldWholeBudget(fixture);
+  ASSERT_TRUE(grant.has_value());
   http::HttpResponse running;
   {
     Joined joined;
