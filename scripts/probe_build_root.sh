@@ -12,7 +12,6 @@
 #   probe_build_root.sh [DIR]   (default ${XDG_CACHE_HOME:-$HOME/.cache}/podscope/roots/bullseye)
 set -euo pipefail
 ROOT="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/podscope/roots/bullseye}"
-MIRROR="$(bash "$(dirname "${BASH_SOURCE[0]}")/debian_mirror.sh")"
 fail() { echo "probe_build_root.sh: $*" >&2; exit 1; }
 
 if [ -f "$ROOT/.podscope-build-root" ]; then
@@ -29,6 +28,8 @@ if [ -f "$ROOT/.podscope-build-root" ]; then
   echo "$ROOT"
   exit 0
 fi
+# Only a root still to be made needs the mirror.
+MIRROR="$(bash "$(dirname "${BASH_SOURCE[0]}")/debian_mirror.sh")"
 partial="$ROOT.partial"
 rm -rf "$partial"
 echo "probe_build_root.sh: debootstrap bullseye (minbase with libc6-dev) into $ROOT, once; about a minute" >&2
