@@ -6,6 +6,7 @@
 #include "analysis/report/report_json.h"
 #include "analysis/report/report_table.h"
 #include "cli/load_inputs.h"
+#include "common/heap_reuse.h"
 #include "common/ranges.h"
 
 namespace podscope::cli {
@@ -114,15 +115,25 @@ int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
     std::fprintf(stderr, "podscope analyze: %s\n", std::string(status.message()).c_str());
     return 2;
   }
-  absl::StatusOr<common::Capture> capture = LoadInputsWithProgress(o.inputs);
-  if (!capture.ok()) {
-    std::fprintf(stderr, "podscope analyze: %s\n", std::string(capture.status().message()).c_str());
+  // The files are read packed and analysed a worker at a time (analysis_run.h), as the
+  // coordinator reads its store: memory holds one decoded worker, not every file's events.
+  absl::StatusOr<common::PackedWorkers> workers = LoadPackedInputsWithProgress(o.inputs);
+  if (!workers.ok()) {
+    std::fprintf(stderr, "podscope analyze: %s\n", std::string(workers.status().message()).c_str());
     return 1;
   }
-  const common::CaptureView view(*capture);
+  // The files were read on other threads: their arenas' freed memory goes back rather than sit
+  // beside what the analysis takes on this one.
+  common::ReturnFreedHeap();
+  request.allow_mixed = o.allow_mixed;
+  common::Capture tables;
+  absl::StatusOr<analysis::AnalysisResults> results =
+      analysis::RunAnalysesByWorker(*workers, request, &tables);
+  const common::CaptureView view(tables);
   // Inputs that are not one job make cross-rank reports meaningless: refused unless insisted on.
   const analysis::JobCheck job = analysis::CheckOneJob(view);
-  if (job.mixed && !o.allow_mixed) {
+  if (!results.ok() && results.status().code() == absl::StatusCode::kFailedPrecondition &&
+      job.mixed) {
     std::string why;
     for (const std::string& w : job.warnings) why += "\n  " + w;
     std::fprintf(stderr,
@@ -132,13 +143,16 @@ int RunAnalyzeCommand(const AnalyzeCommandOptions& o) {
                  why.c_str());
     return 1;
   }
+  if (!results.ok()) {
+    std::fprintf(stderr, "podscope analyze: %s\n", std::string(results.status().message()).c_str());
+    return 1;
+  }
   if (o.format == "json") {
     for (const std::string& w : job.warnings)
       std::fprintf(stderr, "podscope analyze: warning: %s\n", w.c_str());
   }
-  const analysis::AnalysisResults results = analysis::RunAnalyses(view, request);
-  const std::string text = o.format == "json" ? RenderJson(view, request, results)
-                                              : RenderTables(view, request, results);
+  const std::string text = o.format == "json" ? RenderJson(view, request, *results)
+                                              : RenderTables(view, request, *results);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }

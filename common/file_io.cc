@@ -147,77 +147,90 @@ namespace {
 // Compressed input, a piece at a time: an empty view at the end.
 using InputPieces = std::function<absl::StatusOr<std::string_view>()>;
 
-// Inflates gzip (several members allowed) into `out`, growing it as output arrives but never
-// past max_output_bytes + 1: memory follows what the data really inflates to, up to the bound,
-// whatever the input claims. `size_hint` is a first guess of the output size.
+// Inflates gzip (several members allowed) a piece of output at a time, pulling compressed input
+// as it needs it: memory holds one piece of input, whatever the stream's size.
+class GzipInflater {
+ public:
+  explicit GzipInflater(InputPieces next_input) : next_input_(std::move(next_input)) {
+    std::memset(&stream_, 0, sizeof(stream_));
+    initialized_ = inflateInit2(&stream_, 15 + 32) == Z_OK;
+  }
+  ~GzipInflater() {
+    if (initialized_) inflateEnd(&stream_);
+  }
+  GzipInflater(const GzipInflater&) = delete;
+  GzipInflater& operator=(const GzipInflater&) = delete;
+
+  // Fills up to `room` bytes at `out`; returns how many, 0 once the data has ended.
+  absl::StatusOr<size_t> Read(char* out, size_t room) {
+    if (!initialized_) return absl::InternalError("zlib inflateInit2 failed");
+    size_t produced = 0;
+    while (produced < room && !ended_) {
+      if (stream_.avail_in == 0 && !input_done_) RETURN_IF_ERROR(Pull());
+      stream_.next_out = reinterpret_cast<Bytef*>(out + produced);
+      stream_.avail_out = static_cast<uInt>(std::min<size_t>(room - produced, 1u << 30));
+      const uInt before = stream_.avail_out;
+      const int rc = inflate(&stream_, Z_NO_FLUSH);
+      produced += before - stream_.avail_out;
+      if (rc == Z_STREAM_END) {
+        // The member ended: see whether another follows (concatenated gzip files are gzip).
+        if (stream_.avail_in == 0 && !input_done_) RETURN_IF_ERROR(Pull());
+        if (stream_.avail_in == 0) {
+          ended_ = true;
+          break;
+        }
+        if (inflateReset(&stream_) != Z_OK) return absl::InternalError("zlib inflateReset failed");
+        continue;
+      }
+      if (rc == Z_BUF_ERROR && stream_.avail_in == 0 && input_done_) {
+        return absl::DataLossError(
+            StrCat("gzip stream is truncated after ", stream_.total_in, " compressed bytes"));
+      }
+      if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        return absl::DataLossError(StrCat("not valid gzip data at compressed offset ",
+                                          stream_.total_in, ": ",
+                                          stream_.msg != nullptr ? stream_.msg : "inflate failed"));
+      }
+    }
+    return produced;
+  }
+
+ private:
+  absl::Status Pull() {
+    ASSIGN_OR_RETURN(std::string_view piece, next_input_());
+    input_done_ = piece.empty();
+    stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(piece.data()));
+    stream_.avail_in = static_cast<uInt>(piece.size());
+    return absl::OkStatus();
+  }
+
+  InputPieces next_input_;
+  z_stream stream_;
+  bool initialized_ = false;
+  bool input_done_ = false;
+  bool ended_ = false;
+};
+
+// Inflates gzip into `out`, growing it as output arrives but never past max_output_bytes + 1:
+// memory follows what the data really inflates to, up to the bound, whatever the input claims.
+// `size_hint` is a first guess of the output size.
 absl::Status Inflate(const InputPieces& next_input, uint64_t size_hint, uint64_t max_output_bytes,
                      ByteBuffer* out) {
-  z_stream stream;
-  std::memset(&stream, 0, sizeof(stream));
-  if (inflateInit2(&stream, 15 + 32) != Z_OK)
-    return absl::InternalError("zlib inflateInit2 failed");
+  GzipInflater inflater(next_input);
   out->Resize(std::min<uint64_t>(std::max<uint64_t>(size_hint, 1 << 16), max_output_bytes + 1));
   size_t produced = 0;
-  bool input_done = false;
-  absl::Status status;
   while (true) {
-    if (stream.avail_in == 0 && !input_done) {
-      absl::StatusOr<std::string_view> piece = next_input();
-      if (!piece.ok()) {
-        status = piece.status();
-        break;
-      }
-      input_done = piece->empty();
-      stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(piece->data()));
-      stream.avail_in = static_cast<uInt>(piece->size());
-    }
     if (produced == out->size()) {
       if (out->size() > max_output_bytes) {
-        status = absl::ResourceExhaustedError(
+        return absl::ResourceExhaustedError(
             StrCat("decompressed size exceeds the limit of ", max_output_bytes, " bytes"));
-        break;
       }
       out->Resize(std::min<uint64_t>(out->size() * 2, max_output_bytes + 1));
     }
-    stream.next_out = reinterpret_cast<Bytef*>(out->data() + produced);
-    stream.avail_out = static_cast<uInt>(std::min<size_t>(out->size() - produced, 1u << 30));
-    const uInt before = stream.avail_out;
-    const int rc = inflate(&stream, Z_NO_FLUSH);
-    produced += before - stream.avail_out;
-    if (rc == Z_STREAM_END) {
-      if (stream.avail_in == 0 && input_done) break;
-      if (stream.avail_in == 0) {
-        // The member ended with the piece: see whether another member follows.
-        absl::StatusOr<std::string_view> piece = next_input();
-        if (!piece.ok()) {
-          status = piece.status();
-          break;
-        }
-        if (piece->empty()) break;
-        stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(piece->data()));
-        stream.avail_in = static_cast<uInt>(piece->size());
-      }
-      // Another gzip member follows (concatenated gzip files are valid gzip).
-      if (inflateReset(&stream) != Z_OK) {
-        status = absl::InternalError("zlib inflateReset failed");
-        break;
-      }
-      continue;
-    }
-    if (rc == Z_BUF_ERROR && stream.avail_in == 0 && input_done) {
-      status = absl::DataLossError(
-          StrCat("gzip stream is truncated after ", stream.total_in, " compressed bytes"));
-      break;
-    }
-    if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      status =
-          absl::DataLossError(StrCat("not valid gzip data at compressed offset ", stream.total_in,
-                                     ": ", stream.msg != nullptr ? stream.msg : "inflate failed"));
-      break;
-    }
+    ASSIGN_OR_RETURN(const size_t n, inflater.Read(out->data() + produced, out->size() - produced));
+    if (n == 0) break;
+    produced += n;
   }
-  inflateEnd(&stream);
-  if (!status.ok()) return status;
   out->Resize(produced);
   return absl::OkStatus();
 }
@@ -285,30 +298,61 @@ bool HasGzName(const std::string& path) {
 
 }  // namespace
 
-absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, ByteBuffer* out) {
+namespace {
+
+// How far a gzip file may inflate: the absolute bound, or the ratio's when that is lower
+// (`*by_ratio` says which).
+uint64_t InflateBound(const ReadLimits& limits, uint64_t compressed_size, bool* by_ratio) {
+  uint64_t bound = limits.max_decompressed_bytes;
+  *by_ratio = false;
+  if (limits.max_inflate_ratio > 0) {
+    const uint64_t ratio_bound =
+        std::max<uint64_t>(kInflateRatioFloorBytes, compressed_size * limits.max_inflate_ratio);
+    if (ratio_bound < bound) {
+      bound = ratio_bound;
+      *by_ratio = true;
+    }
+  }
+  return bound;
+}
+
+absl::Status InflateBoundError(const ReadLimits& limits, uint64_t compressed_size, uint64_t bound,
+                               bool by_ratio) {
+  if (by_ratio) {
+    return absl::ResourceExhaustedError(StrCat("inflates to more than ", limits.max_inflate_ratio,
+                                               " times its compressed size of ", compressed_size,
+                                               " bytes (a decompression bomb?)"));
+  }
+  return absl::ResourceExhaustedError(
+      StrCat("decompressed size exceeds the limit of ", bound, " bytes"));
+}
+
+// Opens `path` and tells whether it holds gzip (refusing a .gz name on other data).
+absl::StatusOr<FilePtr> OpenTraceFile(const std::string& path, const ReadLimits& limits,
+                                      bool* gzipped) {
   FilePtr file(std::fopen(path.c_str(), "rb"));
   if (file == nullptr) return absl::NotFoundError(StrCat("cannot open ", path, ": ", ErrnoText()));
-  RETURN_IF_ERROR(ReadRaw(path, file.get(), limits, 2, out));
-  if (!LooksGzipped(out->view())) {
-    if (HasGzName(path)) {
-      return absl::InvalidArgumentError(
-          StrCat(path, ": named .gz but is not gzip data (no gzip magic at offset 0)"));
-    }
-    return ReadRaw(path, file.get(), limits, UINT64_MAX, out);
+  ByteBuffer magic;
+  RETURN_IF_ERROR(ReadRaw(path, file.get(), limits, 2, &magic));
+  *gzipped = LooksGzipped(magic.view());
+  if (!*gzipped && HasGzName(path)) {
+    return absl::InvalidArgumentError(
+        StrCat(path, ": named .gz but is not gzip data (no gzip magic at offset 0)"));
   }
+  return file;
+}
+
+}  // namespace
+
+absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, ByteBuffer* out) {
+  bool gzipped = false;
+  ASSIGN_OR_RETURN(FilePtr file, OpenTraceFile(path, limits, &gzipped));
+  if (!gzipped) return ReadRaw(path, file.get(), limits, UINT64_MAX, out);
   // Gzip: inflate straight from the file, a piece at a time, so memory holds only the output
   // (bounded) and one piece of input, never the whole compressed file besides.
   const uint64_t compressed_size = FileSize(file.get());
-  uint64_t bound = limits.max_decompressed_bytes;
-  bool ratio_bound = false;
-  if (limits.max_inflate_ratio > 0) {
-    const uint64_t by_ratio =
-        std::max<uint64_t>(kInflateRatioFloorBytes, compressed_size * limits.max_inflate_ratio);
-    if (by_ratio < bound) {
-      bound = by_ratio;
-      ratio_bound = true;
-    }
-  }
+  bool by_ratio = false;
+  const uint64_t bound = InflateBound(limits, compressed_size, &by_ratio);
   char tail[4] = {};
   if (compressed_size >= 18 && std::fseek(file.get(), -4, SEEK_END) == 0) {
     if (std::fread(tail, 1, 4, file.get()) != 4) std::memset(tail, 0, 4);
@@ -323,14 +367,83 @@ absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, Byt
   };
   absl::Status status =
       Inflate(read_piece, TrailerSizeHint(std::string_view(tail, 4), compressed_size), bound, out);
-  if (status.code() == absl::StatusCode::kResourceExhausted && ratio_bound) {
-    status = absl::ResourceExhaustedError(StrCat("inflates to more than ", limits.max_inflate_ratio,
-                                                 " times its compressed size of ", compressed_size,
-                                                 " bytes (a decompression bomb?)"));
-  }
+  if (status.code() == absl::StatusCode::kResourceExhausted)
+    status = InflateBoundError(limits, compressed_size, bound, by_ratio);
   if (!status.ok()) return absl::Status(status.code(), StrCat(path, ": ", status.message()));
   return absl::OkStatus();
 }
+
+struct FileBlockReader::State {
+  std::string path;
+  ReadLimits limits;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file{nullptr, &std::fclose};
+  std::vector<char> block;
+  std::vector<char> piece;  // compressed input, when gzipped
+  // The gzip inflater behind a function, so this struct names no type of this file's own.
+  std::function<absl::StatusOr<size_t>(char* out, size_t room)> inflate;
+  uint64_t compressed_size = 0;
+  uint64_t bound = 0;
+  bool by_ratio = false;
+  uint64_t bytes_read = 0;
+};
+
+FileBlockReader::FileBlockReader(std::unique_ptr<State> state) : state_(std::move(state)) {}
+FileBlockReader::~FileBlockReader() = default;
+FileBlockReader::FileBlockReader(FileBlockReader&&) noexcept = default;
+FileBlockReader& FileBlockReader::operator=(FileBlockReader&&) noexcept = default;
+
+absl::StatusOr<FileBlockReader> FileBlockReader::Open(const std::string& path,
+                                                      const ReadLimits& limits,
+                                                      size_t block_bytes) {
+  auto state = std::make_unique<State>();
+  state->path = path;
+  state->limits = limits;
+  bool gzipped = false;
+  ASSIGN_OR_RETURN(FilePtr file, OpenTraceFile(path, limits, &gzipped));
+  state->file.reset(file.release());
+  std::rewind(state->file.get());
+  state->block.resize(std::max<size_t>(block_bytes, 1));
+  if (gzipped) {
+    state->compressed_size = FileSize(state->file.get());
+    std::rewind(state->file.get());
+    state->bound = InflateBound(limits, state->compressed_size, &state->by_ratio);
+    state->piece.resize(1 << 20);
+    State* s = state.get();
+    auto inflater = std::make_shared<GzipInflater>([s]() -> absl::StatusOr<std::string_view> {
+      const size_t n = std::fread(s->piece.data(), 1, s->piece.size(), s->file.get());
+      if (n == 0 && std::ferror(s->file.get()))
+        return absl::DataLossError(StrCat("reading: ", ErrnoText()));
+      return std::string_view(s->piece.data(), n);
+    });
+    state->inflate = [inflater](char* out, size_t room) { return inflater->Read(out, room); };
+  }
+  return FileBlockReader(std::move(state));
+}
+
+absl::StatusOr<std::string_view> FileBlockReader::Next() {
+  State& s = *state_;
+  size_t n = 0;
+  if (!s.inflate) {
+    n = std::fread(s.block.data(), 1, s.block.size(), s.file.get());
+    if (n == 0 && std::ferror(s.file.get()))
+      return absl::DataLossError(StrCat("reading ", s.path, ": ", ErrnoText()));
+  } else {
+    absl::StatusOr<size_t> got = s.inflate(s.block.data(), s.block.size());
+    if (!got.ok()) {
+      return absl::Status(got.status().code(), StrCat(s.path, ": ", got.status().message()));
+    }
+    n = *got;
+    if (s.bytes_read + n > s.bound) {
+      const absl::Status too_big =
+          InflateBoundError(s.limits, s.compressed_size, s.bound, s.by_ratio);
+      return absl::Status(too_big.code(), StrCat(s.path, ": ", too_big.message()));
+    }
+  }
+  s.bytes_read += n;
+  return std::string_view(s.block.data(), n);
+}
+
+uint64_t FileBlockReader::bytes_read() const { return state_->bytes_read; }
 
 absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path, const ReadLimits& limits) {
   ByteBuffer buffer;

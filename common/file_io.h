@@ -66,6 +66,27 @@ class ByteBuffer {
 absl::Status ReadFileInto(const std::string& path, const ReadLimits& limits, ByteBuffer* out);
 absl::Status Gunzip(std::string_view compressed, uint64_t max_output_bytes, ByteBuffer* out);
 
+// Reads a file a block at a time, gunzipping it when it starts with the gzip magic: memory holds
+// one block and one piece of compressed input, whatever the file inflates to. The limits bound
+// the file and its inflated size as ReadFileInto's do. Errors name the file and the reason.
+class FileBlockReader {
+ public:
+  static absl::StatusOr<FileBlockReader> Open(const std::string& path, const ReadLimits& limits,
+                                              size_t block_bytes = 4 << 20);
+  ~FileBlockReader();
+  FileBlockReader(FileBlockReader&&) noexcept;
+  FileBlockReader& operator=(FileBlockReader&&) noexcept;
+
+  // The next block of (inflated) bytes, valid until the next call: empty at the end.
+  absl::StatusOr<std::string_view> Next();
+  uint64_t bytes_read() const;  // handed out so far
+
+ private:
+  struct State;
+  explicit FileBlockReader(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
 // Reads `path` whole; gunzips it when it starts with the gzip magic. The result has at least
 // kReadPadding bytes of spare capacity after size(). Errors name the file and the reason.
 absl::StatusOr<std::string> ReadFileMaybeGzip(const std::string& path,

@@ -19,4 +19,10 @@ void KeepFreedHeapForReuse(size_t keep_bytes) {
 #endif
 }
 
+void ReturnFreedHeap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace podscope::common

@@ -13,4 +13,8 @@ namespace podscope::common {
 // heap for reuse before giving memory back. Call once, before the work starts.
 void KeepFreedHeapForReuse(size_t keep_bytes);
 
+// Gives every thread's freed heap back to the kernel now: for the end of work done on other
+// threads, whose arenas the work that follows on this one would not reuse.
+void ReturnFreedHeap();
+
 }  // namespace podscope::common

@@ -4,11 +4,13 @@
 #include <atomic>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
 #include "common/str_util.h"
 
 namespace podscope::common {
@@ -74,10 +76,17 @@ absl::StatusOr<std::vector<std::string>> ExpandTraceInputs(const std::vector<std
   return files;
 }
 
-absl::StatusOr<Capture> LoadCapture(const std::vector<std::string>& files,
-                                    const LoadOptions& options) {
+namespace {
+
+// Imports every file, a thread per core (at most one per file), handing each file's result to
+// `keep` on the thread that imported it, so that what is kept of a file, not the file, is what
+// waits for the others. All or nothing: the first failing file, in input order, is the error.
+template <typename Kept>
+absl::StatusOr<std::vector<Kept>> ImportEach(const std::vector<std::string>& files,
+                                             const LoadOptions& options,
+                                             const std::function<Kept(ImportResult)>& keep) {
   const size_t n = files.size();
-  std::vector<std::optional<absl::StatusOr<ImportResult>>> results(n);
+  std::vector<std::optional<absl::StatusOr<Kept>>> results(n);
   std::atomic<size_t> next{0};
   absl::Mutex progress_mu;
   LoadProgress progress{0, n, 0};
@@ -85,11 +94,17 @@ absl::StatusOr<Capture> LoadCapture(const std::vector<std::string>& files,
   auto work = [&] {
     KinetoImporter importer(options.import);
     for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      results[i] = importer.ImportFile(files[i]);
+      absl::StatusOr<ImportResult> imported = importer.ImportFile(files[i]);
+      const uint64_t bytes = imported.ok() ? imported->json_bytes : 0;
+      if (imported.ok()) {
+        results[i] = keep(*std::move(imported));
+      } else {
+        results[i] = imported.status();
+      }
       if (options.progress) {
         absl::MutexLock lock(&progress_mu);
         ++progress.files_done;
-        if (results[i]->ok()) progress.bytes_done += (*results[i])->json_bytes;
+        progress.bytes_done += bytes;
         options.progress(progress);
       }
     }
@@ -101,23 +116,75 @@ absl::StatusOr<Capture> LoadCapture(const std::vector<std::string>& files,
   work();
   for (std::thread& t : pool) t.join();
 
-  Capture capture;
+  std::vector<Kept> kept;
+  kept.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (!results[i]->ok()) return results[i]->status();
+    kept.push_back(**std::move(results[i]));
   }
+  return kept;
+}
+
+// Workers without a rank in their trace get their position among all the files' workers; two
+// workers claiming one rank is an error naming both files.
+absl::Status AssignRanks(const std::vector<std::string>& files,
+                         const std::vector<std::vector<int32_t*>>& ranks) {
   absl::flat_hash_map<int32_t, std::string> rank_source;
-  for (size_t i = 0; i < n; ++i) {
-    for (WorkerTrace& w : (*results[i])->workers) {
-      if (w.info.rank < 0) w.info.rank = static_cast<int32_t>(capture.workers.size());
-      auto [it, inserted] = rank_source.emplace(w.info.rank, files[i]);
+  int32_t position = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (int32_t* rank : ranks[i]) {
+      if (*rank < 0) *rank = position;
+      ++position;
+      auto [it, inserted] = rank_source.emplace(*rank, files[i]);
       if (!inserted) {
         return absl::InvalidArgumentError(
-            StrCat("rank ", w.info.rank, " appears in both ", it->second, " and ", files[i]));
+            StrCat("rank ", *rank, " appears in both ", it->second, " and ", files[i]));
       }
-      capture.workers.push_back(std::move(w));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Capture> LoadCapture(const std::vector<std::string>& files,
+                                    const LoadOptions& options) {
+  ASSIGN_OR_RETURN(std::vector<std::vector<WorkerTrace>> imported,
+                   ImportEach<std::vector<WorkerTrace>>(
+                       files, options, [](ImportResult r) { return std::move(r.workers); }));
+  std::vector<std::vector<int32_t*>> ranks(imported.size());
+  for (size_t i = 0; i < imported.size(); ++i) {
+    for (WorkerTrace& w : imported[i]) ranks[i].push_back(&w.info.rank);
+  }
+  RETURN_IF_ERROR(AssignRanks(files, ranks));
+  Capture capture;
+  for (std::vector<WorkerTrace>& file : imported) {
+    for (WorkerTrace& w : file) capture.workers.push_back(std::move(w));
+  }
   return capture;
+}
+
+absl::StatusOr<PackedWorkers> LoadPackedWorkers(const std::vector<std::string>& files,
+                                                const LoadOptions& options) {
+  ASSIGN_OR_RETURN(std::vector<std::vector<PackedWorker>> imported,
+                   ImportEach<std::vector<PackedWorker>>(files, options, [](ImportResult r) {
+                     std::vector<PackedWorker> packed;
+                     for (WorkerTrace& w : r.workers) {
+                       packed.push_back(PackWorker(w));
+                       w = WorkerTrace();  // gone before the next is packed
+                     }
+                     return packed;
+                   }));
+  std::vector<std::vector<int32_t*>> ranks(imported.size());
+  for (size_t i = 0; i < imported.size(); ++i) {
+    for (PackedWorker& w : imported[i]) ranks[i].push_back(&w.rank);
+  }
+  RETURN_IF_ERROR(AssignRanks(files, ranks));
+  PackedWorkers workers;
+  for (std::vector<PackedWorker>& file : imported) {
+    for (PackedWorker& w : file) workers.Add(std::move(w));
+  }
+  return workers;
 }
 
 }  // namespace podscope::common

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "common/capture.h"
 #include "common/kineto/kineto_importer.h"
+#include "common/packed_workers.h"
 
 namespace podscope::common {
 
@@ -35,5 +36,10 @@ struct LoadOptions {
 // their position in `files`; two workers claiming one rank is an error.
 absl::StatusOr<Capture> LoadCapture(const std::vector<std::string>& files,
                                     const LoadOptions& options = {});
+
+// LoadCapture's workers, each packed as soon as its file is imported (PackedWorkers): memory
+// holds one file's decoded workers per loading thread, and the packs.
+absl::StatusOr<PackedWorkers> LoadPackedWorkers(const std::vector<std::string>& files,
+                                                const LoadOptions& options = {});
 
 }  // namespace podscope::common

@@ -11,7 +11,7 @@ PODSCOPE_BUILD_DIR="${PODSCOPE_BUILD_DIR:-$PODSCOPE_ROOT/build}"
 # self-contained probe (an older Debian's root to link against, scripts/probe_build_root.sh; RE2's
 # tables made again from Debian's Unicode data, cmake/Re2Tables.cmake).
 PODSCOPE_DEBIAN_PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config zlib1g-dev
+  build-essential cmake ninja-build ccache pkg-config zlib1g-dev libzstd-dev
   libboost1.81-dev libboost-json1.81-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libre2-dev libsimdjson-dev libspdlog-dev libfmt-dev libcli11-dev libabsl-dev

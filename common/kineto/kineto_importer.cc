@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/kineto/decimal_time.h"
+#include "common/kineto/trace_json_splitter.h"
 #include "common/status_macros.h"
 #include "common/str_util.h"
 
@@ -21,21 +22,46 @@ class KinetoImporter::Impl {
   explicit Impl(ImportOptions options) : options_(options) {}
   const ImportOptions& options() const { return options_; }
 
-  absl::StatusOr<ImportResult> Import(std::string_view source, const std::string& json) {
-    if (json.capacity() < json.size() + simdjson::SIMDJSON_PADDING) {
-      std::string padded;
-      padded.reserve(json.size() + simdjson::SIMDJSON_PADDING);
-      padded = json;
-      return Import(source, padded);
-    }
-    return ImportPadded(source, json);
+  absl::StatusOr<ImportResult> ImportJson(std::string_view source, std::string_view json) {
+    return Import(source, [json](const std::function<absl::Status(std::string_view)>& feed) {
+      return feed(json);
+    });
   }
 
-  // `json` must be followed by SIMDJSON_PADDING readable bytes.
-  absl::StatusOr<ImportResult> ImportPadded(std::string_view source, std::string_view json) {
-    Reset(source, json);
-    absl::Status status = ParseDocument(simdjson::padded_string_view(
-        json.data(), json.size(), json.size() + simdjson::SIMDJSON_PADDING));
+  absl::StatusOr<ImportResult> ImportFile(const std::string& path) {
+    ASSIGN_OR_RETURN(FileBlockReader reader, FileBlockReader::Open(path, options_.read));
+    return Import(path, [&reader](const std::function<absl::Status(std::string_view)>& feed) {
+      while (true) {
+        ASSIGN_OR_RETURN(const std::string_view block, reader.Next());
+        if (block.empty()) return absl::OkStatus();
+        RETURN_IF_ERROR(feed(block));
+      }
+    });
+  }
+
+ private:
+  using Blocks =
+      std::function<absl::Status(const std::function<absl::Status(std::string_view)>& feed)>;
+
+  // The document arrives a block at a time and is parsed a piece at a time (see
+  // TraceJsonSplitter): memory holds one batch of events besides the traces being built.
+  absl::StatusOr<ImportResult> Import(std::string_view source, const Blocks& blocks) {
+    Reset(source);
+    TraceJsonSplitterOptions split;
+    split.max_piece_bytes = std::max<size_t>(options_.max_string_bytes * 4, 64 << 20);
+    TraceJsonSplitter splitter(split, Sink());
+    absl::Status status = blocks([&](std::string_view block) {
+      if (absl::Status s = splitter.Feed(block); !s.ok()) return SplitError(splitter, s);
+      return absl::OkStatus();
+    });
+    if (status.ok()) {
+      if (absl::Status s = splitter.Finish(); !s.ok()) status = SplitError(splitter, s);
+    }
+    if (status.ok() && !saw_events_) {
+      event_index_ = 0;
+      status =
+          FailAt(splitter.bytes_fed(), "no traceEvents array: not a Chrome-trace / Kineto file");
+    }
     if (!status.ok()) {
       result_ = ImportResult{};
       builders_.clear();
@@ -44,104 +70,142 @@ class KinetoImporter::Impl {
     for (TraceBuilder& b : builders_) b.Finish();
     builders_.clear();
     for (WorkerTrace& w : result_.workers) w.info.source = std::string(source);
-    result_.json_bytes = json.size();
+    result_.json_bytes = splitter.bytes_fed();
     return std::move(result_);
   }
 
-  absl::StatusOr<ImportResult> ImportFile(const std::string& path) {
-    RETURN_IF_ERROR(ReadFileInto(path, options_.read, &file_buffer_));
-    static_assert(kReadPadding >= simdjson::SIMDJSON_PADDING);
-    return ImportPadded(path, file_buffer_.view());
-  }
-
- private:
-  void Reset(std::string_view source, std::string_view json) {
+  void Reset(std::string_view source) {
     source_ = source;
-    base_ = json.data();
-    size_ = json.size();
+    doc_ = nullptr;
     event_index_ = 0;
+    saw_events_ = false;
     podscope_export_ = false;
     base_time_ns_ = 0;
     pid_to_worker_.clear();
     result_ = ImportResult{};
     builders_.clear();
+    sink_error_ = absl::OkStatus();
   }
 
-  // An error at the parser's current position, naming the file and byte offset.
+  TraceJsonSplitter::Sink Sink() {
+    TraceJsonSplitter::Sink sink;
+    sink.member = [this](std::string_view key, std::string_view value, uint64_t offset) {
+      return Keep(OnMember(key, value, offset));
+    };
+    sink.events_begin = [this](uint64_t offset) {
+      if (saw_events_) return Keep(FailAt(offset, "traceEvents appears twice"));
+      saw_events_ = true;
+      if (!podscope_export_) EnsureSingleWorker();
+      return absl::OkStatus();
+    };
+    sink.events = [this](std::string_view batch, uint64_t offset) {
+      return Keep(OnEvents(batch, offset));
+    };
+    sink.events_end = [this] {
+      event_index_ = 0;
+      return absl::OkStatus();
+    };
+    return sink;
+  }
+
+  // The sink's errors are whole (file, offset, reason); the splitter's own need those added.
+  absl::Status Keep(absl::Status status) {
+    if (!status.ok()) sink_error_ = status;
+    return status;
+  }
+  absl::Status SplitError(const TraceJsonSplitter& splitter, const absl::Status& status) {
+    if (!sink_error_.ok()) return sink_error_;
+    return absl::Status(status.code(), StrCat(source_, ": byte offset ", splitter.error_offset(),
+                                              ": ", status.message()));
+  }
+
+  absl::Status FailAt(uint64_t offset, std::string_view what,
+                      absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+    std::string reason(what);
+    if (event_index_ > 0) reason = StrCat("traceEvents[", event_index_ - 1, "]: ", reason);
+    return absl::Status(code, StrCat(source_, ": byte offset ", offset, ": ", reason));
+  }
+
+  // An error at the parser's current position in the piece being parsed.
   absl::Status Fail(std::string_view what, simdjson::error_code code = simdjson::SUCCESS) {
-    size_t offset = size_;
+    uint64_t offset = doc_offset_ + doc_size_;
     const char* at = nullptr;
-    if (doc_ != nullptr && doc_->current_location().get(at) == simdjson::SUCCESS && at >= base_ &&
-        at <= base_ + size_) {
-      offset = static_cast<size_t>(at - base_);
+    if (doc_ != nullptr && doc_->current_location().get(at) == simdjson::SUCCESS &&
+        at >= doc_base_ && at <= doc_base_ + doc_size_) {
+      offset = doc_offset_ + static_cast<uint64_t>(at - doc_base_);
     }
     std::string reason(what);
     if (code != simdjson::SUCCESS) StrAppend(&reason, " (", simdjson::error_message(code), ")");
-    if (event_index_ > 0) reason = StrCat("traceEvents[", event_index_ - 1, "]: ", reason);
-    const absl::StatusCode status_code = code == simdjson::CAPACITY
-                                             ? absl::StatusCode::kResourceExhausted
-                                             : absl::StatusCode::kInvalidArgument;
-    return absl::Status(status_code, StrCat(source_, ": byte offset ", offset, ": ", reason));
+    return FailAt(offset, reason,
+                  code == simdjson::CAPACITY ? absl::StatusCode::kResourceExhausted
+                                             : absl::StatusCode::kInvalidArgument);
   }
 
-  absl::Status ParseDocument(simdjson::padded_string_view json) {
-    // simdjson sizes its buffers to the document exactly, so every file a little larger than
-    // the last (ranks of one job differ by bytes) would take fresh ones, which the kernel
-    // zeroes: a quarter more leaves room for the files that follow. Pages never reached cost
-    // nothing; if the room cannot be had, iterate() asks for the exact size itself.
-    if (parser_.capacity() < json.length()) {
-      const size_t room = std::min(json.length() + json.length() / 4, parser_.max_capacity());
+  // Parses `text` (followed by SIMDJSON_PADDING readable bytes), which starts at document offset
+  // `offset`, as one JSON document, and hands it to `parse`.
+  absl::Status ParsePiece(std::string_view text, uint64_t offset,
+                          const std::function<absl::Status()>& parse) {
+    // simdjson sizes its buffers to the document exactly, so every piece a little larger than
+    // the last would take fresh ones, which the kernel zeroes: a quarter more leaves room.
+    if (parser_.capacity() < text.size()) {
+      const size_t room = std::min(text.size() + text.size() / 4, parser_.max_capacity());
       [[maybe_unused]] const simdjson::error_code ignored =
           parser_.allocate(room, parser_.max_depth());
     }
+    doc_base_ = text.data();
+    doc_size_ = text.size();
+    doc_offset_ = offset;
     od::document doc;
-    if (auto err = parser_.iterate(json).get(doc); err) {
-      doc_ = nullptr;
-      return Fail("not valid JSON", err);
+    absl::Status status;
+    if (auto err = parser_
+                       .iterate(simdjson::padded_string_view(
+                           text.data(), text.size(), text.size() + simdjson::SIMDJSON_PADDING))
+                       .get(doc);
+        err) {
+      status = Fail("not valid JSON", err);
+    } else {
+      doc_ = &doc;
+      status = parse();
+      if (status.ok()) {
+        const char* trailing = nullptr;
+        if (doc_->current_location().get(trailing) == simdjson::SUCCESS)
+          status = Fail("unexpected content after the value");
+      }
     }
-    doc_ = &doc;
-    absl::Status status = ParseRoot();
     doc_ = nullptr;
     return status;
   }
 
-  absl::Status ParseRoot() {
-    od::object root;
-    if (auto err = doc_->get_object().get(root); err) {
-      return Fail("the top level must be a JSON object with a traceEvents array", err);
-    }
-    bool saw_events = false;
-    for (auto field_result : root) {
-      od::field field;
-      if (auto err = std::move(field_result).get(field); err)
-        return Fail("malformed top-level object", err);
-      od::raw_json_string key = field.key();
-      od::value value = field.value();
-      if (key.unsafe_is_equal("traceEvents")) {
-        if (saw_events) return Fail("traceEvents appears twice");
-        saw_events = true;
-        RETURN_IF_ERROR(ParseEvents(value));
-      } else if (podscope_export_) {
-        continue;  // a merged export describes its workers in "podscope" only
-      } else if (key.unsafe_is_equal("distributedInfo")) {
-        RETURN_IF_ERROR(ParseDistributedInfo(value));
-      } else if (key.unsafe_is_equal("deviceProperties")) {
-        RETURN_IF_ERROR(ParseDeviceProperties(value));
-      } else if (key.unsafe_is_equal("podscope")) {
-        if (saw_events) return Fail("podscope metadata must precede traceEvents");
-        RETURN_IF_ERROR(ParsePodscopeMetadata(value));
-      }
-    }
-    // After the root object the document must be exhausted.
-    const char* trailing = nullptr;
-    if (doc_->current_location().get(trailing) == simdjson::SUCCESS) {
-      return Fail("unexpected content after the top-level object");
-    }
-    if (!saw_events) {
-      event_index_ = 0;
-      return Fail("no traceEvents array: not a Chrome-trace / Kineto file");
-    }
-    return absl::OkStatus();
+  absl::Status OnMember(std::string_view key, std::string_view value, uint64_t offset) {
+    if (podscope_export_)
+      return absl::OkStatus();  // a merged export describes its workers in "podscope" only
+    const bool distributed = key == "distributedInfo";
+    const bool device = key == "deviceProperties";
+    const bool podscope = key == "podscope";
+    if (!distributed && !device && !podscope) return absl::OkStatus();
+    if (podscope && saw_events_)
+      return FailAt(offset, "podscope metadata must precede traceEvents");
+    member_.assign(value);
+    member_.append(simdjson::SIMDJSON_PADDING, '\0');
+    return ParsePiece(std::string_view(member_.data(), value.size()), offset,
+                      [&]() -> absl::Status {
+                        od::value v;
+                        if (auto err = doc_->get_value().get(v); err)
+                          return Fail("not valid JSON", err);
+                        if (distributed) return ParseDistributedInfo(v);
+                        if (device) return ParseDeviceProperties(v);
+                        return ParsePodscopeMetadata(v);
+                      });
+  }
+
+  absl::Status OnEvents(std::string_view batch, uint64_t offset) {
+    // batch[0] is the '[' the splitter put before the element at `offset`.
+    return ParsePiece(batch, offset - 1, [&]() -> absl::Status {
+      od::array events;
+      if (auto err = doc_->get_array().get(events); err)
+        return Fail("traceEvents must be an array", err);
+      return ParseEvents(events);
+    });
   }
 
   WorkerTrace& EnsureSingleWorker() {
@@ -497,11 +561,7 @@ class KinetoImporter::Impl {
     return absl::OkStatus();
   }
 
-  absl::Status ParseEvents(od::value& value) {
-    od::array events;
-    if (auto err = value.get_array().get(events); err)
-      return Fail("traceEvents must be an array", err);
-    if (!podscope_export_) EnsureSingleWorker();
+  absl::Status ParseEvents(od::array& events) {
     for (auto element : events) {
       ++event_index_;
       if (event_index_ > options_.max_events) {
@@ -531,7 +591,6 @@ class KinetoImporter::Impl {
       }
       builders_[worker].Add(event, &result_.stats);
     }
-    event_index_ = 0;
     return absl::OkStatus();
   }
 
@@ -740,8 +799,13 @@ class KinetoImporter::Impl {
   od::parser parser_;
   od::document* doc_ = nullptr;
   std::string_view source_;
-  const char* base_ = nullptr;
-  size_t size_ = 0;
+  // The piece being parsed: where it is in memory and where it starts in the document.
+  const char* doc_base_ = nullptr;
+  size_t doc_size_ = 0;
+  uint64_t doc_offset_ = 0;
+  std::string member_;  // a metadata member's text, padded for simdjson
+  absl::Status sink_error_;
+  bool saw_events_ = false;
   uint64_t event_index_ = 0;
   bool podscope_export_ = false;
   int64_t base_time_ns_ = 0;  // a merged export's time base, added to every ts
@@ -752,7 +816,6 @@ class KinetoImporter::Impl {
   int input_type_count_ = 0;
   ImportResult result_;
   std::vector<TraceBuilder> builders_;
-  ByteBuffer file_buffer_;  // reused across files: large inputs fault their pages in once
 };
 
 KinetoImporter::KinetoImporter(ImportOptions options) : impl_(std::make_unique<Impl>(options)) {}
@@ -763,8 +826,8 @@ absl::StatusOr<ImportResult> KinetoImporter::ImportFile(const std::string& path)
 }
 
 absl::StatusOr<ImportResult> KinetoImporter::ImportJson(std::string_view source_name,
-                                                        const std::string& json) {
-  return impl_->Import(source_name, json);
+                                                        std::string_view json) {
+  return impl_->ImportJson(source_name, json);
 }
 
 }  // namespace podscope::common

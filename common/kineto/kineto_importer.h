@@ -1,5 +1,7 @@
 // Reads PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, into WorkerTraces.
-// Streams over the traceEvents array with simdjson On-Demand: no DOM, one pass. Values the
+// A file is read a block at a time and its traceEvents parsed a batch at a time
+// (TraceJsonSplitter), each batch with simdjson On-Demand: no DOM, one pass, and memory for one
+// batch besides the traces, whatever the file's size. Values the
 // importer does not model are skipped by simdjson without recursion, so deeply nested input
 // cannot exhaust the stack; the importer itself descends at most four levels.
 #pragma once
@@ -43,9 +45,8 @@ class KinetoImporter {
   // not at all. Errors name the file, the byte offset and the reason.
   absl::StatusOr<ImportResult> ImportFile(const std::string& path);
 
-  // Imports JSON text already in memory. `json` must have kReadPadding spare capacity after
-  // its size (ReadFileMaybeGzip guarantees it); otherwise it is copied once.
-  absl::StatusOr<ImportResult> ImportJson(std::string_view source_name, const std::string& json);
+  // Imports JSON text already in memory.
+  absl::StatusOr<ImportResult> ImportJson(std::string_view source_name, std::string_view json);
 
  private:
   class Impl;

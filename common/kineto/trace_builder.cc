@@ -165,7 +165,7 @@ void TraceBuilder::AddKernel(const RawEvent& e, KernelClass kernel_class) {
   k.shared_memory_bytes.push_back(static_cast<int32_t>(a.shared_memory));
   k.kernel_class.push_back(kernel_class);
   if (kernel_class == KernelClass::kCommunication) {
-    comm_kernels_.push_back(CommKernel{k.size() - 1, a.collective});
+    comm_kernels_.push_back(CommKernel{k.size() - 1, Kept(a.collective)});
   }
 }
 
@@ -217,7 +217,8 @@ void TraceBuilder::AddHostSpan(const RawEvent& e, HostSpanCategory category) {
     s.thread.push_back(thread);
   }
   if (!on_gpu && IsCommunicationOpName(e.name)) {
-    comm_spans_.push_back(CommSpan{thread, e.ts, e.ts + e.dur, e.name, e.args.collective});
+    comm_spans_.push_back(
+        CommSpan{thread, e.ts, e.ts + e.dur, Kept(e.name), Kept(e.args.collective)});
   }
 }
 
@@ -265,12 +266,26 @@ void TraceBuilder::AddMemoryEvent(const RawEvent& e, ImportStats* stats) {
   ++stats->kept;
 }
 
+std::string_view TraceBuilder::Kept(std::string_view text) {
+  if (text.empty()) return {};
+  return *kept_.emplace(text).first;
+}
+
+RawCollectiveArgs TraceBuilder::Kept(RawCollectiveArgs args) {
+  for (std::string_view* text :
+       {&args.collective_name, &args.dtype, &args.group_name, &args.group_desc, &args.group_ranks,
+        &args.comms_id, &args.input_type, &args.algorithm, &args.protocol, &args.communicator}) {
+    *text = Kept(*text);
+  }
+  return args;
+}
+
 void TraceBuilder::AddMetadata(const RawEvent& e) {
   if (e.args.name.empty() || e.pid == kAbsent) return;
   if (e.name == "process_name") {
-    process_names_.push_back(NamedThing{e.pid, 0, e.args.name});
+    process_names_.push_back(NamedThing{e.pid, 0, Kept(e.args.name)});
   } else if (e.name == "thread_name" && e.tid != kAbsent) {
-    thread_names_.push_back(NamedThing{e.pid, e.tid, e.args.name});
+    thread_names_.push_back(NamedThing{e.pid, e.tid, Kept(e.args.name)});
   }
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/node_hash_set.h"
 #include "common/kineto/raw_event.h"
 #include "common/worker_trace.h"
 
@@ -29,8 +30,8 @@ class TraceBuilder {
 
   // Adds one complete ("X") or metadata ("M") event. Flow/instant events are only counted.
   void Add(const RawEvent& event, ImportStats* stats);
-  // Links collectives and names; call once after the last Add, while the raw events' strings
-  // are still alive.
+  // Links collectives and names; call once after the last Add. The raw events' strings may be
+  // gone by then: what Finish needs of them is kept.
   void Finish();
 
  private:
@@ -57,6 +58,9 @@ class TraceBuilder {
   void AddMemoryEvent(const RawEvent& e, ImportStats* stats);
   void NoteHostPid(int64_t pid);
   void LinkCollectives();
+  // A copy of `text` that lives as long as the builder (names repeat: each is kept once).
+  std::string_view Kept(std::string_view text);
+  RawCollectiveArgs Kept(RawCollectiveArgs args);
   int32_t RankInGroup(const RawCollectiveArgs& args);
 
   // Per-name classification caches (indexed by NameId): names repeat heavily, so each
@@ -71,6 +75,7 @@ class TraceBuilder {
   std::vector<CommSpan> comm_spans_;
   std::vector<CommKernel> comm_kernels_;
   std::vector<NamedThing> process_names_, thread_names_;
+  absl::node_hash_set<std::string> kept_;  // node-based: the views into it stay valid
 };
 
 // True for the host ops that issue collectives: record_param_comms, nccl:*, c10d::*.

@@ -4,10 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <memory>
 #include <regex>
 
 #include "common/chrome/chrome_exporter.h"
+#include "common/file_io.h"
 #include "common/parse_number.h"
+#include "common/str_util.h"
 #include "tests/test_paths.h"
 
 namespace podscope::common {
@@ -51,6 +55,8 @@ constexpr char kTrace[] = R"json({
     {"ph": "X", "cat": "overhead", "name": "Buffer flush", "pid": 77, "tid": 11, "ts": 1200, "dur": 1}
   ]
 })json";
+
+size_t OffsetIn(const absl::Status& status);
 
 ImportResult MustImport(const std::string& json, ImportOptions options = {}) {
   KinetoImporter importer(options);
@@ -142,6 +148,79 @@ TEST(KinetoImporterTest, LinksCollectiveToItsLaunchAndOp) {
   EXPECT_EQ(c.kernel_start[0], 1'030'000);
   EXPECT_EQ(c.kernel_end[0], 1'070'001);
   EXPECT_EQ(c.correlation[0], 55);
+}
+
+// A file several batches long (the importer parses 4 MB of events at a time): a collective
+// whose op is in the first batch and whose kernel is in the last is linked with the op's group
+// and type, which the importer had to keep after the op's batch was gone; every event between
+// arrives with its exact time. The same bytes read from a gzip file a block at a time agree.
+TEST(KinetoImporterTest, ACollectiveIsLinkedAcrossBatchesOfALargeFile) {
+  constexpr int kFiller = 55'000;
+  std::string json = R"({"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 77, "tid": 11, "ts": 10, "dur": 20,
+     "args": {"External id": 2, "Collective name": "allreduce", "dtype": "BFloat16", "In msg nelems": 8,
+              "Out msg nelems": 8, "Group size": 2, "Process Group Name": "tp-group-of-a-long-name",
+              "Process Group Ranks": "[0, 1]", "Seq": 3}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 77, "tid": 11, "ts": 15, "dur": 3,
+     "args": {"External id": 2, "correlation": 55}})";
+  for (int i = 0; i < kFiller; ++i) {
+    json += StrCat(
+        R"(,
+    {"ph": "X", "cat": "kernel", "name": "gemm_)",
+        i % 7, R"(", "pid": 0, "tid": 7, "ts": )", 100 + i, R"(.5, "dur": 0.25,
+     "args": {"device": 0, "stream": 7, "correlation": )",
+        1000 + i,
+        R"(, "grid": [132, 2, 1], "block": [128, 1, 1], "note": "padding, [brackets] {and} \"quotes\""}})");
+  }
+  json += R"json(,
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     "pid": 0, "tid": 13, "ts": 90000, "dur": 4,
+     "args": {"External id": 2, "device": 0, "stream": 13, "correlation": 55, "grid": [2, 1, 1], "block": [640, 1, 1]}}
+  ]})json";
+  ASSERT_GT(json.size(), size_t{3} * (4 << 20));
+
+  podscope::testing::ScratchDir dir;
+  const std::string gz = dir.File("large.json.gz");
+  absl::StatusOr<std::string> packed = GzipCompress(json);
+  ASSERT_TRUE(packed.ok());
+  {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(gz.c_str(), "wb"), &std::fclose);
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(packed->data(), 1, packed->size(), f.get()), packed->size());
+  }
+  KinetoImporter importer;
+  absl::StatusOr<ImportResult> from_text = importer.ImportJson("large.json", json);
+  absl::StatusOr<ImportResult> from_file = importer.ImportFile(gz);
+  for (const absl::StatusOr<ImportResult>* r : {&from_text, &from_file}) {
+    ASSERT_TRUE(r->ok()) << r->status();
+    EXPECT_EQ((*r)->json_bytes, json.size());
+    const WorkerTrace& w = (*r)->workers.at(0);
+    ASSERT_EQ(w.collectives.size(), 1u);
+    EXPECT_EQ(w.strings.Get(w.collectives.communicator[0]), "pg:tp-group-of-a-long-name");
+    EXPECT_EQ(w.strings.Get(w.collectives.dtype[0]), "BFloat16");
+    EXPECT_EQ(w.collectives.rank[0], 1);
+    EXPECT_EQ(w.collectives.sequence[0], 3);
+    EXPECT_EQ(w.collectives.enqueue[0], 15'000);
+    EXPECT_EQ(w.collectives.kernel_start[0], 90'000'000);
+    ASSERT_EQ(w.kernels.size(), size_t{kFiller} + 1);
+    for (int i = 0; i < kFiller; ++i) {
+      ASSERT_EQ(w.kernels.start[i], (100 + i) * 1000 + 500) << i;
+      ASSERT_EQ(w.kernels.end[i], (100 + i) * 1000 + 750) << i;
+      ASSERT_EQ(w.strings.Get(w.kernels.name[i]), StrCat("gemm_", i % 7)) << i;
+    }
+  }
+  // An error deep in the file names the event and its offset in the whole file.
+  const size_t bad = json.find("\"ts\": 30100.5");
+  ASSERT_NE(bad, std::string::npos);
+  std::string broken = json;
+  broken.replace(bad, 13, "\"ts\": \"late\"");
+  absl::StatusOr<ImportResult> failed = importer.ImportJson("large.json", broken);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("traceEvents[30002]: ts: expected a number"),
+            std::string::npos)
+      << failed.status();
+  EXPECT_GE(OffsetIn(failed.status()), bad - 120);
+  EXPECT_LE(OffsetIn(failed.status()), bad + 13);
 }
 
 TEST(KinetoImporterTest, ReadsWorkerMetadata) {
