@@ -2,6 +2,10 @@
 
 #include <utility>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "common/status_macros.h"
 #include "common/str_util.h"
 
@@ -9,6 +13,74 @@ namespace podscope::common {
 namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Sixty-four bytes classified at once, a bit per byte (bit k is byte k).
+struct ByteMasks {
+  uint64_t quote = 0, backslash = 0, open = 0, close = 0, comma = 0;
+};
+
+ByteMasks Classify(const char* p) {
+  ByteMasks m;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  // '[' and '{' differ only in bit 0x20, as do ']' and '}'.
+  const __m128i case_bit = _mm_set1_epi8(0x20);
+  const __m128i open = _mm_set1_epi8('{');
+  const __m128i close = _mm_set1_epi8('}');
+  const __m128i comma = _mm_set1_epi8(',');
+  for (int part = 0; part < 4; ++part) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * part));
+    const __m128i folded = _mm_or_si128(v, case_bit);
+    const auto bits = [part](__m128i hit) {
+      return static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(hit))) << (16 * part);
+    };
+    m.quote |= bits(_mm_cmpeq_epi8(v, quote));
+    m.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
+    m.open |= bits(_mm_cmpeq_epi8(folded, open));
+    m.close |= bits(_mm_cmpeq_epi8(folded, close));
+    m.comma |= bits(_mm_cmpeq_epi8(v, comma));
+  }
+#else
+  for (int k = 0; k < 64; ++k) {
+    const uint64_t bit = uint64_t{1} << k;
+    switch (p[k]) {
+      case '"':
+        m.quote |= bit;
+        break;
+      case '\\':
+        m.backslash |= bit;
+        break;
+      case '{':
+      case '[':
+        m.open |= bit;
+        break;
+      case '}':
+      case ']':
+        m.close |= bit;
+        break;
+      case ',':
+        m.comma |= bit;
+        break;
+      default:
+        break;
+    }
+  }
+#endif
+  return m;
+}
+
+// Bit k set when an odd number of bits at or below k are: with quotes, the bytes inside strings
+// (the opening quote in, the closing one out).
+uint64_t PrefixXor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
 
 // Keys longer than this are no key the importer knows: the rest is scanned but not kept.
 constexpr size_t kMaxKeptKeyBytes = 256;
@@ -109,7 +181,6 @@ absl::Status TraceJsonSplitter::Feed(std::string_view block) {
           }
           batch_ = "[";
           batch_offset_ = offset_ + i + 1;
-          batch_has_element_ = false;
           events_split_ = false;
           state_ = State::kEvents;
           ++i;
@@ -207,70 +278,110 @@ absl::Status TraceJsonSplitter::ScanValue(std::string_view block, size_t* i) {
 }
 
 absl::Status TraceJsonSplitter::ScanEvents(std::string_view block, size_t* i) {
+  const char* p = block.data();
+  const size_t n = block.size();
   size_t segment = *i;  // the bytes from here on are not in batch_ yet
-  for (size_t j = *i; j < block.size(); ++j) {
-    const char c = block[j];
-    if (in_string_) {
-      if (escape_) {
-        escape_ = false;
-      } else if (c == '\\') {
-        escape_ = true;
-      } else if (c == '"') {
-        in_string_ = false;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        in_string_ = true;
-        batch_has_element_ = true;
-        break;
+  bool closed = false;
+  // One structural byte outside strings; sets `closed` when it is traceEvents' closing bracket.
+  const auto structural = [&](size_t at) -> absl::Status {
+    switch (p[at]) {
       case '{':
       case '[':
         ++depth_;
-        batch_has_element_ = true;
-        break;
+        return absl::OkStatus();
       case '}':
       case ']':
         if (depth_ > 0) {
           --depth_;
-          break;
+          return absl::OkStatus();
         }
-        if (c == '}') return Fail(offset_ + j, "traceEvents: '}' where the array should close");
+        if (p[at] == '}')
+          return Fail(offset_ + at, "traceEvents: '}' where the array should close");
         RETURN_IF_ERROR(
-            AppendCapped(&batch_, block.substr(segment, j - segment), "a traceEvents element"));
-        RETURN_IF_ERROR(FlushBatch(offset_ + j, /*last=*/true));
-        if (sink_.events_end) {
-          if (absl::Status s = sink_.events_end(); !s.ok()) {
-            failed_ = true;
-            error_offset_ = offset_ + j;
-            return s;
-          }
-        }
-        state_ = State::kCommaOrClose;
-        *i = j + 1;
+            AppendCapped(&batch_, block.substr(segment, at - segment), "a traceEvents element"));
+        RETURN_IF_ERROR(FlushBatch(offset_ + at, /*last=*/true));
+        closed = true;
+        segment = at + 1;
         return absl::OkStatus();
       case ',':
-        if (depth_ == 0 && batch_.size() + (j - segment) >= options_.batch_bytes) {
+        // Between elements, once the batch is full: hand it over.
+        if (depth_ == 0 && batch_.size() + (at - segment) >= options_.batch_bytes) {
           RETURN_IF_ERROR(
-              AppendCapped(&batch_, block.substr(segment, j - segment), "a traceEvents element"));
-          RETURN_IF_ERROR(FlushBatch(offset_ + j, /*last=*/false));
-          segment = j + 1;
-          batch_offset_ = offset_ + j + 1;
+              AppendCapped(&batch_, block.substr(segment, at - segment), "a traceEvents element"));
+          RETURN_IF_ERROR(FlushBatch(offset_ + at, /*last=*/false));
+          segment = at + 1;
+          batch_offset_ = offset_ + at + 1;
         }
-        break;
+        return absl::OkStatus();
       default:
-        if (!IsSpace(c)) batch_has_element_ = true;
-        break;
+        return absl::OkStatus();
+    }
+  };
+
+  size_t j = *i;
+  while (j < n && !closed) {
+    // Most of a trace: 64 bytes at a time, with no backslash in them, so that the quotes alone
+    // say which bytes are inside strings. Only the brackets are looked at one by one, and the
+    // commas too once the batch is full.
+    if (!escape_ && j + 64 <= n) {
+      const ByteMasks m = Classify(p + j);
+      if (m.backslash == 0) {
+        const uint64_t inside = PrefixXor(m.quote) ^ (in_string_ ? ~uint64_t{0} : 0);
+        in_string_ = (inside >> 63) != 0;
+        uint64_t bits = (m.open | m.close | m.comma) & ~inside;
+        const bool full = batch_.size() + (j + 64 - segment) >= options_.batch_bytes;
+        if (!full) bits &= ~m.comma;
+        while (bits != 0 && !closed) {
+          const size_t at = j + static_cast<size_t>(__builtin_ctzll(bits));
+          bits &= bits - 1;
+          RETURN_IF_ERROR(structural(at));
+          // A batch was handed over: the next one may not be full within these bytes.
+          if (segment == at + 1 && batch_.size() + (j + 64 - segment) < options_.batch_bytes)
+            bits &= ~m.comma;
+        }
+        if (closed) break;
+        j += 64;
+        continue;
+      }
+    }
+    // Byte by byte, to the next 64-byte boundary or the block's end.
+    const size_t end = std::min(n, j + 64);
+    for (; j < end && !closed; ++j) {
+      const char c = p[j];
+      if (in_string_) {
+        if (escape_) {
+          escape_ = false;
+        } else if (c == '\\') {
+          escape_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+        }
+      } else if (c == '"') {
+        in_string_ = true;
+      } else {
+        RETURN_IF_ERROR(structural(j));
+      }
     }
   }
+  if (closed) {
+    if (sink_.events_end) {
+      if (absl::Status s = sink_.events_end(); !s.ok()) {
+        failed_ = true;
+        error_offset_ = offset_ + segment - 1;
+        return s;
+      }
+    }
+    state_ = State::kCommaOrClose;
+    *i = segment;
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(AppendCapped(&batch_, block.substr(segment), "a traceEvents element"));
-  *i = block.size();
+  *i = n;
   return absl::OkStatus();
 }
 
 absl::Status TraceJsonSplitter::FlushBatch(uint64_t at, bool last) {
-  if (!batch_has_element_) {
+  if (batch_.find_first_not_of(" \t\n\r", 1) == std::string::npos) {
     // "[]" is an empty array; "[e," then "]", or a comma with nothing before it, is malformed.
     if (!last || events_split_) return Fail(at, "traceEvents: an element is missing around a ','");
     return absl::OkStatus();
@@ -287,7 +398,6 @@ absl::Status TraceJsonSplitter::FlushBatch(uint64_t at, bool last) {
     }
   }
   batch_.assign("[");
-  batch_has_element_ = false;
   events_split_ = true;
   return absl::OkStatus();
 }

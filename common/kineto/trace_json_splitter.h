@@ -97,11 +97,9 @@ class TraceJsonSplitter {
   std::string value_;
   uint64_t value_offset_ = 0;
 
-  std::string batch_;               // "[" then the elements so far (no closing bracket yet)
-  uint64_t batch_offset_ = 0;       // document offset of batch_[1]
-  bool batch_has_element_ = false;  // a non-space byte since the batch began
-  bool events_split_ = false;       // a batch has been handed over since traceEvents opened
-  size_t element_start_ = 1;        // where in batch_ the current element began
+  std::string batch_;          // "[" then the elements so far (no closing bracket yet)
+  uint64_t batch_offset_ = 0;  // document offset of batch_[1]
+  bool events_split_ = false;  // a batch has been handed over since traceEvents opened
 };
 
 }  // namespace podscope::common
