@@ -141,6 +141,64 @@ TEST(FileIoTest, ADecompressionBombStopsAtItsBound) {
   EXPECT_TRUE(ReadFileInto(small, {.max_inflate_ratio = 2}, &out).ok());
 }
 
+// Reads every block of `path` into one string.
+absl::StatusOr<std::string> ReadInBlocks(const std::string& path, const ReadLimits& limits,
+                                         size_t block) {
+  absl::StatusOr<FileBlockReader> reader = FileBlockReader::Open(path, limits, block);
+  if (!reader.ok()) return reader.status();
+  std::string all;
+  while (true) {
+    absl::StatusOr<std::string_view> next = reader->Next();
+    if (!next.ok()) return next.status();
+    if (next->empty()) break;
+    EXPECT_LE(next->size(), block);
+    all.append(*next);
+  }
+  EXPECT_EQ(reader->bytes_read(), all.size());
+  return all;
+}
+
+TEST(FileIoTest, ABlockReaderGivesTheFileAsWrittenPlainOrGzipped) {
+  ScratchDir dir;
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "{\"ts\": " + std::to_string(i) + "},\n";
+  const std::string plain = WriteWith(dir, "t.json", text, false);
+  // Two gzip members back to back are one stream.
+  const std::string one = Slurp(WriteWith(dir, "a.gz", text.substr(0, 1000), true));
+  const std::string two = Slurp(WriteWith(dir, "b.gz", text.substr(1000), true));
+  const std::string members = dir.Write("m.json.gz", one + two);
+  for (size_t block : {size_t{7}, size_t{4096}, size_t{1} << 20}) {
+    EXPECT_EQ(ReadInBlocks(plain, {}, block).value_or("failed"), text) << block;
+    EXPECT_EQ(ReadInBlocks(members, {}, block).value_or("failed"), text) << block;
+  }
+  absl::StatusOr<std::string> truncated =
+      ReadInBlocks(dir.Write("cut.json.gz", two.substr(0, two.size() / 2)), {}, 4096);
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss) << truncated.status();
+  EXPECT_NE(truncated.status().message().find("cut.json.gz: gzip stream is truncated"),
+            std::string::npos)
+      << truncated.status();
+  EXPECT_EQ(FileBlockReader::Open(dir.Write("fake.json.gz", "plain"), {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FileBlockReader::Open(dir.File("absent.json"), {}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(FileIoTest, ABlockReaderStopsABombAtItsBound) {
+  ScratchDir dir;
+  const std::string zeros = Slurp(WriteWith(dir, "z.gz", std::string(16 << 20, '\0'), true));
+  const std::string path = dir.Write("bomb.json.gz", zeros + zeros + zeros + zeros);
+  absl::StatusOr<std::string> ratio = ReadInBlocks(path, {.max_inflate_ratio = 100}, 1 << 20);
+  EXPECT_EQ(ratio.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(ratio.status().message().find("bomb.json.gz: inflates to more than 100 times"),
+            std::string::npos)
+      << ratio.status();
+  absl::StatusOr<std::string> absolute =
+      ReadInBlocks(path, {.max_decompressed_bytes = 8 << 20}, 1 << 20);
+  EXPECT_NE(absolute.status().message().find("decompressed size exceeds the limit of 8388608"),
+            std::string::npos)
+      << absolute.status();
+}
+
 TEST(FileIoTest, MissingFileNamesThePath) {
   auto read = ReadFileMaybeGzip("/nonexistent/podscope/trace.json");
   EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);
