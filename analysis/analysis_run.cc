@@ -157,23 +157,22 @@ bool Same(const common::CaptureView& view, size_t w, const common::WorkerTrace& 
          view.worker(w).collectives.size() == trace.collectives.size();
 }
 
-// A source whose visits stop, with Cancelled, once `cancel` is raised.
+// A source whose visits stop, with Cancelled, once `stop` says so.
 class CancellableWorkers final : public common::WorkerSource {
  public:
-  CancellableWorkers(common::WorkerSource& source, const common::Cancellation* cancel)
-      : source_(source), cancel_(cancel) {}
+  CancellableWorkers(common::WorkerSource& source, const std::function<bool()>& stop)
+      : source_(source), stop_(stop) {}
   absl::Status ForEachWorker(
       const std::function<absl::Status(const common::WorkerTrace& trace)>& visit) override {
     return source_.ForEachWorker([&](const common::WorkerTrace& trace) {
-      if (cancel_ != nullptr && cancel_->cancelled())
-        return absl::CancelledError("the analysis was cancelled");
+      if (stop_ && stop_()) return absl::CancelledError("the analysis was cancelled");
       return visit(trace);
     });
   }
 
  private:
   common::WorkerSource& source_;
-  const common::Cancellation* cancel_;
+  const std::function<bool()>& stop_;
 };
 
 }  // namespace
@@ -181,8 +180,8 @@ class CancellableWorkers final : public common::WorkerSource {
 absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& source,
                                                     const AnalysisRequest& request,
                                                     common::Capture* tables,
-                                                    const common::Cancellation* cancel) {
-  CancellableWorkers workers(source, cancel);
+                                                    const std::function<bool()>& stop) {
+  CancellableWorkers workers(source, stop);
   const Needs needs = NeedsOf(request);
   const bool overview = needs.overview, summary = needs.summary, need_breakdown = needs.breakdown,
              need_comm = needs.communication, need_steps = needs.steps;

@@ -2,6 +2,7 @@
 // the breakdown) once. Used by `podscope analyze` and, later, the REST API.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,7 +23,6 @@
 #include "analysis/summary.h"
 #include "analysis/temporal.h"
 #include "analysis/top_kernels.h"
-#include "common/cancellation.h"
 #include "common/worker_source.h"
 
 namespace podscope::analysis {
@@ -86,11 +86,11 @@ AnalysisResults RunAnalyses(const common::CaptureView& capture, const AnalysisRe
 // gets them, with every worker's description, for the job check and the renderers) and match
 // collectives from them, then a second pass breaks each worker's steps down with its waits, and a
 // third, only when there are stragglers, finds what lies behind them and what they cost.
-// Raising `cancel` ends the work with Cancelled at the next worker read (a worker of a real rank
-// takes well under a second).
+// `stop` is asked before each worker is read: true ends the work with Cancelled (a worker of a
+// real rank takes well under a second). It may be asked from the calling thread only.
 absl::StatusOr<AnalysisResults> RunAnalysesByWorker(common::WorkerSource& source,
                                                     const AnalysisRequest& request,
                                                     common::Capture* tables,
-                                                    const common::Cancellation* cancel = nullptr);
+                                                    const std::function<bool()>& stop = {});
 
 }  // namespace podscope::analysis

@@ -3,6 +3,7 @@
 // own stream type.
 #pragma once
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <array>
@@ -44,6 +45,13 @@ inline constexpr auto kLingerTime = std::chrono::seconds(2);
 // per connection: what a slow reader pins is about a megabyte, whatever the body's size.
 inline constexpr size_t kStreamPieceBytes = 256 << 10;
 inline constexpr size_t kStreamPiecesQueued = 4;
+
+// Whether the peer has closed its side of `fd` (or the connection broke): asked without reading,
+// so the next request's bytes, if any, stay where they are.
+inline bool PeerClosed(int fd) {
+  pollfd p{.fd = fd, .events = POLLRDHUP, .revents = 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
 
 // An error of the request's syntax (as opposed to the peer going away mid-header).
 inline bool IsMalformedRequest(const beast::error_code& ec) {
@@ -431,6 +439,9 @@ asio::awaitable<typename Session<Stream>::Outcome> Session<Stream>::Answer(
     response = std::move(*local);
   } else if (route != nullptr && read_body_ok) {
     if (route->heavy || route->forwarded) {
+      // The socket outlives the handler (this coroutine awaits it), so the handler may ask.
+      const int fd = Lowest().socket().native_handle();
+      request.client_gone = [fd] { return PeerClosed(fd); };
       // The handler runs as its own coroutine on the heavy (or forwarding) pool; this one
       // resumes on the I/O threads when it is done. (Posting to the pool and awaiting the
       // post would resume here, on an I/O thread, and run the handler there.)

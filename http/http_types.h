@@ -32,6 +32,9 @@ struct HttpRequest {
   // Who the authorizer took the request from (a token's name); empty on open routes, or with
   // no authorizer.
   std::string principal;
+  // For handlers on the heavy pool: true once the client has closed its connection (it can no
+  // longer read an answer), so that work nobody waits for can stop. Null elsewhere.
+  std::function<bool()> client_gone;
 
   std::string Header(const std::string& name) const;
   std::string Query(const std::string& name, const std::string& fallback = "") const;

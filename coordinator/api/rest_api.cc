@@ -321,7 +321,11 @@ http::HttpResponse RestApi::Metrics(http::HttpRequest&) {
                     "# HELP podscope_reports_shared_total Report answers shared with an "
                     "identical request that was computing them.\n",
                     "# TYPE podscope_reports_shared_total counter\n",
-                    "podscope_reports_shared_total ", reports_shared(), "\n");
+                    "podscope_reports_shared_total ", reports_shared(), "\n",
+                    "# HELP podscope_reports_abandoned_total Reports stopped because every "
+                    "client that asked for them went away.\n",
+                    "# TYPE podscope_reports_abandoned_total counter\n",
+                    "podscope_reports_abandoned_total ", reports_abandoned_.load(), "\n");
   for (const auto& source : metrics_sources_) source(&out);
   std::map<CaptureState, uint64_t> by_state;
   uint64_t stored = 0;
@@ -557,10 +561,13 @@ http::HttpResponse RestApi::Report(http::HttpRequest& r) {
   // Identical requests in flight are computed once: the others wait for that answer.
   SharedWork<http::HttpResponse>::Outcome outcome =
       // A capture deleted and made again under the same id starts its generations again.
-      reports_in_flight_.Run(common::StrCat(id, '\0', record->created_ns, '\0', cache_key), [&] {
-        reports_computed_.fetch_add(1, std::memory_order_relaxed);
-        return ComputeReport(*record, request, table, cache_key);
-      });
+      reports_in_flight_.Run(
+          common::StrCat(id, '\0', record->created_ns, '\0', cache_key),
+          [&](const std::function<bool()>& abandoned) {
+            reports_computed_.fetch_add(1, std::memory_order_relaxed);
+            return ComputeReport(*record, request, table, cache_key, abandoned);
+          },
+          r.client_gone);
   if (outcome.shared) reports_shared_.fetch_add(1, std::memory_order_relaxed);
   if (outcome.value.status == 200) {
     outcome.value.headers.emplace_back("X-Podscope-Cache", outcome.shared ? "shared" : "miss");
@@ -570,7 +577,8 @@ http::HttpResponse RestApi::Report(http::HttpRequest& r) {
 
 http::HttpResponse RestApi::ComputeReport(const CaptureRecord& record,
                                           const analysis::AnalysisRequest& request, bool table,
-                                          const std::string& cache_key) {
+                                          const std::string& cache_key,
+                                          const std::function<bool()>& abandoned) {
   const std::string& id = record.id;
   // Every report reads the store a worker at a time (analysis_run.h), holding one worker's events
   // and the small tables gathered from all of them: it takes its estimate from the memory budget
@@ -589,13 +597,23 @@ http::HttpResponse RestApi::ComputeReport(const CaptureRecord& record,
   common::Capture capture;
   absl::StatusOr<storage::StoredWorkers> stored_workers = storage::StoredWorkers::Open(store_, id);
   if (!stored_workers.ok()) return FromStatus(stored_workers.status());
-  absl::StatusOr<analysis::AnalysisResults> streamed =
-      analysis::RunAnalysesByWorker(*stored_workers, request, &capture, &stopping_);
+  absl::StatusOr<analysis::AnalysisResults> streamed = analysis::RunAnalysesByWorker(
+      *stored_workers, request, &capture,
+      [&] { return stopping_.cancelled() || (abandoned && abandoned()); });
   if (!streamed.ok() && streamed.status().code() == absl::StatusCode::kCancelled) {
-    http::HttpResponse stopping = http::HttpResponse::Problem(
-        503, "Service Unavailable", "the coordinator is stopping: ask again once it is back");
-    stopping.headers.emplace_back("Retry-After", "5");
-    return stopping;
+    if (stopping_.cancelled()) {
+      http::HttpResponse stopping = http::HttpResponse::Problem(
+          503, "Service Unavailable", "the coordinator is stopping: ask again once it is back");
+      stopping.headers.emplace_back("Retry-After", "5");
+      return stopping;
+    }
+    // Nobody is left to read it; one who asks from now on computes it afresh.
+    reports_abandoned_.fetch_add(1, std::memory_order_relaxed);
+    http::HttpResponse left = http::HttpResponse::Problem(
+        503, "Service Unavailable",
+        "every client that asked for this report went away before it was done: ask again");
+    left.headers.emplace_back("Retry-After", "1");
+    return left;
   }
   // Ranks of different jobs or worlds make cross-rank reports meaningless (`podscope analyze`
   // refuses them too); allow_mixed=true insists.

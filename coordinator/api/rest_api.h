@@ -99,7 +99,8 @@ class RestApi {
   // A report not in the cache: computed from the store, then cached.
   http::HttpResponse ComputeReport(const storage::CaptureRecord& record,
                                    const analysis::AnalysisRequest& request, bool table,
-                                   const std::string& cache_key);
+                                   const std::string& cache_key,
+                                   const std::function<bool()>& abandoned);
   http::HttpResponse Trace(http::HttpRequest& request);
   std::optional<http::HttpResponse> NotAnalysable(const storage::CaptureRecord& record) const;
 
@@ -118,7 +119,7 @@ class RestApi {
   CaptureImporter importer_;  // POST /v1/captures:import
   SharedWork<http::HttpResponse> reports_in_flight_;
   common::Cancellation stopping_;
-  std::atomic<uint64_t> reports_computed_{0}, reports_shared_{0};
+  std::atomic<uint64_t> reports_computed_{0}, reports_shared_{0}, reports_abandoned_{0};
 };
 
 // The OpenAPI 3 document of the API (coordinator/api/openapi.json, embedded at build time).

@@ -22,6 +22,7 @@
 #include "storage/rocksdb_trace_store.h"
 #include "tests/integration/coordinator_fixture.h"
 #include "tests/integration/daemon.h"
+#include "tests/integration/raw_client.h"
 #include "tests/test_paths.h"
 #include "tests/wait_for.h"
 
@@ -580,6 +581,38 @@ TEST_F(CoordinatorTest, SigtermDuringReportsEndsThemWithAnAnswer) {
     }
   }
   EXPECT_GE(stopped, 1);
+}
+
+// A report whose every client has gone is stopped at its next worker, not computed to its end
+// and cached for nobody: the coordinator counts it abandoned, and the next client computes it
+// afresh (a miss, not a hit from the abandoned work). Like nginx, a client that has closed its
+// sending side is taken to have gone.
+TEST_F(CoordinatorTest, AReportEveryClientLeftStopsAtItsNextWorker) {
+  RunCli("simulate --ranks 8 --steps 100 --preset dense --straggler 3:1.2 -o " + dir_.File("job"));
+  StartDaemon();
+  const std::string imported =
+      RunCli(CliServerFlags(port_) + " import " + dir_.File("job") + " --job j --capture c");
+  ASSERT_NE(imported.find("imported 8 files"), std::string::npos) << imported;
+  // Asked for, then the connection closed before any answer could come.
+  {
+    RawHttp client = HttpConnectFrom("127.0.0.1", port_);
+    ASSERT_NE(client, nullptr);
+    const std::string token = GetPortSecurity(port_).token;
+    ASSERT_TRUE(client->Send("GET /v1/captures/c/stragglers HTTP/1.1\r\nHost: x\r\n" +
+                             (token.empty() ? "" : "Authorization: Bearer " + token + "\r\n") +
+                             "\r\n"));
+  }
+  auto metric = [&](const std::string& line) {
+    return HttpCall(port_, "GET", "/metrics").body.find("\n" + line + "\n") != std::string::npos;
+  };
+  EXPECT_TRUE(WaitFor([&] { return metric("podscope_reports_abandoned_total 1"); }))
+      << HttpCall(port_, "GET", "/metrics").body;
+  const HttpResult again = HttpCall(port_, "GET", "/v1/captures/c/stragglers");
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.headers.at("x-podscope-cache"), "miss");
+  EXPECT_NE(again.body.find("\"rank\":3"), std::string::npos);
+  EXPECT_TRUE(metric("podscope_reports_computed_total 2"));
+  EXPECT_TRUE(metric("podscope_reports_abandoned_total 1"));
 }
 
 }  // namespace

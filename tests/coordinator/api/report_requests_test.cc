@@ -58,6 +58,45 @@ TEST(SharedWorkTest, ACallerArrivingWhileTheFirstComputesGetsItsAnswer) {
   EXPECT_EQ(work.waiting(), 0u);
 }
 
+// The computation is abandoned only once its own caller and every caller waiting for it have
+// gone; a waiter that cannot tell (no `gone`) keeps it wanted.
+TEST(SharedWorkTest, AComputationIsAbandonedOnlyWhenEveryCallerHasGone) {
+  SharedWork<int> work;
+  std::atomic<bool> owner_gone{false}, waiter_gone{false};
+  std::atomic<const std::function<bool()>*> abandoned{nullptr};
+  absl::Notification release;
+  {
+    Joined joined;
+    joined.threads.emplace_back([&] {
+      work.Run(
+          "k",
+          [&](const std::function<bool()>& is_abandoned) {
+            abandoned = &is_abandoned;
+            release.WaitForNotification();
+            return 1;
+          },
+          [&] { return owner_gone.load(); });
+    });
+    ASSERT_TRUE(WaitFor([&] { return abandoned.load() != nullptr; }));
+    const std::function<bool()>& is_abandoned = *abandoned.load();
+    EXPECT_FALSE(is_abandoned());
+    owner_gone = true;
+    EXPECT_TRUE(is_abandoned());  // alone, its caller gone
+    joined.threads.emplace_back([&] {
+      work.Run(
+          "k", [](const std::function<bool()>&) { return 2; }, [&] { return waiter_gone.load(); });
+    });
+    ASSERT_TRUE(WaitFor([&] { return work.waiting() == 1; }));
+    EXPECT_FALSE(is_abandoned());  // someone is still waiting for it
+    joined.threads.emplace_back([&] { work.Run("k", [] { return 3; }); });
+    ASSERT_TRUE(WaitFor([&] { return work.waiting() == 2; }));
+    waiter_gone = true;
+    EXPECT_FALSE(is_abandoned());  // the waiter with no way to go still wants it
+    release.Notify();
+  }
+  EXPECT_EQ(work.waiting(), 0u);
+}
+
 TEST(SharedWorkTest, AComputationThatThrowsEndsEveryCallerAndFreesItsKey) {
   SharedWork<int> work;
   absl::Notification release;
