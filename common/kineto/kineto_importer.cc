@@ -92,6 +92,9 @@ class KinetoImporter::Impl {
     sink.member = [this](std::string_view key, std::string_view value, uint64_t offset) {
       return Keep(OnMember(key, value, offset));
     };
+    sink.must_keep = [](std::string_view key) {
+      return key == "distributedInfo" || key == "deviceProperties" || key == "podscope";
+    };
     sink.events_begin = [this](uint64_t offset) {
       if (saw_events_) return Keep(FailAt(offset, "traceEvents appears twice"));
       saw_events_ = true;
@@ -142,8 +145,9 @@ class KinetoImporter::Impl {
   }
 
   // Parses `text` (followed by SIMDJSON_PADDING readable bytes), which starts at document offset
-  // `offset`, as one JSON document, and hands it to `parse`.
-  absl::Status ParsePiece(std::string_view text, uint64_t offset,
+  // `offset`, as one JSON document, and hands it to `parse`. `first_byte` is the document offset
+  // of its first byte that is the document's (a batch's '[' is the splitter's).
+  absl::Status ParsePiece(std::string_view text, uint64_t offset, uint64_t first_byte,
                           const std::function<absl::Status()>& parse) {
     // simdjson sizes its buffers to the document exactly, so every piece a little larger than
     // the last would take fresh ones, which the kernel zeroes: a quarter more leaves room.
@@ -162,7 +166,14 @@ class KinetoImporter::Impl {
                            text.data(), text.size(), text.size() + simdjson::SIMDJSON_PADDING))
                        .get(doc);
         err) {
-      status = Fail("not valid JSON", err);
+      // Found before any element is read (invalid UTF-8, a raw control character in a string):
+      // no element is to blame, the piece's span is named.
+      const uint64_t index = event_index_;
+      event_index_ = 0;
+      status =
+          FailAt(first_byte, StrCat("not valid JSON somewhere before byte offset ",
+                                    offset + text.size(), " (", simdjson::error_message(err), ")"));
+      event_index_ = index;
     } else {
       doc_ = &doc;
       status = parse();
@@ -177,6 +188,15 @@ class KinetoImporter::Impl {
   }
 
   absl::Status OnMember(std::string_view key, std::string_view value, uint64_t offset) {
+    member_.assign(value);
+    member_.append(simdjson::SIMDJSON_PADDING, '\0');
+    // Every member is checked whole, read or not, as the whole file once was: On-Demand checks
+    // only what it reads, and the splitter only the top level.
+    simdjson::dom::element checked;
+    if (auto err = member_validator_.parse(member_.data(), value.size(), false).get(checked); err) {
+      return FailAt(offset, StrCat("\"", key.substr(0, 64), "\": not valid JSON (",
+                                   simdjson::error_message(err), ")"));
+    }
     if (podscope_export_)
       return absl::OkStatus();  // a merged export describes its workers in "podscope" only
     const bool distributed = key == "distributedInfo";
@@ -185,9 +205,7 @@ class KinetoImporter::Impl {
     if (!distributed && !device && !podscope) return absl::OkStatus();
     if (podscope && saw_events_)
       return FailAt(offset, "podscope metadata must precede traceEvents");
-    member_.assign(value);
-    member_.append(simdjson::SIMDJSON_PADDING, '\0');
-    return ParsePiece(std::string_view(member_.data(), value.size()), offset,
+    return ParsePiece(std::string_view(member_.data(), value.size()), offset, offset,
                       [&]() -> absl::Status {
                         od::value v;
                         if (auto err = doc_->get_value().get(v); err)
@@ -200,7 +218,7 @@ class KinetoImporter::Impl {
 
   absl::Status OnEvents(std::string_view batch, uint64_t offset) {
     // batch[0] is the '[' the splitter put before the element at `offset`.
-    return ParsePiece(batch, offset - 1, [&]() -> absl::Status {
+    return ParsePiece(batch, offset - 1, offset, [&]() -> absl::Status {
       od::array events;
       if (auto err = doc_->get_array().get(events); err)
         return Fail("traceEvents must be an array", err);
@@ -804,6 +822,7 @@ class KinetoImporter::Impl {
   size_t doc_size_ = 0;
   uint64_t doc_offset_ = 0;
   std::string member_;  // a metadata member's text, padded for simdjson
+  simdjson::dom::parser member_validator_;
   absl::Status sink_error_;
   bool saw_events_ = false;
   uint64_t event_index_ = 0;

@@ -96,16 +96,22 @@ absl::Status TraceJsonSplitter::Fail(uint64_t at, std::string_view what) {
   return absl::InvalidArgumentError(std::string(what));
 }
 
-absl::Status TraceJsonSplitter::AppendCapped(std::string* to, std::string_view bytes,
-                                             std::string_view what) {
-  if (to->size() + bytes.size() > options_.max_piece_bytes + options_.batch_bytes) {
+absl::Status TraceJsonSplitter::AppendCapped(std::string* to, std::string_view bytes, size_t limit,
+                                             uint64_t from, std::string_view what) {
+  if (to->size() + bytes.size() > limit) {
     failed_ = true;
-    error_offset_ = offset_;
+    error_offset_ = from;
     return absl::ResourceExhaustedError(
         StrCat(what, " is larger than the limit of ", options_.max_piece_bytes, " bytes"));
   }
   to->append(bytes);
   return absl::OkStatus();
+}
+
+absl::Status TraceJsonSplitter::AppendToBatch(std::string_view bytes) {
+  // A batch holds up to batch_bytes, then whatever element it is in when that is reached.
+  return AppendCapped(&batch_, bytes, options_.batch_bytes + options_.max_piece_bytes,
+                      batch_offset_, "a traceEvents element");
 }
 
 absl::Status TraceJsonSplitter::Feed(std::string_view block) {
@@ -147,6 +153,10 @@ absl::Status TraceJsonSplitter::Feed(std::string_view block) {
             closed = true;
             break;
           }
+        }
+        for (size_t k = i; k < j; ++k) {
+          if (static_cast<unsigned char>(block[k]) < 0x20)
+            return Fail(offset_ + k, "malformed top-level object: a control character in a key");
         }
         if (key_.size() < kMaxKeptKeyBytes)
           key_.append(block.substr(i, std::min(j - i, kMaxKeptKeyBytes - key_.size())));
@@ -191,6 +201,7 @@ absl::Status TraceJsonSplitter::Feed(std::string_view block) {
         }
         value_.clear();
         value_offset_ = offset_ + i;
+        keep_value_ = true;
         scalar_ = c != '{' && c != '[' && c != '"';
         state_ = State::kValue;
         break;
@@ -261,12 +272,21 @@ absl::Status TraceJsonSplitter::ScanValue(std::string_view block, size_t* i) {
       }
     }
   }
-  RETURN_IF_ERROR(
-      AppendCapped(&value_, block.substr(start, j - start), StrCat("the value of \"", key_, "\"")));
+  if (keep_value_ && value_.size() + (j - start) > options_.max_piece_bytes && sink_.must_keep &&
+      !sink_.must_keep(key_)) {
+    // A member nobody reads (systemTraceEvents, stackFrames) may be large: scanned, not kept.
+    keep_value_ = false;
+    value_.clear();
+    value_.shrink_to_fit();
+  }
+  if (keep_value_) {
+    RETURN_IF_ERROR(AppendCapped(&value_, block.substr(start, j - start), options_.max_piece_bytes,
+                                 value_offset_, StrCat("the value of \"", key_, "\"")));
+  }
   *i = j;
   if (!done) return absl::OkStatus();
   state_ = State::kCommaOrClose;
-  if (sink_.member) {
+  if (sink_.member && keep_value_) {
     if (absl::Status s = sink_.member(key_, value_, value_offset_); !s.ok()) {
       failed_ = true;
       error_offset_ = value_offset_;
@@ -297,8 +317,7 @@ absl::Status TraceJsonSplitter::ScanEvents(std::string_view block, size_t* i) {
         }
         if (p[at] == '}')
           return Fail(offset_ + at, "traceEvents: '}' where the array should close");
-        RETURN_IF_ERROR(
-            AppendCapped(&batch_, block.substr(segment, at - segment), "a traceEvents element"));
+        RETURN_IF_ERROR(AppendToBatch(block.substr(segment, at - segment)));
         RETURN_IF_ERROR(FlushBatch(offset_ + at, /*last=*/true));
         closed = true;
         segment = at + 1;
@@ -306,8 +325,7 @@ absl::Status TraceJsonSplitter::ScanEvents(std::string_view block, size_t* i) {
       case ',':
         // Between elements, once the batch is full: hand it over.
         if (depth_ == 0 && batch_.size() + (at - segment) >= options_.batch_bytes) {
-          RETURN_IF_ERROR(
-              AppendCapped(&batch_, block.substr(segment, at - segment), "a traceEvents element"));
+          RETURN_IF_ERROR(AppendToBatch(block.substr(segment, at - segment)));
           RETURN_IF_ERROR(FlushBatch(offset_ + at, /*last=*/false));
           segment = at + 1;
           batch_offset_ = offset_ + at + 1;
@@ -375,7 +393,7 @@ absl::Status TraceJsonSplitter::ScanEvents(std::string_view block, size_t* i) {
     *i = segment;
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(AppendCapped(&batch_, block.substr(segment), "a traceEvents element"));
+  RETURN_IF_ERROR(AppendToBatch(block.substr(segment)));
   *i = n;
   return absl::OkStatus();
 }

@@ -34,6 +34,9 @@ class TraceJsonSplitter {
     // value's text, and the offset of that text's first byte.
     std::function<absl::Status(std::string_view key, std::string_view value, uint64_t offset)>
         member;
+    // Whether a member's value is needed whole. One that is not, and is larger than
+    // max_piece_bytes, is scanned and never handed over (nor refused). Null: every one is needed.
+    std::function<bool(std::string_view key)> must_keep;
     // traceEvents opens (at `offset`, its '['); it may appear more than once, which is for the
     // sink to judge.
     std::function<absl::Status(uint64_t offset)> events_begin;
@@ -76,7 +79,10 @@ class TraceJsonSplitter {
   absl::Status ScanValue(std::string_view block, size_t* i);
   absl::Status ScanEvents(std::string_view block, size_t* i);
   absl::Status FlushBatch(uint64_t at, bool last);
-  absl::Status AppendCapped(std::string* to, std::string_view bytes, std::string_view what);
+  // Appends unless `to` would pass `limit`: then an error at `from` naming `what`.
+  absl::Status AppendCapped(std::string* to, std::string_view bytes, size_t limit, uint64_t from,
+                            std::string_view what);
+  absl::Status AppendToBatch(std::string_view bytes);
 
   TraceJsonSplitterOptions options_;
   Sink sink_;
@@ -96,6 +102,7 @@ class TraceJsonSplitter {
 
   std::string value_;
   uint64_t value_offset_ = 0;
+  bool keep_value_ = true;  // false: a large member nobody needs, scanned only
 
   std::string batch_;          // "[" then the elements so far (no closing bracket yet)
   uint64_t batch_offset_ = 0;  // document offset of batch_[1]

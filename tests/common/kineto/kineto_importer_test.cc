@@ -448,6 +448,33 @@ TEST(KinetoImporterTest, StructuralErrors) {
             std::string::npos);
 }
 
+// Every top-level member is valid JSON or the file is refused, read or not; and what simdjson
+// finds before it reads a batch of events (bytes that are not UTF-8) is not blamed on the last
+// event read.
+TEST(KinetoImporterTest, InvalidJsonAnywhereIsRefusedAndBlamedOnNoWrongEvent) {
+  for (const char* member : {R"(1"x)", R"([1})", R"("\q")", "nope", "\"\xff\xfe\""}) {
+    const absl::Status s =
+        ImportError(StrCat(R"({"schemaVersion": )", member, R"(, "traceEvents": []})"));
+    EXPECT_NE(s.message().find("bad.json: byte offset 18: \"schemaVersion\": not valid JSON"),
+              std::string::npos)
+        << member << ": " << s;
+  }
+  std::string events;
+  for (int i = 0; i < 3; ++i)
+    events += StrCat(i ? "," : "", R"({"ph": "X", "cat": "kernel", "name": "k", "ts": )", i,
+                     R"(, "dur": 1})");
+  // A raw control character in a string: simdjson's first pass over the batch finds it.
+  const std::string bad =
+      R"({"traceEvents": [)" + events + ", {\"ph\": \"X\", \"name\": \"\x01\"}]}";
+  const absl::Status s = ImportError(bad);
+  EXPECT_NE(s.message().find("bad.json: byte offset 17: not valid JSON somewhere before byte "
+                             "offset " +
+                             std::to_string(bad.size() - 1)),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.message().find("traceEvents["), std::string::npos) << s;
+}
+
 TEST(KinetoImporterTest, LimitsAreEnforced) {
   ImportOptions few;
   few.max_events = 3;

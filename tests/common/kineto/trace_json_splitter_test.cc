@@ -21,9 +21,11 @@ struct Split {
 // Splits `doc` fed `block` bytes at a time, checking on the way that every batch is the
 // document's own bytes at the offset it claims.
 Split SplitInBlocks(const std::string& doc, size_t block, size_t batch_bytes,
-                    size_t max_piece_bytes = 1 << 20) {
+                    size_t max_piece_bytes = 1 << 20,
+                    std::function<bool(std::string_view)> must_keep = {}) {
   Split out;
   TraceJsonSplitter::Sink sink;
+  sink.must_keep = std::move(must_keep);
   sink.member = [&](std::string_view key, std::string_view value, uint64_t offset) {
     EXPECT_EQ(doc.substr(offset, value.size()), value);
     out.members.emplace_back(key, value);
@@ -118,6 +120,7 @@ TEST(TraceJsonSplitterTest, StructuralErrorsSayWhatAndWhere) {
       {R"({, "traceEvents": []})", "expected a key", 1},
       {R"({"traceEvents": [{}, ]})", "an element is missing", 21},
       {R"({"traceEvents": [{}}})", "'}' where the array should close", 19},
+      {"{\"a\x01b\": 1, \"traceEvents\": []}", "a control character in a key", 3},
   };
   for (const Case& c : cases) {
     const Split s = SplitInBlocks(c.doc, 4, 1);
@@ -140,6 +143,23 @@ TEST(TraceJsonSplitterTest, AnElementOrMemberPastTheLimitIsRefusedNotHeld) {
   EXPECT_EQ(member.status.code(), absl::StatusCode::kResourceExhausted) << member.status;
   EXPECT_NE(member.status.message().find("the value of \"meta\""), std::string::npos)
       << member.status;
+  EXPECT_EQ(member.error_offset, 9u);    // where the value starts
+  EXPECT_EQ(element.error_offset, 17u);  // where the batch that would hold it starts
+  // A member nobody needs is scanned past, whatever its size, and never handed over.
+  const auto only_info = [](std::string_view key) { return key == "distributedInfo"; };
+  const Split skipped = SplitInBlocks(R"({"meta": ")" + big +
+                                          R"(", "distributedInfo": {"rank": 2},)"
+                                          R"( "traceEvents": [1]})",
+                                      256, 64, 1024, only_info);
+  ASSERT_TRUE(skipped.status.ok()) << skipped.status;
+  EXPECT_EQ(
+      skipped.members,
+      (std::vector<std::pair<std::string, std::string>>{{"distributedInfo", R"({"rank": 2})"}}));
+  EXPECT_EQ(skipped.elements, std::vector<std::string>{"1"});
+  // One that is needed is still refused.
+  EXPECT_EQ(SplitInBlocks(R"({"distributedInfo": ")" + big + R"("})", 256, 64, 1024, only_info)
+                .status.code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 TEST(TraceJsonSplitterTest, TheSinksErrorStopsTheSplit) {
