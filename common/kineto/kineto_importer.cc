@@ -188,15 +188,29 @@ class KinetoImporter::Impl {
   }
 
   absl::Status OnMember(std::string_view key, std::string_view value, uint64_t offset) {
+    // Every member is checked whole, read or not, as the whole file once was: On-Demand checks
+    // only what it reads, and the splitter only the top level. In an array, so that a scalar is
+    // a value too.
+    const std::string what = StrCat("\"", key.substr(0, 64), "\": not valid JSON");
+    member_.assign("[");
+    member_.append(value);
+    member_.append("]");
+    member_.append(simdjson::SIMDJSON_PADDING, '\0');
+    RETURN_IF_ERROR(ParsePiece(std::string_view(member_.data(), value.size() + 2), offset - 1,
+                               offset, [&]() -> absl::Status {
+                                 od::array wrapped;
+                                 if (auto err = doc_->get_array().get(wrapped); err)
+                                   return Fail(what, err);
+                                 for (auto element : wrapped) {
+                                   od::value v;
+                                   if (auto err = std::move(element).get(v); err)
+                                     return Fail(what, err);
+                                   RETURN_IF_ERROR(ReadWhole(v, what));
+                                 }
+                                 return absl::OkStatus();
+                               }));
     member_.assign(value);
     member_.append(simdjson::SIMDJSON_PADDING, '\0');
-    // Every member is checked whole, read or not, as the whole file once was: On-Demand checks
-    // only what it reads, and the splitter only the top level.
-    simdjson::dom::element checked;
-    if (auto err = member_validator_.parse(member_.data(), value.size(), false).get(checked); err) {
-      return FailAt(offset, StrCat("\"", key.substr(0, 64), "\": not valid JSON (",
-                                   simdjson::error_message(err), ")"));
-    }
     if (podscope_export_)
       return absl::OkStatus();  // a merged export describes its workers in "podscope" only
     const bool distributed = key == "distributedInfo";
@@ -214,6 +228,59 @@ class KinetoImporter::Impl {
                         if (device) return ParseDeviceProperties(v);
                         return ParsePodscopeMetadata(v);
                       });
+  }
+
+  // Reads every part of `v`, which is how On-Demand checks a value (skipping one checks little).
+  // The recursion is bounded by the parser's depth limit.
+  absl::Status ReadWhole(od::value& v, std::string_view what) {
+    od::json_type type;
+    if (auto err = v.type().get(type); err) return Fail(what, err);
+    switch (type) {
+      case od::json_type::object: {
+        od::object object;
+        if (auto err = v.get_object().get(object); err) return Fail(what, err);
+        for (auto field_result : object) {
+          od::field field;
+          if (auto err = std::move(field_result).get(field); err) return Fail(what, err);
+          std::string_view key;
+          if (auto err = field.unescaped_key().get(key); err) return Fail(what, err);
+          od::value child = field.value();
+          RETURN_IF_ERROR(ReadWhole(child, what));
+        }
+        return absl::OkStatus();
+      }
+      case od::json_type::array: {
+        od::array array;
+        if (auto err = v.get_array().get(array); err) return Fail(what, err);
+        for (auto element : array) {
+          od::value child;
+          if (auto err = std::move(element).get(child); err) return Fail(what, err);
+          RETURN_IF_ERROR(ReadWhole(child, what));
+        }
+        return absl::OkStatus();
+      }
+      case od::json_type::string: {
+        std::string_view s;
+        if (auto err = v.get_string().get(s); err) return Fail(what, err);
+        return absl::OkStatus();
+      }
+      case od::json_type::number: {
+        od::number n;
+        if (auto err = v.get_number().get(n); err) return Fail(what, err);
+        return absl::OkStatus();
+      }
+      case od::json_type::boolean: {
+        bool b = false;
+        if (auto err = v.get_bool().get(b); err) return Fail(what, err);
+        return absl::OkStatus();
+      }
+      case od::json_type::null: {
+        bool null = false;
+        if (auto err = v.is_null().get(null); err || !null) return Fail(what, err);
+        return absl::OkStatus();
+      }
+    }
+    return Fail(what);
   }
 
   absl::Status OnEvents(std::string_view batch, uint64_t offset) {
@@ -822,7 +889,6 @@ class KinetoImporter::Impl {
   size_t doc_size_ = 0;
   uint64_t doc_offset_ = 0;
   std::string member_;  // a metadata member's text, padded for simdjson
-  simdjson::dom::parser member_validator_;
   absl::Status sink_error_;
   bool saw_events_ = false;
   uint64_t event_index_ = 0;
