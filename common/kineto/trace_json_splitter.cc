@@ -96,6 +96,14 @@ absl::Status TraceJsonSplitter::Fail(uint64_t at, std::string_view what) {
   return absl::InvalidArgumentError(std::string(what));
 }
 
+absl::Status TraceJsonSplitter::Stopped(absl::Status status, uint64_t at) {
+  if (!status.ok()) {
+    failed_ = true;
+    error_offset_ = at;
+  }
+  return status;
+}
+
 absl::Status TraceJsonSplitter::AppendCapped(std::string* to, std::string_view bytes, size_t limit,
                                              uint64_t from, std::string_view what) {
   if (to->size() + bytes.size() > limit) {
@@ -182,13 +190,8 @@ absl::Status TraceJsonSplitter::Feed(std::string_view block) {
         escape_ = false;
         if (key_ == "traceEvents") {
           if (c != '[') return Fail(offset_ + i, "traceEvents must be an array");
-          if (sink_.events_begin) {
-            if (absl::Status s = sink_.events_begin(offset_ + i); !s.ok()) {
-              failed_ = true;
-              error_offset_ = offset_ + i;
-              return s;
-            }
-          }
+          if (sink_.events_begin)
+            RETURN_IF_ERROR(Stopped(sink_.events_begin(offset_ + i), offset_ + i));
           batch_ = "[";
           batch_offset_ = offset_ + i + 1;
           events_split_ = false;
@@ -286,13 +289,8 @@ absl::Status TraceJsonSplitter::ScanValue(std::string_view block, size_t* i) {
   *i = j;
   if (!done) return absl::OkStatus();
   state_ = State::kCommaOrClose;
-  if (sink_.member && keep_value_) {
-    if (absl::Status s = sink_.member(key_, value_, value_offset_); !s.ok()) {
-      failed_ = true;
-      error_offset_ = value_offset_;
-      return s;
-    }
-  }
+  if (sink_.member && keep_value_)
+    RETURN_IF_ERROR(Stopped(sink_.member(key_, value_, value_offset_), value_offset_));
   value_.clear();
   return absl::OkStatus();
 }
@@ -382,13 +380,7 @@ absl::Status TraceJsonSplitter::ScanEvents(std::string_view block, size_t* i) {
     }
   }
   if (closed) {
-    if (sink_.events_end) {
-      if (absl::Status s = sink_.events_end(); !s.ok()) {
-        failed_ = true;
-        error_offset_ = offset_ + segment - 1;
-        return s;
-      }
-    }
+    if (sink_.events_end) RETURN_IF_ERROR(Stopped(sink_.events_end(), offset_ + segment - 1));
     state_ = State::kCommaOrClose;
     *i = segment;
     return absl::OkStatus();
@@ -408,12 +400,8 @@ absl::Status TraceJsonSplitter::FlushBatch(uint64_t at, bool last) {
   batch_ += ']';
   batch_.append(kBatchPadding, '\0');
   if (sink_.events) {
-    if (absl::Status s = sink_.events(std::string_view(batch_.data(), size), batch_offset_);
-        !s.ok()) {
-      failed_ = true;
-      error_offset_ = at;
-      return s;
-    }
+    RETURN_IF_ERROR(
+        Stopped(sink_.events(std::string_view(batch_.data(), size), batch_offset_), at));
   }
   batch_.assign("[");
   events_split_ = true;

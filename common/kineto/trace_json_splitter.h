@@ -74,6 +74,8 @@ class TraceJsonSplitter {
   };
 
   absl::Status Fail(uint64_t at, std::string_view what);
+  // The sink's answer; an error stops the split there, at `at`.
+  absl::Status Stopped(absl::Status status, uint64_t at);
   // Scans a value's text from block[i]; returns the index after the value's end, or
   // block.size() when it goes on into the next block.
   absl::Status ScanValue(std::string_view block, size_t* i);
